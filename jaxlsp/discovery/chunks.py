@@ -1,0 +1,163 @@
+"""Split Python source into logical lines and top-level statements without parsing it.
+
+A regex-driven scanner that knows strings, comments, brackets and line continuations. It is the
+reason discovery is fast (only the statements that can matter are handed to libcst) and robust (a
+statement that does not parse costs only itself). It recovers from an unclosed bracket at the next
+column-0 ``def``/``class``/decorator line and from an unterminated triple-quoted string at the end of
+its line, so one half-typed line never hides the rest of a file.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_TOKEN = re.compile(r"\"\"\"|'''|\"|'|#|\\\n|[()\[\]{}]|\n")
+_SINGLE_END = {
+    '"': re.compile(r'(?:[^"\\\n]|\\(?:.|\n))*"'),
+    "'": re.compile(r"(?:[^'\\\n]|\\(?:.|\n))*'"),
+}
+_RECOVERY_START = re.compile(r"(?:def|class|async\s+def)\s|@[A-Za-z_]")
+_FIRST_WORD = re.compile(r"([ \t\f]*)(@|[A-Za-z_]\w*)?")
+_CONTINUATION_WORDS = frozenset({"else", "elif", "except", "finally"})
+_HEADER_WORDS = frozenset({"def", "class", "async"})
+
+
+@dataclass(frozen=True, slots=True)
+class LogicalLine:
+    """One logical line: physical lines ``start``..``end`` (0-based, inclusive)."""
+
+    start: int
+    end: int
+    indent: int
+    word: str  # first identifier, "@" for a decorator, "" otherwise
+    code: bool  # False for blank and comment-only lines
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """A statement at one indentation level: physical lines ``start``..``end`` (inclusive)."""
+
+    start: int
+    end: int
+    header: int  # the line of the def/class keyword (after decorators); ``start`` otherwise
+    word: str  # the first word of the header line
+
+
+def normalize_newlines(text: str) -> str:
+    if "\r" in text:
+        return text.replace("\r\n", "\n").replace("\r", "\n")
+    return text
+
+
+def _triple_end(text: str, quote: str, pos: int) -> int:
+    """Index just past the closing triple quote, or -1 when the string is unterminated."""
+    while True:
+        found = text.find(quote, pos)
+        if found < 0:
+            return -1
+        backslashes = 0
+        i = found - 1
+        while i >= pos and text[i] == "\\":
+            backslashes += 1
+            i -= 1
+        if backslashes % 2 == 0:
+            return found + 3
+        pos = found + 1
+
+
+def logical_lines(text: str) -> list[LogicalLine]:
+    """Logical lines of ``text`` (already newline-normalized), in order, blank lines included."""
+    out: list[LogicalLine] = []
+    n = len(text)
+    line = 0
+    depth = 0
+    start_line = 0
+    start_pos = 0
+    pos = 0
+    while True:
+        m = _TOKEN.search(text, pos)
+        if m is None:
+            if start_pos < n:
+                out.append(_make_line(text, start_pos, start_line, line))
+            return out
+        tok = m.group()
+        pos = m.end()
+        if tok == "\n":
+            if depth and _RECOVERY_START.match(text, pos):
+                depth = 0  # an unclosed bracket: give up on it at the next definition
+            if depth == 0:
+                out.append(_make_line(text, start_pos, start_line, line))
+                start_line = line + 1
+                start_pos = pos
+            line += 1
+        elif tok == "\\\n":
+            line += 1
+        elif tok == "#":
+            eol = text.find("\n", pos)
+            pos = n if eol < 0 else eol
+        elif tok in ("(", "[", "{"):
+            depth += 1
+        elif tok in (")", "]", "}"):
+            depth = max(0, depth - 1)
+        elif tok in ('"', "'"):
+            sm = _SINGLE_END[tok].match(text, pos)
+            if sm is None:  # unterminated: the string ends with its line
+                eol = text.find("\n", pos)
+                pos = n if eol < 0 else eol
+            else:
+                line += text.count("\n", pos, sm.end())
+                pos = sm.end()
+        else:  # triple quote
+            end = _triple_end(text, tok, pos)
+            if end < 0:  # unterminated: treat the rest of its line as the string and go on
+                eol = text.find("\n", pos)
+                pos = n if eol < 0 else eol
+            else:
+                line += text.count("\n", pos, end)
+                pos = end
+
+
+def _make_line(text: str, start_pos: int, start_line: int, end_line: int) -> LogicalLine:
+    m = _FIRST_WORD.match(text, start_pos)
+    assert m is not None  # the pattern matches the empty string
+    indent = len(m.group(1))
+    after = m.end(1)
+    code = after < len(text) and text[after] not in "#\n"
+    return LogicalLine(start_line, end_line, indent, m.group(2) or "", code)
+
+
+def statements(lines: list[LogicalLine], indent: int = 0, first: int = 0, last: int | None = None) -> list[Statement]:
+    """Group logical lines into statements whose header sits at column ``indent``.
+
+    Only lines ``first``..``last`` (physical, inclusive) are considered, which lets the same
+    function split a class body. Lines indented deeper belong to the statement above them;
+    decorators join the definition they decorate; ``else``/``except``/... join their compound
+    statement. A statement's end is its last code line, never a trailing comment.
+    """
+    out: list[Statement] = []
+    cur_start = cur_end = cur_header = -1
+    cur_word = ""
+    pending_decorator = False
+    for ll in lines:
+        if ll.start < first or (last is not None and ll.start > last):
+            continue
+        if not ll.code:
+            continue
+        if ll.indent > indent and cur_start >= 0:
+            cur_end = ll.end
+            continue
+        if ll.indent == indent and cur_start >= 0:
+            if ll.word in _CONTINUATION_WORDS or (pending_decorator and ll.word in _HEADER_WORDS | {"@"}):
+                if pending_decorator and ll.word in _HEADER_WORDS:
+                    cur_header, cur_word, pending_decorator = ll.start, ll.word, False
+                cur_end = ll.end
+                continue
+        if cur_start >= 0:
+            out.append(Statement(cur_start, cur_end, cur_header, cur_word))
+        cur_start, cur_end, cur_header, cur_word = ll.start, ll.end, ll.start, ll.word
+        pending_decorator = ll.word == "@"
+    if cur_start >= 0:
+        out.append(Statement(cur_start, cur_end, cur_header, cur_word))
+    return out
+

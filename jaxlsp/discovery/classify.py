@@ -1,0 +1,293 @@
+"""Decide which classes are modules and which functions compute with JAX.
+
+Names are first qualified through the file's bindings (imports, aliases, local definitions),
+then judged: library names by the rules in :mod:`ecosystem`, workspace names by following the
+file that defines them (re-exports included), as deep as needed. Results are memoized per index
+generation, so an edit elsewhere that changes a base class is seen at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from jaxlsp.discovery import ecosystem as eco
+from jaxlsp.discovery.index import FileSummary, WorkspaceIndex
+from jaxlsp.discovery.model import Discovery, Entrypoint, Span
+from jaxlsp.discovery.summary import Binding, ClassInfo, FunctionInfo, SetupField
+
+_ALWAYS_TRIGGERS = frozenset({"jax", "jnp", "lax", "flax", "nnx", "eqx", "equinox", "optax", "jit", "vmap"})
+_BUILTIN_DRIVERS = frozenset({"print", "open", "input", "exit", "quit"})
+_KIND_REASON = {"linen": "derives flax.linen.Module", "nnx": "derives flax.nnx.Module", "equinox": "derives equinox.Module"}
+
+
+@dataclass(frozen=True, slots=True)
+class _Resolved:
+    """A qualified name; ``instance`` when it names the result of calling ``name``."""
+
+    name: str
+    instance: bool = False
+
+
+class Classifier:
+    def __init__(self, index: WorkspaceIndex) -> None:
+        self.index = index
+        self._generation = -1
+        self._kinds: dict[tuple[Path, str], eco.ModuleKind | None] = {}
+        self._triggers: dict[tuple[Path, str], frozenset[str]] = {}
+
+    def _fresh(self) -> None:
+        if self._generation != self.index.generation:
+            self._kinds.clear()
+            self._triggers.clear()
+            self._generation = self.index.generation
+
+    # -- names ---------------------------------------------------------------------------------
+    def qualify(
+        self, fs: FileSummary, name: str, before: int | None = None, local: dict[str, Binding] | None = None, depth: int = 0
+    ) -> _Resolved | None:
+        """The absolute dotted name that ``name`` (as written in ``fs``) refers to."""
+        head, _, rest = name.partition(".")
+        b = (local or {}).get(head) or fs.binding(head, before)
+        if b is None or depth > 20:
+            return None
+        if b.how == "import":
+            q = b.target
+        elif b.how == "from":
+            q = self.index.modules.absolute(fs.path, b.target, b.level)
+        elif b.how == "local":
+            q = f"{fs.module}.{head}"
+        else:  # alias or instance: qualify the expression it was bound to
+            inner = self.qualify(fs, b.target, b.line, None, depth + 1)
+            if inner is None:
+                return None
+            if b.how == "instance" or inner.instance:
+                return _Resolved(inner.name, instance=True)
+            q = inner.name
+        return _Resolved(f"{q}.{rest}" if rest else q)
+
+    # -- classes -------------------------------------------------------------------------------
+    def kind_of(self, qualname: str, importer: Path, seen: frozenset[str] = frozenset()) -> eco.ModuleKind | None:
+        """The module kind of the class ``qualname`` as imported from ``importer``."""
+        self._fresh()
+        if eco.is_library_name(qualname):
+            return eco.library_module_kind(qualname)
+        mark = "name:" + qualname
+        if mark in seen or len(seen) > 50:
+            return None
+        key = (importer.parent, qualname)
+        if key in self._kinds:
+            return self._kinds[key]
+        self._kinds[key] = None  # cycle guard while resolving
+        result = self._kind_of_workspace(qualname, importer, seen | {mark})
+        self._kinds[key] = result
+        return result
+
+    def _kind_of_workspace(self, qualname: str, importer: Path, seen: frozenset[str]) -> eco.ModuleKind | None:
+        parts = qualname.split(".")
+        for i in range(len(parts) - 1, 0, -1):
+            path = self.index.modules.locate(".".join(parts[:i]), importer)
+            if path is None:
+                continue
+            fs = self.index.summary(path)
+            if fs is None:
+                return None
+            return self._kind_in(fs, parts[i:], seen)
+        return None
+
+    def _kind_in(self, fs: FileSummary, attrs: list[str], seen: frozenset[str]) -> eco.ModuleKind | None:
+        b = fs.binding(attrs[0])
+        if b is None:
+            for star in fs.stars:
+                base = self.index.modules.absolute(fs.path, star.target, star.level)
+                kind = self.kind_of(".".join([base, *attrs]), fs.path, seen)
+                if kind:
+                    return kind
+            return None
+        if b.how == "local":
+            found = fs.classes.get(attrs[0])
+            if found is None:
+                return None
+            cls: ClassInfo | None = found[1]
+            chain = [found[1]]
+            for attr in attrs[1:]:
+                cls = next((c for c in cls.nested if c.name == attr), None) if cls else None
+                if cls is None:
+                    return None
+                chain.append(cls)
+            return self.class_kind(fs, found[0], chain, seen)
+        q = self.qualify(fs, ".".join(attrs))
+        if q is None or q.instance:
+            return None
+        return self.kind_of(q.name, fs.path, seen)
+
+    def class_kind(
+        self, fs: FileSummary, start: int, chain: list[ClassInfo], seen: frozenset[str] = frozenset()
+    ) -> eco.ModuleKind | None:
+        """The kind of the class ``chain[-1]`` (nested in the rest of ``chain``) in file ``fs``."""
+        cls = chain[-1]
+        own = f"class:{fs.path}:" + ".".join(c.name for c in chain)
+        if own in seen:
+            return None
+        seen = seen | {own}
+        for base in cls.bases:
+            if not base:
+                continue
+            # A nested class sees the classes defined before it in the enclosing class body.
+            if len(chain) > 1 and "." not in base:
+                sibling = next((c for c in chain[-2].nested if c.name == base and c.header < cls.header), None)
+                if sibling is not None:
+                    kind = self.class_kind(fs, start, [*chain[:-1], sibling], seen)
+                    if kind:
+                        return kind
+                    continue
+            q = self.qualify(fs, base, before=start + chain[0].header)
+            if q is None or q.instance:
+                continue
+            kind = self.kind_of(q.name, fs.path, seen)
+            if kind:
+                return kind
+        return None
+
+    # -- functions -----------------------------------------------------------------------------
+    def triggers(self, fs: FileSummary) -> frozenset[str]:
+        """Names whose presence in a function's text makes it worth parsing."""
+        self._fresh()
+        key = (fs.path, fs.digest)
+        found = self._triggers.get(key)
+        if found is not None:
+            return found
+        names = set(_ALWAYS_TRIGGERS)
+        for name, bindings in fs.bindings.items():
+            for b in bindings:
+                if b.how == "local":
+                    continue
+                q = self.qualify(fs, name, b.line + 1)
+                if q is None:
+                    continue
+                if eco.ecosystem_root(q.name) or eco.is_partial(q.name):
+                    names.add(name)
+                elif q.instance and self.kind_of(q.name, fs.path):
+                    names.add(name)
+        result = frozenset(names)
+        self._triggers[key] = result
+        return result
+
+    def function_entry(self, fs: FileSummary, start: int, fn: FunctionInfo) -> Entrypoint | None:
+        if fn.is_async or not (fn.words & self.triggers(fs)):
+            return None
+        detail = fn.detail
+        if detail is None or detail.has_yield:
+            return None
+        local = {b.name: b for b in detail.local_bindings}
+        transforms = []
+        for dec in detail.decorators:
+            name = self._decorator_target(fs, dec.callee, dec.first_arg, local)
+            if name is not None and eco.is_transform(name):
+                transforms.append(name)
+        compute: list[str] = []
+        plumbing_only = True
+        strong_io = False
+        for ref in sorted(detail.refs):
+            head = ref.partition(".")[0]
+            q = self.qualify(fs, ref, None, local)
+            if q is None:
+                if head in _BUILTIN_DRIVERS and head not in fs.bindings and head not in local:
+                    strong_io = strong_io or head != "print"
+                continue
+            if q.instance:
+                if eco.ecosystem_root(q.name) or self.kind_of(q.name, fs.path):
+                    compute.append(ref)
+                    plumbing_only = False
+                continue
+            if eco.is_compute(q.name):
+                compute.append(q.name)
+                if not eco.is_incidental(q.name):
+                    plumbing_only = False
+            elif eco.is_driver_signal(q.name):
+                strong_io = True
+        if not transforms and not compute:
+            return None
+        driver = not transforms and ((strong_io and (detail.has_loop or plumbing_only)) or (detail.has_loop and plumbing_only))
+        if transforms:
+            reason = "decorated with " + ", ".join(transforms)
+        else:
+            reason = "computes with " + ", ".join(sorted(set(compute))[:4])
+        header = start + fn.header
+        line_text = fs.lines[header] if header < len(fs.lines) else ""
+        return Entrypoint(
+            path=fs.path,
+            name=fn.name,
+            kind="function",
+            header=Span(header, 0, header, len(line_text)),
+            body=Span(start, 0, start + fn.end, len(fs.lines[start + fn.end]) if start + fn.end < len(fs.lines) else 0),
+            decorators=tuple(d.text for d in detail.decorators),
+            fields=detail.params,
+            reason=reason,
+            driver=driver,
+        )
+
+    def _decorator_target(
+        self, fs: FileSummary, callee: str | None, first_arg: str | None, local: dict[str, Binding]
+    ) -> str | None:
+        if callee is None:
+            return None
+        q = self.qualify(fs, callee, None, local)
+        if q is None:
+            return None
+        if eco.is_partial(q.name) and first_arg:
+            inner = self.qualify(fs, first_arg, None, local)
+            return inner.name if inner else None
+        return q.name
+
+    # -- files ---------------------------------------------------------------------------------
+    def discover(self, path: Path) -> Discovery:
+        path = path.resolve()
+        fs = self.index.summary(path)
+        if fs is None:
+            return Discovery(path, (), ())
+        found: list[Entrypoint] = []
+        for start, info in fs.chunks:
+            if info.cls is not None:
+                self._class_entries(fs, start, [info.cls], found)
+            elif info.fn is not None:
+                entry = self.function_entry(fs, start, info.fn)
+                if entry is not None:
+                    found.append(entry)
+        found.sort(key=lambda e: e.header.line)
+        return Discovery(
+            path,
+            tuple(e for e in found if not e.driver),
+            tuple(e for e in found if e.driver),
+        )
+
+    def _class_entries(self, fs: FileSummary, start: int, chain: list[ClassInfo], out: list[Entrypoint]) -> None:
+        cls = chain[-1]
+        kind = self.class_kind(fs, start, chain)
+        if kind is not None:
+            header = start + cls.header
+            end = start + cls.end
+            first = start if len(chain) == 1 else header
+            out.append(
+                Entrypoint(
+                    path=fs.path,
+                    name=".".join(c.name for c in chain),
+                    kind=kind,
+                    header=Span(header, cls.column, header, len(fs.lines[header])),
+                    body=Span(first, 0 if len(chain) == 1 else cls.column, end, len(fs.lines[end])),
+                    decorators=tuple(d.text for d in cls.decorators),
+                    fields=_module_fields(kind, cls),
+                    reason=_KIND_REASON[kind],
+                )
+            )
+        for inner in cls.nested:
+            self._class_entries(fs, start, [*chain, inner], out)
+
+
+def _module_fields(kind: eco.ModuleKind, cls: ClassInfo) -> tuple[SetupField, ...]:
+    if kind == "linen":
+        return cls.linen_fields
+    params = cls.init_params
+    if params is not None:
+        return params
+    return cls.linen_fields if kind == "equinox" else ()

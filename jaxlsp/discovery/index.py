@@ -1,0 +1,254 @@
+"""The workspace index: one summary per Python file, rebuilt only for statements that changed.
+
+Summaries come from open documents first, then from disk. Statements are summarized once per
+distinct text (a bounded cache shared by all files), so an edit re-summarizes only the top-level
+statements it touched. ``generation`` moves whenever a file's exported names or class headers
+change, which is what invalidates cross-file resolution.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from jaxlsp.discovery.chunks import logical_lines, normalize_newlines, statements
+from jaxlsp.discovery.modules import ModuleMap
+from jaxlsp.discovery.summary import Binding, ChunkInfo, ClassInfo, FunctionInfo, summarize
+
+SKIP_DIRS = frozenset({".venv", "venv", "node_modules", "build", "dist", "__pycache__", "site-packages"})
+# A file that matches none of this cannot define a module class or a JAX function on its own
+# (a subclass of a workspace base still has a ``class`` line). ``__init__.py`` files always count:
+# they re-export.
+_MAY_MATTER = re.compile(r"jax|flax|equinox|optax|\bnnx\b|\beqx\b|^[ \t]*class\s", re.M)
+_CACHE_SIZE = 50_000
+
+
+@dataclass
+class FileSummary:
+    path: Path
+    module: str
+    digest: str
+    lines: list[str]
+    chunks: list[tuple[int, ChunkInfo]]  # (first line, 0-based; summary)
+    bindings: dict[str, list[Binding]] = field(default_factory=dict)  # by name, in line order
+    stars: list[Binding] = field(default_factory=list)
+    classes: dict[str, tuple[int, ClassInfo]] = field(default_factory=dict)
+    exports: int = 0  # a hash of everything other files can see
+
+    def binding(self, name: str, before: int | None = None) -> Binding | None:
+        found = self.bindings.get(name)
+        if not found:
+            return None
+        if before is not None:
+            earlier = [b for b in found if b.line < before]
+            if earlier:
+                return earlier[-1]
+        return found[-1]
+
+    def functions(self) -> Iterator[tuple[int, FunctionInfo]]:
+        for start, info in self.chunks:
+            if info.fn is not None:
+                yield start, info.fn
+
+
+class ChunkCache:
+    """Statement summaries by (kind word, header offset, text), least recently used evicted."""
+
+    def __init__(self, size: int = _CACHE_SIZE) -> None:
+        self.size = size
+        self._items: OrderedDict[tuple[str, int, str], ChunkInfo] = OrderedDict()
+        self.misses = 0
+
+    def get(self, text: str, word: str, header: int) -> ChunkInfo:
+        key = (word, header, text)
+        info = self._items.get(key)
+        if info is not None:
+            self._items.move_to_end(key)
+            return info
+        self.misses += 1
+        info = summarize(text, word, header)
+        self._items[key] = info
+        if len(self._items) > self.size:
+            self._items.popitem(last=False)
+        return info
+
+
+def may_matter(path: Path, text: str) -> bool:
+    return path.name == "__init__.py" or _MAY_MATTER.search(text) is not None
+
+
+def summarize_file(path: Path, module: str, text: str, cache: ChunkCache) -> FileSummary:
+    text = normalize_newlines(text)
+    lines = text.split("\n")
+    chunks: list[tuple[int, ChunkInfo]] = []
+    for st in statements(logical_lines(text)):
+        chunk = "\n".join(lines[st.start : st.end + 1]) + "\n"
+        chunks.append((st.start, cache.get(chunk, st.word, st.header - st.start)))
+    fs = FileSummary(path, module, hashlib.sha1(text.encode()).hexdigest(), lines, chunks)
+    exported: list[object] = []
+    for start, info in chunks:
+        for b in info.bindings:
+            b = Binding(b.name, b.line + start, b.how, b.target, b.level)
+            if b.how == "star":
+                fs.stars.append(b)
+            else:
+                fs.bindings.setdefault(b.name, []).append(b)
+            exported.append((b.name, b.how, b.target, b.level))
+        if info.cls is not None:
+            line = start + info.cls.header
+            fs.bindings.setdefault(info.cls.name, []).append(Binding(info.cls.name, line, "local", "class"))
+            fs.classes[info.cls.name] = (start, info.cls)
+            exported.append(_class_key(info.cls))
+        if info.fn is not None:
+            line = start + info.fn.header
+            fs.bindings.setdefault(info.fn.name, []).append(Binding(info.fn.name, line, "local", "def"))
+            exported.append(("def", info.fn.name))
+    fs.exports = hash((module, tuple(exported)))
+    return fs
+
+
+def _class_key(cls: ClassInfo) -> object:
+    return ("class", cls.name, cls.bases, tuple(_class_key(c) for c in cls.nested))
+
+
+def iter_python_files(root: Path) -> Iterator[Path]:
+    """Python files under ``root`` (or ``root`` itself), skipping virtualenvs, builds and hidden folders."""
+    if root.is_file():
+        if root.suffix == ".py":
+            yield root
+        return
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith(".") and not d.endswith(".egg-info"))
+        for name in sorted(files):
+            if name.endswith(".py"):
+                yield Path(folder, name)
+
+
+class WorkspaceIndex:
+    """Summaries of the workspace's Python files, from open documents or disk."""
+
+    def __init__(self, roots: list[Path]) -> None:
+        self.modules = ModuleMap(roots, exists=self._exists)
+        self.cache = ChunkCache()
+        self.generation = 0
+        self._open: dict[Path, str] = {}
+        self._files: dict[Path, FileSummary | None] = {}
+        self._stamps: dict[Path, tuple[int, int]] = {}
+
+    @property
+    def roots(self) -> list[Path]:
+        return self.modules.roots
+
+    def _exists(self, path: Path) -> bool:
+        return path in self._open or path.is_file()
+
+    # -- updates -------------------------------------------------------------------------------
+    def set_text(self, path: Path, text: str) -> bool:
+        """Use ``text`` for ``path`` (an open document). True when other files may see a change."""
+        path = path.resolve()
+        new_file = path not in self._open and not path.is_file()
+        self._open[path] = text
+        if new_file:
+            self.modules.invalidate()
+            self.generation += 1
+        return self._refresh(path, text) or new_file
+
+    def close(self, path: Path) -> bool:
+        path = path.resolve()
+        if self._open.pop(path, None) is None:
+            return False
+        return self.file_changed(path)
+
+    def file_changed(self, path: Path) -> bool:
+        """The file changed, appeared or vanished on disk. True when other files may see a change."""
+        path = path.resolve()
+        if path in self._open:
+            return False
+        existed = path in self._stamps or self._files.get(path) is not None
+        text = _read(path)
+        if text is None:
+            self._files.pop(path, None)
+            self._stamps.pop(path, None)
+            self.modules.invalidate()
+            self.generation += 1
+            return True
+        if not existed:
+            self.modules.invalidate()
+            self.generation += 1
+        changed = self._refresh(path, text)
+        self._stamp(path)
+        return changed or not existed
+
+    def _refresh(self, path: Path, text: str) -> bool:
+        old = self._files.get(path)
+        fs = summarize_file(path, self.modules.module_name(path), text, self.cache)
+        self._files[path] = fs
+        if old is not None and old.exports != fs.exports:
+            self.generation += 1
+            return True
+        return False
+
+    def _stamp(self, path: Path) -> None:
+        try:
+            st = path.stat()
+            self._stamps[path] = (st.st_mtime_ns, st.st_size)
+        except OSError:
+            self._stamps.pop(path, None)
+
+    # -- queries -------------------------------------------------------------------------------
+    def summary(self, path: Path) -> FileSummary | None:
+        path = path.resolve()
+        if path in self._open:
+            fs = self._files.get(path)
+            if fs is None:
+                self._refresh(path, self._open[path])
+                fs = self._files.get(path)
+            return fs
+        stamp = self._stamps.get(path)
+        try:
+            st = path.stat()
+        except OSError:
+            return None
+        if stamp == (st.st_mtime_ns, st.st_size) and path in self._files:
+            return self._files[path]
+        text = _read(path)
+        if text is None:
+            return None
+        self._refresh(path, text)
+        self._stamps[path] = (st.st_mtime_ns, st.st_size)
+        return self._files.get(path)
+
+    def text(self, path: Path) -> str | None:
+        path = path.resolve()
+        return self._open.get(path) if path in self._open else _read(path)
+
+    def scan(self, roots: list[Path] | None = None) -> Iterator[Path]:
+        """Summarize every file under the roots that may matter; yields each path as it goes."""
+        for root in roots or self.roots:
+            for path in iter_python_files(root):
+                path = path.resolve()
+                if path in self._open:
+                    yield path
+                    continue
+                text = _read(path)
+                if text is None or not may_matter(path, text):
+                    continue
+                self._refresh(path, text)
+                self._stamp(path)
+                yield path
+
+    def known_files(self) -> list[Path]:
+        return [p for p, fs in self._files.items() if fs is not None]
+
+
+def _read(path: Path) -> str | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except (OSError, ValueError):
+        return None

@@ -1,0 +1,469 @@
+"""Summaries of single top-level statements, made with libcst and cached by their text.
+
+A summary holds names and text, never a parse tree, and its lines are relative to the statement,
+so an unchanged statement that moved keeps its summary. Function bodies and class bodies are
+parsed lazily: most files only need the import lines and class headers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import libcst as cst
+
+from jaxlsp.discovery.chunks import LogicalLine, logical_lines, statements
+
+_WORD = re.compile(r"[A-Za-z_]\w*")
+_DEF_NAME = re.compile(r"(?:async\s+)?def\s+([A-Za-z_]\w*)")
+_CLASS_NAME = re.compile(r"class\s+([A-Za-z_]\w*)")
+_ASSIGN = re.compile(r"[A-Za-z_]\w*\s*(?::[^=\n]*)?=\s*[A-Za-z_][\w.]*\s*(?:\(|\[|$|\n|#)")
+_ANN_FIELD = re.compile(r"\s*[A-Za-z_]\w*\s*:(?!=)")
+_INIT = re.compile(r"\s*(?:@.*\n\s*)*def\s+__init__\s*\(")
+_EMPTY_MODULE = cst.parse_module("")
+_CONFIG = cst.PartialParserConfig(python_version="3.11")
+
+
+def code_of(node: cst.CSTNode) -> str:
+    return _EMPTY_MODULE.code_for_node(node).strip()
+
+
+def dotted(node: cst.BaseExpression) -> str | None:
+    """``a.b.c`` for a chain of names, else None."""
+    parts: list[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name):
+        parts.append(node.value)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _parse(text: str) -> cst.BaseStatement | None:
+    try:
+        return cst.parse_statement(text, _CONFIG)
+    except (cst.ParserSyntaxError, RecursionError, ValueError):
+        return None
+
+
+def _dedent(lines: list[str], indent: int) -> str:
+    out = []
+    for line in lines:
+        head = line[:indent]
+        out.append(line[indent:] if not head.strip() else line.lstrip())
+    return "\n".join(out) + "\n"
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    """A module-level name. ``how`` says what it is bound to:
+
+    - ``import``: the module ``target`` (absolute dotted name);
+    - ``from``: ``target`` is ``module.attr`` relative to the package ``level`` dots up;
+    - ``star``: every public name of ``target`` (same convention as ``from``);
+    - ``alias``: the dotted expression ``target`` (``Dense = nn.Dense``);
+    - ``instance``: the result of calling ``target`` (``model = MLP()``).
+    """
+
+    name: str
+    line: int
+    how: str
+    target: str
+    level: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SetupField:
+    """A value a user fills in to build the target: a dataclass field or a parameter."""
+
+    name: str
+    annotation: str | None
+    default: str | None
+    kind: str  # field | positional_only | positional | var_positional | keyword_only | var_keyword
+
+    def to_json(self) -> dict[str, object]:
+        return {"name": self.name, "annotation": self.annotation, "default": self.default, "kind": self.kind}
+
+
+@dataclass(frozen=True, slots=True)
+class Decorator:
+    text: str
+    callee: str | None  # the decorator, or the function it calls (``jax.jit`` in ``jax.jit(...)``)
+    first_arg: str | None  # the first positional argument of that call (for ``partial(jax.jit)``)
+
+
+def _bindings_of(node: cst.CSTNode, line: int, out: list[Binding]) -> None:
+    if isinstance(node, cst.Import):
+        for alias in node.names:
+            full = dotted(alias.name) or ""
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                out.append(Binding(alias.asname.name.value, line, "import", full))
+            else:
+                head = full.split(".", 1)[0]
+                out.append(Binding(head, line, "import", head))
+    elif isinstance(node, cst.ImportFrom):
+        module = dotted(node.module) if node.module is not None else ""
+        level = len(node.relative)
+        if isinstance(node.names, cst.ImportStar):
+            out.append(Binding("*", line, "star", module or "", level))
+            return
+        for alias in node.names:
+            attr = dotted(alias.name) or ""
+            local = attr
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                local = alias.asname.name.value
+            target = f"{module}.{attr}" if module else attr
+            out.append(Binding(local, line, "from", target, level))
+    elif isinstance(node, (cst.Assign, cst.AnnAssign)):
+        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+        value = node.value
+        if value is None or len(targets) != 1 or not isinstance(targets[0], cst.Name):
+            return
+        name = targets[0].value
+        if isinstance(value, cst.Subscript):  # ``Dense = nn.Dense[...]`` style generics
+            value = value.value
+        if isinstance(value, cst.Call):
+            callee = dotted(value.func)
+            if callee:
+                out.append(Binding(name, line, "instance", callee))
+        else:
+            target = dotted(value)
+            if target:
+                out.append(Binding(name, line, "alias", target))
+
+
+def _collect_bindings(stmt: cst.CSTNode, line: int, out: list[Binding]) -> None:
+    """Bindings of a statement, looking inside ``if``/``try``/``with`` but never into defs."""
+    if isinstance(stmt, cst.SimpleStatementLine):
+        for small in stmt.body:
+            _bindings_of(small, line, out)
+        return
+    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+        return
+    for child in stmt.children:
+        if isinstance(child, (cst.BaseSuite, cst.BaseStatement, cst.ExceptHandler, cst.Else, cst.Finally, cst.If)):
+            _collect_bindings(child, line, out)
+
+
+def _fields_of_params(params: cst.Parameters, skip_self: bool) -> tuple[SetupField, ...]:
+    out: list[SetupField] = []
+
+    def add(p: cst.Param, kind: str) -> None:
+        ann = code_of(p.annotation.annotation) if p.annotation is not None else None
+        default = code_of(p.default) if p.default is not None else None
+        out.append(SetupField(p.name.value, ann, default, kind))
+
+    for p in params.posonly_params:
+        add(p, "positional_only")
+    for p in params.params:
+        add(p, "positional")
+    if isinstance(params.star_arg, cst.Param):
+        add(params.star_arg, "var_positional")
+    for p in params.kwonly_params:
+        add(p, "keyword_only")
+    if params.star_kwarg is not None:
+        add(params.star_kwarg, "var_keyword")
+    if skip_self and out and out[0].kind in ("positional", "positional_only"):
+        out.pop(0)
+    return tuple(out)
+
+
+def _decorators(decs: tuple[cst.Decorator, ...] | list[cst.Decorator]) -> tuple[Decorator, ...]:
+    out = []
+    for d in decs:
+        expr = d.decorator
+        first: str | None = None
+        callee: str | None
+        if isinstance(expr, cst.Call):
+            callee = dotted(expr.func)
+            positional = [a for a in expr.args if a.keyword is None and not a.star]
+            if positional:
+                first = dotted(positional[0].value)
+        else:
+            callee = dotted(expr)
+        out.append(Decorator(code_of(expr), callee, first))
+    return tuple(out)
+
+
+class ClassInfo:
+    """A class statement: header facts now, fields and ``__init__`` parameters when asked."""
+
+    __slots__ = ("name", "header", "column", "end", "bases", "decorators", "nested", "_body", "__dict__")
+
+    def __init__(
+        self,
+        name: str,
+        header: int,
+        column: int,
+        end: int,
+        bases: tuple[str, ...],
+        decorators: tuple[Decorator, ...],
+        nested: tuple[ClassInfo, ...],
+        body: tuple[str, ...],
+    ) -> None:
+        self.name = name
+        self.header = header  # line of the ``class`` keyword, relative to the top-level statement
+        self.column = column
+        self.end = end
+        self.bases = bases  # dotted names as written ("" when a base is not a name)
+        self.decorators = decorators
+        self.nested = nested
+        self._body = body  # dedented texts of the body-level statements that may be fields
+
+    @cached_property
+    def linen_fields(self) -> tuple[SetupField, ...]:
+        out = []
+        for text in self._body:
+            if not _ANN_FIELD.match(text):
+                continue
+            stmt = _parse(text)
+            if not isinstance(stmt, cst.SimpleStatementLine):
+                continue
+            for small in stmt.body:
+                if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+                    ann = code_of(small.annotation.annotation)
+                    if ann.startswith(("ClassVar", "typing.ClassVar", "tp.ClassVar")):
+                        continue
+                    name = small.target.value
+                    if name in ("parent", "name"):
+                        continue
+                    default = code_of(small.value) if small.value is not None else None
+                    out.append(SetupField(name, ann, default, "field"))
+        return tuple(out)
+
+    @cached_property
+    def init_params(self) -> tuple[SetupField, ...] | None:
+        for text in self._body:
+            if not _INIT.match(text):
+                continue
+            stmt = _parse(text)
+            if isinstance(stmt, cst.FunctionDef):
+                return _fields_of_params(stmt.params, skip_self=True)
+        return None
+
+
+class FunctionInfo:
+    """A top-level ``def``: its name and words now, the parsed details when asked."""
+
+    __slots__ = ("name", "header", "end", "words", "is_async", "_text", "__dict__")
+
+    def __init__(self, name: str, header: int, end: int, words: frozenset[str], is_async: bool, text: str) -> None:
+        self.name = name
+        self.header = header
+        self.end = end
+        self.words = words
+        self.is_async = is_async
+        self._text = text
+
+    @cached_property
+    def detail(self) -> FunctionDetail | None:
+        stmt = _parse(self._text)
+        if not isinstance(stmt, cst.FunctionDef):
+            return None
+        walker = _BodyWalker()
+        walker.walk(stmt.body)
+        for p in (*stmt.params.params, *stmt.params.kwonly_params, *stmt.params.posonly_params):
+            if p.default is not None:
+                walker.walk(p.default)
+        return FunctionDetail(
+            decorators=_decorators(stmt.decorators),
+            params=_fields_of_params(stmt.params, skip_self=False),
+            refs=frozenset(walker.refs),
+            local_bindings=tuple(walker.bindings),
+            has_yield=walker.has_yield,
+            has_loop=walker.has_loop,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionDetail:
+    decorators: tuple[Decorator, ...]
+    params: tuple[SetupField, ...]
+    refs: frozenset[str]  # dotted names used as code in the body (not strings, not annotations)
+    local_bindings: tuple[Binding, ...]  # imports inside the body
+    has_yield: bool
+    has_loop: bool
+
+
+_WHITESPACE = (
+    cst.BaseParenthesizableWhitespace,
+    cst.EmptyLine,
+    cst.TrailingWhitespace,
+    cst.Newline,
+    cst.Comment,
+    cst.SimpleString,
+    cst.Integer,
+    cst.Float,
+    cst.Imaginary,
+)
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+class _BodyWalker:
+    """Collects the dotted names a body uses as code, with an explicit stack (deep bodies are fine)."""
+
+    def __init__(self) -> None:
+        self.refs: set[str] = set()
+        self.bindings: list[Binding] = []
+        self.has_yield = False
+        self.has_loop = False
+
+    def walk(self, root: cst.CSTNode) -> None:
+        stack: list[tuple[cst.CSTNode, bool]] = [(root, False)]
+        refs = self.refs
+        while stack:
+            node, nested = stack.pop()
+            t = type(node)
+            if t is cst.Name:
+                refs.add(node.value)  # type: ignore[attr-defined]
+                continue
+            if t is cst.Attribute:
+                name = dotted(node)  # type: ignore[arg-type]
+                if name is not None:
+                    refs.add(name)
+                else:
+                    stack.append((node.value, nested))  # type: ignore[attr-defined]
+                continue
+            if t is cst.Annotation or isinstance(node, _WHITESPACE):
+                continue
+            if t is cst.Arg:
+                stack.append((node.value, nested))  # type: ignore[attr-defined]
+                continue
+            if t is cst.Param:
+                if node.default is not None:  # type: ignore[attr-defined]
+                    stack.append((node.default, nested))  # type: ignore[attr-defined]
+                continue
+            if t is cst.Yield and not nested:
+                self.has_yield = True
+            elif t in (cst.For, cst.While) and not nested:
+                self.has_loop = True
+            elif t in (cst.Import, cst.ImportFrom):
+                _bindings_of(node, 0, self.bindings)
+                continue
+            elif t in (cst.FunctionDef, cst.Lambda, cst.ClassDef):
+                nested = True
+            names = _FIELDS.get(t)
+            if names is None:
+                names = _FIELDS[t] = tuple(f.name for f in dataclasses.fields(node))  # type: ignore[arg-type]
+            for name in names:
+                value = getattr(node, name)
+                if isinstance(value, cst.CSTNode):
+                    stack.append((value, nested))
+                elif isinstance(value, (tuple, list)):
+                    for item in value:
+                        if isinstance(item, cst.CSTNode):
+                            stack.append((item, nested))
+
+
+@dataclass(slots=True)
+class ChunkInfo:
+    """The summary of one top-level statement, with lines relative to its first line."""
+
+    kind: str  # import | class | function | assign | compound | other | error
+    bindings: tuple[Binding, ...] = ()
+    cls: ClassInfo | None = None
+    fn: FunctionInfo | None = None
+    words: frozenset[str] = field(default_factory=frozenset)
+
+
+def summarize(text: str, word: str, header: int) -> ChunkInfo:
+    """Summarize one top-level statement ``text`` whose header is ``header`` lines in."""
+    if word in ("import", "from"):
+        stmt = _parse(text)
+        if stmt is None:
+            return ChunkInfo("error")
+        out: list[Binding] = []
+        _collect_bindings(stmt, 0, out)
+        return ChunkInfo("import", tuple(out))
+    if word in ("def", "async") or (word == "@" and _header_word(text, header) in ("def", "async")):
+        m = _DEF_NAME.match(text.split("\n", header + 1)[header])
+        if m is None:
+            return ChunkInfo("error")
+        end = text.count("\n") - 1
+        words = frozenset(_WORD.findall(text))
+        is_async = text.split("\n", header + 1)[header].startswith("async")
+        return ChunkInfo("function", fn=FunctionInfo(m.group(1), header, end, words, is_async, text))
+    if word == "class" or word == "@":
+        cls = summarize_class(text, header, 0)
+        return ChunkInfo("class", cls=cls) if cls is not None else ChunkInfo("error")
+    if word in ("if", "try", "with"):
+        if "import" not in text and "=" not in text:
+            return ChunkInfo("compound")
+        stmt = _parse(text)
+        if stmt is None:
+            return ChunkInfo("error")
+        out = []
+        _collect_bindings(stmt, 0, out)
+        return ChunkInfo("compound", tuple(out))
+    if _ASSIGN.match(text):
+        stmt = _parse(text)
+        if stmt is None:
+            return ChunkInfo("error")
+        out = []
+        _collect_bindings(stmt, 0, out)
+        return ChunkInfo("assign", tuple(out))
+    return ChunkInfo("other")
+
+
+def _shift(cls: ClassInfo, delta: int) -> None:
+    cls.header += delta
+    cls.end += delta
+    for inner in cls.nested:
+        _shift(inner, delta)
+
+
+def _header_word(text: str, header: int) -> str:
+    line = text.split("\n", header + 1)[header]
+    m = _WORD.match(line.lstrip())
+    return m.group() if m else ""
+
+
+def summarize_class(text: str, header: int, column: int) -> ClassInfo | None:
+    """Summarize a class statement whose text starts at column 0 (decorators included)."""
+    lines = text.split("\n")
+    lls = logical_lines(text)
+    head: LogicalLine | None = next((ll for ll in lls if ll.start == header), None)
+    if head is None:
+        return None
+    header_text = "\n".join(lines[: head.end + 1])
+    stmt = _parse(header_text + "\n    pass\n") or _parse(header_text + "\n")
+    if not isinstance(stmt, cst.ClassDef):
+        return None
+    bases = []
+    for arg in stmt.bases:
+        if arg.keyword is not None or arg.star:
+            continue
+        value = arg.value
+        if isinstance(value, cst.Subscript):
+            value = value.value
+        bases.append(dotted(value) or "")
+    body_lines = [ll for ll in lls if ll.start > head.end and ll.code]
+    nested: list[ClassInfo] = []
+    body: list[str] = []
+    end = max((ll.end for ll in body_lines), default=head.end)
+    if body_lines:
+        indent = body_lines[0].indent
+        for st in statements(lls, indent=indent, first=head.end + 1):
+            chunk = _dedent(lines[st.start : st.end + 1], indent)
+            if st.word == "class" or (st.word == "@" and _header_word(chunk, st.header - st.start) == "class"):
+                inner = summarize_class(chunk, st.header - st.start, column + indent)
+                if inner is not None:
+                    _shift(inner, st.start)
+                    nested.append(inner)
+            elif _ANN_FIELD.match(chunk) or _INIT.match(chunk):
+                body.append(chunk)
+    return ClassInfo(
+        name=stmt.name.value,
+        header=header,
+        column=column,
+        end=end,
+        bases=tuple(bases),
+        decorators=_decorators(stmt.decorators),
+        nested=tuple(nested),
+        body=tuple(body),
+    )

@@ -1,0 +1,24 @@
+"""The language server: thin pygls adapters over discovery (and, later, capture and graphs)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+
+
+def serve(tcp: tuple[str, int] | None = None) -> None:
+    """Run the server on stdio (the default) or TCP. Nothing but protocol ever reaches stdout."""
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="jaxlsp %(levelname)s %(name)s: %(message)s")
+    from jaxlsp.server.app import create_server
+
+    server = create_server()
+    if tcp is not None:
+        server.start_tcp(*tcp)
+        return
+    # Keep the protocol on a private copy of fd 1, and point fd 1 and sys.stdout at stderr, so a
+    # stray print (ours, a library's or a C extension's) can never corrupt the message stream.
+    protocol_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    sys.stdout = sys.stderr
+    server.start_io(sys.stdin.buffer, protocol_out)

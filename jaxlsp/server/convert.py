@@ -1,0 +1,53 @@
+"""Discovery's plain types to LSP types, in the negotiated position encoding."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from lsprotocol import types
+from pygls.workspace.position_codec import PositionCodec
+
+from jaxlsp.discovery import Entrypoint, Span
+
+TRACE_COMMAND = "jaxlsp.traceGraph"
+LENS_TITLE = "Trace graph"
+
+
+def to_range(span: Span, lines: Sequence[str], codec: PositionCodec) -> types.Range:
+    start = codec.position_to_client_units(lines, types.Position(span.line, span.column))
+    end = codec.position_to_client_units(lines, types.Position(span.end_line, span.end_column))
+    return types.Range(start, end)
+
+
+def trace_command(uri: str, entry_name: str) -> types.Command:
+    return types.Command(title=LENS_TITLE, command=TRACE_COMMAND, arguments=[{"uri": uri, "name": entry_name}])
+
+
+def entry_json(entry: Entrypoint, lines: Sequence[str], codec: PositionCodec) -> dict[str, object]:
+    """An entrypoint as ``jaxlsp/discover`` returns it (camelCase, LSP ranges)."""
+    rng = to_range(entry.header, lines, codec)
+    body = to_range(entry.body, lines, codec)
+    return {
+        "name": entry.name,
+        "kind": entry.kind,
+        "range": _range_json(rng),
+        "bodyRange": _range_json(body),
+        "decorators": list(entry.decorators),
+        "fields": [
+            {"name": f.name, "annotation": f.annotation, "default": f.default, "kind": _camel(f.kind)}
+            for f in entry.fields
+        ],
+        "reason": entry.reason,
+    }
+
+
+def _range_json(rng: types.Range) -> dict[str, dict[str, int]]:
+    return {
+        "start": {"line": rng.start.line, "character": rng.start.character},
+        "end": {"line": rng.end.line, "character": rng.end.character},
+    }
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p.capitalize() for p in rest)

@@ -1,0 +1,26 @@
+"""``jaxlsp/discover``: a document's entrypoints with their setup fields (docs/lsp-extensions.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jaxlsp.server.app import JaxServer
+from jaxlsp.server.convert import entry_json
+from jaxlsp.server.params import file_path, text_document_uri
+
+METHOD = "jaxlsp/discover"
+
+
+def register(server: JaxServer) -> None:
+    @server.feature(METHOD)
+    def discover(ls: JaxServer, params: Any) -> dict[str, Any]:
+        uri = text_document_uri(params, "params")
+        path = file_path(uri, "params.textDocument.uri")
+        found = ls.session.discover(path)
+        fs = ls.session.index.summary(path)
+        lines = fs.lines if fs is not None else []
+        codec = ls.workspace.position_codec
+        return {
+            "entrypoints": [entry_json(e, lines, codec) for e in found.entrypoints],
+            "drivers": [entry_json(e, lines, codec) for e in found.drivers],
+        }

@@ -1,0 +1,104 @@
+"""Document sync, watched files and the background workspace index (with work-done progress)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from pathlib import Path
+
+from lsprotocol import types
+from pygls.uris import to_fs_path
+
+from jaxlsp.server.app import JaxServer
+
+log = logging.getLogger(__name__)
+_REPORT_EVERY = 25
+
+
+def _path(uri: str) -> Path | None:
+    if not uri.startswith("file:"):
+        return None
+    fs = to_fs_path(uri)
+    return Path(fs) if fs else None
+
+
+def register(server: JaxServer) -> None:
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: JaxServer, params: types.InitializeParams) -> None:
+        ls.configure(params)
+
+    @server.feature(types.INITIALIZED)
+    def initialized(ls: JaxServer, params: types.InitializedParams) -> None:
+        if ls.session.support.watched_files_registration:
+            options = types.DidChangeWatchedFilesRegistrationOptions(
+                watchers=[types.FileSystemWatcher(glob_pattern="**/*.py")]
+            )
+            registration = types.Registration(
+                id=str(uuid.uuid4()), method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES, register_options=options
+            )
+            ls.client_register_capability(types.RegistrationParams(registrations=[registration]))
+        ls.index_task = asyncio.ensure_future(_index_workspace(ls))
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: JaxServer, params: types.DidOpenTextDocumentParams) -> None:
+        _sync(ls, params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: JaxServer, params: types.DidChangeTextDocumentParams) -> None:
+        _sync(ls, params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: JaxServer, params: types.DidCloseTextDocumentParams) -> None:
+        path = _path(params.text_document.uri)
+        if path is not None and ls.session.index.close(path):
+            ls.refresh_lenses()
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def watched(ls: JaxServer, params: types.DidChangeWatchedFilesParams) -> None:
+        changed = False
+        for event in params.changes:
+            path = _path(event.uri)
+            if path is not None and path.suffix == ".py":
+                changed = ls.session.index.file_changed(path) or changed
+        if changed:
+            ls.refresh_lenses()
+
+
+def _sync(ls: JaxServer, uri: str) -> None:
+    """Feed an open document's text to the index; other files' lenses may depend on it."""
+    path = _path(uri)
+    if path is None or path.suffix not in (".py", ".pyi"):
+        return
+    doc = ls.workspace.get_text_document(uri)
+    if ls.session.index.set_text(path, doc.source):
+        ls.refresh_lenses()
+
+
+async def _index_workspace(ls: JaxServer) -> None:
+    session = ls.session
+    token: str | None = None
+    if session.support.work_done_progress:
+        token = f"jaxlsp-index-{uuid.uuid4()}"
+        try:
+            await ls.work_done_progress.create_async(token)
+            ls.work_done_progress.begin(
+                token, types.WorkDoneProgressBegin(title="jaxlsp: indexing", message="scanning workspace", percentage=0)
+            )
+        except Exception:  # a client that refuses progress still gets an index
+            log.warning("work-done progress refused; indexing silently", exc_info=True)
+            token = None
+    count = 0
+    try:
+        for _ in session.index.scan():
+            count += 1
+            if token is not None and count % _REPORT_EVERY == 0:
+                ls.work_done_progress.report(token, types.WorkDoneProgressReport(message=f"{count} files"))
+            await asyncio.sleep(0)  # let requests in between files
+    except Exception:
+        log.exception("workspace indexing failed")
+    finally:
+        session.indexed = True
+        if token is not None:
+            ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=f"{count} files indexed"))
+    ls.refresh_lenses()

@@ -1,0 +1,68 @@
+"""``textDocument/codeLens`` (+ resolve) and ``textDocument/codeAction``: one "Trace graph" each."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lsprotocol import types
+
+from jaxlsp.discovery import Discovery, Entrypoint
+from jaxlsp.server.app import JaxServer
+from jaxlsp.server.convert import LENS_TITLE, to_range, trace_command
+from jaxlsp.server.features.documents import _path
+from jaxlsp.server.params import as_dict
+
+
+def _discover(ls: JaxServer, uri: str) -> Discovery | None:
+    path = _path(uri)
+    return ls.session.discover(path) if path is not None else None
+
+
+def _lines(ls: JaxServer, uri: str) -> list[str]:
+    return ls.workspace.get_text_document(uri).lines
+
+
+def register(server: JaxServer) -> None:
+    @server.feature(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensOptions(resolve_provider=True))
+    def code_lens(ls: JaxServer, params: types.CodeLensParams) -> list[types.CodeLens]:
+        uri = params.text_document.uri
+        found = _discover(ls, uri)
+        if found is None:
+            return []
+        lines = _lines(ls, uri)
+        codec = ls.workspace.position_codec
+        return [
+            types.CodeLens(range=to_range(e.header, lines, codec), data={"uri": uri, "name": e.name, "kind": e.kind})
+            for e in found.entrypoints
+        ]
+
+    @server.feature(types.CODE_LENS_RESOLVE)
+    def resolve(ls: JaxServer, lens: types.CodeLens) -> types.CodeLens:
+        data: Any = as_dict(lens.data)
+        if isinstance(data, dict) and isinstance(data.get("uri"), str) and isinstance(data.get("name"), str):
+            lens.command = trace_command(data["uri"], data["name"])
+        return lens
+
+    @server.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.Empty], resolve_provider=False),
+    )
+    def code_action(ls: JaxServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+        uri = params.text_document.uri
+        found = _discover(ls, uri)
+        if found is None:
+            return []
+        entry = _entry_at(found.entrypoints, params.range.start.line, params.range.end.line)
+        if entry is None:
+            return []
+        command = trace_command(uri, entry.name)
+        return [types.CodeAction(title=f"{LENS_TITLE}: {entry.name}", kind=types.CodeActionKind.Empty, command=command)]
+
+
+def _entry_at(entries: tuple[Entrypoint, ...], first: int, last: int) -> Entrypoint | None:
+    """The entrypoint whose def/class line is in the range, else the innermost one around it."""
+    for e in entries:
+        if first <= e.header.line <= last:
+            return e
+    around = [e for e in entries if e.body.line <= first and last <= e.body.end_line]
+    return max(around, key=lambda e: e.header.line, default=None)

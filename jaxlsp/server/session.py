@@ -1,0 +1,69 @@
+"""Per-server state: the workspace index, the classifier, and what the client can do."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+
+from jaxlsp.discovery import Classifier, Discovery, WorkspaceIndex
+
+
+@dataclass(frozen=True)
+class ClientSupport:
+    """The client capabilities that change what the server sends."""
+
+    code_lens_refresh: bool = False
+    work_done_progress: bool = False
+    watched_files_registration: bool = False
+    show_document: bool = False
+
+    @classmethod
+    def from_capabilities(cls, caps: types.ClientCapabilities) -> ClientSupport:
+        ws = caps.workspace
+        window = caps.window
+        return cls(
+            code_lens_refresh=bool(ws and ws.code_lens and ws.code_lens.refresh_support),
+            work_done_progress=bool(window and window.work_done_progress),
+            watched_files_registration=bool(
+                ws and ws.did_change_watched_files and ws.did_change_watched_files.dynamic_registration
+            ),
+            show_document=bool(window and window.show_document and window.show_document.support),
+        )
+
+
+@dataclass
+class Options:
+    """``initializationOptions.jaxlsp``: read once at initialize."""
+
+    trusted: bool = False
+
+    @classmethod
+    def parse(cls, raw: Any) -> Options:
+        section = raw.get("jaxlsp") if isinstance(raw, dict) else None
+        if not isinstance(section, dict):
+            return cls()
+        return cls(trusted=section.get("trusted") is True)
+
+
+@dataclass
+class Session:
+    roots: list[Path] = field(default_factory=list)
+    support: ClientSupport = field(default_factory=ClientSupport)
+    options: Options = field(default_factory=Options)
+    index: WorkspaceIndex = field(default_factory=lambda: WorkspaceIndex([]))
+    classifier: Classifier | None = None
+    indexed: bool = False
+
+    def start(self, roots: list[Path]) -> None:
+        self.roots = roots
+        self.index = WorkspaceIndex(roots)
+        self.classifier = Classifier(self.index)
+
+    def discover(self, path: Path) -> Discovery:
+        if self.classifier is None:
+            self.start([path.parent])
+        assert self.classifier is not None
+        return self.classifier.discover(path)
