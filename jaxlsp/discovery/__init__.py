@@ -18,6 +18,8 @@ __all__ = [
     "Span",
     "WorkspaceIndex",
     "discover_paths",
+    "iter_python_files",
+    "may_matter",
 ]
 
 

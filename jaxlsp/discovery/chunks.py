@@ -147,12 +147,12 @@ def statements(lines: list[LogicalLine], indent: int = 0, first: int = 0, last: 
         if ll.indent > indent and cur_start >= 0:
             cur_end = ll.end
             continue
-        if ll.indent == indent and cur_start >= 0:
-            if ll.word in _CONTINUATION_WORDS or (pending_decorator and ll.word in _HEADER_WORDS | {"@"}):
-                if pending_decorator and ll.word in _HEADER_WORDS:
-                    cur_header, cur_word, pending_decorator = ll.start, ll.word, False
-                cur_end = ll.end
-                continue
+        joins = ll.word in _CONTINUATION_WORDS or (pending_decorator and ll.word in _HEADER_WORDS | {"@"})
+        if ll.indent == indent and cur_start >= 0 and joins:
+            if pending_decorator and ll.word in _HEADER_WORDS:
+                cur_header, cur_word, pending_decorator = ll.start, ll.word, False
+            cur_end = ll.end
+            continue
         if cur_start >= 0:
             out.append(Statement(cur_start, cur_end, cur_header, cur_word))
         cur_start, cur_end, cur_header, cur_word = ll.start, ll.end, ll.start, ll.word
@@ -160,4 +160,3 @@ def statements(lines: list[LogicalLine], indent: int = 0, first: int = 0, last: 
     if cur_start >= 0:
         out.append(Statement(cur_start, cur_end, cur_header, cur_word))
     return out
-

@@ -18,15 +18,23 @@ from jaxlsp.discovery.summary import Binding, ClassInfo, FunctionInfo, SetupFiel
 
 _ALWAYS_TRIGGERS = frozenset({"jax", "jnp", "lax", "flax", "nnx", "eqx", "equinox", "optax", "jit", "vmap"})
 _BUILTIN_DRIVERS = frozenset({"print", "open", "input", "exit", "quit"})
-_KIND_REASON = {"linen": "derives flax.linen.Module", "nnx": "derives flax.nnx.Module", "equinox": "derives equinox.Module"}
+_KIND_REASON = {
+    "linen": "derives flax.linen.Module",
+    "nnx": "derives flax.nnx.Module",
+    "equinox": "derives equinox.Module",
+}
 
 
 @dataclass(frozen=True, slots=True)
 class _Resolved:
-    """A qualified name; ``instance`` when it names the result of calling ``name``."""
+    """A qualified name; for the result of a call (``model = MLP()``), ``callee`` names what was called."""
 
     name: str
-    instance: bool = False
+    callee: str | None = None
+
+    @property
+    def instance(self) -> bool:
+        return self.callee is not None
 
 
 class Classifier:
@@ -44,34 +52,51 @@ class Classifier:
 
     # -- names ---------------------------------------------------------------------------------
     def qualify(
-        self, fs: FileSummary, name: str, before: int | None = None, local: dict[str, Binding] | None = None, depth: int = 0
+        self,
+        fs: FileSummary,
+        name: str,
+        before: int | None = None,
+        local: dict[str, Binding] | None = None,
+        depth: int = 0,
     ) -> _Resolved | None:
         """The absolute dotted name that ``name`` (as written in ``fs``) refers to."""
         head, _, rest = name.partition(".")
-        b = (local or {}).get(head) or fs.binding(head, before)
-        if b is None or depth > 20:
+        if depth > 20:
             return None
+        shadow = (local or {}).get(head)
+        for b in [shadow] if shadow is not None else fs.candidates(head, before):
+            resolved = self._qualify_binding(fs, b, head, depth)
+            if resolved is not None:
+                return _Resolved(f"{resolved.name}.{rest}" if rest else resolved.name, resolved.callee)
+        return None
+
+    def _qualify_binding(self, fs: FileSummary, b: Binding, head: str, depth: int) -> _Resolved | None:
         if b.how == "import":
-            q = b.target
-        elif b.how == "from":
-            q = self.index.modules.absolute(fs.path, b.target, b.level)
-        elif b.how == "local":
-            q = f"{fs.module}.{head}"
-        else:  # alias or instance: qualify the expression it was bound to
-            inner = self.qualify(fs, b.target, b.line, None, depth + 1)
-            if inner is None:
-                return None
-            if b.how == "instance" or inner.instance:
-                return _Resolved(inner.name, instance=True)
-            q = inner.name
-        return _Resolved(f"{q}.{rest}" if rest else q)
+            return _Resolved(b.target)
+        if b.how == "from":
+            return _Resolved(self.index.modules.absolute(fs.path, b.target, b.level))
+        if b.how == "local":
+            return _Resolved(f"{fs.module}.{head}")
+        # An alias or instance: qualify the expression it was bound to.
+        if b.target in ("None", "True", "False"):
+            return None
+        inner = self.qualify(fs, b.target, b.line, None, depth + 1)
+        if inner is None:
+            return None
+        if b.how == "instance" and inner.callee is None:
+            return _Resolved(inner.name, callee=inner.name)
+        return inner
 
     # -- classes -------------------------------------------------------------------------------
     def kind_of(self, qualname: str, importer: Path, seen: frozenset[str] = frozenset()) -> eco.ModuleKind | None:
         """The module kind of the class ``qualname`` as imported from ``importer``."""
         self._fresh()
         if eco.is_library_name(qualname):
-            return eco.library_module_kind(qualname)
+            rule = eco.library_module_kind(qualname)
+            if rule is not None:
+                return rule or None
+            # The rule cannot tell (``flax.linen.linear._Conv``): only the library's own source can,
+            # when the workspace holds it.
         mark = "name:" + qualname
         if mark in seen or len(seen) > 50:
             return None
@@ -165,9 +190,11 @@ class Classifier:
                 q = self.qualify(fs, name, b.line + 1)
                 if q is None:
                     continue
-                if eco.ecosystem_root(q.name) or eco.is_partial(q.name):
-                    names.add(name)
-                elif q.instance and self.kind_of(q.name, fs.path):
+                if (
+                    eco.ecosystem_root(q.name)
+                    or eco.is_partial(q.name)
+                    or (q.callee is not None and self.kind_of(q.callee, fs.path))
+                ):
                     names.add(name)
         result = frozenset(names)
         self._triggers[key] = result
@@ -195,8 +222,8 @@ class Classifier:
                 if head in _BUILTIN_DRIVERS and head not in fs.bindings and head not in local:
                     strong_io = strong_io or head != "print"
                 continue
-            if q.instance:
-                if eco.ecosystem_root(q.name) or self.kind_of(q.name, fs.path):
+            if q.callee is not None:
+                if eco.ecosystem_root(q.callee) or self.kind_of(q.callee, fs.path):
                     compute.append(ref)
                     plumbing_only = False
                 continue
@@ -208,7 +235,9 @@ class Classifier:
                 strong_io = True
         if not transforms and not compute:
             return None
-        driver = not transforms and ((strong_io and (detail.has_loop or plumbing_only)) or (detail.has_loop and plumbing_only))
+        driver = not transforms and (
+            (strong_io and (detail.has_loop or plumbing_only)) or (detail.has_loop and plumbing_only)
+        )
         if transforms:
             reason = "decorated with " + ", ".join(transforms)
         else:

@@ -8,6 +8,7 @@ flax and equinox by ``tests/unit/test_library_rule.py``.
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 Kind = Literal["function", "linen", "nnx", "equinox"]
@@ -21,22 +22,36 @@ _MODULE_NAMESPACES: tuple[tuple[str, ModuleKind], ...] = (
 )
 # The canonical roots and their public spellings outside those namespaces.
 _ROOTS: dict[str, ModuleKind] = {
+    "flax.linen.Module": "linen",
+    "flax.linen.module.Module": "linen",
+    "flax.nnx.Module": "nnx",
+    "flax.nnx.module.Module": "nnx",
     "equinox.Module": "equinox",
     "equinox._module.Module": "equinox",
     "equinox._module._module.Module": "equinox",
 }
 # Capitalised library classes that are not modules: variables, state, RNG, optimizer, metric,
-# struct, metadata and filter types. Substrings first (future-proof), then exact names.
-_NOT_MODULE_PARTS = (
-    "Variable", "State", "Rng", "Optim", "Metric", "Param", "Pytree", "Object", "GraphDef",
-    "Partitioned", "Metadata", "FrozenDict", "Context", "Sharding", "Axes", "Error",
-    "Exception", "Warning", "Struct", "PyTreeNode",
-)  # fmt: skip
+# struct, metadata and filter types. CamelCase words first (future-proof), then exact names.
+_NOT_MODULE_WORDS = frozenset({
+    "Variable", "Variables", "State", "States", "Rng", "Rngs", "Optimizer", "Metric", "Metrics",
+    "Param", "Params", "Pytree", "Object", "Partitioned", "Metadata", "Context", "Sharding",
+    "Axes", "Error", "Exception", "Warning", "Struct", "Array", "Scope", "Meta",
+})  # fmt: skip
 _NOT_MODULE_NAMES = frozenset({
     "BatchApply", "DenyList", "All", "Any", "Not", "Nothing", "Everything", "OfType",
     "PathContains", "WithTag", "Carry", "EMA", "Cache", "Intermediate", "Perturbation",
-    "BatchStat", "OptArray", "Scope", "Collection", "Array", "Initializer", "Dtype", "PRNGKey",
+    "BatchStat", "Collection", "Initializer", "Dtype", "PRNGKey", "FrozenDict", "GraphDef",
+    "PyTreeNode",
 })  # fmt: skip
+# Submodules of the namespaces above that hold no module classes (their capitalised classes are
+# variables, graph plumbing, metrics...). A class reached through one of them is not a module.
+_NOT_MODULE_SUBMODULES = frozenset({
+    "reprlib", "variablelib", "rnglib", "statelib", "graph", "graphlib", "pytreelib", "object",
+    "training", "metrics", "filterlib", "tracers", "visualization", "spmd", "extract", "ids",
+    "proxy_caller", "traversals", "summary", "transforms", "errors", "partitioning", "struct",
+    "_state", "_filters", "_tree", "_ad", "_errors", "_misc",
+})  # fmt: skip
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z0-9]+|[A-Z]+")
 # Packages discovery treats as libraries: a name under them is judged by rule, never by reading
 # the package's files even when they sit inside the workspace.
 LIBRARY_PACKAGES = ("jax", "jaxlib", "flax", "equinox", "optax", "numpy", "functools", "typing")
@@ -102,17 +117,23 @@ def is_library_name(qualname: str) -> bool:
     return head in LIBRARY_PACKAGES
 
 
-def library_module_kind(qualname: str) -> ModuleKind | None:
-    """The module kind of a library class by its qualified name, or None for anything else."""
+def library_module_kind(qualname: str) -> ModuleKind | Literal[False] | None:
+    """The module kind of a library class by its qualified name.
+
+    False when the name is known not to be a module; None when the rule cannot tell (a private
+    or lower-case name), in which case the library's source decides if the workspace has it.
+    """
     if qualname in _ROOTS:
         return _ROOTS[qualname]
     for prefix, kind in _MODULE_NAMESPACES:
         if qualname.startswith(prefix):
-            last = _last(qualname)
-            if not last[:1].isupper() or last in _NOT_MODULE_NAMES:
+            *middle, last = qualname[len(prefix) :].split(".")
+            if not last[:1].isupper():
                 return None
-            if any(part in last for part in _NOT_MODULE_PARTS):
-                return None
+            if any(part in _NOT_MODULE_SUBMODULES for part in middle):
+                return False
+            if last in _NOT_MODULE_NAMES or _NOT_MODULE_WORDS.intersection(_CAMEL.findall(last)):
+                return False
             return kind
     return None
 

@@ -41,14 +41,23 @@ class FileSummary:
     exports: int = 0  # a hash of everything other files can see
 
     def binding(self, name: str, before: int | None = None) -> Binding | None:
+        candidates = self.candidates(name, before)
+        return candidates[0] if candidates else None
+
+    def candidates(self, name: str, before: int | None = None) -> list[Binding]:
+        """Bindings of ``name``, latest first: those before line ``before`` when there are any.
+
+        Callers try them in order, because ``try: import flax.linen as nn`` / ``except: nn = None``
+        binds the same name twice and the import is the one that matters.
+        """
         found = self.bindings.get(name)
         if not found:
-            return None
+            return []
         if before is not None:
             earlier = [b for b in found if b.line < before]
             if earlier:
-                return earlier[-1]
-        return found[-1]
+                return earlier[::-1]
+        return found[::-1]
 
     def functions(self) -> Iterator[tuple[int, FunctionInfo]]:
         for start, info in self.chunks:
@@ -123,7 +132,9 @@ def iter_python_files(root: Path) -> Iterator[Path]:
             yield root
         return
     for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith(".") and not d.endswith(".egg-info"))
+        dirs[:] = sorted(
+            d for d in dirs if d not in SKIP_DIRS and not d.startswith(".") and not d.endswith(".egg-info")
+        )
         for name in sorted(files):
             if name.endswith(".py"):
                 yield Path(folder, name)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -126,13 +127,13 @@ def _bindings_of(node: cst.CSTNode, line: int, out: list[Binding]) -> None:
         if isinstance(value, cst.Subscript):  # ``Dense = nn.Dense[...]`` style generics
             value = value.value
         if isinstance(value, cst.Call):
-            callee = dotted(value.func)
-            if callee:
-                out.append(Binding(name, line, "instance", callee))
+            called = dotted(value.func)
+            if called:
+                out.append(Binding(name, line, "instance", called))
         else:
-            target = dotted(value)
-            if target:
-                out.append(Binding(name, line, "alias", target))
+            aliased = dotted(value)
+            if aliased:
+                out.append(Binding(name, line, "alias", aliased))
 
 
 def _collect_bindings(stmt: cst.CSTNode, line: int, out: list[Binding]) -> None:
@@ -171,7 +172,7 @@ def _fields_of_params(params: cst.Parameters, skip_self: bool) -> tuple[SetupFie
     return tuple(out)
 
 
-def _decorators(decs: tuple[cst.Decorator, ...] | list[cst.Decorator]) -> tuple[Decorator, ...]:
+def _decorators(decs: Sequence[cst.Decorator]) -> tuple[Decorator, ...]:
     out = []
     for d in decs:
         expr = d.decorator
@@ -191,7 +192,7 @@ def _decorators(decs: tuple[cst.Decorator, ...] | list[cst.Decorator]) -> tuple[
 class ClassInfo:
     """A class statement: header facts now, fields and ``__init__`` parameters when asked."""
 
-    __slots__ = ("name", "header", "column", "end", "bases", "decorators", "nested", "_body", "__dict__")
+    __slots__ = ("__dict__", "_body", "bases", "column", "decorators", "end", "header", "name", "nested")
 
     def __init__(
         self,
@@ -248,7 +249,7 @@ class ClassInfo:
 class FunctionInfo:
     """A top-level ``def``: its name and words now, the parsed details when asked."""
 
-    __slots__ = ("name", "header", "end", "words", "is_async", "_text", "__dict__")
+    __slots__ = ("__dict__", "_text", "end", "header", "is_async", "name", "words")
 
     def __init__(self, name: str, header: int, end: int, words: frozenset[str], is_async: bool, text: str) -> None:
         self.name = name
@@ -349,7 +350,7 @@ class _BodyWalker:
                 nested = True
             names = _FIELDS.get(t)
             if names is None:
-                names = _FIELDS[t] = tuple(f.name for f in dataclasses.fields(node))  # type: ignore[arg-type]
+                names = _FIELDS[t] = tuple(f.name for f in dataclasses.fields(node))
             for name in names:
                 value = getattr(node, name)
                 if isinstance(value, cst.CSTNode):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from lsprotocol import types
@@ -18,7 +19,7 @@ def _discover(ls: JaxServer, uri: str) -> Discovery | None:
     return ls.session.discover(path) if path is not None else None
 
 
-def _lines(ls: JaxServer, uri: str) -> list[str]:
+def _lines(ls: JaxServer, uri: str) -> Sequence[str]:
     return ls.workspace.get_text_document(uri).lines
 
 

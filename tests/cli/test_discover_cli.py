@@ -1,0 +1,75 @@
+"""``jaxlsp discover PATH... --json``: the contract of DESIGN.md §3, through the console script."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.unit.helpers import write_tree
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "jaxlsp", *args], cwd=cwd, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def test_examples_json(tmp_path: Path) -> None:
+    result = run(["discover", "examples", "--json"], cwd=EXAMPLES.parent)
+    assert result.returncode == 0, result.stderr
+    items = json.loads(result.stdout)
+    got = {(i["path"], i["name"], i["kind"]) for i in items}
+    assert got == {
+        ("examples/attention.py", "attention", "function"),
+        ("examples/attention.py", "causal_mask", "function"),
+        ("examples/attention.py", "cumulative", "function"),
+        ("examples/eqx_mlp.py", "MLP", "equinox"),
+        ("examples/eqx_mlp.py", "batched_loss", "function"),
+        ("examples/linen_mlp.py", "MLP", "linen"),
+        ("examples/linen_mlp.py", "cross_entropy", "function"),
+        ("examples/linen_mlp.py", "train_step", "function"),
+        ("examples/nnx_cnn.py", "CNN", "nnx"),
+        ("examples/nnx_cnn.py", "predict", "function"),
+        ("examples/blocks/base.py", "ResidualBlock", "linen"),
+        ("examples/blocks/tower.py", "Tower", "linen"),
+    }
+    for item in items:
+        assert {"path", "name", "kind", "line", "end_line"} <= item.keys()
+        lines = (EXAMPLES.parent / item["path"]).read_text().splitlines()
+        keyword = "class " if item["kind"] != "function" else "def "
+        assert lines[item["line"] - 1].lstrip().startswith(keyword), item
+        assert item["line"] <= item["end_line"] <= len(lines)
+        assert lines[item["end_line"] - 1].strip(), item
+
+
+def test_paths_are_as_the_user_typed_them(tmp_path: Path) -> None:
+    write_tree(tmp_path, {"proj/m.py": "import jax\n@jax.jit\ndef f(x):\n    return x\n", "proj/.venv/v.py": ""})
+    here = run(["discover", "proj/m.py", "--json"], cwd=tmp_path)
+    assert [i["path"] for i in json.loads(here.stdout)] == ["proj/m.py"]
+    folder = run(["discover", "proj", "--json"], cwd=tmp_path)
+    assert [i["path"] for i in json.loads(folder.stdout)] == ["proj/m.py"]
+    dotted = run(["discover", "./proj", "--json"], cwd=tmp_path)
+    assert [i["path"] for i in json.loads(dotted.stdout)] == ["proj/m.py"]
+    sub = tmp_path / "elsewhere"
+    sub.mkdir()
+    parent = run(["discover", "../proj", "--json"], cwd=sub)
+    assert [i["path"] for i in json.loads(parent.stdout)] == ["../proj/m.py"]
+    absolute = run(["discover", str(tmp_path / "proj"), "--json"], cwd=sub)
+    assert [i["path"] for i in json.loads(absolute.stdout)] == [str(tmp_path / "proj" / "m.py")]
+
+
+def test_human_output_and_errors(tmp_path: Path) -> None:
+    write_tree(tmp_path, {"m.py": "import jax.numpy as jnp\ndef f(x):\n    return jnp.sum(x)\n"})
+    result = run(["discover", "m.py"], cwd=tmp_path)
+    assert result.returncode == 0 and result.stdout.strip() == "m.py:2: function f"
+    missing = run(["discover", "nope.py"], cwd=tmp_path)
+    assert missing.returncode == 2 and "nope.py" in missing.stderr
+
+
+def test_trace_is_refused_until_the_capture_engine_lands(tmp_path: Path) -> None:
+    result = run(["trace", "m.py::f"], cwd=tmp_path)
+    assert result.returncode != 0 and "not available yet" in result.stderr and not result.stdout
