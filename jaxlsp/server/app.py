@@ -12,13 +12,14 @@ from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.uris import to_fs_path
 
 from jaxlsp import __version__
+from jaxlsp.server import wire
 from jaxlsp.server.session import ClientSupport, Options, Session
 
 EXTENSIONS_VERSION = 1
 
 
-def experimental_capabilities() -> dict[str, Any]:
-    """What ``ServerCapabilities.experimental.jaxlsp`` advertises (docs/lsp-extensions.md)."""
+def experimental_capabilities() -> dict[str, wire.ExperimentalCapabilities]:
+    """What ``ServerCapabilities.experimental`` advertises (docs/lsp-extensions.md)."""
     return {
         "jaxlsp": {
             "version": EXTENSIONS_VERSION,

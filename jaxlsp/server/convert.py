@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
 
 from jaxlsp.discovery import Entrypoint, Span
+from jaxlsp.server import wire
 
 TRACE_COMMAND = "jaxlsp.traceGraph"
 LENS_TITLE = "Trace graph"
@@ -20,10 +22,11 @@ def to_range(span: Span, lines: Sequence[str], codec: PositionCodec) -> types.Ra
 
 
 def trace_command(uri: str, entry_name: str) -> types.Command:
-    return types.Command(title=LENS_TITLE, command=TRACE_COMMAND, arguments=[{"uri": uri, "name": entry_name}])
+    argument: wire.TraceGraphArguments = {"uri": uri, "name": entry_name}
+    return types.Command(title=LENS_TITLE, command=TRACE_COMMAND, arguments=[argument])
 
 
-def entry_json(entry: Entrypoint, lines: Sequence[str], codec: PositionCodec) -> dict[str, object]:
+def entry_json(entry: Entrypoint, lines: Sequence[str], codec: PositionCodec) -> wire.EntrypointItem:
     """An entrypoint as ``jaxlsp/discover`` returns it (camelCase, LSP ranges)."""
     rng = to_range(entry.header, lines, codec)
     body = to_range(entry.body, lines, codec)
@@ -34,20 +37,20 @@ def entry_json(entry: Entrypoint, lines: Sequence[str], codec: PositionCodec) ->
         "bodyRange": _range_json(body),
         "decorators": list(entry.decorators),
         "fields": [
-            {"name": f.name, "annotation": f.annotation, "default": f.default, "kind": _camel(f.kind)}
+            wire.SetupField(name=f.name, annotation=f.annotation, default=f.default, kind=_field_kind(f.kind))
             for f in entry.fields
         ],
         "reason": entry.reason,
     }
 
 
-def _range_json(rng: types.Range) -> dict[str, dict[str, int]]:
+def _range_json(rng: types.Range) -> wire.Range:
     return {
         "start": {"line": rng.start.line, "character": rng.start.character},
         "end": {"line": rng.end.line, "character": rng.end.character},
     }
 
 
-def _camel(name: str) -> str:
+def _field_kind(name: str) -> wire.FieldKind:
     head, *rest = name.split("_")
-    return head + "".join(p.capitalize() for p in rest)
+    return cast(wire.FieldKind, head + "".join(p.capitalize() for p in rest))

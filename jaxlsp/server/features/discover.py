@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
 from jaxlsp.server.convert import entry_json
 from jaxlsp.server.params import file_path, text_document_uri
@@ -13,7 +14,7 @@ METHOD = "jaxlsp/discover"
 
 def register(server: JaxServer) -> None:
     @server.feature(METHOD)
-    def discover(ls: JaxServer, params: Any) -> dict[str, Any]:
+    def discover(ls: JaxServer, params: Any) -> wire.DiscoverResult:
         uri = text_document_uri(params, "params")
         path = file_path(uri, "params.textDocument.uri")
         found = ls.session.discover(path)
