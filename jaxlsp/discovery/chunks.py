@@ -79,7 +79,9 @@ def logical_lines(text: str) -> list[LogicalLine]:
         m = _TOKEN.search(text, pos)
         if m is None:
             if start_pos < n:
-                out.append(_make_line(text, start_pos, start_line, line))
+                # Still inside brackets at the end: the last newline already moved ``line`` on.
+                end = line - 1 if text.endswith("\n") and line > start_line else line
+                out.append(_make_line(text, start_pos, start_line, end))
             return out
         tok = m.group()
         pos = m.end()

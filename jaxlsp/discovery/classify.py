@@ -243,13 +243,12 @@ class Classifier:
         else:
             reason = "computes with " + ", ".join(sorted(set(compute))[:4])
         header = start + fn.header
-        line_text = fs.lines[header] if header < len(fs.lines) else ""
         return Entrypoint(
             path=fs.path,
             name=fn.name,
             kind="function",
-            header=Span(header, 0, header, len(line_text)),
-            body=Span(start, 0, start + fn.end, len(fs.lines[start + fn.end]) if start + fn.end < len(fs.lines) else 0),
+            header=Span(header, 0, header, fs.line_length(header)),
+            body=Span(start, 0, start + fn.end, fs.line_length(start + fn.end)),
             decorators=tuple(d.text for d in detail.decorators),
             fields=detail.params,
             reason=reason,
@@ -302,8 +301,8 @@ class Classifier:
                     path=fs.path,
                     name=".".join(c.name for c in chain),
                     kind=kind,
-                    header=Span(header, cls.column, header, len(fs.lines[header])),
-                    body=Span(first, 0 if len(chain) == 1 else cls.column, end, len(fs.lines[end])),
+                    header=Span(header, cls.column, header, fs.line_length(header)),
+                    body=Span(first, 0 if len(chain) == 1 else cls.column, end, fs.line_length(end)),
                     decorators=tuple(d.text for d in cls.decorators),
                     fields=_module_fields(kind, cls),
                     reason=_KIND_REASON[kind],

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from array import array
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -33,7 +34,7 @@ class FileSummary:
     path: Path
     module: str
     digest: str
-    lines: list[str]
+    line_lengths: array[int]  # code points per line: ranges end there; the text itself is not kept
     chunks: list[tuple[int, ChunkInfo]]  # (first line, 0-based; summary)
     bindings: dict[str, list[Binding]] = field(default_factory=dict)  # by name, in line order
     stars: list[Binding] = field(default_factory=list)
@@ -59,6 +60,9 @@ class FileSummary:
                 return earlier[::-1]
         return found[::-1]
 
+    def line_length(self, line: int) -> int:
+        return self.line_lengths[line] if 0 <= line < len(self.line_lengths) else 0
+
     def functions(self) -> Iterator[tuple[int, FunctionInfo]]:
         for start, info in self.chunks:
             if info.fn is not None:
@@ -66,15 +70,19 @@ class FileSummary:
 
 
 class ChunkCache:
-    """Statement summaries by (kind word, header offset, text), least recently used evicted."""
+    """Statement summaries by (kind word, header offset, text hash), least recently used evicted.
+
+    Keys hold a hash, not the text, so a statement's source is kept only where a summary needs it
+    later (function and class statements, for their lazily parsed details).
+    """
 
     def __init__(self, size: int = _CACHE_SIZE) -> None:
         self.size = size
-        self._items: OrderedDict[tuple[str, int, str], ChunkInfo] = OrderedDict()
+        self._items: OrderedDict[tuple[str, int, int, int], ChunkInfo] = OrderedDict()
         self.misses = 0
 
     def get(self, text: str, word: str, header: int) -> ChunkInfo:
-        key = (word, header, text)
+        key = (word, header, len(text), hash(text))
         info = self._items.get(key)
         if info is not None:
             self._items.move_to_end(key)
@@ -98,7 +106,8 @@ def summarize_file(path: Path, module: str, text: str, cache: ChunkCache) -> Fil
     for st in statements(logical_lines(text)):
         chunk = "\n".join(lines[st.start : st.end + 1]) + "\n"
         chunks.append((st.start, cache.get(chunk, st.word, st.header - st.start)))
-    fs = FileSummary(path, module, hashlib.sha1(text.encode()).hexdigest(), lines, chunks)
+    lengths = array("L", map(len, lines))
+    fs = FileSummary(path, module, hashlib.sha1(text.encode()).hexdigest(), lengths, chunks)
     exported: list[object] = []
     for start, info in chunks:
         for b in info.bindings:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -386,7 +387,7 @@ def summarize(text: str, word: str, header: int) -> ChunkInfo:
         if m is None:
             return ChunkInfo("error")
         end = text.count("\n") - 1
-        words = frozenset(_WORD.findall(text))
+        words = frozenset(map(sys.intern, _WORD.findall(text)))
         is_async = text.split("\n", header + 1)[header].startswith("async")
         return ChunkInfo("function", fn=FunctionInfo(m.group(1), header, end, words, is_async, text))
     if word == "class" or word == "@":

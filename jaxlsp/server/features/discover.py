@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from jaxlsp.discovery.chunks import normalize_newlines
 from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
 from jaxlsp.server.convert import entry_json
@@ -18,8 +19,8 @@ def register(server: JaxServer) -> None:
         uri = text_document_uri(params, "params")
         path = file_path(uri, "params.textDocument.uri")
         found = ls.session.discover(path)
-        fs = ls.session.index.summary(path)
-        lines = fs.lines if fs is not None else []
+        text = ls.session.index.text(path) or ""
+        lines = normalize_newlines(text).split("\n")
         codec = ls.workspace.position_codec
         return {
             "entrypoints": [entry_json(e, lines, codec) for e in found.entrypoints],
