@@ -27,6 +27,7 @@ test: install lint
 
 bench: install
 	$(PY) benchmarks/discovery.py
+	$(PY) benchmarks/server_memory.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
