@@ -17,9 +17,17 @@ _SINGLE_END = {
     '"': re.compile(r'(?:[^"\\\n]|\\(?:.|\n))*"'),
     "'": re.compile(r"(?:[^'\\\n]|\\(?:.|\n))*'"),
 }
-_RECOVERY_START = re.compile(r"(?:def|class|async\s+def)\s|@[A-Za-z_]")
+# Column-0 lines that cannot continue a bracketed expression in valid code: an unclosed bracket
+# is given up there, so a half-typed line never swallows the definitions and imports below it.
+_RECOVERY_START = re.compile(r"(?:def|class|async\s+def|import)\s|@[A-Za-z_]|from\s+\.*[\w.]*\s+import\s")
 _FIRST_WORD = re.compile(r"([ \t\f]*)(@|[A-Za-z_]\w*)?")
-_CONTINUATION_WORDS = frozenset({"else", "elif", "except", "finally"})
+# Which compound statements each continuation keyword can belong to.
+_CONTINUES = {
+    "else": frozenset({"if", "for", "while", "try"}),
+    "elif": frozenset({"if"}),
+    "except": frozenset({"try"}),
+    "finally": frozenset({"try"}),
+}
 _HEADER_WORDS = frozenset({"def", "class", "async"})
 
 
@@ -32,6 +40,7 @@ class LogicalLine:
     indent: int
     word: str  # first identifier, "@" for a decorator, "" otherwise
     code: bool  # False for blank and comment-only lines
+    broken: bool = False  # ended by recovery from an unclosed bracket
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,10 +95,11 @@ def logical_lines(text: str) -> list[LogicalLine]:
         tok = m.group()
         pos = m.end()
         if tok == "\n":
-            if depth and _RECOVERY_START.match(text, pos):
+            broken = bool(depth) and _RECOVERY_START.match(text, pos) is not None
+            if broken:
                 depth = 0  # an unclosed bracket: give up on it at the next definition
             if depth == 0:
-                out.append(_make_line(text, start_pos, start_line, line))
+                out.append(_make_line(text, start_pos, start_line, line, broken))
                 start_line = line + 1
                 start_pos = pos
             line += 1
@@ -120,13 +130,13 @@ def logical_lines(text: str) -> list[LogicalLine]:
                 pos = end
 
 
-def _make_line(text: str, start_pos: int, start_line: int, end_line: int) -> LogicalLine:
+def _make_line(text: str, start_pos: int, start_line: int, end_line: int, broken: bool = False) -> LogicalLine:
     m = _FIRST_WORD.match(text, start_pos)
     assert m is not None  # the pattern matches the empty string
     indent = len(m.group(1))
     after = m.end(1)
     code = after < len(text) and text[after] not in "#\n"
-    return LogicalLine(start_line, end_line, indent, m.group(2) or "", code)
+    return LogicalLine(start_line, end_line, indent, m.group(2) or "", code, broken)
 
 
 def statements(lines: list[LogicalLine], indent: int = 0, first: int = 0, last: int | None = None) -> list[Statement]:
@@ -134,31 +144,42 @@ def statements(lines: list[LogicalLine], indent: int = 0, first: int = 0, last: 
 
     Only lines ``first``..``last`` (physical, inclusive) are considered, which lets the same
     function split a class body. Lines indented deeper belong to the statement above them;
-    decorators join the definition they decorate; ``else``/``except``/... join their compound
-    statement. A statement's end is its last code line, never a trailing comment.
+    decorators join the definition they decorate; ``else``/``except``/... join the compound
+    statement that accepts them. A statement's end is its last code line, never a trailing comment.
+    Damage stays local: nothing continues a line that never closed its brackets, and a line
+    dedented below the body it follows (a ``def`` with one stray space) stands alone.
     """
     out: list[Statement] = []
     cur_start = cur_end = cur_header = -1
     cur_word = ""
+    body_indent = indent  # the indentation of the current statement's body, once seen
     pending_decorator = False
+    after_broken = False
     for ll in lines:
         if ll.start < first or (last is not None and ll.start > last):
             continue
         if not ll.code:
             continue
-        if ll.indent > indent and cur_start >= 0:
-            cur_end = ll.end
-            continue
-        joins = ll.word in _CONTINUATION_WORDS or (pending_decorator and ll.word in _HEADER_WORDS | {"@"})
-        if ll.indent == indent and cur_start >= 0 and joins:
-            if pending_decorator and ll.word in _HEADER_WORDS:
-                cur_header, cur_word, pending_decorator = ll.start, ll.word, False
-            cur_end = ll.end
-            continue
+        if cur_start >= 0 and not after_broken:
+            if ll.indent > indent and ll.indent >= body_indent:
+                cur_end = ll.end
+                body_indent = ll.indent if body_indent == indent else min(body_indent, ll.indent)
+                pending_decorator = False  # a decorator is followed by its def, not by a body
+                after_broken = ll.broken
+                continue
+            decorated = pending_decorator and ll.word in _HEADER_WORDS | {"@"}
+            if ll.indent == indent and (decorated or cur_word in _CONTINUES.get(ll.word, ())):
+                if pending_decorator and ll.word in _HEADER_WORDS:
+                    cur_header, cur_word, pending_decorator = ll.start, ll.word, False
+                cur_end = ll.end
+                after_broken = ll.broken
+                continue
         if cur_start >= 0:
             out.append(Statement(cur_start, cur_end, cur_header, cur_word))
         cur_start, cur_end, cur_header, cur_word = ll.start, ll.end, ll.start, ll.word
+        body_indent = indent
         pending_decorator = ll.word == "@"
+        after_broken = ll.broken
     if cur_start >= 0:
         out.append(Statement(cur_start, cur_end, cur_header, cur_word))
     return out

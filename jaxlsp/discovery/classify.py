@@ -17,7 +17,7 @@ from jaxlsp.discovery.model import Discovery, Entrypoint, Span
 from jaxlsp.discovery.summary import Binding, ClassInfo, FunctionInfo, SetupField
 
 _ALWAYS_TRIGGERS = frozenset({"jax", "jnp", "lax", "flax", "nnx", "eqx", "equinox", "optax", "jit", "vmap"})
-_BUILTIN_DRIVERS = frozenset({"print", "open", "input", "exit", "quit"})
+_BUILTIN_IO = frozenset({"open", "input", "exit", "quit"})
 _KIND_REASON = {
     "linen": "derives flax.linen.Module",
     "nnx": "derives flax.nnx.Module",
@@ -43,11 +43,13 @@ class Classifier:
         self._generation = -1
         self._kinds: dict[tuple[Path, str], eco.ModuleKind | None] = {}
         self._triggers: dict[tuple[Path, str], frozenset[str]] = {}
+        self._functions: dict[tuple[Path, str], bool] = {}
 
     def _fresh(self) -> None:
         if self._generation != self.index.generation:
             self._kinds.clear()
             self._triggers.clear()
+            self._functions.clear()
             self._generation = self.index.generation
 
     # -- names ---------------------------------------------------------------------------------
@@ -176,7 +178,11 @@ class Classifier:
 
     # -- functions -----------------------------------------------------------------------------
     def triggers(self, fs: FileSummary) -> frozenset[str]:
-        """Names whose presence in a function's text makes it worth parsing."""
+        """Names whose presence in a function's text makes it worth parsing.
+
+        Names bound into the ecosystem, objects made from it, and workspace functions (local or
+        imported from a workspace module), since calling a JAX function is JAX use too.
+        """
         self._fresh()
         key = (fs.path, fs.digest)
         found = self._triggers.get(key)
@@ -186,6 +192,8 @@ class Classifier:
         for name, bindings in fs.bindings.items():
             for b in bindings:
                 if b.how == "local":
+                    if b.target == "def":
+                        names.add(name)
                     continue
                 q = self.qualify(fs, name, b.line + 1)
                 if q is None:
@@ -193,6 +201,7 @@ class Classifier:
                 if (
                     eco.ecosystem_root(q.name)
                     or eco.is_partial(q.name)
+                    or (b.how == "from" and not eco.is_library_name(q.name))
                     or (q.callee is not None and self.kind_of(q.callee, fs.path))
                 ):
                     names.add(name)
@@ -200,48 +209,100 @@ class Classifier:
         self._triggers[key] = result
         return result
 
-    def function_entry(self, fs: FileSummary, start: int, fn: FunctionInfo) -> Entrypoint | None:
+    def _ref_use(self, fs: FileSummary, ref: str, local: dict[str, Binding], seen: frozenset[str]) -> str | None:
+        """How a body uses the name ``ref``: core | plumbing | neutral | io | None (not at all)."""
+        q = self.qualify(fs, ref, None, local)
+        if q is None:
+            head = ref.partition(".")[0]
+            unbound = head not in fs.bindings and head not in local
+            return "io" if unbound and head in _BUILTIN_IO else None
+        if q.callee is not None:
+            return "core" if eco.is_compute(q.callee) or self.kind_of(q.callee, fs.path) else None
+        if eco.is_compute(q.name):
+            if eco.is_neutral(q.name):
+                return "neutral"
+            # Building a module, optimizer or RNG container is set-up, not computation.
+            if eco.library_module_kind(q.name) is not None:
+                return "neutral"
+            return "plumbing" if eco.is_incidental(q.name) else "core"
+        if eco.is_driver_signal(q.name):
+            return "io"
+        if eco.is_library_name(q.name):
+            return None
+        if self.is_jax_function(q.name, fs.path, seen):
+            return "plumbing"
+        return "neutral" if self.kind_of(q.name, fs.path) else None
+
+    def is_jax_function(self, qualname: str, importer: Path, seen: frozenset[str] = frozenset()) -> bool:
+        """True when ``qualname`` is a workspace function that gets a lens (not a driver)."""
+        self._fresh()
+        mark = "fn:" + qualname
+        key = (importer.parent, qualname)
+        if key in self._functions:
+            return self._functions[key]
+        if mark in seen or len(seen) > 50:
+            return False
+        self._functions[key] = False  # cycle guard while resolving
+        result = False
+        parts = qualname.split(".")
+        for i in range(len(parts) - 1, 0, -1):
+            path = self.index.modules.locate(".".join(parts[:i]), importer)
+            if path is None:
+                continue
+            fs = self.index.summary(path)
+            if fs is None or i != len(parts) - 1:
+                break
+            b = fs.binding(parts[-1])
+            if b is not None and b.how == "local" and b.target == "def":
+                found = next(((st, fn) for st, fn in fs.functions() if fn.name == parts[-1]), None)
+                if found is not None:
+                    entry = self.function_entry(fs, found[0], found[1], seen | {mark})
+                    result = entry is not None and not entry.driver
+            elif b is not None and b.how in ("from", "import", "alias"):
+                q = self.qualify(fs, parts[-1])
+                result = q is not None and q.callee is None and self.is_jax_function(q.name, path, seen | {mark})
+            break
+        self._functions[key] = result
+        return result
+
+    def function_entry(
+        self, fs: FileSummary, start: int, fn: FunctionInfo, seen: frozenset[str] = frozenset()
+    ) -> Entrypoint | None:
         if fn.is_async or not (fn.words & self.triggers(fs)):
             return None
         detail = fn.detail
         if detail is None or detail.has_yield:
             return None
+        seen = seen | {f"fn:{fs.module}.{fn.name}"}
         local = {b.name: b for b in detail.local_bindings}
         transforms = []
         for dec in detail.decorators:
             name = self._decorator_target(fs, dec.callee, dec.first_arg, local)
             if name is not None and eco.is_transform(name):
                 transforms.append(name)
-        compute: list[str] = []
-        plumbing_only = True
+        core: list[str] = []  # computation in the function's own body
+        plumbing: list[str] = []  # keys, device transfer, calls to JAX functions, nested helpers
         strong_io = False
-        for ref in sorted(detail.refs):
-            head = ref.partition(".")[0]
-            q = self.qualify(fs, ref, None, local)
-            if q is None:
-                if head in _BUILTIN_DRIVERS and head not in fs.bindings and head not in local:
-                    strong_io = strong_io or head != "print"
-                continue
-            if q.callee is not None:
-                if eco.ecosystem_root(q.callee) or self.kind_of(q.callee, fs.path):
-                    compute.append(ref)
-                    plumbing_only = False
-                continue
-            if eco.is_compute(q.name):
-                compute.append(q.name)
-                if not eco.is_incidental(q.name):
-                    plumbing_only = False
-            elif eco.is_driver_signal(q.name):
+        for ref in sorted(detail.refs | detail.nested_refs):
+            use = self._ref_use(fs, ref, local, seen)
+            if use == "core" and ref in detail.refs:
+                core.append(ref)
+            elif use in ("core", "plumbing"):
+                plumbing.append(ref)
+            elif use == "io":
                 strong_io = True
-        if not transforms and not compute:
+        # Neutral names (tree utilities, device transfer, constructing modules) make nothing a JAX
+        # function on their own, and do not make a JAX function a model function either.
+        if not transforms and not core and not plumbing:
             return None
+        plumbing_only = not core
         driver = not transforms and (
             (strong_io and (detail.has_loop or plumbing_only)) or (detail.has_loop and plumbing_only)
         )
         if transforms:
             reason = "decorated with " + ", ".join(transforms)
         else:
-            reason = "computes with " + ", ".join(sorted(set(compute))[:4])
+            reason = "computes with " + ", ".join(sorted(set(core or plumbing))[:4])
         header = start + fn.header
         return Entrypoint(
             path=fs.path,

@@ -66,10 +66,12 @@ _NON_COMPUTE_PREFIXES = (
     "jax.config", "jax.typing", "jax.profiler", "jax.distributed", "jax.monitoring",
     "jax.experimental.compilation_cache", "jax.debug.visualize", "jax.__version__",
     "jax.numpy.save", "jax.numpy.load", "jax.tree_util.register", "jax.export.deserialize",
+    "jax.sharding", "jax.experimental.mesh_utils", "jax.make_mesh", "jax.experimental.multihost_utils",
 )  # fmt: skip
 _NON_COMPUTE_NAMES = frozenset({
     "devices", "local_devices", "device_count", "local_device_count", "process_index",
-    "process_count", "default_backend", "print_environment_info", "clear_caches",
+    "process_count", "host_id", "host_count", "host_ids", "default_backend",
+    "print_environment_info", "clear_caches",
     "Array", "ArrayLike", "DTypeLike", "ndarray", "dtype", "Shape", "PRNGKeyArray", "KeyArray",
     "float16", "float32", "float64", "bfloat16", "int4", "int8", "int16", "int32", "int64",
     "uint4", "uint8", "uint16", "uint32", "uint64", "bool_", "complex64", "complex128",
@@ -80,11 +82,18 @@ _NON_COMPUTE_NAMES = frozenset({
 
 # References that use JAX but only as plumbing: a function whose JAX use is all of this kind and
 # that loops or does I/O is a driver, not a model function.
+# Tree utilities and device transfer work on any pytree: plumbing with other JAX use, no JAX use
+# on their own (``jax.tree.map(np.asarray, batch)`` converts data).
+_NEUTRAL = (
+    "jax.tree", "jax.device_get", "jax.device_put", "jax.block_until_ready",
+)  # fmt: skip
 _INCIDENTAL = (
     "jax.random.PRNGKey", "jax.random.key", "jax.random.split", "jax.random.fold_in",
     "jax.device_put", "jax.device_get", "jax.block_until_ready", "jax.tree", "jax.numpy.asarray",
     "jax.numpy.array", "jax.jit", "jax.pmap", "jax.local_devices", "flax.nnx.state",
     "flax.nnx.split", "flax.nnx.merge", "flax.nnx.update", "flax.nnx.Rngs", "optax.",
+    "equinox.apply_updates", "equinox.filter", "equinox.partition", "equinox.combine",
+    "equinox.is_array", "equinox.is_inexact_array", "equinox.tree_at", "equinox.nn.inference_mode",
 )  # fmt: skip
 
 # Decorators that transform a function (the last component of a name under a JAX namespace).
@@ -150,6 +159,11 @@ def is_compute(qualname: str) -> bool:
 def is_incidental(qualname: str) -> bool:
     """True for JAX names that are plumbing (keys, device transfer, tree utilities)."""
     return qualname.startswith(_INCIDENTAL)
+
+
+def is_neutral(qualname: str) -> bool:
+    """True for tree utilities and device transfer: JAX names that alone make nothing a JAX function."""
+    return qualname.startswith(_NEUTRAL)
 
 
 def is_transform(qualname: str) -> bool:

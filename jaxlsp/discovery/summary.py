@@ -274,6 +274,7 @@ class FunctionInfo:
             decorators=_decorators(stmt.decorators),
             params=_fields_of_params(stmt.params, skip_self=False),
             refs=frozenset(walker.refs),
+            nested_refs=frozenset(walker.nested_refs - walker.refs),
             local_bindings=tuple(walker.bindings),
             has_yield=walker.has_yield,
             has_loop=walker.has_loop,
@@ -285,6 +286,7 @@ class FunctionDetail:
     decorators: tuple[Decorator, ...]
     params: tuple[SetupField, ...]
     refs: frozenset[str]  # dotted names used as code in the body (not strings, not annotations)
+    nested_refs: frozenset[str]  # ... used only inside nested defs and classes
     local_bindings: tuple[Binding, ...]  # imports inside the body
     has_yield: bool
     has_loop: bool
@@ -306,20 +308,28 @@ _WHITESPACE = (
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
+_OWN, _LAMBDA, _NESTED_DEF = 0, 1, 2
+
+
 class _BodyWalker:
-    """Collects the dotted names a body uses as code, with an explicit stack (deep bodies are fine)."""
+    """Collects the dotted names a body uses as code, with an explicit stack (deep bodies are fine).
+
+    Names used inside nested ``def``s and classes are kept apart (``nested_refs``): they are
+    helpers the function defines, which matters for telling drivers from model functions.
+    """
 
     def __init__(self) -> None:
         self.refs: set[str] = set()
+        self.nested_refs: set[str] = set()
         self.bindings: list[Binding] = []
         self.has_yield = False
         self.has_loop = False
 
     def walk(self, root: cst.CSTNode) -> None:
-        stack: list[tuple[cst.CSTNode, bool]] = [(root, False)]
-        refs = self.refs
+        stack: list[tuple[cst.CSTNode, int]] = [(root, _OWN)]
         while stack:
-            node, nested = stack.pop()
+            node, scope = stack.pop()
+            refs = self.refs if scope != _NESTED_DEF else self.nested_refs
             t = type(node)
             if t is cst.Name:
                 refs.add(node.value)  # type: ignore[attr-defined]
@@ -329,37 +339,39 @@ class _BodyWalker:
                 if name is not None:
                     refs.add(name)
                 else:
-                    stack.append((node.value, nested))  # type: ignore[attr-defined]
+                    stack.append((node.value, scope))  # type: ignore[attr-defined]
                 continue
             if t is cst.Annotation or isinstance(node, _WHITESPACE):
                 continue
             if t is cst.Arg:
-                stack.append((node.value, nested))  # type: ignore[attr-defined]
+                stack.append((node.value, scope))  # type: ignore[attr-defined]
                 continue
             if t is cst.Param:
                 if node.default is not None:  # type: ignore[attr-defined]
-                    stack.append((node.default, nested))  # type: ignore[attr-defined]
+                    stack.append((node.default, scope))  # type: ignore[attr-defined]
                 continue
-            if t is cst.Yield and not nested:
+            if t is cst.Yield and scope == _OWN:
                 self.has_yield = True
-            elif t in (cst.For, cst.While) and not nested:
+            elif t in (cst.For, cst.While) and scope == _OWN:
                 self.has_loop = True
             elif t in (cst.Import, cst.ImportFrom):
                 _bindings_of(node, 0, self.bindings)
                 continue
-            elif t in (cst.FunctionDef, cst.Lambda, cst.ClassDef):
-                nested = True
+            elif t is cst.Lambda and scope == _OWN:
+                scope = _LAMBDA
+            elif t in (cst.FunctionDef, cst.ClassDef):
+                scope = _NESTED_DEF
             names = _FIELDS.get(t)
             if names is None:
                 names = _FIELDS[t] = tuple(f.name for f in dataclasses.fields(node))
             for name in names:
                 value = getattr(node, name)
                 if isinstance(value, cst.CSTNode):
-                    stack.append((value, nested))
+                    stack.append((value, scope))
                 elif isinstance(value, (tuple, list)):
                     for item in value:
                         if isinstance(item, cst.CSTNode):
-                            stack.append((item, nested))
+                            stack.append((item, scope))
 
 
 @dataclass(slots=True)
