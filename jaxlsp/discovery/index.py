@@ -204,6 +204,23 @@ class WorkspaceIndex:
         self._stamp(path)
         return changed or not existed
 
+    def revalidate(self) -> bool:
+        """Re-stat every file read from disk and re-read those that changed or vanished.
+
+        For clients that cannot watch files: a few hundred ``stat`` calls cost about a
+        millisecond. True when other files may see a change.
+        """
+        changed = False
+        for path, stamp in list(self._stamps.items()):
+            try:
+                st = path.stat()
+                now: tuple[int, int] | None = (st.st_mtime_ns, st.st_size)
+            except OSError:
+                now = None
+            if now != stamp:
+                changed = self.file_changed(path) or changed
+        return changed
+
     def _refresh(self, path: Path, text: str) -> bool:
         old = self._files.get(path)
         fs = summarize_file(path, self.modules.module_name(path), text, self.cache)

@@ -62,8 +62,12 @@ class Session:
         self.index = WorkspaceIndex(roots)
         self.classifier = Classifier(self.index)
 
-    def discover(self, path: Path) -> Discovery:
+    def discover(self, path: Path, revalidate: bool = False) -> Discovery:
+        """Entrypoints of ``path``. With ``revalidate``, a client that watches no files still gets
+        lenses that follow disk changes (a ``git checkout`` changing a base class)."""
         if self.classifier is None:
             self.start([path.parent])
         assert self.classifier is not None
+        if revalidate and not self.support.watched_files_registration:
+            self.index.revalidate()
         return self.classifier.discover(path)

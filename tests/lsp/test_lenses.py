@@ -318,6 +318,19 @@ async def test_base_class_change_on_disk_changes_subclass_lenses(client: JaxClie
     _assert_refresh_policy(client)
 
 
+async def test_disk_change_without_a_file_watcher_is_seen_at_the_next_lens_request(client: JaxClient) -> None:
+    """Clients that register no watcher (Neovim on Linux, Helix, eglot) announce nothing: the
+    server re-stats the files it read before answering lenses."""
+    await _settle(client)
+    sub = client.open("sub.py")
+    assert await client.lens_names(sub) == SUB_LENSES
+    base_path = client.workspace / "pkg" / "base.py"
+    base_path.write_text(BASE_SOURCE.replace("class Base(nn.Module):", "class Base:") + "\n", encoding="utf-8")
+    if client.registrations:  # this client watches files: the server may rely on its events
+        _announce(client, base_path, types.FileChangeType.Changed)
+    assert await client.lens_names(sub) == []
+
+
 async def test_re_export_edit_changes_only_the_subclass_that_uses_it(client: JaxClient) -> None:
     seen = await _settle(client)
     sub = client.open("sub.py")

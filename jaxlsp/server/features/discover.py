@@ -18,7 +18,7 @@ def register(server: JaxServer) -> None:
     def discover(ls: JaxServer, params: Any) -> wire.DiscoverResult:
         uri = text_document_uri(params, "params")
         path = file_path(uri, "params.textDocument.uri")
-        found = ls.session.discover(path)
+        found = ls.session.discover(path, revalidate=True)
         text = ls.session.index.text(path) or ""
         lines = normalize_newlines(text).split("\n")
         codec = ls.workspace.position_codec

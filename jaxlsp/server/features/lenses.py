@@ -14,9 +14,9 @@ from jaxlsp.server.features.documents import _path
 from jaxlsp.server.params import as_dict
 
 
-def _discover(ls: JaxServer, uri: str) -> Discovery | None:
+def _discover(ls: JaxServer, uri: str, revalidate: bool = False) -> Discovery | None:
     path = _path(uri)
-    return ls.session.discover(path) if path is not None else None
+    return ls.session.discover(path, revalidate) if path is not None else None
 
 
 def _lines(ls: JaxServer, uri: str) -> Sequence[str]:
@@ -27,7 +27,7 @@ def register(server: JaxServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensOptions(resolve_provider=True))
     def code_lens(ls: JaxServer, params: types.CodeLensParams) -> list[types.CodeLens]:
         uri = params.text_document.uri
-        found = _discover(ls, uri)
+        found = _discover(ls, uri, revalidate=True)
         if found is None:
             return []
         lines = _lines(ls, uri)
