@@ -110,17 +110,19 @@ class Classifier:
         self._kinds[key] = result
         return result
 
-    def _kind_of_workspace(self, qualname: str, importer: Path, seen: frozenset[str]) -> eco.ModuleKind | None:
+    def _locate(self, qualname: str, importer: Path) -> tuple[FileSummary, list[str]] | None:
+        """The workspace file of the longest module prefix of ``qualname``, and the rest of it."""
         parts = qualname.split(".")
         for i in range(len(parts) - 1, 0, -1):
             path = self.index.modules.locate(".".join(parts[:i]), importer)
-            if path is None:
-                continue
-            fs = self.index.summary(path)
-            if fs is None:
-                return None
-            return self._kind_in(fs, parts[i:], seen)
+            if path is not None:
+                fs = self.index.summary(path)
+                return (fs, parts[i:]) if fs is not None else None
         return None
+
+    def _kind_of_workspace(self, qualname: str, importer: Path, seen: frozenset[str]) -> eco.ModuleKind | None:
+        found = self._locate(qualname, importer)
+        return self._kind_in(found[0], found[1], seen) if found is not None else None
 
     def _kind_in(self, fs: FileSummary, attrs: list[str], seen: frozenset[str]) -> eco.ModuleKind | None:
         b = fs.binding(attrs[0])
@@ -244,24 +246,18 @@ class Classifier:
             return False
         self._functions[key] = False  # cycle guard while resolving
         result = False
-        parts = qualname.split(".")
-        for i in range(len(parts) - 1, 0, -1):
-            path = self.index.modules.locate(".".join(parts[:i]), importer)
-            if path is None:
-                continue
-            fs = self.index.summary(path)
-            if fs is None or i != len(parts) - 1:
-                break
-            b = fs.binding(parts[-1])
+        located = self._locate(qualname, importer)
+        if located is not None and len(located[1]) == 1:
+            fs, (name,) = located
+            b = fs.binding(name)
             if b is not None and b.how == "local" and b.target == "def":
-                found = next(((st, fn) for st, fn in fs.functions() if fn.name == parts[-1]), None)
+                found = next(((st, fn) for st, fn in fs.functions() if fn.name == name), None)
                 if found is not None:
                     entry = self.function_entry(fs, found[0], found[1], seen | {mark})
                     result = entry is not None and not entry.driver
             elif b is not None and b.how in ("from", "import", "alias"):
-                q = self.qualify(fs, parts[-1])
-                result = q is not None and q.callee is None and self.is_jax_function(q.name, path, seen | {mark})
-            break
+                q = self.qualify(fs, name)
+                result = q is not None and q.callee is None and self.is_jax_function(q.name, fs.path, seen | {mark})
         self._functions[key] = result
         return result
 

@@ -12,20 +12,11 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
+from tests.lsp.expected import MIXED_LENSES
+
 if TYPE_CHECKING:
     from conftest import JaxClient
 
-# (name, 0-based line of the def/class keyword) for every entrypoint of mixed.py, in order.
-MIXED_LENSES = [
-    ("Dense", 12),
-    ("scale", 28),
-    ("Block", 44),
-    ("norm", 54),
-    ("Head", 63),
-    ("power", 71),
-    ("Tower", 87),
-    ("Tower.Layer", 88),
-]
 MIXED_KINDS = {
     "Dense": "linen",
     "scale": "function",

@@ -15,6 +15,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 import jaxlsp
+from tests.lsp.expected import MIXED_LENSES
 
 if TYPE_CHECKING:
     from conftest import JaxClient, StderrClient
@@ -22,16 +23,6 @@ if TYPE_CHECKING:
 REQUEST_FAILED = -32803
 INVALID_PARAMS = -32602
 NOT_YET = "tracing is not available yet"
-MIXED_LENSES = [
-    ("Dense", 12),
-    ("scale", 28),
-    ("Block", 44),
-    ("norm", 54),
-    ("Head", 63),
-    ("power", 71),
-    ("Tower", 87),
-    ("Tower.Layer", 88),
-]
 
 
 # -- initialize --------------------------------------------------------------------------------
