@@ -352,7 +352,7 @@ class Classifier:
         if kind is not None:
             header = start + cls.header
             end = start + cls.end
-            first = start if len(chain) == 1 else header
+            first = start + cls.start
             out.append(
                 Entrypoint(
                     path=fs.path,

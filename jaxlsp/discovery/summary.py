@@ -193,7 +193,7 @@ def _decorators(decs: Sequence[cst.Decorator]) -> tuple[Decorator, ...]:
 class ClassInfo:
     """A class statement: header facts now, fields and ``__init__`` parameters when asked."""
 
-    __slots__ = ("__dict__", "_body", "bases", "column", "decorators", "end", "header", "name", "nested")
+    __slots__ = ("__dict__", "_body", "bases", "column", "decorators", "end", "header", "name", "nested", "start")
 
     def __init__(
         self,
@@ -207,6 +207,7 @@ class ClassInfo:
         body: tuple[str, ...],
     ) -> None:
         self.name = name
+        self.start = 0  # its first line (a decorator's), relative to the top-level statement
         self.header = header  # line of the ``class`` keyword, relative to the top-level statement
         self.column = column
         self.end = end
@@ -262,8 +263,8 @@ class FunctionInfo:
 
     @cached_property
     def detail(self) -> FunctionDetail | None:
-        stmt = _parse(self._text)
-        if not isinstance(stmt, cst.FunctionDef):
+        stmt = _parse_function(self._text, self.header)
+        if stmt is None:
             return None
         walker = _BodyWalker()
         walker.walk(stmt.body)
@@ -279,6 +280,39 @@ class FunctionInfo:
             has_yield=walker.has_yield,
             has_loop=walker.has_loop,
         )
+
+
+def _parse_function(text: str, header: int) -> cst.FunctionDef | None:
+    """Parse a ``def`` statement, salvaging what parses when it is damaged.
+
+    A broken decorator line is dropped (parse from the ``def`` line), then the body is cut to the
+    longest run of leading body statements that parses (bisected: a damaged tail costs a few
+    parses, not one per statement), so a half-typed line at the end of a body keeps the function.
+    """
+    stmt = _parse(text)
+    if isinstance(stmt, cst.FunctionDef):
+        return stmt
+    lines = text.split("\n")
+    own = "\n".join(lines[header:])
+    stmt = _parse(own)
+    if isinstance(stmt, cst.FunctionDef):
+        return stmt
+    lls = logical_lines(own)
+    body = [ll for ll in lls if ll.start > 0 and ll.code]
+    if not body or body[0].indent == 0:
+        return None
+    starts = [st.start for st in statements(lls, indent=body[0].indent, first=body[0].start)]
+    own_lines = own.split("\n")
+    best: cst.FunctionDef | None = None
+    lo, hi = 1, len(starts) - 1  # keep starts[:k] statements, k in [1, len - 1]
+    while lo <= hi:
+        k = (lo + hi) // 2
+        candidate = _parse("\n".join(own_lines[: starts[k]]) + "\n")
+        if isinstance(candidate, cst.FunctionDef):
+            best, lo = candidate, k + 1
+        else:
+            hi = k - 1
+    return best
 
 
 @dataclass(frozen=True, slots=True)
@@ -425,6 +459,7 @@ def summarize(text: str, word: str, header: int) -> ChunkInfo:
 
 
 def _shift(cls: ClassInfo, delta: int) -> None:
+    cls.start += delta
     cls.header += delta
     cls.end += delta
     for inner in cls.nested:

@@ -1,0 +1,299 @@
+"""Discovery's speed measured against libcst's own parser (targets: scan <= 2.0x, edit <= 0.25x).
+
+(a) Whole-tree scan: ``discover_paths`` over the installed ``flax`` and ``jax`` packages with a
+    fresh index, divided by ``libcst.parse_module`` of every ``.py`` file of the same folders. Both
+    sides read the files from disk (the OS cache is warmed first): the parse loop reads each file
+    once, ``discover_paths`` reads them itself as it does in use. The packages are located with
+    ``importlib.util.find_spec``, which for a top-level package does not execute it (checked).
+(b) Incremental edit: a 5,000-line model file made by repeating the examples under fresh names.
+    With the index warm, one line inside one function changes (to a new text each time, so every
+    edit is a real change and a real cache miss); ``set_text`` + ``discover`` is timed and divided
+    by one ``libcst.parse_module`` of the file. Both are medians of several repetitions.
+
+Run ``python benchmarks/discovery.py`` (``--quick`` scans flax only). The exit status is 1 when a
+ratio misses its target.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import gc
+import importlib.metadata
+import importlib.util
+import re
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import libcst
+
+from jaxlsp.discovery import Classifier, Discovery, WorkspaceIndex, discover_paths
+from jaxlsp.discovery.index import iter_python_files
+
+SCAN_TARGET = 2.0
+EDIT_TARGET = 0.25
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+MODEL_EXAMPLES = ("attention.py", "eqx_mlp.py", "linen_mlp.py", "nnx_cnn.py")
+
+
+def package_dir(name: str) -> Path:
+    """The folder of the installed top-level package ``name``, found without importing it."""
+    before = name in sys.modules
+    spec = importlib.util.find_spec(name)
+    if not before and name in sys.modules:
+        raise AssertionError(f"find_spec({name!r}) imported {name}")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit(f"{name} is not installed: run `make install` first")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def read(path: Path) -> str:
+    with open(path, encoding="utf-8", errors="replace") as f:  # as the index reads files
+        return f.read()
+
+
+def clock(fn: Callable[[], object]) -> float:
+    gc.collect()
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+# -- (a) whole-tree scan -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ScanResult:
+    files: int
+    lines: int
+    size: int  # bytes of source
+    parse_seconds: float  # libcst.parse_module of every file, reads included
+    parse_failures: int  # files libcst could not parse (their time still counts)
+    discover_seconds: float  # discover_paths with a fresh index
+    discovered: int  # files discover_paths looked at (the rest cannot define a JAX entrypoint)
+    entrypoints: int
+
+    @property
+    def ratio(self) -> float:
+        return self.discover_seconds / self.parse_seconds
+
+
+def measure_scan(dirs: Sequence[Path], roots: Sequence[Path], repeat: int = 1) -> ScanResult:
+    """Both measurements, interleaved ``repeat`` times; the fastest of each counts."""
+    files = [file for folder in dirs for file in iter_python_files(folder)]  # what discover_paths walks
+    texts = [read(file) for file in files]  # warms the OS cache for both measurements
+    lines = sum(text.count("\n") for text in texts)
+    size = sum(len(text.encode()) for text in texts)
+    del texts
+    failures = 0
+
+    def parse_all() -> None:
+        nonlocal failures
+        failures = 0
+        for file in files:
+            try:
+                libcst.parse_module(read(file))
+            except libcst.ParserSyntaxError:
+                failures += 1
+
+    found: list[Discovery] = []
+
+    def discover_all() -> None:
+        found[:] = discover_paths(list(dirs), roots=list(roots))  # a fresh index every time
+
+    # Warm up both code paths (lazy imports, compiled patterns) on a small file first.
+    small = min(files, key=lambda f: f.stat().st_size) if files else None
+    if small is not None:
+        libcst.parse_module(read(small))
+        discover_paths([small], roots=list(roots))
+    parse_times: list[float] = []
+    discover_times: list[float] = []
+    for _ in range(max(1, repeat)):
+        parse_times.append(clock(parse_all))
+        discover_times.append(clock(discover_all))
+    return ScanResult(
+        files=len(files),
+        lines=lines,
+        size=size,
+        parse_seconds=min(parse_times),
+        parse_failures=failures,
+        discover_seconds=min(discover_times),
+        discovered=len(found),
+        entrypoints=sum(len(d.entrypoints) + len(d.drivers) for d in found),
+    )
+
+
+# -- (b) incremental edit ------------------------------------------------------------------------------
+
+
+def _segment(text: str, node: ast.stmt) -> str:
+    lines = text.splitlines()
+    first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+    assert node.end_lineno is not None
+    return "\n".join(lines[first - 1 : node.end_lineno])
+
+
+def model_file(min_lines: int = 5_000, examples: Path = EXAMPLES) -> str:
+    """Realistic model code: the examples' definitions repeated under fresh names, imports once."""
+    imports: list[str] = []
+    copies: list[tuple[str, list[str], list[str]]] = []  # (stem, names defined, definitions) per example
+    for name in MODEL_EXAMPLES:
+        text = read(examples / name)
+        names: list[str] = []
+        blocks: list[str] = []
+        for node in ast.parse(text).body:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                if not (isinstance(node, ast.ImportFrom) and node.module == "__future__"):
+                    line = _segment(text, node)
+                    if line not in imports:
+                        imports.append(line)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.append(node.name)
+                blocks.append(_segment(text, node))
+        copies.append((Path(name).stem, names, blocks))
+    out = ['"""Generated from the examples for the discovery benchmark."""', "", *sorted(imports), ""]
+    count = len(out)
+    copy = 0
+    while count < min_lines:
+        for stem, names, blocks in copies:
+            pattern = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
+            for block in blocks:
+                renamed = pattern.sub(rf"\g<1>_{stem}_{copy}", block)
+                out.extend(["", "", renamed])
+                count += 2 + renamed.count("\n") + 1
+        copy += 1
+    text = "\n".join(out) + "\n"
+    ast.parse(text)
+    return text
+
+
+@dataclass(frozen=True)
+class EditResult:
+    lines: int
+    parse_seconds: float  # median libcst.parse_module of the whole file
+    edit_seconds: float  # median set_text + discover after a one-line edit
+    edits: int
+    parses: int
+    misses_per_edit: float  # statements summarized again per edit (1 when only the edited one is)
+    entrypoints: int
+
+    @property
+    def ratio(self) -> float:
+        return self.edit_seconds / self.parse_seconds
+
+
+_EDITED = re.compile(r"^(?P<indent>[ \t]+)(?P<lhs>scores = .*)$", re.M)
+
+
+def measure_edit(text: str, edits: int = 15, parses: int = 5) -> EditResult:
+    """Time discovery after one-line edits of ``text`` against parsing ``text`` with libcst."""
+    targets = list(_EDITED.finditer(text))
+    if not targets:
+        raise ValueError("the model file has no `scores = ...` line to edit")
+    target = targets[len(targets) // 2]  # a function in the middle of the file
+
+    def edited(n: int) -> str:
+        line = f"{target['indent']}{target['lhs']} * {1 + n / 1000}"  # a new text on every edit
+        return text[: target.start()] + line + text[target.end() :]
+
+    path = Path(tempfile.gettempdir()) / "jaxlsp-bench" / "model.py"  # an open document, never written
+    index = WorkspaceIndex([path.parent])
+    classifier = Classifier(index)
+    index.set_text(path, text)
+    expected = len(classifier.discover(path).entrypoints)
+
+    def one(n: int) -> Callable[[], object]:
+        def run() -> None:
+            index.set_text(path, edited(n))
+            found = classifier.discover(path)
+            assert len(found.entrypoints) == expected, "an edit inside a function body changed the entrypoints"
+
+        return run
+
+    clock(one(0))  # warm-up edit, not counted
+    misses = index.cache.misses
+    edit_times = [clock(one(n)) for n in range(1, edits + 1)]
+    misses_per_edit = (index.cache.misses - misses) / edits
+    parse_times = [clock(lambda: libcst.parse_module(text)) for _ in range(parses)]
+    return EditResult(
+        lines=text.count("\n"),
+        parse_seconds=statistics.median(parse_times),
+        edit_seconds=statistics.median(edit_times),
+        edits=edits,
+        parses=parses,
+        misses_per_edit=misses_per_edit,
+        entrypoints=expected,
+    )
+
+
+# -- report --------------------------------------------------------------------------------------------
+
+
+def verdict(ratio: float, target: float) -> str:
+    return "ok" if ratio <= target else "MISSED"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="scan flax only (a faster smoke run)")
+    parser.add_argument("--scan", type=Path, action="append", help="scan these folders instead of flax and jax")
+    parser.add_argument("--repeat", type=int, default=1, help="scan measurements, fastest counts (default 1)")
+    parser.add_argument("--lines", type=int, default=5_000, help="lines of the edited model file (default 5000)")
+    parser.add_argument("--edits", type=int, default=15, help="timed edits (default 15)")
+    parser.add_argument("--parses", type=int, default=5, help="timed parses of the model file (default 5)")
+    args = parser.parse_args(argv)
+
+    if args.scan:
+        dirs = [p.resolve() for p in args.scan]
+        roots = dirs
+        label = ", ".join(str(p) for p in dirs)
+    else:
+        names = ("flax",) if args.quick else ("flax", "jax")
+        dirs = [package_dir(name) for name in names]
+        roots = [dirs[0].parent]  # site-packages
+        label = ", ".join(f"{name} {p}" for name, p in zip(names, dirs, strict=True))
+    print(f"discovery benchmark: Python {sys.version.split()[0]}, libcst {importlib.metadata.version('libcst')}")
+
+    scan = measure_scan(dirs, roots, args.repeat)
+    print(f"(a) whole-tree scan of {label}")
+    print(
+        f"    {scan.files} files, {scan.lines:,} lines, {scan.size / 1e6:.1f} MB; both sides read every file from disk"
+    )
+    print(
+        f"    libcst.parse_module, every file:    {scan.parse_seconds:9.3f} s  ({scan.parse_failures} failed to parse)"
+    )
+    print(
+        f"    discover_paths, fresh index:        {scan.discover_seconds:9.3f} s  "
+        f"({scan.discovered} files looked at, the rest cannot matter; {scan.entrypoints} entrypoints)"
+    )
+    print(f"    scan ratio {scan.ratio:.2f} (target <= {SCAN_TARGET}) {verdict(scan.ratio, SCAN_TARGET)}")
+
+    edit = measure_edit(model_file(args.lines), args.edits, args.parses)
+    print(f"(b) one-line edit in a {edit.lines:,}-line model file ({edit.entrypoints} entrypoints); medians")
+    print(f"    libcst.parse_module, whole file:    {edit.parse_seconds:9.4f} s  (median of {edit.parses})")
+    print(
+        f"    set_text + discover after an edit:  {edit.edit_seconds:9.4f} s  "
+        f"(median of {edit.edits}; {edit.misses_per_edit:g} statement(s) summarized per edit)"
+    )
+    print(f"    edit ratio {edit.ratio:.3f} (target <= {EDIT_TARGET}) {verdict(edit.ratio, EDIT_TARGET)}")
+
+    if not args.scan:
+        for name in ("jax", "flax"):
+            if name in sys.modules:
+                print(f"error: {name} was imported during the benchmark", file=sys.stderr)
+                return 1
+        print("jax and flax were located without being imported, and never imported")
+    print(
+        f"discovery scan ratio {scan.ratio:.2f} (target <= {SCAN_TARGET}); "
+        f"edit ratio {edit.ratio:.2f} (target <= {EDIT_TARGET})"
+    )
+    return 0 if scan.ratio <= SCAN_TARGET and edit.ratio <= EDIT_TARGET else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
