@@ -1,0 +1,1 @@
+"""Capture: the client (server side) and the worker (user's interpreter, stdlib + jax only)."""

@@ -1,0 +1,130 @@
+"""What the capture client sends the worker and what comes back: JSON-able TypedDicts, stdlib only.
+
+The client writes one ``WorkerRequest`` as JSON to the worker's stdin and reads one
+``WorkerResult`` as JSON from a private pipe (fd given in ``WorkerRequest.resultFd``); whatever
+the user's code prints goes to stdout/stderr and comes back as logs, never into the result.
+
+Input specs arrive validated and resolved by :mod:`jaxlsp.recipes` (named dimensions replaced
+by their sizes, missing seeds filled with the profile's): the worker only builds them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NotRequired, TypedDict
+
+TargetKind = Literal["function", "linen", "nnx", "equinox"]
+ErrorKind = Literal["import", "trace", "timeout", "crash", "memory", "refused", "needs_input", "internal"]
+
+
+class Generator(TypedDict):
+    """``{kind: full, value}`` | ``zeros`` | ``ones`` | ``normal (seed, mean, std)`` |
+    ``uniform (seed, low, high)`` | ``arange (start, step)`` | ``randint (low, high, seed)``."""
+
+    kind: Literal["full", "zeros", "ones", "normal", "uniform", "arange", "randint"]
+    value: NotRequired[float | int | bool]
+    seed: NotRequired[int]
+    mean: NotRequired[float]
+    std: NotRequired[float]
+    low: NotRequired[float | int]
+    high: NotRequired[float | int]
+    start: NotRequired[float | int]
+    step: NotRequired[float | int]
+
+
+class ArraySpec(TypedDict):
+    kind: Literal["array"]
+    shape: list[int | str]  # a str only for a dimension traced symbolically (see ``symbolic``)
+    dtype: str  # float16 bfloat16 float32 float64 int8 int16 int32 int64 uint8 bool complex64
+    generator: Generator
+
+
+class KeySpec(TypedDict):
+    kind: Literal["key"]
+    seed: int
+
+
+class NoneSpec(TypedDict):
+    kind: Literal["none"]
+
+
+class RefSpec(TypedDict):
+    """A Python object by reference (``module:Name``, ``Name`` may be dotted), called when
+    ``args``/``kwargs`` are given."""
+
+    kind: Literal["ref"]
+    ref: str
+    args: NotRequired[list[Any]]  # InputSpec items
+    kwargs: NotRequired[dict[str, Any]]  # InputSpec values
+
+
+class StaticSpec(TypedDict):
+    """A Python scalar or string: passed as is, static for tracing."""
+
+    kind: Literal["static"]
+    value: int | float | bool | str
+
+
+class ListSpec(TypedDict):
+    kind: Literal["list"]
+    items: list[Any]  # InputSpec items
+
+
+class DictSpec(TypedDict):
+    kind: Literal["dict"]
+    items: dict[str, Any]  # InputSpec values
+
+
+# InputSpec = ArraySpec | KeySpec | NoneSpec | RefSpec | StaticSpec | ListSpec | DictSpec
+
+
+class CallSpec(TypedDict):
+    """Positional and keyword arguments, or a factory ``module:function`` called with none."""
+
+    args: NotRequired[list[Any]]  # InputSpec items
+    kwargs: NotRequired[dict[str, Any]]  # InputSpec values
+    factory: NotRequired[str]
+
+
+class Target(TypedDict):
+    path: str  # absolute path of the target's file
+    name: str  # "MLP", "Outer.Inner", "Class.method"
+    kind: NotRequired[TargetKind]  # absent: inferred in the worker (a plain callable is a function)
+
+
+class ResolvedProfile(TypedDict):
+    """A validated profile with everything the worker needs; what the graph records as ``profile``."""
+
+    name: str | None  # the profile's name in jaxlsp.toml, None for a proposed or CLI-made one
+    device: str  # "cpu" | "cuda:N"
+    seed: int
+    x64: bool
+    init: NotRequired[CallSpec]  # constructor / Linen init arguments (module targets)
+    inputs: CallSpec  # call arguments
+    transform: NotRequired[Literal["grad", "value_and_grad"]]
+    rngs: NotRequired[list[str]]  # extra Linen rng streams, seeded from ``seed``
+    mutable: NotRequired[list[str]]  # Linen mutable collections
+    method: NotRequired[str]  # a method other than __call__
+    load: Literal["module", "definitions"]
+    symbolic: NotRequired[list[str]]  # dimension names traced symbolically (one shared scope)
+
+
+class WorkerRequest(TypedDict):
+    target: Target
+    profile: ResolvedProfile
+    workspaceRoot: str  # last on sys.path; the target's folder is first
+    resultFd: int  # the private pipe the result is written to
+    recipePath: NotRequired[str]  # hashed into ``sources``
+
+
+class ErrorInfo(TypedDict):
+    kind: ErrorKind
+    message: str  # one paragraph naming the cause
+    frame: NotRequired[dict[str, Any]]  # the user's source frame {path, line, column, endLine, endColumn}
+    traceback: NotRequired[str]
+
+
+class WorkerResult(TypedDict):
+    ok: bool
+    graph: NotRequired[dict[str, Any]]  # the graph's JSON form (jaxlsp.graph.io.to_json)
+    error: NotRequired[ErrorInfo]
+    timings: NotRequired[dict[str, float]]  # seconds: import, trace, build, serialize

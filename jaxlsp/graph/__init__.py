@@ -1,0 +1,1 @@
+"""The canonical graph: stdlib-only types shared by the capture worker and the server."""

@@ -1,0 +1,96 @@
+"""The canonical graph as stdlib dataclasses (docs/graph-format.md; JSON Schema in schema.json).
+
+Stdlib only: the capture worker imports this module inside the user's interpreter. The JSON
+form uses the camelCase keys of the format (``weakType``, ``endLine``); ``to_json`` /
+``from_json`` in :mod:`jaxlsp.graph.io` convert.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+FORMAT = "jaxlsp.graph"
+VERSION = 1
+
+
+@dataclass
+class Frame:
+    """A source position: 1-based lines, 0-based code-point columns (end exclusive)."""
+
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    function: str | None = None
+
+
+@dataclass
+class Value:
+    id: str  # "v0", "v1", ... in traversal order
+    shape: list[int | str]  # a str is a symbolic dimension ("batch", "2*batch")
+    dtype: str  # "float32", "key<fry>", ...
+    weak_type: bool = False
+    producer: str | None = None  # node id, or None for graph inputs, literals and constants
+    literal: Any = None  # small constant values inline (JSON-safe), else None
+    kind: str = "var"  # var | literal | const
+
+
+@dataclass
+class Node:
+    id: str  # "n0", "n1", ...: distinct per call site, even for a shared sub-jaxpr
+    primitive: str
+    params: dict[str, Any]  # JSON-safe; unrepresentable values become {"opaque": repr[:200]}
+    inputs: list[str]  # value ids
+    outputs: list[str]  # value ids
+    scope: str  # "/"-joined module path ("Encoder_0/Dense_1", "blocks/0/attn"), "" at top
+    group: str | None  # the innermost group holding this node, None at the top level
+    source: Frame | None  # the innermost workspace frame
+    frames: list[Frame] = field(default_factory=list)  # the user frame stack, innermost first
+    transforms: list[str] = field(default_factory=list)  # name-stack transforms: vmap, jvp, transpose
+
+
+@dataclass
+class Group:
+    id: str  # "g0", ...
+    kind: str  # module | jit | remat | custom_jvp | custom_vjp | cond | cond_branch | while |
+    # while_cond | while_body | scan | shard_map | custom_linear_solve | pjit ...
+    parent: str | None
+    label: str  # "Dense_0", "jit(relu)", "scan (length 12)", "branch 1"
+    node: str | None = None  # the equation that owns this region (for sub-jaxpr groups)
+
+
+@dataclass
+class Port:
+    """A graph input or output: which value, its pytree label, and its role."""
+
+    value: str
+    label: str  # pytree path: "params/Dense_0/kernel", "args/0", "kwargs/train", "out/0"
+    role: str  # inputs: parameter | state | input | key | constant; outputs: output | state
+
+
+@dataclass
+class Coverage:
+    scope: str = "traced_program"
+    complete: bool = True
+    opaque: list[dict[str, Any]] = field(default_factory=list)  # {"node": id, "reason": str}
+    notes: list[str] = field(default_factory=list)  # "control-flow bodies are traced, not executed"
+    effects: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Graph:
+    target: dict[str, Any]  # {"path", "name", "kind"}
+    profile: dict[str, Any]  # {"name": str | None, ...the resolved profile as used}
+    versions: dict[str, str | None]  # jax, jaxlib, flax, equinox, python
+    coverage: Coverage
+    sources: dict[str, str]  # path -> sha256 hex
+    inputs: list[Port]
+    outputs: list[Port]
+    nodes: list[Node]
+    values: list[Value]
+    groups: list[Group]
+    format: str = FORMAT
+    version: int = VERSION
+    backend: str = "jaxpr"
