@@ -1,0 +1,157 @@
+"""Exports of a graph: Graphviz DOT and one self-contained offline HTML file.
+
+Stdlib only, Python >= 3.10. The HTML embeds the graph's JSON form in a
+``<script type="application/json">`` element with ``<``, ``>``, ``&``, U+2028 and U+2029 written as
+``\\uXXXX`` escapes, so no string in the data can close the element; the page builds every
+element from data with ``textContent``, never ``innerHTML``, and its Content-Security-Policy
+forbids any network access.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+
+from jaxlsp.graph import _page
+from jaxlsp.graph.io import to_json
+from jaxlsp.graph.model import Graph, Group, Node
+from jaxlsp.graph.summary import render_summary, shape_str
+
+# --------------------------------------------------------------------------------------------
+# DOT
+
+
+def _dot_str(text: str) -> str:
+    """A double-quoted DOT string; newlines become centred line breaks."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\r", "").replace("\n", "\\n")
+    return f'"{escaped}"'
+
+
+def _node_id(node_id: str) -> str:
+    return _dot_str(f"n:{node_id}")
+
+
+def to_dot(graph: Graph) -> str:
+    """Graphviz source: groups as nested clusters, nodes labelled by primitive, edges by shape/dtype.
+
+    Graph inputs and outputs are ellipses (``in:N`` / ``out:N``); literals and constants draw no
+    edge. A group whose parent is missing (or part of a cycle) is drawn at the top level.
+    """
+    values = {v.id: v for v in graph.values}
+    groups = {g.id: g for g in graph.groups}
+    child_groups: dict[str | None, list[Group]] = {}
+    for g in graph.groups:
+        parent = g.parent if g.parent in groups else None
+        child_groups.setdefault(parent, []).append(g)
+    child_nodes: dict[str | None, list[Node]] = {}
+    for n in graph.nodes:
+        child_nodes.setdefault(n.group if n.group in groups else None, []).append(n)
+
+    lines = [
+        'digraph "jaxlsp" {',
+        '  graph [rankdir=TB, fontname="Helvetica", fontsize=10];',
+        '  node [shape=box, style=rounded, fontname="Helvetica", fontsize=10];',
+        '  edge [fontname="Helvetica", fontsize=8];',
+    ]
+    emitted: set[str] = set()
+
+    def emit(parent: str | None, indent: str) -> None:
+        for n in child_nodes.get(parent, ()):
+            tip = " ".join(x for x in (n.scope, f"{n.source.path}:{n.source.line}" if n.source else "") if x)
+            attrs = f"label={_dot_str(n.primitive)}"
+            if tip:
+                attrs += f", tooltip={_dot_str(tip)}"
+            lines.append(f"{indent}{_node_id(n.id)} [{attrs}];")
+        for g in child_groups.get(parent, ()):
+            if g.id in emitted:
+                continue
+            emitted.add(g.id)
+            lines.append(f"{indent}subgraph {_dot_str('cluster_' + g.id)} {{")
+            lines.append(f"{indent}  label={_dot_str(f'{g.kind}: {g.label}' if g.label else g.kind)};")
+            emit(g.id, indent + "  ")
+            lines.append(f"{indent}}}")
+
+    emit(None, "  ")
+    # Groups never reached from the top (a cycle of parents): draw them at the top level.
+    for g in graph.groups:
+        if g.id not in emitted:
+            child_groups.setdefault(None, []).append(g)
+    child_nodes.pop(None, None)
+    emit(None, "  ")
+
+    port_of: dict[str, str] = {}
+    for i, port in enumerate(graph.inputs):
+        value = values.get(port.value)
+        label = f"{port.label}\n{shape_str(value)}" if value else port.label
+        lines.append(f"  {_dot_str(f'in:{i}')} [shape=ellipse, label={_dot_str(label)}];")
+        port_of.setdefault(port.value, f"in:{i}")
+    for i, port in enumerate(graph.outputs):
+        value = values.get(port.value)
+        label = f"{port.label}\n{shape_str(value)}" if value else port.label
+        lines.append(f"  {_dot_str(f'out:{i}')} [shape=ellipse, label={_dot_str(label)}];")
+
+    seen: set[tuple[str, str, str]] = set()
+
+    def edge(src: str, dst: str, vid: str) -> None:
+        if (src, dst, vid) in seen:
+            return
+        seen.add((src, dst, vid))
+        value = values.get(vid)
+        label = shape_str(value) if value else vid
+        lines.append(f"  {src} -> {dst} [label={_dot_str(label)}];")
+
+    for n in graph.nodes:
+        for vid in n.inputs:
+            value = values.get(vid)
+            if value is not None and value.producer is not None:
+                edge(_node_id(value.producer), _node_id(n.id), vid)
+            elif vid in port_of:
+                edge(_dot_str(port_of[vid]), _node_id(n.id), vid)
+    for i, port in enumerate(graph.outputs):
+        value = values.get(port.value)
+        if value is not None and value.producer is not None:
+            edge(_node_id(value.producer), _dot_str(f"out:{i}"), port.value)
+        elif port.value in port_of:
+            edge(_dot_str(port_of[port.value]), _dot_str(f"out:{i}"), port.value)
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------------------------
+# HTML
+
+
+def _script_json(data: object) -> str:
+    """JSON text that is safe inside a ``<script>`` element: ``</script>``, ``<!--`` cannot occur."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return (
+        text.replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("&", "\\u0026")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
+
+
+def to_html(graph: Graph) -> str:
+    """One self-contained offline HTML page: summary, a lazily expanded group tree, a search box."""
+    target = graph.target
+    title = html.escape(f"{target.get('path', '?')}::{target.get('name', '?')}")
+    return "".join(
+        [
+            _page.HEAD.replace("$TITLE", title, 1),
+            "<style>\n",
+            _page.STYLE,
+            "</style>\n</head>\n<body>\n",
+            _page.BODY.replace("$TITLE", title, 1),
+            '<pre id="summary">',
+            html.escape(render_summary(graph)),
+            "</pre>\n",
+            _page.TREE,
+            '<script type="application/json" id="graph-data">',
+            _script_json(to_json(graph)),
+            "</script>\n<script>\n",
+            _page.SCRIPT,
+            "</script>\n</body>\n</html>\n",
+        ]
+    )

@@ -1,0 +1,566 @@
+"""The graph file: :class:`~jaxlsp.graph.model.Graph` to and from its JSON form (docs/graph-format.md).
+
+Stdlib only, Python >= 3.10: the capture worker imports this module inside the user's interpreter.
+
+``to_json`` writes the camelCase keys of the format; ``from_json`` is strict and raises a
+``ValueError`` that names the key path (``nodes[3].source.endLine: ...``) of the first problem.
+Non-finite floats in ``params`` and ``literal`` (``-inf`` attention masks, ``nan`` fills) have no
+JSON spelling and are written as ``{"float": "nan" | "inf" | "-inf"}``; ``from_json`` turns them
+back into floats.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from jaxlsp.graph.model import FORMAT, VERSION, Coverage, Frame, Graph, Group, Node, Port, Value
+
+BACKEND = "jaxpr"
+VERSION_KEYS = ("jax", "jaxlib", "flax", "equinox", "python")
+INPUT_ROLES = ("parameter", "state", "input", "key", "constant")
+OUTPUT_ROLES = ("output", "state")
+VALUE_KINDS = ("var", "literal", "const")
+
+_TOP_KEYS = (
+    "format",
+    "version",
+    "backend",
+    "versions",
+    "target",
+    "profile",
+    "coverage",
+    "sources",
+    "inputs",
+    "outputs",
+    "nodes",
+    "values",
+    "groups",
+)
+_NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+
+
+# --------------------------------------------------------------------------------------------
+# Graph -> JSON
+
+
+def _jsonable(obj: Any) -> Any:
+    """A JSON-safe copy: dict keys sorted, tuples as lists, non-finite floats as ``{"float": ...}``."""
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(obj[k]) for k in sorted(obj, key=str)}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(x) for x in obj]
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return {"float": "nan" if math.isnan(obj) else ("inf" if obj > 0 else "-inf")}
+    return obj
+
+
+def _frame_json(frame: Frame) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "path": frame.path,
+        "line": frame.line,
+        "column": frame.column,
+        "endLine": frame.end_line,
+        "endColumn": frame.end_column,
+    }
+    if frame.function is not None:
+        out["function"] = frame.function
+    return out
+
+
+def _port_json(port: Port) -> dict[str, Any]:
+    return {"value": port.value, "label": port.label, "role": port.role}
+
+
+def _node_json(node: Node) -> dict[str, Any]:
+    return {
+        "id": node.id,
+        "primitive": node.primitive,
+        "params": _jsonable(node.params),
+        "inputs": list(node.inputs),
+        "outputs": list(node.outputs),
+        "scope": node.scope,
+        "group": node.group,
+        "source": None if node.source is None else _frame_json(node.source),
+        "frames": [_frame_json(f) for f in node.frames],
+        "transforms": list(node.transforms),
+    }
+
+
+def _value_json(value: Value) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": value.id,
+        "shape": list(value.shape),
+        "dtype": value.dtype,
+        "weakType": value.weak_type,
+        "producer": value.producer,
+        "kind": value.kind,
+    }
+    if value.literal is not None:
+        out["literal"] = _jsonable(value.literal)
+    return out
+
+
+def _group_json(group: Group) -> dict[str, Any]:
+    return {"id": group.id, "kind": group.kind, "parent": group.parent, "label": group.label, "node": group.node}
+
+
+def to_json(graph: Graph) -> dict[str, Any]:
+    """The JSON form of ``graph`` (plain dicts and lists, keys in the format's order)."""
+    cov = graph.coverage
+    return {
+        "format": graph.format,
+        "version": graph.version,
+        "backend": graph.backend,
+        "versions": _jsonable(graph.versions),
+        "target": _jsonable(graph.target),
+        "profile": _jsonable(graph.profile),
+        "coverage": {
+            "scope": cov.scope,
+            "complete": cov.complete,
+            "opaque": [_jsonable(o) for o in cov.opaque],
+            "notes": list(cov.notes),
+            "effects": list(cov.effects),
+        },
+        "sources": {k: graph.sources[k] for k in sorted(graph.sources)},
+        "inputs": [_port_json(p) for p in graph.inputs],
+        "outputs": [_port_json(p) for p in graph.outputs],
+        "nodes": [_node_json(n) for n in graph.nodes],
+        "values": [_value_json(v) for v in graph.values],
+        "groups": [_group_json(g) for g in graph.groups],
+    }
+
+
+def dumps(graph: Graph) -> str:
+    """Compact JSON text of ``graph``; equal graphs give identical text."""
+    return json.dumps(to_json(graph), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def write(graph: Graph, path: str | os.PathLike[str]) -> None:
+    """Write ``graph`` to ``path`` (UTF-8) atomically: readers never see half a file."""
+    target = Path(path)
+    text = dumps(graph)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+# --------------------------------------------------------------------------------------------
+# JSON -> Graph (strict)
+
+
+def _kind(obj: Any) -> str:
+    if obj is None:
+        return "null"
+    if isinstance(obj, bool):
+        return "a boolean"
+    if isinstance(obj, int):
+        return "an integer"
+    if isinstance(obj, float):
+        return "a number"
+    if isinstance(obj, str):
+        return "a string"
+    if isinstance(obj, list):
+        return "an array"
+    if isinstance(obj, dict):
+        return "an object"
+    return type(obj).__name__
+
+
+def _fail(path: str, message: str) -> ValueError:
+    return ValueError(f"{path or '<graph>'}: {message}")
+
+
+def _obj(data: Any, path: str, required: tuple[str, ...], optional: tuple[str, ...] = ()) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise _fail(path, f"expected an object, got {_kind(data)}")
+    for key in required:
+        if key not in data:
+            raise _fail(path, f"missing key {key!r}")
+    if len(data) > len(required):
+        for key in data:
+            if key not in required and key not in optional:
+                raise _fail(_join(path, str(key)), "unknown key")
+    return data
+
+
+def _open_obj(data: Any, path: str, required: tuple[str, ...]) -> dict[str, Any]:
+    """An object with ``required`` keys that may hold others too (``target``, ``profile``, ``versions``)."""
+    if not isinstance(data, dict):
+        raise _fail(path, f"expected an object, got {_kind(data)}")
+    for key in required:
+        if key not in data:
+            raise _fail(path, f"missing key {key!r}")
+    return data
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _str(data: Any, path: str, *, nonempty: bool = False) -> str:
+    if not isinstance(data, str):
+        raise _fail(path, f"expected a string, got {_kind(data)}")
+    if nonempty and not data:
+        raise _fail(path, "expected a non-empty string")
+    return data
+
+
+def _opt_str(data: Any, path: str, *, nonempty: bool = False) -> str | None:
+    if data is None:
+        return None
+    if not isinstance(data, str):
+        raise _fail(path, f"expected a string or null, got {_kind(data)}")
+    if nonempty and not data:
+        raise _fail(path, "expected a non-empty string or null")
+    return data
+
+
+def _int(data: Any, path: str, minimum: int) -> int:
+    if isinstance(data, bool) or not isinstance(data, int):
+        raise _fail(path, f"expected an integer, got {_kind(data)}")
+    if data < minimum:
+        raise _fail(path, f"expected an integer >= {minimum}, got {data}")
+    return data
+
+
+def _bool(data: Any, path: str) -> bool:
+    if not isinstance(data, bool):
+        raise _fail(path, f"expected a boolean, got {_kind(data)}")
+    return data
+
+
+def _list(data: Any, path: str) -> list[Any]:
+    if not isinstance(data, list):
+        raise _fail(path, f"expected an array, got {_kind(data)}")
+    return data
+
+
+def _strs(data: Any, path: str) -> list[str]:
+    items = _list(data, path)
+    for i, item in enumerate(items):
+        if not isinstance(item, str):
+            raise _fail(f"{path}[{i}]", f"expected a string, got {_kind(item)}")
+    return list(items)
+
+
+def _enum(data: Any, path: str, allowed: tuple[str, ...]) -> str:
+    if data not in allowed or not isinstance(data, str):
+        raise _fail(path, f"expected one of {', '.join(allowed)}, got {json.dumps(data, default=repr)}")
+    return data
+
+
+def _json_copy(data: Any, path: str) -> Any:
+    """A copy of a JSON value with ``{"float": "nan" | "inf" | "-inf"}`` turned back into floats;
+    rejects what JSON cannot hold (non-finite floats, non-string keys, other objects)."""
+    if data is None or isinstance(data, (str, bool, int)):
+        return data
+    if isinstance(data, float):
+        if not math.isfinite(data):
+            raise _fail(path, 'non-finite number: write it as {"float": "nan" | "inf" | "-inf"}')
+        return data
+    if isinstance(data, list):
+        return [_json_copy(item, f"{path}[{i}]") for i, item in enumerate(data)]
+    if isinstance(data, dict):
+        if len(data) == 1 and data.get("float") in _NONFINITE:
+            return _NONFINITE[data["float"]]
+        out = {}
+        for key, item in data.items():
+            if not isinstance(key, str):
+                raise _fail(path, f"object key {key!r} is not a string")
+            out[key] = _json_copy(item, _join(path, key))
+        return out
+    raise _fail(path, f"not a JSON value: {_kind(data)}")
+
+
+# Fast paths: the common, well-formed record is built with inline checks; anything else goes to
+# the checked reader, which finds the first problem and names its key path.
+
+_NODE_KEYS = ("id", "primitive", "params", "inputs", "outputs", "scope", "group", "source", "frames", "transforms")
+_NODE_KEY_SET = frozenset(_NODE_KEYS)
+
+
+def _frame_fast(d: Any) -> Frame | None:
+    if type(d) is not dict or not 5 <= len(d) <= 6 or (len(d) == 6 and "function" not in d):
+        return None
+    get: Any = d.get
+    p, line, col, end_line, end_col = (
+        get("path"),
+        get("line"),
+        get("column"),
+        get("endLine"),
+        get("endColumn"),
+    )
+    fn = get("function")
+    if (
+        type(p) is str
+        and p
+        and type(line) is int
+        and line >= 1
+        and type(col) is int
+        and col >= 0
+        and type(end_line) is int
+        and end_line >= 1
+        and type(end_col) is int
+        and end_col >= 0
+        and (fn is None or type(fn) is str)
+    ):
+        return Frame(p, line, col, end_line, end_col, fn)
+    return None
+
+
+def _strs_fast(items: Any) -> bool:
+    return type(items) is list and all(type(x) is str for x in items)
+
+
+def _node_fast(d: Any, path: str) -> Node | None:
+    if type(d) is not dict or d.keys() != _NODE_KEY_SET:
+        return None
+    get: Any = d.get
+    nid, prim, params, ins, outs = get("id"), get("primitive"), get("params"), get("inputs"), get("outputs")
+    scope, group, src, frames, transforms = (
+        get("scope"),
+        get("group"),
+        get("source"),
+        get("frames"),
+        get("transforms"),
+    )
+    if not (
+        type(nid) is str
+        and nid
+        and type(prim) is str
+        and prim
+        and type(params) is dict
+        and _strs_fast(ins)
+        and _strs_fast(outs)
+        and type(scope) is str
+        and (group is None or (type(group) is str and group))
+        and type(frames) is list
+        and _strs_fast(transforms)
+    ):
+        return None
+    source = None
+    if src is not None:
+        source = _frame_fast(src)
+        if source is None:
+            return None
+    stack = []
+    for f in frames:
+        frame = _frame_fast(f)
+        if frame is None:
+            return None
+        stack.append(frame)
+    params = _json_copy(params, _join(path, "params")) if params else {}
+    return Node(nid, prim, params, list(ins), list(outs), scope, group, source, stack, list(transforms))
+
+
+def _value_fast(d: Any, path: str) -> Value | None:
+    if type(d) is not dict or not 6 <= len(d) <= 7 or (len(d) == 7 and "literal" not in d):
+        return None
+    get: Any = d.get
+    vid, shape, dtype, weak, producer, kind = (
+        get("id"),
+        get("shape"),
+        get("dtype"),
+        get("weakType"),
+        get("producer"),
+        get("kind"),
+    )
+    if not (
+        type(vid) is str
+        and vid
+        and type(shape) is list
+        and all((type(x) is int and x >= 0) or (type(x) is str and x) for x in shape)
+        and type(dtype) is str
+        and dtype
+        and type(weak) is bool
+        and (producer is None or (type(producer) is str and producer))
+        and kind in VALUE_KINDS
+        and type(kind) is str
+        and all(k in d for k in ("id", "shape", "dtype", "weakType", "producer", "kind"))
+    ):
+        return None
+    literal = get("literal")
+    if literal is not None:
+        literal = _json_copy(literal, _join(path, "literal"))
+    return Value(vid, list(shape), dtype, weak, producer, literal, kind)
+
+
+def _frame(data: Any, path: str) -> Frame:
+    d = _obj(data, path, ("path", "line", "column", "endLine", "endColumn"), ("function",))
+    return Frame(
+        path=_str(d["path"], _join(path, "path"), nonempty=True),
+        line=_int(d["line"], _join(path, "line"), 1),
+        column=_int(d["column"], _join(path, "column"), 0),
+        end_line=_int(d["endLine"], _join(path, "endLine"), 1),
+        end_column=_int(d["endColumn"], _join(path, "endColumn"), 0),
+        function=_opt_str(d.get("function"), _join(path, "function")),
+    )
+
+
+def _port(data: Any, path: str, roles: tuple[str, ...]) -> Port:
+    d = _obj(data, path, ("value", "label", "role"))
+    return Port(
+        value=_str(d["value"], _join(path, "value"), nonempty=True),
+        label=_str(d["label"], _join(path, "label")),
+        role=_enum(d["role"], _join(path, "role"), roles),
+    )
+
+
+def _node(data: Any, path: str) -> Node:
+    d = _obj(data, path, _NODE_KEYS)
+    params = d["params"]
+    if not isinstance(params, dict):
+        raise _fail(_join(path, "params"), f"expected an object, got {_kind(params)}")
+    frames_path = _join(path, "frames")
+    return Node(
+        id=_str(d["id"], _join(path, "id"), nonempty=True),
+        primitive=_str(d["primitive"], _join(path, "primitive"), nonempty=True),
+        params=_json_copy(params, _join(path, "params")),
+        inputs=_strs(d["inputs"], _join(path, "inputs")),
+        outputs=_strs(d["outputs"], _join(path, "outputs")),
+        scope=_str(d["scope"], _join(path, "scope")),
+        group=_opt_str(d["group"], _join(path, "group"), nonempty=True),
+        source=None if d["source"] is None else _frame(d["source"], _join(path, "source")),
+        frames=[_frame(f, f"{frames_path}[{i}]") for i, f in enumerate(_list(d["frames"], frames_path))],
+        transforms=_strs(d["transforms"], _join(path, "transforms")),
+    )
+
+
+def _shape(data: Any, path: str) -> list[int | str]:
+    dims = _list(data, path)
+    for i, dim in enumerate(dims):
+        if isinstance(dim, str):
+            if not dim:
+                raise _fail(f"{path}[{i}]", "expected a non-empty symbolic dimension")
+        elif isinstance(dim, bool) or not isinstance(dim, int) or dim < 0:
+            raise _fail(f"{path}[{i}]", f"expected an integer >= 0 or a symbolic dimension, got {_kind(dim)}")
+    return list(dims)
+
+
+def _value(data: Any, path: str) -> Value:
+    d = _obj(data, path, ("id", "shape", "dtype", "weakType", "producer", "kind"), ("literal",))
+    return Value(
+        id=_str(d["id"], _join(path, "id"), nonempty=True),
+        shape=_shape(d["shape"], _join(path, "shape")),
+        dtype=_str(d["dtype"], _join(path, "dtype"), nonempty=True),
+        weak_type=_bool(d["weakType"], _join(path, "weakType")),
+        producer=_opt_str(d["producer"], _join(path, "producer"), nonempty=True),
+        literal=_json_copy(d.get("literal"), _join(path, "literal")),
+        kind=_enum(d["kind"], _join(path, "kind"), VALUE_KINDS),
+    )
+
+
+def _group(data: Any, path: str) -> Group:
+    d = _obj(data, path, ("id", "kind", "parent", "label", "node"))
+    return Group(
+        id=_str(d["id"], _join(path, "id"), nonempty=True),
+        kind=_str(d["kind"], _join(path, "kind"), nonempty=True),
+        parent=_opt_str(d["parent"], _join(path, "parent"), nonempty=True),
+        label=_str(d["label"], _join(path, "label")),
+        node=_opt_str(d["node"], _join(path, "node"), nonempty=True),
+    )
+
+
+def _coverage(data: Any, path: str) -> Coverage:
+    d = _obj(data, path, ("scope", "complete", "opaque", "notes", "effects"))
+    if d["scope"] != "traced_program":
+        raise _fail(_join(path, "scope"), f"expected 'traced_program', got {json.dumps(d['scope'], default=repr)}")
+    opaque_path = _join(path, "opaque")
+    opaque = []
+    for i, item in enumerate(_list(d["opaque"], opaque_path)):
+        p = f"{opaque_path}[{i}]"
+        o = _obj(item, p, ("node", "reason"))
+        _str(o["node"], _join(p, "node"), nonempty=True)
+        _str(o["reason"], _join(p, "reason"))
+        opaque.append({"node": o["node"], "reason": o["reason"]})
+    complete = _bool(d["complete"], _join(path, "complete"))
+    if complete and opaque:
+        raise _fail(_join(path, "complete"), "true although opaque regions are listed")
+    return Coverage(
+        scope="traced_program",
+        complete=complete,
+        opaque=opaque,
+        notes=_strs(d["notes"], _join(path, "notes")),
+        effects=_strs(d["effects"], _join(path, "effects")),
+    )
+
+
+def _items(data: dict[str, Any], key: str, fast: Any, read: Any) -> list[Any]:
+    out = []
+    for i, item in enumerate(_list(data[key], key)):
+        path = f"{key}[{i}]"
+        record = fast(item, path)
+        out.append(record if record is not None else read(item, path))
+    return out
+
+
+def from_json(data: Any) -> Graph:
+    """The :class:`Graph` of a JSON form; ``ValueError`` naming the key path when malformed."""
+    d = _obj(data, "", _TOP_KEYS)
+    if d["format"] != FORMAT:
+        raise _fail("format", f"expected {FORMAT!r}, got {json.dumps(d['format'], default=repr)}: not a jaxlsp graph")
+    version = _int(d["version"], "version", 1)
+    if version != VERSION:
+        raise _fail("version", f"unsupported version {version} (this jaxlsp reads version {VERSION})")
+    if d["backend"] != BACKEND:
+        raise _fail("backend", f"expected {BACKEND!r}, got {json.dumps(d['backend'], default=repr)}")
+
+    versions = _open_obj(d["versions"], "versions", VERSION_KEYS)
+    for key, v in versions.items():
+        _opt_str(v, _join("versions", key))
+
+    target = _open_obj(d["target"], "target", ("path", "name", "kind"))
+    for key in ("path", "name", "kind"):
+        _str(target[key], _join("target", key))
+    profile = _open_obj(d["profile"], "profile", ("name",))
+    _opt_str(profile["name"], "profile.name")
+
+    sources = d["sources"]
+    if not isinstance(sources, dict):
+        raise _fail("sources", f"expected an object, got {_kind(sources)}")
+    for key, digest in sources.items():
+        _str(digest, f"sources[{json.dumps(key)}]")
+        if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+            raise _fail(f"sources[{json.dumps(key)}]", "expected a sha256 as 64 lowercase hex digits")
+
+    return Graph(
+        target=_json_copy(target, "target"),
+        profile=_json_copy(profile, "profile"),
+        versions=dict(versions),
+        coverage=_coverage(d["coverage"], "coverage"),
+        sources=dict(sources),
+        inputs=[_port(p, f"inputs[{i}]", INPUT_ROLES) for i, p in enumerate(_list(d["inputs"], "inputs"))],
+        outputs=[_port(p, f"outputs[{i}]", OUTPUT_ROLES) for i, p in enumerate(_list(d["outputs"], "outputs"))],
+        nodes=_items(d, "nodes", _node_fast, _node),
+        values=_items(d, "values", _value_fast, _value),
+        groups=_items(d, "groups", lambda _d, _p: None, _group),
+        format=FORMAT,
+        version=VERSION,
+        backend=BACKEND,
+    )
+
+
+def loads(text: str | bytes) -> Graph:
+    """The :class:`Graph` of a graph file's text; ``ValueError`` when it is not valid JSON or malformed."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"<graph>: not JSON: {exc}") from None
+    return from_json(data)
+
+
+def read(path: str | os.PathLike[str]) -> Graph:
+    """The :class:`Graph` saved at ``path``."""
+    return loads(Path(path).read_bytes())

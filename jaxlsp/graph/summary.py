@@ -1,0 +1,188 @@
+"""Figures about a graph and the one-screen text that ``jaxlsp trace`` and ``make demo`` print.
+
+Stdlib only, Python >= 3.10.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from jaxlsp.graph.model import Graph, Value
+
+TOP_SCOPES = 8
+TOP_PRIMITIVES = 12
+SHOWN_PORTS = 6
+
+# Bytes per element; a dtype not listed (keys, extended dtypes) has no byte count.
+_ITEMSIZE = {
+    "bool": 1,
+    "int2": 1,
+    "int4": 1,
+    "int8": 1,
+    "uint2": 1,
+    "uint4": 1,
+    "uint8": 1,
+    "int16": 2,
+    "uint16": 2,
+    "float16": 2,
+    "bfloat16": 2,
+    "int32": 4,
+    "uint32": 4,
+    "float32": 4,
+    "int64": 8,
+    "uint64": 8,
+    "float64": 8,
+    "complex64": 8,
+    "complex128": 16,
+}
+
+
+def short_dtype(dtype: str) -> str:
+    """JAX's short spelling: ``float32`` -> ``f32``, ``bfloat16`` -> ``bf16``, ``uint8`` -> ``u8``."""
+    return dtype.replace("float", "f").replace("uint", "u").replace("int", "i").replace("complex", "c")
+
+
+def shape_str(value: Value) -> str:
+    """``f32[4,10]``; a scalar is ``f32[]``, a symbolic dimension keeps its name (``f32[b,128]``)."""
+    return f"{short_dtype(value.dtype)}[{','.join(str(d) for d in value.shape)}]"
+
+
+def _size(value: Value) -> int | None:
+    n = 1
+    for d in value.shape:
+        if not isinstance(d, int):
+            return None
+        n *= d
+    return n
+
+
+def summarize(graph: Graph) -> dict[str, Any]:
+    """Figures about ``graph`` (JSON-safe, camelCase keys).
+
+    ``parameters`` is the total number of elements of the inputs with role ``parameter``
+    (``parameterBytes`` their size in memory; inputs with a symbolic dimension count in
+    ``symbolicParameters`` instead). ``topScopes`` ranks scopes by the nodes whose scope is
+    exactly that one (``""`` is the top level).
+    """
+    values = {v.id: v for v in graph.values}
+    params = 0
+    param_bytes: int | None = 0
+    symbolic = 0
+    for port in graph.inputs:
+        value = values.get(port.value)
+        if port.role != "parameter" or value is None:
+            continue
+        size = _size(value)
+        if size is None:
+            symbolic += 1
+            continue
+        params += size
+        itemsize = _ITEMSIZE.get(value.dtype)
+        param_bytes = None if itemsize is None or param_bytes is None else param_bytes + size * itemsize
+
+    def port_json(port: Any) -> dict[str, str]:
+        value = values.get(port.value)
+        return {"label": port.label, "role": port.role, "shape": shape_str(value) if value else "?"}
+
+    scopes = Counter(n.scope for n in graph.nodes)
+    prims = Counter(n.primitive for n in graph.nodes)
+    kinds = Counter(g.kind for g in graph.groups)
+    return {
+        "target": dict(graph.target),
+        "profile": graph.profile.get("name"),
+        "versions": dict(graph.versions),
+        "ops": len(graph.nodes),
+        "values": len(graph.values),
+        "groups": len(graph.groups),
+        "groupKinds": dict(sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "parameters": params,
+        "parameterBytes": param_bytes,
+        "symbolicParameters": symbolic,
+        "inputs": [port_json(p) for p in graph.inputs],
+        "outputs": [port_json(p) for p in graph.outputs],
+        "outputShapes": [port_json(p)["shape"] for p in graph.outputs],
+        "topScopes": [
+            {"scope": s, "ops": c} for s, c in sorted(scopes.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_SCOPES]
+        ],
+        "primitives": dict(sorted(prims.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "complete": graph.coverage.complete,
+        "opaque": [dict(o) for o in graph.coverage.opaque],
+        "notes": list(graph.coverage.notes),
+        "effects": list(graph.coverage.effects),
+    }
+
+
+def _count(n: int) -> str:
+    return f"{n:,}"
+
+
+def _bytes(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1000 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1000
+    raise AssertionError("unreachable")
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{_count(n)} {word}{'' if n == 1 else 's'}"
+
+
+def _ports(title: str, ports: list[dict[str, str]], width: int) -> list[str]:
+    if not ports:
+        return [f"{title:<9}(none)"]
+    lines = []
+    for i, p in enumerate(ports[:SHOWN_PORTS]):
+        lines.append(f"{title if i == 0 else '':<9}{p['label']:<{width}}  {p['shape']:<16} {p['role']}".rstrip())
+    if len(ports) > SHOWN_PORTS:
+        lines.append(f"{'':<9}... and {len(ports) - SHOWN_PORTS} more")
+    return lines
+
+
+def render_summary(graph: Graph) -> str:
+    """A one-screen text summary of ``graph`` (about 25 lines at most, no trailing newline)."""
+    s = summarize(graph)
+    target = s["target"]
+    head = f"{target.get('path', '?')}::{target.get('name', '?')}"
+    if target.get("kind"):
+        head += f" ({target['kind']})"
+    if s["profile"]:
+        head += f"  profile {s['profile']}"
+    versions = ", ".join(f"{k} {v}" for k, v in s["versions"].items() if v)
+    kinds = ", ".join(f"{k} {_count(c)}" for k, c in s["groupKinds"].items())
+    lines = [head]
+    if versions:
+        lines.append(versions)
+    counts = f"{_plural(s['ops'], 'op')}, {_plural(s['values'], 'value')}, {_plural(s['groups'], 'group')}"
+    lines.append(counts + (f" ({kinds})" if kinds else ""))
+    params = f"{_plural(s['parameters'], 'parameter')}"
+    if s["parameterBytes"] is not None and s["parameters"]:
+        params += f" ({_bytes(s['parameterBytes'])})"
+    if s["symbolicParameters"]:
+        params += f" + {s['symbolicParameters']} with symbolic shapes"
+    lines.append(params)
+    shown = s["inputs"][:SHOWN_PORTS] + s["outputs"][:SHOWN_PORTS]
+    width = min(40, max((len(p["label"]) for p in shown), default=0))
+    lines.extend(_ports("inputs", s["inputs"], width))
+    lines.extend(_ports("outputs", s["outputs"], width))
+    if s["topScopes"]:
+        lines.append("top scopes by ops:")
+        width = max(len(_count(t["ops"])) for t in s["topScopes"])
+        lines.extend(f"  {_count(t['ops']):>{width}}  {t['scope'] or '(top level)'}" for t in s["topScopes"][:5])
+    prims = list(s["primitives"].items())
+    if prims:
+        shown = ", ".join(f"{p} {c}" for p, c in prims[:TOP_PRIMITIVES])
+        more = f", +{len(prims) - TOP_PRIMITIVES} more" if len(prims) > TOP_PRIMITIVES else ""
+        lines.append(f"primitives: {shown}{more}")
+    if s["complete"]:
+        lines.append("coverage: complete, nothing opaque")
+    else:
+        lines.append(f"coverage: INCOMPLETE, {_plural(len(s['opaque']), 'opaque region')}")
+        for o in s["opaque"][:3]:
+            lines.append(f"  {o.get('node')}: {o.get('reason')}")
+    lines.extend(f"note: {n}" for n in s["notes"][:3])
+    if s["effects"]:
+        lines.append(f"effects: {', '.join(s['effects'])}")
+    return "\n".join(lines)
