@@ -1,0 +1,167 @@
+"""Building resolved input specs into values: abstract arrays and keys, static Python values, pytrees."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from jaxlsp.capture.worker.errors import CaptureError
+from jaxlsp.capture.worker.loading import Loader
+
+WIDE_DTYPES = frozenset({"float64", "int64", "uint64", "complex128"})
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def iter_array_specs(spec: Any) -> Iterator[dict[str, Any]]:
+    """Every array spec inside a spec (through lists, dicts and ref arguments)."""
+    if isinstance(spec, dict):
+        kind = spec.get("kind")
+        if kind == "array":
+            yield spec
+        elif kind in ("list", "dict"):
+            items = spec.get("items")
+            yield from iter_array_specs(list(items.values()) if isinstance(items, dict) else items)
+        elif kind == "ref":
+            yield from iter_array_specs(spec.get("args", []))
+            yield from iter_array_specs(list(spec.get("kwargs", {}).values()))
+        elif kind is None:
+            for value in spec.values():
+                yield from iter_array_specs(value)
+    elif isinstance(spec, list):
+        for item in spec:
+            yield from iter_array_specs(item)
+
+
+def wide_dtypes(*call_specs: Any) -> list[str]:
+    """64-bit dtypes requested by the specs (refused unless the profile enables x64)."""
+    found: list[str] = []
+    for spec in call_specs:
+        for arr in iter_array_specs(spec):
+            dtype = str(arr.get("dtype", "float32"))
+            if dtype in WIDE_DTYPES and dtype not in found:
+                found.append(dtype)
+    return found
+
+
+class InputBuilder:
+    """Turns specs into values; all symbolic dimension names share one scope."""
+
+    def __init__(self, loader: Loader, symbolic: list[str], seed: int):
+        self.loader = loader
+        self.seed = seed
+        self.symbolic_names = list(symbolic)
+        self._dims: dict[str, Any] = {}
+        self._scope: Any = None
+        self.generators: list[dict[str, Any]] = []
+
+    def _symbolic_dims(self) -> dict[str, Any]:
+        if self.symbolic_names and not self._dims:
+            import jax
+
+            names = [n for n in self.symbolic_names if _NAME.match(n)]
+            if names:
+                self._scope = jax.export.SymbolicScope()
+                dims = jax.export.symbolic_shape(", ".join(names), scope=self._scope)
+                self._dims = dict(zip(names, dims, strict=True))
+        return self._dims
+
+    def dim(self, d: int | str) -> Any:
+        if isinstance(d, int):
+            return d
+        dims = self._symbolic_dims()
+        if d in dims:
+            return dims[d]
+        import jax
+
+        if not dims and not self.symbolic_names:
+            raise CaptureError("needs_input", f"dimension {d!r} has no size and is not declared symbolic")
+        try:
+            return jax.export.symbolic_shape(d, scope=self._scope)[0]
+        except Exception as exc:
+            raise CaptureError("needs_input", f"dimension {d!r}: {exc}") from None
+
+    def build(self, spec: Any) -> Any:
+        if not isinstance(spec, dict):
+            if isinstance(spec, list):
+                return [self.build(s) for s in spec]
+            return spec  # a plain JSON scalar or string: static
+        kind = spec.get("kind")
+        if kind == "array":
+            import jax
+            import jax.numpy as jnp
+
+            sds: Any = jax.ShapeDtypeStruct
+            shape = tuple(self.dim(d) for d in spec.get("shape", []))
+            dtype = jnp.dtype(spec.get("dtype", "float32"))
+            self.generators.append(dict(spec.get("generator", {})))
+            return sds(shape, dtype)
+        if kind == "key":
+            return abstract_key(int(spec.get("seed", self.seed)))
+        if kind == "none":
+            return None
+        if kind == "static":
+            return spec.get("value")
+        if kind == "list":
+            return [self.build(s) for s in spec.get("items", [])]
+        if kind == "dict":
+            return {str(k): self.build(v) for k, v in spec.get("items", {}).items()}
+        if kind == "ref":
+            obj = self.loader.resolve(str(spec.get("ref", "")))
+            if "args" in spec or "kwargs" in spec:
+                args = [self.build(s) for s in spec.get("args", [])]
+                kwargs = {str(k): self.build(v) for k, v in spec.get("kwargs", {}).items()}
+                obj = obj(*args, **kwargs)
+            return obj
+        if kind is None:
+            return {str(k): self.build(v) for k, v in spec.items()}
+        raise CaptureError("needs_input", f"unknown input spec kind {kind!r}")
+
+    def call_args(self, call: dict[str, Any] | None) -> tuple[list[Any], dict[str, Any]]:
+        """``(args, kwargs)`` of a CallSpec; a factory is called with no arguments."""
+        if not call:
+            return [], {}
+        if "factory" in call:
+            result = self.loader.resolve(str(call["factory"]))()
+            if isinstance(result, dict) and set(result) <= {"args", "kwargs"} and result:
+                return list(result.get("args", [])), dict(result.get("kwargs", {}))
+            if isinstance(result, dict):
+                return [], dict(result)
+            if isinstance(result, list | tuple):
+                return list(result), {}
+            raise CaptureError(
+                "needs_input", f"input factory {call['factory']} returned {type(result).__name__}, not a mapping"
+            )
+        args = [self.build(s) for s in call.get("args", [])]
+        kwargs = {str(k): self.build(v) for k, v in call.get("kwargs", {}).items()}
+        return args, kwargs
+
+
+def abstract_key(seed: int) -> Any:
+    """A typed PRNG key as a ShapeDtypeStruct (no device work)."""
+    import jax
+
+    return jax.eval_shape(lambda: jax.random.key(seed))
+
+
+def abstractify(tree: Any) -> Any:
+    """Concrete arrays (numpy, jax) in a pytree become ShapeDtypeStructs; other leaves stay."""
+    import jax
+    import numpy as np
+
+    sds: Any = jax.ShapeDtypeStruct
+
+    def leaf(x: Any) -> Any:
+        if isinstance(x, jax.Array | np.ndarray):
+            return sds(x.shape, x.dtype, weak_type=bool(getattr(x, "weak_type", False)))
+        return x
+
+    return jax.tree_util.tree_map(leaf, tree)
+
+
+def is_dynamic(x: Any) -> bool:
+    """Whether a leaf is traced (an array or an abstract array) rather than closed over."""
+    import jax
+    import numpy as np
+
+    return isinstance(x, jax.ShapeDtypeStruct | jax.Array | np.ndarray)

@@ -1,0 +1,100 @@
+"""The one place the worker touches private JAX modules (``jax._src``): small, tested accessors.
+
+Every function degrades gracefully: when an internal moves, the graph loses frames or scopes but
+the capture still succeeds. ``tests/capture/test_jaxcompat.py`` pins the behaviour.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+
+class RawFrame(NamedTuple):
+    """A user frame as JAX records it: 1-based lines, 0-based UTF-8 byte columns."""
+
+    file: str
+    function: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+
+_FRAME_CACHE: dict[tuple[Any, int], RawFrame | None] = {}
+
+
+def user_frames(source_info: Any) -> list[RawFrame]:
+    """The user frames of an equation's ``source_info``, innermost first (jax-internal frames removed).
+
+    Same result as ``source_info_util.user_frames``, with each (code, instruction) converted once:
+    a large model repeats the same few hundred frames in thousands of tracebacks.
+    """
+    traceback = getattr(source_info, "traceback", None)
+    if traceback is None:
+        return []
+    try:
+        from jax._src import source_info_util as siu
+
+        codes, lastis = traceback.raw_frames()
+    except Exception:
+        return _user_frames_slow(traceback)
+    out: list[RawFrame] = []
+    for code, lasti in zip(codes, lastis, strict=False):
+        key = (code, lasti)
+        if key in _FRAME_CACHE:
+            frame = _FRAME_CACHE[key]
+        else:
+            frame = None
+            try:
+                if siu.is_user_filename(code.co_filename):
+                    frame = _raw(siu.raw_frame_to_frame(code, lasti))
+            except Exception:
+                frame = None
+            _FRAME_CACHE[key] = frame
+        if frame is not None:
+            out.append(frame)
+    return out
+
+
+def _user_frames_slow(traceback: Any) -> list[RawFrame]:
+    try:
+        from jax._src import source_info_util
+
+        return [_raw(f) for f in source_info_util.user_frames(traceback)]
+    except Exception:
+        return []
+
+
+def _raw(f: Any) -> RawFrame:
+    line = int(getattr(f, "start_line", 0) or 0)
+    return RawFrame(
+        file=str(getattr(f, "file_name", "")),
+        function=str(getattr(f, "function_name", "")),
+        line=line,
+        column=int(getattr(f, "start_column", 0) or 0),
+        end_line=int(getattr(f, "end_line", line) or line),
+        end_column=int(getattr(f, "end_column", 0) or 0),
+    )
+
+
+def name_stack_items(source_info: Any) -> list[tuple[str, str]]:
+    """The equation's name stack as ``(kind, name)`` pairs, kind ``"scope"`` or ``"transform"``."""
+    stack = getattr(getattr(source_info, "name_stack", None), "stack", None)
+    if stack is None:
+        return []
+    items: list[tuple[str, str]] = []
+    for item in stack:
+        name = str(getattr(item, "name", item))
+        kind = "transform" if type(item).__name__ == "Transform" else "scope"
+        items.append((kind, name))
+    return items
+
+
+def backends_initialized() -> bool:
+    """Whether an XLA backend exists in this process (forking after that is unsafe)."""
+    try:
+        from jax._src import xla_bridge
+
+        return bool(xla_bridge.backends_are_initialized())
+    except Exception:
+        return True

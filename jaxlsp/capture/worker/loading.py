@@ -1,0 +1,195 @@
+"""Loading the target's file by path (package-qualified when it is in a package) and resolving refs."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.util
+import os
+import sys
+from types import ModuleType
+from typing import Any, Literal
+
+from jaxlsp.capture.worker.errors import CaptureError, Workspace, from_exception
+
+
+def module_name_for(path: str) -> tuple[str, str]:
+    """``(module name, package root)`` for a file: dotted through folders holding ``__init__.py``."""
+    folder, filename = os.path.split(os.path.abspath(path))
+    stem = os.path.splitext(filename)[0]
+    parts = [] if stem == "__init__" else [stem]
+    while os.path.isfile(os.path.join(folder, "__init__.py")):
+        parent, name = os.path.split(folder)
+        if not name.isidentifier() or parent == folder:
+            break
+        parts.insert(0, name)
+        folder = parent
+    if not parts:  # a top-level __init__.py outside any package
+        parts = [os.path.basename(os.path.dirname(os.path.abspath(path)))]
+    return ".".join(parts), folder
+
+
+def setup_sys_path(target_path: str, workspace_root: str) -> None:
+    """The target's folder first and the workspace root last on ``sys.path``."""
+    folder = os.path.dirname(os.path.abspath(target_path))
+    root = os.path.abspath(workspace_root) if workspace_root else ""
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) not in (folder, root) and p != ""]
+    sys.path.insert(0, folder)
+    if root:
+        sys.path.append(root)
+
+
+class Loader:
+    """Loads the target module once and resolves ``module:Name`` references against it."""
+
+    def __init__(self, target_path: str, workspace: Workspace):
+        self.path = os.path.abspath(target_path)
+        self.workspace = workspace
+        self.module_name, self.package_root = module_name_for(self.path)
+        self.stem = os.path.splitext(os.path.basename(self.path))[0]
+        self.module: ModuleType | None = None
+        self.files: set[str] = set()  # files of modules that refs and factories named
+
+    def load(self, mode: Literal["module", "definitions"]) -> ModuleType:
+        if self.module is not None:
+            return self.module
+        try:
+            self._register_parents()
+            self.module = self._exec_target(mode)
+        except CaptureError:
+            raise
+        except BaseException as exc:
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            raise from_exception("import", exc, self.workspace, f"importing {self.path} failed") from None
+        return self.module
+
+    def _register_parents(self) -> None:
+        parts = self.module_name.split(".")[:-1]
+        folder = self.package_root
+        for i in range(len(parts)):
+            name = ".".join(parts[: i + 1])
+            folder = os.path.join(folder, parts[i])
+            existing = sys.modules.get(name)
+            if existing is not None and folder in [os.path.abspath(p) for p in getattr(existing, "__path__", [])]:
+                continue
+            init = os.path.join(folder, "__init__.py")
+            spec = importlib.util.spec_from_file_location(name, init, submodule_search_locations=[folder])
+            if spec is None or spec.loader is None:
+                raise CaptureError("import", f"cannot load package {name} from {init}")
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            try:
+                spec.loader.exec_module(module)
+            except BaseException:
+                sys.modules.pop(name, None)
+                raise
+            if i > 0:
+                setattr(sys.modules[".".join(parts[:i])], parts[i], module)
+
+    def _exec_target(self, mode: Literal["module", "definitions"]) -> ModuleType:
+        name = self.module_name
+        spec = importlib.util.spec_from_file_location(name, self.path)
+        if spec is None or spec.loader is None:
+            raise CaptureError("import", f"cannot load {self.path} as a Python module")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            if mode == "definitions":
+                with open(self.path, "rb") as f:
+                    source = f.read()
+                tree = ast.parse(source, filename=self.path)
+                tree.body = definitions_only(tree.body)
+                code = compile(tree, self.path, "exec", dont_inherit=True)
+                exec(code, module.__dict__)
+            else:
+                spec.loader.exec_module(module)
+        except BaseException:
+            sys.modules.pop(name, None)
+            raise
+        if "." in name:
+            parent, _, child = name.rpartition(".")
+            if parent in sys.modules:
+                setattr(sys.modules[parent], child, module)
+        return module
+
+    def import_module(self, name: str) -> ModuleType:
+        """A module by name; the target's own name (qualified or stem) gives the target module."""
+        if name in (self.module_name, self.stem) and self.module is not None:
+            return self.module
+        try:
+            module = importlib.import_module(name)
+        except BaseException as exc:
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            raise from_exception("import", exc, self.workspace, f"importing {name} failed") from None
+        file = getattr(module, "__file__", None)
+        if isinstance(file, str) and self.workspace.contains(file):
+            self.files.add(os.path.realpath(file))
+        return module
+
+    def resolve(self, ref: str) -> Any:
+        """``module:Name`` (``Name`` may be dotted) to the object."""
+        module_name, sep, attr = ref.partition(":")
+        if not sep or not module_name or not attr:
+            raise CaptureError("import", f"bad reference {ref!r}: expected 'module:Name'")
+        return resolve_attr(self.import_module(module_name), attr, ref)
+
+
+def resolve_attr(obj: Any, dotted: str, what: str) -> Any:
+    for part in dotted.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise CaptureError("import", f"{what}: {part!r} not found") from None
+    return obj
+
+
+_DEFINITIONS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def definitions_only(body: list[ast.stmt]) -> list[ast.stmt]:
+    """Imports, definitions, call-free assignments, and ``try``/``if`` blocks reduced to those."""
+    kept: list[ast.stmt] = []
+    for stmt in body:
+        if isinstance(stmt, _DEFINITIONS):
+            kept.append(stmt)
+        elif isinstance(stmt, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            value = stmt.value
+            if value is None or not _has_call(stmt):
+                kept.append(stmt)
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            kept.append(stmt)  # docstrings
+        elif isinstance(stmt, ast.Try):
+            inner = definitions_only(stmt.body)
+            if inner:
+                stmt.body = inner
+                for handler in stmt.handlers:
+                    handler.body = definitions_only(handler.body) or [ast.Pass()]
+                stmt.orelse = definitions_only(stmt.orelse)
+                stmt.finalbody = definitions_only(stmt.finalbody)
+                kept.append(stmt)
+        elif isinstance(stmt, ast.If) and not _is_main_guard(stmt) and not _has_call(stmt.test):
+            inner = definitions_only(stmt.body)
+            orelse = definitions_only(stmt.orelse)
+            if inner or orelse:
+                stmt.body = inner or [ast.Pass()]
+                stmt.orelse = orelse
+                kept.append(stmt)
+    for stmt in kept:
+        ast.fix_missing_locations(stmt)
+    return kept
+
+
+def _has_call(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.Call | ast.Await | ast.Yield | ast.YieldFrom) for n in ast.walk(node))
+
+
+def _is_main_guard(stmt: ast.If) -> bool:
+    test = stmt.test
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+        and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators)
+    )

@@ -1,0 +1,299 @@
+"""The capture worker's entry points: ``main()`` (a fresh process) and ``capture()`` (in-process).
+
+``main()`` reads one WorkerRequest as JSON from stdin and writes one WorkerResult as JSON to the
+private pipe ``request["resultFd"]``. The user's prints go to stdout / stderr untouched.
+``capture(request)`` does the work and returns the result; the warm spare forks and calls it
+with ``jax_ready=True`` (jax already imported, no backend initialised).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import hashlib
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Iterator
+from typing import Any
+
+from jaxlsp.capture.worker.errors import CaptureError, Workspace, format_tb, from_exception
+from jaxlsp.capture.worker.protocol import ErrorInfo, WorkerRequest, WorkerResult
+
+
+def main() -> None:
+    """Read a request on stdin, capture, write the result to ``resultFd`` and close it."""
+    sys.dont_write_bytecode = True
+    fd: int | None = None
+    try:
+        raw = sys.stdin.buffer.read()
+        request = json.loads(raw)
+        fd = int(request["resultFd"])
+        result = capture(request)
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        result = {
+            "ok": False,
+            "error": {"kind": "internal", "message": f"bad worker request: {exc}", "traceback": format_tb(exc)},
+        }
+    data = _dumps(result)
+    if fd is None:
+        sys.stderr.write(data.decode("utf-8", errors="replace"))
+        sys.exit(2)
+    _write_all(fd, data)
+    os.close(fd)
+
+
+def _dumps(result: Any) -> bytes:
+    try:
+        return json.dumps(result, allow_nan=False).encode("utf-8")
+    except (TypeError, ValueError) as exc:
+        error = {"kind": "internal", "message": f"the result could not be written as JSON: {exc}"}
+        return json.dumps({"ok": False, "error": error}).encode("utf-8")
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+@contextlib.contextmanager
+def _scratch_dir() -> Iterator[str]:
+    previous = os.getcwd() if os.path.isdir(os.curdir) else None
+    scratch = tempfile.mkdtemp(prefix="jaxlsp-capture-")
+    os.chdir(scratch)
+    try:
+        yield scratch
+    finally:
+        with contextlib.suppress(OSError):
+            if previous is not None:
+                os.chdir(previous)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def capture(request: WorkerRequest | dict[str, Any], *, jax_ready: bool = False) -> WorkerResult:
+    """Capture the request's target into a graph; errors come back structured, never raised."""
+    sys.dont_write_bytecode = True
+    timings: dict[str, float] = {}
+    workspace = Workspace(str(request.get("workspaceRoot", "")))
+    try:
+        with _scratch_dir():
+            graph = _capture(dict(request), workspace, timings, jax_ready)
+        return {"ok": True, "graph": graph, "timings": timings}
+    except CaptureError as exc:
+        return {"ok": False, "error": exc.info(), "timings": timings}
+    except MemoryError:
+        return {"ok": False, "error": {"kind": "memory", "message": "the capture ran out of memory"}}
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        error: ErrorInfo = {
+            "kind": "internal",
+            "message": f"the capture worker failed: {type(exc).__name__}: {exc}",
+            "traceback": traceback.format_exc()[-20000:],
+        }
+        return {"ok": False, "error": error, "timings": timings}
+
+
+def _capture(
+    request: dict[str, Any], workspace: Workspace, timings: dict[str, float], jax_ready: bool
+) -> dict[str, Any]:
+    from jaxlsp.capture.worker import inputs as inputs_mod
+    from jaxlsp.capture.worker import loading, targets
+
+    target = dict(request["target"])
+    profile = dict(request["profile"])
+    path = os.path.abspath(str(target["path"]))
+    x64 = bool(profile.get("x64", False))
+    if sys.platform.startswith("win"):
+        raise CaptureError("refused", "tracing is not supported on Windows yet")
+    wide = inputs_mod.wide_dtypes(profile.get("inputs"), profile.get("init"))
+    if wide and not x64:
+        raise CaptureError(
+            "refused",
+            f"the inputs use 64-bit dtypes ({', '.join(wide)}) but the profile does not set x64 = true; "
+            "JAX would silently narrow them to 32 bits",
+        )
+    t0 = time.perf_counter()
+    device = configure_jax(str(profile.get("device", "cpu")), x64, jax_ready)
+    timings["jax"] = time.perf_counter() - t0
+
+    loading.setup_sys_path(path, str(request.get("workspaceRoot", "")))
+    loader = loading.Loader(path, workspace)
+    t0 = time.perf_counter()
+    module = loader.load("definitions" if profile.get("load") == "definitions" else "module")
+    timings["import"] = time.perf_counter() - t0
+
+    import jax
+
+    t0 = time.perf_counter()
+    obj, method = targets.resolve_target(module, str(target["name"]), profile.get("method"))
+    kind = str(target.get("kind") or targets.infer_kind(obj))
+    builder = inputs_mod.InputBuilder(loader, list(profile.get("symbolic", [])), int(profile.get("seed", 0)))
+    transform = profile.get("transform")
+    try:
+        made = targets.construction(obj, kind, profile, builder)
+        call_args = builder.call_args(profile.get("inputs"))
+        plan = targets.make_plan(kind, made, profile, method, call_args)
+        traced = targets.traceable(plan, call_args[0], call_args[1], transform)
+        if not x64:
+            _refuse_wide(traced.operands)
+        timings["init"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        with jax.default_device(device) if device is not None else contextlib.nullcontext():
+            closed, out_shape = jax.make_jaxpr(traced.fn, return_shape=True)(*traced.operands)
+    except CaptureError:
+        raise
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt | MemoryError):
+            raise
+        raise from_exception("trace", exc, workspace, f"tracing {target['name']} failed") from None
+    timings["trace"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    with _gc_paused():
+        return _build(request, path, workspace, timings, t0, closed, out_shape, plan, traced, loader, builder, kind)
+
+
+def _build(
+    request: dict[str, Any],
+    path: str,
+    workspace: Workspace,
+    timings: dict[str, float],
+    t0: float,
+    closed: Any,
+    out_shape: Any,
+    plan: Any,
+    traced: Any,
+    loader: Any,
+    builder: Any,
+    kind: str,
+) -> dict[str, Any]:
+    from jaxlsp.capture.worker import targets
+    from jaxlsp.capture.worker.build import GraphBuilder
+    from jaxlsp.graph.model import Graph
+
+    target = request["target"]
+    profile = request["profile"]
+    gb = GraphBuilder(workspace, plan.scope_mode)
+    in_ports, out_ports = gb.build(closed, traced.input_labels, targets.output_labels(plan, traced, out_shape))
+    sources = _sources(
+        {path, *gb.frame_files, *loader.files, *([request["recipePath"]] if request.get("recipePath") else [])}
+    )
+    used_profile = dict(profile)
+    if builder.generators:
+        used_profile["generators"] = builder.generators
+    graph = Graph(
+        target={"path": path, "name": str(target["name"]), "kind": kind},
+        profile=used_profile,
+        versions=versions(),
+        coverage=gb.coverage,
+        sources=sources,
+        inputs=in_ports,
+        outputs=out_ports,
+        nodes=gb.nodes,
+        values=gb.values,
+        groups=gb.groups,
+    )
+    timings["build"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    data = to_json(graph)
+    timings["serialize"] = time.perf_counter() - t0
+    return data
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cyclic GC while building: the walk allocates many small objects and frees none."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def configure_jax(device: str, x64: bool, jax_ready: bool) -> Any:
+    """Set x64 and the platform before any user import; an unavailable device is ``refused``.
+
+    Returns the device to trace under (None for the CPU: tracing needs no backend at all).
+    """
+    from jaxlsp.capture.worker import jaxcompat
+
+    if device != "cpu" and not (device.startswith("cuda:") and device[5:].isdigit()):
+        raise CaptureError("refused", f"unknown device {device!r}: expected 'cpu' or 'cuda:N'")
+    try:
+        import jax
+    except ImportError as exc:
+        raise CaptureError("refused", f"jax is not installed in this interpreter: {exc}") from None
+    config: Any = jax.config
+    config.update("jax_enable_x64", bool(x64))
+    initialised = jaxcompat.backends_initialized()
+    if device == "cpu":
+        if not initialised:
+            config.update("jax_platforms", "cpu")
+        return None
+    index = int(device[5:])
+    if not initialised:
+        config.update("jax_platforms", "cuda")
+    try:
+        devices = jax.devices("cuda")
+    except Exception as exc:
+        raise CaptureError("refused", f"device {device} is unavailable: {type(exc).__name__}: {exc}") from None
+    if index >= len(devices):
+        raise CaptureError("refused", f"device {device} is unavailable: only {len(devices)} CUDA device(s) found")
+    return devices[index]
+
+
+def _refuse_wide(operands: Any) -> None:
+    import jax
+
+    for leaf in jax.tree_util.tree_leaves(operands):
+        dtype = getattr(leaf, "dtype", None)
+        if dtype is not None and str(dtype) in ("float64", "int64", "uint64", "complex128"):
+            raise CaptureError(
+                "refused",
+                f"an input has dtype {dtype} but the profile does not set x64 = true; "
+                "JAX would silently narrow it to 32 bits",
+            )
+
+
+def _sources(paths: set[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for p in sorted(paths):
+        try:
+            with open(p, "rb") as f:
+                out[p] = hashlib.sha256(f.read()).hexdigest()
+        except OSError:
+            continue
+    return out
+
+
+def versions() -> dict[str, str | None]:
+    from importlib import metadata
+
+    out: dict[str, str | None] = {}
+    for name in ("jax", "jaxlib", "flax", "equinox"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    out["python"] = platform.python_version()
+    return out
+
+
+def to_json(graph: Any) -> dict[str, Any]:
+    """The graph's JSON form (``jaxlsp.graph.io.to_json``)."""
+    from jaxlsp.graph import io
+
+    data: dict[str, Any] = io.to_json(graph)
+    return data

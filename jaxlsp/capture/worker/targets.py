@@ -1,0 +1,491 @@
+"""Targets: functions and Linen / NNX / Equinox modules, initialised abstractly, made traceable.
+
+Every target becomes a :class:`Plan`: abstract model leaves split into ``params`` (differentiated
+by ``transform``) and ``state``, PRNG ``keys``, and ``apply(params, state, keys, args, kwargs)``
+returning ``(outputs, updated_state_or_None)``. :func:`traceable` turns a plan and the call's
+arguments into one function of four pytrees, and says how to label and role every leaf.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from jaxlsp.capture.worker.errors import CaptureError
+from jaxlsp.capture.worker.inputs import InputBuilder, abstract_key, abstractify, is_dynamic
+
+SCOPE_MARK = "jaxlsp::"  # prefix of the named scopes the worker pushes for NNX / Equinox modules
+
+Apply = Callable[[Any, Any, Any, list[Any], dict[str, Any]], tuple[Any, Any]]
+
+
+@dataclass
+class Plan:
+    kind: str  # function | linen | nnx | equinox
+    apply: Apply
+    params: Any = None
+    state: Any = None
+    keys: dict[str, Any] = field(default_factory=dict)
+    params_prefix: str = ""  # label prefix of parameter leaves ("params" for Linen)
+    params_role: str = "parameter"
+    strip_value: bool = False  # NNX: drop the trailing ``.value`` of Variable paths
+    scope_mode: str = "stack"  # stack: every Scope item; marked: only the worker's own scopes
+
+
+def infer_kind(obj: Any) -> str:
+    """``linen`` / ``nnx`` / ``equinox`` by the class's MRO (a class or an instance), else ``function``."""
+    cls = obj if isinstance(obj, type) else type(obj)
+    for base in getattr(cls, "__mro__", ()):
+        module = getattr(base, "__module__", "") or ""
+        name = base.__name__
+        if module.startswith("flax.linen") and name == "Module":
+            return "linen"
+        if module.startswith("flax.nnx") and name in ("Module", "Object", "Pytree"):
+            return "nnx"
+        if module.startswith("equinox") and name == "Module":
+            return "equinox"
+    return "function"
+
+
+def accepts(cls: Any, name: str) -> bool:
+    """Whether calling ``cls`` accepts a parameter named ``name``."""
+    init = getattr(cls, "__init__", None) if isinstance(cls, type) else cls
+    try:
+        sig = inspect.signature(init)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
+    return name in sig.parameters
+
+
+def resolve_target(module: Any, name: str, method: str | None) -> tuple[Any, str | None]:
+    """The target object and the module method to call (``Class.method`` on a module class)."""
+    parts = name.split(".")
+    obj = module
+    owner: Any = None
+    for part in parts:
+        owner = obj
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise CaptureError("import", f"{name!r} not found in {getattr(module, '__file__', module)}") from None
+    if len(parts) > 1 and isinstance(owner, type) and infer_kind(owner) != "function":
+        raw = inspect.getattr_static(owner, parts[-1], None)
+        if inspect.isfunction(raw) or (raw is not None and not isinstance(raw, staticmethod | classmethod | type)):
+            if method is not None:
+                raise CaptureError(
+                    "needs_input", f"target {name!r} names a method and the profile sets method={method!r}"
+                )
+            return owner, parts[-1]
+    return obj, method
+
+
+@dataclass
+class Construction:
+    """What builds the model: a class with its init arguments, or a ready (factory-made) object."""
+
+    model: Any
+    factory: bool
+    args: list[Any] = field(default_factory=list)
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+def construction(obj: Any, kind: str, profile: dict[str, Any], builder: InputBuilder) -> Construction:
+    """Runs the init factory or builds the init arguments (before the call inputs are built)."""
+    init = profile.get("init") or {}
+    if kind == "function":
+        return Construction(obj, False)
+    if "factory" in init:
+        return Construction(builder.loader.resolve(str(init["factory"]))(), True)
+    if not isinstance(obj, type):
+        return Construction(obj, True)
+    args, kwargs = builder.call_args(init)
+    return Construction(obj, False, args, kwargs)
+
+
+def make_plan(
+    kind: str,
+    made: Construction,
+    profile: dict[str, Any],
+    method: str | None,
+    call_args: tuple[list[Any], dict[str, Any]],
+) -> Plan:
+    seed = int(profile.get("seed", 0))
+    model, factory, init_args, init_kwargs = made.model, made.factory, made.args, made.kwargs
+    if kind == "function":
+        return _function_plan(model, profile, call_args)
+    if kind == "linen":
+        return _linen_plan(model, factory, init_args, init_kwargs, profile, seed, method, call_args)
+    if kind == "nnx":
+        return _nnx_plan(model, factory, init_args, init_kwargs, seed, method)
+    if kind == "equinox":
+        return _equinox_plan(model, factory, init_args, init_kwargs, seed, method)
+    raise CaptureError("needs_input", f"unknown target kind {kind!r}")
+
+
+def _function_plan(fn: Any, profile: dict[str, Any], call_args: Any) -> Plan:
+    if not callable(fn):
+        raise CaptureError("needs_input", f"target is a {type(fn).__name__}, not a callable")
+
+    def apply(params: Any, state: Any, keys: Any, args: list[Any], kwargs: dict[str, Any]) -> tuple[Any, Any]:
+        return fn(*args, **kwargs), None
+
+    return Plan(kind="function", apply=apply, params_role="input")
+
+
+def _linen_plan(
+    model: Any,
+    factory: bool,
+    init_args: list[Any],
+    init_kwargs: dict[str, Any],
+    profile: dict[str, Any],
+    seed: int,
+    method: str | None,
+    call_args: tuple[list[Any], dict[str, Any]],
+) -> Plan:
+    import jax
+
+    streams = [str(s) for s in profile.get("rngs", [])]
+    mutable = [str(s) for s in profile.get("mutable", [])]
+    if isinstance(model, type):
+        model = model(*init_args, **init_kwargs)
+    variables: Any = None
+    if getattr(model, "scope", None) is not None:
+        model, variables = model.unbind()
+        variables = abstractify(variables)
+    args, kwargs = call_args
+    if variables is None:
+        dyn, rebuild = split_dynamic((args, kwargs))
+
+        def init_fn(*leaves: Any) -> Any:
+            a, kw = rebuild(list(leaves))
+            rngs = {"params": jax.random.key(seed)}
+            for i, s in enumerate(streams):
+                rngs[s] = jax.random.key(seed + 1 + i)
+            return model.init(rngs, *a, method=method, **kw)
+
+        variables = jax.eval_shape(init_fn, *dyn)
+    variables = dict(variables)
+    params = variables.pop("params", {})
+    keys = {s: abstract_key(seed + 1 + i) for i, s in enumerate(streams)}
+
+    def apply(params: Any, state: Any, keys: Any, args: list[Any], kwargs: dict[str, Any]) -> tuple[Any, Any]:
+        out = model.apply(
+            {"params": params, **state},
+            *args,
+            rngs=keys or None,
+            mutable=mutable or False,
+            method=method,
+            **kwargs,
+        )
+        if mutable:
+            return out[0], out[1]
+        return out, None
+
+    return Plan(
+        kind="linen", apply=apply, params=params, state=variables, keys=keys, params_prefix="params", scope_mode="stack"
+    )
+
+
+def _nnx_plan(
+    model: Any, factory: bool, init_args: list[Any], init_kwargs: dict[str, Any], seed: int, method: str | None
+) -> Plan:
+    from flax import nnx
+
+    if isinstance(model, type):
+        cls = model
+        if accepts(cls, "rngs") and "rngs" not in init_kwargs:
+            model = nnx.eval_shape(lambda: cls(*init_args, **{**init_kwargs, "rngs": nnx.Rngs(seed)}))
+        else:
+            model = nnx.eval_shape(lambda: cls(*init_args, **init_kwargs))
+    split: Any = nnx.split
+    graphdef, params, state = split(model, nnx.Param, ...)
+    params, state = abstractify(params), abstractify(state)
+
+    def apply(params: Any, state: Any, keys: Any, args: list[Any], kwargs: dict[str, Any]) -> tuple[Any, Any]:
+        m = nnx.merge(graphdef, params, state)
+        with module_scopes(nnx_module_paths(m)):
+            fn = getattr(m, method) if method else m
+            return fn(*args, **kwargs), None
+
+    return Plan(kind="nnx", apply=apply, params=params, state=state, strip_value=True, scope_mode="marked")
+
+
+def _equinox_plan(
+    model: Any, factory: bool, init_args: list[Any], init_kwargs: dict[str, Any], seed: int, method: str | None
+) -> Plan:
+    import equinox as eqx
+    import jax
+
+    if isinstance(model, type):
+        cls = model
+        if accepts(cls, "key") and "key" not in init_kwargs:
+            model = eqx.filter_eval_shape(lambda: cls(*init_args, key=jax.random.key(seed), **init_kwargs))
+        else:
+            model = eqx.filter_eval_shape(lambda: cls(*init_args, **init_kwargs))
+    params, static = eqx.partition(model, lambda x: eqx.is_array(x) or isinstance(x, jax.ShapeDtypeStruct))
+    params = abstractify(params)
+
+    def apply(params: Any, state: Any, keys: Any, args: list[Any], kwargs: dict[str, Any]) -> tuple[Any, Any]:
+        m = eqx.combine(params, static)
+        with module_scopes(equinox_module_paths(m)):
+            fn = getattr(m, method) if method else m
+            return fn(*args, **kwargs), None
+
+    return Plan(kind="equinox", apply=apply, params=params, scope_mode="marked")
+
+
+# --- splitting arguments into traced leaves and closed-over statics ------------------------------
+
+
+def split_dynamic(tree: Any) -> tuple[list[Any], Callable[[list[Any]], Any]]:
+    """The traced leaves of ``tree`` and a function rebuilding the tree from new traced leaves."""
+    import jax
+
+    leaves, treedef = jax.tree_util.tree_flatten(tree)
+    mask = [is_dynamic(x) for x in leaves]
+    dyn = [x for x, m in zip(leaves, mask, strict=True) if m]
+
+    def rebuild(new: list[Any]) -> Any:
+        it = iter(new)
+        return jax.tree_util.tree_unflatten(treedef, [next(it) if m else x for x, m in zip(leaves, mask, strict=True)])
+
+    return dyn, rebuild
+
+
+def dynamic_paths(tree: Any) -> list[tuple[Any, ...]]:
+    """Key paths of the traced leaves of ``tree``, in the order :func:`split_dynamic` returns them."""
+    import jax
+
+    flat, _ = jax.tree_util.tree_flatten_with_path(tree)
+    return [tuple(path) for path, x in flat if is_dynamic(x)]
+
+
+@dataclass
+class Traceable:
+    fn: Callable[..., Any]
+    operands: tuple[Any, Any, Any, list[Any]]  # params, state, keys, dynamic call leaves
+    input_labels: list[tuple[str, str]] = field(default_factory=list)  # (label, role) per flat leaf
+    grad_labels: list[str] = field(default_factory=list)  # labels of the differentiated leaves
+
+
+def traceable(plan: Plan, args: list[Any], kwargs: dict[str, Any], transform: str | None) -> Traceable:
+    """One function of ``(params, state, keys, dyn)`` returning ``(out, grads, new_state)``."""
+    import jax
+    import jax.numpy as jnp
+
+    args, kwargs = abstractify(args), abstractify(kwargs)
+    dyn, rebuild = split_dynamic((args, kwargs))
+    paths = dynamic_paths((args, kwargs))
+    call_labels = [label_of(("args" if p[0].idx == 0 else "kwargs", *p[1:])) for p in paths]
+    params = plan.params
+    wrt_count = 0
+    if plan.kind == "function" and transform:
+        wrt_count = sum(1 for p in paths if p[0].idx == 0 and len(p) > 1 and getattr(p[1], "idx", None) == 0)
+        if wrt_count == 0:
+            raise CaptureError("needs_input", "a gradient needs an array first argument")
+        params, dyn = dyn[:wrt_count], dyn[wrt_count:]
+
+    def forward(params: Any, state: Any, keys: Any, dyn: list[Any]) -> tuple[Any, Any]:
+        if plan.kind == "function" and transform:
+            a, kw = rebuild(list(params) + list(dyn))
+        else:
+            a, kw = rebuild(list(dyn))
+        return plan.apply(params, state, keys, list(a), dict(kw))
+
+    def total(out: Any) -> Any:
+        floats = [x for x in jax.tree_util.tree_leaves(out) if jnp.issubdtype(x.dtype, jnp.inexact)]
+        if not floats:
+            raise CaptureError("trace", "the target has no floating-point outputs to differentiate")
+        return functools.reduce(lambda a, b: a + b, [jnp.sum(jnp.real(x)) for x in floats])
+
+    fn: Callable[..., Any]
+    if transform is None:
+
+        def fn(params: Any, state: Any, keys: Any, dyn: list[Any]) -> Any:
+            out, new_state = forward(params, state, keys, dyn)
+            return out, None, new_state
+    else:
+
+        def loss(params: Any, state: Any, keys: Any, dyn: list[Any]) -> Any:
+            return total(forward(params, state, keys, dyn)[0])
+
+        if transform == "grad":
+
+            def fn(params: Any, state: Any, keys: Any, dyn: list[Any]) -> Any:
+                return None, jax.grad(loss)(params, state, keys, dyn), None
+        elif transform == "value_and_grad":
+
+            def fn(params: Any, state: Any, keys: Any, dyn: list[Any]) -> Any:
+                value, grads = jax.value_and_grad(loss)(params, state, keys, dyn)
+                return value, grads, None
+        else:
+            raise CaptureError("needs_input", f"unknown transform {transform!r}")
+
+    labels: list[tuple[str, str]] = []
+    if plan.kind == "function" and transform:
+        labels += [
+            (lab, "key" if _is_key(x) else "input") for lab, x in zip(call_labels[:wrt_count], params, strict=True)
+        ]
+    else:
+        labels += leaf_labels(params, plan.params_prefix, plan.params_role, plan.strip_value)
+    labels += leaf_labels(plan.state, "", "state", plan.strip_value)
+    labels += leaf_labels(plan.keys, "rngs", "key", False)
+    rest = call_labels[wrt_count:] if plan.kind == "function" and transform else call_labels
+    labels += [(lab, "key" if _is_key(x) else "input") for lab, x in zip(rest, dyn, strict=True)]
+    n_params = len(jax.tree_util.tree_leaves(params))
+    return Traceable(
+        fn=fn,
+        operands=(params, plan.state, plan.keys, dyn),
+        input_labels=labels,
+        grad_labels=["grad/" + label for label, _ in labels[:n_params]],
+    )
+
+
+def output_labels(plan: Plan, traced: Traceable, out_shape: Any) -> list[tuple[str, str]]:
+    """``(label, role)`` per output leaf of ``(out, grads, new_state)``."""
+    import jax
+
+    out, grads, new_state = out_shape
+    labels = leaf_labels(out, "out", "output", False)
+    n_grads = len(jax.tree_util.tree_leaves(grads))
+    if n_grads == len(traced.grad_labels):
+        labels += [(label, "output") for label in traced.grad_labels]
+    else:
+        labels += leaf_labels(grads, "grad", "output", plan.strip_value)
+    labels += leaf_labels(new_state, "", "state", plan.strip_value)
+    return labels
+
+
+def leaf_labels(tree: Any, prefix: str, role: str, strip_value: bool) -> list[tuple[str, str]]:
+    import jax
+
+    if tree is None:
+        return []
+    flat, _ = jax.tree_util.tree_flatten_with_path(tree)
+    out: list[tuple[str, str]] = []
+    for path, leaf in flat:
+        parts = list(path)
+        if strip_value and parts and getattr(parts[-1], "name", None) in ("value", "raw_value"):
+            parts = parts[:-1]
+        label = label_of(tuple(parts))
+        label = f"{prefix}/{label}" if prefix and label else (prefix or label or "out")
+        out.append((label, "key" if _is_key(leaf) else role))
+    return out
+
+
+def label_of(path: tuple[Any, ...]) -> str:
+    """A key path as a ``/``-joined label (``params/Dense_0/kernel``, ``args/0``, ``layers/1/weight``)."""
+    parts: list[str] = []
+    for k in path:
+        if isinstance(k, str | int):
+            parts.append(str(k))
+            continue
+        for attr in ("key", "idx", "name"):
+            if hasattr(k, attr):
+                parts.append(str(getattr(k, attr)))
+                break
+        else:
+            parts.append(str(k))
+    return "/".join(parts)
+
+
+def _is_key(x: Any) -> bool:
+    import jax
+
+    dtype = getattr(x, "dtype", None)
+    try:
+        return dtype is not None and bool(jax.numpy.issubdtype(dtype, jax.dtypes.prng_key))
+    except Exception:
+        return False
+
+
+# --- named scopes for NNX and Equinox modules ------------------------------------------------------
+
+
+def nnx_module_paths(model: Any) -> dict[int, tuple[type, str]]:
+    from flax import nnx
+
+    paths: dict[int, tuple[type, str]] = {}
+    for path, node in nnx.iter_graph(model):
+        if isinstance(node, nnx.Module) and id(node) not in paths:
+            paths[id(node)] = (type(node), "/".join(str(p) for p in path))
+    return paths
+
+
+def equinox_module_paths(model: Any) -> dict[int, tuple[type, str]]:
+    import dataclasses
+
+    import equinox as eqx
+
+    paths: dict[int, tuple[type, str]] = {}
+
+    def walk(obj: Any, path: tuple[str, ...], depth: int) -> None:
+        if depth > 64:
+            return
+        if isinstance(obj, eqx.Module):
+            if id(obj) in paths:
+                return
+            paths[id(obj)] = (type(obj), "/".join(path))
+            for f in dataclasses.fields(obj):
+                walk(getattr(obj, f.name, None), (*path, f.name), depth + 1)
+        elif isinstance(obj, list | tuple):
+            for i, item in enumerate(obj):
+                walk(item, (*path, str(i)), depth + 1)
+        elif isinstance(obj, dict):
+            for k, item in obj.items():
+                walk(item, (*path, str(k)), depth + 1)
+
+    walk(model, (), 0)
+    return paths
+
+
+_active = threading.local()
+
+
+@contextlib.contextmanager
+def module_scopes(paths: dict[int, tuple[type, str]]) -> Iterator[None]:
+    """Wrap the ``__call__`` of the modules' classes in ``jax.named_scope(path)``; restore after."""
+    import jax
+
+    by_id = {k: p for k, (_, p) in paths.items() if p}
+    owners: dict[type, Any] = {}
+    for cls, _ in paths.values():
+        for base in cls.__mro__:
+            if "__call__" in base.__dict__:
+                if base is not object and base not in owners:
+                    owners[base] = base.__dict__["__call__"]
+                break
+
+    def wrap(original: Any) -> Any:
+        def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
+            bound = original.__get__(self, type(self))
+            path = by_id.get(id(self))
+            active: set[int] = getattr(_active, "ids", set())
+            if path is None or id(self) in active:
+                return bound(*args, **kwargs)
+            _active.ids = active | {id(self)}
+            try:
+                with jax.named_scope(SCOPE_MARK + path):
+                    return bound(*args, **kwargs)
+            finally:
+                _active.ids = active
+
+        return __call__
+
+    patched: list[tuple[type, Any]] = []
+    try:
+        for cls, original in owners.items():
+            try:
+                type.__setattr__(cls, "__call__", wrap(original))
+                patched.append((cls, original))
+            except (TypeError, AttributeError):
+                pass
+        yield
+    finally:
+        for cls, original in patched:
+            type.__setattr__(cls, "__call__", original)

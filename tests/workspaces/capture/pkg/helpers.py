@@ -1,0 +1,5 @@
+import jax.numpy as jnp
+
+
+def act(x):
+    return jnp.tanh(x)
