@@ -1,0 +1,38 @@
+"""Recipes: ``jaxlsp.toml`` read, checked (every key, with line numbers), resolved into the worker
+protocol's :class:`~jaxlsp.capture.worker.protocol.ResolvedProfile`, and proposed from discovery.
+
+Stdlib only: no pygls, no jax. See ``docs/recipes.md`` for the file format.
+"""
+
+from __future__ import annotations
+
+from jaxlsp.recipes.errors import Problem, RecipeError, format_key_path, parse_key_path
+from jaxlsp.recipes.model import NeedsInput, Resolved, Selected
+from jaxlsp.recipes.propose import apply_answers, propose, propose_target
+from jaxlsp.recipes.recipe import Recipe, find_recipe, load_recipe, parse_recipe, resolve_table, select_profile
+from jaxlsp.recipes.render import render_profile, render_recipe
+from jaxlsp.recipes.schema import MAX_ARRAYS, MAX_ELEMENTS, RECIPE_FILE
+
+__all__ = [
+    "MAX_ARRAYS",
+    "MAX_ELEMENTS",
+    "RECIPE_FILE",
+    "NeedsInput",
+    "Problem",
+    "Recipe",
+    "RecipeError",
+    "Resolved",
+    "Selected",
+    "apply_answers",
+    "find_recipe",
+    "format_key_path",
+    "load_recipe",
+    "parse_key_path",
+    "parse_recipe",
+    "propose",
+    "propose_target",
+    "render_profile",
+    "render_recipe",
+    "resolve_table",
+    "select_profile",
+]

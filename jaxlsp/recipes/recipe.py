@@ -1,0 +1,263 @@
+"""``jaxlsp.toml`` files: find the nearest one, load and check it whole, pick a profile.
+
+:func:`load_recipe` checks every key of every profile (limits and 64-bit dtypes included) and
+raises one :class:`RecipeError` listing every problem with its line; a profile that only lacks
+dimension sizes loads fine and resolves to :class:`NeedsInput`.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from jaxlsp.recipes import schema
+from jaxlsp.recipes.errors import KeyPath, Problem, RecipeError, format_key_path
+from jaxlsp.recipes.locate import line_of, locate
+from jaxlsp.recipes.model import NeedsInput, Resolved, Selected
+from jaxlsp.recipes.profile import check_profile, names_method, split_target, target_path
+from jaxlsp.recipes.schema import show
+
+if TYPE_CHECKING:
+    from jaxlsp.discovery.model import Entrypoint
+
+_TOML_LINE = re.compile(r"at line (\d+)")
+
+
+@dataclass(frozen=True, slots=True)
+class Recipe:
+    """A checked ``jaxlsp.toml``: its profiles' tables and what each resolves to."""
+
+    path: Path
+    text: str
+    tables: dict[str, dict[str, Any]]  # profile name -> TOML-form table
+    results: dict[str, Selected]  # profile name -> Resolved | NeedsInput
+    lines: dict[KeyPath, int]  # key path -> 1-based line
+
+    @property
+    def folder(self) -> Path:
+        return self.path.parent
+
+    def line(self, key_path: KeyPath) -> int | None:
+        return line_of(self.lines, key_path)
+
+    def targets(self) -> dict[str, tuple[Path, str]]:
+        """Profile name -> (absolute target path, target name)."""
+        out: dict[str, tuple[Path, str]] = {}
+        for name, result in self.results.items():
+            if isinstance(result, Resolved):
+                out[name] = (Path(result.target["path"]), result.target["name"])
+            else:
+                parts = split_target(str(self.tables[name].get("target", "")))
+                if parts is not None:
+                    out[name] = (target_path(self.folder, parts[0]), parts[1])
+        return out
+
+
+def _problem(path: Path | None, lines: dict[KeyPath, int], key_path: KeyPath, message: str) -> Problem:
+    return Problem(path, line_of(lines, key_path), format_key_path(key_path), message)
+
+
+def parse_recipe(text: str, path: Path) -> Recipe:
+    """Check the text of a ``jaxlsp.toml`` at ``path`` (targets are relative to its folder)."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        match = _TOML_LINE.search(str(exc))
+        line = int(match.group(1)) if match else None
+        raise RecipeError([Problem(path, line, "", f"not valid TOML: {exc}")]) from None
+    lines = locate(text)
+    found: list[tuple[KeyPath, str]] = []
+    for key in data:
+        if key not in schema.TOP_KEYS:
+            found.append(((key,), schema.suggest(key, schema.TOP_KEYS)))
+    if "version" not in data:
+        found.append((("version",), f"missing (write version = {schema.VERSION} at the top)"))
+    elif data["version"] != schema.VERSION or isinstance(data["version"], bool):
+        found.append((("version",), f"expected {schema.VERSION}, got {show(data['version'])}"))
+    profiles = data.get("profiles", {})
+    tables: dict[str, dict[str, Any]] = {}
+    results: dict[str, Selected] = {}
+    if not isinstance(profiles, dict):
+        found.append((("profiles",), f"expected [profiles.NAME] tables, got {show(profiles)}"))
+        profiles = {}
+    for name, table in profiles.items():
+        checked = check_profile(name, table, path.parent)
+        found += checked.problems
+        if not isinstance(table, dict):
+            continue
+        tables[name] = table
+        if checked.profile is not None and checked.target is not None:
+            results[name] = Resolved(name, checked.profile, checked.target, checked.python, table, path)
+        elif checked.missing and not checked.problems:
+            results[name] = NeedsInput(name, checked.missing, copy.deepcopy(table), path.parent, path)
+    if found:
+        problems = [_problem(path, lines, key_path, message) for key_path, message in found]
+        problems = [p if p.line is not None else replace(p, line=1) for p in problems]  # a missing top-level key
+        problems.sort(key=lambda p: p.line or 0)
+        raise RecipeError(problems)
+    return Recipe(path, text, tables, results, lines)
+
+
+def load_recipe(path: str | os.PathLike[str]) -> Recipe:
+    """Read and check a ``jaxlsp.toml``; raises :class:`RecipeError` listing every problem."""
+    recipe_path = Path(path)
+    try:
+        text = recipe_path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RecipeError([Problem(recipe_path, None, "", f"cannot read the recipe: {exc}")]) from None
+    return parse_recipe(text, recipe_path)
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        path.relative_to(root)
+    except ValueError:
+        return False
+    return True
+
+
+def find_recipe(target_file: str | os.PathLike[str], workspace_root: str | os.PathLike[str]) -> Path | None:
+    """The nearest ``jaxlsp.toml`` at or above the target's folder, never above the workspace root
+    (None when the target lies outside the root, or none is found)."""
+    root = Path(os.path.abspath(workspace_root))
+    start = Path(os.path.abspath(target_file))
+    folder = start if start.is_dir() else start.parent
+    if not _inside(folder, root):
+        return None
+    while True:
+        candidate = folder / schema.RECIPE_FILE
+        if candidate.is_file():
+            return candidate
+        if folder == root or folder.parent == folder:
+            return None
+        folder = folder.parent
+
+
+def resolve_table(
+    name: str,
+    table: Mapping[str, Any],
+    base: Path,
+    *,
+    recipe: Path | None = None,
+    lines: dict[KeyPath, int] | None = None,
+) -> Selected:
+    """Check and resolve one profile table (a proposal, an answered one, one from a file).
+
+    ``profile["name"]`` is ``name`` when ``recipe`` is given, else None (not saved anywhere).
+    Raises :class:`RecipeError`; positions come from ``lines`` when given.
+    """
+    copied: dict[str, Any] = copy.deepcopy(dict(table))
+    checked = check_profile(name, copied, base)
+    if checked.problems:
+        found = lines or {}
+        raise RecipeError([_problem(recipe, found, k, m) for k, m in checked.problems])
+    if checked.missing:
+        return NeedsInput(name, checked.missing, copied, base, recipe)
+    assert checked.profile is not None and checked.target is not None
+    profile = checked.profile
+    if recipe is None:
+        profile["name"] = None
+    return Resolved(name, profile, checked.target, checked.python, copied, recipe)
+
+
+def select_profile(
+    recipe: Recipe | None,
+    target_path: str | os.PathLike[str] | None,
+    name: str | None,
+    profile_name: str | None = None,
+    *,
+    entrypoint: Entrypoint | None = None,
+    workspace_root: str | os.PathLike[str] | None = None,
+) -> Selected:
+    """The profile for a target (file + qualified name).
+
+    By ``profile_name`` when given (it must target that file and name, when those are given);
+    else the only profile whose target is that file and name (or a method of that class);
+    several: :class:`RecipeError` listing them; none: a proposal made by
+    :func:`jaxlsp.recipes.propose.propose` from ``entrypoint`` (or from nothing but the target),
+    to be saved next to the recipe (or at ``workspace_root``, or beside the file).
+    """
+    from jaxlsp.recipes.propose import propose, propose_target
+
+    wanted = Path(os.path.abspath(target_path)) if target_path is not None else None
+    if profile_name is not None:
+        return _by_name(recipe, wanted, name, profile_name)
+    if recipe is not None and wanted is not None and name is not None:
+        targets = recipe.targets()
+        exact = [p for p, (path, target) in targets.items() if _same(path, wanted) and target == name]
+        if not exact:
+            exact = [
+                p
+                for p, (path, target) in targets.items()
+                if _same(path, wanted) and target.startswith(name + ".") and names_method(target)
+            ]
+        if len(exact) == 1:
+            return _checked_result(recipe, exact[0])
+        if len(exact) > 1:
+            listed = ", ".join(f"{p} (line {recipe.line(('profiles', p))})" for p in exact)
+            raise RecipeError(
+                [
+                    Problem(
+                        recipe.path,
+                        recipe.line(("profiles", exact[1])),
+                        "profiles",
+                        f"several profiles target {name}: {listed}; choose one by its name",
+                    )
+                ]
+            )
+    if wanted is None or name is None:
+        raise RecipeError([Problem(None, None, "", "no profile given and no target to propose one for")])
+    base = recipe.folder if recipe is not None else Path(workspace_root) if workspace_root else wanted.parent
+    taken = set(recipe.tables) if recipe is not None else set()
+    if entrypoint is not None:
+        return propose(entrypoint, base=base, taken=taken)
+    return propose_target(wanted, name, base=base, taken=taken)
+
+
+def _same(a: Path, b: Path) -> bool:
+    if a == b:
+        return True
+    try:
+        return a.exists() and b.exists() and a.samefile(b)
+    except OSError:
+        return False
+
+
+def _by_name(recipe: Recipe | None, wanted: Path | None, name: str | None, profile_name: str) -> Selected:
+    if recipe is None:
+        raise RecipeError([Problem(None, None, "", f"no jaxlsp.toml found to hold a profile {profile_name}")])
+    if profile_name not in recipe.tables:
+        known = ", ".join(recipe.tables) or "none"
+        raise RecipeError([Problem(recipe.path, None, "profiles", f"no profile {profile_name} (profiles: {known})")])
+    found = recipe.targets().get(profile_name)
+    key = ("profiles", profile_name, "target")
+    if found is not None and wanted is not None and name is not None:
+        path, target = found
+        if not _same(path, wanted) or (target != name and not target.startswith(name + ".")):
+            raise RecipeError(
+                [
+                    Problem(
+                        recipe.path,
+                        recipe.line(key),
+                        format_key_path(key),
+                        f"profile {profile_name} targets {target} in {path}, not {name} in {wanted}",
+                    )
+                ]
+            )
+    return _checked_result(recipe, profile_name)
+
+
+def _checked_result(recipe: Recipe, profile_name: str) -> Selected:
+    result = recipe.results[profile_name]
+    if isinstance(result, Resolved) and not Path(result.target["path"]).is_file():
+        key = ("profiles", profile_name, "target")
+        raise RecipeError(
+            [Problem(recipe.path, recipe.line(key), format_key_path(key), f"no such file: {result.target['path']}")]
+        )
+    return result

@@ -1,0 +1,117 @@
+"""The vocabulary of ``jaxlsp.toml``: keys, dtypes, generators, limits, and how values are shown.
+
+Everything here is data; :mod:`jaxlsp.recipes.check` applies it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from typing import Final
+
+from jaxlsp.recipes.errors import quote_key, quote_string
+
+VERSION: Final = 1
+RECIPE_FILE: Final = "jaxlsp.toml"
+
+MAX_ARRAYS: Final = 256
+MAX_ELEMENTS: Final = 4_194_304
+MAX_SEED: Final = 2**32 - 1
+
+TOP_KEYS: Final = ("version", "profiles")
+PROFILE_KEYS: Final = (
+    "target",
+    "kind",
+    "device",
+    "seed",
+    "x64",
+    "python",
+    "init",
+    "inputs",
+    "transform",
+    "rngs",
+    "mutable",
+    "method",
+    "load",
+    "dims",
+    "symbolic",
+)
+CALL_KEYS: Final = ("args", "kwargs", "factory")
+KINDS: Final = ("function", "linen", "nnx", "equinox")
+TRANSFORMS: Final = ("grad", "value_and_grad")
+LOADS: Final = ("module", "definitions")
+SPEC_KINDS: Final = ("array", "key", "none")
+ARRAY_KEYS: Final = ("kind", "shape", "dtype", "generator")
+KEY_KEYS: Final = ("kind", "seed")
+NONE_KEYS: Final = ("kind",)
+REF_KEYS: Final = ("ref", "args", "kwargs")
+
+FLOAT_DTYPES: Final = ("float16", "bfloat16", "float32", "float64")
+INT_DTYPES: Final = ("int8", "int16", "int32", "int64", "uint8")
+COMPLEX_DTYPES: Final = ("complex64",)
+DTYPES: Final = (*FLOAT_DTYPES, *INT_DTYPES, "bool", *COMPLEX_DTYPES)
+WIDE_DTYPES: Final = ("float64", "int64")  # refused without x64 = true
+INT_RANGES: Final = {
+    "int8": (-(2**7), 2**7 - 1),
+    "int16": (-(2**15), 2**15 - 1),
+    "int32": (-(2**31), 2**31 - 1),
+    "int64": (-(2**63), 2**63 - 1),
+    "uint8": (0, 2**8 - 1),
+}
+
+# Generator kind -> (required keys, optional keys).
+GENERATORS: Final[dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
+    "full": (("value",), ()),
+    "zeros": ((), ()),
+    "ones": ((), ()),
+    "normal": ((), ("seed", "mean", "std")),
+    "uniform": ((), ("seed", "low", "high")),
+    "arange": ((), ("start", "step")),
+    "randint": (("low", "high"), ("seed",)),
+}
+SEEDED_GENERATORS: Final = ("normal", "uniform", "randint")
+
+IDENTIFIER: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+DOTTED: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+DEVICE: Final = re.compile(r"cpu|cuda:(0|[1-9][0-9]*)")
+
+
+def suggest(key: str, allowed: tuple[str, ...] | list[str]) -> str:
+    """``unknown key (did you mean "device"?)`` or the allowed keys when nothing is close."""
+    close = difflib.get_close_matches(key, list(allowed), n=1, cutoff=0.6)
+    if close:
+        return f"unknown key (did you mean {close[0]}?)"
+    return f"unknown key (expected one of: {', '.join(allowed)})"
+
+
+def one_of(values: tuple[str, ...]) -> str:
+    return ", ".join(quote_string(v) for v in values)
+
+
+def show(value: object, limit: int = 60) -> str:
+    """A value as TOML would spell it, cut to ``limit`` characters, for error messages."""
+    text = _show(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _show(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return repr(value)
+    if isinstance(value, str):
+        return quote_string(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_show(v) for v in value) + "]"
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        return "{ " + ", ".join(f"{quote_key(str(k))} = {_show(v)}" for k, v in value.items()) + " }"
+    return f"a {type(value).__name__} ({value})"
