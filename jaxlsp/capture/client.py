@@ -1,0 +1,282 @@
+"""Run one capture in the user's interpreter, safely: the cold path (a fresh worker process).
+
+``run_capture`` starts ``[python, -I, -B, -c, BOOTSTRAP, ...]`` (see :mod:`jaxlsp.capture.staging`)
+in its own session and process group, writes the request to its stdin, reads the result from a
+private pipe whose write end is the only descriptor it inherits (``request["resultFd"]``), drains
+stdout / stderr concurrently, and enforces the deadline, the memory cap and cancellation
+(:mod:`jaxlsp.capture.supervise`). Whatever happens, no process of the group is left afterwards,
+and failures of the process itself come back as protocol errors (``timeout``, ``memory``,
+``crash``, ``refused``), never as exceptions; only cancellation raises.
+
+Memory: the cap is a soft ``RLIMIT_AS`` (address space) set by the bootstrap before anything is
+imported. Default :data:`DEFAULT_MEMORY_MB` = 8 GiB for CPU captures: importing jax + flax +
+equinox reserves ~0.5 GB of address space and initialising the XLA CPU client ~1.5 GB (17
+threads on 2 cores; more threads, hence more stacks, on larger machines); 1 GiB is too little
+(``std::bad_alloc``). CUDA reserves tens of GiB of address space at initialisation, so a
+``cuda:N`` profile gets no cap by default. ``RLIMIT_AS`` is not enforced on macOS.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import functools
+import json
+import os
+import select
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Final, Literal
+
+from jaxlsp.capture import staging
+from jaxlsp.capture.staging import RefusedError, Stage
+from jaxlsp.capture.supervise import CaptureOutcome, LogCallback, Pipes, error_result, settle, supervise
+
+__all__ = [
+    "DEFAULT",
+    "DEFAULT_MEMORY_MB",
+    "CaptureOutcome",
+    "MemoryLimit",
+    "capture_sync",
+    "resolve_memory_mb",
+    "run_capture",
+]
+
+DEFAULT_MEMORY_MB: Final = 8192
+DEFAULT_TIMEOUT: Final = 60.0
+
+
+class _Default(enum.Enum):
+    TOKEN = "default"
+
+
+#: ``memory_mb`` default: :data:`DEFAULT_MEMORY_MB` for CPU profiles, no cap for ``cuda:N``.
+DEFAULT: Final = _Default.TOKEN
+MemoryLimit = int | None | Literal[_Default.TOKEN]
+
+
+def resolve_memory_mb(request: Mapping[str, Any], memory_mb: MemoryLimit) -> int | None:
+    if memory_mb is not DEFAULT:
+        return memory_mb if memory_mb and memory_mb > 0 else None
+    device = str((request.get("profile") or {}).get("device") or "cpu")
+    return None if device.startswith(("cuda", "gpu", "rocm")) else DEFAULT_MEMORY_MB
+
+
+def working_directory(request: Mapping[str, Any], fallback: str) -> str:
+    """Where the worker starts: the workspace root when it exists (the worker may move on)."""
+    root = request.get("workspaceRoot")
+    return root if isinstance(root, str) and os.path.isdir(root) else fallback
+
+
+def refused_outcome(
+    message: str, python: str, started: float, via: Literal["cold", "spare"] = "cold"
+) -> CaptureOutcome:
+    return CaptureOutcome(error_result("refused", message), "", "", time.monotonic() - started, python, via)
+
+
+async def prepare(python: str, stage: Stage | None) -> tuple[Stage, str]:
+    """Stage the worker, check the interpreter and make its path absolute (symlinks kept);
+    raises :class:`RefusedError`."""
+    staged = stage if stage is not None else await asyncio.to_thread(staging.stage)
+    resolved = staging.resolve_interpreter(python)
+    await asyncio.to_thread(staging.check_interpreter, resolved)
+    return staged, resolved
+
+
+async def run_capture(
+    request_without_fd: Mapping[str, Any],
+    *,
+    python: str,
+    timeout: float = DEFAULT_TIMEOUT,
+    memory_mb: MemoryLimit = DEFAULT,
+    on_log: LogCallback | None = None,
+    cancel: asyncio.Event | None = None,
+    stage: Stage | None = None,
+) -> CaptureOutcome:
+    """Capture in a fresh worker process of ``python``; see the module docstring.
+
+    ``request_without_fd`` is a ``WorkerRequest`` without ``resultFd`` (any given one is replaced).
+    ``on_log(stream, text)`` receives output as it arrives (the head of each stream only; the
+    outcome keeps head and tail). ``cancel`` set: the group is killed at once and
+    :class:`asyncio.CancelledError` raised; cancelling the calling task does the same.
+    ``stage`` overrides the staged worker (tests stage a stand-in).
+    """
+    started = time.monotonic()
+    try:
+        staged, python = await prepare(python, stage)
+    except RefusedError as exc:
+        return refused_outcome(str(exc), python, started)
+    return await spawn_cold(
+        request_without_fd,
+        python=python,
+        staged=staged,
+        timeout=timeout,
+        memory_mb=resolve_memory_mb(request_without_fd, memory_mb),
+        on_log=on_log,
+        cancel=cancel,
+        started=started,
+    )
+
+
+async def spawn_cold(
+    request_without_fd: Mapping[str, Any],
+    *,
+    python: str,
+    staged: Stage,
+    timeout: float,
+    memory_mb: int | None,
+    on_log: LogCallback | None,
+    cancel: asyncio.Event | None,
+    started: float,
+    limit: float | None = None,
+) -> CaptureOutcome:
+    loop = asyncio.get_running_loop()
+    result_r, result_w = os.pipe()
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    in_r, in_w = os.pipe()
+    request = dict(request_without_fd)
+    request["resultFd"] = result_w
+    argv = staging.worker_command(
+        python, staged, memory_bytes=memory_mb * 1024 * 1024 if memory_mb else None, result_fd=result_w
+    )
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdin=in_r,
+            stdout=out_w,
+            stderr=err_w,
+            pass_fds=(result_w,),
+            start_new_session=True,
+            close_fds=True,
+            cwd=working_directory(request, str(staged.path)),
+        )
+    except OSError as exc:
+        for fd in (result_r, out_r, err_r, in_w):
+            os.close(fd)
+        return refused_outcome(f"The Python interpreter {python!r} could not be started: {exc}.", python, started)
+    finally:
+        for fd in (result_w, out_w, err_w, in_r):
+            os.close(fd)
+    writer = asyncio.ensure_future(write_all(loop, in_w, json.dumps(request).encode()))
+    return await supervise(
+        PopenChild(proc),
+        Pipes(stdout=out_r, stderr=err_r, result=result_r),
+        timeout=timeout,
+        memory_mb=memory_mb,
+        cancel=cancel,
+        on_log=on_log,
+        python=python,
+        via="cold",
+        started=started,
+        limit=limit,
+        extra_tasks=(writer,),
+    )
+
+
+def capture_sync(request_without_fd: Mapping[str, Any], **kwargs: Any) -> CaptureOutcome:
+    """:func:`run_capture` for callers without an event loop (the CLI). Ctrl-C kills the worker."""
+    return asyncio.run(run_capture(request_without_fd, **kwargs))
+
+
+async def write_all(loop: asyncio.AbstractEventLoop, fd: int, data: bytes) -> None:
+    """Write ``data`` to a pipe without blocking the loop, then close it; a reader that went away
+    (``EPIPE``) is not an error here: its exit tells the story."""
+    os.set_blocking(fd, False)
+    view = memoryview(data)
+    try:
+        while view:
+            try:
+                view = view[os.write(fd, view) :]
+            except BlockingIOError:
+                writable: asyncio.Future[None] = loop.create_future()
+                loop.add_writer(fd, settle, writable)
+                try:
+                    await writable
+                finally:
+                    loop.remove_writer(fd)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    finally:
+        os.close(fd)
+
+
+def _exit_watcher(pid: int) -> tuple[int, Callable[[], None]] | None:
+    """A descriptor that becomes readable when ``pid`` exits, without reaping it: a pidfd (Linux
+    >= 5.3) or a kqueue ``NOTE_EXIT`` filter (macOS); None where neither exists."""
+    if hasattr(os, "pidfd_open"):
+        with contextlib.suppress(OSError):
+            pidfd = os.pidfd_open(pid)
+            return pidfd, functools.partial(os.close, pidfd)
+    if sys.platform == "darwin":
+        kq = select.kqueue()
+        event = select.kevent(
+            pid,
+            filter=select.KQ_FILTER_PROC,
+            flags=select.KQ_EV_ADD | select.KQ_EV_ONESHOT,
+            fflags=select.KQ_NOTE_EXIT,
+        )
+        try:
+            kq.control([event], 0, 0)
+        except OSError:  # already gone: a descriptor that is readable at once
+            kq.close()
+            r, w = os.pipe()
+            os.close(w)
+            return r, functools.partial(os.close, r)
+        return kq.fileno(), kq.close
+    return None
+
+
+class PopenChild:
+    """A cold worker: exit seen through a pidfd (Linux), kqueue (macOS) or a ``waitid(WNOWAIT)``
+    thread, so the leader stays unreaped (its number taken) until its group is killed."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+        self.pgid = proc.pid
+
+    async def wait_exit(self) -> None:
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+        watcher = _exit_watcher(self.proc.pid)
+        if watcher is not None:
+            fd, closer = watcher
+            loop.add_reader(fd, settle, done)
+            try:
+                await done
+            finally:
+                loop.remove_reader(fd)
+                closer()
+            return
+        if hasattr(os, "waitid"):
+
+            def watch() -> None:
+                with contextlib.suppress(ChildProcessError, OSError):
+                    os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOWAIT)
+                with contextlib.suppress(RuntimeError):
+                    loop.call_soon_threadsafe(settle, done)
+
+            threading.Thread(target=watch, name=f"jaxlsp-wait-{self.proc.pid}", daemon=True).start()
+            await done
+            return
+        while self.proc.poll() is None:  # last resort: reaps, so the group kill may come late
+            await asyncio.sleep(0.01)
+
+    async def kill(self) -> None:
+        if self.proc.returncode is None:  # never after reaping: the number may be reused
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pgid, 9)
+
+    async def reap(self) -> int | None:
+        delay = 0.0005
+        deadline = time.monotonic() + 5
+        while self.proc.poll() is None and time.monotonic() < deadline:
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.05)
+        if self.proc.returncode is None:
+            await asyncio.to_thread(self.proc.wait)
+        return self.proc.returncode

@@ -1,0 +1,485 @@
+"""Warm spares: a pre-started process per interpreter that has imported jax and forks captures.
+
+A spare is ``python -I -B -c SPARE_BOOTSTRAP STAGE CONFIG`` running
+:func:`jaxlsp.capture.forkserver.serve`: it imports jax (and flax / equinox when installed)
+without initialising any XLA backend, plus the staged worker, then waits on a Unix socket. For
+each capture the server creates the result / stdout / stderr pipes, sends their write ends with
+the request (``SCM_RIGHTS``), and the spare forks a child that runs the worker's in-process
+``capture(request, jax_ready=True)`` in a fresh session and process group, under the memory cap.
+A capture therefore pays neither the interpreter start nor the jax import, while every user
+import is fresh (the child is a fresh fork of a spare that never imported user code). Deadline,
+cancellation, draining and group cleanup are exactly the cold path's (:mod:`.supervise`).
+
+The pool keys spares by interpreter path (as given, never resolved: a venv's ``bin/python`` is a
+symlink to its base interpreter) and by the staged worker's digest. A spare that dies is replaced
+(in the background when it had been ready; lazily otherwise); a capture that finds no ready spare
+runs cold. The server starts spares only for trusted workspaces: :meth:`SparePool.start` is
+explicit, and :meth:`SparePool.capture` never starts one unless ``warm=True``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import logging
+import os
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from jaxlsp.capture import staging
+from jaxlsp.capture.client import (
+    DEFAULT,
+    DEFAULT_TIMEOUT,
+    MemoryLimit,
+    prepare,
+    refused_outcome,
+    resolve_memory_mb,
+    spawn_cold,
+    working_directory,
+)
+from jaxlsp.capture.staging import RefusedError, Stage
+from jaxlsp.capture.supervise import (
+    CaptureOutcome,
+    LogBuffer,
+    LogCallback,
+    PipeReader,
+    Pipes,
+    group_alive,
+    killpg,
+    settle,
+    supervise,
+)
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PRELOAD: tuple[str, ...] = ("jax", "jax.numpy", "flax.linen", "flax.nnx", "equinox")
+REQUIRED: tuple[str, ...] = ("jax",)
+START_TIMEOUT = 120.0
+RETRY_FAILED_AFTER = 60.0  # seconds before a spare that failed to start is tried again
+
+SPARE_BOOTSTRAP = staging.SPARE_BOOTSTRAP
+
+
+class SpareUnavailable(Exception):
+    """The spare cannot take this capture (not ready, died before forking): run it cold."""
+
+
+@dataclass
+class _Job:
+    started: asyncio.Future[int]
+    exited: asyncio.Future[int]
+    abandoned: bool = False
+
+
+@dataclass
+class _Spare:
+    python: str
+    stage: Stage
+    preload: Sequence[str]
+    required: Sequence[str]
+    proc: subprocess.Popen[bytes] | None = None
+    sock: socket.socket | None = None
+    ready: asyncio.Future[dict[str, Any]] | None = None
+    jobs: dict[int, _Job] = field(default_factory=dict)
+    stderr: LogBuffer = field(default_factory=lambda: LogBuffer(16 * 1024, 16 * 1024))
+    dead: bool = False
+    failed_at: float | None = None
+    tasks: set[asyncio.Future[Any]] = field(default_factory=set)
+    _ids: itertools.count[int] = field(default_factory=itertools.count)
+    _send_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _stderr_reader: PipeReader | None = None
+    on_death: Callable[[_Spare], None] | None = None
+
+    # -- life -----------------------------------------------------------------------------------------
+    def launch(self) -> None:
+        loop = asyncio.get_running_loop()
+        self.ready = loop.create_future()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        err_r, err_w = os.pipe()
+        config = {
+            "fd": theirs.fileno(),
+            "worker": self.stage.worker_module,
+            "preload": list(self.preload),
+            "required": list(self.required),
+        }
+        try:
+            self.proc = subprocess.Popen(
+                [self.python, "-I", "-B", "-c", SPARE_BOOTSTRAP, str(self.stage.path), json.dumps(config)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=err_w,
+                pass_fds=(theirs.fileno(),),
+                start_new_session=True,
+                close_fds=True,
+                cwd=str(self.stage.path),
+            )
+        except OSError as exc:
+            ours.close()
+            os.close(err_r)
+            self._fail(f"could not start {self.python!r}: {exc}")
+            return
+        finally:
+            theirs.close()
+            os.close(err_w)
+        self.sock = ours
+        ours.setblocking(False)
+        self._stderr_reader = PipeReader(loop, err_r, self.stderr.feed)
+        task = asyncio.ensure_future(self._listen())
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    def _fail(self, message: str) -> None:
+        self.dead = True
+        self.failed_at = time.monotonic()
+        if self.ready is not None and not self.ready.done():
+            self.ready.set_exception(SpareUnavailable(message))
+            self.ready.exception()  # retrieved: nobody may be waiting
+
+    @property
+    def is_ready(self) -> bool:
+        return not self.dead and self.ready is not None and self.ready.done() and not self.ready.exception()
+
+    async def _listen(self) -> None:
+        assert self.sock is not None
+        loop = asyncio.get_running_loop()
+        buffer = b""
+        try:
+            while True:
+                data = await loop.sock_recv(self.sock, 1 << 16)
+                if not data:
+                    break
+                buffer += data
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    self._on_event(json.loads(line))
+        except (OSError, ValueError) as exc:
+            log.warning("warm spare for %s: %s", self.python, exc)
+        finally:
+            self._on_death()
+
+    def _on_event(self, event: dict[str, Any]) -> None:
+        kind = event.get("event")
+        job = self.jobs.get(event.get("id", -1))
+        if kind == "ready" and self.ready is not None and not self.ready.done():
+            self.ready.set_result(event)
+        elif kind == "failed":
+            log.warning("warm spare for %s failed to start: %s", self.python, event.get("message"))
+            self._fail(str(event.get("message")))
+        elif kind == "started" and job is not None:
+            job.started.set_result(int(event["pid"]))
+            if job.abandoned:
+                self._spawn(self.kill(int(event["pid"])))
+        elif kind == "error" and job is not None:
+            job.started.set_exception(SpareUnavailable(str(event.get("message"))))
+        elif kind == "exited" and job is not None:
+            if not job.exited.done():
+                job.exited.set_result(int(event["status"]))
+            self.jobs.pop(event["id"], None)
+
+    def _on_death(self) -> None:
+        was_ready = self.is_ready
+        self.dead = True
+        tail = self.stderr.text().strip()
+        self._fail(f"the warm spare exited during start-up{': ' + tail[-2000:] if tail else ''}")
+        for job in self.jobs.values():
+            for fut in (job.started, job.exited):
+                if not fut.done():
+                    fut.set_exception(SpareUnavailable("the warm spare died"))
+                    fut.exception()
+        self.jobs.clear()
+        if self.proc is not None and self.proc.poll() is None:
+            killpg(self.proc.pid)  # it is our child and unreaped: the number is still its own
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=1)
+        if was_ready:
+            log.warning("warm spare for %s died", self.python)
+            if self.on_death is not None:
+                self.on_death(self)
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def close(self) -> None:
+        self.dead = True
+        if self.sock is not None:
+            self.sock.close()  # EOF: the spare kills its children's groups, reaps them and exits
+        proc = self.proc
+        if proc is not None:
+            deadline = time.monotonic() + 2
+            while proc.poll() is None and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
+            if proc.returncode is None:
+                killpg(proc.pid)
+                await asyncio.to_thread(proc.wait)
+        for task in list(self.tasks):
+            task.cancel()
+        if self._stderr_reader is not None:
+            self._stderr_reader.close()
+
+    # -- the wire -------------------------------------------------------------------------------------
+    async def send(self, message: Mapping[str, Any], fds: Sequence[int] = ()) -> None:
+        if self.sock is None or self.dead:
+            raise SpareUnavailable("the warm spare is not running")
+        loop = asyncio.get_running_loop()
+        data = json.dumps(message).encode() + b"\n"
+        async with self._send_lock:
+            try:
+                while True:
+                    try:
+                        sent = socket.send_fds(self.sock, [data], list(fds)) if fds else self.sock.send(data)
+                        break
+                    except BlockingIOError:
+                        writable: asyncio.Future[None] = loop.create_future()
+                        loop.add_writer(self.sock, settle, writable)
+                        try:
+                            await writable
+                        finally:
+                            loop.remove_writer(self.sock)
+                if sent < len(data):
+                    await loop.sock_sendall(self.sock, data[sent:])
+            except OSError as exc:
+                raise SpareUnavailable(f"the warm spare stopped listening: {exc}") from exc
+
+    async def kill(self, pid: int) -> None:
+        try:
+            await self.send({"op": "kill", "pid": pid})
+        except SpareUnavailable:
+            killpg(pid)  # orphaned: nobody reaps it but init; the number is very unlikely reused yet
+
+    # -- one capture ----------------------------------------------------------------------------------
+    async def run(
+        self,
+        request_without_fd: Mapping[str, Any],
+        *,
+        timeout: float,
+        memory_mb: int | None,
+        on_log: LogCallback | None,
+        cancel: asyncio.Event | None,
+        started: float,
+    ) -> CaptureOutcome:
+        loop = asyncio.get_running_loop()
+        ident = next(self._ids)
+        job = _Job(loop.create_future(), loop.create_future())
+        request = dict(request_without_fd)
+        request["resultFd"] = -1  # the child puts its own number here
+        result_r, result_w = os.pipe()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        message = {
+            "op": "capture",
+            "id": ident,
+            "request": request,
+            "memory": memory_mb * 1024 * 1024 if memory_mb else 0,
+            "cwd": working_directory(request, str(self.stage.path)),
+        }
+        self.jobs[ident] = job
+        try:
+            try:
+                await self.send(message, [result_w, out_w, err_w])
+            finally:
+                for fd in (result_w, out_w, err_w):
+                    os.close(fd)
+            pid = await job.started
+        except BaseException as exc:
+            for fd in (result_r, out_r, err_r):
+                os.close(fd)
+            job.abandoned = True  # a fork that still happens is killed as soon as it is announced
+            if job.started.done() and not job.started.cancelled() and not job.started.exception():
+                await self.kill(job.started.result())
+            if not isinstance(exc, SpareUnavailable | asyncio.CancelledError):
+                raise SpareUnavailable(str(exc)) from exc
+            raise
+        return await supervise(
+            _SpareChild(self, pid, job),
+            Pipes(stdout=out_r, stderr=err_r, result=result_r),
+            timeout=timeout - (time.monotonic() - started),
+            limit=timeout,
+            memory_mb=memory_mb,
+            cancel=cancel,
+            on_log=on_log,
+            python=self.python,
+            via="spare",
+            started=started,
+        )
+
+
+class _SpareChild:
+    """A forked capture: the spare sees its exit, kills its group and reaps it."""
+
+    def __init__(self, spare: _Spare, pid: int, job: _Job) -> None:
+        self.spare, self.pgid, self.job = spare, pid, job
+
+    async def wait_exit(self) -> None:
+        try:
+            await asyncio.shield(self.job.exited)
+        except SpareUnavailable:
+            # The spare died: the orphan is init's now. Its end is its group emptying.
+            while group_alive(self.pgid):
+                await asyncio.sleep(0.02)
+
+    async def kill(self) -> None:
+        if not self.job.exited.done():
+            await self.spare.kill(self.pgid)
+
+    async def reap(self) -> int | None:
+        fut = self.job.exited
+        if fut.done() and not fut.cancelled() and fut.exception() is None:
+            return os.waitstatus_to_exitcode(fut.result())
+        return None
+
+
+class SparePool:
+    """Warm spares by interpreter; see the module docstring.
+
+    ``stage`` overrides the staged worker (tests stage a stand-in); ``preload`` names the modules a
+    spare imports (those in ``required`` must import or the spare is not used).
+    """
+
+    def __init__(
+        self,
+        *,
+        stage: Stage | None = None,
+        preload: Sequence[str] = DEFAULT_PRELOAD,
+        required: Sequence[str] = REQUIRED,
+        start_timeout: float = START_TIMEOUT,
+    ) -> None:
+        self.stage = stage
+        self.preload = tuple(preload)
+        self.required = tuple(required)
+        self.start_timeout = start_timeout
+        self._spares: dict[str, _Spare] = {}
+        self._closed = False
+
+    @staticmethod
+    def _key(python: str) -> str:
+        try:
+            return staging.resolve_interpreter(python)
+        except RefusedError:
+            return python
+
+    async def start(self, python: str) -> bool:
+        """Start (or keep) the spare for ``python`` and wait until it is ready; True when it is.
+
+        Refusals (an interpreter too old, Windows) and start-up failures (no jax, a backend
+        initialised at import) return False; :meth:`info` says why.
+        """
+        try:
+            staged, python = await prepare(python, self.stage)
+        except RefusedError as exc:
+            log.info("no warm spare for %s: %s", python, exc)
+            return False
+        spare = self._ensure(python, staged, force=True)
+        return await self._await_ready(spare, self.start_timeout)
+
+    def info(self, python: str) -> dict[str, Any] | None:
+        """The spare's ``ready`` event (pid, python version, preloaded modules...), or None."""
+        spare = self._spares.get(self._key(python))
+        if spare is None or not spare.is_ready or spare.ready is None:
+            return None
+        return dict(spare.ready.result())
+
+    def _ensure(self, python: str, staged: Stage, *, force: bool) -> _Spare:
+        if self._closed:
+            raise RuntimeError("the spare pool is closed")
+        key = self._key(python)
+        spare = self._spares.get(key)
+        if spare is not None and spare.stage == staged and not spare.dead:
+            return spare
+        failed_at = spare.failed_at if spare is not None else None
+        recently_failed = failed_at is not None and time.monotonic() - failed_at < RETRY_FAILED_AFTER
+        if spare is not None and recently_failed and spare.stage == staged and not force:
+            return spare
+        if spare is not None:
+            spare._spawn(spare.close())
+        spare = _Spare(python, staged, self.preload, self.required, on_death=self._replace)
+        self._spares[key] = spare
+        spare.launch()
+        return spare
+
+    def _replace(self, dead: _Spare) -> None:
+        """A spare that had been ready died: start its successor now, for the next capture."""
+        if not self._closed and self._spares.get(self._key(dead.python)) is dead:
+            log.info("replacing the warm spare for %s", dead.python)
+            self._ensure(dead.python, dead.stage, force=True)
+
+    async def _await_ready(self, spare: _Spare, timeout: float) -> bool:
+        if spare.ready is None:
+            return False
+        try:
+            await asyncio.wait_for(asyncio.shield(spare.ready), timeout=max(timeout, 0.001))
+        except (SpareUnavailable, TimeoutError):
+            return False
+        return spare.is_ready
+
+    async def capture(
+        self,
+        request_without_fd: Mapping[str, Any],
+        *,
+        python: str,
+        timeout: float = DEFAULT_TIMEOUT,
+        memory_mb: MemoryLimit = DEFAULT,
+        on_log: LogCallback | None = None,
+        cancel: asyncio.Event | None = None,
+        warm: bool = True,
+    ) -> CaptureOutcome:
+        """Like :func:`jaxlsp.capture.client.run_capture`, through the spare when one is ready.
+
+        With ``warm`` (the default) a missing or dead spare is (re)started in the background for
+        the next capture; a spare still starting is waited for (it is at least as fast as a cold
+        start); otherwise, or when the spare fails, the capture runs cold.
+        """
+        started = time.monotonic()
+        try:
+            staged, python = await prepare(python, self.stage)
+        except RefusedError as exc:
+            return refused_outcome(str(exc), python, started)
+        memory = resolve_memory_mb(request_without_fd, memory_mb)
+        spare = self._spares.get(self._key(python))
+        if warm and not self._closed:
+            was_dead = spare is None or spare.dead or spare.stage != staged
+            spare = self._ensure(python, staged, force=False)
+            if was_dead and not spare.is_ready:
+                spare = None  # just (re)started: it needs as long as a cold run; go cold now
+        if spare is not None and not spare.dead and spare.stage == staged:
+            if not spare.is_ready:
+                await self._await_ready(spare, timeout - (time.monotonic() - started))
+            if spare.is_ready:
+                try:
+                    return await spare.run(
+                        request_without_fd,
+                        timeout=timeout,
+                        memory_mb=memory,
+                        on_log=on_log,
+                        cancel=cancel,
+                        started=started,
+                    )
+                except SpareUnavailable as exc:
+                    log.info("warm spare unavailable (%s): capturing cold", exc)
+        return await spawn_cold(
+            request_without_fd,
+            python=python,
+            staged=staged,
+            timeout=max(timeout - (time.monotonic() - started), 0.001),
+            limit=timeout,
+            memory_mb=memory,
+            on_log=on_log,
+            cancel=cancel,
+            started=started,
+        )
+
+    async def close(self) -> None:
+        """Stop every spare (and with them any capture they are running)."""
+        self._closed = True
+        spares, self._spares = list(self._spares.values()), {}
+        await asyncio.gather(*(spare.close() for spare in spares), return_exceptions=True)
+
+
+__all__ = ["DEFAULT_PRELOAD", "SPARE_BOOTSTRAP", "SparePool", "SpareUnavailable", "staging"]

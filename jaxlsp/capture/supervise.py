@@ -1,0 +1,467 @@
+"""Watch one running capture: drain its pipes, enforce the deadline, kill its group, classify.
+
+Shared by the cold path (:mod:`jaxlsp.capture.client`) and the warm spare
+(:mod:`jaxlsp.capture.spare`); they differ only in how the worker is started and how its exit is
+seen (:class:`Child`). The rules:
+
+- stdout and stderr are read concurrently with everything else, so a chatty worker never blocks
+  on a full pipe; only the first and last :data:`LOG_HEAD` / :data:`LOG_TAIL` bytes of each are kept.
+- the result pipe is read concurrently too (a large graph does not fit in a pipe's buffer).
+- the deadline covers everything from the start to the exit; at the deadline, on cancellation,
+  and after every capture (success included) the worker's whole process group is SIGKILLed, then
+  its leader reaped, then the group waited for until it is empty (bounded).
+- the group is killed while its leader is a zombie (exit seen, not yet reaped), so the kill can
+  never hit an unrelated process that reused the number.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import contextlib
+import json
+import logging
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, cast
+
+from jaxlsp.capture.worker.protocol import ErrorInfo, ErrorKind, WorkerResult
+
+log = logging.getLogger(__name__)
+
+LOG_HEAD = 512 * 1024  # bytes kept from the start of each of stdout and stderr
+LOG_TAIL = 512 * 1024  # bytes kept from the end of each
+RESULT_LIMIT = 256 * 1024 * 1024  # a larger result is refused (crash), not buffered
+RESULT_EXIT_GRACE = 2.0  # seconds a worker may linger after its whole result arrived
+DRAIN_GRACE = 2.0  # seconds to wait for pipes still held open by escaped processes
+GROUP_GONE_TIMEOUT = 5.0  # seconds to wait for a killed group to disappear
+STDERR_TAIL_CHARS = 4000  # of stderr, in a crash's error
+
+LogCallback = Callable[[str, str], None]  # (stream "stdout" | "stderr", text)
+
+_MEMORY_MARKERS = ("MemoryError", "bad_alloc", "Cannot allocate memory", "out of memory", "OutOfMemory")
+
+
+@dataclass
+class CaptureOutcome:
+    """What one capture produced. ``result`` always follows the protocol's ``WorkerResult``:
+    failures of the process itself (timeout, crash, memory) arrive as ``ok: False`` errors."""
+
+    result: WorkerResult
+    stdout: str
+    stderr: str
+    wall: float  # seconds from the request to the outcome
+    python: str  # the interpreter that ran the capture
+    via: Literal["cold", "spare"]
+    exit_code: int | None = None  # negative: killed by that signal; None: not known
+    truncated: bool = False  # some output was left out of stdout / stderr
+    pgid: int | None = None  # the worker's process group (gone by the time this is returned)
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.result.get("ok"))
+
+    @property
+    def logs(self) -> str:
+        """stdout then stderr, each under a heading when both have something."""
+        parts = [(name, text) for name, text in (("stdout", self.stdout), ("stderr", self.stderr)) if text]
+        if len(parts) == 1:
+            return parts[0][1]
+        return "".join(f"--- {name} ---\n{text}{'' if text.endswith(chr(10)) else chr(10)}" for name, text in parts)
+
+
+def settle(future: asyncio.Future[None]) -> None:
+    """Resolve ``future`` unless it already is (a callback for readiness notifications)."""
+    if not future.done():
+        future.set_result(None)
+
+
+def error_result(kind: ErrorKind, message: str, trace: str | None = None) -> WorkerResult:
+    error: ErrorInfo = {"kind": kind, "message": message}
+    if trace:
+        error["traceback"] = trace
+    return {"ok": False, "error": error}
+
+
+# -- buffers ----------------------------------------------------------------------------------------
+
+
+class LogBuffer:
+    """Keeps the head and the tail of a stream; counts what it left out."""
+
+    def __init__(self, head: int = LOG_HEAD, tail: int = LOG_TAIL) -> None:
+        self.head_limit, self.tail_limit = head, tail
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def feed(self, data: bytes) -> None:
+        self.total += len(data)
+        room = self.head_limit - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if data:
+            self.tail += data
+            if len(self.tail) > 2 * self.tail_limit:
+                del self.tail[: -self.tail_limit]
+
+    @property
+    def truncated(self) -> bool:
+        return self.total > len(self.head) + min(len(self.tail), self.tail_limit)
+
+    def text(self) -> str:
+        tail = bytes(self.tail[-self.tail_limit :]) if self.tail_limit else b""
+        if not self.truncated:
+            return (bytes(self.head) + bytes(self.tail)).decode(errors="replace")
+        omitted = self.total - len(self.head) - len(tail)
+        marker = f"\n[... jaxlsp: {omitted:,} bytes of output left out ...]\n"
+        return bytes(self.head).decode(errors="replace") + marker + tail.decode(errors="replace")
+
+
+class PipeReader:
+    """Reads a non-blocking pipe on the event loop until EOF, feeding ``sink``."""
+
+    CHUNK = 256 * 1024
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, fd: int, sink: Callable[[bytes], None]) -> None:
+        self.loop, self.fd, self.sink = loop, fd, sink
+        self.eof: asyncio.Future[None] = loop.create_future()
+        os.set_blocking(fd, False)
+        loop.add_reader(fd, self._ready)
+
+    def _ready(self) -> None:
+        try:
+            data = os.read(self.fd, self.CHUNK)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if data:
+            self.sink(data)
+        else:
+            self.close()
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            self.loop.remove_reader(self.fd)
+            os.close(self.fd)
+            self.fd = -1
+        if not self.eof.done():
+            self.eof.set_result(None)
+
+
+class _StreamSink:
+    def __init__(self, name: str, on_log: LogCallback | None) -> None:
+        self.name, self.on_log = name, on_log
+        self.buffer = LogBuffer()
+        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self.told_truncated = False
+
+    def __call__(self, data: bytes) -> None:
+        before = len(self.buffer.head)
+        self.buffer.feed(data)
+        if self.on_log is None:
+            return
+        fresh = bytes(self.buffer.head[before:])
+        text = self.decoder.decode(fresh) if fresh else ""
+        full = len(self.buffer.head) >= self.buffer.head_limit
+        if full and self.buffer.total > len(self.buffer.head) and not self.told_truncated:
+            self.told_truncated = True
+            text += f"\n[... jaxlsp: {self.name} continues; only its end is kept ...]\n"
+        if text:
+            try:
+                self.on_log(self.name, text)
+            except Exception:
+                log.exception("on_log callback failed")
+
+
+class _ResultSink:
+    def __init__(self, limit: int = RESULT_LIMIT) -> None:
+        self.data = bytearray()
+        self.limit = limit
+        self.overflow = False
+
+    def __call__(self, data: bytes) -> None:
+        if self.overflow:
+            return
+        if len(self.data) + len(data) > self.limit:
+            self.overflow = True
+            self.data = bytearray()
+        else:
+            self.data += data
+
+
+# -- the process group ----------------------------------------------------------------------------
+
+
+class Child(Protocol):
+    """One running worker, leader of its own process group (``pgid``)."""
+
+    pgid: int
+
+    async def wait_exit(self) -> None:
+        """Return once the leader has exited; it must not be reaped yet where that can be helped."""
+
+    async def kill(self) -> None:
+        """SIGKILL the whole group (never a reaped, hence reusable, leader's number)."""
+
+    async def reap(self) -> int | None:
+        """Reap the leader after :meth:`kill`; its exit code (negative: signal), None if unknown."""
+
+
+def killpg(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether any live (non-zombie) process is in group ``pgid``."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return False  # another user's group took the number: ours is gone
+    if not sys.platform.startswith("linux"):
+        return True
+    return any(True for _ in _linux_members(pgid))
+
+
+def _linux_members(pgid: int) -> list[int]:
+    members = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if fields and fields[0] != b"Z" and int(fields[2]) == pgid:
+            members.append(int(name))
+    return members
+
+
+async def wait_group_gone(pgid: int, timeout: float = GROUP_GONE_TIMEOUT) -> bool:
+    """Kill and wait until group ``pgid`` is empty; False if something survived ``timeout``."""
+    deadline = time.monotonic() + timeout
+    delay = 0.001
+    while group_alive(pgid):
+        if time.monotonic() > deadline:
+            log.warning("process group %d survived SIGKILL for %.1f s", pgid, timeout)
+            return False
+        killpg(pgid)
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.05)
+    return True
+
+
+# -- supervision ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Pipes:
+    """The parent's read ends of the worker's stdout, stderr and result pipes."""
+
+    stdout: int
+    stderr: int
+    result: int
+
+
+async def supervise(
+    child: Child,
+    pipes: Pipes,
+    *,
+    timeout: float,
+    memory_mb: int | None,
+    cancel: asyncio.Event | None,
+    on_log: LogCallback | None,
+    python: str,
+    via: Literal["cold", "spare"],
+    started: float,
+    limit: float | None = None,
+    extra_tasks: tuple[asyncio.Future[Any], ...] = (),
+) -> CaptureOutcome:
+    """Run ``child`` to its end (or the deadline, or ``cancel``) and say what it produced.
+
+    ``timeout`` is what is left of the time limit ``limit`` (which the error names).
+    Raises :class:`asyncio.CancelledError` when ``cancel`` is set or the calling task is cancelled,
+    in both cases only after the whole group is gone.
+    """
+    loop = asyncio.get_running_loop()
+    out, err, res = _StreamSink("stdout", on_log), _StreamSink("stderr", on_log), _ResultSink()
+    readers = [
+        PipeReader(loop, pipes.stdout, out),
+        PipeReader(loop, pipes.stderr, err),
+        PipeReader(loop, pipes.result, res),
+    ]
+    exited = asyncio.ensure_future(child.wait_exit())
+    cancelled = asyncio.ensure_future(cancel.wait()) if cancel is not None else None
+    deadline = loop.time() + timeout
+    timed_out = False
+    lingered = False
+    exit_code: int | None = None
+    result_at: float | None = None  # when the whole result had arrived
+    try:
+        while True:
+            if result_at is None and readers[2].eof.done():
+                result_at = loop.time()
+            until = deadline if result_at is None else min(deadline, result_at + RESULT_EXIT_GRACE)
+            waiting: set[asyncio.Future[Any]] = {exited}
+            if cancelled is not None:
+                waiting.add(cancelled)
+            if result_at is None:
+                waiting.add(readers[2].eof)
+            remaining = until - loop.time()
+            if remaining > 0:
+                await asyncio.wait(waiting, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+            if cancelled is not None and cancelled.done():
+                raise asyncio.CancelledError
+            if exited.done():
+                break
+            if result_at is None and readers[2].eof.done():
+                continue
+            if loop.time() >= until:
+                lingered, timed_out = result_at is not None, result_at is None
+                break
+        await child.kill()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(asyncio.shield(exited), timeout=GROUP_GONE_TIMEOUT)
+        exit_code = await child.reap()
+        # Pipes still open now are held by processes that escaped the group (setsid): wait a little.
+        await asyncio.wait([r.eof for r in readers], timeout=DRAIN_GRACE)
+        await wait_group_gone(child.pgid)
+    except BaseException:
+        await _abandon(child, exited)
+        raise
+    finally:
+        for task in (cancelled, *extra_tasks):
+            if task is not None and not task.done():
+                task.cancel()
+        for reader in readers:
+            reader.close()
+
+    wall = time.monotonic() - started
+    stderr = err.buffer.text()
+    result = _classify(
+        res,
+        exit_code=exit_code,
+        stderr=stderr,
+        timed_out=timed_out,
+        lingered=lingered,
+        timeout=limit if limit is not None else timeout,
+        memory_mb=memory_mb,
+        via=via,
+    )
+    return CaptureOutcome(
+        result=result,
+        stdout=out.buffer.text(),
+        stderr=stderr,
+        wall=wall,
+        python=python,
+        via=via,
+        exit_code=exit_code,
+        truncated=out.buffer.truncated or err.buffer.truncated,
+        pgid=child.pgid,
+    )
+
+
+async def _abandon(child: Child, exited: asyncio.Future[None]) -> None:
+    """Kill and reap after cancellation, even if cancelled again meanwhile."""
+    try:
+        await asyncio.shield(_finish(child, exited))
+    except asyncio.CancelledError:
+        killpg(child.pgid)  # cancelled again: the shielded task still finishes the job
+
+
+async def _finish(child: Child, exited: asyncio.Future[None]) -> None:
+    try:
+        await child.kill()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(asyncio.shield(exited), timeout=GROUP_GONE_TIMEOUT)
+        await child.reap()
+        await wait_group_gone(child.pgid)
+    except Exception:
+        log.exception("cleaning up capture group %d", child.pgid)
+        killpg(child.pgid)
+    finally:
+        if not exited.done():
+            exited.cancel()
+
+
+def describe_exit(code: int | None) -> str:
+    if code is None:
+        return "ended"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"was killed by {name} (signal {-code})"
+    return f"exited with status {code}"
+
+
+def _classify(
+    res: _ResultSink,
+    *,
+    exit_code: int | None,
+    stderr: str,
+    timed_out: bool,
+    lingered: bool,
+    timeout: float,
+    memory_mb: int | None,
+    via: str,
+) -> WorkerResult:
+    tail = stderr[-STDERR_TAIL_CHARS:].strip()
+    lines = [line.strip() for line in tail.splitlines() if line.strip()]
+    while lines and lines[-1].startswith(("Extension modules:", "Current thread", 'File "')):
+        lines.pop()  # faulthandler's epilogue says less than the line above it
+    last = lines[-1] if lines else ""
+    said = f" Its last words: {last}" if last else ""
+    if res.overflow:
+        return error_result(
+            "crash", f"The capture worker sent a result larger than {RESULT_LIMIT // (1024 * 1024)} MiB.", tail or None
+        )
+    if res.data and not timed_out:
+        try:
+            parsed = json.loads(bytes(res.data))
+        except (ValueError, UnicodeDecodeError) as exc:
+            return error_result(
+                "crash",
+                f"The capture worker {describe_exit(exit_code)} after sending an unreadable result ({exc}).{said}",
+                tail or None,
+            )
+        if isinstance(parsed, dict) and isinstance(parsed.get("ok"), bool):
+            if lingered:
+                log.info("capture worker lingered after its result; killed")
+            return cast(WorkerResult, parsed)
+        return error_result(
+            "crash", f"The capture worker sent a result that is not a WorkerResult object.{said}", tail or None
+        )
+    if timed_out:
+        return error_result(
+            "timeout",
+            f"The capture did not finish within {timeout:g} s (the time limit); the worker and every "
+            "process it started were stopped. Raise the timeout if the target is slow to import or trace.",
+            tail or None,
+        )
+    killed_outside = exit_code == -signal.SIGKILL
+    if any(marker in tail for marker in _MEMORY_MARKERS) or killed_outside:
+        limit = f"the limit is {memory_mb:,} MiB of address space" if memory_mb else "no limit was set"
+        why = "was killed (SIGKILL, likely by the system's out-of-memory killer)" if killed_outside else "ran out"
+        return error_result(
+            "memory",
+            f"The capture {why} of memory before producing a result ({limit}).{said}",
+            tail or None,
+        )
+    return error_result(
+        "crash",
+        f"The capture worker {describe_exit(exit_code)} without sending a result.{said}",
+        tail or None,
+    )
