@@ -14,8 +14,16 @@ $(STAMP): pyproject.toml constraints.txt
 
 install: $(STAMP)
 
+DEMO_TARGETS := jax_mlp.py::mlp linen_cnn.py::CNN nnx_transformer.py::TransformerBlock eqx_scan.py::ScanRNN
+
 demo: install
 	$(VENV)/bin/jaxlsp discover examples/
+	@mkdir -p build/demo
+	@for target in $(DEMO_TARGETS); do \
+		name=$${target##*::}; \
+		echo; echo "== jaxlsp trace examples/$$target"; \
+		$(VENV)/bin/jaxlsp trace examples/$$target -o build/demo/$$name.json --html build/demo/$$name.html || exit 1; \
+	done
 
 lint: install
 	$(VENV)/bin/ruff check jaxlsp tests benchmarks

@@ -60,13 +60,67 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _not_yet(args: argparse.Namespace) -> int:
-    print(
-        f"jaxlsp {args.command}: tracing is not available yet in jaxlsp {__version__}: the capture "
-        "engine has not landed. `jaxlsp discover` works today.",
-        file=sys.stderr,
-    )
-    return 3
+def _trace(args: argparse.Namespace) -> int:
+    from jaxlsp.capture.engine import TraceFailure, TraceRequest, parse_target, trace, workspace_root_for
+    from jaxlsp.graph import export, io
+    from jaxlsp.graph.summary import render_summary
+
+    try:
+        file, name = parse_target(args.target)
+        req = TraceRequest(
+            file=file,
+            name=name,
+            workspace_root=workspace_root_for(file, Path.cwd()),
+            profile=args.profile,
+            recipe=Path(args.recipe) if args.recipe else None,
+            python=args.python,
+            device=args.device,
+            **({"timeout": args.timeout} if args.timeout else {}),
+        )
+        outcome = trace(req)
+    except TraceFailure as failure:
+        print(f"jaxlsp trace: {failure.paragraph()}", file=sys.stderr)
+        if failure.needs is not None:
+            print("\nA profile to complete and add to jaxlsp.toml:\n", file=sys.stderr)
+            print(failure.needs.to_json().get("toml", ""), file=sys.stderr)
+        if failure.logs:
+            print(f"\n--- worker output (tail) ---\n{failure.logs}", file=sys.stderr)
+        return {"needs_input": 3, "refused": 2}.get(failure.kind, 1)
+    graph = outcome.graph
+    if args.output:
+        io.write(graph, args.output)
+    if args.html:
+        Path(args.html).write_text(export.to_html(graph), encoding="utf-8")
+    print(render_summary(graph))
+    capture = outcome.capture
+    timings = capture.result.get("timings", {})
+    phases = ", ".join(f"{k} {v:.2f}s" for k, v in timings.items())
+    print(f"\ntraced in {capture.wall:.2f}s ({capture.via}; {phases}) with {capture.python}")
+    for label, path in (("graph", args.output), ("html", args.html)):
+        if path:
+            print(f"wrote {label}: {path}")
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from jaxlsp.graph import export, io
+
+    try:
+        graph = io.read(args.graph)
+    except (OSError, ValueError) as exc:
+        print(f"jaxlsp export: cannot read {args.graph}: {exc}", file=sys.stderr)
+        return 2
+    if args.format == "json":
+        text = io.dumps(graph)
+    elif args.format == "dot":
+        text = export.to_dot(graph)
+    else:
+        text = export.to_html(graph)
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return 0
 
 
 def parser() -> argparse.ArgumentParser:
@@ -85,22 +139,22 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--tcp", metavar="HOST:PORT", help="listen on a TCP address instead")
     s.set_defaults(func=_serve)
 
-    t = sub.add_parser("trace", help="trace FILE::NAME into a graph (not available yet)")
-    t.add_argument("target", metavar="FILE::NAME")
-    t.add_argument("--profile")
-    t.add_argument("--recipe")
-    t.add_argument("--python")
-    t.add_argument("--device")
-    t.add_argument("--timeout", type=float)
-    t.add_argument("-o", "--output")
-    t.add_argument("--html")
-    t.set_defaults(func=_not_yet)
+    t = sub.add_parser("trace", help="trace FILE::NAME into a graph (runs the target's code in a worker)")
+    t.add_argument("target", metavar="FILE::NAME", help="the file and the function or class (Class.method too)")
+    t.add_argument("--profile", help="the jaxlsp.toml profile to use (default: the one for the target)")
+    t.add_argument("--recipe", help="the jaxlsp.toml to use (default: the nearest at or above the file)")
+    t.add_argument("--python", help="the interpreter to capture in (default: recipe, .venv, this one)")
+    t.add_argument("--device", help="cpu or cuda:N (overrides the profile)")
+    t.add_argument("--timeout", type=float, help="seconds before the worker is killed (default 60)")
+    t.add_argument("-o", "--output", metavar="GRAPH.json", help="write the graph here")
+    t.add_argument("--html", metavar="GRAPH.html", help="write an offline HTML view here")
+    t.set_defaults(func=_trace)
 
-    e = sub.add_parser("export", help="re-render a saved graph (not available yet)")
+    e = sub.add_parser("export", help="re-render a saved graph")
     e.add_argument("graph")
     e.add_argument("--format", choices=["json", "dot", "html"], default="json")
     e.add_argument("-o", "--output")
-    e.set_defaults(func=_not_yet)
+    e.set_defaults(func=_export)
     return p
 
 

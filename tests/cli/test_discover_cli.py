@@ -73,8 +73,3 @@ def test_human_output_and_errors(tmp_path: Path) -> None:
     assert result.returncode == 0 and result.stdout.strip() == "m.py:2: function f"
     missing = run(["discover", "nope.py"], cwd=tmp_path)
     assert missing.returncode == 2 and "nope.py" in missing.stderr
-
-
-def test_trace_is_refused_until_the_capture_engine_lands(tmp_path: Path) -> None:
-    result = run(["trace", "m.py::f"], cwd=tmp_path)
-    assert result.returncode != 0 and "not available yet" in result.stderr and not result.stdout

@@ -1,0 +1,145 @@
+"""From ``FILE::NAME`` to a graph: recipe, profile, interpreter, capture. Shared by the CLI and
+the server; no pygls here.
+
+Failures come back as :class:`TraceFailure` with the protocol's error kinds (``needs_input`` and
+``refused`` for recipe problems, ``import``, ``trace``, ``timeout``, ``crash``, ``memory``), the
+user's source frame when there is one, and one paragraph of text for humans.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jaxlsp.capture.client import DEFAULT_TIMEOUT, capture_sync
+from jaxlsp.capture.supervise import CaptureOutcome
+from jaxlsp.graph import io
+from jaxlsp.graph.model import Graph
+from jaxlsp.recipes import NeedsInput, RecipeError, Resolved, find_recipe, load_recipe, select_profile
+
+
+@dataclass
+class TraceRequest:
+    file: Path
+    name: str
+    workspace_root: Path
+    profile: str | None = None
+    recipe: Path | None = None
+    python: str | None = None
+    device: str | None = None
+    timeout: float = DEFAULT_TIMEOUT
+
+
+@dataclass
+class TraceFailure(Exception):
+    kind: str
+    message: str
+    frame: dict[str, Any] | None = None
+    needs: NeedsInput | None = None
+    logs: str = ""
+
+    def paragraph(self) -> str:
+        where = ""
+        if self.frame:
+            where = f" at {self.frame.get('path')}:{self.frame.get('line')}"
+            if self.frame.get("column") is not None:
+                where += f":{int(self.frame['column']) + 1}"
+        return f"{self.kind.replace('_', ' ')}{where}: {self.message}"
+
+
+@dataclass
+class TraceOutcome:
+    graph: Graph
+    capture: CaptureOutcome
+    resolved: Resolved
+    request: dict[str, Any] = field(default_factory=dict)
+
+
+def parse_target(spec: str) -> tuple[Path, str]:
+    """``path/to/file.py::Name`` (``Name`` may be dotted) into its parts."""
+    path, sep, name = spec.rpartition("::")
+    if not sep or not path or not name:
+        raise TraceFailure("refused", f"expected FILE::NAME (e.g. model.py::MLP), got {spec!r}")
+    return Path(path), name
+
+
+def workspace_root_for(file: Path, cwd: Path) -> Path:
+    """The current directory when the target is inside it, else the target's folder."""
+    file = file.resolve()
+    cwd = cwd.resolve()
+    return cwd if file.is_relative_to(cwd) else file.parent
+
+
+def select(req: TraceRequest) -> tuple[Resolved, Path | None]:
+    """The resolved profile for the target, or a TraceFailure (recipe errors, needs-input)."""
+    file = req.file.resolve()
+    if not file.is_file():
+        raise TraceFailure("refused", f"no such file: {req.file}")
+    recipe_path = req.recipe.resolve() if req.recipe else find_recipe(file, req.workspace_root.resolve())
+    try:
+        recipe = load_recipe(recipe_path) if recipe_path else None
+    except RecipeError as exc:
+        raise TraceFailure("refused", str(exc)) from None
+    entrypoint = _entrypoint(file, req.name, req.workspace_root)
+    selected = select_profile(
+        recipe, file, req.name, req.profile, entrypoint=entrypoint, workspace_root=req.workspace_root.resolve()
+    )
+    if isinstance(selected, NeedsInput):
+        missing = "; ".join(str(m.get("message") or m.get("path")) for m in selected.missing)
+        where = f" (recipe {recipe_path})" if recipe_path else " (no jaxlsp.toml profile for it: one was proposed)"
+        raise TraceFailure("needs_input", f"{req.name}{where} needs input: {missing}", needs=selected)
+    return selected, recipe_path
+
+
+def _entrypoint(file: Path, name: str, root: Path) -> Any:
+    from jaxlsp.discovery import Classifier, WorkspaceIndex
+
+    found = Classifier(WorkspaceIndex([root])).discover(file)
+    return next((e for e in (*found.entrypoints, *found.drivers) if e.name == name), None)
+
+
+def choose_python(req: TraceRequest, resolved: Resolved) -> str:
+    """``--python``, else the recipe's ``python``, else the workspace's ``.venv``, else ours."""
+    if req.python:
+        return req.python
+    if resolved.python:
+        return resolved.python
+    for venv in (".venv", "venv"):
+        candidate = req.workspace_root / venv / "bin" / "python"
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return sys.executable
+
+
+def build_request(req: TraceRequest, resolved: Resolved, recipe_path: Path | None) -> dict[str, Any]:
+    target: dict[str, Any] = {**resolved.target}
+    path = Path(str(target["path"]))
+    target["path"] = str(path if path.is_absolute() else req.file.resolve())
+    profile = dict(resolved.profile)
+    if req.device:
+        profile["device"] = req.device
+    request: dict[str, Any] = {"target": target, "profile": profile, "workspaceRoot": str(req.workspace_root.resolve())}
+    if recipe_path is not None:
+        request["recipePath"] = str(recipe_path)
+    return request
+
+
+def trace(req: TraceRequest) -> TraceOutcome:
+    """Select, capture in the chosen interpreter, decode; raises TraceFailure."""
+    if sys.platform == "win32":
+        raise TraceFailure("refused", "capture runs on Linux and macOS only; Windows is not supported yet")
+    resolved, recipe_path = select(req)
+    request = build_request(req, resolved, recipe_path)
+    outcome = capture_sync(request, python=choose_python(req, resolved), timeout=req.timeout)
+    result = outcome.result
+    if not result.get("ok"):
+        error = result.get("error") or {"kind": "internal", "message": "the worker returned no result"}
+        logs = (outcome.stderr or "")[-4000:]
+        raise TraceFailure(error["kind"], error["message"], error.get("frame"), logs=logs)
+    graph_json = result.get("graph")
+    if graph_json is None:
+        raise TraceFailure("internal", "the worker reported success without a graph")
+    return TraceOutcome(io.from_json(graph_json), outcome, resolved, request)
