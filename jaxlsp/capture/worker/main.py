@@ -48,6 +48,12 @@ def main() -> None:
         sys.exit(2)
     _write_all(fd, data)
     os.close(fd)
+    # The result is out: skip interpreter teardown (0.2 s of module and XLA finalisers), but only
+    # after the user's buffered output has reached its pipes.
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(0)
 
 
 def _dumps(result: Any) -> bytes:
