@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTEST_WORKERS ?= 2
 
-.PHONY: install demo test lint bench clean
+.PHONY: install demo test lint bench clean system-deps
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -30,12 +30,17 @@ lint: install
 	$(VENV)/bin/ruff format --check jaxlsp tests benchmarks
 	$(VENV)/bin/mypy
 
-test: install lint
+# System tools the tests drive: Graphviz checks the DOT export. Installed when missing (CI is root).
+system-deps:
+	@command -v dot >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz >/dev/null; }
+
+test: install lint system-deps
 	$(PY) -m pytest -n $(PYTEST_WORKERS) -q
 
 bench: install
 	$(PY) benchmarks/discovery.py
 	$(PY) benchmarks/server_memory.py
+	$(PY) benchmarks/capture.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

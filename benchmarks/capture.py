@@ -1,0 +1,160 @@
+"""Capture speed against JAX itself, all measured in one run on the same targets.
+
+Targets: a 12-layer d=256 Flax Linen transformer (benchmarks/models/transformer.py, tokens
+int32[2,128]) and its ``jax.grad`` (the sum of the outputs w.r.t. the parameters), plus the
+bundled Linen CNN.
+
+- bare: a fresh ``python`` that imports jax and the module, initialises abstractly and calls
+  ``jax.make_jaxpr`` (what a user would write by hand); its wall time, and inside it the cold
+  trace time (abstract init + make_jaxpr, the first and only call: no cache).
+- cold: ``jaxlsp trace`` as a fresh command (interpreter, worker, graph, JSON).
+- warm: a capture through the warm spare (median of several), the server's path.
+- build: graph building + JSON serialisation in the worker (median of the warm runs).
+
+Targets (DESIGN.md §4): warm <= 0.5 x bare; build <= 0.2 x the cold trace. Exit status 1 when
+one is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jaxlsp.capture.engine import TraceRequest, build_request, select
+from jaxlsp.capture.spare import SparePool
+
+ROOT = Path(__file__).resolve().parents[1]
+MODELS = ROOT / "benchmarks" / "models"
+WARM_TARGET = 0.5
+BUILD_TARGET = 0.2
+
+BARE = """
+import json, sys, time
+t0 = time.perf_counter()
+import jax, jax.numpy as jnp
+sys.path.insert(0, {folder!r})
+import {module} as mod
+t1 = time.perf_counter()
+m = mod.{cls}()
+x = jax.ShapeDtypeStruct({shape!r}, jnp.{dtype})
+t2 = time.perf_counter()
+v = jax.eval_shape(lambda x: m.init(jax.random.key(0), x), x)
+if {grad!r}:
+    jaxpr = jax.make_jaxpr(jax.grad(lambda v, x: m.apply(v, x).sum()))(v, x)
+else:
+    jaxpr = jax.make_jaxpr(lambda v, x: m.apply(v, x))(v, x)
+t3 = time.perf_counter()
+print(json.dumps({{"import": t1 - t0, "trace": t3 - t2, "eqns": len(jaxpr.eqns)}}))
+"""
+
+
+@dataclass
+class Case:
+    label: str
+    folder: Path
+    module: str
+    cls: str
+    shape: tuple[int, ...]
+    dtype: str
+    grad: bool
+    profile: str
+
+    @property
+    def file(self) -> Path:
+        return self.folder / f"{self.module}.py"
+
+
+CASES = [
+    Case("transformer", MODELS, "transformer", "Transformer", (2, 128), "int32", False, "forward"),
+    Case("transformer grad", MODELS, "transformer", "Transformer", (2, 128), "int32", True, "grad"),
+    Case("linen cnn", ROOT / "examples", "linen_cnn", "CNN", (4, 28, 28, 1), "float32", False, "cnn"),
+]
+
+
+def bare(case: Case) -> tuple[float, dict[str, Any]]:
+    code = BARE.format(
+        folder=str(case.folder), module=case.module, cls=case.cls, shape=case.shape, dtype=case.dtype, grad=case.grad
+    )
+    start = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300)
+    wall = time.perf_counter() - start
+    return wall, json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def cold_cli(case: Case) -> float:
+    start = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "jaxlsp", "trace", f"{case.file}::{case.cls}", "--profile", case.profile],
+        cwd=case.folder,
+        capture_output=True,
+        check=True,
+        timeout=300,
+    )
+    return time.perf_counter() - start
+
+
+def request_for(case: Case) -> dict[str, Any]:
+    req = TraceRequest(file=case.file, name=case.cls, workspace_root=case.folder, profile=case.profile)
+    resolved, recipe = select(req)
+    return build_request(req, resolved, recipe)
+
+
+async def warm(cases: list[Case], repeat: int) -> dict[str, list[tuple[float, dict[str, float]]]]:
+    pool = SparePool()
+    try:
+        if not await pool.start(sys.executable):
+            raise SystemExit("the warm spare did not start")
+        out: dict[str, list[tuple[float, dict[str, float]]]] = {}
+        for case in cases:
+            request = request_for(case)
+            runs = []
+            for _ in range(repeat):
+                outcome = await pool.capture(request, python=sys.executable, timeout=300)
+                if not outcome.ok or outcome.via != "spare":
+                    raise SystemExit(f"{case.label}: warm capture failed ({outcome.via}): {outcome.result}")
+                runs.append((outcome.wall, dict(outcome.result.get("timings", {}))))
+            out[case.label] = runs
+        return out
+    finally:
+        await pool.close()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5, help="warm captures per target (median)")
+    parser.add_argument("--quick", action="store_true", help="only the transformer forward, 2 warm runs")
+    args = parser.parse_args()
+    cases = CASES[:1] if args.quick else CASES
+    repeat = 2 if args.quick else args.repeat
+    warm_runs = asyncio.run(warm(cases, repeat))
+    ok = True
+    print("capture speed (seconds; ratios against the bare script in the same run)")
+    for case in cases:
+        bare_wall, inside = bare(case)
+        cold_wall = cold_cli(case)
+        runs = warm_runs[case.label]
+        warm_wall = statistics.median(w for w, _ in runs)
+        build = statistics.median(t.get("build", 0.0) + t.get("serialize", 0.0) for _, t in runs)
+        warm_ratio = warm_wall / bare_wall
+        build_ratio = build / inside["trace"]
+        ok = ok and warm_ratio <= WARM_TARGET and build_ratio <= BUILD_TARGET
+        print(
+            f"  {case.label:<17} {inside['eqns']:>5} eqns | bare {bare_wall:5.2f} (cold trace {inside['trace']:.2f}) | "
+            f"jaxlsp trace {cold_wall:5.2f} ({cold_wall / bare_wall:.2f}x) | warm {warm_wall:5.2f} "
+            f"({warm_ratio:.2f}x, target <= {WARM_TARGET}) | build+json {build:.3f} "
+            f"({build_ratio:.2f}x cold trace, target <= {BUILD_TARGET})"
+        )
+    print("capture ratios " + ("within target" if ok else "MISSED a target"))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
