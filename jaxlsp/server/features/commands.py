@@ -1,6 +1,7 @@
 """``jaxlsp.traceGraph`` (command) and ``jaxlsp/trace`` (request).
 
-Until the capture engine lands both answer a clear RequestFailed error, never a fake graph.
+Until the server asks for workspace trust (no user code may run before it), both answer a clear
+RequestFailed error, never a fake graph; the CLI's ``jaxlsp trace`` is the explicit way meanwhile.
 """
 
 from __future__ import annotations
@@ -14,7 +15,10 @@ from jaxlsp.server.convert import TRACE_COMMAND
 from jaxlsp.server.params import as_dict, invalid, require_str, text_document_uri
 
 REQUEST_FAILED = -32803
-NOT_YET = "tracing is not available yet: this jaxlsp has discovery only; the capture engine has not landed"
+NOT_YET = (
+    "tracing is not available yet from the editor: it needs workspace trust, which this server does not "
+    "ask for yet; run `jaxlsp trace FILE::NAME` in a terminal meanwhile"
+)
 
 
 def register(server: JaxServer) -> None:
