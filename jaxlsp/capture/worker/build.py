@@ -442,6 +442,10 @@ def jsonable(value: Any, refs: dict[int, Any], reasons: list[str], where: str, d
         return {"jaxpr": str(len(getattr(value, "eqns", getattr(getattr(value, "jaxpr", None), "eqns", ()))))}
     if isinstance(value, enum.Enum):
         return f"{type(value).__name__}.{value.name}"
+    if tname == "PRNGImpl" and hasattr(value, "key_shape"):
+        # the PRNG implementation of random_seed / random_wrap (threefry, rbg): its fields are jax's own
+        # functions, not opaque user code
+        return {"type": tname, "name": str(getattr(value, "name", "")), "tag": str(getattr(value, "tag", ""))}
     if isinstance(value, tuple | list):
         fields = getattr(value, "_fields", None)
         if fields:

@@ -49,6 +49,19 @@ class Loader:
         self.stem = os.path.splitext(os.path.basename(self.path))[0]
         self.module: ModuleType | None = None
         self.files: set[str] = set()  # files of modules that refs and factories named
+        self.skipped: dict[str, int] = {}  # load = "definitions": top-level names left unset, by line
+
+    def skipped_hint(self, exc: BaseException) -> str:
+        """For a NameError of a top-level name a ``definitions`` load left unset: why, and what to do."""
+        name = getattr(exc, "name", None) if isinstance(exc, NameError) else None
+        if not name or name not in self.skipped:
+            return ""
+        return (
+            f"; {name} is set at line {self.skipped[name]} of {os.path.basename(self.path)} by a statement that "
+            'load = "definitions" does not run (it calls code or needs a value that was not run): use '
+            'load = "module" if importing the file is safe, or build what the target needs in an init or '
+            "inputs factory"
+        )
 
     def load(self, mode: Literal["module", "definitions"]) -> ModuleType:
         if self.module is not None:
@@ -61,7 +74,9 @@ class Loader:
         except BaseException as exc:
             if isinstance(exc, KeyboardInterrupt):
                 raise
-            raise from_exception("import", exc, self.workspace, f"importing {self.path} failed") from None
+            error = from_exception("import", exc, self.workspace, f"importing {self.path} failed")
+            error.message += self.skipped_hint(exc)
+            raise error from None
         return self.module
 
     def _register_parents(self) -> None:
@@ -99,9 +114,13 @@ class Loader:
                 with open(self.path, "rb") as f:
                     source = f.read()
                 tree = ast.parse(source, filename=self.path)
-                tree.body = definitions_only(tree.body)
-                code = compile(tree, self.path, "exec", dont_inherit=True)
-                exec(code, module.__dict__)
+                kept = definitions_only(tree.body)
+                kept_ids = {id(stmt) for stmt in kept}
+                for stmt in tree.body:
+                    if id(stmt) not in kept_ids:
+                        for target in assigned_names(stmt):
+                            self.skipped.setdefault(target, stmt.lineno)
+                self.skipped.update(run_definitions(kept, self.path, module.__dict__))
             else:
                 spec.loader.exec_module(module)
         except BaseException:
@@ -143,6 +162,82 @@ def resolve_attr(obj: Any, dotted: str, what: str) -> Any:
         except AttributeError:
             raise CaptureError("import", f"{what}: {part!r} not found") from None
     return obj
+
+
+class MissingImport:
+    """Stands for a name whose top-level import failed in a ``definitions`` load; any use says so."""
+
+    def __init__(self, module: str, line: int, error: str):
+        self._jaxlsp_missing = (module, line, error)
+
+    def _fail(self) -> Any:
+        module, line, error = self._jaxlsp_missing
+        raise ModuleNotFoundError(
+            f'{module} could not be imported ({error}); load = "definitions" went past its import at '
+            f"line {line} because nothing at the top level needed it, but the traced code uses it: install the "
+            "missing package in the interpreter that traces",
+            name=module,
+        )
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return self._fail()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._fail()
+
+    def __repr__(self) -> str:
+        return f"<missing module {self._jaxlsp_missing[0]}>"
+
+
+def run_definitions(body: list[ast.stmt], path: str, namespace: dict[str, Any]) -> dict[str, int]:
+    """Runs the kept statements one by one and returns the names left unset, by line.
+
+    A top-level import that fails (a plotting or dataset package that is not installed, a name that a
+    newer version removed) binds :class:`MissingImport` placeholders instead of failing; a call-free
+    assignment that fails (it reads a name whose statement was skipped: ``x = X_test[idxs]``) is
+    skipped in turn.
+    """
+    skipped: dict[str, int] = {}
+    for stmt in body:
+        code = compile(ast.Module(body=[stmt], type_ignores=[]), path, "exec", dont_inherit=True)
+        try:
+            exec(code, namespace)
+        except ImportError as exc:  # a package not installed, or a name a newer version removed
+            if not isinstance(stmt, ast.Import | ast.ImportFrom):
+                raise
+            for name, module in _bound_names(stmt):
+                namespace[name] = MissingImport(module, stmt.lineno, str(exc))
+        except Exception:
+            if not isinstance(stmt, ast.Assign | ast.AnnAssign | ast.AugAssign):
+                raise
+            for name in assigned_names(stmt):
+                skipped.setdefault(name, stmt.lineno)
+    return skipped
+
+
+def assigned_names(stmt: ast.stmt) -> list[str]:
+    """Top-level names a statement assigns (assignment, ``for`` and ``with`` targets)."""
+    targets: list[ast.AST] = []
+    if isinstance(stmt, ast.Assign):
+        targets = list(stmt.targets)
+    elif isinstance(stmt, ast.AnnAssign | ast.AugAssign | ast.For | ast.AsyncFor):
+        targets = [stmt.target]
+    elif isinstance(stmt, ast.With | ast.AsyncWith):
+        targets = [item.optional_vars for item in stmt.items if item.optional_vars is not None]
+    return [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+
+
+def _bound_names(stmt: ast.Import | ast.ImportFrom) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for alias in stmt.names:
+        if isinstance(stmt, ast.Import):
+            name = alias.asname or alias.name.partition(".")[0]
+            out.append((name, alias.name if alias.asname else name))
+        elif alias.name != "*":
+            out.append((alias.asname or alias.name, f"{'.' * stmt.level}{stmt.module or ''}.{alias.name}"))
+    return out
 
 
 _DEFINITIONS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)

@@ -161,7 +161,9 @@ def _capture(
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt | MemoryError):
             raise
-        raise from_exception("trace", exc, workspace, f"tracing {target['name']} failed") from None
+        error = from_exception("trace", exc, workspace, f"tracing {target['name']} failed")
+        error.message += loader.skipped_hint(exc) + _linen_hint(exc)
+        raise error from None
     timings["trace"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -258,6 +260,27 @@ def configure_jax(device: str, x64: bool, jax_ready: bool) -> Any:
     if index >= len(devices):
         raise CaptureError("refused", f"device {device} is unavailable: only {len(devices)} CUDA device(s) found")
     return devices[index]
+
+
+def _linen_hint(exc: BaseException) -> str:
+    """What the profile needs for Flax's immutable-collection and missing-rng errors."""
+    import re
+
+    name, text = type(exc).__name__, str(exc)
+    if name == "ModifyScopeVariableError":
+        found = re.search(r'collection "([^"]+)" is immutable', text)
+        if found:
+            collection = found.group(1)
+            return (
+                f"; the call updates the {collection} collection: add it to the profile's mutable list "
+                f'(mutable = ["{collection}"]) or call the model in inference mode'
+            )
+    if name == "InvalidRngError":
+        found = re.search(r'needs PRNG for "([A-Za-z_][A-Za-z0-9_]*)"', text)
+        if found:
+            stream = found.group(1)
+            return f'; the call draws from the {stream} rng stream: add it to the profile\'s rngs (rngs = ["{stream}"])'
+    return ""
 
 
 def _refuse_wide(operands: Any) -> None:

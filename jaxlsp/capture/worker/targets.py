@@ -33,12 +33,13 @@ class Plan:
     keys: dict[str, Any] = field(default_factory=dict)
     params_prefix: str = ""  # label prefix of parameter leaves ("params" for Linen)
     params_role: str = "parameter"
-    strip_value: bool = False  # NNX: drop the trailing ``.value`` of Variable paths
+    strip_value: bool = False  # drop the trailing ``.value`` of NNX Variables and Linen boxes
     scope_mode: str = "stack"  # stack: every Scope item; marked: only the worker's own scopes
 
 
 def infer_kind(obj: Any) -> str:
     """``linen`` / ``nnx`` / ``equinox`` by the class's MRO (a class or an instance), else ``function``."""
+    obj = _unpartial(obj)
     cls = obj if isinstance(obj, type) else type(obj)
     for base in getattr(cls, "__mro__", ()):
         module = getattr(base, "__module__", "") or ""
@@ -52,8 +53,28 @@ def infer_kind(obj: Any) -> str:
     return "function"
 
 
+def _unpartial(obj: Any) -> Any:
+    """The callable under ``functools.partial`` layers (``ResNet18 = partial(ResNet, ...)``)."""
+    depth = 0
+    while isinstance(obj, functools.partial) and depth < 32:
+        obj, depth = obj.func, depth + 1
+    return obj
+
+
+def is_constructor(obj: Any) -> bool:
+    """A class, or a ``functools.partial`` of one: called with the init arguments to build the model."""
+    return isinstance(_unpartial(obj), type)
+
+
+def _needs(cls: Any, name: str, init_kwargs: dict[str, Any]) -> bool:
+    """Whether the worker fills the constructor parameter ``name`` (accepted, and given by nobody)."""
+    bound = getattr(cls, "keywords", None) if isinstance(cls, functools.partial) else None
+    return accepts(cls, name) and name not in init_kwargs and not (bound and name in bound)
+
+
 def accepts(cls: Any, name: str) -> bool:
-    """Whether calling ``cls`` accepts a parameter named ``name``."""
+    """Whether calling ``cls`` (a class, a partial of one, a function) accepts a parameter named ``name``."""
+    cls = _unpartial(cls)  # a metaclass __call__ hides the class's own signature from inspect
     init = getattr(cls, "__init__", None) if isinstance(cls, type) else cls
     try:
         sig = inspect.signature(init)  # type: ignore[arg-type]
@@ -101,7 +122,7 @@ def construction(obj: Any, kind: str, profile: dict[str, Any], builder: InputBui
         return Construction(obj, False)
     if "factory" in init:
         return Construction(builder.loader.resolve(str(init["factory"]))(), True)
-    if not isinstance(obj, type):
+    if not is_constructor(obj):
         return Construction(obj, True)
     args, kwargs = builder.call_args(init)
     return Construction(obj, False, args, kwargs)
@@ -151,7 +172,7 @@ def _linen_plan(
 
     streams = [str(s) for s in profile.get("rngs", [])]
     mutable = [str(s) for s in profile.get("mutable", [])]
-    if isinstance(model, type):
+    if is_constructor(model):
         model = model(*init_args, **init_kwargs)
     variables: Any = None
     if getattr(model, "scope", None) is not None:
@@ -187,7 +208,16 @@ def _linen_plan(
         return out, None
 
     return Plan(
-        kind="linen", apply=apply, params=params, state=variables, keys=keys, params_prefix="params", scope_mode="stack"
+        kind="linen",
+        apply=apply,
+        params=params,
+        state=variables,
+        keys=keys,
+        params_prefix="params",
+        # boxed variables (nn.Partitioned, nn.with_logical_partitioning) flatten to ``.value``: label
+        # them by the variable's path; plain Linen collections are dicts, whose keys have no ``name``
+        strip_value=True,
+        scope_mode="stack",
     )
 
 
@@ -196,9 +226,9 @@ def _nnx_plan(
 ) -> Plan:
     from flax import nnx
 
-    if isinstance(model, type):
+    if is_constructor(model):
         cls = model
-        if accepts(cls, "rngs") and "rngs" not in init_kwargs:
+        if _needs(cls, "rngs", init_kwargs):
             model = nnx.eval_shape(lambda: cls(*init_args, **{**init_kwargs, "rngs": nnx.Rngs(seed)}))
         else:
             model = nnx.eval_shape(lambda: cls(*init_args, **init_kwargs))
@@ -208,11 +238,28 @@ def _nnx_plan(
 
     def apply(params: Any, state: Any, keys: Any, args: list[Any], kwargs: dict[str, Any]) -> tuple[Any, Any]:
         m = nnx.merge(graphdef, params, state)
+        before = _labelled_leaves(split(m, nnx.Param, ...)[2])  # merge may share the Variables of state
         with module_scopes(nnx_module_paths(m)):
             fn = getattr(m, method) if method else m
-            return fn(*args, **kwargs), None
+            out = fn(*args, **kwargs)
+        return out, _nnx_updates(split(m, nnx.Param, ...)[2], before)
 
     return Plan(kind="nnx", apply=apply, params=params, state=state, strip_value=True, scope_mode="marked")
+
+
+def _labelled_leaves(tree: Any) -> list[tuple[str, Any]]:
+    import jax
+
+    labels = leaf_labels(tree, "", "state", True)
+    return [(label, leaf) for (label, _), leaf in zip(labels, jax.tree_util.tree_leaves(tree), strict=True)]
+
+
+def _nnx_updates(new_state: Any, before: list[tuple[str, Any]]) -> dict[str, Any] | None:
+    """The non-parameter NNX variables the call changed or created (counters, batch statistics, RNG
+    counts, sown values), by label: NNX mutates them in place, so they are outputs of the program."""
+    old = dict(before)
+    changed = {label: leaf for label, leaf in _labelled_leaves(new_state) if old.get(label) is not leaf}
+    return changed or None
 
 
 def _equinox_plan(
@@ -221,9 +268,9 @@ def _equinox_plan(
     import equinox as eqx
     import jax
 
-    if isinstance(model, type):
+    if is_constructor(model):
         cls = model
-        if accepts(cls, "key") and "key" not in init_kwargs:
+        if _needs(cls, "key", init_kwargs):
             model = eqx.filter_eval_shape(lambda: cls(*init_args, key=jax.random.key(seed), **init_kwargs))
         else:
             model = eqx.filter_eval_shape(lambda: cls(*init_args, **init_kwargs))
@@ -295,7 +342,9 @@ def traceable(plan: Plan, args: list[Any], kwargs: dict[str, Any], transform: st
             a, kw = rebuild(list(params) + list(dyn))
         else:
             a, kw = rebuild(list(dyn))
-        return plan.apply(params, state, keys, list(a), dict(kw))
+        out, new_state = plan.apply(params, state, keys, list(a), dict(kw))
+        _check_outputs(out, plan.kind)
+        return out, new_state
 
     def total(out: Any) -> Any:
         floats = [x for x in jax.tree_util.tree_leaves(out) if jnp.issubdtype(x.dtype, jnp.inexact)]
@@ -344,6 +393,32 @@ def traceable(plan: Plan, args: list[Any], kwargs: dict[str, Any], transform: st
         input_labels=labels,
         grad_labels=["grad/" + label for label, _ in labels[:n_params]],
     )
+
+
+def _check_outputs(out: Any, kind: str) -> None:
+    """A clear error for outputs JAX cannot return (a module, a string...) before ``make_jaxpr`` fails."""
+    import jax
+    import numpy as np
+
+    flat, _ = jax.tree_util.tree_flatten_with_path(out)
+    for path, leaf in flat:
+        if isinstance(leaf, jax.Array | np.ndarray | np.generic | bool | int | float | complex):
+            continue
+        where = label_of(tuple(path))
+        where = f"out/{where}" if where else "out"
+        hint = ""
+        if infer_kind(leaf) != "function":
+            hint = (
+                f"; it returned a {infer_kind(leaf)} module: trace that module instead, with this function "
+                'as the profile\'s init.factory (init = { factory = "module:function" })'
+            )
+        elif callable(leaf):
+            hint = "; it returned a function: trace that function instead"
+        raise CaptureError(
+            "trace",
+            f"the {kind} target returned a {type(leaf).__module__}.{type(leaf).__qualname__} at {where}, "
+            f"not an array: every output leaf must be an array or a number{hint}",
+        )
 
 
 def output_labels(plan: Plan, traced: Traceable, out_shape: Any) -> list[tuple[str, str]]:
