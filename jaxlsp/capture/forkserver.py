@@ -274,7 +274,10 @@ def serve() -> None:
         loaded, missing = _preload(list(config["preload"]), list(config["required"]))
         import importlib
 
-        spare.capture = importlib.import_module(config["worker"]).capture
+        worker = importlib.import_module(config["worker"])
+        spare.capture = worker.capture
+        # Work that is the same for every capture (package versions...) is done once, here.
+        getattr(worker, "warm", lambda: None)()
         if _backends_initialised():
             spare.send({"event": "failed", "message": "importing jax initialised an XLA backend: forking is unsafe"})
             return

@@ -21,6 +21,7 @@ class RawFrame(NamedTuple):
 
 
 _FRAME_CACHE: dict[tuple[Any, int], RawFrame | None] = {}
+_TRACEBACK_CACHE: dict[Any, list[RawFrame]] = {}
 
 
 def user_frames(source_info: Any) -> list[RawFrame]:
@@ -32,6 +33,15 @@ def user_frames(source_info: Any) -> list[RawFrame]:
     traceback = getattr(source_info, "traceback", None)
     if traceback is None:
         return []
+    try:
+        cached = _TRACEBACK_CACHE.get(traceback)
+    except TypeError:  # an unhashable traceback (another jaxlib): no whole-traceback caching
+        cached = None
+        traceback_key = None
+    else:
+        traceback_key = traceback
+    if cached is not None:
+        return cached
     try:
         from jax._src import source_info_util as siu
 
@@ -53,6 +63,10 @@ def user_frames(source_info: Any) -> list[RawFrame]:
             _FRAME_CACHE[key] = frame
         if frame is not None:
             out.append(frame)
+    if traceback_key is not None:
+        # Tracebacks compare by content: a gradient's transposed equations and repeated layers
+        # share them, so each distinct stack is walked once.
+        _TRACEBACK_CACHE[traceback_key] = out
     return out
 
 

@@ -9,6 +9,7 @@ with ``jax_ready=True`` (jax already imported, no backend initialised).
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import hashlib
 import json
@@ -202,7 +203,7 @@ def _build(
     graph = Graph(
         target={"path": path, "name": str(target["name"]), "kind": kind},
         profile=used_profile,
-        versions=versions(),
+        versions=dict(versions()),
         coverage=gb.coverage,
         sources=sources,
         inputs=in_ports,
@@ -307,6 +308,12 @@ def _sources(paths: set[str]) -> dict[str, str]:
     return out
 
 
+def warm() -> None:
+    """Called once by the warm spare before it forks: precompute what every capture needs."""
+    versions()
+
+
+@functools.cache
 def versions() -> dict[str, str | None]:
     from importlib import metadata
 
