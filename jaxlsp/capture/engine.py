@@ -137,7 +137,7 @@ def trace(req: TraceRequest) -> TraceOutcome:
     result = outcome.result
     if not result.get("ok"):
         error = result.get("error") or {"kind": "internal", "message": "the worker returned no result"}
-        logs = (outcome.stderr or "")[-4000:]
+        logs = outcome.logs[-4000:]
         raise TraceFailure(error["kind"], error["message"], error.get("frame"), logs=logs)
     graph_json = result.get("graph")
     if graph_json is None:

@@ -72,6 +72,8 @@ BOOTSTRAP = (
     + """\
 memory, fd, module = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 del sys.argv[1:]
+import faulthandler
+faulthandler.enable()  # a segfault in user code prints the Python stack (with the user's line) on stderr
 if memory > 0:
     try:
         import resource

@@ -19,11 +19,14 @@ from __future__ import annotations
 import asyncio
 import codecs
 import contextlib
+import glob
 import json
 import logging
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -72,6 +75,9 @@ class CaptureOutcome:
         if len(parts) == 1:
             return parts[0][1]
         return "".join(f"--- {name} ---\n{text}{'' if text.endswith(chr(10)) else chr(10)}" for name, text in parts)
+
+
+SCRATCH_PREFIX = "jaxlsp-capture-"  # + the worker's process group id + "-": see worker/main.py
 
 
 def settle(future: asyncio.Future[None]) -> None:
@@ -359,6 +365,7 @@ async def supervise(
         memory_mb=memory_mb,
         via=via,
     )
+    remove_scratch(child.pgid)
     return CaptureOutcome(
         result=result,
         stdout=out.buffer.text(),
@@ -370,6 +377,22 @@ async def supervise(
         truncated=out.buffer.truncated or err.buffer.truncated,
         pgid=child.pgid,
     )
+
+
+def remove_scratch(pgid: int | None) -> None:
+    """Remove the scratch folders a worker group made (``jaxlsp-capture-<pgid>-*``).
+
+    A worker removes its own on a normal exit; one that was killed, crashed or called
+    ``os._exit`` cannot, so the supervisor does it once the group is gone.
+    """
+    if pgid is None:
+        return
+    # Workers inherit our environment, but Python caches the temp folder: look where TMPDIR points
+    # now as well as where it pointed when first asked.
+    roots = {tempfile.gettempdir(), *(os.environ[k] for k in ("TMPDIR", "TEMP", "TMP") if os.environ.get(k))}
+    for root in roots:
+        for path in glob.glob(os.path.join(root, f"{SCRATCH_PREFIX}{pgid}-*")):
+            shutil.rmtree(path, ignore_errors=True)
 
 
 async def _abandon(child: Child, exited: asyncio.Future[None]) -> None:

@@ -72,7 +72,7 @@ class Loader:
         except CaptureError:
             raise
         except BaseException as exc:
-            if isinstance(exc, KeyboardInterrupt):
+            if isinstance(exc, KeyboardInterrupt | MemoryError):
                 raise
             error = from_exception("import", exc, self.workspace, f"importing {self.path} failed")
             error.message += self.skipped_hint(exc)
@@ -139,7 +139,7 @@ class Loader:
         try:
             module = importlib.import_module(name)
         except BaseException as exc:
-            if isinstance(exc, KeyboardInterrupt):
+            if isinstance(exc, KeyboardInterrupt | MemoryError):
                 raise
             raise from_exception("import", exc, self.workspace, f"importing {name} failed") from None
         file = getattr(module, "__file__", None)

@@ -75,7 +75,8 @@ def _write_all(fd: int, data: bytes) -> None:
 @contextlib.contextmanager
 def _scratch_dir() -> Iterator[str]:
     previous = os.getcwd() if os.path.isdir(os.curdir) else None
-    scratch = tempfile.mkdtemp(prefix="jaxlsp-capture-")
+    # Named by process group, so the supervisor can remove it when the worker dies.
+    scratch = tempfile.mkdtemp(prefix=f"jaxlsp-capture-{os.getpgrp()}-")
     os.chdir(scratch)
     try:
         yield scratch
@@ -97,8 +98,9 @@ def capture(request: WorkerRequest | dict[str, Any], *, jax_ready: bool = False)
         return {"ok": True, "graph": graph, "timings": timings}
     except CaptureError as exc:
         return {"ok": False, "error": exc.info(), "timings": timings}
-    except MemoryError:
-        return {"ok": False, "error": {"kind": "memory", "message": "the capture ran out of memory"}}
+    except MemoryError as exc:
+        failure = from_exception("memory", exc, workspace, "the capture ran out of memory (the worker's memory cap)")
+        return {"ok": False, "error": failure.info(), "timings": timings}
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):
             raise

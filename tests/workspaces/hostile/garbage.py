@@ -1,0 +1,5 @@
+"""Returns something that is not an array."""
+
+
+def f(x):
+    return object()
