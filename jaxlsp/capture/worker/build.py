@@ -19,7 +19,7 @@ from typing import Any
 
 from jaxlsp.capture.worker import jaxcompat
 from jaxlsp.capture.worker.errors import Workspace, code_points
-from jaxlsp.capture.worker.targets import SCOPE_MARK
+from jaxlsp.capture.worker.scopes import SCOPE_MARK
 from jaxlsp.graph.model import Coverage, Frame, Group, Node, Port, Value
 
 INLINE_LIMIT = 16  # elements of a literal or constant shown inline

@@ -8,18 +8,15 @@ arguments into one function of four pytrees, and says how to label and role ever
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from jaxlsp.capture.worker.errors import CaptureError
 from jaxlsp.capture.worker.inputs import InputBuilder, abstract_key, abstractify, is_dynamic
-
-SCOPE_MARK = "jaxlsp::"  # prefix of the named scopes the worker pushes for NNX / Equinox modules
+from jaxlsp.capture.worker.scopes import equinox_module_paths, module_scopes, nnx_module_paths
 
 Apply = Callable[[Any, Any, Any, list[Any], dict[str, Any]], tuple[Any, Any]]
 
@@ -239,7 +236,7 @@ def _nnx_plan(
     def apply(params: Any, state: Any, keys: Any, args: list[Any], kwargs: dict[str, Any]) -> tuple[Any, Any]:
         m = nnx.merge(graphdef, params, state)
         before = _labelled_leaves(split(m, nnx.Param, ...)[2])  # merge may share the Variables of state
-        with module_scopes(nnx_module_paths(m)):
+        with module_scopes(m, nnx_module_paths):
             fn = getattr(m, method) if method else m
             out = fn(*args, **kwargs)
         return out, _nnx_updates(split(m, nnx.Param, ...)[2], before)
@@ -279,7 +276,7 @@ def _equinox_plan(
 
     def apply(params: Any, state: Any, keys: Any, args: list[Any], kwargs: dict[str, Any]) -> tuple[Any, Any]:
         m = eqx.combine(params, static)
-        with module_scopes(equinox_module_paths(m)):
+        with module_scopes(m, equinox_module_paths):
             fn = getattr(m, method) if method else m
             return fn(*args, **kwargs), None
 
@@ -477,90 +474,3 @@ def _is_key(x: Any) -> bool:
         return dtype is not None and bool(jax.numpy.issubdtype(dtype, jax.dtypes.prng_key))
     except Exception:
         return False
-
-
-# --- named scopes for NNX and Equinox modules ------------------------------------------------------
-
-
-def nnx_module_paths(model: Any) -> dict[int, tuple[type, str]]:
-    from flax import nnx
-
-    paths: dict[int, tuple[type, str]] = {}
-    for path, node in nnx.iter_graph(model):
-        if isinstance(node, nnx.Module) and id(node) not in paths:
-            paths[id(node)] = (type(node), "/".join(str(p) for p in path))
-    return paths
-
-
-def equinox_module_paths(model: Any) -> dict[int, tuple[type, str]]:
-    import dataclasses
-
-    import equinox as eqx
-
-    paths: dict[int, tuple[type, str]] = {}
-
-    def walk(obj: Any, path: tuple[str, ...], depth: int) -> None:
-        if depth > 64:
-            return
-        if isinstance(obj, eqx.Module):
-            if id(obj) in paths:
-                return
-            paths[id(obj)] = (type(obj), "/".join(path))
-            for f in dataclasses.fields(obj):
-                walk(getattr(obj, f.name, None), (*path, f.name), depth + 1)
-        elif isinstance(obj, list | tuple):
-            for i, item in enumerate(obj):
-                walk(item, (*path, str(i)), depth + 1)
-        elif isinstance(obj, dict):
-            for k, item in obj.items():
-                walk(item, (*path, str(k)), depth + 1)
-
-    walk(model, (), 0)
-    return paths
-
-
-_active = threading.local()
-
-
-@contextlib.contextmanager
-def module_scopes(paths: dict[int, tuple[type, str]]) -> Iterator[None]:
-    """Wrap the ``__call__`` of the modules' classes in ``jax.named_scope(path)``; restore after."""
-    import jax
-
-    by_id = {k: p for k, (_, p) in paths.items() if p}
-    owners: dict[type, Any] = {}
-    for cls, _ in paths.values():
-        for base in cls.__mro__:
-            if "__call__" in base.__dict__:
-                if base is not object and base not in owners:
-                    owners[base] = base.__dict__["__call__"]
-                break
-
-    def wrap(original: Any) -> Any:
-        def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
-            bound = original.__get__(self, type(self))
-            path = by_id.get(id(self))
-            active: set[int] = getattr(_active, "ids", set())
-            if path is None or id(self) in active:
-                return bound(*args, **kwargs)
-            _active.ids = active | {id(self)}
-            try:
-                with jax.named_scope(SCOPE_MARK + path):
-                    return bound(*args, **kwargs)
-            finally:
-                _active.ids = active
-
-        return __call__
-
-    patched: list[tuple[type, Any]] = []
-    try:
-        for cls, original in owners.items():
-            try:
-                type.__setattr__(cls, "__call__", wrap(original))
-                patched.append((cls, original))
-            except (TypeError, AttributeError):
-                pass
-        yield
-    finally:
-        for cls, original in patched:
-            type.__setattr__(cls, "__call__", original)

@@ -1,0 +1,179 @@
+"""Named scopes for NNX and Equinox modules: each module call runs in ``jax.named_scope(path)``.
+
+The path of a module is its attribute path in the model tree (``blocks/0/attn``), found by object
+identity. Transforms such as ``nnx.scan`` / ``nnx.vmap`` / ``nnx.jit`` and ``eqx.combine`` inside a
+``lax.scan`` body rebuild modules as new objects; those are matched at call time on their class and
+their submodule structure (relative paths and classes) against the modules of the tree, preferring
+the ones under the calling module's path (``blocks`` for the stacked ``self.blocks``). Their
+submodules then get paths under the match (``blocks/linear``). A module matching no single
+candidate gets its class name under the caller's path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+SCOPE_MARK = "jaxlsp::"  # prefix of the named scopes the worker pushes for NNX / Equinox modules
+
+# a module -> {id(submodule): (submodule, path relative to the module)}, the module itself at ""
+Walker = Callable[[Any], dict[int, tuple[Any, str]]]
+
+
+def nnx_module_paths(model: Any) -> dict[int, tuple[Any, str]]:
+    from flax import nnx
+
+    paths: dict[int, tuple[Any, str]] = {}
+    for path, node in nnx.iter_graph(model):
+        if isinstance(node, nnx.Module) and id(node) not in paths:
+            paths[id(node)] = (node, "/".join(str(p) for p in path))
+    return paths
+
+
+def equinox_module_paths(model: Any) -> dict[int, tuple[Any, str]]:
+    import dataclasses
+
+    import equinox as eqx
+
+    paths: dict[int, tuple[Any, str]] = {}
+
+    def walk(obj: Any, path: tuple[str, ...], depth: int) -> None:
+        if depth > 64:
+            return
+        if isinstance(obj, eqx.Module):
+            if id(obj) in paths:
+                return
+            paths[id(obj)] = (obj, "/".join(path))
+            for f in dataclasses.fields(obj):
+                walk(getattr(obj, f.name, None), (*path, f.name), depth + 1)
+        elif isinstance(obj, list | tuple):
+            for i, item in enumerate(obj):
+                walk(item, (*path, str(i)), depth + 1)
+        elif isinstance(obj, dict):
+            for k, item in obj.items():
+                walk(item, (*path, str(k)), depth + 1)
+
+    walk(model, (), 0)
+    return paths
+
+
+def _join(*parts: str) -> str:
+    return "/".join(p for p in parts if p)
+
+
+class ScopeResolver:
+    """Module object -> attribute path: by identity, else by class and submodule structure."""
+
+    def __init__(self, model: Any, walker: Walker):
+        self.walker = walker
+        self.known = walker(model)
+        self.rebuilt: dict[int, tuple[Any, str]] = {}
+        self._signatures: dict[int, tuple[tuple[str, str], ...]] = {}
+        self._local = threading.local()
+
+    @property
+    def stack(self) -> list[str]:
+        """The paths of the module calls in progress on this thread, innermost last."""
+        stack: list[str] | None = getattr(self._local, "stack", None)
+        if stack is None:
+            stack = self._local.stack = []
+        return stack
+
+    def signature(self, module: Any) -> tuple[tuple[str, str], ...]:
+        subs: list[tuple[Any, str]]
+        try:
+            subs = list(self.walker(module).values())
+        except Exception:
+            subs = [(module, "")]
+        return tuple(sorted((rel, f"{type(sub).__module__}.{type(sub).__qualname__}") for sub, rel in subs))
+
+    def _known_signature(self, module: Any) -> tuple[tuple[str, str], ...]:
+        sig = self._signatures.get(id(module))
+        if sig is None:
+            sig = self._signatures[id(module)] = self.signature(module)
+        return sig
+
+    def path(self, module: Any) -> str:
+        for table in (self.known, self.rebuilt):
+            entry = table.get(id(module))
+            if entry is not None and entry[0] is module:
+                return entry[1]
+        caller = self.stack[-1] if self.stack else ""
+        path = self._match(module, caller)
+        self._adopt(module, path)
+        return path
+
+    def _match(self, module: Any, caller: str) -> str:
+        sig = self.signature(module)
+        found = sorted(
+            {p for obj, p in self.known.values() if type(obj) is type(module) and self._known_signature(obj) == sig}
+        )
+        if caller and len(found) > 1:
+            found = [p for p in found if p.startswith(caller + "/")] or found
+        if len(found) == 1:
+            return found[0]
+        return _join(caller, type(module).__name__)
+
+    def _adopt(self, module: Any, path: str) -> None:
+        """Record ``module`` and its submodules, at paths under ``path``."""
+        try:
+            subs = self.walker(module)
+        except Exception:
+            subs = {id(module): (module, "")}
+        subs.setdefault(id(module), (module, ""))
+        for key, (sub, rel) in subs.items():
+            known = self.known.get(key)
+            if known is not None and known[0] is sub and sub is not module:
+                continue  # an original submodule kept by the rebuilt one keeps its own path
+            self.rebuilt[key] = (sub, _join(path, rel))
+
+
+@contextlib.contextmanager
+def module_scopes(model: Any, walker: Walker) -> Iterator[ScopeResolver]:
+    """Wrap the ``__call__`` of the model's module classes in ``jax.named_scope(path)``; restore after."""
+    import jax
+
+    resolver = ScopeResolver(model, walker)
+    owners: dict[type, Any] = {}
+    for obj, _ in resolver.known.values():
+        for base in type(obj).__mro__:
+            if "__call__" in base.__dict__:
+                if base is not object and base not in owners:
+                    owners[base] = base.__dict__["__call__"]
+                break
+    active = threading.local()
+
+    def wrap(original: Any) -> Any:
+        def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
+            bound = original.__get__(self, type(self))
+            ids: set[int] = getattr(active, "ids", set())
+            if id(self) in ids:  # a subclass's __call__ calling a patched base's: one scope
+                return bound(*args, **kwargs)
+            path = resolver.path(self)
+            if not path:
+                return bound(*args, **kwargs)
+            active.ids = ids | {id(self)}
+            resolver.stack.append(path)
+            try:
+                with jax.named_scope(SCOPE_MARK + path):
+                    return bound(*args, **kwargs)
+            finally:
+                resolver.stack.pop()
+                active.ids = ids
+
+        return __call__
+
+    patched: list[tuple[type, Any]] = []
+    try:
+        for cls, original in owners.items():
+            try:
+                type.__setattr__(cls, "__call__", wrap(original))
+                patched.append((cls, original))
+            except (TypeError, AttributeError):
+                pass
+        yield resolver
+    finally:
+        for cls, original in patched:
+            type.__setattr__(cls, "__call__", original)
