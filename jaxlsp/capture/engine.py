@@ -84,9 +84,12 @@ def select(req: TraceRequest) -> tuple[Resolved, Path | None]:
     except RecipeError as exc:
         raise TraceFailure("refused", str(exc)) from None
     entrypoint = _entrypoint(file, req.name, req.workspace_root)
-    selected = select_profile(
-        recipe, file, req.name, req.profile, entrypoint=entrypoint, workspace_root=req.workspace_root.resolve()
-    )
+    try:
+        selected = select_profile(
+            recipe, file, req.name, req.profile, entrypoint=entrypoint, workspace_root=req.workspace_root.resolve()
+        )
+    except RecipeError as exc:  # no such profile, several candidates, a target file gone...
+        raise TraceFailure("refused", str(exc)) from None
     if isinstance(selected, NeedsInput):
         missing = "; ".join(str(m.get("message") or m.get("path")) for m in selected.missing)
         where = f" (recipe {recipe_path})" if recipe_path else " (no jaxlsp.toml profile for it: one was proposed)"
@@ -127,19 +130,36 @@ def build_request(req: TraceRequest, resolved: Resolved, recipe_path: Path | Non
     return request
 
 
-def trace(req: TraceRequest) -> TraceOutcome:
-    """Select, capture in the chosen interpreter, decode; raises TraceFailure."""
+@dataclass
+class Prepared:
+    """Everything decided before a capture runs: what to send, to which interpreter."""
+
+    request: dict[str, Any]
+    python: str
+    resolved: Resolved
+
+
+def prepare(req: TraceRequest) -> Prepared:
+    """Select the profile and build the worker request; raises TraceFailure."""
     if sys.platform == "win32":
         raise TraceFailure("refused", "capture runs on Linux and macOS only; Windows is not supported yet")
     resolved, recipe_path = select(req)
-    request = build_request(req, resolved, recipe_path)
-    outcome = capture_sync(request, python=choose_python(req, resolved), timeout=req.timeout)
+    return Prepared(build_request(req, resolved, recipe_path), choose_python(req, resolved), resolved)
+
+
+def finish(prepared: Prepared, outcome: CaptureOutcome) -> TraceOutcome:
+    """Decode a capture's outcome into a graph; raises TraceFailure."""
     result = outcome.result
     if not result.get("ok"):
         error = result.get("error") or {"kind": "internal", "message": "the worker returned no result"}
-        logs = outcome.logs[-4000:]
-        raise TraceFailure(error["kind"], error["message"], error.get("frame"), logs=logs)
+        raise TraceFailure(error["kind"], error["message"], error.get("frame"), logs=outcome.logs[-4000:])
     graph_json = result.get("graph")
     if graph_json is None:
         raise TraceFailure("internal", "the worker reported success without a graph")
-    return TraceOutcome(io.from_json(graph_json), outcome, resolved, request)
+    return TraceOutcome(io.from_json(graph_json), outcome, prepared.resolved, prepared.request)
+
+
+def trace(req: TraceRequest) -> TraceOutcome:
+    """Select, capture in the chosen interpreter (a fresh worker), decode; raises TraceFailure."""
+    prepared = prepare(req)
+    return finish(prepared, capture_sync(prepared.request, python=prepared.python, timeout=req.timeout))

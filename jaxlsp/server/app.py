@@ -24,8 +24,8 @@ def experimental_capabilities() -> dict[str, wire.ExperimentalCapabilities]:
         "jaxlsp": {
             "version": EXTENSIONS_VERSION,
             "discover": True,
-            "traceGraph": False,
-            "commands": ["jaxlsp.traceGraph"],
+            "traceGraph": True,
+            "commands": ["jaxlsp.traceGraph", "jaxlsp.listTrusted", "jaxlsp.revokeTrust"],
         }
     }
 
@@ -43,6 +43,7 @@ class JaxServer(LanguageServer):
         super().__init__(name="jaxlsp", version=__version__, protocol_cls=JaxProtocol)
         self.session = Session()
         self.index_task: object = None
+        self.tracer: Any = None  # features.tracing.Tracer
 
     def configure(self, params: types.InitializeParams) -> None:
         roots: list[Path] = []
@@ -65,9 +66,9 @@ class JaxServer(LanguageServer):
 
 
 def create_server() -> JaxServer:
-    from jaxlsp.server.features import commands, discover, documents, lenses
+    from jaxlsp.server.features import discover, documents, lenses, tracing
 
     server = JaxServer()
-    for feature in (documents, lenses, discover, commands):
+    for feature in (documents, lenses, discover, tracing):
         feature.register(server)
     return server

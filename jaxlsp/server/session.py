@@ -9,6 +9,8 @@ from typing import Any
 from lsprotocol import types
 
 from jaxlsp.discovery import Classifier, Discovery, WorkspaceIndex
+from jaxlsp.graph.store import GraphStore
+from jaxlsp.trust import TrustStore
 
 
 @dataclass(frozen=True)
@@ -38,14 +40,22 @@ class ClientSupport:
 class Options:
     """``initializationOptions.jaxlsp``: read once at initialize."""
 
-    trusted: bool = False
+    trusted: bool = False  # the editor's own workspace trust (VS Code fills it)
+    python: str | None = None  # the interpreter to capture in
+    timeout: float | None = None
 
     @classmethod
     def parse(cls, raw: Any) -> Options:
         section = raw.get("jaxlsp") if isinstance(raw, dict) else None
         if not isinstance(section, dict):
             return cls()
-        return cls(trusted=section.get("trusted") is True)
+        python = section.get("python")
+        timeout = section.get("timeout")
+        return cls(
+            trusted=section.get("trusted") is True,
+            python=python if isinstance(python, str) and python else None,
+            timeout=float(timeout) if isinstance(timeout, (int, float)) and timeout > 0 else None,
+        )
 
 
 @dataclass
@@ -56,6 +66,18 @@ class Session:
     index: WorkspaceIndex = field(default_factory=lambda: WorkspaceIndex([]))
     classifier: Classifier | None = None
     indexed: bool = False
+    trust: TrustStore = field(default_factory=TrustStore)
+    trusted_once: set[Path] = field(default_factory=set)
+    graphs: GraphStore = field(default_factory=GraphStore)
+
+    def folder_of(self, path: Path) -> Path:
+        """The workspace folder holding ``path`` (the innermost root), else the file's folder."""
+        path = path.resolve()
+        inside = [r for r in self.index.roots if path.is_relative_to(r)]
+        return max(inside, key=lambda r: len(r.parts)) if inside else path.parent
+
+    def is_trusted(self, folder: Path) -> bool:
+        return self.options.trusted or folder in self.trusted_once or self.trust.is_trusted(folder)
 
     def start(self, roots: list[Path]) -> None:
         self.roots = roots

@@ -6,7 +6,7 @@ when this file changes without the doc.
 
 from __future__ import annotations
 
-from typing import Literal, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 EntrypointKind = Literal["function", "linen", "nnx", "equinox"]
 FieldKind = Literal["field", "positionalOnly", "positional", "varPositional", "keywordOnly", "varKeyword"]
@@ -71,6 +71,120 @@ class TraceGraphArguments(TypedDict):
     uri: str
     name: str
     profile: NotRequired[str]
+
+
+class TraceParams(TypedDict):
+    """``jaxlsp/trace`` request params."""
+
+    textDocument: TextDocumentIdentifier
+    name: str
+    profile: NotRequired[str]
+
+
+class TraceSummary(TypedDict):
+    ops: int
+    values: int
+    groups: int
+    parameters: int
+    outputs: list[str]
+
+
+class TraceCoverage(TypedDict):
+    complete: bool
+    notes: list[str]
+
+
+class TraceResult(TypedDict):
+    """``jaxlsp/trace`` response (and ``jaxlsp.traceGraph``'s) when a graph was made."""
+
+    traceId: str
+    summary: TraceSummary
+    coverage: TraceCoverage
+    freshness: str
+    interpreter: str
+    profile: str | None
+
+
+class NeedsInputResult(TypedDict):
+    """``jaxlsp/trace`` response when the profile lacks inputs."""
+
+    needsInput: list[dict[str, Any]]
+    proposal: str
+
+
+class TraceFinished(TypedDict):
+    """The ``jaxlsp/traceFinished`` notification."""
+
+    uri: str
+    name: str
+    ok: bool
+    traceId: NotRequired[str]
+    error: NotRequired[str]
+
+
+class GraphParams(TypedDict):
+    traceId: str
+    group: NotRequired[str]
+    cursor: NotRequired[str]
+    limit: NotRequired[int]
+
+
+class ValueRef(TypedDict):
+    id: str
+    shape: list[int | str]
+    dtype: str
+    weakType: bool
+    type: str
+
+
+class NodeItem(TypedDict):
+    id: str
+    kind: Literal["node"]
+    primitive: str
+    scope: str
+    outputs: list[ValueRef]
+    source: NotRequired[dict[str, Any]]
+
+
+class GroupCounts(TypedDict):
+    nodes: int
+    groups: int
+
+
+class GroupItem(TypedDict):
+    id: str
+    kind: Literal["group"]
+    groupKind: str
+    label: str
+    counts: GroupCounts
+
+
+class GraphPage(TypedDict):
+    items: list[NodeItem | GroupItem]
+    nextCursor: NotRequired[str]
+
+
+class NodeParams(TypedDict):
+    traceId: str
+    nodeId: str
+
+
+class Location(TypedDict):
+    uri: str
+    range: Range
+
+
+class NodeDetail(TypedDict):
+    id: str
+    kind: Literal["node"]
+    primitive: str
+    params: dict[str, Any]
+    inputs: list[ValueRef]
+    outputs: list[ValueRef]
+    scope: str
+    group: str | None
+    transforms: list[str]
+    frames: list[Location]
 
 
 class LensData(TypedDict):

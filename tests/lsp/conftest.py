@@ -11,8 +11,10 @@ progress. Tests wait on those with :func:`asyncio.wait_for` over events, never b
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import sys
+import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar, Union
@@ -76,6 +78,9 @@ class JaxClient(LanguageClient):
         self.initialize_result: types.InitializeResult | None = None
         self.refreshes = 0
         self.registrations: list[types.Registration] = []
+        self.trust_answer: str | None = "Cancel"  # what the "user" answers to a trust prompt
+        self.trust_prompts: list[str] = []
+        self.finished: list[dict[str, Any]] = []  # jaxlsp/traceFinished notifications
         self.progress_kinds: dict[types.ProgressToken, list[str]] = {}
         self._changed = asyncio.Event()
         self._versions: dict[str, int] = {}
@@ -233,13 +238,27 @@ def make_client(cls: type[JaxClient] = JaxClient) -> JaxClient:
         ls.registrations.extend(params.registrations)
         ls._signal()
 
+    @client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
+    def on_message_request(ls: JaxClient, params: types.ShowMessageRequestParams) -> types.MessageActionItem | None:
+        ls.trust_prompts.append(params.message)
+        ls._signal()
+        return types.MessageActionItem(title=ls.trust_answer) if ls.trust_answer else None
+
+    @client.feature("jaxlsp/traceFinished")
+    def on_trace_finished(ls: JaxClient, params: Any) -> None:
+        ls.finished.append(plain(params))
+        ls._signal()
+
     return client
 
 
-CONFIG = ClientServerConfig(server_command=SERVER_COMMAND, client_factory=make_client)
+# The per-user trust store lives under XDG_CONFIG_HOME: keep the tests' out of the real one.
+SERVER_ENV = {**os.environ, "XDG_CONFIG_HOME": tempfile.mkdtemp(prefix="jaxlsp-test-config-")}
+CONFIG = ClientServerConfig(server_command=SERVER_COMMAND, client_factory=make_client, server_env=SERVER_ENV)
 IMPORTTIME_CONFIG = ClientServerConfig(
     server_command=[sys.executable, "-X", "importtime", "-m", "jaxlsp", "serve"],
     client_factory=lambda: make_client(StderrClient),
+    server_env=SERVER_ENV,
 )
 
 

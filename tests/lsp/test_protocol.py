@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 REQUEST_FAILED = -32803
 INVALID_PARAMS = -32602
-NOT_YET = "tracing is not available yet"
+NOT_TRUSTED = "is not trusted"
 
 
 # -- initialize --------------------------------------------------------------------------------
@@ -34,13 +34,22 @@ async def test_server_capabilities(client: JaxClient) -> None:
     assert result.server_info.version == jaxlsp.__version__
     caps = result.capabilities
     assert client.plain(caps.experimental) == {
-        "jaxlsp": {"version": 1, "discover": True, "traceGraph": False, "commands": ["jaxlsp.traceGraph"]}
+        "jaxlsp": {
+            "version": 1,
+            "discover": True,
+            "traceGraph": True,
+            "commands": ["jaxlsp.traceGraph", "jaxlsp.listTrusted", "jaxlsp.revokeTrust"],
+        }
     }
     assert caps.code_lens_provider is not None
     assert caps.code_lens_provider.resolve_provider is True
     assert caps.code_action_provider
     assert caps.execute_command_provider is not None
-    assert list(caps.execute_command_provider.commands) == ["jaxlsp.traceGraph"]
+    assert list(caps.execute_command_provider.commands) == [
+        "jaxlsp.traceGraph",
+        "jaxlsp.listTrusted",
+        "jaxlsp.revokeTrust",
+    ]
 
 
 # -- jaxlsp.traceGraph and jaxlsp/trace ----------------------------------------------------------
@@ -54,12 +63,12 @@ async def _execute(client: JaxClient, arguments: list[Any]) -> JsonRpcException:
     return info.value
 
 
-async def test_trace_graph_command_is_not_available_yet(client: JaxClient) -> None:
+async def test_trace_graph_in_an_untrusted_workspace_runs_nothing(client: JaxClient) -> None:
     uri = client.open("mixed.py")
     for argument in ({"uri": uri, "name": "Dense"}, {"uri": uri, "name": "scale", "profile": "default"}):
         error = await _execute(client, [argument])
         assert error.code == REQUEST_FAILED
-        assert NOT_YET in error.message
+        assert NOT_TRUSTED in error.message
 
 
 async def test_trace_graph_command_bad_arguments(client: JaxClient) -> None:
@@ -86,7 +95,7 @@ async def test_trace_request(client: JaxClient) -> None:
     uri = client.open("mixed.py")
     error = await _request_error(client, "jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "Dense"})
     assert error.code == REQUEST_FAILED
-    assert NOT_YET in error.message
+    assert NOT_TRUSTED in error.message
 
     cases: dict[str, Any] = {
         "missing name": {"textDocument": {"uri": uri}},

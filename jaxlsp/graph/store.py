@@ -1,0 +1,121 @@
+"""Traced graphs kept by the server, by trace id, with paging by group (no pygls here).
+
+A page lists one level of the hierarchy: the nodes directly in a group and its child groups,
+collapsed, in program order (a child group appears where its first node does). The store holds
+at most ``limit`` graphs; the oldest goes first.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from jaxlsp.graph.model import Graph, Node
+from jaxlsp.graph.summary import shape_str
+
+
+@dataclass
+class Trace:
+    id: str
+    graph: Graph
+    meta: dict[str, Any]  # uri, name, profile, interpreter...
+    _levels: dict[str | None, list[dict[str, Any]]] = field(default_factory=dict)
+    _values: dict[str, Any] = field(default_factory=dict)
+    _nodes: dict[str, Node] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._values = {v.id: v for v in self.graph.values}
+        self._nodes = {n.id: n for n in self.graph.nodes}
+
+    def node(self, node_id: str) -> Node | None:
+        return self._nodes.get(node_id)
+
+    def value_json(self, value_id: str) -> dict[str, Any]:
+        v = self._values.get(value_id)
+        if v is None:
+            return {"id": value_id}
+        return {"id": v.id, "shape": list(v.shape), "dtype": v.dtype, "weakType": v.weak_type, "type": shape_str(v)}
+
+    def level(self, group: str | None) -> list[dict[str, Any]]:
+        """Every item of one level (cached): nodes in ``group`` and its child groups."""
+        found = self._levels.get(group)
+        if found is not None:
+            return found
+        groups = {g.id: g for g in self.graph.groups}
+        if group is not None and group not in groups:
+            raise KeyError(group)
+        counts: dict[str, int] = {}
+        for n in self.graph.nodes:
+            gid = n.group
+            while gid is not None:
+                counts[gid] = counts.get(gid, 0) + 1
+                gid = groups[gid].parent if gid in groups else None
+        items: list[dict[str, Any]] = []
+        shown: set[str] = set()
+        for n in self.graph.nodes:
+            if n.group == group:
+                items.append(self._node_item(n))
+                continue
+            child = n.group
+            while child is not None and child in groups and groups[child].parent != group:
+                child = groups[child].parent
+            if child is None or child not in groups or child in shown:
+                continue
+            shown.add(child)
+            owner = groups[child]
+            subgroups = sum(1 for other in self.graph.groups if other.parent == child)
+            items.append(
+                {
+                    "id": owner.id,
+                    "kind": "group",
+                    "groupKind": owner.kind,
+                    "label": owner.label,
+                    "counts": {"nodes": counts.get(child, 0), "groups": subgroups},
+                }
+            )
+        self._levels[group] = items
+        return items
+
+    def _node_item(self, n: Node) -> dict[str, Any]:
+        item: dict[str, Any] = {
+            "id": n.id,
+            "kind": "node",
+            "primitive": n.primitive,
+            "scope": n.scope,
+            "outputs": [self.value_json(v) for v in n.outputs],
+        }
+        if n.source is not None:
+            item["source"] = {"path": n.source.path, "line": n.source.line}
+        return item
+
+
+class GraphStore:
+    def __init__(self, limit: int = 16) -> None:
+        self.limit = limit
+        self._traces: OrderedDict[str, Trace] = OrderedDict()
+
+    def add(self, graph: Graph, meta: dict[str, Any]) -> Trace:
+        trace = Trace(uuid.uuid4().hex[:16], graph, meta)
+        self._traces[trace.id] = trace
+        while len(self._traces) > self.limit:
+            self._traces.popitem(last=False)
+        return trace
+
+    def get(self, trace_id: str) -> Trace | None:
+        return self._traces.get(trace_id)
+
+    def page(self, trace_id: str, group: str | None, cursor: str | None, limit: int) -> dict[str, Any]:
+        """``{items, nextCursor?}``: raises KeyError for an unknown trace or group, ValueError for a bad cursor."""
+        trace = self._traces.get(trace_id)
+        if trace is None:
+            raise KeyError(trace_id)
+        items = trace.level(group)
+        start = int(cursor) if cursor else 0
+        if start < 0 or start > len(items):
+            raise ValueError(cursor)
+        page: dict[str, Any] = {"items": items[start : start + limit]}
+        if start + limit < len(items):
+            page["nextCursor"] = str(start + limit)
+        return page

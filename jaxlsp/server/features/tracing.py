@@ -1,0 +1,300 @@
+"""Tracing from the editor: trust, ``jaxlsp/trace`` and ``jaxlsp.traceGraph``, the graph methods.
+
+Nothing runs before the user trusts the workspace folder: the editor's own trust
+(``initializationOptions.jaxlsp.trusted``), an earlier "Always" kept in the per-user store, or
+the answer to a ``window/showMessageRequest`` sent now. Then the capture runs through the warm
+spare (started on first use, never before trust) with work-done progress; a cancel kills the
+worker at once; a new trace of the same target supersedes the running one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+
+from jaxlsp.capture.engine import TraceFailure, TraceRequest, finish, prepare
+from jaxlsp.capture.spare import SparePool
+from jaxlsp.graph.summary import shape_str, summarize
+from jaxlsp.server import wire
+from jaxlsp.server.app import JaxServer
+from jaxlsp.server.convert import TRACE_COMMAND
+from jaxlsp.server.params import as_dict, file_path, invalid, require_str, text_document_uri
+
+log = logging.getLogger(__name__)
+REQUEST_FAILED = -32803
+MAX_RUNNING = 2  # captures at once; more wait in line
+MAX_WAITING = 8  # beyond this a request is refused rather than queued
+TRUST_ONCE, TRUST_ALWAYS, TRUST_CANCEL = "Trust once", "Always", "Cancel"
+
+
+class Tracer:
+    """Per-server tracing state: the spare, the queue, the running traces by target."""
+
+    def __init__(self, ls: JaxServer) -> None:
+        self.ls = ls
+        self.pool: SparePool | None = None
+        self.slots = asyncio.Semaphore(MAX_RUNNING)
+        self.waiting = 0
+        self.running: dict[tuple[Path, str], asyncio.Task[Any]] = {}
+
+    async def ensure_trusted(self, folder: Path) -> bool:
+        session = self.ls.session
+        if session.is_trusted(folder):
+            return True
+        try:
+            answer = await self.ls.window_show_message_request_async(
+                types.ShowMessageRequestParams(
+                    type=types.MessageType.Warning,
+                    message=f"Trust {folder} to run its code for tracing?",
+                    actions=[types.MessageActionItem(t) for t in (TRUST_ONCE, TRUST_ALWAYS, TRUST_CANCEL)],
+                )
+            )
+        except Exception:  # a client that cannot ask its user: nothing runs
+            log.warning("the client could not ask for trust", exc_info=True)
+            answer = None
+        title = answer.title if answer is not None else TRUST_CANCEL
+        if title == TRUST_ALWAYS:
+            session.trust.add(folder)
+        elif title == TRUST_ONCE:
+            session.trusted_once.add(folder.resolve())
+        else:
+            return False
+        return True
+
+    async def trace(self, path: Path, uri: str, name: str, profile: str | None) -> dict[str, Any]:
+        session = self.ls.session
+        folder = session.folder_of(path)
+        if not await self.ensure_trusted(folder):
+            raise JsonRpcException(
+                f"not traced: {folder} is not trusted to run its code (answer Trust once or Always)",
+                code=REQUEST_FAILED,
+            )
+        key = (path.resolve(), name)
+        previous = self.running.get(key)
+        if previous is not None and not previous.done():
+            previous.cancel()  # a new request for the same target supersedes the running one
+        task = asyncio.ensure_future(self._run(path, uri, name, profile, folder))
+        self.running[key] = task
+        try:
+            return await task
+        finally:
+            if self.running.get(key) is task:
+                del self.running[key]
+
+    async def _run(self, path: Path, uri: str, name: str, profile: str | None, folder: Path) -> dict[str, Any]:
+        options = self.ls.session.options
+        req = TraceRequest(file=path, name=name, workspace_root=folder, profile=profile, python=options.python)
+        if options.timeout:
+            req.timeout = options.timeout
+        progress = _Progress(self.ls, f"Tracing {name}")
+        await progress.begin("prepare")
+        try:
+            try:
+                prepared = prepare(req)
+            except TraceFailure as failure:
+                return self._failed(uri, name, failure)
+            if self.waiting >= MAX_WAITING:
+                raise JsonRpcException("too many traces waiting: try again when some finish", code=REQUEST_FAILED)
+            self.waiting += 1
+            try:
+                await self.slots.acquire()
+            finally:
+                self.waiting -= 1
+            try:
+                progress.report("capture: import, trace, build")
+                pool = self._pool()
+                await pool.start(prepared.python)  # never before trust: this is the first process
+                outcome = await pool.capture(prepared.request, python=prepared.python, timeout=req.timeout)
+            finally:
+                self.slots.release()
+            progress.report("decode")
+            try:
+                traced = finish(prepared, outcome)
+            except TraceFailure as failure:
+                return self._failed(uri, name, failure)
+        finally:
+            progress.end()
+        trace = self.ls.session.graphs.add(
+            traced.graph,
+            {"uri": uri, "name": name, "profile": traced.resolved.name, "interpreter": outcome.python},
+        )
+        result: dict[str, Any] = {
+            "traceId": trace.id,
+            "summary": _summary(traced.graph),
+            "coverage": {"complete": traced.graph.coverage.complete, "notes": list(traced.graph.coverage.notes)},
+            "freshness": "fresh",
+            "interpreter": outcome.python,
+            "profile": traced.resolved.name,
+        }
+        self.ls.protocol.notify("jaxlsp/traceFinished", {"uri": uri, "name": name, "ok": True, "traceId": trace.id})
+        return result
+
+    def _failed(self, uri: str, name: str, failure: TraceFailure) -> dict[str, Any]:
+        if failure.needs is not None:
+            data = failure.needs.to_json()
+            return {"needsInput": data.get("needsInput", []), "proposal": data.get("toml", "")}
+        self.ls.protocol.notify(
+            "jaxlsp/traceFinished", {"uri": uri, "name": name, "ok": False, "error": failure.paragraph()}
+        )
+        raise JsonRpcException(f"{failure.paragraph()}", code=REQUEST_FAILED, data={"kind": failure.kind})
+
+    def _pool(self) -> SparePool:
+        if self.pool is None:
+            self.pool = SparePool()
+        return self.pool
+
+
+def _summary(graph: Any) -> wire.TraceSummary:
+    figures = summarize(graph)
+    outputs = [shape_str(v) for p in graph.outputs for v in graph.values if v.id == p.value]
+    return {
+        "ops": len(graph.nodes),
+        "values": len(graph.values),
+        "groups": len(graph.groups),
+        "parameters": int(figures.get("parameters", 0)),
+        "outputs": outputs,
+    }
+
+
+class _Progress:
+    """Work-done progress for one trace, only for clients that support it."""
+
+    def __init__(self, ls: JaxServer, title: str) -> None:
+        self.ls = ls
+        self.title = title
+        self.token: str | None = None
+
+    async def begin(self, message: str) -> None:
+        if not self.ls.session.support.work_done_progress:
+            return
+        token = f"jaxlsp-trace-{uuid.uuid4()}"
+        try:
+            await self.ls.work_done_progress.create_async(token)
+        except Exception:
+            return
+        self.token = token
+        self.ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(title=self.title, message=message))
+
+    def report(self, message: str) -> None:
+        if self.token is not None:
+            self.ls.work_done_progress.report(self.token, types.WorkDoneProgressReport(message=message))
+
+    def end(self) -> None:
+        if self.token is not None:
+            self.ls.work_done_progress.end(self.token, types.WorkDoneProgressEnd())
+            self.token = None
+
+
+def _target(arg: Any, where: str) -> tuple[str, Path, str, str | None]:
+    data = as_dict(arg)
+    if not isinstance(data, dict):
+        raise invalid(f"{where}: expected an object")
+    uri = text_document_uri(data, where) if "textDocument" in data else require_str(data, "uri", where)
+    name = require_str(data, "name", where)
+    profile = data.get("profile")
+    if profile is not None and not isinstance(profile, str):
+        raise invalid(f"{where}.profile: expected a string, got {profile!r}")
+    return uri, file_path(uri, f"{where}.uri"), name, profile
+
+
+def register(server: JaxServer) -> None:
+    tracer = Tracer(server)
+    server.tracer = tracer
+
+    @server.command(TRACE_COMMAND)
+    async def trace_graph(ls: JaxServer, *args: Any) -> dict[str, Any]:
+        if len(args) != 1:
+            raise invalid(f"{TRACE_COMMAND}: expected one argument {{uri, name, profile?}}, got {len(args)}")
+        uri, path, name, profile = _target(args[0], "arguments[0]")
+        return await tracer.trace(path, uri, name, profile)
+
+    @server.feature("jaxlsp/trace")
+    async def trace(ls: JaxServer, params: Any) -> dict[str, Any]:
+        uri, path, name, profile = _target(params, "params")
+        return await tracer.trace(path, uri, name, profile)
+
+    @server.feature("jaxlsp/graph")
+    def graph(ls: JaxServer, params: Any) -> dict[str, Any]:
+        data = as_dict(params)
+        trace_id = require_str(data, "traceId", "params")
+        group = data.get("group")
+        cursor = data.get("cursor")
+        limit = data.get("limit", 200)
+        if group is not None and not isinstance(group, str):
+            raise invalid(f"params.group: expected a group id, got {group!r}")
+        if cursor is not None and not isinstance(cursor, str):
+            raise invalid(f"params.cursor: expected the nextCursor of a previous page, got {cursor!r}")
+        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 5000:
+            raise invalid(f"params.limit: expected an integer from 1 to 5000, got {limit!r}")
+        try:
+            return ls.session.graphs.page(trace_id, group, cursor, limit)
+        except KeyError as exc:
+            raise JsonRpcException(f"unknown trace or group: {exc.args[0]}", code=REQUEST_FAILED) from None
+        except ValueError:
+            raise invalid(f"params.cursor: not a cursor of this trace: {cursor!r}") from None
+
+    @server.feature("jaxlsp/node")
+    def node(ls: JaxServer, params: Any) -> dict[str, Any]:
+        data = as_dict(params)
+        trace_id = require_str(data, "traceId", "params")
+        node_id = require_str(data, "nodeId", "params")
+        stored = ls.session.graphs.get(trace_id)
+        if stored is None:
+            raise JsonRpcException(f"unknown trace: {trace_id}", code=REQUEST_FAILED)
+        found = stored.node(node_id)
+        if found is None:
+            raise JsonRpcException(f"unknown node {node_id} in trace {trace_id}", code=REQUEST_FAILED)
+        return {
+            "id": found.id,
+            "kind": "node",
+            "primitive": found.primitive,
+            "params": found.params,
+            "inputs": [stored.value_json(v) for v in found.inputs],
+            "outputs": [stored.value_json(v) for v in found.outputs],
+            "scope": found.scope,
+            "group": found.group,
+            "transforms": list(found.transforms),
+            "frames": [_location(ls, f) for f in found.frames],
+        }
+
+    @server.feature(types.SHUTDOWN)
+    async def shutdown(ls: JaxServer, params: Any) -> None:
+        if tracer.pool is not None:
+            await tracer.pool.close()
+
+    @server.command("jaxlsp.listTrusted")
+    def list_trusted(ls: JaxServer, *args: Any) -> list[str]:
+        return [str(f) for f in ls.session.trust.folders()]
+
+    @server.command("jaxlsp.revokeTrust")
+    def revoke_trust(ls: JaxServer, *args: Any) -> bool:
+        if len(args) != 1 or not isinstance(args[0], str):
+            raise invalid("jaxlsp.revokeTrust: expected one argument, the folder path")
+        folder = Path(args[0])
+        ls.session.trusted_once.discard(folder.resolve())
+        return ls.session.trust.remove(folder)
+
+
+def _location(ls: JaxServer, frame: Any) -> dict[str, Any]:
+    """A graph frame (1-based lines, code-point columns) as an LSP Location in client units."""
+    from jaxlsp.discovery.chunks import normalize_newlines
+
+    path = Path(frame.path)
+    text = ls.session.index.text(path) or ""
+    lines = normalize_newlines(text).split("\n")
+    codec = ls.workspace.position_codec
+    start = codec.position_to_client_units(lines, types.Position(frame.line - 1, frame.column))
+    end = codec.position_to_client_units(lines, types.Position(frame.end_line - 1, frame.end_column))
+    return {
+        "uri": path.as_uri(),
+        "range": {
+            "start": {"line": start.line, "character": start.character},
+            "end": {"line": end.line, "character": end.character},
+        },
+    }

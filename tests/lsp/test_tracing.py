@@ -1,0 +1,178 @@
+"""Tracing from the editor over stdio: trust, jaxlsp/trace and the command, graph pages, nodes.
+
+Real captures (JAX on CPU) of ``tests/workspaces/lsp_trace``, whose module writes a sentinel file
+when imported: it proves that nothing ran before the user trusted the folder.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+
+from tests.lsp.conftest import CONFIG, JaxClient, copy_workspace, initialize_params, within
+
+REQUEST_FAILED = -32803
+INVALID_PARAMS = -32602
+
+
+def _options(trusted: bool) -> Any:
+    return {"jaxlsp": {"trusted": True}} if trusted else None
+
+
+def tracing_session(name: str, clients: list[str], trusted: bool = False) -> Any:
+    @pytest_lsp.fixture(config=CONFIG, params=clients, name=name)
+    async def fixture(lsp: JaxClient, request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+        root = copy_workspace("lsp_trace", tmp_path)
+        lsp.client_name = request.param
+        lsp.workspace = root
+        params = initialize_params(request.param, root)
+        params.initialization_options = _options(trusted)
+        lsp.initialize_result = await within(lsp.initialize_session(params))
+        yield
+        await lsp.finish()
+
+    return fixture
+
+
+untrusted = tracing_session("untrusted", ["visual-studio-code", "neovim"])
+trusted = tracing_session("trusted", ["visual-studio-code"], trusted=True)
+
+
+async def _trace(client: JaxClient, name: str, **extra: Any) -> Any:
+    uri = client.uri("model.py")
+    return client.plain(
+        await client.within(client.request("jaxlsp/trace", {"textDocument": {"uri": uri}, "name": name, **extra}), 120)
+    )
+
+
+async def _error(client: JaxClient, method: str, params: Any) -> JsonRpcException:
+    with pytest.raises(JsonRpcException) as info:
+        await client.within(client.request(method, params), 120)
+    return info.value
+
+
+async def test_declined_trust_runs_nothing(untrusted: JaxClient) -> None:
+    client = untrusted
+    client.trust_answer = "Cancel"
+    error = await _error(client, "jaxlsp/trace", {"textDocument": {"uri": client.uri("model.py")}, "name": "predict"})
+    assert error.code == REQUEST_FAILED and "is not trusted" in error.message
+    assert client.trust_prompts == [f"Trust {client.workspace} to run its code for tracing?"]
+    assert not (client.workspace / "IMPORTED").exists()  # no import, no spare, no interpreter check
+
+
+async def test_trust_once_then_trace_page_and_node(untrusted: JaxClient) -> None:
+    client = untrusted
+    client.trust_answer = "Trust once"
+    result = await _trace(client, "predict")
+    assert (client.workspace / "IMPORTED").exists()
+    assert result["summary"]["outputs"] == ["f32[2]"]
+    assert result["summary"]["ops"] >= 4 and result["freshness"] == "fresh" and result["profile"] == "predict"
+    await client.wait_until(lambda: any(f.get("traceId") == result["traceId"] for f in client.finished))
+
+    again = await _trace(client, "predict")  # trusted for the session: no second prompt
+    assert len(client.trust_prompts) == 1 and again["traceId"] != result["traceId"]
+
+    top = client.plain(await client.request("jaxlsp/graph", {"traceId": result["traceId"]}))
+    # @jax.jit: one call at the top level, followed by its region collapsed into a group.
+    node, group = top["items"]
+    assert (node["kind"], node["primitive"]) == ("node", "jit")
+    assert (group["kind"], group["groupKind"]) == ("group", "jit") and group["counts"]["nodes"] >= 3
+    body = client.plain(await client.request("jaxlsp/graph", {"traceId": result["traceId"], "group": group["id"]}))
+    assert {item["kind"] for item in body["items"]} <= {"node", "group"} and body["items"]
+    inner = await _all_nodes(client, result["traceId"])
+    primitives = [n["primitive"] for n in inner]
+    assert "dot_general" in primitives and "tanh" in primitives
+
+    first = client.plain(await client.request("jaxlsp/graph", {"traceId": result["traceId"], "limit": 1}))
+    assert len(first["items"]) == 1
+
+    dot = next(n for n in inner if n["primitive"] == "dot_general")
+    node = client.plain(await client.request("jaxlsp/node", {"traceId": result["traceId"], "nodeId": dot["id"]}))
+    assert [v["type"] for v in node["inputs"]] == ["f32[2,3]", "f32[3,4]"]
+    assert [v["type"] for v in node["outputs"]] == ["f32[2,4]"]
+    frame = node["frames"][0]
+    assert frame["uri"] == client.uri("model.py")
+    line = (client.workspace / "model.py").read_text().splitlines()[frame["range"]["start"]["line"]]
+    assert "x @ w" in line
+
+
+async def _all_nodes(client: JaxClient, trace_id: str, group: str | None = None) -> list[dict[str, Any]]:
+    """Every node under ``group``, expanding child groups, following cursors."""
+    out: list[dict[str, Any]] = []
+    cursor: str | None = None
+    while True:
+        params: dict[str, Any] = {"traceId": trace_id, "limit": 2}
+        if group:
+            params["group"] = group
+        if cursor:
+            params["cursor"] = cursor
+        page = client.plain(await client.request("jaxlsp/graph", params))
+        for item in page["items"]:
+            if item["kind"] == "group":
+                out.extend(await _all_nodes(client, trace_id, item["id"]))
+            else:
+                out.append(item)
+        cursor = page.get("nextCursor")
+        if not cursor:
+            return out
+
+
+async def test_needs_input_answers_with_the_missing_fields(trusted: JaxClient) -> None:
+    client = trusted
+    result = await _trace(client, "needs")
+    assert client.trust_prompts == []  # initializationOptions carried the editor's trust
+    assert result["needsInput"] and "shape" in str(result["needsInput"][0])
+    assert "[profiles.needs]" in result["proposal"]
+
+
+async def test_trace_graph_command_and_bad_graph_params(trusted: JaxClient) -> None:
+    client = trusted
+    uri = client.uri("model.py")
+    result = client.plain(
+        await client.within(
+            client.workspace_execute_command_async(
+                types.ExecuteCommandParams(command="jaxlsp.traceGraph", arguments=[{"uri": uri, "name": "predict"}])
+            ),
+            120,
+        )
+    )
+    trace_id = result["traceId"]
+    cases = {
+        "no traceId": {},
+        "limit zero": {"traceId": trace_id, "limit": 0},
+        "limit text": {"traceId": trace_id, "limit": "10"},
+        "bad cursor": {"traceId": trace_id, "cursor": "-5"},
+        "group not a string": {"traceId": trace_id, "group": 3},
+    }
+    for case, params in cases.items():
+        assert (await _error(client, "jaxlsp/graph", params)).code == INVALID_PARAMS, case
+    assert (await _error(client, "jaxlsp/graph", {"traceId": "nope"})).code == REQUEST_FAILED
+    assert (await _error(client, "jaxlsp/graph", {"traceId": trace_id, "group": "g999"})).code == REQUEST_FAILED
+    assert (await _error(client, "jaxlsp/node", {"traceId": trace_id, "nodeId": "n999"})).code == REQUEST_FAILED
+    assert (await _error(client, "jaxlsp/node", {"traceId": trace_id})).code == INVALID_PARAMS
+    failed = await _error(client, "jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "predict", "profile": "nope"})
+    assert failed.code == REQUEST_FAILED
+
+
+async def test_always_is_remembered_and_can_be_revoked(untrusted: JaxClient) -> None:
+    client = untrusted
+    client.trust_answer = "Always"
+    await _trace(client, "predict")
+    listed = await client.within(
+        client.workspace_execute_command_async(types.ExecuteCommandParams(command="jaxlsp.listTrusted"))
+    )
+    assert str(client.workspace) in listed
+    revoked = await client.within(
+        client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="jaxlsp.revokeTrust", arguments=[str(client.workspace)])
+        )
+    )
+    assert revoked is True
+    client.trust_answer = "Cancel"
+    error = await _error(client, "jaxlsp/trace", {"textDocument": {"uri": client.uri("model.py")}, "name": "predict"})
+    assert error.code == REQUEST_FAILED and len(client.trust_prompts) == 2
