@@ -12,7 +12,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from jaxlsp.graph.model import Graph, Node
+from jaxlsp.graph.model import Graph, Node, Value
 from jaxlsp.graph.summary import shape_str
 
 
@@ -22,7 +22,7 @@ class Trace:
     graph: Graph
     meta: dict[str, Any]  # uri, name, profile, interpreter...
     _levels: dict[str | None, list[dict[str, Any]]] = field(default_factory=dict)
-    _values: dict[str, Any] = field(default_factory=dict)
+    _values: dict[str, Value] = field(default_factory=dict)
     _nodes: dict[str, Node] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -31,6 +31,35 @@ class Trace:
 
     def node(self, node_id: str) -> Node | None:
         return self._nodes.get(node_id)
+
+    def value(self, value_id: str) -> Value | None:
+        return self._values.get(value_id)
+
+    def nodes_at(self, path: str, line: int) -> list[Node]:
+        """Nodes produced at ``path:line`` (1-based), innermost first.
+
+        A node belongs to the first (innermost) of its frames that lies in ``path``: the line
+        that wrote the operation, or the call in this file that led to it.
+        """
+        found: list[tuple[int, int, Node]] = []
+        for index, n in enumerate(self.graph.nodes):
+            for depth, frame in enumerate(n.frames):
+                if frame.path == path:
+                    if frame.line <= line <= frame.end_line:
+                        found.append((depth, index, n))
+                    break
+        return [n for _, _, n in sorted(found, key=lambda item: (item[0], item[1]))]
+
+    def stale_sources(self, read: Any) -> list[str]:
+        """Source files whose text now differs from the traced one (``read(path) -> str | None``)."""
+        import hashlib
+
+        stale = []
+        for path, digest in self.graph.sources.items():
+            text = read(path)
+            if text is None or hashlib.sha256(text.encode("utf-8")).hexdigest() != digest:
+                stale.append(path)
+        return stale
 
     def value_json(self, value_id: str) -> dict[str, Any]:
         v = self._values.get(value_id)
@@ -105,6 +134,10 @@ class GraphStore:
 
     def get(self, trace_id: str) -> Trace | None:
         return self._traces.get(trace_id)
+
+    def covering(self, path: str) -> list[Trace]:
+        """Traces with nodes from ``path``, newest first."""
+        return [t for t in reversed(self._traces.values()) if path in t.graph.sources]
 
     def page(self, trace_id: str, group: str | None, cursor: str | None, limit: int) -> dict[str, Any]:
         """``{items, nextCursor?}``: raises KeyError for an unknown trace or group, ValueError for a bad cursor."""

@@ -66,9 +66,9 @@ class JaxServer(LanguageServer):
 
 
 def create_server() -> JaxServer:
-    from jaxlsp.server.features import discover, documents, lenses, tracing
+    from jaxlsp.server.features import discover, documents, lenses, tracing, views
 
     server = JaxServer()
-    for feature in (documents, lenses, discover, tracing):
+    for feature in (documents, lenses, discover, tracing, views):
         feature.register(server)
     return server

@@ -187,6 +187,43 @@ class NodeDetail(TypedDict):
     frames: list[Location]
 
 
+class NodesAtParams(TypedDict):
+    textDocument: TextDocumentIdentifier
+    position: Position
+
+
+class NodesAtResult(TypedDict):
+    traceId: str | None
+    nodeIds: list[str]
+
+
+class ExportParams(TypedDict):
+    traceId: str
+    format: Literal["json", "dot", "html"]
+
+
+class ExportResult(TypedDict):
+    uri: str
+
+
+class RevealSourceParams(TypedDict):
+    traceId: str
+    nodeId: str
+    frame: NotRequired[int]
+
+
+class RevealSourceResult(TypedDict):
+    location: Location
+
+
+class OpenGraphParams(TypedDict):
+    traceId: str
+
+
+class OpenGraphResult(TypedDict):
+    url: str
+
+
 class LensData(TypedDict):
     """``CodeLens.data`` between ``textDocument/codeLens`` and ``codeLens/resolve``."""
 

@@ -81,6 +81,7 @@ class JaxClient(LanguageClient):
         self.trust_answer: str | None = "Cancel"  # what the "user" answers to a trust prompt
         self.trust_prompts: list[str] = []
         self.finished: list[dict[str, Any]] = []  # jaxlsp/traceFinished notifications
+        self.shown: list[types.ShowDocumentParams] = []  # window/showDocument requests
         self.progress_kinds: dict[types.ProgressToken, list[str]] = {}
         self._changed = asyncio.Event()
         self._versions: dict[str, int] = {}
@@ -219,6 +220,7 @@ def make_client(cls: type[JaxClient] = JaxClient) -> JaxClient:
     client = cls()
     features = dict(DEFAULT_CLIENT_FEATURES)
     default_progress = features.pop(types.PROGRESS)
+    features.pop(types.WINDOW_SHOW_DOCUMENT, None)  # ours below records what the server asks to show
     register_lsp_features(client, features)
 
     @client.feature(types.PROGRESS)
@@ -244,6 +246,12 @@ def make_client(cls: type[JaxClient] = JaxClient) -> JaxClient:
         ls._signal()
         return types.MessageActionItem(title=ls.trust_answer) if ls.trust_answer else None
 
+    @client.feature(types.WINDOW_SHOW_DOCUMENT)
+    def on_show_document(ls: JaxClient, params: types.ShowDocumentParams) -> types.ShowDocumentResult:
+        ls.shown.append(params)
+        ls._signal()
+        return types.ShowDocumentResult(success=True)
+
     @client.feature("jaxlsp/traceFinished")
     def on_trace_finished(ls: JaxClient, params: Any) -> None:
         ls.finished.append(plain(params))
@@ -252,8 +260,12 @@ def make_client(cls: type[JaxClient] = JaxClient) -> JaxClient:
     return client
 
 
-# The per-user trust store lives under XDG_CONFIG_HOME: keep the tests' out of the real one.
-SERVER_ENV = {**os.environ, "XDG_CONFIG_HOME": tempfile.mkdtemp(prefix="jaxlsp-test-config-")}
+# The per-user trust store (XDG_CONFIG_HOME) and exports (XDG_CACHE_HOME): keep the tests' apart.
+SERVER_ENV = {
+    **os.environ,
+    "XDG_CONFIG_HOME": tempfile.mkdtemp(prefix="jaxlsp-test-config-"),
+    "XDG_CACHE_HOME": tempfile.mkdtemp(prefix="jaxlsp-test-cache-"),
+}
 CONFIG = ClientServerConfig(server_command=SERVER_COMMAND, client_factory=make_client, server_env=SERVER_ENV)
 IMPORTTIME_CONFIG = ClientServerConfig(
     server_command=[sys.executable, "-X", "importtime", "-m", "jaxlsp", "serve"],

@@ -176,3 +176,78 @@ async def test_always_is_remembered_and_can_be_revoked(untrusted: JaxClient) -> 
     client.trust_answer = "Cancel"
     error = await _error(client, "jaxlsp/trace", {"textDocument": {"uri": client.uri("model.py")}, "name": "predict"})
     assert error.code == REQUEST_FAILED and len(client.trust_prompts) == 2
+
+
+async def test_views_of_a_trace(trusted: JaxClient) -> None:
+    """nodesAt, hover (fresh, then stale after an unsaved edit), export, revealSource, openGraph."""
+    client = trusted
+    uri = client.open("model.py")
+    result = await _trace(client, "predict")
+    trace_id = result["traceId"]
+
+    at = client.plain(
+        await client.request("jaxlsp/nodesAt", {"textDocument": {"uri": uri}, "position": {"line": 11, "character": 8}})
+    )
+    assert at["traceId"] == trace_id and at["nodeIds"]
+    primitives = [
+        client.plain(await client.request("jaxlsp/node", {"traceId": trace_id, "nodeId": n}))["primitive"]
+        for n in at["nodeIds"]
+    ]
+    assert {"dot_general", "tanh"} <= set(primitives)
+    nowhere = client.plain(
+        await client.request("jaxlsp/nodesAt", {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}})
+    )
+    assert nowhere["nodeIds"] == []
+
+    hover = await client.within(
+        client.text_document_hover_async(
+            types.HoverParams(text_document=types.TextDocumentIdentifier(uri), position=types.Position(11, 8))
+        )
+    )
+    assert hover is not None
+    text = hover.contents.value  # type: ignore[union-attr]
+    assert "`dot_general` → `f32[2,4]`" in text and "`tanh` → `f32[2,4]`" in text and "fresh" in text
+    client.edit(uri, (11, 4), (11, 4), "# ")  # an unsaved edit of a traced file makes the trace stale
+    stale = await client.within(
+        client.text_document_hover_async(
+            types.HoverParams(text_document=types.TextDocumentIdentifier(uri), position=types.Position(11, 8))
+        )
+    )
+    assert stale is not None and "stale" in stale.contents.value  # type: ignore[union-attr]
+    assert (
+        await client.within(
+            client.text_document_hover_async(
+                types.HoverParams(text_document=types.TextDocumentIdentifier(uri), position=types.Position(0, 0))
+            )
+        )
+        is None
+    )
+
+    for fmt, head in (("json", "{"), ("dot", "digraph"), ("html", "<!")):
+        exported = client.plain(await client.request("jaxlsp/export", {"traceId": trace_id, "format": fmt}))
+        path = Path(exported["uri"].removeprefix("file://"))
+        assert path.read_text().lstrip().lower().startswith(head.lower()) and not path.is_relative_to(client.workspace)
+    assert (await _error(client, "jaxlsp/export", {"traceId": trace_id, "format": "svg"})).code == INVALID_PARAMS
+
+    node_id = at["nodeIds"][0]
+    revealed = client.plain(await client.request("jaxlsp/revealSource", {"traceId": trace_id, "nodeId": node_id}))
+    assert revealed["location"]["uri"] == uri and revealed["location"]["range"]["start"]["line"] == 11
+    await client.wait_until(lambda: any(s.uri == uri and s.selection is not None for s in client.shown))
+    opened = client.plain(await client.request("jaxlsp/openGraph", {"traceId": trace_id}))
+    assert opened["url"].endswith(".html")
+    await client.wait_until(lambda: any(s.external for s in client.shown))
+    assert (
+        await _error(client, "jaxlsp/revealSource", {"traceId": trace_id, "nodeId": node_id, "frame": 99})
+    ).code == REQUEST_FAILED
+    assert (await _error(client, "jaxlsp/nodesAt", {"textDocument": {"uri": uri}})).code == INVALID_PARAMS
+
+
+async def test_a_failed_trace_is_a_diagnostic_on_the_users_line(trusted: JaxClient) -> None:
+    client = trusted
+    uri = client.open("model.py")
+    error = await _error(client, "jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "bad"})
+    assert error.code == REQUEST_FAILED and "model.py:21" in error.message
+    await client.wait_until(lambda: bool(client.diagnostics.get(uri)))
+    (diagnostic,) = client.diagnostics[uri]
+    assert diagnostic.range.start.line == 20 and diagnostic.source == "jaxlsp" and diagnostic.code == "trace"
+    assert any(f.get("ok") is False and f.get("name") == "bad" for f in client.finished)

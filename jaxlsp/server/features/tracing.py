@@ -42,6 +42,7 @@ class Tracer:
         self.slots = asyncio.Semaphore(MAX_RUNNING)
         self.waiting = 0
         self.running: dict[tuple[Path, str], asyncio.Task[Any]] = {}
+        self.diagnosed: dict[tuple[str, str], str] = {}  # (uri, name) -> the uri holding its diagnostic
 
     async def ensure_trusted(self, folder: Path) -> bool:
         session = self.ls.session
@@ -132,13 +133,40 @@ class Tracer:
             "interpreter": outcome.python,
             "profile": traced.resolved.name,
         }
+        self._diagnose(uri, name, None)
         self.ls.protocol.notify("jaxlsp/traceFinished", {"uri": uri, "name": name, "ok": True, "traceId": trace.id})
         return result
+
+    def _diagnose(self, uri: str, name: str, failure: TraceFailure | None) -> None:
+        """One diagnostic at the failing user line; cleared by the target's next success."""
+        previous = self.diagnosed.pop((uri, name), None)
+        if previous is not None:
+            self.ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=previous, diagnostics=[]))
+        if failure is None:
+            return
+        frame = failure.frame or {}
+        where = Path(str(frame["path"])).as_uri() if frame.get("path") else uri
+        line = max(int(frame.get("line", 1)) - 1, 0)
+        column = int(frame.get("column", 0) or 0)
+        end_line = max(int(frame.get("endLine", line + 1)) - 1, line)
+        end_column = int(frame.get("endColumn", column + 1) or column + 1)
+        if not frame:
+            line, column, end_line, end_column = 0, 0, 0, 0
+        diagnostic = types.Diagnostic(
+            range=types.Range(types.Position(line, column), types.Position(end_line, end_column)),
+            message=f"tracing {name} failed ({failure.kind}): {failure.message}",
+            severity=types.DiagnosticSeverity.Error,
+            source="jaxlsp",
+            code=failure.kind,
+        )
+        self.ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=where, diagnostics=[diagnostic]))
+        self.diagnosed[(uri, name)] = where
 
     def _failed(self, uri: str, name: str, failure: TraceFailure) -> dict[str, Any]:
         if failure.needs is not None:
             data = failure.needs.to_json()
             return {"needsInput": data.get("needsInput", []), "proposal": data.get("toml", "")}
+        self._diagnose(uri, name, failure)
         self.ls.protocol.notify(
             "jaxlsp/traceFinished", {"uri": uri, "name": name, "ok": False, "error": failure.paragraph()}
         )
