@@ -29,6 +29,12 @@ _CONTINUES = {
     "finally": frozenset({"try"}),
 }
 _HEADER_WORDS = frozenset({"def", "class", "async"})
+# Statements that own an indented body; an indented line after any other statement is an
+# indentation error and stands alone instead of breaking the statement above it.
+_COMPOUND = frozenset({
+    "def", "class", "async", "@", "if", "elif", "else", "for", "while", "try", "except", "finally",
+    "with", "match", "case",
+})  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,7 +167,7 @@ def statements(lines: list[LogicalLine], indent: int = 0, first: int = 0, last: 
         if not ll.code:
             continue
         if cur_start >= 0 and not after_broken:
-            if ll.indent > indent and ll.indent >= body_indent:
+            if ll.indent > indent and ll.indent >= body_indent and cur_word in _COMPOUND:
                 cur_end = ll.end
                 body_indent = ll.indent if body_indent == indent else min(body_indent, ll.indent)
                 pending_decorator = False  # a decorator is followed by its def, not by a body
