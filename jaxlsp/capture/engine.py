@@ -40,6 +40,7 @@ class TraceFailure(Exception):
     frame: dict[str, Any] | None = None
     needs: NeedsInput | None = None
     logs: str = ""
+    problems: list[Any] = field(default_factory=list)  # recipe problems (path, line, key_path, message)
 
     def paragraph(self) -> str:
         where = ""
@@ -82,14 +83,14 @@ def select(req: TraceRequest) -> tuple[Resolved, Path | None]:
     try:
         recipe = load_recipe(recipe_path) if recipe_path else None
     except RecipeError as exc:
-        raise TraceFailure("refused", str(exc)) from None
+        raise TraceFailure("refused", str(exc), problems=list(exc.problems)) from None
     entrypoint = _entrypoint(file, req.name, req.workspace_root)
     try:
         selected = select_profile(
             recipe, file, req.name, req.profile, entrypoint=entrypoint, workspace_root=req.workspace_root.resolve()
         )
     except RecipeError as exc:  # no such profile, several candidates, a target file gone...
-        raise TraceFailure("refused", str(exc)) from None
+        raise TraceFailure("refused", str(exc), problems=list(exc.problems)) from None
     if isinstance(selected, NeedsInput):
         missing = "; ".join(str(m.get("message") or m.get("path")) for m in selected.missing)
         where = f" (recipe {recipe_path})" if recipe_path else " (no jaxlsp.toml profile for it: one was proposed)"

@@ -35,6 +35,9 @@ class Trace:
     def value(self, value_id: str) -> Value | None:
         return self._values.get(value_id)
 
+    def output_types(self) -> list[str]:
+        return [shape_str(v) for p in self.graph.outputs if (v := self._values.get(p.value)) is not None]
+
     def nodes_at(self, path: str, line: int) -> list[Node]:
         """Nodes produced at ``path:line`` (1-based), innermost first.
 
@@ -134,6 +137,13 @@ class GraphStore:
 
     def get(self, trace_id: str) -> Trace | None:
         return self._traces.get(trace_id)
+
+    def latest(self, uri: str, name: str) -> Trace | None:
+        """The newest trace of the target ``name`` started from ``uri``."""
+        for trace in reversed(self._traces.values()):
+            if trace.meta.get("uri") == uri and trace.meta.get("name") == name:
+                return trace
+        return None
 
     def covering(self, path: str) -> list[Trace]:
         """Traces with nodes from ``path``, newest first."""

@@ -43,6 +43,7 @@ class Options:
     trusted: bool = False  # the editor's own workspace trust (VS Code fills it)
     python: str | None = None  # the interpreter to capture in
     timeout: float | None = None
+    inlay_hints: bool = False  # shapes at the end of assignment lines (off by default)
 
     @classmethod
     def parse(cls, raw: Any) -> Options:
@@ -55,6 +56,7 @@ class Options:
             trusted=section.get("trusted") is True,
             python=python if isinstance(python, str) and python else None,
             timeout=float(timeout) if isinstance(timeout, (int, float)) and timeout > 0 else None,
+            inlay_hints=section.get("inlayHints") is True,
         )
 
 

@@ -6,6 +6,7 @@ when imported: it proves that nothing ran before the user trusted the folder.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -20,18 +21,18 @@ REQUEST_FAILED = -32803
 INVALID_PARAMS = -32602
 
 
-def _options(trusted: bool) -> Any:
-    return {"jaxlsp": {"trusted": True}} if trusted else None
+def _options(trusted: bool, inlay_hints: bool = False) -> Any:
+    return {"jaxlsp": {"trusted": True, "inlayHints": inlay_hints}} if trusted else None
 
 
-def tracing_session(name: str, clients: list[str], trusted: bool = False) -> Any:
+def tracing_session(name: str, clients: list[str], trusted: bool = False, inlay_hints: bool = False) -> Any:
     @pytest_lsp.fixture(config=CONFIG, params=clients, name=name)
     async def fixture(lsp: JaxClient, request: pytest.FixtureRequest, tmp_path: Path) -> Any:
         root = copy_workspace("lsp_trace", tmp_path)
         lsp.client_name = request.param
         lsp.workspace = root
         params = initialize_params(request.param, root)
-        params.initialization_options = _options(trusted)
+        params.initialization_options = _options(trusted, inlay_hints)
         lsp.initialize_result = await within(lsp.initialize_session(params))
         yield
         await lsp.finish()
@@ -41,6 +42,7 @@ def tracing_session(name: str, clients: list[str], trusted: bool = False) -> Any
 
 untrusted = tracing_session("untrusted", ["visual-studio-code", "neovim"])
 trusted = tracing_session("trusted", ["visual-studio-code"], trusted=True)
+hinted = tracing_session("hinted", ["visual-studio-code", "neovim"], trusted=True, inlay_hints=True)
 
 
 async def _trace(client: JaxClient, name: str, **extra: Any) -> Any:
@@ -251,3 +253,91 @@ async def test_a_failed_trace_is_a_diagnostic_on_the_users_line(trusted: JaxClie
     (diagnostic,) = client.diagnostics[uri]
     assert diagnostic.range.start.line == 20 and diagnostic.source == "jaxlsp" and diagnostic.code == "trace"
     assert any(f.get("ok") is False and f.get("name") == "bad" for f in client.finished)
+
+
+async def test_lens_titles_carry_the_last_trace(trusted: JaxClient) -> None:
+    client = trusted
+    uri = client.open("model.py")
+
+    async def title() -> str:
+        lenses = await client.lenses(uri)
+        lens = next(lens for lens in lenses if lens.data["name"] == "predict")
+        resolved = await client.within(client.code_lens_resolve_async(lens))
+        assert resolved.command is not None
+        return resolved.command.title
+
+    assert await title() == "Trace graph"
+    result = await _trace(client, "predict")
+    assert await title() == f"Trace graph · {result['summary']['ops']:,} ops · f32[2]"
+    client.edit(uri, (11, 4), (11, 4), "# ")
+    assert (await title()).startswith("Re-trace (stale) · ")
+
+
+async def test_recipe_problems_are_diagnostics_on_jaxlsp_toml(trusted: JaxClient) -> None:
+    client = trusted
+    recipe = client.workspace / "jaxlsp.toml"
+    recipe.write_text(recipe.read_text().replace("shape = [3, 4]", "shape = [3, -4]"))
+    error = await _error(client, "jaxlsp/trace", {"textDocument": {"uri": client.uri("model.py")}, "name": "predict"})
+    assert error.code == REQUEST_FAILED and "jaxlsp.toml:5" in error.message
+    await client.wait_until(lambda: bool(client.diagnostics.get(recipe.as_uri())))
+    (diagnostic,) = client.diagnostics[recipe.as_uri()]
+    assert diagnostic.range.start.line == 4 and "shape[1]" in diagnostic.message and diagnostic.code == "recipe"
+
+
+async def test_inlay_hints_show_the_shape_bound_by_each_assignment(hinted: JaxClient) -> None:
+    client = hinted
+    uri = client.open("model.py")
+    await _trace(client, "predict")
+    hints = await client.within(
+        client.text_document_inlay_hint_async(
+            types.InlayHintParams(
+                text_document=types.TextDocumentIdentifier(uri),
+                range=types.Range(types.Position(0, 0), types.Position(30, 0)),
+            )
+        )
+    )
+    assert [(h.position.line, h.label) for h in hints or []] == [(11, ": f32[2,4]")]
+
+
+async def test_a_new_trace_supersedes_the_running_one_and_kills_its_worker(trusted: JaxClient) -> None:
+    client = trusted
+    hold = client.workspace / "HOLD"
+    pid_file = client.workspace / "slow.pid"
+    hold.write_text("hold")
+    uri = client.uri("slow.py")
+    first = asyncio.ensure_future(client.request("jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "slow"}))
+    await client.within(_until(pid_file.exists), 60)
+    held_pid = int(pid_file.read_text())
+    second = await _trace_uri(client, uri, "slow")  # HOLD still there: only the first import waits
+    assert second["summary"]["outputs"] == ["f32[5]"]
+    with pytest.raises(JsonRpcException) as info:
+        await client.within(first, 30)
+    assert info.value.code in (-32800, REQUEST_FAILED)
+    await client.within(_until(lambda: not _alive(held_pid)), 15)
+    hold.unlink()
+
+
+async def test_two_traces_at_once(trusted: JaxClient) -> None:
+    client = trusted
+    a, b = await asyncio.gather(_trace(client, "predict"), _trace_uri(client, client.uri("slow.py"), "slow"))
+    assert a["summary"]["outputs"] == ["f32[2]"] and b["summary"]["outputs"] == ["f32[5]"]
+
+
+async def _trace_uri(client: JaxClient, uri: str, name: str) -> Any:
+    return client.plain(
+        await client.within(client.request("jaxlsp/trace", {"textDocument": {"uri": uri}, "name": name}), 120)
+    )
+
+
+async def _until(predicate: Any) -> None:
+    """Poll a file-system condition the server cannot signal (bounded by the caller's deadline)."""
+    while not predicate():
+        await asyncio.sleep(0.05)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split()[2]
+    except OSError:
+        return False
+    return state != "Z"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
@@ -42,6 +43,7 @@ def register(server: JaxServer) -> None:
         data: Any = as_dict(lens.data)
         if isinstance(data, dict) and isinstance(data.get("uri"), str) and isinstance(data.get("name"), str):
             lens.command = trace_command(data["uri"], data["name"])
+            lens.command.title = lens_title(ls, data["uri"], data["name"])
         return lens
 
     @server.feature(
@@ -58,6 +60,17 @@ def register(server: JaxServer) -> None:
             return []
         command = trace_command(uri, entry.name)
         return [types.CodeAction(title=f"{LENS_TITLE}: {entry.name}", kind=types.CodeActionKind.Empty, command=command)]
+
+
+def lens_title(ls: JaxServer, uri: str, name: str) -> str:
+    """``Trace graph``, or after a trace ``Trace graph · 1,234 ops · f32[2,10]`` (``Re-trace (stale)``)."""
+    trace = ls.session.graphs.latest(uri, name)
+    if trace is None:
+        return LENS_TITLE
+    outputs = ", ".join(trace.output_types()[:2])
+    figures = f"{len(trace.graph.nodes):,} ops" + (f" · {outputs}" if outputs else "")
+    stale = trace.stale_sources(lambda p: ls.session.index.text(Path(p)))
+    return f"Re-trace (stale) · {figures}" if stale else f"{LENS_TITLE} · {figures}"
 
 
 def _entry_at(entries: tuple[Entrypoint, ...], first: int, last: int) -> Entrypoint | None:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -122,6 +123,10 @@ def register(server: JaxServer) -> None:
             )
         return {"location": location}
 
+    @server.feature(types.TEXT_DOCUMENT_INLAY_HINT)
+    def inlay_hint(ls: JaxServer, params: types.InlayHintParams) -> list[types.InlayHint]:
+        return inlay_hints(ls, params.text_document.uri, params.range.start.line, params.range.end.line)
+
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     def hover(ls: JaxServer, params: types.HoverParams) -> types.Hover | None:
         path = _path(params.text_document.uri)
@@ -135,6 +140,41 @@ def register(server: JaxServer) -> None:
                     contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=hover_text(ls, trace, nodes))
                 )
         return None
+
+
+_ASSIGNMENT = re.compile(r"\s*[A-Za-z_][\w.,\s\[\]]*(?::[^=]+)?=(?!=)")
+
+
+def inlay_hints(ls: JaxServer, uri: str, first: int, last: int) -> list[types.InlayHint]:
+    """The type of the value each assignment line binds, from the freshest trace covering it."""
+    path = _path(uri)
+    if path is None or not ls.session.options.inlay_hints:
+        return []
+    key = str(path.resolve())
+    traces = ls.session.graphs.covering(key)
+    if not traces:
+        return []
+    doc = ls.workspace.get_text_document(uri)
+    lines = doc.lines
+    hints = []
+    for line in range(first, min(last, len(lines) - 1) + 1):
+        text = lines[line].rstrip("\r\n")
+        if not _ASSIGNMENT.match(text):
+            continue
+        nodes = [n for n in traces[0].nodes_at(key, line + 1) if n.frames and n.frames[0].path == key]
+        if not nodes:
+            continue
+        last_node = max(nodes, key=lambda n: int(n.id[1:]) if n.id[1:].isdigit() else 0)
+        types_ = [shape_str(v) for o in last_node.outputs if (v := traces[0].value(o)) is not None]
+        if not types_:
+            continue
+        position = ls.workspace.position_codec.position_to_client_units(lines, types.Position(line, len(text)))
+        hints.append(
+            types.InlayHint(
+                position=position, label=": " + ", ".join(types_), kind=types.InlayHintKind.Type, padding_left=True
+            )
+        )
+    return hints
 
 
 def hover_text(ls: JaxServer, trace: Trace, nodes: list[Any]) -> str:
