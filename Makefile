@@ -41,6 +41,7 @@ bench: install
 	$(PY) benchmarks/discovery.py
 	$(PY) benchmarks/server_memory.py
 	$(PY) benchmarks/capture.py
+	$(PY) benchmarks/lsp.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,223 @@
+"""The server's own path: ``jaxlsp/trace`` and ``jaxlsp/graph`` over LSP, and the server's memory.
+
+One ``jaxlsp serve`` over pipes (workspace benchmarks/models, trusted through
+``initializationOptions``, no work-done progress), measured in one run:
+
+- trace: ``jaxlsp/trace`` request -> response on a warm server (after a first forward trace, which
+  starts the warm spare), median of several, for the profiles ``forward`` and ``grad`` of the
+  12-layer d=256 Linen transformer; against the bare cold script of benchmarks/capture.py (a fresh
+  ``python`` that imports jax and calls ``jax.make_jaxpr``). Target: <= 0.5 x bare.
+- graph: ``jaxlsp/graph`` page latency on the gradient trace: every page of the top level
+  (limit 200) and the first page of each group below it, median and max.
+- memory: the server's VmRSS idle (after initialize) and after 20 more traces, forward and grad
+  alternating. The server keeps the 16 most recent traces (docs/lsp-extensions.md), so RSS must
+  level off; the bar (MEMORY_LIMIT_MB) is what 16 transformer graphs imply with room to spare.
+
+Exit status 1 when a target is missed. Linux only (/proc).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+BENCHMARKS = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCHMARKS))
+
+from capture import CASES, bare  # noqa: E402
+
+MODELS = BENCHMARKS / "models"
+TARGET = "Transformer"
+FILE = MODELS / "transformer.py"
+WARM_TARGET = 0.5
+MEMORY_LIMIT_MB = 1536.0  # 16 kept transformer traces (forward and grad) plus the idle server
+MEMORY_TRACES = 20
+GROUP_PAGES_MAX = 500
+
+
+class LspError(Exception):
+    pass
+
+
+class Peer:
+    """A minimal LSP client over the server's stdin/stdout; server->client requests get null."""
+
+    def __init__(self, command: list[str], cwd: Path) -> None:
+        self.proc = subprocess.Popen(
+            command, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        )
+        self.next_id = 0
+
+    def send(self, message: dict[str, Any]) -> None:
+        body = json.dumps({"jsonrpc": "2.0", **message}).encode()
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        self.proc.stdin.flush()
+
+    def receive(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        length = 0
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise SystemExit("the server closed its output")
+            if line in (b"\r\n", b"\n"):
+                break
+            name, _, value = line.decode().partition(":")
+            if name.lower() == "content-length":
+                length = int(value)
+        message: dict[str, Any] = json.loads(self.proc.stdout.read(length))
+        return message
+
+    def request(self, method: str, params: Any) -> Any:
+        self.next_id += 1
+        self.send({"id": self.next_id, "method": method, "params": params})
+        while True:
+            message = self.receive()
+            if message.get("id") == self.next_id and "method" not in message:
+                if "error" in message:
+                    raise LspError(f"{method}: {message['error']}")
+                return message.get("result")
+            if "method" in message and "id" in message:  # a server->client request: answer null
+                self.send({"id": message["id"], "result": None})
+
+    def timed(self, method: str, params: Any) -> tuple[float, Any]:
+        start = time.perf_counter()
+        result = self.request(method, params)
+        return time.perf_counter() - start, result
+
+
+def status_mb(pid: int, key: str) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no {key}")
+
+
+def trace(peer: Peer, profile: str) -> tuple[float, str]:
+    params = {"textDocument": {"uri": FILE.as_uri()}, "name": TARGET, "profile": profile}
+    wall, result = peer.timed("jaxlsp/trace", params)
+    if not isinstance(result, dict) or "traceId" not in result:
+        raise SystemExit(f"jaxlsp/trace {profile}: no trace: {result}")
+    return wall, str(result["traceId"])
+
+
+def graph_pages(peer: Peer, trace_id: str) -> tuple[list[float], int]:
+    """Latencies (s) of every top-level page and the first page of each group below; and the group count."""
+    latencies: list[float] = []
+    queue: list[str] = []
+    cursor: str | None = None
+    while True:
+        params: dict[str, Any] = {"traceId": trace_id, "limit": 200}
+        if cursor is not None:
+            params["cursor"] = cursor
+        wall, page = peer.timed("jaxlsp/graph", params)
+        latencies.append(wall)
+        queue += [item["id"] for item in page["items"] if item["kind"] == "group"]
+        cursor = page.get("nextCursor")
+        if cursor is None:
+            break
+    seen = 0
+    while queue and seen < GROUP_PAGES_MAX:
+        group = queue.pop(0)
+        wall, page = peer.timed("jaxlsp/graph", {"traceId": trace_id, "group": group, "limit": 200})
+        latencies.append(wall)
+        seen += 1
+        queue += [item["id"] for item in page["items"] if item["kind"] == "group"]
+    return latencies, seen
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5, help="warm traces per profile (median)")
+    args = parser.parse_args()
+    cases = {case.profile: case for case in CASES if case.folder == MODELS}
+    profiles = ["forward", "grad"]
+
+    peer = Peer([sys.executable, "-m", "jaxlsp", "serve"], MODELS)
+    try:
+        caps = {"window": {"workDoneProgress": False}, "workspace": {"codeLens": {"refreshSupport": False}}}
+        peer.request(
+            "initialize",
+            {
+                "processId": None,
+                "rootUri": MODELS.as_uri(),
+                "capabilities": caps,
+                "workspaceFolders": [{"uri": MODELS.as_uri(), "name": "models"}],
+                "initializationOptions": {"jaxlsp": {"trusted": True}},
+            },
+        )
+        peer.send({"method": "initialized", "params": {}})
+        peer.request("jaxlsp/discover", {"textDocument": {"uri": FILE.as_uri()}})  # the server has settled
+        time.sleep(1.0)
+        idle_rss = status_mb(peer.proc.pid, "VmRSS")
+
+        first, _ = trace(peer, "forward")  # starts the warm spare
+        warm: dict[str, list[float]] = {p: [] for p in profiles}
+        grad_id = ""
+        for _ in range(args.repeat):
+            for profile in profiles:
+                wall, trace_id = trace(peer, profile)
+                warm[profile].append(wall)
+                if profile == "grad":
+                    grad_id = trace_id
+
+        latencies, groups = graph_pages(peer, grad_id)
+
+        rss_after: list[float] = []
+        for i in range(MEMORY_TRACES):
+            trace(peer, profiles[i % 2])
+            rss_after.append(status_mb(peer.proc.pid, "VmRSS"))
+        hwm = status_mb(peer.proc.pid, "VmHWM")
+
+        peer.request("shutdown", None)
+        peer.send({"method": "exit", "params": None})
+        peer.proc.wait(timeout=30)
+    finally:
+        if peer.proc.poll() is None:
+            peer.proc.kill()
+
+    ok = True
+    print("LSP server path (seconds unless noted; ratios against the bare script in the same run)")
+    print(f"  first jaxlsp/trace forward (starts the warm spare) {first:5.2f}")
+    ratios = []
+    for profile in profiles:
+        bare_wall, inside = bare(cases[profile])
+        median = statistics.median(warm[profile])
+        ratio = median / bare_wall
+        ratios.append(ratio)
+        ok = ok and ratio <= WARM_TARGET
+        runs = " ".join(f"{w:.2f}" for w in warm[profile])
+        print(
+            f"  trace {profile:<8} {inside['eqns']:>5} eqns | bare {bare_wall:5.2f} | warm jaxlsp/trace median "
+            f"{median:5.2f} [{runs}] ({ratio:.2f}x, target <= {WARM_TARGET})"
+        )
+    ms = [w * 1000 for w in latencies]
+    print(
+        f"  jaxlsp/graph on the grad trace: {len(ms)} pages (top level + {groups} groups, limit 200) | "
+        f"median {statistics.median(ms):.1f} ms | max {max(ms):.1f} ms"
+    )
+    rss = rss_after[-1]
+    mem_ok = rss <= MEMORY_LIMIT_MB
+    ok = ok and mem_ok
+    print(
+        f"  server RSS idle {idle_rss:.1f} MB | after {MEMORY_TRACES} more traces {rss:.1f} MB "
+        f"(after 16: {rss_after[15]:.1f} MB, peak {hwm:.1f} MB; bar <= {MEMORY_LIMIT_MB:.0f} MB, 16 traces kept): "
+        f"{'ok' if mem_ok else 'OVER'}"
+    )
+    print(
+        f"lsp: trace forward {ratios[0]:.2f}x / grad {ratios[1]:.2f}x bare (<= {WARM_TARGET}), graph page median "
+        f"{statistics.median(ms):.1f} ms max {max(ms):.1f} ms, RSS {idle_rss:.0f} -> {rss:.0f} MB "
+        f"(<= {MEMORY_LIMIT_MB:.0f}): " + ("within target" if ok else "MISSED a target")
+    )
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
