@@ -19,11 +19,8 @@ Exit status 1 when a target is missed. Linux only (/proc).
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +28,7 @@ BENCHMARKS = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCHMARKS))
 
 from capture import CASES, bare  # noqa: E402
+from server_memory import Peer, status_mb  # noqa: E402
 
 MODELS = BENCHMARKS / "models"
 TARGET = "Transformer"
@@ -39,65 +37,6 @@ WARM_TARGET = 0.5
 MEMORY_LIMIT_MB = 1536.0  # 16 kept transformer traces (forward and grad) plus the idle server
 MEMORY_TRACES = 20
 GROUP_PAGES_MAX = 500
-
-
-class LspError(Exception):
-    pass
-
-
-class Peer:
-    """A minimal LSP client over the server's stdin/stdout; server->client requests get null."""
-
-    def __init__(self, command: list[str], cwd: Path) -> None:
-        self.proc = subprocess.Popen(
-            command, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
-        )
-        self.next_id = 0
-
-    def send(self, message: dict[str, Any]) -> None:
-        body = json.dumps({"jsonrpc": "2.0", **message}).encode()
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
-        self.proc.stdin.flush()
-
-    def receive(self) -> dict[str, Any]:
-        assert self.proc.stdout is not None
-        length = 0
-        while True:
-            line = self.proc.stdout.readline()
-            if not line:
-                raise SystemExit("the server closed its output")
-            if line in (b"\r\n", b"\n"):
-                break
-            name, _, value = line.decode().partition(":")
-            if name.lower() == "content-length":
-                length = int(value)
-        message: dict[str, Any] = json.loads(self.proc.stdout.read(length))
-        return message
-
-    def request(self, method: str, params: Any) -> Any:
-        self.next_id += 1
-        self.send({"id": self.next_id, "method": method, "params": params})
-        while True:
-            message = self.receive()
-            if message.get("id") == self.next_id and "method" not in message:
-                if "error" in message:
-                    raise LspError(f"{method}: {message['error']}")
-                return message.get("result")
-            if "method" in message and "id" in message:  # a server->client request: answer null
-                self.send({"id": message["id"], "result": None})
-
-    def timed(self, method: str, params: Any) -> tuple[float, Any]:
-        start = time.perf_counter()
-        result = self.request(method, params)
-        return time.perf_counter() - start, result
-
-
-def status_mb(pid: int, key: str) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(key + ":"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError(f"no {key}")
 
 
 def trace(peer: Peer, profile: str) -> tuple[float, str]:
@@ -155,7 +94,6 @@ def main() -> int:
         )
         peer.send({"method": "initialized", "params": {}})
         peer.request("jaxlsp/discover", {"textDocument": {"uri": FILE.as_uri()}})  # the server has settled
-        time.sleep(1.0)
         idle_rss = status_mb(peer.proc.pid, "VmRSS")
 
         first, _ = trace(peer, "forward")  # starts the warm spare

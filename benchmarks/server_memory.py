@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +29,17 @@ def package_dir(name: str) -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
-class Peer:
-    """A minimal LSP client over the server's stdin/stdout."""
+class LspError(Exception):
+    pass
 
-    def __init__(self, command: list[str]) -> None:
-        self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+
+class Peer:
+    """A minimal LSP client over the server's stdin/stdout; server->client requests get null."""
+
+    def __init__(self, command: list[str], cwd: Path | None = None) -> None:
+        self.proc = subprocess.Popen(
+            command, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        )
         self.next_id = 0
 
     def send(self, message: dict[str, Any]) -> None:
@@ -62,8 +69,15 @@ class Peer:
         while True:
             message = self.receive()
             if message.get("id") == self.next_id and "method" not in message:
+                if "error" in message:
+                    raise LspError(f"{method}: {message['error']}")
                 return message.get("result")
             self.answer(message)
+
+    def timed(self, method: str, params: Any) -> tuple[float, Any]:
+        start = time.perf_counter()
+        result = self.request(method, params)
+        return time.perf_counter() - start, result
 
     def answer(self, message: dict[str, Any]) -> None:
         if "method" in message and "id" in message:  # a server->client request: accept it
@@ -78,11 +92,12 @@ class Peer:
                 return
 
 
-def rss_mb(pid: int) -> float:
+def status_mb(pid: int, key: str = "VmRSS") -> float:
+    """A memory figure of ``/proc/<pid>/status`` (VmRSS, VmHWM...) in MB."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(key + ":"):
             return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmRSS")
+    raise RuntimeError(f"no {key}")
 
 
 def measure(workspace: Path) -> tuple[int, float]:
@@ -98,7 +113,7 @@ def measure(workspace: Path) -> tuple[int, float]:
         peer.wait_for_progress_end()
         some_file = next(workspace.rglob("linear.py"))
         peer.request("textDocument/codeLens", {"textDocument": {"uri": some_file.as_uri()}})
-        rss = rss_mb(peer.proc.pid)
+        rss = status_mb(peer.proc.pid)
         peer.request("shutdown", None)
         peer.send({"method": "exit", "params": None})
         peer.proc.wait(timeout=10)

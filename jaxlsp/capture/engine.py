@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,8 @@ class TraceRequest:
     python: str | None = None
     device: str | None = None
     timeout: float = DEFAULT_TIMEOUT
+    # How to find the target's entrypoint (for proposals); the server passes its warm index.
+    find_entrypoint: Callable[[Path, str], Any] | None = None
 
 
 @dataclass
@@ -84,7 +87,8 @@ def select(req: TraceRequest) -> tuple[Resolved, Path | None]:
         recipe = load_recipe(recipe_path) if recipe_path else None
     except RecipeError as exc:
         raise TraceFailure("refused", str(exc), problems=list(exc.problems)) from None
-    entrypoint = _entrypoint(file, req.name, req.workspace_root)
+    find = req.find_entrypoint or (lambda path, name: _entrypoint(path, name, req.workspace_root))
+    entrypoint = find(file, req.name)
     try:
         selected = select_profile(
             recipe, file, req.name, req.profile, entrypoint=entrypoint, workspace_root=req.workspace_root.resolve()

@@ -7,8 +7,10 @@ recipe carries its key path and, when the recipe came from a file, the 1-based l
 
 from __future__ import annotations
 
+import math
 import re
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -130,3 +132,30 @@ class RecipeError(Exception):
 
     def __str__(self) -> str:
         return "\n".join(str(p) for p in self.problems)
+
+
+def toml_value(value: object, *, strict: bool = True) -> str:
+    """One TOML value, inline (tables as inline tables). Not strict: anything else is described
+    (``a set ({1})``) instead of refused, for messages about values that are not TOML."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return repr(value)
+    if isinstance(value, str):
+        return quote_string(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_value(v, strict=strict) for v in value) + "]"
+    if isinstance(value, Mapping):
+        if not value:
+            return "{}"
+        items = ", ".join(f"{quote_key(str(k))} = {toml_value(v, strict=strict)}" for k, v in value.items())
+        return "{ " + items + " }"
+    if strict:
+        raise TypeError(f"cannot write {type(value).__name__} as TOML")
+    return f"a {type(value).__name__} ({value})"

@@ -7,11 +7,10 @@ writes a whole file. ``tomllib.loads`` of the text gives the tables back unchang
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from jaxlsp.recipes.errors import KeyPath, format_key_path, quote_key, quote_string
+from jaxlsp.recipes.errors import KeyPath, format_key_path, quote_key, toml_value
 from jaxlsp.recipes.schema import VERSION
 
 _SECTIONS = ("dims", "init", "inputs")  # profile keys written as sub-tables
@@ -19,25 +18,7 @@ _SECTIONS = ("dims", "init", "inputs")  # profile keys written as sub-tables
 
 def render_value(value: object) -> str:
     """One TOML value, inline (tables as inline tables)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "nan"
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-        return repr(value)
-    if isinstance(value, str):
-        return quote_string(value)
-    if isinstance(value, list):
-        return "[" + ", ".join(render_value(v) for v in value) + "]"
-    if isinstance(value, Mapping):
-        if not value:
-            return "{}"
-        return "{ " + ", ".join(f"{quote_key(str(k))} = {render_value(v)}" for k, v in value.items()) + " }"
-    raise TypeError(f"cannot write {type(value).__name__} as TOML")
+    return toml_value(value)
 
 
 def _array_lines(key: str, items: list[Any]) -> list[str]:

@@ -6,11 +6,10 @@ Everything here is data; :mod:`jaxlsp.recipes.check` applies it.
 from __future__ import annotations
 
 import difflib
-import math
 import re
 from typing import Final
 
-from jaxlsp.recipes.errors import quote_key, quote_string
+from jaxlsp.recipes.errors import quote_string, toml_value
 
 VERSION: Final = 1
 RECIPE_FILE: Final = "jaxlsp.toml"
@@ -96,22 +95,4 @@ def show(value: object, limit: int = 60) -> str:
 
 
 def _show(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "nan"
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-        return repr(value)
-    if isinstance(value, str):
-        return quote_string(value)
-    if isinstance(value, list):
-        return "[" + ", ".join(_show(v) for v in value) + "]"
-    if isinstance(value, dict):
-        if not value:
-            return "{}"
-        return "{ " + ", ".join(f"{quote_key(str(k))} = {_show(v)}" for k, v in value.items()) + " }"
-    return f"a {type(value).__name__} ({value})"
+    return toml_value(value, strict=False)

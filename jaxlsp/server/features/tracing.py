@@ -91,7 +91,14 @@ class Tracer:
 
     async def _run(self, path: Path, uri: str, name: str, profile: str | None, folder: Path) -> dict[str, Any]:
         options = self.ls.session.options
-        req = TraceRequest(file=path, name=name, workspace_root=folder, profile=profile, python=options.python)
+        req = TraceRequest(
+            file=path,
+            name=name,
+            workspace_root=folder,
+            profile=profile,
+            python=options.python,
+            find_entrypoint=self._entrypoint,
+        )
         if options.timeout:
             req.timeout = options.timeout
         progress = _Progress(self.ls, f"Tracing {name}")
@@ -188,6 +195,10 @@ class Tracer:
         )
         self.ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=where, diagnostics=[diagnostic]))
         self.diagnosed[(uri, name)] = where
+
+    def _entrypoint(self, path: Path, name: str) -> Any:
+        found = self.ls.session.discover(path)
+        return next((e for e in (*found.entrypoints, *found.drivers) if e.name == name), None)
 
     def _failed(self, uri: str, name: str, failure: TraceFailure) -> dict[str, Any]:
         if failure.needs is not None:
