@@ -21,7 +21,14 @@ def static(value: Any) -> dict[str, Any]:
     return {"kind": "static", "value": value}
 
 
-def request(file: str, name: str, *args: Any, kwargs: dict[str, Any] | None = None, **profile: Any) -> dict[str, Any]:
+def request(
+    file: str,
+    name: str,
+    *args: Any,
+    kwargs: dict[str, Any] | None = None,
+    workspace: Path = WORKSPACE,
+    **profile: Any,
+) -> dict[str, Any]:
     prof: dict[str, Any] = {
         "name": None,
         "device": "cpu",
@@ -32,9 +39,9 @@ def request(file: str, name: str, *args: Any, kwargs: dict[str, Any] | None = No
     }
     prof.update(profile)
     return {
-        "target": {"path": str(WORKSPACE / file), "name": name},
+        "target": {"path": str(workspace / file), "name": name},
         "profile": prof,
-        "workspaceRoot": str(WORKSPACE),
+        "workspaceRoot": str(workspace),
         "resultFd": -1,
     }
 

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.capture.conftest import array, graph_of, static
+from tests.capture.conftest import request as base_request
 
 pytest.importorskip("jax")
 
@@ -23,21 +24,7 @@ REAL = Path(__file__).resolve().parents[1] / "workspaces" / "capture_real"
 
 
 def request(file: str, name: str, *args: Any, kwargs: dict[str, Any] | None = None, **profile: Any) -> dict[str, Any]:
-    prof: dict[str, Any] = {
-        "name": None,
-        "device": "cpu",
-        "seed": 0,
-        "x64": False,
-        "inputs": {"args": list(args), "kwargs": kwargs or {}},
-        "load": "module",
-    }
-    prof.update(profile)
-    return {
-        "target": {"path": str(REAL / file), "name": name},
-        "profile": prof,
-        "workspaceRoot": str(REAL),
-        "resultFd": -1,
-    }
+    return base_request(file, name, *args, kwargs=kwargs, workspace=REAL, **profile)
 
 
 def _checked(result: dict[str, Any]) -> dict[str, Any]:
