@@ -42,6 +42,7 @@ def tracing_session(name: str, clients: list[str], trusted: bool = False, inlay_
 
 untrusted = tracing_session("untrusted", ["visual-studio-code", "neovim"])
 trusted = tracing_session("trusted", ["visual-studio-code"], trusted=True)
+both = tracing_session("both", ["visual-studio-code", "neovim"], trusted=True)
 hinted = tracing_session("hinted", ["visual-studio-code", "neovim"], trusted=True, inlay_hints=True)
 
 
@@ -341,3 +342,28 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+async def test_frames_use_the_negotiated_position_encoding(both: JaxClient) -> None:
+    """Non-ASCII text (an astral character too) before the traced expression: VS Code counts UTF-16
+    units, Neovim UTF-8 bytes; JAX reports UTF-8 byte columns and the graph code points."""
+    client = both
+    uri = client.open("uni.py")
+    result = await _trace_uri(client, uri, "f")
+    line_text = (client.workspace / "uni.py").read_text(encoding="utf-8").splitlines()[4]
+    prefix = line_text[: line_text.index("jnp.sin")]
+    expected = len(prefix.encode("utf-8")) if client.client_name == "neovim" else len(prefix.encode("utf-16-le")) // 2
+    at = client.plain(
+        await client.request(
+            "jaxlsp/nodesAt", {"textDocument": {"uri": uri}, "position": {"line": 4, "character": expected}}
+        )
+    )
+    sin = None
+    for node_id in at["nodeIds"]:
+        node = client.plain(await client.request("jaxlsp/node", {"traceId": result["traceId"], "nodeId": node_id}))
+        if node["primitive"] == "sin":
+            sin = node
+    assert sin is not None
+    start = sin["frames"][0]["range"]["start"]
+    assert (start["line"], start["character"]) == (4, expected)
+    assert expected != len(prefix)  # the encodings really differ from code points here
