@@ -367,3 +367,27 @@ async def test_frames_use_the_negotiated_position_encoding(both: JaxClient) -> N
     start = sin["frames"][0]["range"]["start"]
     assert (start["line"], start["character"]) == (4, expected)
     assert expected != len(prefix)  # the encodings really differ from code points here
+
+
+async def test_cancel_request_kills_the_worker_at_once(trusted: JaxClient) -> None:
+    client = trusted
+    hold = client.workspace / "HOLD"
+    pid_file = client.workspace / "slow.pid"
+    hold.write_text("hold")
+    uri = client.uri("slow.py")
+    request_id = "trace-to-cancel"
+    pending = asyncio.ensure_future(
+        client.protocol.send_request_async(
+            "jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "slow"}, msg_id=request_id
+        )
+    )
+    await client.within(_until(pid_file.exists), 60)
+    held_pid = int(pid_file.read_text())
+    client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=request_id))
+    with pytest.raises(JsonRpcException) as info:
+        await client.within(pending, 30)
+    assert info.value.code == -32800  # RequestCancelled
+    await client.within(_until(lambda: not _alive(held_pid)), 15)  # the worker is gone, not finished
+    hold.unlink()
+    again = await _trace(client, "predict")  # and the server goes on serving
+    assert again["summary"]["outputs"] == ["f32[2]"]
