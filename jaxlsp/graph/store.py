@@ -24,6 +24,7 @@ class Trace:
     _levels: dict[str | None, list[dict[str, Any]]] = field(default_factory=dict)
     _values: dict[str, Value] = field(default_factory=dict)
     _nodes: dict[str, Node] = field(default_factory=dict)
+    _group_counts: tuple[dict[str, int], dict[str, int]] | None = None
 
     def __post_init__(self) -> None:
         self._values = {v.id: v for v in self.graph.values}
@@ -78,12 +79,7 @@ class Trace:
         groups = {g.id: g for g in self.graph.groups}
         if group is not None and group not in groups:
             raise KeyError(group)
-        counts: dict[str, int] = {}
-        for n in self.graph.nodes:
-            gid = n.group
-            while gid is not None:
-                counts[gid] = counts.get(gid, 0) + 1
-                gid = groups[gid].parent if gid in groups else None
+        counts, children = self._counts(groups)
         items: list[dict[str, Any]] = []
         shown: set[str] = set()
         for n in self.graph.nodes:
@@ -97,18 +93,33 @@ class Trace:
                 continue
             shown.add(child)
             owner = groups[child]
-            subgroups = sum(1 for other in self.graph.groups if other.parent == child)
             items.append(
                 {
                     "id": owner.id,
                     "kind": "group",
                     "groupKind": owner.kind,
                     "label": owner.label,
-                    "counts": {"nodes": counts.get(child, 0), "groups": subgroups},
+                    "counts": {"nodes": counts.get(child, 0), "groups": children.get(child, 0)},
                 }
             )
         self._levels[group] = items
         return items
+
+    def _counts(self, groups: dict[str, Any]) -> tuple[dict[str, int], dict[str, int]]:
+        """Nodes anywhere inside each group and its direct child groups, computed once per trace."""
+        if self._group_counts is None:
+            nodes: dict[str, int] = {}
+            for n in self.graph.nodes:
+                gid = n.group
+                while gid is not None:
+                    nodes[gid] = nodes.get(gid, 0) + 1
+                    gid = groups[gid].parent if gid in groups else None
+            children: dict[str, int] = {}
+            for g in self.graph.groups:
+                if g.parent is not None:
+                    children[g.parent] = children.get(g.parent, 0) + 1
+            self._group_counts = (nodes, children)
+        return self._group_counts
 
     def _node_item(self, n: Node) -> dict[str, Any]:
         item: dict[str, Any] = {

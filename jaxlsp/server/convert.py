@@ -33,8 +33,8 @@ def entry_json(entry: Entrypoint, lines: Sequence[str], codec: PositionCodec) ->
     return {
         "name": entry.name,
         "kind": entry.kind,
-        "range": _range_json(rng),
-        "bodyRange": _range_json(body),
+        "range": range_json(rng),
+        "bodyRange": range_json(body),
         "decorators": list(entry.decorators),
         "fields": [
             wire.SetupField(name=f.name, annotation=f.annotation, default=f.default, kind=_field_kind(f.kind))
@@ -44,7 +44,7 @@ def entry_json(entry: Entrypoint, lines: Sequence[str], codec: PositionCodec) ->
     }
 
 
-def _range_json(rng: types.Range) -> wire.Range:
+def range_json(rng: types.Range) -> wire.Range:
     return {
         "start": {"line": rng.start.line, "character": rng.start.character},
         "end": {"line": rng.end.line, "character": rng.end.character},

@@ -21,10 +21,11 @@ from pygls.exceptions import JsonRpcException
 
 from jaxlsp.capture.engine import TraceFailure, TraceRequest, finish, prepare
 from jaxlsp.capture.spare import SparePool
-from jaxlsp.graph.summary import shape_str, summarize
+from jaxlsp.graph.store import Trace
+from jaxlsp.graph.summary import summarize
 from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
-from jaxlsp.server.convert import TRACE_COMMAND
+from jaxlsp.server.convert import TRACE_COMMAND, range_json
 from jaxlsp.server.params import as_dict, file_path, invalid, require_str, text_document_uri
 
 log = logging.getLogger(__name__)
@@ -139,7 +140,7 @@ class Tracer:
         gc.freeze()
         result: dict[str, Any] = {
             "traceId": trace.id,
-            "summary": _summary(traced.graph),
+            "summary": _summary(trace),
             "coverage": {"complete": traced.graph.coverage.complete, "notes": list(traced.graph.coverage.notes)},
             "freshness": "fresh",
             "interpreter": outcome.python,
@@ -216,16 +217,20 @@ class Tracer:
         return self.pool
 
 
-def _summary(graph: Any) -> wire.TraceSummary:
-    figures = summarize(graph)
-    outputs = [shape_str(v) for p in graph.outputs for v in graph.values if v.id == p.value]
+def _summary(trace: Trace) -> wire.TraceSummary:
+    graph = trace.graph
     return {
         "ops": len(graph.nodes),
         "values": len(graph.values),
         "groups": len(graph.groups),
-        "parameters": int(figures.get("parameters", 0)),
-        "outputs": outputs,
+        "parameters": int(summarize(graph).get("parameters", 0)),
+        "outputs": trace.output_types(),
     }
+
+
+def _location_json(ls: JaxServer, frame: Any) -> wire.Location:
+    uri, rng = ls.frame_location(frame)
+    return {"uri": uri, "range": range_json(rng)}
 
 
 class _Progress:
@@ -326,7 +331,7 @@ def register(server: JaxServer) -> None:
             "scope": found.scope,
             "group": found.group,
             "transforms": list(found.transforms),
-            "frames": [_location(ls, f) for f in found.frames],
+            "frames": [_location_json(ls, f) for f in found.frames],
         }
 
     @server.feature(types.SHUTDOWN)
@@ -345,22 +350,3 @@ def register(server: JaxServer) -> None:
         folder = Path(args[0])
         ls.session.trusted_once.discard(folder.resolve())
         return ls.session.trust.remove(folder)
-
-
-def _location(ls: JaxServer, frame: Any) -> dict[str, Any]:
-    """A graph frame (1-based lines, code-point columns) as an LSP Location in client units."""
-    from jaxlsp.discovery.chunks import normalize_newlines
-
-    path = Path(frame.path)
-    text = ls.session.index.text(path) or ""
-    lines = normalize_newlines(text).split("\n")
-    codec = ls.workspace.position_codec
-    start = codec.position_to_client_units(lines, types.Position(frame.line - 1, frame.column))
-    end = codec.position_to_client_units(lines, types.Position(frame.end_line - 1, frame.end_column))
-    return {
-        "uri": path.as_uri(),
-        "range": {
-            "start": {"line": start.line, "character": start.character},
-            "end": {"line": end.line, "character": end.character},
-        },
-    }

@@ -16,6 +16,7 @@ from jaxlsp.graph import export, io
 from jaxlsp.graph.store import Trace
 from jaxlsp.graph.summary import shape_str
 from jaxlsp.server.app import JaxServer
+from jaxlsp.server.convert import range_json
 from jaxlsp.server.features.documents import _path
 from jaxlsp.server.params import as_dict, invalid, require_str, text_document_uri
 
@@ -97,8 +98,6 @@ def register(server: JaxServer) -> None:
 
     @server.feature("jaxlsp/revealSource")
     async def reveal_source(ls: JaxServer, params: Any) -> dict[str, Any]:
-        from jaxlsp.server.features.tracing import _location
-
         data = as_dict(params)
         trace = _trace(ls, data)
         node_id = require_str(data, "nodeId", "params")
@@ -111,17 +110,10 @@ def register(server: JaxServer) -> None:
         frames = node.frames or ([node.source] if node.source else [])
         if frame_index >= len(frames):
             raise JsonRpcException(f"node {node_id} has no frame {frame_index}", code=REQUEST_FAILED)
-        location = _location(ls, frames[frame_index])
+        uri, selection = ls.frame_location(frames[frame_index])
         if ls.session.support.show_document:
-            r = location["range"]
-            selection = types.Range(
-                types.Position(r["start"]["line"], r["start"]["character"]),
-                types.Position(r["end"]["line"], r["end"]["character"]),
-            )
-            await ls.window_show_document_async(
-                types.ShowDocumentParams(uri=location["uri"], selection=selection, take_focus=True)
-            )
-        return {"location": location}
+            await ls.window_show_document_async(types.ShowDocumentParams(uri=uri, selection=selection, take_focus=True))
+        return {"location": {"uri": uri, "range": range_json(selection)}}
 
     @server.feature(types.TEXT_DOCUMENT_INLAY_HINT)
     def inlay_hint(ls: JaxServer, params: types.InlayHintParams) -> list[types.InlayHint]:
