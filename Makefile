@@ -30,11 +30,23 @@ lint: install
 	$(VENV)/bin/ruff format --check jaxlsp tests benchmarks
 	$(VENV)/bin/mypy
 
-# System tools the tests drive: Graphviz checks the DOT export. Installed when missing (CI is root).
-system-deps:
-	@command -v dot >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz >/dev/null; }
+# System packages the tests drive, as PATH:PACKAGE pairs (a command name or a file path): a
+# missing PATH installs its Debian PACKAGE (CI runs as root). Graphviz checks the DOT export.
+SYSTEM_DEPS := dot:graphviz
+# Targets that build or check something before the suite (each part adds its own).
+TEST_DEPS :=
 
-test: install lint system-deps
+system-deps:
+	@missing=""; for pair in $(SYSTEM_DEPS); do \
+		path=$${pair%%:*}; package=$${pair#*:}; \
+		command -v $$path >/dev/null 2>&1 || test -e $$path || missing="$$missing $$package"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+test: install lint system-deps $(TEST_DEPS)
 	$(PY) -m pytest -n $(PYTEST_WORKERS) -q
 
 # Every benchmark runs and prints its figures; the target fails at the end if one missed its bar.
