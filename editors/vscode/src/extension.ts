@@ -1,0 +1,216 @@
+/**
+ * The jaxlsp VS Code extension: starts `jaxlsp serve` over stdio and adds the trace commands, the
+ * status-bar item, needs-input prompts and the graph panel on top of the language client.
+ */
+
+import * as vscode from "vscode";
+import type { ShowDocumentParams, ShowDocumentResult } from "vscode-languageclient";
+import { LanguageClient, State, TransportKind, type LanguageClientOptions, type ServerOptions } from "vscode-languageclient/node";
+import { checkEnvironment, exportGraph, externalUri, openInBrowser } from "./commands";
+import { CursorTracker } from "./cursor";
+import { Gate, routeShowDocument } from "./gate";
+import { GraphPanel } from "./panel";
+import { type PythonApi, initializationOptions, readSettings, resolveLaunch, selectedInterpreter } from "./server";
+import { isSource } from "./stale";
+import { TraceStatus, TraceStatusItem } from "./status";
+import { Tracer, isTarget } from "./tracer";
+import type { ExportFormat, TraceFinished } from "./wire";
+import { errorMessage } from "./wire";
+
+let client: LanguageClient | undefined;
+let output: vscode.LogOutputChannel | undefined;
+
+async function pythonApi(): Promise<PythonApi | undefined> {
+  const extension = vscode.extensions.getExtension<PythonApi>("ms-python.python");
+  if (extension === undefined) return undefined;
+  try {
+    return extension.isActive ? extension.exports : await extension.activate();
+  } catch {
+    return undefined;
+  }
+}
+
+export async function activate(context: vscode.ExtensionContext): Promise<JaxlspApi> {
+  output = vscode.window.createOutputChannel("jaxlsp", { log: true });
+  const status = new TraceStatus();
+  const revealGate = new Gate();
+  const browserGate = new Gate();
+  const current = () => (client?.state === State.Running ? client : undefined);
+  const panel = new GraphPanel(vscode.Uri.joinPath(context.extensionUri, "dist", "viewer"), current, revealGate);
+  const tracer = new Tracer(current, status, ({ result }) => panel.show({ kind: "trace", traceId: result.traceId }));
+  const cursor = new CursorTracker(current, panel);
+  context.subscriptions.push(output, new TraceStatusItem(status), panel, { dispose: () => cursor.dispose() });
+
+  const clientOptions = (init: unknown): LanguageClientOptions => ({
+    documentSelector: [
+      { scheme: "file", language: "python" },
+      { scheme: "file", pattern: "**/jaxlsp.toml" },
+    ],
+    initializationOptions: init,
+    outputChannel: output,
+    middleware: {
+      // Lens and code-action clicks go through the same flow as the palette command.
+      executeCommand: async (command, args, next) => {
+        if (command === "jaxlsp.traceGraph" && args.length === 1 && isTarget(args[0])) return tracer.trace(args[0]);
+        return next(command, args);
+      },
+      window: {
+        // Our own reveal and open-in-browser act on the answer; the server's showDocument during them would open twice.
+        showDocument: async (params: ShowDocumentParams, token, next): Promise<ShowDocumentResult> => {
+          switch (routeShowDocument(params, revealGate, browserGate)) {
+            case "handled":
+              return { success: true };
+            case "openExternal":
+              return { success: await vscode.env.openExternal(await externalUri(vscode.Uri.parse(params.uri))) };
+            default:
+              return next(params, token) as Promise<ShowDocumentResult>;
+          }
+        },
+      },
+    },
+  });
+
+  async function start(): Promise<void> {
+    const settings = readSettings(vscode.workspace.getConfiguration("jaxlsp"));
+    const trusted = vscode.workspace.isTrusted;
+    const folders = (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath);
+    const launch = resolveLaunch(settings, await selectedInterpreter(await pythonApi()), trusted, folders);
+    const serverOptions: ServerOptions = { command: launch.server.command, args: launch.server.args, transport: TransportKind.stdio };
+    output?.info(`starting ${launch.server.command} ${launch.server.args.join(" ")} (from ${launch.server.source}; trusted: ${trusted})`);
+    if (launch.withheldPython) output?.info(`the selected interpreter ${launch.withheldPython} waits for workspace trust`);
+    const next = new LanguageClient("jaxlsp", "jaxlsp", serverOptions, clientOptions(initializationOptions(settings, launch, trusted)));
+    next.onNotification("jaxlsp/traceFinished", (note: TraceFinished) => status.finished(note));
+    client = next;
+    try {
+      await next.start();
+    } catch (error) {
+      // Not awaited: activation (and the next restart) must not wait for the user to read it.
+      void vscode.window
+        .showErrorMessage(
+          `jaxlsp: could not start "${launch.server.command} ${launch.server.args.join(" ")}" (from ${launch.server.source}): ${errorMessage(error)}. ` +
+            "Install jaxlsp in that interpreter (pip install jaxlsp) or set jaxlsp.python.",
+          "Open settings",
+        )
+        .then((action) => (action === "Open settings" ? vscode.commands.executeCommand("workbench.action.openSettings", "jaxlsp") : undefined));
+    }
+  }
+
+  // Starts and restarts run one after another (trust granted and a setting changed at once).
+  let lifecycle: Promise<void> = Promise.resolve();
+  const restart = (): Promise<void> => (lifecycle = lifecycle.then(restartNow, restartNow));
+
+  async function restartNow(): Promise<void> {
+    const previous = client;
+    client = undefined;
+    if (previous !== undefined) {
+      try {
+        await previous.stop();
+      } catch {
+        // a server that already died has nothing to stop
+      }
+    }
+    await start();
+  }
+
+  const needGraph = (): string | undefined => {
+    const traceId = panel.traceId ?? tracer.last?.traceId;
+    if (traceId === undefined) void vscode.window.showInformationMessage("jaxlsp: no graph yet. Trace a target first (jaxlsp: Trace graph).");
+    return traceId;
+  };
+  const guarded =
+    (work: (...args: unknown[]) => Promise<unknown>) =>
+    async (...args: unknown[]): Promise<unknown> => {
+      try {
+        return await work(...args);
+      } catch (error) {
+        void vscode.window.showErrorMessage(`jaxlsp: ${errorMessage(error)}`);
+        return undefined;
+      }
+    };
+
+  context.subscriptions.push(
+    vscode.commands.registerCommand(
+      "jaxlsp.trace",
+      guarded(async (arg?: unknown) => {
+        const target = isTarget(arg) ? arg : await tracer.pickTarget(vscode.window.activeTextEditor);
+        return target === undefined ? undefined : tracer.trace(target);
+      }),
+    ),
+    vscode.commands.registerCommand(
+      "jaxlsp.retrace",
+      guarded(async () => (tracer.last ? tracer.trace(tracer.last) : vscode.commands.executeCommand("jaxlsp.trace"))),
+    ),
+    vscode.commands.registerCommand(
+      "jaxlsp.openGraph",
+      guarded(async () => {
+        const traceId = panel.traceId ?? tracer.last?.traceId;
+        if (traceId !== undefined) return panel.show({ kind: "trace", traceId }, false);
+        const files = await vscode.window.showOpenDialog({ filters: { "jaxlsp graph": ["json"] }, title: "Open a saved jaxlsp graph" });
+        if (files?.[0]) panel.show({ kind: "file", uri: files[0] }, false);
+        return undefined;
+      }),
+    ),
+    vscode.commands.registerCommand(
+      "jaxlsp.openGraphInBrowser",
+      guarded(async () => {
+        const traceId = needGraph();
+        const c = current();
+        return traceId && c ? openInBrowser(c, traceId, browserGate) : undefined;
+      }),
+    ),
+    vscode.commands.registerCommand(
+      "jaxlsp.exportGraph",
+      guarded(async (format?: unknown) => {
+        const traceId = needGraph();
+        const c = current();
+        const fmt = format === "json" || format === "dot" || format === "html" ? (format as ExportFormat) : undefined;
+        return traceId && c ? exportGraph(c, traceId, tracer.last?.name ?? "graph", fmt) : undefined;
+      }),
+    ),
+    vscode.commands.registerCommand(
+      "jaxlsp.checkCaptureEnvironment",
+      guarded(async () => {
+        const c = current();
+        if (c === undefined) throw new Error("the server is not running");
+        return checkEnvironment(c, vscode.window.activeTextEditor?.document.uri.toString());
+      }),
+    ),
+    vscode.commands.registerCommand("jaxlsp.restartServer", guarded(restart)),
+    // Granting trust restarts the server with `trusted: true` (and the selected interpreter), so tracing asks nothing.
+    vscode.workspace.onDidGrantWorkspaceTrust(() => void restart()),
+    vscode.workspace.onDidChangeConfiguration((event) => {
+      if (event.affectsConfiguration("jaxlsp")) void restart();
+    }),
+    vscode.window.onDidChangeTextEditorSelection((event) => {
+      if (event.textEditor.document.languageId !== "python" || event.textEditor.document.uri.scheme !== "file") return;
+      const active = event.selections[0]?.active;
+      if (active) cursor.moved({ uri: event.textEditor.document.uri.toString(), line: active.line, character: active.character });
+    }),
+    vscode.workspace.onDidChangeTextDocument((event) => {
+      const traceId = panel.traceId;
+      if (event.contentChanges.length === 0 || event.document.uri.scheme !== "file") return;
+      const traced = tracer.last?.uri ? vscode.Uri.parse(tracer.last.uri).fsPath : undefined;
+      if (!isSource(event.document.uri.fsPath, panel.sourceKeys, traced)) return;
+      if (traceId !== undefined) panel.setStale(traceId, true);
+      if (tracer.last?.traceId !== undefined) status.markStale(tracer.last.traceId);
+    }),
+  );
+
+  const python = await pythonApi();
+  const changed = python?.environments?.onDidChangeActiveEnvironmentPath?.(() => void restart());
+  if (changed) context.subscriptions.push(changed);
+  lifecycle = start();
+  await lifecycle;
+  return { ready: () => lifecycle };
+}
+
+/** What `activate` returns to other extensions (and tests): `ready()` settles once the latest (re)start did. */
+export interface JaxlspApi {
+  ready(): Promise<void>;
+}
+
+export async function deactivate(): Promise<void> {
+  const previous = client;
+  client = undefined;
+  await previous?.stop();
+}
