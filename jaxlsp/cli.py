@@ -75,6 +75,7 @@ def _trace(args: argparse.Namespace) -> int:
             recipe=Path(args.recipe) if args.recipe else None,
             python=args.python,
             device=args.device,
+            limits=_limits(args),
             **({"timeout": args.timeout} if args.timeout else {}),
         )
         outcome = trace(req)
@@ -95,11 +96,43 @@ def _trace(args: argparse.Namespace) -> int:
     capture = outcome.capture
     timings = capture.result.get("timings", {})
     phases = ", ".join(f"{k} {v:.2f}s" for k, v in timings.items())
-    print(f"\ntraced in {capture.wall:.2f}s ({capture.via}; {phases}) with {capture.python}")
+    print(f"\ntraced in {capture.wall:.2f}s ({capture.via}; {phases}) with {capture.python} ({outcome.route})")
     for label, path in (("graph", args.output), ("html", args.html)):
         if path:
             print(f"wrote {label}: {path}")
     return 0
+
+
+def _limits(args: argparse.Namespace) -> dict[str, int]:
+    given = {"equations": args.max_equations, "values": args.max_values, "bytes": args.max_bytes}
+    return {k: v for k, v in given.items() if v}
+
+
+def _env(args: argparse.Namespace) -> int:
+    from jaxlsp.capture.environment import CACHE
+    from jaxlsp.capture.install import plan_install
+    from jaxlsp.capture.interpreters import InterpreterError, select_interpreter
+
+    try:
+        selection = select_interpreter(workspace_root=Path.cwd(), request=args.python)
+    except InterpreterError as exc:
+        print(f"jaxlsp env: {exc}", file=sys.stderr)
+        return 2
+    report = CACHE.check(selection, args.kind, args.device)
+    data = report.to_json()
+    if report.requirements:
+        plan = plan_install(selection, report.requirements, has_pip=bool(report.probe.packages.get("pip")))
+        data["install"] = plan.text
+    if args.json:
+        json.dump(data, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print(report.message())
+        for problem in report.problems:
+            print(f"- {problem.severity}: {problem.message} (fix: {problem.fix})")
+        if "install" in data:
+            print(f"\nto install what is missing, run:\n  {data['install']}")
+    return 0 if report.ok else 1
 
 
 def _export(args: argparse.Namespace) -> int:
@@ -143,12 +176,24 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("target", metavar="FILE::NAME", help="the file and the function or class (Class.method too)")
     t.add_argument("--profile", help="the jaxlsp.toml profile to use (default: the one for the target)")
     t.add_argument("--recipe", help="the jaxlsp.toml to use (default: the nearest at or above the file)")
-    t.add_argument("--python", help="the interpreter to capture in (default: recipe, .venv, this one)")
+    t.add_argument(
+        "--python", help="the interpreter to capture in (default: recipe, .venv, $CONDA_PREFIX, $VIRTUAL_ENV, this one)"
+    )
     t.add_argument("--device", help="cpu or cuda:N (overrides the profile)")
     t.add_argument("--timeout", type=float, help="seconds before the worker is killed (default 60)")
+    t.add_argument("--max-equations", type=int, metavar="N", help="refuse graphs with more equations (200000)")
+    t.add_argument("--max-values", type=int, metavar="N", help="refuse graphs with more values (400000)")
+    t.add_argument("--max-bytes", type=int, metavar="N", help="refuse graphs whose JSON is larger (268435456)")
     t.add_argument("-o", "--output", metavar="GRAPH.json", help="write the graph here")
     t.add_argument("--html", metavar="GRAPH.html", help="write an offline HTML view here")
     t.set_defaults(func=_trace)
+
+    v = sub.add_parser("env", help="check the capture environment (interpreter, jax versions, backends)")
+    v.add_argument("--python", help="the interpreter to check (default: .venv, $CONDA_PREFIX, $VIRTUAL_ENV, this one)")
+    v.add_argument("--device", default="cpu", help="the device traces will use: cpu or cuda:N")
+    v.add_argument("--kind", choices=["function", "linen", "nnx", "equinox"], help="the target kind (flax, equinox)")
+    v.add_argument("--json", action="store_true", help="print the report as JSON")
+    v.set_defaults(func=_env)
 
     e = sub.add_parser("export", help="re-render a saved graph")
     e.add_argument("graph")

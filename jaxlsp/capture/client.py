@@ -32,9 +32,17 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal
 
-from jaxlsp.capture import staging
+from jaxlsp.capture import forkserver, staging
 from jaxlsp.capture.staging import RefusedError, Stage
-from jaxlsp.capture.supervise import CaptureOutcome, LogCallback, Pipes, error_result, settle, supervise
+from jaxlsp.capture.supervise import (
+    CaptureOutcome,
+    LogCallback,
+    PhaseCallback,
+    Pipes,
+    error_result,
+    settle,
+    supervise,
+)
 
 __all__ = [
     "DEFAULT",
@@ -96,6 +104,7 @@ async def run_capture(
     on_log: LogCallback | None = None,
     cancel: asyncio.Event | None = None,
     stage: Stage | None = None,
+    on_phase: PhaseCallback | None = None,
 ) -> CaptureOutcome:
     """Capture in a fresh worker process of ``python``; see the module docstring.
 
@@ -103,7 +112,8 @@ async def run_capture(
     ``on_log(stream, text)`` receives output as it arrives (the head of each stream only; the
     outcome keeps head and tail). ``cancel`` set: the group is killed at once and
     :class:`asyncio.CancelledError` raised; cancelling the calling task does the same.
-    ``stage`` overrides the staged worker (tests stage a stand-in).
+    ``stage`` overrides the staged worker (tests stage a stand-in). ``on_phase(name)`` hears the
+    worker start each phase (``import``, ``trace``, ``build``).
     """
     started = time.monotonic()
     try:
@@ -119,6 +129,7 @@ async def run_capture(
         on_log=on_log,
         cancel=cancel,
         started=started,
+        on_phase=on_phase,
     )
 
 
@@ -133,6 +144,7 @@ async def spawn_cold(
     cancel: asyncio.Event | None,
     started: float,
     limit: float | None = None,
+    on_phase: PhaseCallback | None = None,
 ) -> CaptureOutcome:
     loop = asyncio.get_running_loop()
     result_r, result_w = os.pipe()
@@ -162,9 +174,15 @@ async def spawn_cold(
     finally:
         for fd in (result_w, out_w, err_w, in_r):
             os.close(fd)
+    # Into its own cgroup (where one can be made) before the request is written: the worker runs no
+    # user code before it has read the request, so every process that code starts is born inside.
+    cgroup = forkserver.cgroup_create(f"{os.getpid()}-cold-{proc.pid}")
+    if cgroup is not None and not forkserver.cgroup_join(cgroup, proc.pid):
+        forkserver.cgroup_remove(cgroup)
+        cgroup = None
     writer = asyncio.ensure_future(write_all(loop, in_w, json.dumps(request).encode()))
     return await supervise(
-        PopenChild(proc),
+        PopenChild(proc, cgroup),
         Pipes(stdout=out_r, stderr=err_r, result=result_r),
         timeout=timeout,
         memory_mb=memory_mb,
@@ -175,6 +193,7 @@ async def spawn_cold(
         started=started,
         limit=limit,
         extra_tasks=(writer,),
+        on_phase=on_phase,
     )
 
 
@@ -235,9 +254,10 @@ class PopenChild:
     """A cold worker: exit seen through a pidfd (Linux), kqueue (macOS) or a ``waitid(WNOWAIT)``
     thread, so the leader stays unreaped (its number taken) until its group is killed."""
 
-    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+    def __init__(self, proc: subprocess.Popen[bytes], cgroup: str | None = None) -> None:
         self.proc = proc
         self.pgid = proc.pid
+        self.cgroup = cgroup  # killed with the group: what left it (setsid) is still in here
 
     async def wait_exit(self) -> None:
         loop = asyncio.get_running_loop()

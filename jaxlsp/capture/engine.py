@@ -8,18 +8,29 @@ user's source frame when there is one, and one paragraph of text for humans.
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from jaxlsp.capture import environment, interpreters
 from jaxlsp.capture.client import DEFAULT_TIMEOUT, capture_sync
+from jaxlsp.capture.environment import Report
+from jaxlsp.capture.interpreters import InterpreterError, Selection, select_interpreter
 from jaxlsp.capture.supervise import CaptureOutcome
+from jaxlsp.capture.worker import limits
 from jaxlsp.graph import io
 from jaxlsp.graph.model import Graph
-from jaxlsp.recipes import NeedsInput, RecipeError, Resolved, find_recipe, load_recipe, select_profile
+from jaxlsp.recipes import (
+    NeedsInput,
+    RecipeError,
+    Resolved,
+    apply_answers,
+    find_recipe,
+    load_recipe,
+    select_profile,
+)
 
 
 @dataclass
@@ -31,9 +42,15 @@ class TraceRequest:
     recipe: Path | None = None
     python: str | None = None
     device: str | None = None
+    # Interpreter routes after ``python`` (``--python``) and the recipe's (capture/interpreters.py).
+    setting_python: str | None = None  # the setting jaxlsp.python
+    client_python: str | None = None  # the client's selected interpreter
+    limits: dict[str, int] | None = None  # graph-size limits (worker/limits.py); None: the defaults
     timeout: float = DEFAULT_TIMEOUT
     # How to find the target's entrypoint (for proposals); the server passes its warm index.
     find_entrypoint: Callable[[Path, str], Any] | None = None
+    # Answers to an earlier needs-input (missing item path -> TOML-form value).
+    answers: dict[str, Any] | None = None
 
 
 @dataclass
@@ -60,6 +77,7 @@ class TraceOutcome:
     capture: CaptureOutcome
     resolved: Resolved
     request: dict[str, Any] = field(default_factory=dict)
+    route: str = interpreters.OWN  # how the interpreter that ran it was chosen
 
 
 def parse_target(spec: str) -> tuple[Path, str]:
@@ -78,7 +96,8 @@ def workspace_root_for(file: Path, cwd: Path) -> Path:
 
 
 def select(req: TraceRequest) -> tuple[Resolved, Path | None]:
-    """The resolved profile for the target, or a TraceFailure (recipe errors, needs-input)."""
+    """The resolved profile for the target (with ``req.answers`` filled in), or a TraceFailure
+    (recipe errors, needs-input, answers that do not fit)."""
     file = req.file.resolve()
     if not file.is_file():
         raise TraceFailure("refused", f"no such file: {req.file}")
@@ -95,11 +114,21 @@ def select(req: TraceRequest) -> tuple[Resolved, Path | None]:
         )
     except RecipeError as exc:  # no such profile, several candidates, a target file gone...
         raise TraceFailure("refused", str(exc), problems=list(exc.problems)) from None
+    if isinstance(selected, NeedsInput) and req.answers:
+        try:
+            selected = apply_answers(selected, req.answers)
+        except RecipeError as exc:
+            raise TraceFailure("refused", f"the answers do not fit: {exc}", problems=list(exc.problems)) from None
     if isinstance(selected, NeedsInput):
         missing = "; ".join(str(m.get("message") or m.get("path")) for m in selected.missing)
         where = f" (recipe {recipe_path})" if recipe_path else " (no jaxlsp.toml profile for it: one was proposed)"
         raise TraceFailure("needs_input", f"{req.name}{where} needs input: {missing}", needs=selected)
     return selected, recipe_path
+
+
+def save_base(req: TraceRequest, recipe_path: Path | None) -> Path:
+    """The folder a proposed profile is saved in: the recipe's, else the workspace root."""
+    return recipe_path.parent if recipe_path is not None else req.workspace_root.resolve()
 
 
 def _entrypoint(file: Path, name: str, root: Path) -> Any:
@@ -109,17 +138,18 @@ def _entrypoint(file: Path, name: str, root: Path) -> Any:
     return next((e for e in (*found.entrypoints, *found.drivers) if e.name == name), None)
 
 
-def choose_python(req: TraceRequest, resolved: Resolved) -> str:
-    """``--python``, else the recipe's ``python``, else the workspace's ``.venv``, else ours."""
-    if req.python:
-        return req.python
-    if resolved.python:
-        return resolved.python
-    for venv in (".venv", "venv"):
-        candidate = req.workspace_root / venv / "bin" / "python"
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return str(candidate)
-    return sys.executable
+def choose_python(req: TraceRequest, resolved: Resolved) -> Selection:
+    """The interpreter and the route that chose it, in docs/environments.md's order (no process runs)."""
+    try:
+        return select_interpreter(
+            workspace_root=req.workspace_root,
+            request=req.python,
+            recipe=resolved.python,
+            setting=req.setting_python,
+            client=req.client_python,
+        )
+    except InterpreterError as exc:
+        raise TraceFailure("refused", str(exc)) from None
 
 
 def build_request(req: TraceRequest, resolved: Resolved, recipe_path: Path | None) -> dict[str, Any]:
@@ -129,9 +159,15 @@ def build_request(req: TraceRequest, resolved: Resolved, recipe_path: Path | Non
     profile = dict(resolved.profile)
     if req.device:
         profile["device"] = req.device
-    request: dict[str, Any] = {"target": target, "profile": profile, "workspaceRoot": str(req.workspace_root.resolve())}
+    request: dict[str, Any] = {
+        "target": target,
+        "profile": profile,
+        "workspaceRoot": str(req.workspace_root.resolve()),
+        "transport": "packed",  # frames once each; finish() reads it back (jaxlsp.graph.io)
+    }
     if recipe_path is not None:
         request["recipePath"] = str(recipe_path)
+    request["limits"] = limits.resolve(req.limits)
     return request
 
 
@@ -142,6 +178,9 @@ class Prepared:
     request: dict[str, Any]
     python: str
     resolved: Resolved
+    recipe_path: Path | None = None
+    route: str = interpreters.OWN  # how ``python`` was chosen
+    kind: str | None = None  # the target's kind when known (which packages the check asks for)
 
 
 def prepare(req: TraceRequest) -> Prepared:
@@ -149,7 +188,22 @@ def prepare(req: TraceRequest) -> Prepared:
     if sys.platform == "win32":
         raise TraceFailure("refused", "capture runs on Linux and macOS only; Windows is not supported yet")
     resolved, recipe_path = select(req)
-    return Prepared(build_request(req, resolved, recipe_path), choose_python(req, resolved), resolved)
+    selection = choose_python(req, resolved)
+    request = build_request(req, resolved, recipe_path)
+    kind = request["target"].get("kind")
+    if kind is None:  # inferred by the worker; discovery's kind says which packages the check needs
+        find = req.find_entrypoint or (lambda path, name: _entrypoint(path, name, req.workspace_root))
+        kind = getattr(find(req.file.resolve(), req.name), "kind", None)
+    return Prepared(request, selection.python, resolved, recipe_path, selection.route, kind)
+
+
+def check_environment(prepared: Prepared, refresh: bool = False) -> Report:
+    """The (cached) compatibility check of the prepared capture's interpreter; it runs that
+    interpreter, so only once the workspace is trusted (the CLI is an explicit user action)."""
+    selection = Selection(prepared.python, prepared.route)
+    return environment.CACHE.check(
+        selection, prepared.kind, str(prepared.request["profile"].get("device") or "cpu"), refresh
+    )
 
 
 def finish(prepared: Prepared, outcome: CaptureOutcome) -> TraceOutcome:
@@ -161,10 +215,13 @@ def finish(prepared: Prepared, outcome: CaptureOutcome) -> TraceOutcome:
     graph_json = result.get("graph")
     if graph_json is None:
         raise TraceFailure("internal", "the worker reported success without a graph")
-    return TraceOutcome(io.from_json(graph_json), outcome, prepared.resolved, prepared.request)
+    return TraceOutcome(io.from_json(graph_json), outcome, prepared.resolved, prepared.request, prepared.route)
 
 
 def trace(req: TraceRequest) -> TraceOutcome:
-    """Select, capture in the chosen interpreter (a fresh worker), decode; raises TraceFailure."""
+    """Select, check the interpreter, capture in it (a fresh worker), decode; raises TraceFailure."""
     prepared = prepare(req)
+    report = check_environment(prepared)
+    if not report.ok:  # before any user import: a missing package or backend is named, with its fix
+        raise TraceFailure("refused", report.message())
     return finish(prepared, capture_sync(prepared.request, python=prepared.python, timeout=req.timeout))

@@ -66,6 +66,7 @@ class _Spare:
         self.fds: deque[int] = deque()
         self.buffer = b""
         self.children: dict[int, int] = {}  # pid -> capture id
+        self.cgroups: dict[int, str] = {}  # pid -> the capture's cgroup, where one could be made
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_r, False)
         os.set_blocking(self.wake_w, False)
@@ -97,6 +98,9 @@ class _Spare:
         finally:
             for pid in list(self.children):
                 _killpg(pid)
+            for path in self.cgroups.values():
+                cgroup_kill(path)
+            kill_orphans(set(self.children))
             for pid in list(self.children):
                 with contextlib.suppress(ChildProcessError):
                     os.waitpid(pid, 0)
@@ -136,6 +140,7 @@ class _Spare:
                     return
                 pid = info.si_pid
                 _killpg(pid)
+                self._contain(pid)
                 _, status = os.waitpid(pid, 0)
             else:  # macOS has no waitid: reap, then kill what is left of the group at once
                 try:
@@ -145,9 +150,20 @@ class _Spare:
                 if pid == 0:
                     return
                 _killpg(pid)
+                self._contain(pid)
             ident = self.children.pop(pid, None)
             if ident is not None:
                 self.send({"event": "exited", "id": ident, "pid": pid, "status": status})
+
+    def _contain(self, pid: int) -> None:
+        """A capture's leader exited: kill what it left behind outside its group (its cgroup,
+        and the orphans re-parented to us) before its exit is announced."""
+        if pid not in self.children:
+            return  # an orphan of an earlier capture, being reaped
+        cgroup_kill(self.cgroups.pop(pid, None))
+        # Every other child of ours is either a running capture's leader or an orphan: a running
+        # capture's orphans go to its own leader (a subreaper too), so these are the ended one's.
+        kill_orphans(set(self.children))
 
     # -- one capture ---------------------------------------------------------------------------------
     def _fork(self, message: dict[str, Any]) -> None:
@@ -160,6 +176,7 @@ class _Spare:
             return
         sys.stdout.flush()
         sys.stderr.flush()
+        cgroup = cgroup_create(f"{os.getpid()}-{ident}")
         try:
             with warnings.catch_warnings():
                 # Python >= 3.12 warns when forking a multi-threaded process; the only threads here
@@ -169,18 +186,23 @@ class _Spare:
         except OSError as exc:
             for fd in fds:
                 os.close(fd)
+            cgroup_kill(cgroup)
             self.send({"event": "error", "id": ident, "message": f"fork failed: {exc}"})
             return
         if pid == 0:
-            self._child(message, fds)  # never returns
+            self._child(message, fds, cgroup)  # never returns
         for fd in fds:
             os.close(fd)
         self.children[pid] = ident
+        if cgroup is not None:
+            self.cgroups[pid] = cgroup
         self.send({"event": "started", "id": ident, "pid": pid})
 
-    def _child(self, message: dict[str, Any], fds: list[int]) -> None:
+    def _child(self, message: dict[str, Any], fds: list[int], cgroup: str | None) -> None:
         code = 0
         try:
+            cgroup_join(cgroup)  # before anything else runs here, so every descendant is born inside
+            set_subreaper()  # orphans of this capture come back to it (not to the spare) while it runs
             os.setsid()
             signal.set_wakeup_fd(-1)
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -210,6 +232,9 @@ class _Spare:
             request["resultFd"] = result_fd
             try:
                 data = json.dumps(self.capture(request, jax_ready=True)).encode()
+                from jaxlsp.capture.worker.limits import check_bytes
+
+                data = check_bytes(data, request.get("limits"))
             except MemoryError:
                 data = _error("memory", "The capture ran out of memory (MemoryError).")
             except BaseException as exc:
@@ -263,12 +288,167 @@ def _killpg(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
+# -- containment: what a capture starts ends with it -------------------------------------------------
+# A process group is left by anything that calls setsid (a daemon). Two mechanisms catch those, each
+# where the platform allows it, and both degrade to nothing elsewhere (docs/security.md says what holds where):
+# - a child subreaper (Linux prctl): orphaned descendants are re-parented to the nearest living
+#   subreaper ancestor instead of init, so the capture's leader, then the spare, inherits them;
+# - a per-capture cgroup (v1 ``pids`` hierarchy, writable when running as root): membership survives
+#   setsid and double forks, ``pids.max`` bounds a fork burst (RLIMIT_NPROC does not bind root), and
+#   the whole cgroup is killed when the capture ends.
+
+PR_SET_CHILD_SUBREAPER = 36
+PIDS_MAX_ENV = "JAXLSP_CAPTURE_PIDS_MAX"  # tasks (threads too) per capture; default DEFAULT_PIDS_MAX
+CGROUPS_ENV = "JAXLSP_CAPTURE_CGROUPS"  # "0": no cgroups (the subreaper alone, as without root)
+DEFAULT_PIDS_MAX = 2048
+CGROUP_PREFIX = "jaxlsp-"
+
+
+def set_subreaper() -> bool:
+    """Make this process a child subreaper (Linux >= 3.4); False where that is unavailable."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _children(pid: int) -> list[int]:
+    """Live children of ``pid`` (Linux ``/proc``; empty elsewhere)."""
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children", encoding="ascii") as f:
+                found.extend(int(p) for p in f.read().split())
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def kill_orphans(keep: set[int], rounds: int = 200) -> None:
+    """SIGKILL every child of this (subreaper) process except ``keep``, and what they re-parent
+    to us as they die, then reap them. Bounded: a burst still forking is caught by its cgroup."""
+    for _ in range(rounds):
+        strays = [pid for pid in _children(os.getpid()) if pid not in keep]
+        if not strays:
+            return
+        for pid in strays:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        for pid in strays:
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(pid, 0)
+
+
+def _pids_root() -> str | None:
+    """This process's own cgroup in the v1 ``pids`` hierarchy, as a path; None without one."""
+    mount = "/sys/fs/cgroup/pids"
+    if os.environ.get(CGROUPS_ENV) == "0":
+        return None
+    try:
+        with open("/proc/self/cgroup", encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) == 3 and "pids" in parts[1].split(","):
+            path = os.path.join(mount, parts[2].lstrip("/"))
+            return path if os.access(path, os.W_OK) else None
+    return None
+
+
+def cgroup_create(name: str) -> str | None:
+    """A fresh pids cgroup ``jaxlsp-NAME`` beside ours, with ``pids.max`` set; None if not allowed."""
+    root = _pids_root()
+    if root is None:
+        return None
+    path = os.path.join(root, CGROUP_PREFIX + name)
+    try:
+        limit = int(os.environ.get(PIDS_MAX_ENV) or DEFAULT_PIDS_MAX)
+    except ValueError:
+        limit = DEFAULT_PIDS_MAX
+    try:
+        os.mkdir(path)
+    except OSError:
+        return None
+    try:
+        with open(os.path.join(path, "pids.max"), "w", encoding="ascii") as f:
+            f.write(str(max(limit, 16)))
+    except OSError:
+        cgroup_remove(path)
+        return None
+    return path
+
+
+def cgroup_join(path: str | None, pid: int = 0) -> bool:
+    """Move ``pid`` (0: this process) into the cgroup; its later children are born inside."""
+    if not path:
+        return False
+    try:
+        with open(os.path.join(path, "cgroup.procs"), "w", encoding="ascii") as f:
+            f.write(str(pid or os.getpid()))
+        return True
+    except OSError:
+        return False
+
+
+def cgroup_kill(path: str | None, timeout: float = 5.0) -> bool:
+    """SIGKILL every member until none is left (none can leave, and pids.max bounds new ones),
+    then remove the cgroup; False if something survived ``timeout``."""
+    if not path:
+        return True
+    import time
+
+    deadline = time.monotonic() + timeout
+    delay = 0.001
+    while True:
+        try:
+            with open(os.path.join(path, "cgroup.procs"), encoding="ascii") as f:
+                members = [int(p) for p in f.read().split()]
+        except (OSError, ValueError):
+            members = []
+        if not members:
+            break
+        if time.monotonic() > deadline:
+            return False
+        for pid in members:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(delay)
+        delay = min(delay * 2, 0.02)
+    return cgroup_remove(path)
+
+
+def cgroup_remove(path: str) -> bool:
+    import time
+
+    for _ in range(100):  # a killed member leaves the cgroup only once it is reaped
+        try:
+            os.rmdir(path)
+            return True
+        except FileNotFoundError:
+            return True
+        except OSError:
+            time.sleep(0.01)
+    return False
+
+
 def serve() -> None:
     """Entry point: ``argv[1]`` is a JSON config ``{fd, worker, preload, required}``."""
     config = json.loads(sys.argv[1])
     del sys.argv[1:]
     sock = socket.socket(fileno=int(config["fd"]))
     sock.setblocking(True)
+    set_subreaper()  # an ended capture's escaped descendants come back here, to be killed
     spare = _Spare(sock, None)
     try:
         loaded, missing = _preload(list(config["preload"]), list(config["required"]))

@@ -48,6 +48,7 @@ from jaxlsp.capture.supervise import (
     CaptureOutcome,
     LogBuffer,
     LogCallback,
+    PhaseCallback,
     PipeReader,
     Pipes,
     group_alive,
@@ -264,6 +265,7 @@ class _Spare:
         on_log: LogCallback | None,
         cancel: asyncio.Event | None,
         started: float,
+        on_phase: PhaseCallback | None = None,
     ) -> CaptureOutcome:
         loop = asyncio.get_running_loop()
         ident = next(self._ids)
@@ -308,6 +310,7 @@ class _Spare:
             python=self.python,
             via="spare",
             started=started,
+            on_phase=on_phase,
         )
 
 
@@ -429,6 +432,7 @@ class SparePool:
         on_log: LogCallback | None = None,
         cancel: asyncio.Event | None = None,
         warm: bool = True,
+        on_phase: PhaseCallback | None = None,
     ) -> CaptureOutcome:
         """Like :func:`jaxlsp.capture.client.run_capture`, through the spare when one is ready.
 
@@ -460,6 +464,7 @@ class SparePool:
                         on_log=on_log,
                         cancel=cancel,
                         started=started,
+                        on_phase=on_phase,
                     )
                 except SpareUnavailable as exc:
                     log.info("warm spare unavailable (%s): capturing cold", exc)
@@ -473,6 +478,7 @@ class SparePool:
             on_log=on_log,
             cancel=cancel,
             started=started,
+            on_phase=on_phase,
         )
 
     async def close(self) -> None:

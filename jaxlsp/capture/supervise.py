@@ -45,6 +45,7 @@ GROUP_GONE_TIMEOUT = 5.0  # seconds to wait for a killed group to disappear
 STDERR_TAIL_CHARS = 4000  # of stderr, in a crash's error
 
 LogCallback = Callable[[str, str], None]  # (stream "stdout" | "stderr", text)
+PhaseCallback = Callable[[str], None]  # the worker starts a phase: "import", "trace", "build"
 
 _MEMORY_MARKERS = ("MemoryError", "bad_alloc", "Cannot allocate memory", "out of memory", "OutOfMemory")
 
@@ -187,10 +188,14 @@ class _StreamSink:
 
 
 class _ResultSink:
-    def __init__(self, limit: int = RESULT_LIMIT) -> None:
+    """The result pipe: ``#phase NAME`` lines (the worker's progress), then one JSON result."""
+
+    def __init__(self, limit: int = RESULT_LIMIT, on_phase: PhaseCallback | None = None) -> None:
         self.data = bytearray()
         self.limit = limit
         self.overflow = False
+        self.on_phase = on_phase
+        self.preamble = True  # still reading phase lines
 
     def __call__(self, data: bytes) -> None:
         if self.overflow:
@@ -198,8 +203,23 @@ class _ResultSink:
         if len(self.data) + len(data) > self.limit:
             self.overflow = True
             self.data = bytearray()
-        else:
-            self.data += data
+            return
+        self.data += data
+        while self.preamble and self.data:
+            if self.data[:1] != b"#":
+                self.preamble = False
+                break
+            end = self.data.find(b"\n")
+            if end < 0:
+                break  # the rest of the line is still on its way
+            line = bytes(self.data[1:end]).decode("utf-8", errors="replace")
+            del self.data[: end + 1]
+            kind, _, value = line.partition(" ")
+            if kind == "phase" and self.on_phase is not None:
+                try:
+                    self.on_phase(value)
+                except Exception:
+                    log.exception("on_phase callback failed")
 
 
 # -- the process group ----------------------------------------------------------------------------
@@ -290,6 +310,7 @@ async def supervise(
     on_log: LogCallback | None,
     python: str,
     via: Literal["cold", "spare"],
+    on_phase: PhaseCallback | None = None,
     started: float,
     limit: float | None = None,
     extra_tasks: tuple[asyncio.Future[Any], ...] = (),
@@ -301,7 +322,7 @@ async def supervise(
     in both cases only after the whole group is gone.
     """
     loop = asyncio.get_running_loop()
-    out, err, res = _StreamSink("stdout", on_log), _StreamSink("stderr", on_log), _ResultSink()
+    out, err, res = _StreamSink("stdout", on_log), _StreamSink("stderr", on_log), _ResultSink(on_phase=on_phase)
     readers = [
         PipeReader(loop, pipes.stdout, out),
         PipeReader(loop, pipes.stderr, err),
@@ -340,6 +361,7 @@ async def supervise(
         with contextlib.suppress(Exception):
             await asyncio.wait_for(asyncio.shield(exited), timeout=GROUP_GONE_TIMEOUT)
         exit_code = await child.reap()
+        await kill_cgroup(child)
         # Pipes still open now are held by processes that escaped the group (setsid): wait a little.
         await asyncio.wait([r.eof for r in readers], timeout=DRAIN_GRACE)
         await wait_group_gone(child.pgid)
@@ -409,6 +431,7 @@ async def _finish(child: Child, exited: asyncio.Future[None]) -> None:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(asyncio.shield(exited), timeout=GROUP_GONE_TIMEOUT)
         await child.reap()
+        await kill_cgroup(child)
         await wait_group_gone(child.pgid)
     except Exception:
         log.exception("cleaning up capture group %d", child.pgid)
@@ -416,6 +439,17 @@ async def _finish(child: Child, exited: asyncio.Future[None]) -> None:
     finally:
         if not exited.done():
             exited.cancel()
+
+
+async def kill_cgroup(child: Child) -> None:
+    """Kill the capture's cgroup, when its child has one (the cold path, where allowed): it holds
+    what escaped the process group (setsid daemons), which would otherwise outlive the capture."""
+    cgroup = getattr(child, "cgroup", None)
+    if cgroup:
+        from jaxlsp.capture.forkserver import cgroup_kill
+
+        if not await asyncio.to_thread(cgroup_kill, cgroup):
+            log.warning("capture cgroup %s survived SIGKILL", cgroup)
 
 
 def describe_exit(code: int | None) -> str:
@@ -451,7 +485,7 @@ def _classify(
         return error_result(
             "crash", f"The capture worker sent a result larger than {RESULT_LIMIT // (1024 * 1024)} MiB.", tail or None
         )
-    if res.data and not timed_out:
+    if res.data and not res.preamble and not timed_out:  # a half phase line is no result
         try:
             parsed = json.loads(bytes(res.data))
         except (ValueError, UnicodeDecodeError) as exc:

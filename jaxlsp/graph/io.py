@@ -16,6 +16,7 @@ import json
 import math
 import os
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ INPUT_ROLES = ("parameter", "state", "input", "key", "constant")
 OUTPUT_ROLES = ("output", "state")
 VALUE_KINDS = ("var", "literal", "const")
 
+FRAME_TABLE = "frameTable"  # only in the packed transport (to_transport), never in a graph file
 _TOP_KEYS = (
     "format",
     "version",
@@ -134,6 +136,42 @@ def to_json(graph: Graph) -> dict[str, Any]:
         "values": [_value_json(v) for v in graph.values],
         "groups": [_group_json(g) for g in graph.groups],
     }
+
+
+def to_transport(graph: Graph) -> dict[str, Any]:
+    """:func:`to_json` for the worker -> server pipe only (never a file): each distinct frame is
+    written once in ``frameTable`` and nodes' ``source`` and ``frames`` hold indices into it. A
+    large model repeats a few hundred frames in thousands of stacks (3,200 nodes: 31,000 frames,
+    three quarters of the JSON), so this form is several times smaller and faster to read, and the
+    reader shares one :class:`Frame` per entry. :func:`from_json` reads both forms."""
+    index: dict[int, int] = {}
+    table: list[dict[str, Any]] = []
+
+    def at(frame: Frame) -> int:
+        i = index.get(id(frame))
+        if i is None:
+            i = index[id(frame)] = len(table)
+            table.append(_frame_json(frame))
+        return i
+
+    data = to_json(replace(graph, nodes=[]))
+    data["nodes"] = [
+        {
+            "id": n.id,
+            "primitive": n.primitive,
+            "params": _jsonable(n.params),
+            "inputs": list(n.inputs),
+            "outputs": list(n.outputs),
+            "scope": n.scope,
+            "group": n.group,
+            "source": None if n.source is None else at(n.source),
+            "frames": [at(f) for f in n.frames],
+            "transforms": list(n.transforms),
+        }
+        for n in graph.nodes
+    ]
+    data[FRAME_TABLE] = table
+    return data
 
 
 def dumps(graph: Graph) -> str:
@@ -273,8 +311,9 @@ def _json_copy(data: Any, path: str) -> Any:
     if isinstance(data, list):
         return [_json_copy(item, f"{path}[{i}]") for i, item in enumerate(data)]
     if isinstance(data, dict):
-        if len(data) == 1 and data.get("float") in _NONFINITE:
-            return _NONFINITE[data["float"]]
+        spelled = data.get("float") if len(data) == 1 else None
+        if isinstance(spelled, str) and spelled in _NONFINITE:
+            return _NONFINITE[spelled]
         out = {}
         for key, item in data.items():
             if not isinstance(key, str):
@@ -324,7 +363,7 @@ def _strs_fast(items: Any) -> bool:
     return type(items) is list and all(type(x) is str for x in items)
 
 
-def _node_fast(d: Any, path: str) -> Node | None:
+def _node_fast(d: Any, path: str, table: list[Frame] | None = None) -> Node | None:
     if type(d) is not dict or d.keys() != _NODE_KEY_SET:
         return None
     get: Any = d.get
@@ -351,16 +390,26 @@ def _node_fast(d: Any, path: str) -> Node | None:
     ):
         return None
     source = None
-    if src is not None:
-        source = _frame_fast(src)
-        if source is None:
+    if table is not None:  # the packed transport: indices into the frame table
+        size = len(table)
+        if src is not None:
+            if type(src) is not int or not 0 <= src < size:
+                return None
+            source = table[src]
+        if not all(type(f) is int and 0 <= f < size for f in frames):
             return None
-    stack = []
-    for f in frames:
-        frame = _frame_fast(f)
-        if frame is None:
-            return None
-        stack.append(frame)
+        stack = [table[f] for f in frames]
+    else:
+        if src is not None:
+            source = _frame_fast(src)
+            if source is None:
+                return None
+        stack = []
+        for f in frames:
+            frame = _frame_fast(f)
+            if frame is None:
+                return None
+            stack.append(frame)
     params = _json_copy(params, _join(path, "params")) if params else {}
     return Node(nid, prim, params, list(ins), list(outs), scope, group, source, stack, list(transforms))
 
@@ -418,7 +467,15 @@ def _port(data: Any, path: str, roles: tuple[str, ...]) -> Port:
     )
 
 
-def _node(data: Any, path: str) -> Node:
+def _frame_ref(data: Any, path: str, table: list[Frame] | None) -> Frame:
+    if table is None:
+        return _frame(data, path)
+    if type(data) is not int or not 0 <= data < len(table):
+        raise _fail(path, f"expected an index into {FRAME_TABLE} (0 to {len(table) - 1}), got {_kind(data)}")
+    return table[data]
+
+
+def _node(data: Any, path: str, table: list[Frame] | None = None) -> Node:
     d = _obj(data, path, _NODE_KEYS)
     params = d["params"]
     if not isinstance(params, dict):
@@ -432,8 +489,8 @@ def _node(data: Any, path: str) -> Node:
         outputs=_strs(d["outputs"], _join(path, "outputs")),
         scope=_str(d["scope"], _join(path, "scope")),
         group=_opt_str(d["group"], _join(path, "group"), nonempty=True),
-        source=None if d["source"] is None else _frame(d["source"], _join(path, "source")),
-        frames=[_frame(f, f"{frames_path}[{i}]") for i, f in enumerate(_list(d["frames"], frames_path))],
+        source=None if d["source"] is None else _frame_ref(d["source"], _join(path, "source"), table),
+        frames=[_frame_ref(f, f"{frames_path}[{i}]", table) for i, f in enumerate(_list(d["frames"], frames_path))],
         transforms=_strs(d["transforms"], _join(path, "transforms")),
     )
 
@@ -507,8 +564,13 @@ def _items(data: dict[str, Any], key: str, fast: Any, read: Any) -> list[Any]:
 
 
 def from_json(data: Any) -> Graph:
-    """The :class:`Graph` of a JSON form; ``ValueError`` naming the key path when malformed."""
-    d = _obj(data, "", _TOP_KEYS)
+    """The :class:`Graph` of a JSON form (or of the worker's packed transport, see
+    :func:`to_transport`); ``ValueError`` naming the key path when malformed."""
+    d = _obj(data, "", _TOP_KEYS, (FRAME_TABLE,))
+    table: list[Frame] | None = None
+    if FRAME_TABLE in d:
+        entries = _list(d[FRAME_TABLE], FRAME_TABLE)
+        table = [_frame_fast(f) or _frame(f, f"{FRAME_TABLE}[{i}]") for i, f in enumerate(entries)]
     if d["format"] != FORMAT:
         raise _fail("format", f"expected {FORMAT!r}, got {json.dumps(d['format'], default=repr)}: not a jaxlsp graph")
     version = _int(d["version"], "version", 1)
@@ -543,7 +605,7 @@ def from_json(data: Any) -> Graph:
         sources=dict(sources),
         inputs=[_port(p, f"inputs[{i}]", INPUT_ROLES) for i, p in enumerate(_list(d["inputs"], "inputs"))],
         outputs=[_port(p, f"outputs[{i}]", OUTPUT_ROLES) for i, p in enumerate(_list(d["outputs"], "outputs"))],
-        nodes=_items(d, "nodes", _node_fast, _node),
+        nodes=_items(d, "nodes", lambda n, p: _node_fast(n, p, table), lambda n, p: _node(n, p, table)),
         values=_items(d, "values", _value_fast, _value),
         groups=_items(d, "groups", lambda _d, _p: None, _group),
         format=FORMAT,

@@ -1,7 +1,8 @@
 """Recipes: ``jaxlsp.toml`` read, checked (every key, with line numbers), resolved into the worker
 protocol's :class:`~jaxlsp.capture.worker.protocol.ResolvedProfile`, and proposed from discovery.
 
-Stdlib only: no pygls, no jax. See ``docs/recipes.md`` for the file format.
+Stdlib only (but for tomlkit, which ``save`` uses to edit a file in place): no pygls, no jax.
+See ``docs/recipes.md`` for the file format.
 """
 
 from __future__ import annotations

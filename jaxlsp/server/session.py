@@ -41,7 +41,10 @@ class Options:
     """``initializationOptions.jaxlsp``: read once at initialize."""
 
     trusted: bool = False  # the editor's own workspace trust (VS Code fills it)
-    python: str | None = None  # the interpreter to capture in
+    python: str | None = None  # the setting jaxlsp.python: the interpreter to capture in
+    selected_python: str | None = None  # the client's selected interpreter (VS Code: the Python extension's)
+    device: str | None = None  # cpu | cuda:N for every trace, over the profile's (like --device)
+    limits: dict[str, int] | None = None  # graph-size limits {equations, values, bytes} over the defaults
     timeout: float | None = None
     inlay_hints: bool = False  # shapes at the end of assignment lines (off by default)
 
@@ -51,10 +54,20 @@ class Options:
         if not isinstance(section, dict):
             return cls()
         python = section.get("python")
+        selected = section.get("selectedPython")
+        device = section.get("device")
+        limits = section.get("limits")
         timeout = section.get("timeout")
         return cls(
             trusted=section.get("trusted") is True,
             python=python if isinstance(python, str) and python else None,
+            selected_python=selected if isinstance(selected, str) and selected else None,
+            device=device if isinstance(device, str) and device else None,
+            limits=(
+                {k: v for k, v in limits.items() if isinstance(v, int) and not isinstance(v, bool) and v > 0}
+                if isinstance(limits, dict)
+                else None
+            ),
             timeout=float(timeout) if isinstance(timeout, (int, float)) and timeout > 0 else None,
             inlay_hints=section.get("inlayHints") is True,
         )
@@ -79,7 +92,12 @@ class Session:
         return max(inside, key=lambda r: len(r.parts)) if inside else path.parent
 
     def is_trusted(self, folder: Path) -> bool:
-        return self.options.trusted or folder in self.trusted_once or self.trust.is_trusted(folder)
+        # The editor's trust covers its workspace folders, not any file the client names outside them.
+        resolved = folder.resolve()
+        editor = self.options.trusted and (
+            not self.roots or any(resolved.is_relative_to(r.resolve()) for r in self.roots)
+        )
+        return editor or folder in self.trusted_once or self.trust.is_trusted(folder)
 
     def start(self, roots: list[Path]) -> None:
         self.roots = roots

@@ -86,3 +86,59 @@ def test_scan_classes_are_restored(run_capture: Run) -> None:
     graph_of(run_capture(_request("scan_nnx.py", "StackedNet", array(4, 6))))
     module = sys.modules["scan_nnx"]
     assert "jaxlsp" not in str(module.Cell.__call__.__code__.co_filename)
+
+
+def test_nnx_methods_other_than_call_open_their_module_scope(run_capture: Run) -> None:
+    graph = graph_of(run_capture(_request("methods.py", "Net.encode", array(3, 4))))
+    scopes = [(n["primitive"], n["scope"]) for n in graph["nodes"]]
+    # Block.half's own multiply belongs to blocks/0, its Linear call to blocks/0/lin.
+    assert ("mul", "blocks/0") in scopes and ("dot_general", "blocks/0/lin") in scopes
+    assert ("dot_general", "head") in scopes
+
+
+def test_equinox_methods_other_than_call_open_their_module_scope(run_capture: Run) -> None:
+    graph = graph_of(run_capture(_request("methods.py", "ENet.encode", array(4))))
+    assert [(n["primitive"], n["scope"]) for n in graph["nodes"]] == [
+        ("dot_general", "blocks/1/lin"),
+        ("add", "blocks/1/lin"),
+        ("mul", "blocks/1"),
+    ]
+
+
+def test_patched_methods_are_restored(run_capture: Run) -> None:
+    import sys
+
+    graph_of(run_capture(_request("methods.py", "Net.encode", array(3, 4))))
+    module = sys.modules["methods"]
+    assert module.Block.half.__code__.co_filename.endswith("methods.py")
+    assert not hasattr(module.Block.half, "__wrapped__") and not hasattr(module.EBlock.half, "__wrapped__")
+
+
+def _factory_request(name: str, factory: str) -> dict[str, Any]:
+    req = _request("methods.py", name)
+    req["profile"]["inputs"] = {"factory": f"methods:{factory}"}
+    return req
+
+
+def _roles(graph: dict[str, Any]) -> dict[str, str]:
+    return {port["label"]: port["role"] for port in graph["inputs"]}
+
+
+def test_a_function_of_an_nnx_model_gets_its_scopes_and_parameter_roles(run_capture: Run) -> None:
+    graph = graph_of(run_capture(_factory_request("net_loss", "net_inputs")))
+    roles = _roles(graph)
+    assert roles["args/0/head/kernel"] == "parameter" and roles["args/1"] == "input"  # no ".../value" suffix
+    scopes = {n["scope"] for n in graph["nodes"] if n["primitive"] == "dot_general"}
+    assert scopes == {"blocks/0/lin", "blocks/1/lin", "head"}
+    modules = {g["label"] for g in graph["groups"] if g["kind"] == "module"}
+    assert {"blocks", "head"} <= modules or {"blocks/0", "head"} <= modules
+
+
+def test_a_function_of_several_equinox_models_prefixes_each_and_knows_state(run_capture: Run) -> None:
+    graph = graph_of(run_capture(_factory_request("two_models_loss", "enet_inputs")))
+    roles = _roles(graph)
+    assert roles["args/0/blocks/0/lin/weight"] == "parameter" and roles["args/1/bn/weight"] == "parameter"
+    assert {role for label, role in roles.items() if label.startswith("args/2/")} == {"state"}
+    assert roles["args/3"] == "input"
+    scopes = {n["scope"] for n in graph["nodes"] if n["primitive"] == "dot_general"}
+    assert scopes == {"args/0/blocks/0/lin", "args/0/blocks/1/lin"}

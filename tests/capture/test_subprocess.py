@@ -43,7 +43,15 @@ def _run(req: dict[str, Any], timeout: float = 60) -> tuple[dict[str, Any], str,
             if fd >= 0:
                 os.close(fd)
     assert proc.returncode == 0, err.decode()
-    return json.loads(data), out.decode(), err.decode()
+    # The result pipe carries "#phase NAME" lines, then the JSON result.
+    phases = []
+    while data.startswith(b"#"):
+        line, _, data = data.partition(b"\n")
+        phases.append(line.decode())
+    result = json.loads(data)
+    if result.get("ok"):
+        assert phases == ["#phase import", "#phase trace", "#phase build"]
+    return result, out.decode(), err.decode()
 
 
 def test_subprocess_capture_keeps_prints_out_of_the_result() -> None:

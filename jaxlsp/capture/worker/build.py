@@ -265,8 +265,10 @@ class GraphBuilder:
     def scope_chain(self, items: list[tuple[str, str]]) -> list[tuple[str, ...]]:
         """The nesting of module scopes, outermost first, each level a full path.
 
-        ``stack`` mode: every Scope item is a level (``MLP`` > ``MLP/Dense_0``). ``marked`` mode: the
-        worker's own scopes, each a full attribute path (``blocks/0`` > ``blocks/0/attn``).
+        ``stack`` mode: every Scope item is a level (``MLP`` > ``MLP/Dense_0``), and a worker's
+        scope (a module argument of a function) restarts at its full path and ends the plain ones
+        (equinox's own ``eqx.nn.Linear`` scopes inside it say nothing more). ``marked`` mode: only
+        the worker's own scopes, each a full attribute path (``blocks/0`` > ``blocks/0/attn``).
         """
         chain: list[tuple[str, ...]] = []
         if self.scope_mode == "marked":
@@ -275,10 +277,18 @@ class GraphBuilder:
                     chain.append(tuple(p for p in name[len(SCOPE_MARK) :].split("/") if p))
             return chain
         path: tuple[str, ...] = ()
+        marked = False
         for kind, name in items:
-            if kind == "scope" and not name.startswith(SCOPE_MARK):
+            if kind != "scope":
+                continue
+            if name.startswith(SCOPE_MARK):  # a module argument's call: its full path
+                path = tuple(p for p in name[len(SCOPE_MARK) :].split("/") if p)
+                marked = True
+            elif marked:
+                continue  # inside a module call, as for module targets, only module paths count
+            else:
                 path = (*path, name)
-                chain.append(path)
+            chain.append(path)
         return chain
 
     def module_group(self, region: str | None, base: tuple[str, ...], chain: list[tuple[str, ...]]) -> str | None:

@@ -114,6 +114,9 @@ class WorkerRequest(TypedDict):
     workspaceRoot: str  # last on sys.path; the target's folder is first
     resultFd: int  # the private pipe the result is written to
     recipePath: NotRequired[str]  # hashed into ``sources``
+    # "packed": the graph in the pipe form of ``jaxlsp.graph.io.to_transport`` (frames once each)
+    transport: NotRequired[Literal["packed"]]
+    limits: NotRequired[dict[str, int]]  # graph-size limits {equations, values, bytes} (worker/limits.py)
 
 
 class ErrorInfo(TypedDict):

@@ -12,6 +12,8 @@ candidate gets its class name under the caller's path.
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -130,26 +132,45 @@ class ScopeResolver:
             self.rebuilt[key] = (sub, _join(path, rel))
 
 
+_LIBRARIES = ("flax.", "equinox.", "jax.")  # their modules get a scope for __call__ only
+
+
+def _scoped_methods(cls: type) -> Iterator[tuple[str, Any]]:
+    """The methods of ``cls`` (its own ``__dict__``) whose calls open the module's scope: ``__call__``,
+    and for the user's classes every other plain method (``encode``, ``_attend``), so the work done
+    in ``model.encode`` lands under the module that does it. Properties, static and class methods
+    and other dunders stay as they are."""
+    library = cls.__module__.startswith(_LIBRARIES)
+    for name, attr in cls.__dict__.items():
+        if name != "__call__" and (library or (name.startswith("__") and name.endswith("__"))):
+            continue
+        if isinstance(attr, staticmethod | classmethod | property):
+            continue
+        # Equinox keeps methods wrapped in a descriptor holding the function as ``.method``.
+        if inspect.isfunction(attr) or inspect.isfunction(getattr(attr, "method", None)):
+            yield name, attr
+
+
 @contextlib.contextmanager
 def module_scopes(model: Any, walker: Walker) -> Iterator[ScopeResolver]:
-    """Wrap the ``__call__`` of the model's module classes in ``jax.named_scope(path)``; restore after."""
+    """Wrap the methods of the model's module classes in ``jax.named_scope(path)``; restore after."""
     import jax
 
     resolver = ScopeResolver(model, walker)
-    owners: dict[type, Any] = {}
+    originals: dict[tuple[type, str], Any] = {}
     for obj, _ in resolver.known.values():
         for base in type(obj).__mro__:
-            if "__call__" in base.__dict__:
-                if base is not object and base not in owners:
-                    owners[base] = base.__dict__["__call__"]
-                break
+            if base is object:
+                continue
+            for name, attr in _scoped_methods(base):
+                originals.setdefault((base, name), attr)
     active = threading.local()
 
     def wrap(original: Any) -> Any:
-        def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
+        def method(self: Any, *args: Any, **kwargs: Any) -> Any:
             bound = original.__get__(self, type(self))
             ids: set[int] = getattr(active, "ids", set())
-            if id(self) in ids:  # a subclass's __call__ calling a patched base's: one scope
+            if id(self) in ids:  # a method of a module already in its scope (or a base's): one scope
                 return bound(*args, **kwargs)
             path = resolver.path(self)
             if not path:
@@ -163,17 +184,19 @@ def module_scopes(model: Any, walker: Walker) -> Iterator[ScopeResolver]:
                 resolver.stack.pop()
                 active.ids = ids
 
-        return __call__
+        function = original if inspect.isfunction(original) else original.method
+        functools.update_wrapper(method, function)
+        return method
 
-    patched: list[tuple[type, Any]] = []
+    patched: list[tuple[type, str, Any]] = []
     try:
-        for cls, original in owners.items():
+        for (cls, name), original in originals.items():
             try:
-                type.__setattr__(cls, "__call__", wrap(original))
-                patched.append((cls, original))
+                type.__setattr__(cls, name, wrap(original))
+                patched.append((cls, name, original))
             except (TypeError, AttributeError):
                 pass
         yield resolver
     finally:
-        for cls, original in patched:
-            type.__setattr__(cls, "__call__", original)
+        for cls, name, original in reversed(patched):
+            type.__setattr__(cls, name, original)

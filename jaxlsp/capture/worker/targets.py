@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from jaxlsp.capture.worker.errors import CaptureError
 from jaxlsp.capture.worker.inputs import InputBuilder, abstract_key, abstractify, is_dynamic
-from jaxlsp.capture.worker.scopes import equinox_module_paths, module_scopes, nnx_module_paths
+from jaxlsp.capture.worker.scopes import Walker, equinox_module_paths, module_scopes, nnx_module_paths
 
 Apply = Callable[[Any, Any, Any, list[Any], dict[str, Any]], tuple[Any, Any]]
 
@@ -150,9 +151,49 @@ def _function_plan(fn: Any, profile: dict[str, Any], call_args: Any) -> Plan:
         raise CaptureError("needs_input", f"target is a {type(fn).__name__}, not a callable")
 
     def apply(params: Any, state: Any, keys: Any, args: list[Any], kwargs: dict[str, Any]) -> tuple[Any, Any]:
-        return fn(*args, **kwargs), None
+        modules = _module_args(args, kwargs)
+        if not modules:
+            return fn(*args, **kwargs), None
+        # A function of models (``train_step(model, batch)``): their calls get module scopes too.
+        root = _ModuleArgs()
+        with module_scopes(root, functools.partial(_module_arg_paths, root, modules)):
+            return fn(*args, **kwargs), None
 
     return Plan(kind="function", apply=apply, params_role="input")
+
+
+class _ModuleArgs:
+    """The stand-in root of the module arguments of a function target."""
+
+
+def _module_walker(value: Any) -> Walker | None:
+    nnx = sys.modules.get("flax.nnx")
+    if nnx is not None and isinstance(value, nnx.Module):
+        return nnx_module_paths
+    eqx = sys.modules.get("equinox")
+    if eqx is not None and isinstance(value, eqx.Module) and not isinstance(value, eqx.nn.State):
+        return equinox_module_paths
+    return None
+
+
+def _module_args(args: list[Any], kwargs: dict[str, Any]) -> list[tuple[str, Any, Walker]]:
+    named = [(f"args/{i}", a) for i, a in enumerate(args)] + [(f"kwargs/{k}", v) for k, v in kwargs.items()]
+    return [(label, value, walker) for label, value in named if (walker := _module_walker(value)) is not None]
+
+
+def _module_arg_paths(
+    root: _ModuleArgs, modules: list[tuple[str, Any, Walker]], obj: Any
+) -> dict[int, tuple[Any, str]]:
+    """Module paths under the function's module arguments (under ``args/1/...`` when several)."""
+    if obj is not root:
+        walker = _module_walker(obj)
+        return walker(obj) if walker is not None else {id(obj): (obj, "")}
+    out: dict[int, tuple[Any, str]] = {}
+    for label, value, walker in modules:
+        prefix = label if len(modules) > 1 else ""
+        for key, (sub, rel) in walker(value).items():
+            out.setdefault(key, (sub, "/".join(p for p in (prefix, rel) if p)))
+    return out
 
 
 def _linen_plan(
@@ -309,6 +350,43 @@ def dynamic_paths(tree: Any) -> list[tuple[Any, ...]]:
     return [tuple(path) for path, x in flat if is_dynamic(x)]
 
 
+def _container_role(x: Any) -> str | None:
+    """The role of the arrays inside ``x`` when ``x`` is a module or a state holder passed as a
+    call argument (a function target ``loss(model, state, x)``): ``parameter`` or ``state``."""
+    eqx = sys.modules.get("equinox")
+    if eqx is not None:
+        if isinstance(x, eqx.nn.State):
+            return "state"
+        if isinstance(x, eqx.Module):
+            return "parameter"
+    nnx = sys.modules.get("flax.nnx")
+    if nnx is not None and isinstance(x, nnx.Variable):
+        return "parameter" if isinstance(x, nnx.Param) else "state"
+    return None
+
+
+def _variable_path(path: tuple[Any, ...]) -> tuple[Any, ...]:
+    """An NNX Variable's leaf path without its trailing ``.value`` (``head/kernel``, as for NNX targets)."""
+    if path and "flax.nnx" in sys.modules and getattr(path[-1], "name", None) in ("value", "raw_value"):
+        return path[:-1]
+    return path
+
+
+def call_roles(tree: Any) -> list[str]:
+    """The role of each traced leaf of ``tree``, in :func:`split_dynamic`'s order: ``key`` for
+    keys, the container's role inside modules and state holders, else ``input``."""
+    import jax
+
+    roles: list[str] = []
+    for sub in jax.tree_util.tree_leaves(tree, is_leaf=lambda x: _container_role(x) is not None):
+        inside = _container_role(sub)
+        # Flattening is compositional: a container's own leaves come in the full flattening's order.
+        for leaf in jax.tree_util.tree_leaves(sub) if inside is not None else [sub]:
+            if is_dynamic(leaf):
+                roles.append("key" if _is_key(leaf) else inside or "input")
+    return roles
+
+
 @dataclass
 class Traceable:
     fn: Callable[..., Any]
@@ -325,7 +403,8 @@ def traceable(plan: Plan, args: list[Any], kwargs: dict[str, Any], transform: st
     args, kwargs = abstractify(args), abstractify(kwargs)
     dyn, rebuild = split_dynamic((args, kwargs))
     paths = dynamic_paths((args, kwargs))
-    call_labels = [label_of(("args" if p[0].idx == 0 else "kwargs", *p[1:])) for p in paths]
+    call_labels = [label_of(("args" if p[0].idx == 0 else "kwargs", *_variable_path(p[1:]))) for p in paths]
+    roles = call_roles((args, kwargs))
     params = plan.params
     wrt_count = 0
     if plan.kind == "function" and transform:
@@ -374,15 +453,13 @@ def traceable(plan: Plan, args: list[Any], kwargs: dict[str, Any], transform: st
 
     labels: list[tuple[str, str]] = []
     if plan.kind == "function" and transform:
-        labels += [
-            (lab, "key" if _is_key(x) else "input") for lab, x in zip(call_labels[:wrt_count], params, strict=True)
-        ]
+        labels += list(zip(call_labels[:wrt_count], roles[:wrt_count], strict=True))
     else:
         labels += leaf_labels(params, plan.params_prefix, plan.params_role, plan.strip_value)
     labels += leaf_labels(plan.state, "", "state", plan.strip_value)
     labels += leaf_labels(plan.keys, "rngs", "key", False)
-    rest = call_labels[wrt_count:] if plan.kind == "function" and transform else call_labels
-    labels += [(lab, "key" if _is_key(x) else "input") for lab, x in zip(rest, dyn, strict=True)]
+    skip = wrt_count if plan.kind == "function" and transform else 0
+    labels += list(zip(call_labels[skip:], roles[skip:], strict=True))
     n_params = len(jax.tree_util.tree_leaves(params))
     return Traceable(
         fn=fn,

@@ -13,16 +13,18 @@ import asyncio
 import gc
 import logging
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from jaxlsp.capture.engine import TraceFailure, TraceRequest, finish, prepare
+from jaxlsp.capture.engine import Prepared, TraceFailure, TraceRequest, finish, prepare, save_base
 from jaxlsp.capture.spare import SparePool
 from jaxlsp.graph.store import Trace
 from jaxlsp.graph.summary import summarize
+from jaxlsp.recipes.save import SaveError, recipe_file, save_profile
 from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
 from jaxlsp.server.convert import TRACE_COMMAND, range_json
@@ -33,6 +35,8 @@ REQUEST_FAILED = -32803
 MAX_RUNNING = 2  # captures at once; more wait in line
 MAX_WAITING = 8  # beyond this a request is refused rather than queued
 TRUST_ONCE, TRUST_ALWAYS, TRUST_CANCEL = "Trust once", "Always", "Cancel"
+# Work-done percentages at the start of each phase (the worker announces import, trace, build).
+PHASE_PERCENT = {"import": 10, "trace": 40, "build": 80}
 
 
 class Tracer:
@@ -70,8 +74,9 @@ class Tracer:
             return False
         return True
 
-    async def trace(self, path: Path, uri: str, name: str, profile: str | None) -> dict[str, Any]:
+    async def trace(self, args: TraceArgs) -> dict[str, Any]:
         session = self.ls.session
+        path, name = args.path, args.name
         folder = session.folder_of(path)
         if not await self.ensure_trusted(folder):
             raise JsonRpcException(
@@ -82,7 +87,7 @@ class Tracer:
         previous = self.running.get(key)
         if previous is not None and not previous.done():
             previous.cancel()  # a new request for the same target supersedes the running one
-        task = asyncio.ensure_future(self._run(path, uri, name, profile, folder))
+        task = asyncio.ensure_future(self._run(args, folder))
         self.running[key] = task
         try:
             return await task
@@ -90,25 +95,38 @@ class Tracer:
             if self.running.get(key) is task:
                 del self.running[key]
 
-    async def _run(self, path: Path, uri: str, name: str, profile: str | None, folder: Path) -> dict[str, Any]:
+    async def _run(self, args: TraceArgs, folder: Path) -> dict[str, Any]:
         options = self.ls.session.options
+        uri, name = args.uri, args.name
         req = TraceRequest(
-            file=path,
+            file=args.path,
             name=name,
             workspace_root=folder,
-            profile=profile,
-            python=options.python,
+            profile=args.profile,
+            setting_python=options.python,
+            client_python=options.selected_python,
+            device=options.device,
+            limits=options.limits,
             find_entrypoint=self._entrypoint,
+            answers=args.answers,
         )
         if options.timeout:
             req.timeout = options.timeout
         progress = _Progress(self.ls, f"Tracing {name}")
         await progress.begin("prepare")
+        saved: str | None = None
         try:
             try:
                 prepared = prepare(req)
             except TraceFailure as failure:
                 return self._failed(uri, name, failure)
+            if args.save:
+                saved = self._save(prepared, req)
+            # The interpreter's cached check (its first process, after trust): a missing package or
+            # backend is refused here, before any user import, or installed on the user's yes.
+            refused = await self.ls.environment.before_capture(prepared)
+            if refused is not None:
+                return self._failed(uri, name, refused)
             if self.waiting >= MAX_WAITING:
                 raise JsonRpcException("too many traces waiting: try again when some finish", code=REQUEST_FAILED)
             self.waiting += 1
@@ -117,13 +135,17 @@ class Tracer:
             finally:
                 self.waiting -= 1
             try:
-                progress.report("capture: import, trace, build")
+                progress.report("start", 5)
                 pool = self._pool()
                 await pool.start(prepared.python)  # never before trust: this is the first process
-                outcome = await pool.capture(prepared.request, python=prepared.python, timeout=req.timeout)
+                outcome = await pool.capture(
+                    prepared.request,
+                    python=prepared.python,
+                    timeout=req.timeout,
+                    on_phase=lambda phase: progress.report(phase, PHASE_PERCENT.get(phase)),
+                )
             finally:
                 self.slots.release()
-            progress.report("decode")
             try:
                 traced = finish(prepared, outcome)
             except TraceFailure as failure:
@@ -144,8 +166,11 @@ class Tracer:
             "coverage": {"complete": traced.graph.coverage.complete, "notes": list(traced.graph.coverage.notes)},
             "freshness": "fresh",
             "interpreter": outcome.python,
+            "interpreterRoute": prepared.route,
             "profile": traced.resolved.name,
         }
+        if saved is not None:
+            result["saved"] = saved
         self._diagnose(uri, name, None)
         self.ls.protocol.notify("jaxlsp/traceFinished", {"uri": uri, "name": name, "ok": True, "traceId": trace.id})
         self.ls.refresh_lenses()  # titles now carry the trace's figures
@@ -196,6 +221,26 @@ class Tracer:
         )
         self.ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=where, diagnostics=[diagnostic]))
         self.diagnosed[(uri, name)] = where
+
+    def _save(self, prepared: Prepared, req: TraceRequest) -> str | None:
+        """Write the completed profile to jaxlsp.toml (the client asked); the file's URI, or None
+        when it was there already. A refusal is told to the user and the trace goes on."""
+        resolved = prepared.resolved
+        if resolved.recipe is not None and not req.answers:
+            return None  # the profile is in the file as it stands
+        target = recipe_file(resolved, save_base(req, prepared.recipe_path))
+        document = self.ls.workspace.text_documents.get(target.resolve().as_uri())
+        try:
+            saved = save_profile(
+                resolved,
+                req.answers or {},
+                base=target.parent,
+                editor_text=document.source if document is not None else None,
+            )
+        except SaveError as exc:
+            self.ls.window_show_message(types.ShowMessageParams(types.MessageType.Warning, f"jaxlsp: {exc}"))
+            return None
+        return saved.path.resolve().as_uri()
 
     def _entrypoint(self, path: Path, name: str) -> Any:
         found = self.ls.session.discover(path)
@@ -250,11 +295,15 @@ class _Progress:
         except Exception:
             return
         self.token = token
-        self.ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(title=self.title, message=message))
+        self.ls.work_done_progress.begin(
+            token, types.WorkDoneProgressBegin(title=self.title, message=message, percentage=0, cancellable=False)
+        )
 
-    def report(self, message: str) -> None:
+    def report(self, message: str, percentage: int | None = None) -> None:
         if self.token is not None:
-            self.ls.work_done_progress.report(self.token, types.WorkDoneProgressReport(message=message))
+            self.ls.work_done_progress.report(
+                self.token, types.WorkDoneProgressReport(message=message, percentage=percentage)
+            )
 
     def end(self) -> None:
         if self.token is not None:
@@ -262,7 +311,19 @@ class _Progress:
             self.token = None
 
 
-def _target(arg: Any, where: str) -> tuple[str, Path, str, str | None]:
+@dataclass(frozen=True)
+class TraceArgs:
+    """What ``jaxlsp/trace`` and ``jaxlsp.traceGraph`` take."""
+
+    uri: str
+    path: Path
+    name: str
+    profile: str | None = None
+    answers: dict[str, Any] | None = None  # needs-input item path -> value
+    save: bool = False  # write the completed profile to jaxlsp.toml
+
+
+def _target(arg: Any, where: str) -> TraceArgs:
     data = as_dict(arg)
     if not isinstance(data, dict):
         raise invalid(f"{where}: expected an object")
@@ -271,7 +332,13 @@ def _target(arg: Any, where: str) -> tuple[str, Path, str, str | None]:
     profile = data.get("profile")
     if profile is not None and not isinstance(profile, str):
         raise invalid(f"{where}.profile: expected a string, got {profile!r}")
-    return uri, file_path(uri, f"{where}.uri"), name, profile
+    answers = data.get("answers")
+    if answers is not None and (not isinstance(answers, dict) or not all(isinstance(k, str) for k in answers)):
+        raise invalid(f"{where}.answers: expected an object of needs-input paths to values, got {answers!r}")
+    save = data.get("save", False)
+    if not isinstance(save, bool):
+        raise invalid(f"{where}.save: expected true or false, got {save!r}")
+    return TraceArgs(uri, file_path(uri, f"{where}.uri"), name, profile, answers or None, save)
 
 
 def register(server: JaxServer) -> None:
@@ -282,13 +349,11 @@ def register(server: JaxServer) -> None:
     async def trace_graph(ls: JaxServer, *args: Any) -> dict[str, Any]:
         if len(args) != 1:
             raise invalid(f"{TRACE_COMMAND}: expected one argument {{uri, name, profile?}}, got {len(args)}")
-        uri, path, name, profile = _target(args[0], "arguments[0]")
-        return await tracer.trace(path, uri, name, profile)
+        return await tracer.trace(_target(args[0], "arguments[0]"))
 
     @server.feature("jaxlsp/trace")
     async def trace(ls: JaxServer, params: Any) -> dict[str, Any]:
-        uri, path, name, profile = _target(params, "params")
-        return await tracer.trace(path, uri, name, profile)
+        return await tracer.trace(_target(params, "params"))
 
     @server.feature("jaxlsp/graph")
     def graph(ls: JaxServer, params: Any) -> dict[str, Any]:
@@ -338,6 +403,8 @@ def register(server: JaxServer) -> None:
     async def shutdown(ls: JaxServer, params: Any) -> None:
         if tracer.pool is not None:
             await tracer.pool.close()
+        if ls.viewer is not None:
+            await ls.viewer.stop()
 
     @server.command("jaxlsp.listTrusted")
     def list_trusted(ls: JaxServer, *args: Any) -> list[str]:

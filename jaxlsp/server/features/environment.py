@@ -1,0 +1,242 @@
+"""Capture environments from the editor: ``jaxlsp/environment``, the command
+``jaxlsp.checkEnvironment`` and the reviewed install.
+
+The check runs the selected interpreter, so it waits for the workspace folder's trust like a trace
+does. A problem an install fixes is offered through ``window/showMessageRequest`` with the exact
+command; only the answer ``Install`` runs it, into the selected interpreter's environment, with
+work-done progress, every line in a log file under ``$XDG_CACHE_HOME/jaxlsp/logs/`` and the log
+sent as ``window/logMessage``. The logic lives in :mod:`jaxlsp.capture.environment` and
+:mod:`jaxlsp.capture.install`; this module only speaks LSP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+
+from jaxlsp.capture import environment
+from jaxlsp.capture.engine import Prepared, TraceFailure, TraceRequest, check_environment, choose_python, select
+from jaxlsp.capture.environment import Report
+from jaxlsp.capture.install import InstallPlan, InstallResult, plan_install, run_install
+from jaxlsp.capture.interpreters import InterpreterError, Selection, select_interpreter
+from jaxlsp.server.app import JaxServer
+from jaxlsp.server.params import as_dict, file_path, invalid
+
+log = logging.getLogger(__name__)
+REQUEST_FAILED = -32803
+CHECK_COMMAND = "jaxlsp.checkEnvironment"
+INSTALL, CANCEL = "Install", "Cancel"
+LOG_MESSAGE_LIMIT = 1024 * 1024  # characters of an install log sent as window/logMessage
+
+
+class Environments:
+    """The check, the install offer and the installs of one server."""
+
+    def __init__(self, ls: JaxServer) -> None:
+        self.ls = ls
+        self.cache = environment.CACHE
+        self.install_lock = asyncio.Lock()  # one install at a time
+
+    # -- what a trace calls -------------------------------------------------------------------------
+    async def before_capture(self, prepared: Prepared) -> TraceFailure | None:
+        """The cached check of a trusted trace's interpreter; a fixable problem is offered for
+        install. None when the capture may go on, else the refusal (nothing of the target ran)."""
+        report = await asyncio.to_thread(check_environment, prepared)
+        if report.ok:
+            return None
+        if report.requirements and await self.offer_install(report):
+            report = await asyncio.to_thread(check_environment, prepared, True)
+            if report.ok:
+                return None
+        return TraceFailure("refused", report.message())
+
+    # -- the reviewed install -----------------------------------------------------------------------
+    async def offer_install(self, report: Report) -> bool:
+        """Ask to run the exact install command; True when it ran and succeeded."""
+        plan = plan_install(report.selection, report.requirements, has_pip=bool(report.probe.packages.get("pip")))
+        message = f"{report.message()}\n\nInstall into {report.selection.describe()} now by running:\n{plan.text}"
+        try:
+            answer = await self.ls.window_show_message_request_async(
+                types.ShowMessageRequestParams(
+                    type=types.MessageType.Warning,
+                    message=message,
+                    actions=[types.MessageActionItem(INSTALL), types.MessageActionItem(CANCEL)],
+                )
+            )
+        except Exception:  # a client that cannot ask its user: nothing is installed
+            log.warning("the client could not ask to install", exc_info=True)
+            answer = None
+        if answer is None or answer.title != INSTALL:
+            self.ls.window_log_message(
+                types.LogMessageParams(
+                    types.MessageType.Info, f"jaxlsp: install declined; nothing was run ({plan.text})"
+                )
+            )
+            return False
+        async with self.install_lock:
+            result = await self._install(plan)
+        self.cache.forget(report.selection.python)
+        return result.ok
+
+    async def _install(self, plan: InstallPlan) -> InstallResult:
+        progress = await _begin_progress(self.ls, f"Installing {' '.join(plan.requirements)}", plan.text)
+
+        def on_line(line: str) -> None:
+            if progress is not None and line.strip():
+                self.ls.work_done_progress.report(progress, types.WorkDoneProgressReport(message=line[-200:]))
+
+        try:
+            result = await run_install(plan, on_line)
+        finally:
+            if progress is not None:
+                self.ls.work_done_progress.end(progress, types.WorkDoneProgressEnd())
+        text = result.log.read_text(encoding="utf-8", errors="replace")
+        self.ls.window_log_message(
+            types.LogMessageParams(
+                types.MessageType.Info if result.ok else types.MessageType.Error,
+                f"jaxlsp: install log {result.log}:\n{text[-LOG_MESSAGE_LIMIT:]}",
+            )
+        )
+        if result.ok:
+            note = f"Installed {' '.join(plan.requirements)} into {plan.selection.describe()} in {result.took:.1f} s"
+            kind = types.MessageType.Info
+        else:
+            last = result.tail.splitlines()[-1] if result.tail else ""
+            note = f"The install failed (exit status {result.returncode}): {last}"
+            kind = types.MessageType.Error
+        self.ls.window_show_message(types.ShowMessageParams(kind, f"{note}. Full log: {result.log}"))
+        return result
+
+    # -- the request and the command -----------------------------------------------------------------
+    async def check(self, data: dict[str, Any], where: str, refresh: bool) -> Report:
+        """Select (as a trace of ``uri``/``name`` would, else for the workspace), trust, check."""
+        session = self.ls.session
+        options = session.options
+        uri = _uri(data, where)
+        name = data.get("name")
+        if name is not None and (not isinstance(name, str) or not name):
+            raise invalid(f"{where}.name: expected a non-empty string, got {name!r}")
+        device = data.get("device", options.device)
+        if device is not None and not isinstance(device, str):
+            raise invalid(f"{where}.device: expected cpu or cuda:N, got {device!r}")
+        path = file_path(uri, f"{where}.uri") if uri else None
+        folder = session.folder_of(path) if path else (session.roots[0] if session.roots else Path.cwd())
+        selection, kind, profile_device = self._select(folder, path, name, options)
+        device = device or profile_device
+        if not await self.ls.tracer.ensure_trusted(folder):
+            raise JsonRpcException(
+                f"not checked: {folder} is not trusted to run its code, and checking runs {selection.python}",
+                code=REQUEST_FAILED,
+            )
+        return await asyncio.to_thread(self.cache.check, selection, kind, device or "cpu", refresh)
+
+    def _select(
+        self, folder: Path, path: Path | None, name: str | None, options: Any
+    ) -> tuple[Selection, str | None, str | None]:
+        """The interpreter, kind and profile device a trace of ``path``/``name`` would use (the
+        recipe's profile when there is a usable one), else the workspace's interpreter."""
+        resolved = None
+        req = TraceRequest(
+            file=path or folder,
+            name=name or "",
+            workspace_root=folder,
+            setting_python=options.python,
+            client_python=options.selected_python,
+            find_entrypoint=self.ls.tracer._entrypoint,
+        )
+        if path is not None and name:
+            try:
+                resolved, _ = select(req)
+            except TraceFailure:
+                resolved = None  # no usable profile yet (needs input...): no recipe python either
+        entry = self.ls.tracer._entrypoint(path, name) if path is not None and name else None
+        if resolved is None:
+            try:
+                selection = select_interpreter(
+                    workspace_root=folder, setting=options.python, client=options.selected_python
+                )
+            except InterpreterError as exc:
+                raise JsonRpcException(str(exc), code=REQUEST_FAILED) from None
+            return selection, getattr(entry, "kind", None), None
+        try:
+            selection = choose_python(req, resolved)
+        except TraceFailure as failure:
+            raise JsonRpcException(failure.message, code=REQUEST_FAILED) from None
+        kind = resolved.target.get("kind") or getattr(entry, "kind", None)
+        return selection, kind, str(resolved.profile.get("device") or "cpu")
+
+
+def _uri(data: dict[str, Any], where: str) -> str | None:
+    doc = data.get("textDocument")
+    uri = doc.get("uri") if isinstance(doc, dict) else data.get("uri")
+    if uri is not None and (not isinstance(uri, str) or not uri):
+        raise invalid(f"{where}: expected textDocument.uri (or uri) as a file URI, got {uri!r}")
+    return uri
+
+
+async def _begin_progress(ls: JaxServer, title: str, message: str) -> str | None:
+    if not ls.session.support.work_done_progress:
+        return None
+    token = f"jaxlsp-install-{uuid.uuid4()}"
+    try:
+        await ls.work_done_progress.create_async(token)
+    except Exception:
+        return None
+    ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(title=title, message=message))
+    return token
+
+
+def _params(value: Any, where: str) -> dict[str, Any]:
+    data = as_dict(value)
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise invalid(f"{where}: expected an object, got {type(data).__name__}")
+    return data
+
+
+def register(server: JaxServer) -> None:
+    environments = Environments(server)
+    server.environment = environments
+
+    @server.feature("jaxlsp/environment")
+    async def check(ls: JaxServer, params: Any) -> dict[str, Any]:
+        data = _params(params, "params")
+        refresh = data.get("refresh", False)
+        if not isinstance(refresh, bool):
+            raise invalid(f"params.refresh: expected true or false, got {refresh!r}")
+        report = await environments.check(data, "params", refresh)
+        return _result(report)
+
+    @server.command(CHECK_COMMAND)
+    async def check_command(ls: JaxServer, *args: Any) -> dict[str, Any]:
+        if len(args) > 1:
+            raise invalid(f"{CHECK_COMMAND}: expected no argument or one {{uri?, name?, device?}}, got {len(args)}")
+        data = _params(args[0] if args else None, "arguments[0]")
+        report = await environments.check(data, "arguments[0]", refresh=True)  # on demand: always re-run
+        installed = False
+        if not report.ok and report.requirements:
+            installed = await environments.offer_install(report)
+            if installed:
+                report = await asyncio.to_thread(
+                    environments.cache.check, report.selection, report.kind, report.device, True
+                )
+        if report.ok:
+            ls.window_show_message(types.ShowMessageParams(types.MessageType.Info, report.message()))
+        elif not report.requirements or installed:
+            ls.window_show_message(types.ShowMessageParams(types.MessageType.Error, report.message()))
+        return {**_result(report), "installed": installed}
+
+
+def _result(report: Report) -> dict[str, Any]:
+    data = report.to_json()
+    if report.requirements:
+        plan = plan_install(report.selection, report.requirements, has_pip=bool(report.probe.packages.get("pip")))
+        data["install"] = plan.text
+    return data

@@ -1,0 +1,38 @@
+"""The result pipe's framing: ``#phase`` lines, then one JSON result, however the bytes arrive."""
+
+from __future__ import annotations
+
+import itertools
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from jaxlsp.capture.supervise import _ResultSink
+
+STREAM = b'#phase import\n#phase trace\n#phase build\n{"ok": true, "graph": {"note": "#phase not"}}'
+
+
+@given(st.lists(st.integers(min_value=0, max_value=len(STREAM)), max_size=8))
+def test_phases_and_result_survive_any_chunking(cuts: list[int]) -> None:
+    heard: list[str] = []
+    sink = _ResultSink(on_phase=heard.append)
+    edges = [0, *sorted(cuts), len(STREAM)]
+    for start, end in itertools.pairwise(edges):
+        sink(STREAM[start:end])
+    assert heard == ["import", "trace", "build"]
+    assert bytes(sink.data) == b'{"ok": true, "graph": {"note": "#phase not"}}' and not sink.preamble
+
+
+def test_a_half_phase_line_is_no_result() -> None:
+    sink = _ResultSink()
+    sink(b"#phase imp")
+    assert sink.preamble and bytes(sink.data) == b"#phase imp"
+
+
+def test_a_failing_callback_loses_nothing() -> None:
+    def boom(phase: str) -> None:
+        raise RuntimeError(phase)
+
+    sink = _ResultSink(on_phase=boom)
+    sink(b'#phase import\n{"ok": false}')
+    assert bytes(sink.data) == b'{"ok": false}'
