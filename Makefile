@@ -33,8 +33,14 @@ lint: install
 # System packages the tests drive, as PATH:PACKAGE pairs (a command name or a file path): a
 # missing PATH installs its Debian PACKAGE (CI runs as root). Graphviz checks the DOT export.
 SYSTEM_DEPS := dot:graphviz
+SYSTEM_DEPS += chromium:chromium
+# Emacs batch tests of editors/emacs: emacs-nox, and eglot 1.9 from Debian's elpa-eglot.
+SYSTEM_DEPS += emacs:emacs-nox
+SYSTEM_DEPS += /usr/share/emacs/site-lisp/elpa-src/eglot-1.9:elpa-eglot
 # Targets that build or check something before the suite (each part adds its own).
 TEST_DEPS :=
+TEST_DEPS += viewer
+TEST_DEPS += vscode
 
 system-deps:
 	@missing=""; for pair in $(SYSTEM_DEPS); do \
@@ -46,12 +52,39 @@ system-deps:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
+# The graph viewer (editors/web, TypeScript + esbuild): `make viewer` type-checks it, builds it
+# afresh and fails when the committed build in jaxlsp/viewer/ differs; `make viewer-build` updates it.
+.PHONY: viewer viewer-build
+viewer:
+	cd editors/web && npm ci --no-audit --no-fund --loglevel=error
+	cd editors/web && ./node_modules/.bin/tsc --noEmit -p . && node build.mjs ../../build/viewer-check
+	@for f in viewer.js viewer.css index.html; do \
+		cmp -s build/viewer-check/$$f jaxlsp/viewer/$$f || \
+		{ echo "jaxlsp/viewer/$$f is out of date with editors/web: run 'make viewer-build' and commit it"; exit 1; }; \
+	done
+
+viewer-build:
+	cd editors/web && npm ci --no-audit --no-fund --loglevel=error && node build.mjs
+
+# The VS Code extension (editors/vscode): type-check and bundle it, run its tests (the vscode API
+# faked; the real server and the panel's page with the real viewer in headless Chromium), then
+# package build/jaxlsp.vsix and check that the viewer is inside.
+.PHONY: vscode
+vscode: install system-deps
+	cd editors/vscode && npm ci --no-audit --no-fund --loglevel=error
+	cd editors/vscode && npm run build && JAXLSP_PYTHON=$(abspath $(PY)) npm test
+	@mkdir -p build
+	cd editors/vscode && npm run package
+	$(PY) -c "import sys, zipfile; names = zipfile.ZipFile('build/jaxlsp.vsix').namelist(); \
+		missing = [n for n in ('extension/dist/extension.js', 'extension/dist/viewer/viewer.js') if n not in names]; \
+		sys.exit(f'build/jaxlsp.vsix lacks {missing}' if missing else 0)"
+
 test: install lint system-deps $(TEST_DEPS)
 	$(PY) -m pytest -n $(PYTEST_WORKERS) -q
 
 # Every benchmark runs and prints its figures; the target fails at the end if one missed its bar.
 bench: install
-	@status=0; for b in discovery server_memory capture lsp; do \
+	@status=0; for b in discovery server_memory capture lsp viewer; do \
 		echo "== benchmarks/$$b.py"; $(PY) benchmarks/$$b.py || status=1; \
 	done; exit $$status
 

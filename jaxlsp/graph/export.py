@@ -1,21 +1,22 @@
 """Exports of a graph: Graphviz DOT and one self-contained offline HTML file.
 
-Stdlib only, Python >= 3.10. The HTML embeds the graph's JSON form in a
-``<script type="application/json">`` element with ``<``, ``>``, ``&``, U+2028 and U+2029 written as
-``\\uXXXX`` escapes, so no string in the data can close the element; the page builds every
-element from data with ``textContent``, never ``innerHTML``, and its Content-Security-Policy
-forbids any network access.
+Stdlib only, Python >= 3.10. The HTML is the graph viewer (``jaxlsp/viewer``, static mode) with
+the graph's JSON form embedded in a ``<script type="application/json">`` element with ``<``, ``>``,
+``&``, U+2028 and U+2029 written as ``\\uXXXX`` escapes, so no string in the data can close the
+element; the viewer builds every element from data with ``textContent``, and the page's
+Content-Security-Policy forbids any network access.
 """
 
 from __future__ import annotations
 
 import html
 import json
+from pathlib import Path
 
 from jaxlsp.graph import _page
 from jaxlsp.graph.io import to_json
 from jaxlsp.graph.model import Graph, Group, Node
-from jaxlsp.graph.summary import render_summary, shape_str
+from jaxlsp.graph.summary import shape_str
 
 # --------------------------------------------------------------------------------------------
 # DOT
@@ -133,25 +134,34 @@ def _script_json(data: object) -> str:
     )
 
 
+def _viewer_asset(name: str) -> str:
+    """A built viewer asset, read by path: importing ``jaxlsp.viewer`` would tie this stdlib-only
+    package to the rest of jaxlsp (the capture worker ships ``jaxlsp.graph`` alone, without it)."""
+    path = Path(__file__).resolve().parent.parent / "viewer" / name
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise FileNotFoundError(f"the HTML export needs the built viewer ({path}): {e.strerror}") from e
+
+
 def to_html(graph: Graph) -> str:
-    """One self-contained offline HTML page: summary, a lazily expanded group tree, a search box."""
+    """One self-contained offline HTML page: the graph viewer (static mode) with the graph inlined."""
     target = graph.target
     title = html.escape(f"{target.get('path', '?')}::{target.get('name', '?')}")
+    script = _viewer_asset("viewer.js")
+    style = _viewer_asset("viewer.css")
     return "".join(
         [
             _page.HEAD.replace("$TITLE", title, 1),
             "<style>\n",
-            _page.STYLE,
-            "</style>\n</head>\n<body>\n",
-            _page.BODY.replace("$TITLE", title, 1),
-            '<pre id="summary">',
-            html.escape(render_summary(graph)),
-            "</pre>\n",
-            _page.TREE,
+            style,
+            "</style>\n",
             '<script type="application/json" id="graph-data">',
             _script_json(to_json(graph)),
-            "</script>\n<script>\n",
-            _page.SCRIPT,
-            "</script>\n</body>\n</html>\n",
+            "</script>\n",
+            _page.BOOT,
+            "<script>\n",
+            script,
+            "\n</script>\n</head>\n<body></body>\n</html>\n",
         ]
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +26,7 @@ class Trace:
     _values: dict[str, Value] = field(default_factory=dict)
     _nodes: dict[str, Node] = field(default_factory=dict)
     _group_counts: tuple[dict[str, int], dict[str, int]] | None = None
+    _tree: tuple[dict[str | None, list[int]], dict[str, int], dict[str | None, list[str]]] | None = None
 
     def __post_init__(self) -> None:
         self._values = {v.id: v for v in self.graph.values}
@@ -80,30 +82,50 @@ class Trace:
         if group is not None and group not in groups:
             raise KeyError(group)
         counts, children = self._counts(groups)
-        items: list[dict[str, Any]] = []
-        shown: set[str] = set()
-        for n in self.graph.nodes:
-            if n.group == group:
-                items.append(self._node_item(n))
-                continue
-            child = n.group
-            while child is not None and child in groups and groups[child].parent != group:
-                child = groups[child].parent
-            if child is None or child not in groups or child in shown:
-                continue
-            shown.add(child)
-            owner = groups[child]
-            items.append(
-                {
+        direct, first, kids = self._index(groups)
+        # One level is its own nodes plus each child group where that group's first node is: no
+        # scan of the whole graph per level (a 100,000-equation graph has hundreds of levels).
+        placed: list[tuple[int, dict[str, Any]]] = [
+            (i, self._node_item(self.graph.nodes[i])) for i in direct.get(group, [])
+        ]
+        for child in kids.get(group, []):
+            if child in first:
+                owner = groups[child]
+                item = {
                     "id": owner.id,
                     "kind": "group",
                     "groupKind": owner.kind,
                     "label": owner.label,
                     "counts": {"nodes": counts.get(child, 0), "groups": children.get(child, 0)},
                 }
-            )
+                placed.append((first[child], item))
+        placed.sort(key=lambda entry: entry[0])
+        items = [item for _, item in placed]
         self._levels[group] = items
         return items
+
+    def _index(
+        self, groups: dict[str, Any]
+    ) -> tuple[dict[str | None, list[int]], dict[str, int], dict[str | None, list[str]]]:
+        """Computed once per trace: node indices by their own group, each group's first node
+        anywhere inside it, and the child groups of each group (None: the top level)."""
+        if self._tree is None:
+            direct: dict[str | None, list[int]] = {}
+            first: dict[str, int] = {}
+            for i, n in enumerate(self.graph.nodes):
+                if n.group is not None and n.group not in groups:
+                    continue  # a dangling group id: the node has no place on any level
+                direct.setdefault(n.group, []).append(i)
+                gid = n.group
+                while gid is not None and gid in groups and gid not in first:  # "not in first": no cycles
+                    first[gid] = i
+                    gid = groups[gid].parent
+            kids: dict[str | None, list[str]] = {}
+            for g in self.graph.groups:
+                if g.parent is None or g.parent in groups:
+                    kids.setdefault(g.parent, []).append(g.id)
+            self._tree = (direct, first, kids)
+        return self._tree
 
     def _counts(self, groups: dict[str, Any]) -> tuple[dict[str, int], dict[str, int]]:
         """Nodes anywhere inside each group and its direct child groups, computed once per trace."""
@@ -135,15 +157,20 @@ class Trace:
 
 
 class GraphStore:
+    """The ``limit`` most recent traces by id; ``listeners`` hear of each trace added."""
+
     def __init__(self, limit: int = 16) -> None:
         self.limit = limit
         self._traces: OrderedDict[str, Trace] = OrderedDict()
+        self.listeners: list[Callable[[Trace], None]] = []
 
     def add(self, graph: Graph, meta: dict[str, Any]) -> Trace:
         trace = Trace(uuid.uuid4().hex[:16], graph, meta)
         self._traces[trace.id] = trace
         while len(self._traces) > self.limit:
             self._traces.popitem(last=False)
+        for listener in self.listeners:
+            listener(trace)
         return trace
 
     def get(self, trace_id: str) -> Trace | None:

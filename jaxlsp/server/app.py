@@ -6,7 +6,9 @@ from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
+import attrs
 from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidRequest
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.uris import to_fs_path
@@ -25,12 +27,58 @@ def experimental_capabilities() -> dict[str, wire.ExperimentalCapabilities]:
             "version": EXTENSIONS_VERSION,
             "discover": True,
             "traceGraph": True,
-            "commands": ["jaxlsp.traceGraph", "jaxlsp.listTrusted", "jaxlsp.revokeTrust"],
+            "environment": True,
+            "openGraph": True,
+            "commands": [
+                "jaxlsp.traceGraph",
+                "jaxlsp.listTrusted",
+                "jaxlsp.revokeTrust",
+                "jaxlsp.checkEnvironment",
+                "jaxlsp.openGraph",
+            ],
         }
     }
 
 
+@attrs.define
+class RawRequest:
+    """A ``jaxlsp/...`` request whose params stay plain JSON (dicts, lists)."""
+
+    id: int | str
+    method: str
+    jsonrpc: str
+    params: Any = None
+
+
+@attrs.define
+class RawNotification:
+    method: str
+    jsonrpc: str
+    params: Any = None
+
+
 class JaxProtocol(LanguageServerProtocol):
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        # pygls turns untyped params into namedtuples, which rename keys that are not Python
+        # identifiers (needs-input answers are key paths such as ``profiles.mlp.dims.batch``) and
+        # drop a ``type_name`` key: our own methods get their params as sent.
+        method = data.get("method") if isinstance(data, dict) else None
+        if isinstance(method, str) and method.startswith("jaxlsp/") and "jsonrpc" in data:
+            cls = RawRequest if "id" in data else RawNotification
+            return self._converter.structure(data, cls)
+        return super().structure_message(data)
+
+    def handle_message(self, message: Any) -> None:
+        # pygls drops every message after ``shutdown`` without a word, so a request then would wait
+        # forever: the protocol says to answer it with InvalidRequest.
+        if self._shutdown and getattr(message, "method", "") != types.EXIT and hasattr(message, "id"):
+            if getattr(message, "method", None) is not None:
+                error = JsonRpcInvalidRequest()
+                error.message = f"the server is shutting down: {message.method} is refused (send exit)"
+                self._send_response(message.id, error=error.to_response_error())
+            return
+        super().handle_message(message)
+
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams) -> Generator[Any, Any, types.InitializeResult]:
         result: types.InitializeResult = yield from super().lsp_initialize(params)
@@ -44,6 +92,8 @@ class JaxServer(LanguageServer):
         self.session = Session()
         self.index_task: object = None
         self.tracer: Any = None  # features.tracing.Tracer
+        self.environment: Any = None  # features.environment.Environments
+        self.viewer: Any = None  # features.viewer.Viewers
 
     def configure(self, params: types.InitializeParams) -> None:
         roots: list[Path] = []
@@ -77,9 +127,9 @@ class JaxServer(LanguageServer):
 
 
 def create_server() -> JaxServer:
-    from jaxlsp.server.features import discover, documents, lenses, tracing, views
+    from jaxlsp.server.features import discover, documents, environment, lenses, tracing, viewer, views
 
     server = JaxServer()
-    for feature in (documents, lenses, discover, tracing, views):
+    for feature in (documents, lenses, discover, tracing, environment, views, viewer):
         feature.register(server)
     return server

@@ -12,7 +12,9 @@ from jaxlsp.discovery import Entrypoint, Span
 from jaxlsp.server import wire
 
 TRACE_COMMAND = "jaxlsp.traceGraph"
+OPEN_COMMAND = "jaxlsp.openGraph"
 LENS_TITLE = "Trace graph"
+OPEN_TITLE = "Open graph"
 
 
 def to_range(span: Span, lines: Sequence[str], codec: PositionCodec) -> types.Range:
@@ -24,6 +26,11 @@ def to_range(span: Span, lines: Sequence[str], codec: PositionCodec) -> types.Ra
 def trace_command(uri: str, entry_name: str) -> types.Command:
     argument: wire.TraceGraphArguments = {"uri": uri, "name": entry_name}
     return types.Command(title=LENS_TITLE, command=TRACE_COMMAND, arguments=[argument])
+
+
+def open_command(trace_id: str) -> types.Command:
+    argument: wire.OpenGraphArguments = {"traceId": trace_id}
+    return types.Command(title=OPEN_TITLE, command=OPEN_COMMAND, arguments=[argument])
 
 
 def entry_json(entry: Entrypoint, lines: Sequence[str], codec: PositionCodec) -> wire.EntrypointItem:

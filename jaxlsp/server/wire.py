@@ -28,6 +28,8 @@ class ExperimentalCapabilities(TypedDict):
     version: int
     discover: bool
     traceGraph: bool
+    environment: bool
+    openGraph: bool
     commands: list[str]
 
 
@@ -71,6 +73,14 @@ class TraceGraphArguments(TypedDict):
     uri: str
     name: str
     profile: NotRequired[str]
+    answers: NotRequired[dict[str, Any]]
+    save: NotRequired[bool]
+
+
+class OpenGraphArguments(TypedDict):
+    """The single argument of the ``jaxlsp.openGraph`` command (the "Open graph" lens)."""
+
+    traceId: str
 
 
 class TraceParams(TypedDict):
@@ -79,6 +89,8 @@ class TraceParams(TypedDict):
     textDocument: TextDocumentIdentifier
     name: str
     profile: NotRequired[str]
+    answers: NotRequired[dict[str, Any]]  # needs-input item path -> value
+    save: NotRequired[bool]  # write the completed profile to jaxlsp.toml
 
 
 class TraceSummary(TypedDict):
@@ -102,7 +114,9 @@ class TraceResult(TypedDict):
     coverage: TraceCoverage
     freshness: str
     interpreter: str
+    interpreterRoute: str
     profile: str | None
+    saved: NotRequired[str]  # the jaxlsp.toml URI the profile was written to
 
 
 class NeedsInputResult(TypedDict):
@@ -222,6 +236,50 @@ class OpenGraphParams(TypedDict):
 
 class OpenGraphResult(TypedDict):
     url: str
+
+
+class CursorMovedParams(TypedDict):
+    """The ``jaxlsp/cursorMoved`` notification (client to server; no answer)."""
+
+    textDocument: TextDocumentIdentifier
+    position: Position
+
+
+class EnvironmentParams(TypedDict):
+    """``jaxlsp/environment`` request params (all optional); also the ``jaxlsp.checkEnvironment``
+    command's single optional argument, with ``uri`` for ``textDocument``."""
+
+    textDocument: NotRequired[TextDocumentIdentifier]
+    name: NotRequired[str]
+    device: NotRequired[str]
+    refresh: NotRequired[bool]
+
+
+class EnvironmentProblem(TypedDict):
+    severity: Literal["error", "warning"]
+    message: str
+    fix: str
+    package: NotRequired[str]
+    requirement: NotRequired[str]
+
+
+class EnvironmentResult(TypedDict):
+    """``jaxlsp/environment`` response (and ``jaxlsp.checkEnvironment``'s)."""
+
+    python: str
+    route: str
+    ok: bool
+    pythonVersion: str | None
+    packages: dict[str, str | None]
+    backends: list[str]
+    plugins: list[str]
+    device: str
+    needs: list[str]
+    problems: list[EnvironmentProblem]
+    message: str
+    cached: bool
+    install: NotRequired[str]
+    installed: NotRequired[bool]
 
 
 class LensData(TypedDict):

@@ -182,7 +182,9 @@ local function full()
   -- After the trace the plugin asks for lenses again: the title carries the figures.
   local refreshed = vim.wait(10000, function()
     local lens = lens_on(bufnr, cfg.predict_def_line, "Trace graph ·")
+    -- and the traced entrypoint's second lens, "Open graph", resolved too
     return lens ~= nil and lens.command.title:find("ops", 1, true) ~= nil
+      and lens_on(bufnr, cfg.predict_def_line, "Open graph") ~= nil
   end, 20)
   report.lenses_after = lens_snapshot(bufnr)
   check(refreshed, "the lens title did not follow the trace")

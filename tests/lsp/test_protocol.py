@@ -23,6 +23,13 @@ if TYPE_CHECKING:
 REQUEST_FAILED = -32803
 INVALID_PARAMS = -32602
 NOT_TRUSTED = "is not trusted"
+COMMANDS = [
+    "jaxlsp.traceGraph",
+    "jaxlsp.listTrusted",
+    "jaxlsp.revokeTrust",
+    "jaxlsp.checkEnvironment",
+    "jaxlsp.openGraph",
+]
 
 
 # -- initialize --------------------------------------------------------------------------------
@@ -38,18 +45,16 @@ async def test_server_capabilities(client: JaxClient) -> None:
             "version": 1,
             "discover": True,
             "traceGraph": True,
-            "commands": ["jaxlsp.traceGraph", "jaxlsp.listTrusted", "jaxlsp.revokeTrust"],
+            "environment": True,
+            "openGraph": True,
+            "commands": COMMANDS,
         }
     }
     assert caps.code_lens_provider is not None
     assert caps.code_lens_provider.resolve_provider is True
     assert caps.code_action_provider
     assert caps.execute_command_provider is not None
-    assert list(caps.execute_command_provider.commands) == [
-        "jaxlsp.traceGraph",
-        "jaxlsp.listTrusted",
-        "jaxlsp.revokeTrust",
-    ]
+    assert sorted(caps.execute_command_provider.commands) == sorted(COMMANDS)
 
 
 # -- jaxlsp.traceGraph and jaxlsp/trace ----------------------------------------------------------

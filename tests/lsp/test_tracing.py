@@ -237,7 +237,7 @@ async def test_views_of_a_trace(trusted: JaxClient) -> None:
     assert revealed["location"]["uri"] == uri and revealed["location"]["range"]["start"]["line"] == 11
     await client.wait_until(lambda: any(s.uri == uri and s.selection is not None for s in client.shown))
     opened = client.plain(await client.request("jaxlsp/openGraph", {"traceId": trace_id}))
-    assert opened["url"].endswith(".html")
+    assert opened["url"].startswith("http://127.0.0.1:")  # the viewer on the loopback bridge
     await client.wait_until(lambda: any(s.external for s in client.shown))
     assert (
         await _error(client, "jaxlsp/revealSource", {"traceId": trace_id, "nodeId": node_id, "frame": 99})
@@ -267,9 +267,26 @@ async def test_lens_titles_carry_the_last_trace(trusted: JaxClient) -> None:
         assert resolved.command is not None
         return resolved.command.title
 
+    async def open_lenses() -> list[types.CodeLens]:
+        lenses = [lens for lens in await client.lenses(uri) if lens.data.get("open")]
+        return [await client.within(client.code_lens_resolve_async(lens)) for lens in lenses]
+
     assert await title() == "Trace graph"
+    assert await open_lenses() == []  # nothing traced: nothing to open
     result = await _trace(client, "predict")
     assert await title() == f"Trace graph · {result['summary']['ops']:,} ops · f32[2]"
+    (opener,) = await open_lenses()
+    assert opener.command is not None and opener.command.title == "Open graph"
+    assert opener.command.command == "jaxlsp.openGraph"
+    assert client.plain(opener.command.arguments) == [{"traceId": result["traceId"]}]
+    opened = client.plain(
+        await client.within(
+            client.workspace_execute_command_async(
+                types.ExecuteCommandParams(command="jaxlsp.openGraph", arguments=opener.command.arguments)
+            )
+        )
+    )
+    assert opened["url"].startswith("http://127.0.0.1:") and f"trace={result['traceId']}" in opened["url"]
     client.edit(uri, (11, 4), (11, 4), "# ")
     assert (await title()).startswith("Re-trace (stale) · ")
 

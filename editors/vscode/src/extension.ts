@@ -52,6 +52,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<Jaxlsp
       // Lens and code-action clicks go through the same flow as the palette command.
       executeCommand: async (command, args, next) => {
         if (command === "jaxlsp.traceGraph" && args.length === 1 && isTarget(args[0])) return tracer.trace(args[0]);
+        // The server's "Open graph" lens: in VS Code the graph opens in the panel, not the browser.
+        const traceId = command === "jaxlsp.openGraph" && args.length === 1 ? (args[0] as { traceId?: unknown })?.traceId : undefined;
+        if (typeof traceId === "string") return panel.show({ kind: "trace", traceId }, false);
         return next(command, args);
       },
       window: {
@@ -141,7 +144,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Jaxlsp
       guarded(async () => (tracer.last ? tracer.trace(tracer.last) : vscode.commands.executeCommand("jaxlsp.trace"))),
     ),
     vscode.commands.registerCommand(
-      "jaxlsp.openGraph",
+      "jaxlsp.showGraph",
       guarded(async () => {
         const traceId = panel.traceId ?? tracer.last?.traceId;
         if (traceId !== undefined) return panel.show({ kind: "trace", traceId }, false);

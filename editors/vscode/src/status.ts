@@ -100,7 +100,7 @@ export class TraceStatus {
         return {
           text: `$(type-hierarchy) ${state.name}${figures}`,
           tooltip: `jaxlsp: ${state.name} traced${outputs}\nClick to open the graph.`,
-          command: "jaxlsp.openGraph",
+          command: "jaxlsp.showGraph",
           error: false,
           warning: false,
         };

@@ -45,7 +45,7 @@ test("activate → restricted → trust granted → lens trace → panel → rev
   assert.match(log(), /starting .*python -m jaxlsp serve \(from Python extension; trusted: false\)/);
 
   // Our commands, and the server's (registered by the client, so no id may collide).
-  for (const id of ["jaxlsp.trace", "jaxlsp.retrace", "jaxlsp.openGraph", "jaxlsp.exportGraph", "jaxlsp.traceGraph", "jaxlsp.checkEnvironment"]) {
+  for (const id of ["jaxlsp.trace", "jaxlsp.retrace", "jaxlsp.showGraph", "jaxlsp.exportGraph", "jaxlsp.traceGraph", "jaxlsp.checkEnvironment", "jaxlsp.openGraph"]) {
     assert.ok(fake.commands.has(id), id);
   }
   const uri = pathToFileURL(path.join(ws, "model.py")).toString();

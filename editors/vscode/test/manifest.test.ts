@@ -16,7 +16,12 @@ test("every registered command is contributed, and no contributed command is mis
   const contributed = (manifest.contributes.commands as { command: string }[]).map((c) => c.command).sort();
   assert.deepEqual(registered, contributed);
   // The server registers its own commands through vscode-languageclient: ours must not collide.
-  for (const serverCommand of ["jaxlsp.traceGraph", "jaxlsp.listTrusted", "jaxlsp.revokeTrust", "jaxlsp.checkEnvironment"]) {
+  // Read from the server's own list (jaxlsp/server/app.py), so a new server command cannot collide unseen.
+  const app = fs.readFileSync(path.join(extensionRoot, "..", "..", "jaxlsp", "server", "app.py"), "utf8");
+  const listed = app.slice(app.indexOf('"commands": ['), app.indexOf("]", app.indexOf('"commands": [')));
+  const serverCommands = [...listed.matchAll(/"(jaxlsp\.[A-Za-z]+)"/g)].map((m) => m[1]);
+  assert.ok(serverCommands.includes("jaxlsp.openGraph") && serverCommands.length >= 5, String(serverCommands));
+  for (const serverCommand of serverCommands) {
     assert.ok(!contributed.includes(serverCommand), serverCommand);
   }
 });

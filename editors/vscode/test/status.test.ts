@@ -27,7 +27,7 @@ test("hidden until a trace starts; tracing while in flight; then the figures", (
   assert.equal(item.text, "$(sync~spin) jaxlsp: tracing mlp");
   status.succeeded("mlp", result("t1"));
   assert.equal(item.text, "$(type-hierarchy) mlp · 1,234 ops");
-  assert.equal(item.command, "jaxlsp.openGraph");
+  assert.equal(item.command, "jaxlsp.showGraph");
   assert.match(String(item.tooltip), /f32\[8,10\]/);
   assert.equal(item.backgroundColor, undefined);
   drawn.dispose();

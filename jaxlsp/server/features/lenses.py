@@ -1,4 +1,5 @@
-"""``textDocument/codeLens`` (+ resolve) and ``textDocument/codeAction``: one "Trace graph" each."""
+"""``textDocument/codeLens`` (+ resolve) and ``textDocument/codeAction``: one "Trace graph" per
+entrypoint, and once it is traced an "Open graph" beside it."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from lsprotocol import types
 
 from jaxlsp.discovery import Discovery, Entrypoint
 from jaxlsp.server.app import JaxServer
-from jaxlsp.server.convert import LENS_TITLE, to_range, trace_command
+from jaxlsp.server.convert import LENS_TITLE, open_command, to_range, trace_command
 from jaxlsp.server.features.documents import _path
 from jaxlsp.server.params import as_dict
 
@@ -33,17 +34,26 @@ def register(server: JaxServer) -> None:
             return []
         lines = _lines(ls, uri)
         codec = ls.workspace.position_codec
-        return [
-            types.CodeLens(range=to_range(e.header, lines, codec), data={"uri": uri, "name": e.name, "kind": e.kind})
-            for e in found.entrypoints
-        ]
+        lenses = []
+        for e in found.entrypoints:
+            where = to_range(e.header, lines, codec)
+            lenses.append(types.CodeLens(range=where, data={"uri": uri, "name": e.name, "kind": e.kind}))
+            if ls.session.graphs.latest(uri, e.name) is not None:  # traced: a second lens opens it
+                lenses.append(types.CodeLens(range=where, data={"uri": uri, "name": e.name, "open": True}))
+        return lenses
 
     @server.feature(types.CODE_LENS_RESOLVE)
     def resolve(ls: JaxServer, lens: types.CodeLens) -> types.CodeLens:
         data: Any = as_dict(lens.data)
-        if isinstance(data, dict) and isinstance(data.get("uri"), str) and isinstance(data.get("name"), str):
-            lens.command = trace_command(data["uri"], data["name"])
-            lens.command.title = lens_title(ls, data["uri"], data["name"])
+        if not (isinstance(data, dict) and isinstance(data.get("uri"), str) and isinstance(data.get("name"), str)):
+            return lens
+        if data.get("open"):
+            trace = ls.session.graphs.latest(data["uri"], data["name"])
+            if trace is not None:
+                lens.command = open_command(trace.id)
+            return lens
+        lens.command = trace_command(data["uri"], data["name"])
+        lens.command.title = lens_title(ls, data["uri"], data["name"])
         return lens
 
     @server.feature(

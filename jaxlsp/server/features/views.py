@@ -1,5 +1,5 @@
-"""Views over traced graphs: ``jaxlsp/nodesAt``, ``jaxlsp/export``, ``jaxlsp/revealSource``,
-``jaxlsp/openGraph`` and hover with the shapes a line produced (marked stale after edits)."""
+"""Views over traced graphs: ``jaxlsp/nodesAt``, ``jaxlsp/export``, ``jaxlsp/revealSource`` and
+hover with the shapes a line produced (marked stale after edits; it also highlights the viewer)."""
 
 from __future__ import annotations
 
@@ -87,33 +87,9 @@ def register(server: JaxServer) -> None:
             raise invalid(f"params.format: expected one of json, dot, html, got {fmt!r}")
         return {"uri": write_export(trace, fmt).as_uri()}
 
-    @server.feature("jaxlsp/openGraph")
-    async def open_graph(ls: JaxServer, params: Any) -> dict[str, Any]:
-        # Until the interactive viewer lands: the offline HTML export, opened in the browser.
-        trace = _trace(ls, as_dict(params))
-        url = write_export(trace, "html").as_uri()
-        if ls.session.support.show_document:
-            await ls.window_show_document_async(types.ShowDocumentParams(uri=url, external=True))
-        return {"url": url}
-
     @server.feature("jaxlsp/revealSource")
     async def reveal_source(ls: JaxServer, params: Any) -> dict[str, Any]:
-        data = as_dict(params)
-        trace = _trace(ls, data)
-        node_id = require_str(data, "nodeId", "params")
-        node = trace.node(node_id)
-        if node is None:
-            raise JsonRpcException(f"unknown node {node_id} in trace {trace.id}", code=REQUEST_FAILED)
-        frame_index = data.get("frame", 0)
-        if not isinstance(frame_index, int) or isinstance(frame_index, bool) or frame_index < 0:
-            raise invalid(f"params.frame: expected a frame index, got {frame_index!r}")
-        frames = node.frames or ([node.source] if node.source else [])
-        if frame_index >= len(frames):
-            raise JsonRpcException(f"node {node_id} has no frame {frame_index}", code=REQUEST_FAILED)
-        uri, selection = ls.frame_location(frames[frame_index])
-        if ls.session.support.show_document:
-            await ls.window_show_document_async(types.ShowDocumentParams(uri=uri, selection=selection, take_focus=True))
-        return {"location": {"uri": uri, "range": range_json(selection)}}
+        return await reveal(ls, as_dict(params))
 
     @server.feature(types.TEXT_DOCUMENT_INLAY_HINT)
     def inlay_hint(ls: JaxServer, params: types.InlayHintParams) -> list[types.InlayHint]:
@@ -128,10 +104,31 @@ def register(server: JaxServer) -> None:
         for trace in ls.session.graphs.covering(key):
             nodes = trace.nodes_at(key, params.position.line + 1)
             if nodes:
+                if ls.viewer is not None:
+                    ls.viewer.highlight(trace.id, [n.id for n in nodes])
                 return types.Hover(
                     contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=hover_text(ls, trace, nodes))
                 )
         return None
+
+
+async def reveal(ls: JaxServer, data: Any) -> dict[str, Any]:
+    """``jaxlsp/revealSource`` (also the viewer's clicks): the node's frame as a location, shown in the editor."""
+    trace = _trace(ls, data)
+    node_id = require_str(data, "nodeId", "params")
+    node = trace.node(node_id)
+    if node is None:
+        raise JsonRpcException(f"unknown node {node_id} in trace {trace.id}", code=REQUEST_FAILED)
+    frame_index = data.get("frame", 0)
+    if not isinstance(frame_index, int) or isinstance(frame_index, bool) or frame_index < 0:
+        raise invalid(f"params.frame: expected a frame index, got {frame_index!r}")
+    frames = node.frames or ([node.source] if node.source else [])
+    if frame_index >= len(frames):
+        raise JsonRpcException(f"node {node_id} has no frame {frame_index}", code=REQUEST_FAILED)
+    uri, selection = ls.frame_location(frames[frame_index])
+    if ls.session.support.show_document:
+        await ls.window_show_document_async(types.ShowDocumentParams(uri=uri, selection=selection, take_focus=True))
+    return {"location": {"uri": uri, "range": range_json(selection)}}
 
 
 _ASSIGNMENT = re.compile(r"\s*[A-Za-z_][\w.,\s\[\]]*(?::[^=]+)?=(?!=)")

@@ -1,0 +1,160 @@
+/** An index over one graph: the group tree, each group's items in program order, structural
+ * signatures for roll-up, value types, and search. Plain data, no DOM. */
+
+import type { GGroup, GNode, GValue, Graph, Port } from "./types";
+
+const SHORT: Record<string, string> = {
+  float32: "f32", float64: "f64", float16: "f16", bfloat16: "bf16",
+  int8: "i8", int16: "i16", int32: "i32", int64: "i64",
+  uint8: "u8", uint16: "u16", uint32: "u32", uint64: "u64",
+  bool: "bool", complex64: "c64", complex128: "c128",
+};
+
+export function typeStr(v: GValue | undefined): string {
+  if (!v) return "?";
+  return `${SHORT[v.dtype] ?? v.dtype}[${v.shape.join(",")}]`;
+}
+
+/** A child of a group (or of the top level), in program order. */
+export type Child = { kind: "node"; id: string } | { kind: "group"; id: string };
+
+export class Model {
+  readonly nodes = new Map<string, GNode>();
+  readonly values = new Map<string, GValue>();
+  readonly groups = new Map<string, GGroup>();
+  /** Items directly inside a group (key null: the top level), program order. */
+  readonly children = new Map<string | null, Child[]>();
+  /** Nodes anywhere inside each group. */
+  readonly counts = new Map<string, number>();
+  readonly signature = new Map<string, string>();
+  readonly order = new Map<string, number>();
+  /** Graph input ports by value id. */
+  readonly portOf = new Map<string, { port: Port; index: number }>();
+  readonly roles: string[] = [];
+
+  constructor(readonly graph: Graph) {
+    for (const v of graph.values) this.values.set(v.id, v);
+    for (const g of graph.groups) this.groups.set(g.id, g);
+    graph.nodes.forEach((n, i) => {
+      this.nodes.set(n.id, n);
+      this.order.set(n.id, i);
+    });
+    this.buildChildren();
+    this.buildSignatures();
+    graph.inputs.forEach((port, index) => {
+      if (!this.portOf.has(port.value)) this.portOf.set(port.value, { port, index });
+      if (!this.roles.includes(port.role)) this.roles.push(port.role);
+    });
+  }
+
+  /** The parent of a group, or null when it is missing or the tree is broken there. */
+  parentOf(gid: string): string | null {
+    const p = this.groups.get(gid)?.parent ?? null;
+    return p !== null && this.groups.has(p) ? p : null;
+  }
+
+  groupOfNode(n: GNode): string | null {
+    return n.group !== null && this.groups.has(n.group) ? n.group : null;
+  }
+
+  /** The chain of groups around a node or group, outermost first. */
+  ancestors(id: string): string[] {
+    const chain: string[] = [];
+    const seen = new Set<string>();
+    let g = this.nodes.has(id) ? this.groupOfNode(this.nodes.get(id)!) : this.parentOf(id);
+    while (g !== null && !seen.has(g)) {
+      seen.add(g);
+      chain.push(g);
+      g = this.parentOf(g);
+    }
+    return chain.reverse();
+  }
+
+  private buildChildren(): void {
+    const placed = new Set<string>();
+    this.children.set(null, []);
+    for (const g of this.groups.keys()) this.children.set(g, []);
+    for (const n of this.graph.nodes) {
+      let g = this.groupOfNode(n);
+      this.children.get(g)!.push({ kind: "node", id: n.id });
+      // Each enclosing group appears in its parent where its first node does.
+      const seen = new Set<string>();
+      while (g !== null && !seen.has(g)) {
+        seen.add(g);
+        this.counts.set(g, (this.counts.get(g) ?? 0) + 1);
+        const parent = this.parentOf(g);
+        if (!placed.has(g)) {
+          placed.add(g);
+          this.children.get(parent)!.push({ kind: "group", id: g });
+        }
+        g = parent;
+      }
+    }
+    // Empty groups still show (a region whose body has no equations).
+    for (const g of this.groups.keys()) {
+      if (!placed.has(g)) this.children.get(this.parentOf(g))!.push({ kind: "group", id: g });
+    }
+  }
+
+  /** Same kind and, recursively, the same primitives (with output types) and sub-structures in the same order. */
+  private buildSignatures(): void {
+    const visiting = new Set<string>();
+    const sig = (gid: string): string => {
+      const done = this.signature.get(gid);
+      if (done !== undefined) return done;
+      if (visiting.has(gid)) return "cycle";
+      visiting.add(gid);
+      const parts = [this.groups.get(gid)!.kind];
+      for (const c of this.children.get(gid) ?? []) {
+        // Output types too: Dense(256→1024) and Dense(1024→256) are not repeats of one block.
+        const n = c.kind === "node" ? this.nodes.get(c.id)! : null;
+        parts.push(n ? `${n.primitive}:${this.outputTypes(n)}` : `(${sig(c.id)})`);
+      }
+      const text = parts.join(" ");
+      const h = text.length > 64 ? `#${hash(text)}:${text.length}` : text;
+      this.signature.set(gid, h);
+      return h;
+    };
+    for (const g of this.groups.keys()) sig(g);
+  }
+
+  outputTypes(n: GNode): string {
+    return n.outputs.map((o) => typeStr(this.values.get(o))).join(", ");
+  }
+
+  /** Nodes and groups matching ``query`` (primitive, scope, group label, or a type like f32[4). */
+  search(query: string, limit = 200): { id: string; kind: "node" | "group"; text: string }[] {
+    const q = query.trim().toLowerCase();
+    if (!q) return [];
+    const found: { id: string; kind: "node" | "group"; text: string }[] = [];
+    for (const g of this.graph.groups) {
+      if (g.label.toLowerCase().includes(q) || g.kind.toLowerCase() === q) {
+        found.push({ id: g.id, kind: "group", text: `${g.kind}: ${g.label}` });
+        if (found.length >= limit) return found;
+      }
+    }
+    for (const n of this.graph.nodes) {
+      const types = this.outputTypes(n);
+      if (
+        n.primitive.toLowerCase().includes(q) ||
+        n.scope.toLowerCase().includes(q) ||
+        types.toLowerCase().includes(q)
+      ) {
+        found.push({ id: n.id, kind: "node", text: `${n.primitive} → ${types}${n.scope ? "  " + n.scope : ""}` });
+        if (found.length >= limit) break;
+      }
+    }
+    return found;
+  }
+}
+
+export function hash(text: string): string {
+  let h1 = 0x811c9dc5;
+  let h2 = 0x01000193;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    h1 = Math.imul(h1 ^ c, 16777619);
+    h2 = Math.imul(h2 + c, 2246822519) ^ (h2 >>> 13);
+  }
+  return (h1 >>> 0).toString(36) + (h2 >>> 0).toString(36);
+}

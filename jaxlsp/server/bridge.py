@@ -1,0 +1,261 @@
+"""The viewer's loopback HTTP bridge: serves the viewer page, its assets and graphs to a browser,
+takes "go to source" clicks and pushes highlights as server-sent events (docs/viewer.md).
+
+No pygls here: the language server passes callbacks for graph lookup, staleness and reveal. It runs
+in the server's asyncio loop. Security: bound to 127.0.0.1 only, on a random port; every request
+must carry the per-session token (``secrets.token_urlsafe(32)``, compared in constant time) as
+the query parameter ``token`` and a ``Host`` of ``127.0.0.1:PORT`` or ``localhost:PORT`` (so a
+DNS-rebinding page cannot reach it); no CORS headers; only known asset names are served;
+responses are ``Cache-Control: no-store``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import hmac
+import json
+import logging
+import secrets
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+from jaxlsp.viewer import asset
+
+log = logging.getLogger(__name__)
+
+HOST = "127.0.0.1"
+MAX_HEAD = 16 * 1024
+MAX_BODY = 64 * 1024
+READ_TIMEOUT = 10.0
+KEEPALIVE = 15.0  # seconds between SSE comments, which also notice a closed page
+MAX_QUEUED = 256  # events waiting for one page
+PAGE_CSP = (
+    "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
+    "connect-src 'self'; worker-src blob:; img-src data: blob:"
+)
+TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
+
+
+class BridgeError(Exception):
+    """A callback's refusal, answered with ``status`` and ``{"error": message}``."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass
+class Callbacks:
+    """What the bridge asks the language server (all run in the server's loop)."""
+
+    graph: Callable[[str], bytes]  # the canonical graph JSON of a trace; BridgeError(404) if unknown
+    stale: Callable[[str], bool]  # whether a source of the trace changed since
+    reveal: Callable[[str, str, int | None], Awaitable[dict[str, Any]]]  # -> {"location": ...}
+
+
+def _script_json(data: object) -> str:
+    text = json.dumps(data, ensure_ascii=True, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+class Bridge:
+    def __init__(self, callbacks: Callbacks) -> None:
+        self.callbacks = callbacks
+        self.token = secrets.token_urlsafe(32)
+        self.port = 0
+        self._server: asyncio.Server | None = None
+        self._streams: set[asyncio.Queue[tuple[str, str] | None]] = set()
+
+    @property
+    def running(self) -> bool:
+        return self._server is not None
+
+    async def start(self) -> None:
+        if self._server is not None:
+            return
+        self._server = await asyncio.start_server(self._handle, HOST, 0, limit=MAX_HEAD)
+        self.port = self._server.sockets[0].getsockname()[1]
+        atexit.register(self._close_now)
+        log.info("viewer bridge on http://%s:%d", HOST, self.port)
+
+    def url(self, trace_id: str) -> str:
+        return f"http://{HOST}:{self.port}/?{urlencode({'token': self.token, 'trace': trace_id})}"
+
+    def push(self, event: str, data: dict[str, Any]) -> None:
+        """Send one server-sent event to every open page."""
+        payload = (event, json.dumps(data, separators=(",", ":")))
+        for queue in self._streams:
+            if queue.qsize() < MAX_QUEUED:  # a page that stopped reading misses events, not memory
+                queue.put_nowait(payload)
+
+    @property
+    def pages(self) -> int:
+        return len(self._streams)
+
+    async def stop(self) -> None:
+        server, self._server = self._server, None
+        if server is None:
+            return
+        for queue in self._streams:
+            queue.put_nowait(None)
+        server.close()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(server.wait_closed(), 2.0)
+        atexit.unregister(self._close_now)
+
+    def _close_now(self) -> None:
+        # The process is exiting without shutdown: stop listening at least.
+        if self._server is not None:
+            self._server.close()
+
+    # -- HTTP ----------------------------------------------------------------------------------------
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await self._serve(reader, writer)
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError, TimeoutError, ValueError):
+            pass
+        except Exception:  # a page must never take the server down
+            log.exception("viewer bridge: request failed")
+        finally:
+            with contextlib.suppress(Exception):
+                writer.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), READ_TIMEOUT)
+        lines = head.decode("latin-1").split("\r\n")
+        parts = lines[0].split(" ")
+        if len(parts) != 3:
+            await self._send(writer, 400, {"error": "bad request line"})
+            return
+        method, target, _ = parts
+        headers: dict[str, str] = {}
+        for line in lines[1:]:
+            name, sep, value = line.partition(":")
+            if sep:
+                headers[name.strip().lower()] = value.strip()
+        url = urlsplit(target)
+        query = parse_qs(url.query)
+        if headers.get("host") not in (f"{HOST}:{self.port}", f"localhost:{self.port}"):
+            await self._send(writer, 403, {"error": "forbidden host"})
+            return
+        token = query.get("token", [""])[0]
+        if not hmac.compare_digest(token.encode("utf-8", "replace"), self.token.encode()):
+            await self._send(writer, 403, {"error": "missing or wrong token"})
+            return
+        path = url.path
+        if method == "GET" and path == "/":
+            await self._page(writer, query.get("trace", [""])[0])
+        elif method == "GET" and path in ("/viewer.js", "/viewer.css"):
+            name = path[1:]
+            await self._send_bytes(writer, 200, asset(name), TYPES[name[name.rindex(".") :]])
+        elif method == "GET" and path == "/graph":
+            await self._graph(writer, query.get("trace", [""])[0])
+        elif method == "GET" and path == "/events":
+            await self._events(writer)
+        elif method == "POST" and path == "/reveal":
+            await self._reveal(reader, writer, headers)
+        elif path in ("/", "/viewer.js", "/viewer.css", "/graph", "/events", "/reveal"):
+            await self._send(writer, 405, {"error": f"{method} not allowed on {path}"})
+        else:
+            await self._send(writer, 404, {"error": f"no such path: {path}"})
+
+    async def _page(self, writer: asyncio.StreamWriter, trace_id: str) -> None:
+        config = _script_json({"mode": "http", "token": self.token, "traceId": trace_id})
+        page = asset("index.html").decode("utf-8").replace("$TOKEN", self.token).replace("$CONFIG", config)
+        await self._send_bytes(
+            writer, 200, page.encode("utf-8"), "text/html; charset=utf-8", {"Content-Security-Policy": PAGE_CSP}
+        )
+
+    async def _graph(self, writer: asyncio.StreamWriter, trace_id: str) -> None:
+        try:
+            body = self.callbacks.graph(trace_id)
+            stale = self.callbacks.stale(trace_id)
+        except BridgeError as e:
+            await self._send(writer, e.status, {"error": str(e)})
+            return
+        await self._send_bytes(
+            writer, 200, body, "application/json; charset=utf-8", {"X-Jaxlsp-Stale": "1" if stale else "0"}
+        )
+
+    async def _reveal(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, headers: dict[str, str]
+    ) -> None:
+        length = headers.get("content-length", "")
+        if not length.isdigit() or int(length) > MAX_BODY:
+            await self._send(writer, 400, {"error": f"expected a JSON body of at most {MAX_BODY} bytes"})
+            return
+        raw = await asyncio.wait_for(reader.readexactly(int(length)), READ_TIMEOUT)
+        try:
+            data = json.loads(raw)
+        except ValueError as e:
+            await self._send(writer, 400, {"error": f"body: not JSON ({e})"})
+            return
+        trace_id = data.get("traceId") if isinstance(data, dict) else None
+        node_id = data.get("nodeId") if isinstance(data, dict) else None
+        frame = data.get("frame") if isinstance(data, dict) else None
+        if not isinstance(trace_id, str) or not isinstance(node_id, str):
+            await self._send(writer, 400, {"error": "body: expected {traceId: string, nodeId: string, frame?: number}"})
+            return
+        if frame is not None and (not isinstance(frame, int) or isinstance(frame, bool) or frame < 0):
+            await self._send(writer, 400, {"error": f"body.frame: expected a frame index, got {frame!r}"})
+            return
+        try:
+            result = await self.callbacks.reveal(trace_id, node_id, frame)
+        except BridgeError as e:
+            await self._send(writer, e.status, {"error": str(e)})
+            return
+        await self._send(writer, 200, result)
+
+    async def _events(self, writer: asyncio.StreamWriter) -> None:
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\n"
+            b"X-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n: jaxlsp\n\n"
+        )
+        await writer.drain()
+        queue: asyncio.Queue[tuple[str, str] | None] = asyncio.Queue()
+        self._streams.add(queue)
+        try:
+            while True:
+                try:
+                    item = await asyncio.wait_for(queue.get(), KEEPALIVE)
+                except TimeoutError:
+                    writer.write(b": keepalive\n\n")
+                    await writer.drain()
+                    continue
+                if item is None:
+                    return
+                event, data = item
+                writer.write(f"event: {event}\ndata: {data}\n\n".encode())
+                await writer.drain()
+        finally:
+            self._streams.discard(queue)
+
+    async def _send(self, writer: asyncio.StreamWriter, status: int, data: dict[str, Any]) -> None:
+        body = json.dumps(data, separators=(",", ":")).encode("utf-8")
+        await self._send_bytes(writer, status, body, "application/json; charset=utf-8")
+
+    async def _send_bytes(
+        self,
+        writer: asyncio.StreamWriter,
+        status: int,
+        body: bytes,
+        content_type: str,
+        extra: dict[str, str] | None = None,
+    ) -> None:
+        reason = {200: "OK", 400: "Bad Request", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed"}
+        head = [
+            f"HTTP/1.1 {status} {reason.get(status, 'Error')}",
+            f"Content-Type: {content_type}",
+            f"Content-Length: {len(body)}",
+            "Cache-Control: no-store",
+            "X-Content-Type-Options: nosniff",
+            "Referrer-Policy: no-referrer",
+            "Connection: close",
+        ]
+        head += [f"{k}: {v}" for k, v in (extra or {}).items()]
+        writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
+        await writer.drain()

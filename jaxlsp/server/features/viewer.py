@@ -1,0 +1,159 @@
+"""The graph viewer in the browser: ``jaxlsp/openGraph`` (starts the loopback bridge once and
+opens the page) and ``jaxlsp/cursorMoved`` (the editor's cursor highlights nodes in open pages).
+
+The bridge (``jaxlsp.server.bridge``) holds no server state: it calls back here for graphs,
+staleness and "go to source", which goes through ``jaxlsp/revealSource``'s code.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+
+from jaxlsp.graph.io import to_json
+from jaxlsp.graph.store import Trace
+from jaxlsp.server.app import JaxServer
+from jaxlsp.server.bridge import Bridge, BridgeError, Callbacks
+from jaxlsp.server.convert import OPEN_COMMAND
+from jaxlsp.server.features.documents import _path
+from jaxlsp.server.features.views import _position, _trace, reveal
+from jaxlsp.server.params import as_dict, invalid, text_document_uri
+
+GRAPH_CACHE = 4  # serialized graphs kept for pages that reload
+
+
+class Viewers:
+    """The bridge (started on the first ``jaxlsp/openGraph``) and what open pages were told."""
+
+    def __init__(self, ls: JaxServer) -> None:
+        self.ls = ls
+        self.bridge: Bridge | None = None
+        self._json: OrderedDict[str, bytes] = OrderedDict()
+        self._served: dict[str, tuple[str, str]] = {}  # trace id -> (uri, name) of pages' graphs
+        self._stale: dict[str, bool] = {}
+        self._highlighted: str | None = None
+
+    async def url(self, trace: Trace) -> str:
+        if self.bridge is None:
+            self.bridge = Bridge(Callbacks(graph=self._graph, stale=self._is_stale, reveal=self._reveal))
+        await self.bridge.start()
+        return self.bridge.url(trace.id)
+
+    async def stop(self) -> None:
+        if self.bridge is not None:
+            await self.bridge.stop()
+
+    # -- bridge callbacks ----------------------------------------------------------------------------
+    def _find(self, trace_id: str) -> Trace:
+        trace = self.ls.session.graphs.get(trace_id)
+        if trace is None:
+            raise BridgeError(404, f"unknown trace: {trace_id} (traces are kept while the server runs)")
+        return trace
+
+    def _graph(self, trace_id: str) -> bytes:
+        trace = self._find(trace_id)
+        body = self._json.get(trace_id)
+        if body is None:
+            body = json.dumps(to_json(trace.graph), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+            self._json[trace_id] = body
+            while len(self._json) > GRAPH_CACHE:
+                self._json.popitem(last=False)
+        self._served[trace_id] = (str(trace.meta.get("uri")), str(trace.meta.get("name")))
+        return body
+
+    def _is_stale(self, trace_id: str) -> bool:
+        trace = self._find(trace_id)
+        stale = bool(trace.stale_sources(lambda p: self.ls.session.index.text(Path(p))))
+        self._stale[trace_id] = stale
+        return stale
+
+    async def _reveal(self, trace_id: str, node_id: str, frame: int | None) -> dict[str, Any]:
+        data: dict[str, Any] = {"traceId": trace_id, "nodeId": node_id}
+        if frame is not None:
+            data["frame"] = frame
+        try:
+            return await reveal(self.ls, data)
+        except JsonRpcException as e:
+            raise BridgeError(404, e.message) from e
+
+    # -- pushes ------------------------------------------------------------------------------------
+    def highlight(self, trace_id: str | None, node_ids: list[str]) -> None:
+        """The nodes at the editor's cursor, innermost first, to every open page."""
+        bridge = self.bridge
+        if bridge is None or not bridge.pages:
+            return
+        if trace_id is None:  # nothing at the cursor: clear the last highlight
+            if self._highlighted is None:
+                return
+            trace_id, node_ids = self._highlighted, []
+        self._highlighted = trace_id if node_ids else None
+        bridge.push("highlight", {"traceId": trace_id, "nodeIds": node_ids})
+        self._push_staleness()
+
+    def _push_staleness(self) -> None:
+        # Checked when the cursor moves (which follows every edit), only for graphs pages show.
+        assert self.bridge is not None
+        for trace_id in list(self._served):
+            if self.ls.session.graphs.get(trace_id) is None:
+                del self._served[trace_id]
+                continue
+            before = self._stale.get(trace_id)
+            if self._is_stale(trace_id) != before:
+                self.bridge.push("stale", {"traceId": trace_id, "stale": self._stale[trace_id]})
+
+    def new_trace(self, trace: Trace) -> None:
+        """A trace finished: pages showing an older trace of the same target can load it."""
+        if self.bridge is None or not self.bridge.pages:
+            return
+        target = (str(trace.meta.get("uri")), str(trace.meta.get("name")))
+        for old, served in list(self._served.items()):
+            if served == target and old != trace.id:
+                self.bridge.push("trace", {"traceId": trace.id, "replaces": old})
+
+
+def register(server: JaxServer) -> None:
+    viewers = Viewers(server)
+    server.viewer = viewers
+    server.session.graphs.listeners.append(viewers.new_trace)
+
+    async def open_trace(ls: JaxServer, data: Any) -> dict[str, Any]:
+        trace = _trace(ls, data)
+        url = await viewers.url(trace)
+        if ls.session.support.show_document:
+            await ls.window_show_document_async(types.ShowDocumentParams(uri=url, external=True))
+        return {"url": url}
+
+    @server.feature("jaxlsp/openGraph")
+    async def open_graph(ls: JaxServer, params: Any) -> dict[str, Any]:
+        return await open_trace(ls, as_dict(params))
+
+    @server.command(OPEN_COMMAND)
+    async def open_graph_command(ls: JaxServer, *args: Any) -> dict[str, Any]:
+        """The "Open graph" lens: the same as ``jaxlsp/openGraph``."""
+        if len(args) != 1 or not isinstance(as_dict(args[0]), dict):
+            raise invalid(f"{OPEN_COMMAND}: expected one argument {{traceId}}, got {len(args)}")
+        return await open_trace(ls, as_dict(args[0]))
+
+    @server.feature("jaxlsp/cursorMoved")
+    def cursor_moved(ls: JaxServer, params: Any) -> None:
+        data = as_dict(params)
+        try:
+            uri = text_document_uri(data, "params")
+            line, _ = _position(data)
+        except JsonRpcException:
+            return  # a notification has no answer to carry the error; nothing to highlight
+        path = _path(uri)
+        if path is None:
+            return
+        key = str(path.resolve())
+        for trace in ls.session.graphs.covering(key):
+            nodes = trace.nodes_at(key, line + 1)
+            if nodes:
+                viewers.highlight(trace.id, [n.id for n in nodes])
+                return
+        viewers.highlight(None, [])
