@@ -389,6 +389,20 @@ def cgroup_create(name: str) -> str | None:
     return path
 
 
+def cgroup_sweep() -> None:
+    """Remove the empty capture cgroups of processes that are gone (a server or spare that was
+    killed before it could clean up leaves its ``jaxlsp-PID-*`` folders behind)."""
+    root = _pids_root()
+    if root is None:
+        return
+    with contextlib.suppress(OSError):
+        for name in os.listdir(root):
+            owner = name[len(CGROUP_PREFIX) :].split("-", 1)[0]
+            if name.startswith(CGROUP_PREFIX) and owner.isdigit() and not os.path.exists(f"/proc/{owner}"):
+                with contextlib.suppress(OSError):
+                    os.rmdir(os.path.join(root, name))  # fails, as it should, while it holds a process
+
+
 def cgroup_join(path: str | None, pid: int = 0) -> bool:
     """Move ``pid`` (0: this process) into the cgroup; its later children are born inside."""
     if not path:
@@ -449,6 +463,7 @@ def serve() -> None:
     sock = socket.socket(fileno=int(config["fd"]))
     sock.setblocking(True)
     set_subreaper()  # an ended capture's escaped descendants come back here, to be killed
+    cgroup_sweep()
     spare = _Spare(sock, None)
     try:
         loaded, missing = _preload(list(config["preload"]), list(config["required"]))

@@ -74,6 +74,16 @@ memory, fd, module = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 del sys.argv[1:]
 import faulthandler
 faulthandler.enable()  # a segfault in user code prints the Python stack (with the user's line) on stderr
+try:  # orphans of user code come back to this leader; whichever way it exits, it kills them first
+    from jaxlsp.capture.forkserver import kill_orphans, set_subreaper
+    if set_subreaper():
+        def _exit(code, _leader=os.getpid(), _exit=os._exit):
+            if os.getpid() == _leader:
+                kill_orphans(set())
+            _exit(code)
+        os._exit = _exit
+except Exception:
+    pass
 if memory > 0:
     try:
         import resource

@@ -21,9 +21,19 @@ def as_dict(value: Any) -> Any:
     return value
 
 
+MAX_STRING = 8192  # characters in an id, name or URI: longer is refused, never echoed back whole
+MAX_MESSAGE = 2000  # characters of an error message (it quotes the client's values)
+
+
+def shown(value: Any, limit: int = 200) -> str:
+    """``repr(value)``, cut to ``limit`` characters: errors quote what the client sent, never 10 MB."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
+
+
 def invalid(message: str) -> JsonRpcInvalidParams:
     err = JsonRpcInvalidParams()
-    err.message = message
+    err.message = message if len(message) <= MAX_MESSAGE else message[:MAX_MESSAGE] + " [...]"
     return err
 
 
@@ -32,7 +42,9 @@ def require_str(obj: Any, key: str, where: str) -> str:
         raise invalid(f"{where}: expected an object, got {type(obj).__name__}")
     value = obj.get(key)
     if not isinstance(value, str) or not value:
-        raise invalid(f"{where}.{key}: expected a non-empty string, got {value!r}")
+        raise invalid(f"{where}.{key}: expected a non-empty string, got {shown(value)}")
+    if len(value) > MAX_STRING:
+        raise invalid(f"{where}.{key}: too long ({len(value):,} characters; at most {MAX_STRING:,})")
     return value
 
 

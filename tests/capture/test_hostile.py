@@ -15,8 +15,7 @@ pipe, or writes into its current directory. After each one:
 
 The cold path goes through :func:`jaxlsp.capture.engine.trace` (recipe, interpreter, the real
 staged worker), recording the client's :class:`CaptureOutcome` on the way; the warm path through
-one :class:`SparePool` shared by the module. Known bugs are kept as strict xfails, each with its
-reason: they turn red once fixed.
+one :class:`SparePool` shared by the module.
 """
 
 from __future__ import annotations
@@ -96,16 +95,11 @@ CASES = [
     Case("writes_cwd.py", primitives=("sin",), stdout=("hostile-cwd: ",)),
 ]
 
-ESCAPED_DAEMON = pytest.mark.xfail(
-    strict=True,
-    reason="limitation: a grandchild daemonised the classic way (fork, setsid, fork) leaves the worker's "
-    "process group and session, so killing the group misses it and it outlives the capture",
-)
-
 
 def _params() -> list[Any]:
-    marks = {"daemon.py": [ESCAPED_DAEMON]}
-    return [pytest.param(case, id=case.file.removesuffix(".py"), marks=marks.get(case.file, [])) for case in CASES]
+    # daemon.py leaves the worker's group and session (fork, setsid, fork): it is caught by the
+    # capture's cgroup (as root on Linux) or re-parented to a subreaper we control (Linux).
+    return [pytest.param(case, id=case.file.removesuffix(".py")) for case in CASES]
 
 
 # -- processes ------------------------------------------------------------------------------------
