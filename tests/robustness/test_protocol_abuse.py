@@ -1,0 +1,261 @@
+"""Protocol abuse against the real server over stdio (raw JSON-RPC frames, see ``helpers.Peer``).
+
+Every custom method and command gets missing, wrong-typed, 10 MB and random (hypothesis) params;
+unknown trace and node ids; cancels of finished and unknown requests; out-of-order document
+versions; requests after ``shutdown``. Every request gets a result or a JSON-RPC error (never an
+internal error: bad input is the client's, and the error says what and where), and the server
+keeps answering. The workspace is untrusted and carries a sentinel interpreter: no abuse makes the
+server run anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.robustness.helpers import Peer, RpcError, record, server_env, untrusted_workspace
+
+INVALID_REQUEST, INVALID_PARAMS, INTERNAL_ERROR, REQUEST_FAILED = -32600, -32602, -32603, -32803
+METHODS = [
+    "jaxlsp/discover",
+    "jaxlsp/trace",
+    "jaxlsp/graph",
+    "jaxlsp/node",
+    "jaxlsp/nodesAt",
+    "jaxlsp/export",
+    "jaxlsp/revealSource",
+    "jaxlsp/openGraph",
+    "jaxlsp/environment",
+]
+COMMANDS = ["jaxlsp.traceGraph", "jaxlsp.listTrusted", "jaxlsp.revokeTrust", "jaxlsp.checkEnvironment"]
+HUGE = "x" * (10 * 1024 * 1024)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Peer, Path, Path]]:
+    root, sentinel = untrusted_workspace(tmp_path_factory.mktemp("abuse"))
+    peer = Peer(env=server_env())
+    peer.initialize(root)
+    peer.open(root / "model.py")
+    yield peer, root, sentinel
+    peer.close()
+
+
+def answered(peer: Peer, method: str, params: Any, *, with_params: bool = True) -> dict[str, Any]:
+    """Send one request; it must get a result or a well-formed, non-internal JSON-RPC error."""
+    reply = peer.wait(peer.start(method, params, with_params=with_params))
+    assert ("result" in reply) != ("error" in reply), reply
+    if "error" in reply:
+        error = reply["error"]
+        assert isinstance(error.get("code"), int) and isinstance(error.get("message"), str), error
+        assert error["code"] != INTERNAL_ERROR, f"{method} {str(params)[:200]}: internal error {error}"
+        assert error["message"].strip(), error
+    return reply
+
+
+def command(name: str, arguments: Any) -> dict[str, Any]:
+    return {"command": name, "arguments": arguments}
+
+
+BAD_PARAMS: list[Any] = [
+    None,
+    [],
+    "text",
+    17,
+    True,
+    {},
+    {"textDocument": 1},
+    {"textDocument": {"uri": 5}},
+    {"textDocument": {"uri": "http://example.com/x.py"}},
+    {"textDocument": {"uri": "file:///no/such/file.py"}, "name": 3},
+    {"textDocument": {"uri": "file:///no/such/file.py"}, "position": {"line": -1, "character": "a"}},
+    {"traceId": 5},
+    {"traceId": "t-unknown"},
+    {"traceId": "t-unknown", "nodeId": "n-unknown"},
+    {"traceId": "t-unknown", "group": 4, "cursor": [], "limit": 10**12},
+    {"traceId": "t-unknown", "format": "exe"},
+    {"uri": "file:///etc/passwd", "name": "x", "answers": [1], "save": "yes"},
+]
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_methods_with_missing_and_wrong_params(served: tuple[Peer, Path, Path], method: str) -> None:
+    peer, _root, sentinel = served
+    replies = [answered(peer, method, None, with_params=False)]
+    replies += [answered(peer, method, params) for params in BAD_PARAMS]
+    assert all("error" in r for r in replies[1:6]), "a non-object params was accepted"
+    assert peer.alive()
+    assert not sentinel.exists(), sentinel.read_text()
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_commands_with_missing_and_wrong_arguments(served: tuple[Peer, Path, Path], name: str) -> None:
+    peer, _root, sentinel = served
+    for arguments in ([], [None], [1, 2], ["text"], [{}], [{"uri": 3}], *[[p] for p in BAD_PARAMS]):
+        answered(peer, "workspace/executeCommand", command(name, arguments))
+    answered(peer, "workspace/executeCommand", {"command": name})
+    assert peer.alive()
+    assert not sentinel.exists(), sentinel.read_text()
+
+
+def test_unknown_trace_and_node_ids_name_them(served: tuple[Peer, Path, Path]) -> None:
+    peer, _, _ = served
+    for method, params in [
+        ("jaxlsp/graph", {"traceId": "t-missing"}),
+        ("jaxlsp/node", {"traceId": "t-missing", "nodeId": "n-missing"}),
+        ("jaxlsp/export", {"traceId": "t-missing", "format": "json"}),
+        ("jaxlsp/revealSource", {"traceId": "t-missing", "nodeId": "n-missing"}),
+        ("jaxlsp/openGraph", {"traceId": "t-missing"}),
+    ]:
+        with pytest.raises(RpcError) as info:
+            peer.call(method, params)
+        assert info.value.code in (REQUEST_FAILED, INVALID_PARAMS), info.value
+        assert "t-missing" in info.value.message, (method, info.value.message)
+
+
+def test_ten_megabyte_params(served: tuple[Peer, Path, Path]) -> None:
+    peer, root, sentinel = served
+    uri = (root / "model.py").as_uri()
+    for method, params in [
+        ("jaxlsp/discover", {"textDocument": {"uri": "file:///" + HUGE}}),
+        ("jaxlsp/graph", {"traceId": HUGE}),
+        ("jaxlsp/node", {"traceId": "t", "nodeId": HUGE}),
+        ("jaxlsp/trace", {"textDocument": {"uri": uri}, "name": HUGE}),
+        ("jaxlsp/nodesAt", {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}, "pad": HUGE}),
+        ("workspace/executeCommand", command("jaxlsp.revokeTrust", [HUGE])),
+    ]:
+        reply = answered(peer, method, params)
+        if "error" in reply:
+            assert len(reply["error"]["message"]) < 64 * 1024, "the error echoes 10 MB back"
+    peer.notify(
+        "textDocument/didChange", {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": HUGE}]}
+    )
+    assert peer.alive()
+    peer.notify(
+        "textDocument/didChange",
+        {"textDocument": {"uri": uri, "version": 3}, "contentChanges": [{"text": (root / "model.py").read_text()}]},
+    )
+    assert [e["name"] for e in peer.call("jaxlsp/discover", {"textDocument": {"uri": uri}})["entrypoints"]] == [
+        "predict",
+        "MLP",
+    ]
+    assert not sentinel.exists()
+
+
+def test_cancels_of_finished_and_unknown_requests(served: tuple[Peer, Path, Path]) -> None:
+    peer, root, _ = served
+    done = peer.start("jaxlsp/discover", {"textDocument": {"uri": (root / "model.py").as_uri()}})
+    assert "result" in peer.wait(done)
+    for ident in (done, 10**9, "no-such-request", None, {"x": 1}):
+        peer.notify("$/cancelRequest", {"id": ident})
+    peer.notify("$/cancelRequest", None)
+    assert peer.alive()
+
+
+def test_out_of_order_document_versions(served: tuple[Peer, Path, Path]) -> None:
+    peer, root, _ = served
+    path = root / "model.py"
+    uri = path.as_uri()
+    text = path.read_text()
+    peer.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+    peer.open(path, text, version=5)
+    for version in (3, 9, 4, 4, -1):  # stale, ahead, stale, repeated, negative: the latest text wins
+        peer.notify(
+            "textDocument/didChange",
+            {
+                "textDocument": {"uri": uri, "version": version},
+                "contentChanges": [{"text": text + f"\n# v{version}\n"}],
+            },
+        )
+    # an incremental change whose range lies outside the document
+    peer.notify(
+        "textDocument/didChange",
+        {
+            "textDocument": {"uri": uri, "version": 10},
+            "contentChanges": [
+                {"range": {"start": {"line": 999, "character": 0}, "end": {"line": 1999, "character": 5}}, "text": "x"}
+            ],
+        },
+    )
+    peer.notify(
+        "textDocument/didChange",
+        {"textDocument": {"uri": "file:///never/opened.py", "version": 1}, "contentChanges": [{"text": "x"}]},
+    )
+    peer.notify("textDocument/didClose", {"textDocument": {"uri": "file:///never/opened.py"}})
+    assert peer.alive()
+    lenses = peer.call("textDocument/codeLens", {"textDocument": {"uri": uri}})
+    assert isinstance(lenses, list)
+    peer.notify(
+        "textDocument/didChange", {"textDocument": {"uri": uri, "version": 11}, "contentChanges": [{"text": text}]}
+    )
+    names = [e["name"] for e in peer.call("jaxlsp/discover", {"textDocument": {"uri": uri}})["entrypoints"]]
+    assert names == ["predict", "MLP"]
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    max_leaves=12,
+)
+keys = st.sampled_from(
+    [
+        "textDocument",
+        "uri",
+        "name",
+        "traceId",
+        "nodeId",
+        "group",
+        "cursor",
+        "limit",
+        "format",
+        "position",
+        "profile",
+        "answers",
+        "save",
+        "frame",
+        "refresh",
+    ]
+)
+params_strategy = st.one_of(json_values, st.dictionaries(keys, json_values, max_size=5))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture], database=None)
+@given(method=st.sampled_from(METHODS + [f"cmd:{c}" for c in COMMANDS]), params=params_strategy)
+def test_random_params(served: tuple[Peer, Path, Path], method: str, params: Any) -> None:
+    peer, _, sentinel = served
+    if method.startswith("cmd:"):
+        args = params if isinstance(params, list) else [params]
+        answered(peer, "workspace/executeCommand", command(method[4:], args))
+    else:
+        answered(peer, method, params)
+    assert peer.proc.poll() is None
+    assert not sentinel.exists()
+
+
+def test_requests_after_shutdown_get_an_error(tmp_path: Path) -> None:
+    root, _ = untrusted_workspace(tmp_path)
+    peer = Peer(env=server_env())
+    try:
+        peer.initialize(root)
+        assert peer.call("shutdown", None, with_params=False) is None
+        refused = []
+        for method, params in [
+            ("jaxlsp/discover", {"textDocument": {"uri": (root / "model.py").as_uri()}}),
+            ("textDocument/codeLens", {"textDocument": {"uri": (root / "model.py").as_uri()}}),
+            ("workspace/executeCommand", command("jaxlsp.listTrusted", [])),
+            ("shutdown", None),
+        ]:
+            with pytest.raises(RpcError) as info:
+                peer.call(method, params, timeout=10)
+            refused.append(info.value.code)
+        assert set(refused) == {INVALID_REQUEST}, refused
+        peer.send({"jsonrpc": "2.0", "method": "exit"})
+        assert peer.proc.wait(timeout=15) == 0
+        record(**{"protocol.after_shutdown": "InvalidRequest for every request; exit code 0"})
+    finally:
+        peer.close()

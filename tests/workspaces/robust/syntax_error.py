@@ -1,0 +1,5 @@
+"""Is not valid Python."""
+
+
+def f(x):
+    return x +
