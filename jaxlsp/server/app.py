@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from jaxlsp import __version__
 from jaxlsp.server import wire
 from jaxlsp.server.session import ClientSupport, Options, Session
 
+log = logging.getLogger(__name__)
 EXTENSIONS_VERSION = 1
 
 
@@ -120,10 +122,22 @@ class JaxServer(LanguageServer):
         span = Span(frame.line - 1, frame.column, frame.end_line - 1, frame.end_column)
         return path.as_uri(), to_range(span, lines, self.workspace.position_codec)
 
+    def show_document(self, params: types.ShowDocumentParams) -> None:
+        """``window/showDocument`` for clients that support it, without waiting for the answer: a
+        reply of ours never hangs on the editor (one that answers null, late or never)."""
+        if not self.session.support.show_document:
+            return
+        self.window_show_document(params).add_done_callback(_log_show_failure)
+
     def refresh_lenses(self) -> None:
         """Ask the client to re-request lenses, only when it said it can take the request."""
         if self.session.support.code_lens_refresh:
             self.workspace_code_lens_refresh(None)
+
+
+def _log_show_failure(future: Any) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        log.info("window/showDocument failed: %s", future.exception())
 
 
 def create_server() -> JaxServer:

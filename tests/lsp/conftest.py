@@ -82,6 +82,7 @@ class JaxClient(LanguageClient):
         self.trust_prompts: list[str] = []
         self.finished: list[dict[str, Any]] = []  # jaxlsp/traceFinished notifications
         self.shown: list[types.ShowDocumentParams] = []  # window/showDocument requests
+        self.show_answers = True  # False: answer showDocument with null, as a sloppy client might
         self.progress_kinds: dict[types.ProgressToken, list[str]] = {}
         self._changed = asyncio.Event()
         self._versions: dict[str, int] = {}
@@ -247,10 +248,10 @@ def make_client(cls: type[JaxClient] = JaxClient) -> JaxClient:
         return types.MessageActionItem(title=ls.trust_answer) if ls.trust_answer else None
 
     @client.feature(types.WINDOW_SHOW_DOCUMENT)
-    def on_show_document(ls: JaxClient, params: types.ShowDocumentParams) -> types.ShowDocumentResult:
+    def on_show_document(ls: JaxClient, params: types.ShowDocumentParams) -> types.ShowDocumentResult | None:
         ls.shown.append(params)
         ls._signal()
-        return types.ShowDocumentResult(success=True)
+        return types.ShowDocumentResult(success=True) if ls.show_answers else None
 
     @client.feature("jaxlsp/traceFinished")
     def on_trace_finished(ls: JaxClient, params: Any) -> None:

@@ -408,3 +408,19 @@ async def test_cancel_request_kills_the_worker_at_once(trusted: JaxClient) -> No
     hold.unlink()
     again = await _trace(client, "predict")  # and the server goes on serving
     assert again["summary"]["outputs"] == ["f32[2]"]
+
+
+async def test_reveal_and_open_never_wait_on_the_clients_show_document_answer(trusted: JaxClient) -> None:
+    client = trusted
+    client.show_answers = False  # null instead of {success}: once, openGraph never answered
+    result = await _trace(client, "predict")
+    dot = next(n for n in await _all_nodes(client, result["traceId"]) if n["primitive"] == "dot_general")
+    revealed = client.plain(
+        await client.within(
+            client.request("jaxlsp/revealSource", {"traceId": result["traceId"], "nodeId": dot["id"]}), 30
+        )
+    )
+    assert revealed["location"]["uri"] == client.uri("model.py")
+    opened = client.plain(await client.within(client.request("jaxlsp/openGraph", {"traceId": result["traceId"]}), 30))
+    assert opened["url"].startswith("http://127.0.0.1:")
+    await client.wait_until(lambda: len(client.shown) >= 2)  # both were still asked for

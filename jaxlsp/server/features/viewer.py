@@ -124,8 +124,7 @@ def register(server: JaxServer) -> None:
     async def open_trace(ls: JaxServer, data: Any) -> dict[str, Any]:
         trace = _trace(ls, data)
         url = await viewers.url(trace)
-        if ls.session.support.show_document:
-            await ls.window_show_document_async(types.ShowDocumentParams(uri=url, external=True))
+        ls.show_document(types.ShowDocumentParams(uri=url, external=True))
         return {"url": url}
 
     @server.feature("jaxlsp/openGraph")

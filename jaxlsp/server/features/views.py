@@ -126,8 +126,7 @@ async def reveal(ls: JaxServer, data: Any) -> dict[str, Any]:
     if frame_index >= len(frames):
         raise JsonRpcException(f"node {node_id} has no frame {frame_index}", code=REQUEST_FAILED)
     uri, selection = ls.frame_location(frames[frame_index])
-    if ls.session.support.show_document:
-        await ls.window_show_document_async(types.ShowDocumentParams(uri=uri, selection=selection, take_focus=True))
+    ls.show_document(types.ShowDocumentParams(uri=uri, selection=selection, take_focus=True))
     return {"location": {"uri": uri, "range": range_json(selection)}}
 
 
