@@ -298,7 +298,11 @@ class Peer:
         found, todo = [], [self.proc.pid]
         while todo:
             pid = todo.pop()
-            for task in os.listdir(f"/proc/{pid}/task") if os.path.isdir(f"/proc/{pid}/task") else []:
+            try:
+                tasks = os.listdir(f"/proc/{pid}/task")
+            except OSError:  # gone since it was listed as a child
+                continue
+            for task in tasks:
                 with contextlib.suppress(OSError):
                     kids = [int(c) for c in Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
                     found += [k for k in kids if alive(k)]

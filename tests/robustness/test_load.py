@@ -286,15 +286,17 @@ def test_a_burst_of_50_distinct_traces_is_bounded(peer_factory: Any, tmp_path: P
     peer.call("jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "f0", "profile": "f0"}, timeout=180)
 
     most = 0
+    samples = 0
     done = threading.Event()
 
     def sample() -> None:  # how many captures (children of the warm spare) run at once
-        nonlocal most
+        nonlocal most, samples
         while not done.is_set():
             below = peer.descendants()
             spares = [p for p in below if b"forkserver" in cmdline(p)]
             running = [p for p in below if (info := stat(p)) is not None and info[1] in spares]
             most = max(most, len(running))
+            samples += 1
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -303,6 +305,7 @@ def test_a_burst_of_50_distinct_traces_is_bounded(peer_factory: Any, tmp_path: P
         for i in range(50)
     ]
     replies = [peer.wait(ident, timeout=240) for ident in idents]
+    sampler_alive_until_done = sampler.is_alive()  # a sampler that died checked nothing
     done.set()
     sampler.join()
     outcomes: Counter[str] = Counter()
@@ -315,4 +318,5 @@ def test_a_burst_of_50_distinct_traces_is_bounded(peer_factory: Any, tmp_path: P
             raise AssertionError(f"request {i}: {reply['error']}")
     record(**{"burst.50_distinct.outcomes": dict(outcomes), "burst.50_distinct.most_running": most})
     assert sum(outcomes.values()) == 50 and outcomes["traced"] >= 10
+    assert sampler_alive_until_done and samples > 10, f"the sampler stopped early ({samples} samples)"
     assert most <= 2, f"{most} captures ran at once"
