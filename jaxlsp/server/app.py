@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +96,8 @@ class JaxServer(LanguageServer):
         self.tracer: Any = None  # features.tracing.Tracer
         self.environment: Any = None  # features.environment.Environments
         self.viewer: Any = None  # features.viewer.Viewers
+        # Called with each file whose text changed (typed, closed, or changed on disk).
+        self.edit_listeners: list[Callable[[Path], None]] = []
 
     def configure(self, params: types.InitializeParams) -> None:
         roots: list[Path] = []
@@ -128,6 +130,13 @@ class JaxServer(LanguageServer):
         if not self.session.support.show_document:
             return
         self.window_show_document(params).add_done_callback(_log_show_failure)
+
+    def edited(self, path: Path) -> None:
+        for listener in self.edit_listeners:
+            try:
+                listener(path)
+            except Exception:  # a view that fails to follow an edit must not lose the edit
+                log.exception("edit listener failed")
 
     def refresh_lenses(self) -> None:
         """Ask the client to re-request lenses, only when it said it can take the request."""

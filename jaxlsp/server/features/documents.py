@@ -53,6 +53,8 @@ def register(server: JaxServer) -> None:
         path = _path(params.text_document.uri)
         if path is not None and ls.session.index.close(path):
             ls.refresh_lenses()
+        if path is not None:
+            ls.edited(path)  # closing drops unsaved edits: the disk text counts again
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     def watched(ls: JaxServer, params: types.DidChangeWatchedFilesParams) -> None:
@@ -61,6 +63,7 @@ def register(server: JaxServer) -> None:
             path = _path(event.uri)
             if path is not None and path.suffix == ".py":
                 changed = ls.session.index.file_changed(path) or changed
+                ls.edited(path)
         if changed:
             ls.refresh_lenses()
 
@@ -73,6 +76,7 @@ def _sync(ls: JaxServer, uri: str) -> None:
     doc = ls.workspace.get_text_document(uri)
     if ls.session.index.set_text(path, doc.source):
         ls.refresh_lenses()
+    ls.edited(path)
 
 
 async def _index_workspace(ls: JaxServer) -> None:

@@ -7,6 +7,7 @@ staleness and "go to source", which goes through ``jaxlsp/revealSource``'s code.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections import OrderedDict
 from pathlib import Path
@@ -25,6 +26,7 @@ from jaxlsp.server.features.views import _position, _trace, reveal
 from jaxlsp.server.params import as_dict, invalid, text_document_uri
 
 GRAPH_CACHE = 4  # serialized graphs kept for pages that reload
+STALE_DELAY = 0.3  # seconds after the last edit before pages hear whether their graph is stale
 
 
 class Viewers:
@@ -37,6 +39,7 @@ class Viewers:
         self._served: dict[str, tuple[str, str]] = {}  # trace id -> (uri, name) of pages' graphs
         self._stale: dict[str, bool] = {}
         self._highlighted: str | None = None
+        self._stale_timer: asyncio.TimerHandle | None = None
 
     async def url(self, trace: Trace) -> str:
         if self.bridge is None:
@@ -95,9 +98,25 @@ class Viewers:
         bridge.push("highlight", {"traceId": trace_id, "nodeIds": node_ids})
         self._push_staleness()
 
+    def edited(self, path: Path) -> None:
+        """A file's text changed: pages showing a graph it contributed to hear whether that graph
+        is stale now, once the typing pauses (keystrokes come in bursts)."""
+        if self.bridge is None or not self.bridge.pages:
+            return
+        key = str(path.resolve())
+        if not any(
+            (trace := self.ls.session.graphs.get(t)) is not None and key in trace.graph.sources for t in self._served
+        ):
+            return
+        if self._stale_timer is not None:
+            self._stale_timer.cancel()
+        self._stale_timer = asyncio.get_running_loop().call_later(STALE_DELAY, self._push_staleness)
+
     def _push_staleness(self) -> None:
-        # Checked when the cursor moves (which follows every edit), only for graphs pages show.
-        assert self.bridge is not None
+        # Checked after edits and when the cursor moves, only for graphs pages show.
+        self._stale_timer = None
+        if self.bridge is None:
+            return
         for trace_id in list(self._served):
             if self.ls.session.graphs.get(trace_id) is None:
                 del self._served[trace_id]
@@ -120,6 +139,7 @@ def register(server: JaxServer) -> None:
     viewers = Viewers(server)
     server.viewer = viewers
     server.session.graphs.listeners.append(viewers.new_trace)
+    server.edit_listeners.append(viewers.edited)
 
     async def open_trace(ls: JaxServer, data: Any) -> dict[str, Any]:
         trace = _trace(ls, data)
