@@ -16,6 +16,7 @@ import json
 import math
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -79,7 +80,7 @@ def _port_json(port: Port) -> dict[str, Any]:
     return {"value": port.value, "label": port.label, "role": port.role}
 
 
-def _node_json(node: Node) -> dict[str, Any]:
+def _node_json(node: Node, frame: Callable[[Frame], Any] = _frame_json) -> dict[str, Any]:
     return {
         "id": node.id,
         "primitive": node.primitive,
@@ -88,8 +89,8 @@ def _node_json(node: Node) -> dict[str, Any]:
         "outputs": list(node.outputs),
         "scope": node.scope,
         "group": node.group,
-        "source": None if node.source is None else _frame_json(node.source),
-        "frames": [_frame_json(f) for f in node.frames],
+        "source": None if node.source is None else frame(node.source),
+        "frames": [frame(f) for f in node.frames],
         "transforms": list(node.transforms),
     }
 
@@ -155,21 +156,7 @@ def to_transport(graph: Graph) -> dict[str, Any]:
         return i
 
     data = to_json(replace(graph, nodes=[]))
-    data["nodes"] = [
-        {
-            "id": n.id,
-            "primitive": n.primitive,
-            "params": _jsonable(n.params),
-            "inputs": list(n.inputs),
-            "outputs": list(n.outputs),
-            "scope": n.scope,
-            "group": n.group,
-            "source": None if n.source is None else at(n.source),
-            "frames": [at(f) for f in n.frames],
-            "transforms": list(n.transforms),
-        }
-        for n in graph.nodes
-    ]
+    data["nodes"] = [_node_json(n, at) for n in graph.nodes]
     data[FRAME_TABLE] = table
     return data
 

@@ -25,6 +25,8 @@ from typing import Any
 
 import pytest
 
+from tests.clients.conftest import graph_url_ok, line_of, missing_tool
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 PACKAGE = REPO / "editors" / "emacs"
@@ -34,10 +36,6 @@ EGLOT = Path("/usr/share/emacs/site-lisp/elpa/eglot-1.9")
 TIMEOUT = 180  # seconds for a whole Emacs run: a deadline, not a pace
 
 
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
-
-
 @pytest.fixture
 def emacs() -> str:
     found = shutil.which("emacs")
@@ -45,23 +43,9 @@ def emacs() -> str:
     if found is not None and not EGLOT.is_dir():
         missing = f"eglot 1.9 at {EGLOT} (Debian elpa-eglot)"
     if missing:
-        message = f"{missing} not installed: make system-deps installs it"
-        if _in_ci():
-            pytest.fail(message)
-        pytest.skip(message)
+        missing_tool(f"{missing} not installed: make system-deps installs it")
     assert found is not None
     return found
-
-
-def graph_url_ok(url: str) -> bool:
-    """The loopback viewer with its token, or (before the viewer) the offline HTML export."""
-    return (url.startswith("http://127.0.0.1:") and "token=" in url) or (
-        url.startswith("file:") and url.endswith(".html")
-    )
-
-
-def _line_of(source: str, prefix: str) -> int:
-    return next(i for i, line in enumerate(source.splitlines()) if line.startswith(prefix))
 
 
 class Run:
@@ -77,8 +61,8 @@ class Run:
             "root": str(self.root),
             "file": str(self.model),
             "mode": mode,
-            "predict_def_line": _line_of(source, "def predict("),
-            "needs_line": _line_of(source, "def needs("),
+            "predict_def_line": line_of(source, "def predict("),
+            "needs_line": line_of(source, "def needs("),
             "report": str(tmp_path / "report.json"),
         }
         config_path = tmp_path / "emacs-config.json"
@@ -136,7 +120,7 @@ def test_eglot_code_action_trace_outline_reveal_hover(emacs: str, tmp_path: Path
 
     # RET on the node: point on the node's own source line in model.py, the outline still shown.
     source = run.model.read_text()
-    assert report["node_source_line"] == _line_of(source, "    h = jnp.tanh(x @ w)") + 1, why
+    assert report["node_source_line"] == line_of(source, "    h = jnp.tanh(x @ w)") + 1, why
     assert report["reveal_line"] == report["node_source_line"], why
     assert report["reveal_in_source"] is True and report["outline_visible"] is True, why
 

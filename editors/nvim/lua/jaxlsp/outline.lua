@@ -13,18 +13,11 @@ local function jaxlsp()
 end
 
 local function request(client, method, params, handler)
-  if vim.fn.has("nvim-0.11") == 1 then
-    return client:request(method, params, handler)
-  end
-  return client.request(method, params, handler)
+  return jaxlsp().request(client, method, params, handler)
 end
 
 local function types_of(values)
-  local out = {}
-  for _, v in ipairs(values or {}) do
-    table.insert(out, v.type)
-  end
-  return table.concat(out, ", ")
+  return jaxlsp().types_of(values)
 end
 
 --- The text of one entry (without indentation).
