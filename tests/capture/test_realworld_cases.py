@@ -189,3 +189,33 @@ def test_linen_missing_mutable_or_rngs_says_which_profile_key(run_capture: Run) 
     assert not result["ok"]
     assert 'add it to the profile\'s rngs (rngs = ["dropout"])' in result["error"]["message"]
     _checked(run_capture(request("real_models.py", "Noisy", array(2, 3), rngs=["dropout"], mutable=["batch_stats"])))
+
+
+def _factory(file: str, name: str, factory: str) -> dict[str, Any]:
+    req = request(file, name)
+    req["profile"]["inputs"] = {"factory": factory}
+    return req
+
+
+def test_a_train_state_argument_has_parameters_and_optimizer_state(run_capture: Run) -> None:
+    # Flax's MNIST example: apply_model(state, images, labels) on a TrainState from a factory.
+    graph = _checked(run_capture(_factory("train_step.py", "apply_model", "train_step:inputs")))
+    roles = dict(_inputs(graph))
+    assert roles["args/0/params/Dense_0/kernel"] == "parameter"
+    assert roles["args/0/opt_state/0/trace/Dense_0/kernel"] == "state"  # step is a Python int: static
+    assert roles["args/1"] == "input" and roles["args/2"] == "input"
+    update = _checked(run_capture(_factory("train_step.py", "update_model", "train_step:step_inputs")))
+    assert {role for label, role in _inputs(update) if label.startswith("args/1/")} == {"input"}  # grads
+
+
+def test_arguments_named_params_and_batch_stats_say_their_role(run_capture: Run) -> None:
+    graph = _checked(run_capture(_factory("train_step.py", "bn_loss", "train_step:bn_inputs")))
+    assert _inputs(graph) == [
+        ("args/0/BatchNorm_0/bias", "parameter"),
+        ("args/0/BatchNorm_0/scale", "parameter"),
+        ("args/0/Dense_0/bias", "parameter"),
+        ("args/0/Dense_0/kernel", "parameter"),
+        ("args/1/BatchNorm_0/mean", "state"),
+        ("args/1/BatchNorm_0/var", "state"),
+        ("args/2", "input"),
+    ]

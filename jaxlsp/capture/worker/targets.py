@@ -33,6 +33,7 @@ class Plan:
     params_role: str = "parameter"
     strip_value: bool = False  # drop the trailing ``.value`` of NNX Variables and Linen boxes
     scope_mode: str = "stack"  # stack: every Scope item; marked: only the worker's own scopes
+    arg_names: tuple[str, ...] = ()  # a function's positional parameter names (roles by name)
 
 
 def infer_kind(obj: Any) -> str:
@@ -159,7 +160,16 @@ def _function_plan(fn: Any, profile: dict[str, Any], call_args: Any) -> Plan:
         with module_scopes(root, functools.partial(_module_arg_paths, root, modules)):
             return fn(*args, **kwargs), None
 
-    return Plan(kind="function", apply=apply, params_role="input")
+    return Plan(kind="function", apply=apply, params_role="input", arg_names=_positional_names(fn))
+
+
+def _positional_names(fn: Any) -> tuple[str, ...]:
+    try:
+        signature = inspect.signature(fn)  # follows __wrapped__ through jax.jit and functools.wraps
+    except (TypeError, ValueError):
+        return ()
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return tuple(p.name for p in signature.parameters.values() if p.kind in kinds)
 
 
 class _ModuleArgs:
@@ -372,18 +382,61 @@ def _variable_path(path: tuple[Any, ...]) -> tuple[Any, ...]:
     return path
 
 
-def call_roles(tree: Any) -> list[str]:
-    """The role of each traced leaf of ``tree``, in :func:`split_dynamic`'s order: ``key`` for
-    keys, the container's role inside modules and state holders, else ``input``."""
+PARAMETER_NAMES = frozenset({"params", "variables", "weights"})  # by Flax's and common convention
+STATE_NAMES = frozenset({"opt_state", "batch_stats"})
+
+
+def _train_state(x: Any) -> bool:
+    module = sys.modules.get("flax.training.train_state")
+    return module is not None and isinstance(x, module.TrainState)
+
+
+def _named_role(path: tuple[Any, ...], arg_names: tuple[str, ...]) -> str | None:
+    """``parameter`` / ``state`` when an argument's name or a key on the way to the leaf says so
+    (``loss(params, x)``, ``variables["params"]``, ``opt_state``); else None."""
+    names: list[str] = []
+    if len(path) > 1 and getattr(path[0], "idx", None) == 0 and isinstance(getattr(path[1], "idx", None), int):
+        index = path[1].idx
+        names.append(arg_names[index] if index < len(arg_names) else "")
+        path = path[2:]
+    else:
+        path = path[1:]  # kwargs: the next key is the argument's name
+    names += [str(getattr(k, "name", getattr(k, "key", ""))) for k in path]
+    for name in names:
+        if name in PARAMETER_NAMES:
+            return "parameter"
+        if name in STATE_NAMES:
+            return "state"
+    return None
+
+
+def call_roles(tree: Any, arg_names: tuple[str, ...] = ()) -> list[str]:
+    """The role of each traced leaf of ``(args, kwargs)``, in :func:`split_dynamic`'s order: ``key``
+    for keys; inside modules and state holders, theirs; in a Flax ``TrainState``, ``parameter`` for
+    its ``params`` and ``state`` for the rest (step, optimizer state); else what the argument's
+    name or a key on the path says (:func:`_named_role`); else ``input``."""
     import jax
 
+    def container(x: Any) -> bool:
+        return _container_role(x) is not None or _train_state(x)
+
     roles: list[str] = []
-    for sub in jax.tree_util.tree_leaves(tree, is_leaf=lambda x: _container_role(x) is not None):
+    flat, _ = jax.tree_util.tree_flatten_with_path(tree, is_leaf=container)
+    for path, sub in flat:
         inside = _container_role(sub)
         # Flattening is compositional: a container's own leaves come in the full flattening's order.
-        for leaf in jax.tree_util.tree_leaves(sub) if inside is not None else [sub]:
-            if is_dynamic(leaf):
-                roles.append("key" if _is_key(leaf) else inside or "input")
+        for rest, leaf in jax.tree_util.tree_flatten_with_path(sub)[0] if container(sub) else [((), sub)]:
+            if not is_dynamic(leaf):
+                continue
+            if _is_key(leaf):
+                role = "key"
+            elif inside is not None:
+                role = inside
+            elif _train_state(sub):
+                role = "parameter" if rest and getattr(rest[0], "name", None) == "params" else "state"
+            else:
+                role = _named_role(tuple(path) + tuple(rest), arg_names) or "input"
+            roles.append(role)
     return roles
 
 
@@ -404,7 +457,7 @@ def traceable(plan: Plan, args: list[Any], kwargs: dict[str, Any], transform: st
     dyn, rebuild = split_dynamic((args, kwargs))
     paths = dynamic_paths((args, kwargs))
     call_labels = [label_of(("args" if p[0].idx == 0 else "kwargs", *_variable_path(p[1:]))) for p in paths]
-    roles = call_roles((args, kwargs))
+    roles = call_roles((args, kwargs), plan.arg_names)
     params = plan.params
     wrt_count = 0
     if plan.kind == "function" and transform:
