@@ -219,3 +219,25 @@ def test_arguments_named_params_and_batch_stats_say_their_role(run_capture: Run)
         ("args/1/BatchNorm_0/var", "state"),
         ("args/2", "input"),
     ]
+
+
+def test_an_equinox_filter_jit_train_step_returning_the_model(run_capture: Run) -> None:
+    import sys
+
+    graph = _checked(run_capture(_factory("eqx_train.py", "make_step", "eqx_train:inputs")))
+    assert graph["target"]["kind"] == "function"  # eqx.filter_jit wraps a function in a Module
+    roles = dict(_inputs(graph))
+    assert roles["args/0/conv/weight"] == "parameter" and roles["args/2"] == "input"
+    outputs = [label for label, _ in _outputs(graph)]
+    assert "out/0/conv/weight" in outputs and "out/2" in outputs  # the updated model's arrays, the loss
+    assert not [label for label in outputs if "activation" in label]  # static leaves are not outputs
+    scopes = {n["scope"] for n in graph["nodes"] if n["primitive"] == "conv_general_dilated"}
+    assert "conv" in scopes
+    assert sys.modules["eqx_train"].FACTORY_SAW_TRACERS == [True]  # the factory ran abstractly, once
+
+
+def test_a_factory_that_needs_real_values_runs_eagerly(run_capture: Run) -> None:
+    graph = _checked(run_capture(_factory("eqx_train.py", "normalize", "eqx_train:concrete_inputs")))
+    assert [(label, _shape(graph, p)) for (label, _), p in zip(_inputs(graph), graph["inputs"], strict=True)] == [
+        ("args/0", [4])
+    ]

@@ -39,6 +39,8 @@ class Plan:
 def infer_kind(obj: Any) -> str:
     """``linen`` / ``nnx`` / ``equinox`` by the class's MRO (a class or an instance), else ``function``."""
     obj = _unpartial(obj)
+    if not isinstance(obj, type) and type(obj).__module__.startswith("equinox.") and hasattr(obj, "__wrapped__"):
+        return "function"  # eqx.filter_jit / filter_grad / filter_vmap wrap a function in a Module
     cls = obj if isinstance(obj, type) else type(obj)
     for base in getattr(cls, "__mro__", ()):
         module = getattr(base, "__module__", "") or ""
@@ -472,8 +474,7 @@ def traceable(plan: Plan, args: list[Any], kwargs: dict[str, Any], transform: st
         else:
             a, kw = rebuild(list(dyn))
         out, new_state = plan.apply(params, state, keys, list(a), dict(kw))
-        _check_outputs(out, plan.kind)
-        return out, new_state
+        return _array_outputs(out, plan.kind), new_state
 
     def total(out: Any) -> Any:
         floats = [x for x in jax.tree_util.tree_leaves(out) if jnp.issubdtype(x.dtype, jnp.inexact)]
@@ -522,14 +523,18 @@ def traceable(plan: Plan, args: list[Any], kwargs: dict[str, Any], transform: st
     )
 
 
-def _check_outputs(out: Any, kind: str) -> None:
-    """A clear error for outputs JAX cannot return (a module, a string...) before ``make_jaxpr`` fails."""
+def _array_outputs(out: Any, kind: str) -> Any:
+    """``out`` with its static leaves (an Equinox model's activation functions, a config string)
+    dropped, as ``eqx.filter_jit`` does, so ``make_step(model, ...) -> (model, opt_state, loss)``
+    traces: the graph's outputs are the arrays. A module or a function returned whole, or an
+    output with no array at all, is a clear error instead of ``make_jaxpr``'s."""
     import jax
     import numpy as np
 
-    flat, _ = jax.tree_util.tree_flatten_with_path(out)
-    for path, leaf in flat:
-        if isinstance(leaf, jax.Array | np.ndarray | np.generic | bool | int | float | complex):
+    flat, treedef = jax.tree_util.tree_flatten_with_path(out)
+    arrays = [isinstance(leaf, jax.Array | np.ndarray | np.generic | bool | int | float | complex) for _, leaf in flat]
+    for (path, leaf), is_array in zip(flat, arrays, strict=True):
+        if is_array or (any(arrays) and infer_kind(leaf) == "function" and path):
             continue
         where = label_of(tuple(path))
         where = f"out/{where}" if where else "out"
@@ -546,6 +551,11 @@ def _check_outputs(out: Any, kind: str) -> None:
             f"the {kind} target returned a {type(leaf).__module__}.{type(leaf).__qualname__} at {where}, "
             f"not an array: every output leaf must be an array or a number{hint}",
         )
+    if all(arrays):
+        return out
+    return jax.tree_util.tree_unflatten(
+        treedef, [leaf if a else None for (_, leaf), a in zip(flat, arrays, strict=True)]
+    )
 
 
 def output_labels(plan: Plan, traced: Traceable, out_shape: Any) -> list[tuple[str, str]]:
