@@ -241,3 +241,16 @@ def test_a_factory_that_needs_real_values_runs_eagerly(run_capture: Run) -> None
     assert [(label, _shape(graph, p)) for (label, _), p in zip(_inputs(graph), graph["inputs"], strict=True)] == [
         ("args/0", [4])
     ]
+
+
+def test_an_nnx_train_step_updates_model_and_optimizer_in_place(run_capture: Run) -> None:
+    graph = _checked(run_capture(_factory("nnx_train.py", "train_step", "nnx_train:inputs")))
+    roles = dict(_inputs(graph))
+    assert roles["args/0/l1/kernel"] == "parameter" and roles["args/0/bn/mean"] == "state"
+    outputs = dict(_outputs(graph))
+    assert outputs["out"] == "output"
+    # In-place updates are outputs of the program: the new weights, batch statistics, Adam moments.
+    assert outputs["args/0/l1/kernel"] == "state" and outputs["args/0/bn/mean"] == "state"
+    assert any(label.startswith("args/1/") and "l1/kernel" in label for label in outputs)
+    scopes = {n["scope"] for n in graph["nodes"] if n["primitive"] == "dot_general"}
+    assert {"l1", "l2"} <= scopes

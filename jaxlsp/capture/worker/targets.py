@@ -157,12 +157,38 @@ def _function_plan(fn: Any, profile: dict[str, Any], call_args: Any) -> Plan:
         modules = _module_args(args, kwargs)
         if not modules:
             return fn(*args, **kwargs), None
+        before = _nnx_arg_leaves(args, kwargs)
         # A function of models (``train_step(model, batch)``): their calls get module scopes too.
         root = _ModuleArgs()
         with module_scopes(root, functools.partial(_module_arg_paths, root, modules)):
-            return fn(*args, **kwargs), None
+            out = fn(*args, **kwargs)
+        # NNX updates models and optimizers in place: what changed is an output of the program.
+        old = dict(before)
+        changed = {label: leaf for label, leaf in _nnx_arg_leaves(args, kwargs) if old.get(label) is not leaf}
+        return out, changed or None
 
     return Plan(kind="function", apply=apply, params_role="input", arg_names=_positional_names(fn))
+
+
+def _nnx_arg_leaves(args: list[Any], kwargs: dict[str, Any]) -> list[tuple[str, Any]]:
+    """``(label, array)`` of every Variable of the NNX objects (models, optimizers) among the
+    arguments, labelled as the graph's inputs are (``args/1/opt_state/mu/l1/kernel``)."""
+    nnx = sys.modules.get("flax.nnx")
+    if nnx is None:
+        return []
+    import jax
+
+    graph_nodes = tuple(
+        c for c in (getattr(nnx, n, None) for n in ("Module", "Pytree", "Object")) if isinstance(c, type)
+    )
+    out: list[tuple[str, Any]] = []
+    named = [(f"args/{i}", a) for i, a in enumerate(args)] + [(f"kwargs/{k}", v) for k, v in kwargs.items()]
+    for label, value in named:
+        if isinstance(value, graph_nodes):
+            state = nnx.state(value)
+            labels = leaf_labels(state, label, "state", True)
+            out += [(lab, leaf) for (lab, _), leaf in zip(labels, jax.tree_util.tree_leaves(state), strict=True)]
+    return out
 
 
 def _positional_names(fn: Any) -> tuple[str, ...]:
