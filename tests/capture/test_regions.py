@@ -93,3 +93,14 @@ def test_literal_and_const_values(run_capture: Run) -> None:
     literals = [v for v in graph["values"] if v["kind"] == "literal"]
     assert [(v["shape"], v["literal"]) for v in literals] == [([], 3.0)]
     assert all(values[i]["producer"] is None for i in (consts[0]["id"], literals[0]["id"]))
+
+
+def test_a_pallas_kernel_is_a_region_with_readable_params(run_capture: Run) -> None:
+    graph = graph_of(run_capture(request("kernels.py", "add", array(8, 128), array(8, 128))))
+    call = next(n for n in graph["nodes"] if n["primitive"] == "pallas_call")
+    body = [n["primitive"] for n in graph["nodes"] if n["group"] is not None]
+    assert {"get", "add", "swap"} <= set(body)  # the kernel's ref reads, add and write
+    treedefs = [p["tree"] for n in graph["nodes"] if isinstance(p := n["params"], dict) and "tree" in p]
+    assert treedefs and all(set(t) == {"treedef"} and t["treedef"].startswith("PyTreeDef(") for t in treedefs)
+    assert call["params"]["grid_mapping"]["index_map_tree"]["treedef"].startswith("PyTreeDef(")
+    assert graph["coverage"]["complete"], graph["coverage"]["opaque"]  # structures are spelled out, not opaque

@@ -483,6 +483,8 @@ def jsonable(value: Any, refs: dict[int, Any], reasons: list[str], where: str, d
         if inline is not None:
             return inline
         return {"shape": [_dim(d) for d in value.shape], "dtype": str(value.dtype)}
+    if tname == "PyTreeDef" and len(text := str(value)) <= 2000:  # a structure its text spells out whole
+        return {"treedef": text}
     if tname in ("UnspecifiedValue", "AUTO") or tname.endswith(("Sharding", "Mesh", "Layout", "Format", "Spec")):
         return {"type": tname, "repr": repr(value)[:200]}
     if where.split(".")[0] in _RULE_PARAMS:
