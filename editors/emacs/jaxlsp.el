@@ -139,6 +139,23 @@ ARGUMENTS holds one {uri, name, profile?} object."
     (jaxlsp-trace (plist-get arg :name)
                   :uri (plist-get arg :uri) :profile (plist-get arg :profile) :server server)))
 
+(cl-defmethod eglot-client-capabilities :around ((_server jaxlsp-server))
+  "eglot's capabilities, plus the jaxlsp opt-in `experimental.jaxlsp.openGraph': eglot takes no
+window/showDocument, but this package opens the viewer's URL itself, so the server may offer
+the \"Open graph\" code action."
+  (let ((caps (cl-call-next-method)))
+    (plist-put caps :experimental (list :jaxlsp (list :openGraph t)))))
+
+(cl-defmethod eglot-execute-command ((server jaxlsp-server) (_command (eql 'jaxlsp.openGraph)) arguments)
+  "Run the \"Open graph\" code action of SERVER: `jaxlsp/openGraph', then `browse-url'.
+ARGUMENTS holds one {traceId} object.  eglot takes no window/showDocument, so the
+server's own request to open the page never reaches Emacs: the URL is opened here."
+  (let* ((arg (and (> (length arguments) 0) (aref arguments 0)))
+         (url (plist-get (jsonrpc-request server :jaxlsp/openGraph (list :traceId (plist-get arg :traceId)))
+                         :url)))
+    (browse-url url)
+    url))
+
 (cl-defmethod eglot-handle-notification ((_server jaxlsp-server) (_method (eql 'jaxlsp/traceFinished))
                                          &rest _params)
   "Ignore it: the trace's own answer reports it, a diagnostic marks a failure.")

@@ -21,18 +21,23 @@ class ClientSupport:
     work_done_progress: bool = False
     watched_files_registration: bool = False
     show_document: bool = False
+    opens_graphs: bool = False  # "Open graph" can reach the user: showDocument, or the client opens it
 
     @classmethod
     def from_capabilities(cls, caps: types.ClientCapabilities) -> ClientSupport:
         ws = caps.workspace
         window = caps.window
+        show_document = bool(window and window.show_document and window.show_document.support)
+        experimental = caps.experimental.get("jaxlsp") if isinstance(caps.experimental, dict) else None
+        opt_in = isinstance(experimental, dict) and experimental.get("openGraph") is True
         return cls(
             code_lens_refresh=bool(ws and ws.code_lens and ws.code_lens.refresh_support),
             work_done_progress=bool(window and window.work_done_progress),
             watched_files_registration=bool(
                 ws and ws.did_change_watched_files and ws.did_change_watched_files.dynamic_registration
             ),
-            show_document=bool(window and window.show_document and window.show_document.support),
+            show_document=show_document,
+            opens_graphs=show_document or opt_in,
         )
 
 

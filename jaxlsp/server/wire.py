@@ -22,6 +22,12 @@ class Range(TypedDict):
     end: Position
 
 
+class ClientExperimentalCapabilities(TypedDict):
+    """``ClientCapabilities.experimental.jaxlsp``: the client's opt-ins."""
+
+    openGraph: NotRequired[bool]  # the client opens jaxlsp/openGraph's url itself (no showDocument)
+
+
 class ExperimentalCapabilities(TypedDict):
     """``ServerCapabilities.experimental.jaxlsp``."""
 

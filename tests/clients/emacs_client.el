@@ -124,6 +124,17 @@ HOW `start': `jaxlsp-start' (nothing registered); else `jaxlsp-setup' and `M-x e
     (rput "trace" (trace-fields traced))
     (step "traced")
 
+    ;; Traced: the def line also offers "Open graph" (eglot has no lenses, and no showDocument).
+    (goto-line0 (plist-get config :predict_def_line))
+    (let ((actions (eglot-code-actions (point) (point))))
+      (rput "actions_after" (vconcat (mapcar (lambda (a) (plist-get a :title)) actions))))
+    (setq completing-answers '(("Pick an action" . "Open graph: predict")))
+    (let ((last-nonmenu-event ?\r))
+      (eglot-code-actions (point) nil nil t))
+    (rput "opened_by_action" (vconcat opened))
+    (setq opened nil)
+    (step "open graph action")
+
     ;; The outline: the jit group at the top level, expanded by RET, then RET on dot_general.
     (let ((outline (jaxlsp-outline)))
       (with-current-buffer outline

@@ -106,6 +106,10 @@ def test_eglot_code_action_trace_outline_reveal_hover(emacs: str, tmp_path: Path
 
     # eglot has no lenses: the code action on the def line is the way in.
     assert "Trace graph: predict" in report["actions"], why
+    assert "Open graph: predict" not in report["actions"], why  # nothing traced yet
+    # After the trace the "Open graph" code action opens the viewer through browse-url.
+    assert "Open graph: predict" in report["actions_after"], why
+    assert len(report["opened_by_action"]) == 1 and graph_url_ok(report["opened_by_action"][0]), why
     trace = report["trace"]
     assert trace["name"] == "predict" and trace["traceId"] and trace["outputs"] == ["f32[2]"], why
     assert not [p for p in report["prompts"] if "Trust" in p], why

@@ -11,7 +11,7 @@ from lsprotocol import types
 
 from jaxlsp.discovery import Discovery, Entrypoint
 from jaxlsp.server.app import JaxServer
-from jaxlsp.server.convert import LENS_TITLE, open_command, to_range, trace_command
+from jaxlsp.server.convert import LENS_TITLE, OPEN_TITLE, open_command, to_range, trace_command
 from jaxlsp.server.features.documents import _path
 from jaxlsp.server.params import as_dict
 
@@ -38,7 +38,8 @@ def register(server: JaxServer) -> None:
         for e in found.entrypoints:
             where = to_range(e.header, lines, codec)
             lenses.append(types.CodeLens(range=where, data={"uri": uri, "name": e.name, "kind": e.kind}))
-            if ls.session.graphs.latest(uri, e.name) is not None:  # traced: a second lens opens it
+            if ls.session.support.opens_graphs and ls.session.graphs.latest(uri, e.name) is not None:
+                # traced: a second lens opens it
                 lenses.append(types.CodeLens(range=where, data={"uri": uri, "name": e.name, "open": True}))
         return lenses
 
@@ -69,7 +70,16 @@ def register(server: JaxServer) -> None:
         if entry is None:
             return []
         command = trace_command(uri, entry.name)
-        return [types.CodeAction(title=f"{LENS_TITLE}: {entry.name}", kind=types.CodeActionKind.Empty, command=command)]
+        actions = [
+            types.CodeAction(title=f"{LENS_TITLE}: {entry.name}", kind=types.CodeActionKind.Empty, command=command)
+        ]
+        trace = ls.session.graphs.latest(uri, entry.name) if ls.session.support.opens_graphs else None
+        if trace is not None:  # the "Open graph" lens, for editors without lenses (eglot)
+            opener = open_command(trace.id)
+            actions.append(
+                types.CodeAction(title=f"{OPEN_TITLE}: {entry.name}", kind=types.CodeActionKind.Empty, command=opener)
+            )
+        return actions
 
 
 def lens_title(ls: JaxServer, uri: str, name: str) -> str:
