@@ -118,7 +118,7 @@ def _env(args: argparse.Namespace) -> int:
     except InterpreterError as exc:
         print(f"jaxlsp env: {exc}", file=sys.stderr)
         return 2
-    report = CACHE.check(selection, args.kind, args.device)
+    report = CACHE.check(selection, args.kind, args.device, refresh=True)  # asked for: a fresh look
     data = report.to_json()
     if report.requirements:
         plan = plan_install(selection, report.requirements, has_pip=bool(report.probe.packages.get("pip")))

@@ -1,11 +1,16 @@
 """Suite-wide settings: under CI, hypothesis runs a fixed set of examples (derandomized), so a
-landing run never depends on a lucky draw; locally it keeps exploring."""
+landing run never depends on a lucky draw; locally it keeps exploring. The user's cache folder
+is never touched: each test process gets its own ``XDG_CACHE_HOME`` (exports, logs, the
+environment checks' disk cache), inherited by the CLIs and servers the tests start."""
 
 from __future__ import annotations
 
 import os
+import tempfile
 
 from hypothesis import settings
+
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="jaxlsp-test-cache-")
 
 settings.register_profile("ci", derandomize=True, database=None)
 if os.environ.get("CI", "").lower() in ("1", "true", "yes"):

@@ -15,6 +15,8 @@ Each problem names its fix; fixable ones carry the requirements to install (:mod
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -349,13 +351,60 @@ def _failed(python: str, why: str, took: float) -> Probe:
     return Probe(python, None, (), "", {}, [], [], [], error=why, took=took)
 
 
-class EnvironmentCache:
-    """Probes by interpreter: keyed by path and mtime, valid while its site-packages are unchanged."""
+DISK_ENTRIES = 32  # interpreters remembered on disk
 
-    def __init__(self) -> None:
+
+def disk_cache_path() -> Path:
+    """Probes outlive the process here, in the user's cache (never in a workspace), so a CLI
+    ``jaxlsp trace`` does not pay the probe (0.1 s) each time."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "jaxlsp" / "environments.json"
+
+
+class EnvironmentCache:
+    """Probes by interpreter: keyed by path and mtime, valid while its site-packages are unchanged;
+    kept in memory and in :func:`disk_cache_path`."""
+
+    def __init__(self, disk: bool = True) -> None:
         self._probes: dict[tuple[str, int], tuple[Probe, dict[str, int]]] = {}
         self._lock = threading.Lock()
+        self.disk = disk
         self.runs = 0  # probes actually run (tests read it)
+
+    def _disk_load(self) -> dict[str, Any]:
+        try:
+            data = json.loads(disk_cache_path().read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def _disk_get(self, key: tuple[str, int]) -> tuple[Probe, dict[str, int]] | None:
+        entry = self._disk_load().get(f"{key[0]}\0{key[1]}") if self.disk else None
+        if not isinstance(entry, dict):
+            return None
+        try:
+            fields = dict(entry["probe"])
+            fields["version_info"] = tuple(fields["version_info"])
+            return Probe(**fields), {str(k): int(v) for k, v in dict(entry["stamps"]).items()}
+        except (TypeError, KeyError, ValueError):
+            return None  # absent, or written by another version: probe again
+
+    def _disk_put(self, key: tuple[str, int], probe: Probe, stamps: dict[str, int]) -> None:
+        if not self.disk:
+            return
+        path = disk_cache_path()
+        data = self._disk_load()
+        data.pop(f"{key[0]}\0{key[1]}", None)
+        data[f"{key[0]}\0{key[1]}"] = {"probe": dataclasses.asdict(probe), "stamps": stamps}
+        for old in list(data)[:-DISK_ENTRIES]:
+            del data[old]
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(data), encoding="utf-8")
+            os.replace(tmp, path)
+        except OSError:
+            pass  # a cache that cannot be written only costs the next probe
 
     @staticmethod
     def _key(python: str) -> tuple[str, int]:
@@ -379,19 +428,33 @@ class EnvironmentCache:
         key = self._key(python)
         with self._lock:
             held = self._probes.get(key)
+        if held is None and not refresh:
+            held = self._disk_get(key)
         if held is not None and not refresh and self._stamps(list(held[1])) == held[1]:
+            with self._lock:
+                self._probes[key] = held
             return held[0], True
         found = run_probe(python)
         self.runs += 1
         if found.error is None:
+            stamps = self._stamps(found.site_dirs)
             with self._lock:
-                self._probes[key] = (found, self._stamps(found.site_dirs))
+                self._probes[key] = (found, stamps)
+            self._disk_put(key, found, stamps)
         return found, False
 
     def forget(self, python: str) -> None:
         with self._lock:
             for key in [k for k in self._probes if k[0] == python]:
                 del self._probes[key]
+        if self.disk:
+            data = self._disk_load()
+            stale = [k for k in data if k.split("\0", 1)[0] == python]
+            if stale:
+                for k in stale:
+                    del data[k]
+                with contextlib.suppress(OSError):
+                    disk_cache_path().write_text(json.dumps(data), encoding="utf-8")
 
     def check(self, selection: Selection, kind: str | None, device: str | None, refresh: bool = False) -> Report:
         """The verdict for a target of ``kind`` on ``device`` in the selected interpreter."""

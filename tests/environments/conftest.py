@@ -144,3 +144,9 @@ def own_flax_untouched() -> bool:
     """The runner's own flax is the real one (an install never went into the server's environment)."""
     text = (MAIN_SITE / "flax" / "__init__.py").read_text(encoding="utf-8")
     return "STAND_IN" not in text and os.path.isdir(MAIN_SITE / "flax" / "linen")
+
+
+@pytest.fixture(autouse=True)
+def fresh_probe_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts with an empty disk cache of environment checks (they count probe runs)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))

@@ -188,3 +188,22 @@ def test_limits_settings_take_positive_integers_only() -> None:
     data = b'{"ok": true, "graph": {}}'
     assert check_bytes(data, None) is data and check_bytes(data, {"bytes": len(data)}) is data
     assert b'"kind": "refused"' in check_bytes(data, {"bytes": len(data) - 1})
+
+
+def test_the_probe_outlives_the_process_on_disk(no_flax: Path) -> None:
+    from jaxlsp.capture.environment import disk_cache_path
+
+    selection = Selection(str(no_flax), interpreters.CLIENT)
+    first = EnvironmentCache()
+    assert first.check(selection, "linen", "cpu").cached is False and first.runs == 1
+    assert disk_cache_path().is_file() and str(disk_cache_path()).startswith(os.environ["XDG_CACHE_HOME"])
+    second = EnvironmentCache()  # another process, as the next `jaxlsp trace` is
+    report = second.check(selection, "linen", "cpu")
+    assert report.cached is True and second.runs == 0 and report.probe.packages["flax"] is None
+    (site_of(no_flax.parent.parent) / "installed_since").mkdir()  # the environment changed
+    third = EnvironmentCache()
+    assert third.check(selection, "linen", "cpu").cached is False and third.runs == 1
+    third.forget(str(no_flax))
+    assert EnvironmentCache().check(selection, None, "cpu").cached is False
+    disk_cache_path().write_text("{not json")  # a damaged cache is only a miss
+    assert EnvironmentCache().check(selection, None, "cpu").cached is False
