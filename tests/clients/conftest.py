@@ -3,10 +3,13 @@ and small facts about the fixture workspace."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -52,3 +55,25 @@ def line_of(source: str, prefix: str) -> int:
 def graph_url_ok(url: str) -> bool:
     """The loopback viewer's page with its token (``jaxlsp/openGraph``)."""
     return url.startswith("http://127.0.0.1:") and "token=" in url
+
+
+def with_venv_on_path(env: dict[str, str]) -> dict[str, str]:
+    """``env`` with the test venv's ``bin`` first on PATH: the editors' default command is
+    ``jaxlsp serve`` from PATH, the venv's console script."""
+    return {**env, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"}
+
+
+def run_editor(
+    argv: list[str], cwd: Path, env: dict[str, str], report: Path, timeout: float
+) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    """Run a headless editor script to its end; its JSON report (empty when it wrote none)."""
+    proc = subprocess.run(
+        argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout
+    )
+    return proc, json.loads(report.read_text()) if report.exists() else {}
+
+
+def luafile_command(nvim: str, script: Path) -> list[str]:
+    """``nvim --headless`` with no user config running ``script``."""
+    escaped = str(script).replace("\\", "\\\\").replace(" ", "\\ ")
+    return [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n", "-c", f"luafile {escaped}"]

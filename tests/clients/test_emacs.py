@@ -17,15 +17,13 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import textwrap
 import tomllib
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.clients.conftest import graph_url_ok, line_of, missing_tool
+from tests.clients.conftest import graph_url_ok, line_of, missing_tool, run_editor, with_venv_on_path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -69,25 +67,18 @@ class Run:
         config_path.write_text(json.dumps(config))
         home = tmp_path / "home"
         home.mkdir()
-        env = {
-            **os.environ,
-            "JAXLSP_EMACS_CONFIG": str(config_path),
-            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-            "HOME": str(home),  # no ~/.emacs.d, no package state from the machine's user
-            "XDG_CONFIG_HOME": str(tmp_path / "xdg" / "config"),
-            "XDG_CACHE_HOME": str(tmp_path / "xdg" / "cache"),
-        }
-        self.proc = subprocess.run(
-            [emacs, "--batch", "-Q", "-l", str(SCRIPT)],
-            cwd=self.root,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT,
+        env = with_venv_on_path(
+            {
+                **os.environ,
+                "JAXLSP_EMACS_CONFIG": str(config_path),
+                "HOME": str(home),  # no ~/.emacs.d, no package state from the machine's user
+                "XDG_CONFIG_HOME": str(tmp_path / "xdg" / "config"),
+                "XDG_CACHE_HOME": str(tmp_path / "xdg" / "cache"),
+            }
         )
-        report_path = tmp_path / "report.json"
-        self.report: dict[str, Any] = json.loads(report_path.read_text()) if report_path.exists() else {}
+        self.proc, self.report = run_editor(
+            [emacs, "--batch", "-Q", "-l", str(SCRIPT)], self.root, env, tmp_path / "report.json", TIMEOUT
+        )
 
     def why(self) -> str:
         return (

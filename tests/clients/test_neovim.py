@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.clients.conftest import line_of
+from tests.clients.conftest import line_of, luafile_command, run_editor
 
 HERE = Path(__file__).resolve().parent
 WORKSPACES = HERE.parent / "workspaces"
@@ -55,18 +55,7 @@ def _run(nvim: str, tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], d
         "XDG_CACHE_HOME": config["xdg"]["cache"],
         "XDG_DATA_HOME": str(tmp_path / "xdg" / "data"),
     }
-    script = str(SCRIPT).replace("\\", "\\\\").replace(" ", "\\ ")
-    proc = subprocess.run(
-        [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n", "-c", f"luafile {script}"],
-        cwd=root,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-    )
-    report_path = Path(config["report"])
-    report: dict[str, Any] = json.loads(report_path.read_text()) if report_path.exists() else {}
+    proc, report = run_editor(luafile_command(nvim, SCRIPT), root, env, Path(config["report"]), TIMEOUT)
     return proc, report, root
 
 

@@ -16,13 +16,11 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import textwrap
 import tomllib
 from pathlib import Path
-from typing import Any
 
-from tests.clients.conftest import graph_url_ok, line_of
+from tests.clients.conftest import graph_url_ok, line_of, luafile_command, run_editor, with_venv_on_path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -55,26 +53,17 @@ class Run:
         }
         config_path = tmp_path / "nvim-config.json"
         config_path.write_text(json.dumps(config))
-        env = {
-            **os.environ,
-            "JAXLSP_NVIM_CONFIG": str(config_path),
-            # The plugin's default command is `jaxlsp serve` from PATH: the venv's console script.
-            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-            # Neovim's stdpaths and the server's trust store and exports: all inside tmp_path.
-            **{f"XDG_{kind.upper()}_HOME": str(path) for kind, path in xdg.items()},
-        }
-        script = str(SCRIPT).replace("\\", "\\\\").replace(" ", "\\ ")
-        self.proc = subprocess.run(
-            [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n", "-c", f"luafile {script}"],
-            cwd=self.root,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT,
+        env = with_venv_on_path(
+            {
+                **os.environ,
+                "JAXLSP_NVIM_CONFIG": str(config_path),
+                # Neovim's stdpaths and the server's trust store and exports: all inside tmp_path.
+                **{f"XDG_{kind.upper()}_HOME": str(path) for kind, path in xdg.items()},
+            }
         )
-        report_path = tmp_path / "report.json"
-        self.report: dict[str, Any] = json.loads(report_path.read_text()) if report_path.exists() else {}
+        self.proc, self.report = run_editor(
+            luafile_command(nvim, SCRIPT), self.root, env, tmp_path / "report.json", TIMEOUT
+        )
 
     def why(self) -> str:
         failure = self.tmp / "failure.txt"
