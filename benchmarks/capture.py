@@ -8,7 +8,10 @@ bundled Linen CNN.
   ``jax.make_jaxpr`` (what a user would write by hand); its wall time, and inside it the cold
   trace time (abstract init + make_jaxpr, the first and only call: no cache).
 - cold: ``jaxlsp trace`` as a fresh command (interpreter, worker, graph, JSON).
-- warm: a capture through the warm spare (median of several), the server's path.
+- warm: a capture through the warm spare (median of several), the server's path: each capture of
+  a target hints the next with the variables structure it found, so a re-trace skips the abstract
+  init while a second child checks it (capture/speculate.py), as when a user re-traces in the
+  editor; the first of the runs has no hint.
 - build: graph building + JSON serialisation in the worker (median of the warm runs).
 
 Targets (DESIGN.md §4): warm <= 0.5 x bare; build <= 0.2 x the cold trace. Exit status 1 when
@@ -30,6 +33,7 @@ from typing import Any
 
 from jaxlsp.capture.engine import TraceRequest, build_request, select
 from jaxlsp.capture.spare import SparePool
+from jaxlsp.capture.speculate import capture_speculatively, structure_of
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "benchmarks" / "models"
@@ -116,11 +120,15 @@ async def warm(cases: list[Case], repeat: int) -> dict[str, list[tuple[float, di
         for case in cases:
             request = request_for(case)
             runs = []
+            hint = None  # as in the server: each capture hints the next (capture/speculate.py)
             for _ in range(repeat):
-                outcome = await pool.capture(request, python=sys.executable, timeout=300)
+                started = time.perf_counter()
+                outcome, _ = await capture_speculatively(pool, request, hint=hint, python=sys.executable, timeout=300)
+                wall = time.perf_counter() - started
                 if not outcome.ok or outcome.via != "spare":
                     raise SystemExit(f"{case.label}: warm capture failed ({outcome.via}): {outcome.result}")
-                runs.append((outcome.wall, dict(outcome.result.get("timings", {}))))
+                hint = structure_of(outcome)
+                runs.append((wall, dict(outcome.result.get("timings", {}))))
             out[case.label] = runs
         return out
     finally:

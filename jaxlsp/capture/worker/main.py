@@ -103,11 +103,17 @@ def capture(request: WorkerRequest | dict[str, Any], *, jax_ready: bool = False)
     """Capture the request's target into a graph; errors come back structured, never raised."""
     sys.dont_write_bytecode = True
     timings: dict[str, float] = {}
+    extra: dict[str, Any] = {}
     workspace = Workspace(str(request.get("workspaceRoot", "")))
     try:
         with _scratch_dir(), _gc_relaxed():
-            graph = _capture(dict(request), workspace, timings, jax_ready)
-        return {"ok": True, "graph": graph, "timings": timings}
+            graph = _capture(dict(request), workspace, timings, jax_ready, extra)
+        result: WorkerResult = {"ok": True, "timings": timings}
+        if graph is not None:
+            result["graph"] = graph
+        if extra.get("structure") is not None:
+            result["structure"] = extra["structure"]
+        return result
     except CaptureError as exc:
         return {"ok": False, "error": exc.info(), "timings": timings}
     except MemoryError as exc:
@@ -125,8 +131,10 @@ def capture(request: WorkerRequest | dict[str, Any], *, jax_ready: bool = False)
 
 
 def _capture(
-    request: dict[str, Any], workspace: Workspace, timings: dict[str, float], jax_ready: bool
-) -> dict[str, Any]:
+    request: dict[str, Any], workspace: Workspace, timings: dict[str, float], jax_ready: bool, extra: dict[str, Any]
+) -> dict[str, Any] | None:
+    """The graph's JSON form; with ``mode = "structure"`` only the target's variables structure
+    (in ``extra``, and no graph): the check of a structure hint (capture/speculate.py)."""
     from jaxlsp.capture.worker import inputs as inputs_mod
     from jaxlsp.capture.worker import loading, targets
 
@@ -165,7 +173,12 @@ def _capture(
     try:
         made = targets.construction(obj, kind, profile, builder)
         call_args = builder.call_args(profile.get("inputs"))
-        plan = targets.make_plan(kind, made, profile, method, call_args)
+        hint = request.get("structureHint") if request.get("mode") != "structure" else None
+        plan = targets.make_plan(kind, made, profile, method, call_args, hint)
+        extra["structure"] = plan.structure
+        if request.get("mode") == "structure":
+            timings["init"] = time.perf_counter() - t0
+            return None
         traced = targets.traceable(plan, call_args[0], call_args[1], transform)
         if not x64:
             _refuse_wide(traced.operands)

@@ -116,6 +116,10 @@ class WorkerRequest(TypedDict):
     recipePath: NotRequired[str]  # hashed into ``sources``
     # "packed": the graph in the pipe form of ``jaxlsp.graph.io.to_transport`` (frames once each)
     transport: NotRequired[Literal["packed"]]
+    # capture/speculate.py: a variables structure to use instead of the abstract init, or
+    # mode "structure" to return only the target's structure (no trace)
+    structureHint: NotRequired[Any]
+    mode: NotRequired[Literal["structure"]]
     limits: NotRequired[dict[str, int]]  # graph-size limits {equations, values, bytes} (worker/limits.py)
 
 
@@ -131,3 +135,4 @@ class WorkerResult(TypedDict):
     graph: NotRequired[dict[str, Any]]  # the graph's JSON form (jaxlsp.graph.io.to_json)
     error: NotRequired[ErrorInfo]
     timings: NotRequired[dict[str, float]]  # seconds: import, trace, build, serialize
+    structure: NotRequired[Any]  # Linen: the variables' structure, a hint for the next capture

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import inspect
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +34,7 @@ class Plan:
     strip_value: bool = False  # drop the trailing ``.value`` of NNX Variables and Linen boxes
     scope_mode: str = "stack"  # stack: every Scope item; marked: only the worker's own scopes
     arg_names: tuple[str, ...] = ()  # a function's positional parameter names (roles by name)
+    structure: Any = None  # Linen: the variables' structure (variables_structure), for hints
 
 
 def infer_kind(obj: Any) -> str:
@@ -135,13 +136,14 @@ def make_plan(
     profile: dict[str, Any],
     method: str | None,
     call_args: tuple[list[Any], dict[str, Any]],
+    structure_hint: Any = None,
 ) -> Plan:
     seed = int(profile.get("seed", 0))
     model, factory, init_args, init_kwargs = made.model, made.factory, made.args, made.kwargs
     if kind == "function":
         return _function_plan(model, profile, call_args)
     if kind == "linen":
-        return _linen_plan(model, factory, init_args, init_kwargs, profile, seed, method, call_args)
+        return _linen_plan(model, factory, init_args, init_kwargs, profile, seed, method, call_args, structure_hint)
     if kind == "nnx":
         return _nnx_plan(model, factory, init_args, init_kwargs, seed, method)
     if kind == "equinox":
@@ -243,6 +245,7 @@ def _linen_plan(
     seed: int,
     method: str | None,
     call_args: tuple[list[Any], dict[str, Any]],
+    structure_hint: Any = None,
 ) -> Plan:
     import jax
 
@@ -265,7 +268,11 @@ def _linen_plan(
                 rngs[s] = jax.random.key(seed + 1 + i)
             return model.init(rngs, *a, method=method, **kw)
 
-        variables = jax.eval_shape(init_fn, *dyn)
+        # A hint (the structure the last capture's init gave) skips the abstract init here; the
+        # caller checks it against a real init run beside this one (capture/speculate.py).
+        hinted = from_structure(structure_hint) if structure_hint is not None else None
+        variables = hinted if hinted is not None else jax.eval_shape(init_fn, *dyn)
+    structure = variables_structure(variables)
     variables = dict(variables)
     params = variables.pop("params", {})
     keys = {s: abstract_key(seed + 1 + i) for i, s in enumerate(streams)}
@@ -294,7 +301,50 @@ def _linen_plan(
         # them by the variable's path; plain Linen collections are dicts, whose keys have no ``name``
         strip_value=True,
         scope_mode="stack",
+        structure=structure,
     )
+
+
+def variables_structure(tree: Any) -> Any:
+    """A Linen variables tree as JSON: nested objects of ``[shape, dtype, weak]`` leaves; None when
+    it holds anything else (boxed variables, symbolic sizes), which is then never hinted."""
+    import jax
+
+    if isinstance(tree, Mapping):
+        out: dict[str, Any] = {}
+        for key, sub in tree.items():
+            leaf = variables_structure(sub)
+            if not isinstance(key, str) or leaf is None:
+                return None
+            out[key] = leaf
+        return out
+    if isinstance(tree, jax.ShapeDtypeStruct) and all(type(d) is int for d in tree.shape):
+        return [list(tree.shape), str(tree.dtype), bool(getattr(tree, "weak_type", False))]
+    return None
+
+
+def from_structure(structure: Any) -> Any:
+    """The variables tree of :func:`variables_structure`'s JSON (ShapeDtypeStruct leaves); None
+    when the JSON is not such a structure."""
+    import jax
+    import jax.numpy as jnp
+
+    if isinstance(structure, dict):
+        out = {}
+        for key, sub in structure.items():
+            value = from_structure(sub)
+            if value is None:
+                return None
+            out[key] = value
+        return out
+    if isinstance(structure, list) and len(structure) == 3 and isinstance(structure[0], list):
+        shape, dtype, weak = structure
+        try:
+            struct: Any = jax.ShapeDtypeStruct
+            return struct(tuple(int(d) for d in shape), jnp.dtype(dtype), weak_type=bool(weak))
+        except (TypeError, ValueError):
+            return None
+    return None
 
 
 def _nnx_plan(

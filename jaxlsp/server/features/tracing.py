@@ -13,6 +13,7 @@ import asyncio
 import gc
 import logging
 import uuid
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from pygls.exceptions import JsonRpcException
 
 from jaxlsp.capture.engine import Prepared, TraceFailure, TraceRequest, finish, prepare, save_base
 from jaxlsp.capture.spare import SparePool
+from jaxlsp.capture.speculate import capture_speculatively, structure_of
 from jaxlsp.graph.store import Trace
 from jaxlsp.graph.summary import summarize
 from jaxlsp.recipes.save import SaveError, recipe_file, save_profile
@@ -34,6 +36,7 @@ log = logging.getLogger(__name__)
 REQUEST_FAILED = -32803
 MAX_RUNNING = 2  # captures at once; more wait in line
 MAX_WAITING = 8  # beyond this a request is refused rather than queued
+MAX_HINTS = 64  # targets whose variables structure is remembered
 TRUST_ONCE, TRUST_ALWAYS, TRUST_CANCEL = "Trust once", "Always", "Cancel"
 # Work-done percentages at the start of each phase (the worker announces import, trace, build).
 PHASE_PERCENT = {"import": 10, "trace": 40, "build": 80}
@@ -49,6 +52,8 @@ class Tracer:
         self.waiting = 0
         self.running: dict[tuple[Path, str], asyncio.Task[Any]] = {}
         self.diagnosed: dict[tuple[str, str], str] = {}  # (uri, name) -> the uri holding its diagnostic
+        # (file, name, profile) -> the variables structure its last capture found (capture/speculate.py)
+        self.hints: OrderedDict[tuple[str, str, str], Any] = OrderedDict()
 
     async def ensure_trusted(self, folder: Path) -> bool:
         session = self.ls.session
@@ -138,12 +143,16 @@ class Tracer:
                 progress.report("start", 5)
                 pool = self._pool()
                 await pool.start(prepared.python)  # never before trust: this is the first process
-                outcome = await pool.capture(
+                hint_key = (str(args.path.resolve()), name, prepared.resolved.name)
+                outcome, _ = await capture_speculatively(
+                    pool,
                     prepared.request,
+                    hint=self.hints.get(hint_key),
                     python=prepared.python,
                     timeout=req.timeout,
                     on_phase=lambda phase: progress.report(phase, PHASE_PERCENT.get(phase)),
                 )
+                self._remember_hint(hint_key, structure_of(outcome))
             finally:
                 self.slots.release()
             try:
@@ -157,9 +166,9 @@ class Tracer:
             {"uri": uri, "name": name, "profile": traced.resolved.name, "interpreter": outcome.python},
         )
         # Kept graphs are large, long-lived and acyclic: move them out of the cyclic collector's
-        # reach, or every later collection scans them all (traces slowed 2x with 16 kept).
-        gc.collect()
-        gc.freeze()
+        # reach, or every later collection scans them all (traces slowed 2x with 16 kept). Done
+        # right after the reply goes out, which need not wait for it.
+        asyncio.get_running_loop().call_soon(_collect_and_freeze)
         result: dict[str, Any] = {
             "traceId": trace.id,
             "summary": _summary(trace),
@@ -222,6 +231,14 @@ class Tracer:
         self.ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=where, diagnostics=[diagnostic]))
         self.diagnosed[(uri, name)] = where
 
+    def _remember_hint(self, key: tuple[str, str, str], structure: Any) -> None:
+        """The variables structure a capture reported, for the target's next capture."""
+        self.hints.pop(key, None)
+        if structure is not None:
+            self.hints[key] = structure
+            while len(self.hints) > MAX_HINTS:
+                self.hints.popitem(last=False)
+
     def _save(self, prepared: Prepared, req: TraceRequest) -> str | None:
         """Write the completed profile to jaxlsp.toml (the client asked); the file's URI, or None
         when it was there already. A refusal is told to the user and the trace goes on."""
@@ -260,6 +277,11 @@ class Tracer:
         if self.pool is None:
             self.pool = SparePool()
         return self.pool
+
+
+def _collect_and_freeze() -> None:
+    gc.collect()
+    gc.freeze()
 
 
 def _summary(trace: Trace) -> wire.TraceSummary:
