@@ -173,6 +173,9 @@ def _capture(
     try:
         made = targets.construction(obj, kind, profile, builder)
         call_args = builder.call_args(profile.get("inputs"))
+        if request.get("mode") == "structure":
+            with contextlib.suppress(OSError, AttributeError):
+                os.nice(10)  # the check beside a hinted trace: the trace has the core first
         hint = request.get("structureHint") if request.get("mode") != "structure" else None
         plan = targets.make_plan(kind, made, profile, method, call_args, hint)
         extra["structure"] = plan.structure
