@@ -6,7 +6,8 @@ bundled Linen CNN.
 
 - bare: a fresh ``python`` that imports jax and the module, initialises abstractly and calls
   ``jax.make_jaxpr`` (what a user would write by hand); its wall time, and inside it the cold
-  trace time (abstract init + make_jaxpr, the first and only call: no cache).
+  trace time (abstract init + make_jaxpr, the first and only call: no cache); the median of
+  three runs, as the warm side is a median too.
 - cold: ``jaxlsp trace`` as a fresh command (interpreter, worker, graph, JSON).
 - warm: a capture through the warm spare (median of several), the server's path: each capture of
   a target hints the next with the variables structure it found, so a re-trace skips the abstract
@@ -83,14 +84,21 @@ CASES = [
 ]
 
 
+BARE_RUNS = 3  # a fresh process's wall time varies by +-10% here: the median of three
+
+
 def bare(case: Case) -> tuple[float, dict[str, Any]]:
+    """The median run (by wall time) of the bare script: its wall time and what it measured inside."""
     code = BARE.format(
         folder=str(case.folder), module=case.module, cls=case.cls, shape=case.shape, dtype=case.dtype, grad=case.grad
     )
-    start = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300)
-    wall = time.perf_counter() - start
-    return wall, json.loads(out.stdout.strip().splitlines()[-1])
+    runs = []
+    for _ in range(BARE_RUNS):
+        start = time.perf_counter()
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300)
+        runs.append((time.perf_counter() - start, json.loads(out.stdout.strip().splitlines()[-1])))
+    runs.sort(key=lambda run: run[0])
+    return runs[len(runs) // 2]
 
 
 def cold_cli(case: Case) -> float:

@@ -6,7 +6,7 @@ One ``jaxlsp serve`` over pipes (workspace benchmarks/models, trusted through
 - trace: ``jaxlsp/trace`` request -> response on a warm server (after a first forward trace, which
   starts the warm spare), median of several, for the profiles ``forward`` and ``grad`` of the
   12-layer d=256 Linen transformer; against the bare cold script of benchmarks/capture.py (a fresh
-  ``python`` that imports jax and calls ``jax.make_jaxpr``). Target: <= 0.5 x bare.
+  ``python`` that imports jax and calls ``jax.make_jaxpr``; the median of three runs). Target: <= 0.5 x bare.
 - graph: ``jaxlsp/graph`` page latency on the gradient trace: every page of the top level
   (limit 200) and the first page of each group below it, median and max.
 - memory: the server's VmRSS idle (after initialize) and after 20 more traces, forward and grad
