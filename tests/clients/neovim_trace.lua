@@ -8,54 +8,11 @@
 -- the client.
 
 local uv = vim.uv or vim.loop
-local started = uv.hrtime()
-local cfg = vim.json.decode(table.concat(vim.fn.readfile(assert(os.getenv("JAXLSP_NVIM_CONFIG"))), "\n"))
-
-local report = { ok = false, steps = {}, prompts = {}, messages = {} }
+local H = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, "S").source:sub(2)), "nvim_harness.lua"))
+local cfg = H.cfg
+local report = H.start({ steps = {}, prompts = {}, messages = {} })
 local client -- vim.lsp.Client
-
-local function step(name)
-  table.insert(report.steps, { name = name, ms = math.floor((uv.hrtime() - started) / 1e6) })
-end
-
-local function write_report()
-  report.elapsed_ms = math.floor((uv.hrtime() - started) / 1e6)
-  local ok, text = pcall(vim.json.encode, report)
-  if not ok then
-    text = vim.json.encode({ ok = false, error = "report not encodable: " .. tostring(text) })
-  end
-  vim.fn.writefile({ text }, cfg.report)
-end
-
-local function stop_clients()
-  for _, c in ipairs(vim.lsp.get_clients()) do
-    c:stop()
-  end
-  local stopped = vim.wait(5000, function()
-    for _, c in ipairs(vim.lsp.get_clients()) do
-      if not c:is_stopped() then
-        return false
-      end
-    end
-    return true
-  end, 50)
-  if not stopped then
-    for _, c in ipairs(vim.lsp.get_clients()) do
-      c:stop(true)
-    end
-    vim.wait(2000, function()
-      return #vim.lsp.get_clients() == 0
-    end, 50)
-  end
-  report.clients_stopped = stopped
-end
-
---- Wait (bounded) for `pred`; fail with `what` on timeout.
-local function wait_for(what, ms, pred)
-  if not vim.wait(ms, pred, 20) then
-    error(("timed out after %d ms waiting for %s"):format(ms, what), 0)
-  end
-end
+local step, wait_for, check = H.step, H.wait_for, H.check
 
 --- A request through the client, waited for (bounded); fails on an LSP error.
 local function request(method, params, ms, bufnr)
@@ -73,12 +30,6 @@ local function request(method, params, ms, bufnr)
     error(("%s failed: %s"):format(method, vim.inspect(err)), 0)
   end
   return result
-end
-
-local function check(cond, message)
-  if not cond then
-    error(message, 0)
-  end
 end
 
 local function main()
@@ -230,19 +181,4 @@ local function main()
   check(report.hover:find("f32[2,4]", 1, true), "hover lacks f32[2,4]: " .. report.hover)
 end
 
-local ok, err = xpcall(main, function(e)
-  return tostring(e) .. "\n" .. debug.traceback("", 2)
-end)
-report.ok = ok
-if not ok then
-  report.error = err
-end
-stop_clients()
-step("stopped")
-write_report()
-if ok then
-  vim.cmd("qall!")
-else
-  vim.fn.writefile(vim.split(err, "\n"), cfg.failure)
-  vim.cmd("cquit 1")
-end
+H.finish(main)

@@ -10,27 +10,10 @@
 -- vim.ui.open records the URL instead of starting a browser. Writes a JSON report; exits with
 -- `:qall!` on success and `:cquit 1` on failure, after stopping the clients.
 
-local uv = vim.uv or vim.loop
-local started = uv.hrtime()
-local cfg = vim.json.decode(table.concat(vim.fn.readfile(assert(os.getenv("JAXLSP_NVIM_CONFIG"))), "\n"))
-
-local report = { ok = false, mode = cfg.mode, steps = {}, selects = {}, inputs = {}, opened = {}, notes = {} }
-
-local function step(name)
-  table.insert(report.steps, { name = name, ms = math.floor((uv.hrtime() - started) / 1e6) })
-end
-
-local function wait_for(what, ms, pred)
-  if not vim.wait(ms, pred, 20) then
-    error(("timed out after %d ms waiting for %s"):format(ms, what), 0)
-  end
-end
-
-local function check(cond, message)
-  if not cond then
-    error(message, 0)
-  end
-end
+local H = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, "S").source:sub(2)), "nvim_harness.lua"))
+local cfg = H.cfg
+local report = H.start({ mode = cfg.mode, steps = {}, selects = {}, inputs = {}, opened = {}, notes = {} })
+local step, wait_for, check = H.step, H.wait_for, H.check
 
 -- The user's side ------------------------------------------------------------------------------
 local answers = { select = {}, input = {} } -- queued answers, by prompt pattern
@@ -70,26 +53,6 @@ end
 
 local function cursor_line()
   return vim.api.nvim_win_get_cursor(0)[1] - 1
-end
-
-local function stop_clients()
-  for _, c in ipairs(vim.lsp.get_clients()) do
-    c:stop()
-  end
-  local stopped = vim.wait(5000, function()
-    for _, c in ipairs(vim.lsp.get_clients()) do
-      if not c:is_stopped() then
-        return false
-      end
-    end
-    return true
-  end, 50)
-  if not stopped then
-    for _, c in ipairs(vim.lsp.get_clients()) do
-      c:stop(true)
-    end
-  end
-  report.clients_stopped = stopped
 end
 
 --- Run the plugin's async function `fn(on_done)`; wait for on_done and return its (err, value).
@@ -324,24 +287,4 @@ local function trust()
   step("refused")
 end
 
-local ok, err = xpcall(cfg.mode == "trust" and trust or full, function(e)
-  return tostring(e) .. "\n" .. debug.traceback("", 2)
-end)
-report.ok = ok
-if not ok then
-  report.error = err
-end
-stop_clients()
-step("stopped")
-report.elapsed_ms = math.floor((uv.hrtime() - started) / 1e6)
-local encoded, text = pcall(vim.json.encode, report)
-if not encoded then
-  text = vim.json.encode({ ok = false, error = "report: " .. tostring(text) })
-end
-vim.fn.writefile({ text }, cfg.report)
-if ok then
-  vim.cmd("qall!")
-else
-  vim.fn.writefile(vim.split(err, "\n"), cfg.failure)
-  vim.cmd("cquit 1")
-end
+H.finish(cfg.mode == "trust" and trust or full)
