@@ -165,9 +165,7 @@ def _function_plan(fn: Any, profile: dict[str, Any], call_args: Any) -> Plan:
         with module_scopes(root, functools.partial(_module_arg_paths, root, modules)):
             out = fn(*args, **kwargs)
         # NNX updates models and optimizers in place: what changed is an output of the program.
-        old = dict(before)
-        changed = {label: leaf for label, leaf in _nnx_arg_leaves(args, kwargs) if old.get(label) is not leaf}
-        return out, changed or None
+        return out, _changed(before, _nnx_arg_leaves(args, kwargs))
 
     return Plan(kind="function", apply=apply, params_role="input", arg_names=_positional_names(fn))
 
@@ -178,19 +176,19 @@ def _nnx_arg_leaves(args: list[Any], kwargs: dict[str, Any]) -> list[tuple[str, 
     nnx = sys.modules.get("flax.nnx")
     if nnx is None:
         return []
-    import jax
-
     graph_nodes = tuple(
         c for c in (getattr(nnx, n, None) for n in ("Module", "Pytree", "Object")) if isinstance(c, type)
     )
     out: list[tuple[str, Any]] = []
-    named = [(f"args/{i}", a) for i, a in enumerate(args)] + [(f"kwargs/{k}", v) for k, v in kwargs.items()]
-    for label, value in named:
+    for label, value in _named_args(args, kwargs):
         if isinstance(value, graph_nodes):
-            state = nnx.state(value)
-            labels = leaf_labels(state, label, "state", True)
-            out += [(lab, leaf) for (lab, _), leaf in zip(labels, jax.tree_util.tree_leaves(state), strict=True)]
+            out += _labelled_leaves(nnx.state(value), label)
     return out
+
+
+def _named_args(args: list[Any], kwargs: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The call's arguments with the label prefixes the graph's inputs use (``args/0``, ``kwargs/x``)."""
+    return [(f"args/{i}", a) for i, a in enumerate(args)] + [(f"kwargs/{k}", v) for k, v in kwargs.items()]
 
 
 def _positional_names(fn: Any) -> tuple[str, ...]:
@@ -217,7 +215,7 @@ def _module_walker(value: Any) -> Walker | None:
 
 
 def _module_args(args: list[Any], kwargs: dict[str, Any]) -> list[tuple[str, Any, Walker]]:
-    named = [(f"args/{i}", a) for i, a in enumerate(args)] + [(f"kwargs/{k}", v) for k, v in kwargs.items()]
+    named = _named_args(args, kwargs)
     return [(label, value, walker) for label, value in named if (walker := _module_walker(value)) is not None]
 
 
@@ -373,19 +371,25 @@ def _nnx_plan(
     return Plan(kind="nnx", apply=apply, params=params, state=state, strip_value=True, scope_mode="marked")
 
 
-def _labelled_leaves(tree: Any) -> list[tuple[str, Any]]:
+def _labelled_leaves(tree: Any, prefix: str = "") -> list[tuple[str, Any]]:
     import jax
 
-    labels = leaf_labels(tree, "", "state", True)
+    labels = leaf_labels(tree, prefix, "state", True)
     return [(label, leaf) for (label, _), leaf in zip(labels, jax.tree_util.tree_leaves(tree), strict=True)]
+
+
+def _changed(before: list[tuple[str, Any]], after: list[tuple[str, Any]]) -> dict[str, Any] | None:
+    """The leaves of ``after`` that are new or not the same object as before, by label: what an
+    in-place NNX update wrote, an output of the program."""
+    old = dict(before)
+    changed = {label: leaf for label, leaf in after if old.get(label) is not leaf}
+    return changed or None
 
 
 def _nnx_updates(new_state: Any, before: list[tuple[str, Any]]) -> dict[str, Any] | None:
     """The non-parameter NNX variables the call changed or created (counters, batch statistics, RNG
-    counts, sown values), by label: NNX mutates them in place, so they are outputs of the program."""
-    old = dict(before)
-    changed = {label: leaf for label, leaf in _labelled_leaves(new_state) if old.get(label) is not leaf}
-    return changed or None
+    counts, sown values)."""
+    return _changed(before, _labelled_leaves(new_state))
 
 
 def _equinox_plan(
