@@ -193,13 +193,14 @@ def test_200_documents_opened_and_edited(peer_factory: Any, tmp_path: Path) -> N
     assert p95 < LENS_P95_BOUND
 
 
-def test_a_burst_of_50_traces(peer_factory: Any, tmp_path: Path) -> None:
-    pytest.importorskip("jax")
-    root = tmp_path / "burst"
+def _warm_server(peer_factory: Any, root: Path, count: int) -> tuple[Peer, str, Any]:
+    """A trusted server on a workspace of ``count`` functions f0..f{count-1}, each with a profile
+    of its name; f0 traced once, so the warm spare is up. Returns the peer, model.py's URI and
+    that first trace's result."""
     root.mkdir()
-    (root / "model.py").write_text(_module(10))
+    (root / "model.py").write_text(_module(count))
     recipe = ["version = 1"]
-    for i in range(10):
+    for i in range(count):
         recipe += [
             "",
             f"[profiles.f{i}]",
@@ -211,6 +212,12 @@ def test_a_burst_of_50_traces(peer_factory: Any, tmp_path: Path) -> None:
     peer.initialize(root, options={"trusted": True})
     uri = peer.open(root / "model.py")
     warm = peer.call("jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "f0", "profile": "f0"}, timeout=180)
+    return peer, uri, warm
+
+
+def test_a_burst_of_50_traces(peer_factory: Any, tmp_path: Path) -> None:
+    pytest.importorskip("jax")
+    peer, uri, warm = _warm_server(peer_factory, tmp_path / "burst", 10)
     assert warm["summary"]["ops"] == 2
 
     started = time.monotonic()
@@ -268,22 +275,7 @@ def test_a_burst_of_50_distinct_traces_is_bounded(peer_factory: Any, tmp_path: P
 
     from tests.robustness.helpers import cmdline, stat
 
-    root = tmp_path / "distinct"
-    root.mkdir()
-    (root / "model.py").write_text(_module(50))
-    recipe = ["version = 1"]
-    for i in range(50):
-        recipe += [
-            "",
-            f"[profiles.f{i}]",
-            f'target = "model.py::f{i}"',
-            'inputs.args = [{ kind = "array", shape = [4] }]',
-        ]
-    (root / "jaxlsp.toml").write_text("\n".join(recipe) + "\n")
-    peer: Peer = peer_factory(env=server_env())
-    peer.initialize(root, options={"trusted": True})
-    uri = peer.open(root / "model.py")
-    peer.call("jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "f0", "profile": "f0"}, timeout=180)
+    peer, uri, _ = _warm_server(peer_factory, tmp_path / "distinct", 50)
 
     most = 0
     samples = 0
