@@ -225,6 +225,8 @@ async def test_the_bridge_demands_the_token_and_its_own_host(traced: JaxClient) 
     shown = len(lsp.shown)
     status, _, body = await _call(_get, url, reveal, "POST", json.dumps({"traceId": trace_id, "nodeId": "n3"}).encode())
     assert status == 200 and json.loads(body)["location"]["range"]["start"]["line"] == 10
+    # The server sends showDocument before its reply but does not wait for it: wait for it to land.
+    await lsp.wait_until(lambda: len(lsp.shown) > shown)
     assert len(lsp.shown) == shown + 1 and lsp.shown[-1].selection is not None
     status, _, _ = await _call(_get, url, reveal)  # GET on a POST path
     assert status == 405
