@@ -108,6 +108,50 @@ def test_linen_bound_factory_and_method(run_capture: Run) -> None:
     assert {n["scope"] for n in graph["nodes"]} == {"Encoder.encode/embed"}  # Flax names a method scope Class.method
 
 
+@pytest.mark.parametrize("transform", [None, "grad"])
+def test_linen_apply_skips_the_param_recheck_and_keeps_the_graph(
+    run_capture: Run, monkeypatch: pytest.MonkeyPatch, transform: str | None
+) -> None:
+    import contextlib
+    import sys
+
+    from flax.core.scope import Scope
+
+    from jaxlsp.capture.worker import targets
+
+    param = Scope.__dict__["param"]
+    extra = {"transform": transform} if transform else {}
+    fast = run_capture(request("models_linen.py", "Counted", array(2, 5), **extra))
+    module = sys.modules["models_linen"]
+    # The initialiser ran once, in the abstract init; apply reused its parameter (Flax alone runs
+    # it again to re-check the shape), and Flax's own method is back afterwards.
+    assert module.INIT_CALLS == [(5, 6)]
+    assert Scope.__dict__["param"] is param
+
+    monkeypatch.setattr(targets, "_linen_params_as_initialised", contextlib.nullcontext)
+    del sys.modules["models_linen"]
+    flax_path = run_capture(request("models_linen.py", "Counted", array(2, 5), **extra))
+    assert sys.modules["models_linen"].INIT_CALLS == [(5, 6), (5, 6)]
+    fast_graph, flax_graph = graph_of(fast), graph_of(flax_path)
+    _check(fast_graph)
+    assert fast_graph == flax_graph
+    assert {g["kind"] for g in fast_graph["groups"]} >= {"remat", "scan"}
+
+
+def test_linen_bound_variables_keep_flaxs_shape_check(run_capture: Run) -> None:
+    result = run_capture(
+        request("models_linen.py", "MLP", array(1, 5), init={"factory": "models_linen:make_mismatched"})
+    )
+    assert not result["ok"]
+    assert result["error"]["kind"] == "trace"
+    assert "ScopeParamShapeError" in result["error"]["message"]
+    assert (
+        "expected to generate shape (5, 16), but the existing parameter it received has shape (5, 8)"
+        in (result["error"]["message"])
+    )
+    assert result["error"]["frame"]["line"] == 13
+
+
 def test_nnx_paths_as_labels_and_scopes(run_capture: Run) -> None:
     graph = graph_of(run_capture(request("models_nnx.py", "Tower", array(2, 8))))
     _check(graph)

@@ -8,10 +8,11 @@ arguments into one function of four pytrees, and says how to label and role ever
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -252,9 +253,11 @@ def _linen_plan(
     if is_constructor(model):
         model = model(*init_args, **init_kwargs)
     variables: Any = None
+    ours = True  # the variables come from our own init of this model with these arguments
     if getattr(model, "scope", None) is not None:
         model, variables = model.unbind()
         variables = abstractify(variables)
+        ours = False
     args, kwargs = call_args
     if variables is None:
         dyn, rebuild = split_dynamic((args, kwargs))
@@ -276,14 +279,15 @@ def _linen_plan(
     keys = {s: abstract_key(seed + 1 + i) for i, s in enumerate(streams)}
 
     def apply(params: Any, state: Any, keys: Any, args: list[Any], kwargs: dict[str, Any]) -> tuple[Any, Any]:
-        out = model.apply(
-            {"params": params, **state},
-            *args,
-            rngs=keys or None,
-            mutable=mutable or False,
-            method=method,
-            **kwargs,
-        )
+        with _linen_params_as_initialised() if ours else contextlib.nullcontext():
+            out = model.apply(
+                {"params": params, **state},
+                *args,
+                rngs=keys or None,
+                mutable=mutable or False,
+                method=method,
+                **kwargs,
+            )
         if mutable:
             return out[0], out[1]
         return out, None
@@ -301,6 +305,41 @@ def _linen_plan(
         scope_mode="stack",
         structure=structure,
     )
+
+
+@contextlib.contextmanager
+def _linen_params_as_initialised() -> Iterator[None]:
+    """Skip Linen's re-check of every existing parameter while tracing ``apply``.
+
+    ``Scope.param`` re-runs each initialiser under ``jax.eval_shape`` to compare its shape with the
+    parameter's: a quarter of a transformer gradient's trace. Here the parameters come from an
+    init of the same module, method and argument shapes (or from a hint that a concurrent real
+    init confirms, capture/speculate.py), so the check cannot fail; it adds no equation either,
+    so the graph is the same. Parameters that do not exist yet take Flax's own path.
+    """
+    try:
+        from flax.core import meta
+        from flax.core.scope import Scope
+    except ImportError:
+        yield
+        return
+    original = Scope.__dict__.get("param")
+    if original is None or not all(hasattr(Scope, n) for n in ("has_variable", "reserve", "get_variable")):
+        yield  # another Flax: keep its own path
+        return
+
+    def param(self: Any, name: str, init_fn: Any, *init_args: Any, unbox: bool = True, **init_kwargs: Any) -> Any:
+        if not self.has_variable("params", name):
+            return original(self, name, init_fn, *init_args, unbox=unbox, **init_kwargs)
+        self.reserve(name, "params")
+        value = self.get_variable("params", name)
+        return meta.unbox(value) if unbox else value
+
+    Scope.param = param  # type: ignore[method-assign]  # replaced for the block only
+    try:
+        yield
+    finally:
+        Scope.param = original  # type: ignore[method-assign]
 
 
 def variables_structure(tree: Any) -> Any:
