@@ -231,7 +231,7 @@ class _Spare:
             request = message["request"]
             request["resultFd"] = result_fd
             try:
-                data = json.dumps(self.capture(request, jax_ready=True)).encode()
+                data = json.dumps(self.capture(request, jax_ready=True), separators=(",", ":")).encode()
                 from jaxlsp.capture.worker.limits import check_bytes
 
                 data = check_bytes(data, request.get("limits"))

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol, cast
 
 from jaxlsp.capture.worker.protocol import ErrorInfo, ErrorKind, WorkerResult
+from jaxlsp.graph import collector
 
 log = logging.getLogger(__name__)
 
@@ -487,7 +488,8 @@ def _classify(
         )
     if res.data and not res.preamble and not timed_out:  # a half phase line is no result
         try:
-            parsed = json.loads(bytes(res.data))
+            with collector.paused():
+                parsed = json.loads(bytes(res.data))
         except (ValueError, UnicodeDecodeError) as exc:
             return error_result(
                 "crash",

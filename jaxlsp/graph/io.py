@@ -21,6 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from jaxlsp.graph import collector
 from jaxlsp.graph.model import FORMAT, VERSION, Coverage, Frame, Graph, Group, Node, Port, Value
 
 BACKEND = "jaxpr"
@@ -553,6 +554,11 @@ def _items(data: dict[str, Any], key: str, fast: Any, read: Any) -> list[Any]:
 def from_json(data: Any) -> Graph:
     """The :class:`Graph` of a JSON form (or of the worker's packed transport, see
     :func:`to_transport`); ``ValueError`` naming the key path when malformed."""
+    with collector.paused():
+        return _from_json(data)
+
+
+def _from_json(data: Any) -> Graph:
     d = _obj(data, "", _TOP_KEYS, (FRAME_TABLE,))
     table: list[Frame] | None = None
     if FRAME_TABLE in d:

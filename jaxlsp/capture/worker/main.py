@@ -62,7 +62,7 @@ def main() -> None:
 
 def _dumps(result: Any) -> bytes:
     try:
-        return json.dumps(result, allow_nan=False).encode("utf-8")
+        return json.dumps(result, allow_nan=False, separators=(",", ":")).encode("utf-8")
     except (TypeError, ValueError) as exc:
         error = {"kind": "internal", "message": f"the result could not be written as JSON: {exc}"}
         return json.dumps({"ok": False, "error": error}).encode("utf-8")
@@ -202,7 +202,9 @@ def _capture(
 
     announce(request, "build")
     t0 = time.perf_counter()
-    with _gc_paused():
+    from jaxlsp.graph import collector
+
+    with collector.paused():  # the walk allocates many small objects and frees none
         return _build(request, path, workspace, timings, t0, closed, out_shape, plan, traced, loader, builder, kind)
 
 
@@ -267,18 +269,6 @@ def _gc_relaxed() -> Iterator[None]:
     finally:
         gc.set_threshold(*threshold)
         gc.unfreeze()
-
-
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """No cyclic GC while building: the walk allocates many small objects and frees none."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def configure_jax(device: str, x64: bool, jax_ready: bool) -> Any:
