@@ -312,7 +312,7 @@ def _linen_params_as_initialised() -> Iterator[None]:
     """Skip Linen's re-check of every existing parameter while tracing ``apply``.
 
     ``Scope.param`` re-runs each initialiser under ``jax.eval_shape`` to compare its shape with the
-    parameter's: a quarter of a transformer gradient's trace. Here the parameters come from an
+    parameter's: a third of a transformer gradient's trace. Here the parameters come from an
     init of the same module, method and argument shapes (or from a hint that a concurrent real
     init confirms, capture/speculate.py), so the check cannot fail; it adds no equation either,
     so the graph is the same. Parameters that do not exist yet take Flax's own path.
