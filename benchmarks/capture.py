@@ -6,14 +6,17 @@ bundled Linen CNN.
 
 - bare: a fresh ``python`` that imports jax and the module, initialises abstractly and calls
   ``jax.make_jaxpr`` (what a user would write by hand); its wall time, and inside it the cold
-  trace time (abstract init + make_jaxpr, the first and only call: no cache); the median of
-  three runs, as the warm side is a median too.
+  trace time (abstract init + make_jaxpr, the first and only call: no cache).
 - cold: ``jaxlsp trace`` as a fresh command (interpreter, worker, graph, JSON).
-- warm: a capture through the warm spare (median of several), the server's path: each capture of
-  a target hints the next with the variables structure it found, so a re-trace skips the abstract
-  init while a second child checks it (capture/speculate.py), as when a user re-traces in the
-  editor; the first of the runs has no hint.
+- warm: a capture through the warm spare, the server's path: each capture of a target hints the
+  next with the variables structure it found, so a re-trace skips the abstract init while a
+  second child checks it (capture/speculate.py), as when a user re-traces in the editor; the
+  first of the runs has no hint.
 - build: graph building + JSON serialisation in the worker (median of the warm runs).
+
+Bare and warm runs alternate (bare, warm, bare, warm, ...) and each side is the median of its
+runs: this shared machine has slow spells of a few seconds, which then hit both sides alike
+instead of whichever happened to run during them.
 
 Targets (DESIGN.md §4): warm <= 0.5 x bare; build <= 0.2 x the cold trace. Exit status 1 when
 one is missed.
@@ -84,21 +87,22 @@ CASES = [
 ]
 
 
-BARE_RUNS = 3  # a fresh process's wall time varies by +-10% here: the median of three
+Run = tuple[float, dict[str, Any]]  # wall time, and what the run measured inside
 
 
-def bare(case: Case) -> tuple[float, dict[str, Any]]:
-    """The median run (by wall time) of the bare script: its wall time and what it measured inside."""
+def bare_once(case: Case) -> Run:
+    """One run of the bare script."""
     code = BARE.format(
         folder=str(case.folder), module=case.module, cls=case.cls, shape=case.shape, dtype=case.dtype, grad=case.grad
     )
-    runs = []
-    for _ in range(BARE_RUNS):
-        start = time.perf_counter()
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300)
-        runs.append((time.perf_counter() - start, json.loads(out.stdout.strip().splitlines()[-1])))
-    runs.sort(key=lambda run: run[0])
-    return runs[len(runs) // 2]
+    start = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300)
+    return time.perf_counter() - start, json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def median_run(runs: list[Run]) -> Run:
+    """The median run by wall time."""
+    return sorted(runs, key=lambda run: run[0])[len(runs) // 2]
 
 
 def cold_cli(case: Case) -> float:
@@ -119,25 +123,28 @@ def request_for(case: Case) -> dict[str, Any]:
     return build_request(req, resolved, recipe)
 
 
-async def warm(cases: list[Case], repeat: int) -> dict[str, list[tuple[float, dict[str, float]]]]:
+async def warm_and_bare(cases: list[Case], repeat: int) -> dict[str, tuple[list[Run], list[Run]]]:
+    """Per case: the warm captures and the bare runs, alternating."""
     pool = SparePool()
     try:
         if not await pool.start(sys.executable):
             raise SystemExit("the warm spare did not start")
-        out: dict[str, list[tuple[float, dict[str, float]]]] = {}
+        out: dict[str, tuple[list[Run], list[Run]]] = {}
         for case in cases:
             request = request_for(case)
-            runs = []
+            warm_runs: list[Run] = []
+            bare_runs: list[Run] = []
             hint = None  # as in the server: each capture hints the next (capture/speculate.py)
             for _ in range(repeat):
+                bare_runs.append(await asyncio.to_thread(bare_once, case))
                 started = time.perf_counter()
                 outcome, _ = await capture_speculatively(pool, request, hint=hint, python=sys.executable, timeout=300)
                 wall = time.perf_counter() - started
                 if not outcome.ok or outcome.via != "spare":
                     raise SystemExit(f"{case.label}: warm capture failed ({outcome.via}): {outcome.result}")
                 hint = structure_of(outcome)
-                runs.append((wall, dict(outcome.result.get("timings", {}))))
-            out[case.label] = runs
+                warm_runs.append((wall, dict(outcome.result.get("timings", {}))))
+            out[case.label] = (warm_runs, bare_runs)
         return out
     finally:
         await pool.close()
@@ -150,23 +157,28 @@ def main() -> int:
     args = parser.parse_args()
     cases = CASES[:1] if args.quick else CASES
     repeat = 2 if args.quick else args.repeat
-    warm_runs = asyncio.run(warm(cases, repeat))
+    measured = asyncio.run(warm_and_bare(cases, repeat))
     ok = True
-    print("capture speed (seconds; ratios against the bare script in the same run)")
+    print("capture speed (seconds; ratios against the bare script in the same run; medians of alternating runs)")
     for case in cases:
-        bare_wall, inside = bare(case)
+        runs, bare_runs = measured[case.label]
+        bare_wall, inside = median_run(bare_runs)
         cold_wall = cold_cli(case)
-        runs = warm_runs[case.label]
         warm_wall = statistics.median(w for w, _ in runs)
         build = statistics.median(t.get("build", 0.0) + t.get("serialize", 0.0) for _, t in runs)
         warm_ratio = warm_wall / bare_wall
-        build_ratio = build / inside["trace"]
+        cold_trace = statistics.median(measured_inside["trace"] for _, measured_inside in bare_runs)
+        build_ratio = build / cold_trace
         ok = ok and warm_ratio <= WARM_TARGET and build_ratio <= BUILD_TARGET
         print(
-            f"  {case.label:<17} {inside['eqns']:>5} eqns | bare {bare_wall:5.2f} (cold trace {inside['trace']:.2f}) | "
+            f"  {case.label:<17} {inside['eqns']:>5} eqns | bare {bare_wall:5.2f} (cold trace {cold_trace:.2f}) | "
             f"jaxlsp trace {cold_wall:5.2f} ({cold_wall / bare_wall:.2f}x) | warm {warm_wall:5.2f} "
             f"({warm_ratio:.2f}x, target <= {WARM_TARGET}) | build+json {build:.3f} "
             f"({build_ratio:.2f}x cold trace, target <= {BUILD_TARGET})"
+        )
+        print(
+            f"  {'':<17} runs: bare [{' '.join(f'{w:.2f}' for w, _ in bare_runs)}] "
+            f"warm [{' '.join(f'{w:.2f}' for w, _ in runs)}]"
         )
     print("capture ratios " + ("within target" if ok else "MISSED a target"))
     return 0 if ok else 1
