@@ -29,3 +29,27 @@ def test_user_frames_and_name_stack() -> None:
     assert jaxcompat.user_frames(None) == []
     assert jaxcompat.name_stack_items(None) == []
     assert isinstance(jaxcompat.backends_initialized(), bool)
+
+
+def test_warm_compiles_the_user_frame_patterns_and_jax_still_rebuilds_them() -> None:
+    import os
+
+    from jax._src import source_info_util as siu
+
+    from jaxlsp.capture.worker import jaxcompat
+
+    siu._exclude_path_regex.cache_clear()
+    jaxcompat.warm()
+    assert siu._exclude_path_regex.cache_info().currsize == 1
+    assert siu._include_path_regex.cache_info().currsize == 1
+    # A library imported later by the user's code that hides its own frames is still honoured:
+    # JAX drops the compiled pattern when an exclusion is registered.
+    hidden = os.path.join(os.sep, "opt", "jaxlsp-test-hidden-lib") + os.sep
+    assert siu.is_user_filename(hidden + "layers.py")
+    siu.register_exclusion(hidden)
+    try:
+        assert not siu.is_user_filename(hidden + "layers.py")
+    finally:
+        siu._exclude_paths.remove(hidden)
+        siu._exclude_path_regex.cache_clear()
+        siu.is_user_filename.cache_clear()

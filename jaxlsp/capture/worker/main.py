@@ -360,6 +360,9 @@ def warm() -> None:
         with contextlib.suppress(ImportError):
             importlib.import_module(f"jaxlsp.capture.worker.{name}")
     importlib.import_module("jaxlsp.graph.io")
+    from jaxlsp.capture.worker import jaxcompat
+
+    jaxcompat.warm()
 
 
 @functools.cache
