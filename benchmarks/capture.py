@@ -152,7 +152,7 @@ async def warm_and_bare(cases: list[Case], repeat: int) -> dict[str, tuple[list[
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=5, help="warm captures per target (median)")
+    parser.add_argument("--repeat", type=int, default=7, help="warm captures (and bare runs) per target (median)")
     parser.add_argument("--quick", action="store_true", help="only the transformer forward, 2 warm runs")
     args = parser.parse_args()
     cases = CASES[:1] if args.quick else CASES

@@ -75,7 +75,7 @@ def graph_pages(peer: Peer, trace_id: str) -> tuple[list[float], int]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=5, help="warm traces per profile (median)")
+    parser.add_argument("--repeat", type=int, default=7, help="warm traces (and bare runs) per profile (median)")
     args = parser.parse_args()
     cases = {case.profile: case for case in CASES if case.folder == MODELS}
     profiles = ["forward", "grad"]
