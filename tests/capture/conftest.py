@@ -27,8 +27,11 @@ def request(
     *args: Any,
     kwargs: dict[str, Any] | None = None,
     workspace: Path = WORKSPACE,
+    kind: str | None = None,
     **profile: Any,
 ) -> dict[str, Any]:
+    """A worker request for ``workspace/file::name`` with these call arguments (input specs);
+    ``kind`` names the target kind (None: the worker infers it), ``profile`` adds profile keys."""
     prof: dict[str, Any] = {
         "name": None,
         "device": "cpu",
@@ -38,8 +41,11 @@ def request(
         "load": "module",
     }
     prof.update(profile)
+    target: dict[str, Any] = {"path": str(workspace / file), "name": name}
+    if kind is not None:
+        target["kind"] = kind
     return {
-        "target": {"path": str(workspace / file), "name": name},
+        "target": target,
         "profile": prof,
         "workspaceRoot": str(workspace),
         "resultFd": -1,

@@ -39,6 +39,7 @@ from jaxlsp.capture.client import capture_sync
 from jaxlsp.capture.engine import TraceFailure, TraceOutcome, TraceRequest
 from jaxlsp.capture.spare import SparePool
 from jaxlsp.capture.supervise import CaptureOutcome
+from tests.capture.conftest import request
 
 pytest.importorskip("jax")
 
@@ -327,18 +328,7 @@ async def spare(sandbox: Sandbox) -> AsyncIterator[SparePool]:
 
 def _request(sandbox: Sandbox, file: str) -> dict[str, Any]:
     array = {"kind": "array", "shape": [3], "dtype": "float32", "generator": {"kind": "zeros"}}
-    return {
-        "target": {"path": str(sandbox.root / file), "name": "f", "kind": "function"},
-        "profile": {
-            "name": None,
-            "device": "cpu",
-            "seed": 0,
-            "x64": False,
-            "load": "module",
-            "inputs": {"args": [array]},
-        },
-        "workspaceRoot": str(sandbox.root),
-    }
+    return request(file, "f", array, workspace=sandbox.root, kind="function")
 
 
 @pytest.mark.asyncio(loop_scope="module")

@@ -10,6 +10,7 @@ import pytest
 import jaxlsp
 from jaxlsp.capture.client import run_capture
 from jaxlsp.capture.spare import SparePool
+from tests.capture.conftest import request
 
 MODEL = """\
 import jax.numpy as jnp
@@ -26,18 +27,8 @@ pytestmark = pytest.mark.skipif(
 
 def _request(root: Path) -> dict[str, Any]:
     (root / "model.py").write_text(MODEL)
-    return {
-        "target": {"path": str(root / "model.py"), "name": "f", "kind": "function"},
-        "profile": {
-            "name": None,
-            "device": "cpu",
-            "seed": 0,
-            "x64": False,
-            "load": "module",
-            "inputs": {"args": [{"kind": "array", "shape": [3], "dtype": "float32", "generator": {"kind": "zeros"}}]},
-        },
-        "workspaceRoot": str(root),
-    }
+    zeros = {"kind": "array", "shape": [3], "dtype": "float32", "generator": {"kind": "zeros"}}
+    return request("model.py", "f", zeros, workspace=root, kind="function")
 
 
 async def test_real_worker_cold_and_warm(tmp_path: Path, jax_python: str) -> None:

@@ -15,6 +15,7 @@ import pytest
 
 from jaxlsp.capture.spare import SparePool
 from jaxlsp.capture.speculate import capture_speculatively, structure_of
+from tests.capture.conftest import request
 
 pytest.importorskip("flax")
 
@@ -35,20 +36,8 @@ class Net(nn.Module):
 
 def _request(root: Path, features: int) -> dict[str, Any]:
     (root / "model.py").write_text(MODEL.format(features=features))
-    return {
-        "target": {"path": str(root / "model.py"), "name": "Net", "kind": "linen"},
-        "profile": {
-            "name": None,
-            "device": "cpu",
-            "seed": 0,
-            "x64": False,
-            "load": "module",
-            "transform": "grad",
-            "inputs": {"args": [{"kind": "array", "shape": [4, 3], "dtype": "float32"}], "kwargs": {}},
-        },
-        "workspaceRoot": str(root),
-        "transport": "packed",
-    }
+    array = {"kind": "array", "shape": [4, 3], "dtype": "float32"}
+    return {**request("model.py", "Net", array, workspace=root, kind="linen", transform="grad"), "transport": "packed"}
 
 
 def _essence(outcome: Any) -> str:
