@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import subprocess
@@ -110,3 +111,16 @@ def alive(pid: int) -> bool:
     except OSError:
         return False
     return stat[stat.rfind(b")") + 2 :].split()[0] != b"Z"
+
+
+def watch_sleeper(event: asyncio.Event) -> tuple[list[int], Callable[[str, str], None]]:
+    """An ``on_log`` for the stand-in's ``sleep`` behaviour: when the worker says "sleeping in
+    group N", N goes into the returned list and ``event`` is set."""
+    pgid: list[int] = []
+
+    def on_log(stream: str, text: str) -> None:
+        if "sleeping in group" in text:
+            pgid.append(int(text.split()[-1]))
+            event.set()
+
+    return pgid, on_log

@@ -13,7 +13,7 @@ import pytest
 from jaxlsp.capture import staging
 from jaxlsp.capture.client import DEFAULT, DEFAULT_MEMORY_MB, capture_sync, resolve_memory_mb, run_capture
 from jaxlsp.capture.staging import Stage
-from tests.capture_client.conftest import STAND_IN, alive, assert_group_gone, make_request
+from tests.capture_client.conftest import STAND_IN, alive, assert_group_gone, make_request, watch_sleeper
 
 PY = sys.executable
 
@@ -140,12 +140,7 @@ async def test_a_worker_lingering_after_its_result_is_stopped_and_the_result_kep
 
 async def test_cancel_kills_the_group_at_once(stand_in: Stage) -> None:
     cancel = asyncio.Event()
-    pgid: list[int] = []
-
-    def on_log(stream: str, text: str) -> None:
-        if "sleeping in group" in text:
-            pgid.append(int(text.split()[-1]))
-            cancel.set()
+    pgid, on_log = watch_sleeper(cancel)
 
     with pytest.raises(asyncio.CancelledError):
         await run_capture(make_request("sleep"), python=PY, stage=stand_in, timeout=60, on_log=on_log, cancel=cancel)
@@ -154,12 +149,7 @@ async def test_cancel_kills_the_group_at_once(stand_in: Stage) -> None:
 
 async def test_cancelling_the_task_kills_the_group_too(stand_in: Stage) -> None:
     sleeping = asyncio.Event()
-    pgid: list[int] = []
-
-    def on_log(stream: str, text: str) -> None:
-        if "sleeping in group" in text:
-            pgid.append(int(text.split()[-1]))
-            sleeping.set()
+    pgid, on_log = watch_sleeper(sleeping)
 
     task = asyncio.ensure_future(run_capture(make_request("sleep"), python=PY, stage=stand_in, on_log=on_log))
     await asyncio.wait_for(sleeping.wait(), 30)

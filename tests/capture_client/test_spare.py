@@ -13,7 +13,7 @@ import pytest
 
 from jaxlsp.capture.spare import SparePool
 from jaxlsp.capture.staging import Stage
-from tests.capture_client.conftest import alive, assert_group_gone, make_request
+from tests.capture_client.conftest import alive, assert_group_gone, make_request, watch_sleeper
 
 
 @pytest.fixture
@@ -81,12 +81,7 @@ async def test_hostile_captures_through_the_spare_leave_nothing(pool: SparePool,
     assert flood.ok and flood.truncated and flood.stdout.endswith("THE END\n")
 
     cancel = asyncio.Event()
-    pgid: list[int] = []
-
-    def on_log(stream: str, text: str) -> None:
-        if "sleeping in group" in text:
-            pgid.append(int(text.split()[-1]))
-            cancel.set()
+    pgid, on_log = watch_sleeper(cancel)
 
     with pytest.raises(asyncio.CancelledError):
         await pool.capture(make_request("sleep"), python=jax_python, on_log=on_log, cancel=cancel)
@@ -119,12 +114,7 @@ async def test_a_spare_that_died_is_replaced(pool: SparePool, jax_python: str) -
 
 async def test_closing_the_pool_stops_a_running_capture(pool: SparePool, jax_python: str) -> None:
     sleeping = asyncio.Event()
-    pgid: list[int] = []
-
-    def on_log(stream: str, text: str) -> None:
-        if "sleeping in group" in text:
-            pgid.append(int(text.split()[-1]))
-            sleeping.set()
+    pgid, on_log = watch_sleeper(sleeping)
 
     task = asyncio.ensure_future(pool.capture(make_request("sleep"), python=jax_python, on_log=on_log, timeout=60))
     await asyncio.wait_for(sleeping.wait(), 30)
