@@ -77,3 +77,17 @@ def luafile_command(nvim: str, script: Path) -> list[str]:
     """``nvim --headless`` with no user config running ``script``."""
     escaped = str(script).replace("\\", "\\\\").replace(" ", "\\ ")
     return [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n", "-c", f"luafile {escaped}"]
+
+
+def nvim_failure(proc: subprocess.CompletedProcess[str], report: dict[str, Any], tmp_path: Path) -> str:
+    """What a failed headless-Neovim run left: exit status, the driver's failure file and report,
+    the output, and the tail of Neovim's LSP log (under ``tmp_path``'s XDG state unless the
+    report names it)."""
+    failure = tmp_path / "failure.txt"
+    log = Path(report.get("lsp_log") or tmp_path / "xdg" / "state" / "nvim" / "lsp.log")
+    tail = "\n".join(log.read_text(errors="replace").splitlines()[-40:]) if log.exists() else "(no lsp.log)"
+    return (
+        f"nvim exit {proc.returncode}\nfailure: {failure.read_text() if failure.exists() else '(none)'}\n"
+        f"report: {json.dumps(report, indent=1, ensure_ascii=False)[:6000]}\n"
+        f"stdout: {proc.stdout[-2000:]}\nstderr: {proc.stderr[-2000:]}\nlsp.log tail:\n{tail}"
+    )

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.clients.conftest import line_of, luafile_command, run_editor
+from tests.clients.conftest import line_of, luafile_command, nvim_failure, run_editor
 
 HERE = Path(__file__).resolve().parent
 WORKSPACES = HERE.parent / "workspaces"
@@ -59,20 +59,9 @@ def _run(nvim: str, tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], d
     return proc, report, root
 
 
-def _explain(proc: subprocess.CompletedProcess[str], report: dict[str, Any], tmp_path: Path) -> str:
-    failure = tmp_path / "failure.txt"
-    log = Path(report.get("lsp_log") or tmp_path / "xdg" / "state" / "nvim" / "lsp.log")
-    tail = "\n".join(log.read_text(errors="replace").splitlines()[-40:]) if log.exists() else "(no lsp.log)"
-    return (
-        f"nvim exit {proc.returncode}\nfailure: {failure.read_text() if failure.exists() else '(none)'}\n"
-        f"report: {json.dumps(report, indent=1)[:4000]}\nstdout: {proc.stdout[-2000:]}\n"
-        f"stderr: {proc.stderr[-2000:]}\nlsp.log tail:\n{tail}"
-    )
-
-
 def test_neovim_lens_trace_graph_and_hover(nvim: str, tmp_path: Path) -> None:
     proc, report, root = _run(nvim, tmp_path)
-    why = _explain(proc, report, tmp_path)
+    why = nvim_failure(proc, report, tmp_path)
     assert report, f"nvim wrote no report\n{why}"
     assert report["ok"] is True and proc.returncode == 0, why
     assert report["nvim"].startswith("0.11."), why

@@ -20,7 +20,7 @@ import textwrap
 import tomllib
 from pathlib import Path
 
-from tests.clients.conftest import graph_url_ok, line_of, luafile_command, run_editor, with_venv_on_path
+from tests.clients.conftest import graph_url_ok, line_of, luafile_command, nvim_failure, run_editor, with_venv_on_path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -66,14 +66,7 @@ class Run:
         )
 
     def why(self) -> str:
-        failure = self.tmp / "failure.txt"
-        log = Path(self.report.get("lsp_log") or self.tmp / "xdg" / "state" / "nvim" / "lsp.log")
-        tail = "\n".join(log.read_text(errors="replace").splitlines()[-30:]) if log.exists() else "(no lsp.log)"
-        return (
-            f"nvim exit {self.proc.returncode}\nfailure: {failure.read_text() if failure.exists() else '(none)'}\n"
-            f"report: {json.dumps(self.report, indent=1, ensure_ascii=False)[:6000]}\n"
-            f"stdout: {self.proc.stdout[-1500:]}\nstderr: {self.proc.stderr[-1500:]}\nlsp.log tail:\n{tail}"
-        )
+        return nvim_failure(self.proc, self.report, self.tmp)
 
 
 def test_plugin_lens_trace_outline_reveal_hover(nvim: str, tmp_path: Path) -> None:
