@@ -327,8 +327,8 @@ class Classifier:
 
     # -- files ---------------------------------------------------------------------------------
     def discover(self, path: Path) -> Discovery:
+        fs = self.index.summary(path)  # given as named: a link out of the workspace is not read
         path = path.resolve()
-        fs = self.index.summary(path)
         if fs is None:
             return Discovery(path, (), ())
         found: list[Entrypoint] = []

@@ -183,7 +183,7 @@ def test_scan_skips_virtualenvs_builds_hidden_folders_and_jax_free_files(tmp_pat
         },
     )
     index = WorkspaceIndex([tmp_path])
-    scanned = sorted(p.relative_to(tmp_path.resolve()).as_posix() for p in index.scan())
+    scanned = sorted(p.relative_to(tmp_path.resolve()).as_posix() for p in index.scan() if p is not None)
     assert scanned == ["model.py", "pkg/__init__.py"]
 
 
