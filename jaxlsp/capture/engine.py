@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jaxlsp.capture import environment, interpreters
+from jaxlsp.capture import allowed_env, environment, interpreters
 from jaxlsp.capture.client import DEFAULT_TIMEOUT, capture_sync
 from jaxlsp.capture.environment import Report
 from jaxlsp.capture.interpreters import InterpreterError, Selection, select_interpreter
@@ -168,6 +168,9 @@ def build_request(req: TraceRequest, resolved: Resolved, recipe_path: Path | Non
     if recipe_path is not None:
         request["recipePath"] = str(recipe_path)
     request["limits"] = limits.resolve(req.limits)
+    names = resolved.profile.get("env")
+    if names:
+        request["env"] = allowed_env.named(names)
     return request
 
 

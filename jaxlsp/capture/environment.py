@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from jaxlsp.capture import allowed_env
 from jaxlsp.capture.interpreters import Selection
 
 MIN_PYTHON = (3, 10)  # the worker's floor (DESIGN: any interpreter with Python >= 3.10)
@@ -308,7 +309,7 @@ def _cuda_problems(selection: Selection, probe: Probe, device: str, driver: str 
 def run_probe(python: str, timeout: float = PROBE_TIMEOUT) -> Probe:
     """Run the probe in ``python`` (a subprocess; call only once the workspace is trusted)."""
     t0 = time.perf_counter()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env = allowed_env.base_environment()
     mark = f"jaxlsp-probe-{secrets.token_hex(8)} "  # a .pth file printing to stdout cannot fake the answer
     try:
         done = subprocess.run(

@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from jaxlsp.capture import staging
+from jaxlsp.capture import allowed_env, staging
 from jaxlsp.capture.client import (
     DEFAULT,
     DEFAULT_TIMEOUT,
@@ -119,6 +119,7 @@ class _Spare:
                 start_new_session=True,
                 close_fds=True,
                 cwd=str(self.stage.path),
+                env=allowed_env.base_environment(),
             )
         except OSError as exc:
             ours.close()

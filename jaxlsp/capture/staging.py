@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import jaxlsp
+from jaxlsp.capture import allowed_env
 
 MIN_PYTHON = (3, 10)
 WORKER_MODULE = "jaxlsp.capture.worker.main"
@@ -311,6 +312,7 @@ def check_interpreter(python: str, *, timeout: float = 30) -> tuple[int, int]:
             timeout=timeout,
             stdin=subprocess.DEVNULL,
             cwd=tempfile.gettempdir(),
+            env=allowed_env.base_environment(),
             check=False,
         )
         major, minor, _ = done.stdout.decode(errors="replace").split(" ", 2)

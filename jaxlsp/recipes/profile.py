@@ -86,6 +86,7 @@ def check_profile(name: str, table: object, base: Path, prefix: KeyPath | None =
             )
         elif kind == "function":
             ctx.error((*path, "method"), 'method is for module targets, and kind = "function"')
+    env = _names(ctx, (*path, "env"), table.get("env", []), "environment variable names")
     rngs = _names(ctx, (*path, "rngs"), table.get("rngs", []), "rng stream names")
     mutable = _names(ctx, (*path, "mutable"), table.get("mutable", []), "collection names")
     for key, given in (("rngs", rngs), ("mutable", mutable)):
@@ -124,6 +125,8 @@ def check_profile(name: str, table: object, base: Path, prefix: KeyPath | None =
     profile["load"] = load
     if symbolic:
         profile["symbolic"] = symbolic
+    if env:
+        profile["env"] = env
     out.profile = cast(ResolvedProfile, profile)
     out.target = target
     out.python = python

@@ -35,6 +35,7 @@ PROFILE_KEYS: Final = (
     "load",
     "dims",
     "symbolic",
+    "env",
 )
 CALL_KEYS: Final = ("args", "kwargs", "factory")
 KINDS: Final = ("function", "linen", "nnx", "equinox")
