@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal
 
-from jaxlsp.capture import allowed_env, forkserver, staging
+from jaxlsp.capture import allowed_env, staging
 from jaxlsp.capture.staging import RefusedError, Stage
 from jaxlsp.capture.supervise import (
     CaptureOutcome,
@@ -43,6 +43,7 @@ from jaxlsp.capture.supervise import (
     settle,
     supervise,
 )
+from jaxlsp.capture.worker import forkserver
 
 __all__ = [
     "DEFAULT",

@@ -92,7 +92,7 @@ def capture_cgroups(*owners: int) -> list[Path]:
 
 
 def cgroups_usable() -> bool:
-    from jaxlsp.capture import forkserver
+    from jaxlsp.capture.worker import forkserver
 
     made = forkserver.cgroup_create(f"probe-{os.getpid()}-{time.monotonic_ns()}")
     if made is None:

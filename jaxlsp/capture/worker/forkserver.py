@@ -59,7 +59,10 @@ def _backends_initialised() -> bool:
         return False  # an older or newer jax without that helper: trust the import alone
 
 
-class _Spare:
+class ForkServer:
+    """The warm spare's loop, in the user's interpreter: forks one child per capture request. The
+    server's side is :class:`jaxlsp.capture.spare.SpareProcess`."""
+
     def __init__(self, sock: socket.socket, capture: Any) -> None:
         self.sock = sock
         self.capture = capture
@@ -464,7 +467,7 @@ def serve() -> None:
     sock.setblocking(True)
     set_subreaper()  # an ended capture's escaped descendants come back here, to be killed
     cgroup_sweep()
-    spare = _Spare(sock, None)
+    spare = ForkServer(sock, None)
     try:
         loaded, missing = _preload(list(config["preload"]), list(config["required"]))
         import importlib
