@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jaxlsp.discovery import ecosystem as eco
+from jaxlsp.discovery.entrypoints import Discovery, Entrypoint, Span
 from jaxlsp.discovery.index import FileSummary, WorkspaceIndex
-from jaxlsp.discovery.model import Discovery, Entrypoint, Span
 from jaxlsp.discovery.summary import Binding, ClassInfo, FunctionInfo, SetupField
 
 _ALWAYS_TRIGGERS = frozenset({"jax", "jnp", "lax", "flax", "nnx", "eqx", "equinox", "optax", "jit", "vmap"})

@@ -14,7 +14,7 @@ from typing import Any, cast
 
 from jaxlsp.capture.worker.protocol import CallSpec, ResolvedProfile, Target, TargetKind
 from jaxlsp.recipes import schema
-from jaxlsp.recipes.errors import KeyPath, format_key_path
+from jaxlsp.recipes.problems import KeyPath, format_key_path
 from jaxlsp.recipes.schema import show
 from jaxlsp.recipes.specs import Context, check_args, check_kwargs, check_ref_name, check_seed, is_int
 

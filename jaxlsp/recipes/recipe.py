@@ -17,15 +17,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jaxlsp.recipes import schema
-from jaxlsp.recipes.errors import KeyPath, Problem, RecipeError, format_key_path
 from jaxlsp.recipes.locate import line_of, locate
-from jaxlsp.recipes.model import NeedsInput, Resolved, Selected
+from jaxlsp.recipes.problems import KeyPath, Problem, RecipeError, format_key_path
 from jaxlsp.recipes.profile import check_profile, names_method, split_target, target_path
 from jaxlsp.recipes.schema import show
+from jaxlsp.recipes.selection import NeedsInput, Resolved, Selected
 from jaxlsp.textfiles import Unreadable, read_text
 
 if TYPE_CHECKING:
-    from jaxlsp.discovery.model import Entrypoint
+    from jaxlsp.discovery.entrypoints import Entrypoint
 
 _TOML_LINE = re.compile(r"at line (\d+)")
 

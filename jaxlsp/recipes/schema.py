@@ -9,7 +9,7 @@ import difflib
 import re
 from typing import Final
 
-from jaxlsp.recipes.errors import quote_string, toml_value
+from jaxlsp.recipes.problems import quote_string, toml_value
 
 VERSION: Final = 1
 RECIPE_FILE: Final = "jaxlsp.toml"

@@ -211,7 +211,7 @@ class JaxServer(LanguageServer):
 
     def frame_location(self, frame: Any) -> tuple[str, types.Range]:
         """A graph frame (1-based lines, code-point columns) as a URI and a range in client units."""
-        from jaxlsp.discovery.model import Span
+        from jaxlsp.discovery.entrypoints import Span
         from jaxlsp.server.convert import to_range
 
         path = Path(frame.path)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from jaxlsp.capture import interpreters
-from jaxlsp.capture.environment import EnvironmentCache, Probe, evaluate
+from jaxlsp.capture.compatibility import EnvironmentCache, Probe, evaluate
 from jaxlsp.capture.install import plan_install
 from jaxlsp.capture.interpreters import InterpreterError, Selection, select_interpreter
 from tests.environments.conftest import site_of
@@ -191,7 +191,7 @@ def test_limits_settings_take_positive_integers_only() -> None:
 
 
 def test_the_probe_outlives_the_process_on_disk(no_flax: Path) -> None:
-    from jaxlsp.capture.environment import disk_cache_path
+    from jaxlsp.capture.compatibility import disk_cache_path
 
     selection = Selection(str(no_flax), interpreters.CLIENT)
     first = EnvironmentCache()

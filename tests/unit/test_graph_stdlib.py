@@ -29,7 +29,7 @@ class Blocker:
 sys.meta_path.insert(0, Blocker())
 sys.path.insert(0, root)
 import json
-from jaxlsp.graph import _page, export, io, model, summary, validate
+from jaxlsp.graph import _page, export, io, model, report, validate
 from jaxlsp.graph.model import Coverage, Frame, Graph, Group, Node, Port, Value
 
 g = Graph(
@@ -43,7 +43,7 @@ g = Graph(
 )
 assert validate.check(g) == []
 assert io.loads(io.dumps(g)) == g
-summary.render_summary(g); export.to_dot(g); export.to_html(g); validate.load_schema()
+report.render_summary(g); export.to_dot(g); export.to_html(g); validate.load_schema()
 others = sorted(m for m in sys.modules if m.startswith("jaxlsp") and m not in ("jaxlsp", "jaxlsp.graph")
                 and not m.startswith("jaxlsp.graph."))
 print(json.dumps({"blocked": Blocker.blocked, "others": others,
@@ -72,7 +72,7 @@ PY311 = re.compile(
 
 def test_graph_modules_are_python_310_syntax() -> None:
     files = sorted(GRAPH.glob("*.py"))
-    assert {f.name for f in files} >= {"model.py", "io.py", "validate.py", "summary.py", "export.py"}
+    assert {f.name for f in files} >= {"model.py", "io.py", "validate.py", "report.py", "export.py"}
     for path in files:
         text = path.read_text(encoding="utf-8")
         ast.parse(text, filename=str(path), feature_version=(3, 10))

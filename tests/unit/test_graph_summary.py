@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from jaxlsp.graph.model import Port, Value
-from jaxlsp.graph.summary import render_summary, shape_str, short_dtype, summarize
+from jaxlsp.graph.report import render_summary, shape_str, short_dtype, summarize
 from tests.unit.test_graph_samples import chain_graph, small_graph
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from jaxlsp.discovery.model import Entrypoint, Span
+from jaxlsp.discovery.entrypoints import Entrypoint, Span
 from jaxlsp.discovery.summary import SetupField
 from jaxlsp.recipes import (
     NeedsInput,

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from jaxlsp.capture.worker import limits
-from jaxlsp.capture.worker.errors import CaptureError, Workspace, format_tb, from_exception
+from jaxlsp.capture.worker.failures import CaptureError, Workspace, format_tb, from_exception
 from jaxlsp.capture.worker.protocol import ErrorInfo, WorkerRequest, WorkerResult
 
 

@@ -5,7 +5,7 @@ The check runs the selected interpreter, so it waits for the workspace folder's 
 does. A problem an install fixes is offered through ``window/showMessageRequest`` with the exact
 command; only the answer ``Install`` runs it, into the selected interpreter's environment, with
 work-done progress, every line in a log file under ``$XDG_CACHE_HOME/jaxlsp/logs/`` and the log
-sent as ``window/logMessage``. The logic lives in :mod:`jaxlsp.capture.environment` and
+sent as ``window/logMessage``. The logic lives in :mod:`jaxlsp.capture.compatibility` and
 :mod:`jaxlsp.capture.install`; this module only speaks LSP.
 """
 
@@ -20,9 +20,9 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from jaxlsp.capture import environment
+from jaxlsp.capture import compatibility
+from jaxlsp.capture.compatibility import Report
 from jaxlsp.capture.engine import Prepared, TraceFailure, TraceRequest, check_environment, choose_python, select
-from jaxlsp.capture.environment import Report
 from jaxlsp.capture.install import InstallPlan, InstallResult, plan_install, run_install
 from jaxlsp.capture.interpreters import InterpreterError, Selection, select_interpreter
 from jaxlsp.server import wire
@@ -41,7 +41,7 @@ class Environments:
 
     def __init__(self, ls: JaxServer) -> None:
         self.ls = ls
-        self.cache = environment.CACHE
+        self.cache = compatibility.CACHE
         self.install_lock = asyncio.Lock()  # one install at a time
 
     # -- what a trace calls -------------------------------------------------------------------------

@@ -24,8 +24,8 @@ from pygls.exceptions import JsonRpcException
 from jaxlsp.capture.engine import Prepared, TraceFailure, TraceRequest, finish, prepare, save_base
 from jaxlsp.capture.spare import SparePool
 from jaxlsp.capture.speculate import capture_speculatively, structure_of
+from jaxlsp.graph.report import summarize
 from jaxlsp.graph.store import Trace
-from jaxlsp.graph.summary import summarize
 from jaxlsp.recipes.save import SaveError, recipe_file, save_profile
 from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer

@@ -1,7 +1,7 @@
 """The graph viewer in the browser: ``jaxlsp/openGraph`` (starts the loopback bridge once and
 opens the page) and ``jaxlsp/cursorMoved`` (the editor's cursor highlights nodes in open pages).
 
-The bridge (``jaxlsp.server.bridge``) holds no server state: it calls back here for graphs,
+The bridge (``jaxlsp.server.viewer_http``) holds no server state: it calls back here for graphs,
 staleness and "go to source", which goes through ``jaxlsp/revealSource``'s code.
 """
 
@@ -20,10 +20,10 @@ from jaxlsp.graph.io import to_json
 from jaxlsp.graph.store import Trace
 from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
-from jaxlsp.server.bridge import Bridge, BridgeError, Callbacks
 from jaxlsp.server.convert import OPEN_COMMAND
 from jaxlsp.server.features.views import document_line, find_trace, reveal
 from jaxlsp.server.params import as_dict, invalid, parse
+from jaxlsp.server.viewer_http import Bridge, BridgeError, Callbacks
 
 GRAPH_CACHE = 4  # serialized graphs kept for pages that reload
 STALE_DELAY = 0.3  # seconds after the last edit before pages hear whether their graph is stale

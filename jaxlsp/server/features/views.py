@@ -13,8 +13,8 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from jaxlsp.graph import export, io
+from jaxlsp.graph.report import shape_str
 from jaxlsp.graph.store import Trace
-from jaxlsp.graph.summary import shape_str
 from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
 from jaxlsp.server.convert import range_json
