@@ -266,7 +266,7 @@ def create_server() -> JaxServer:
     from jaxlsp.server.features.discover import Discover
     from jaxlsp.server.features.documents import Documents
     from jaxlsp.server.features.environment import Environments
-    from jaxlsp.server.features.export import Export
+    from jaxlsp.server.features.exporting import Export
     from jaxlsp.server.features.graphs import Graphs
     from jaxlsp.server.features.hover import Hover
     from jaxlsp.server.features.lenses import Lenses

@@ -10,7 +10,7 @@ from lsprotocol import types
 
 from jaxlsp.discovery import Classifier, Discovery, Entrypoint, WorkspaceIndex
 from jaxlsp.graph.store import GraphStore
-from jaxlsp.trust import TrustStore
+from jaxlsp.trust_store import TrustStore
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Trust, asked of the user: the prompt before anything of a workspace folder runs, and the
 ``jaxlsp.listTrusted`` / ``jaxlsp.revokeTrust`` commands. The per-user store is
-:mod:`jaxlsp.trust`; where trust may come from is the session's (``Session.is_trusted``)."""
+:mod:`jaxlsp.trust_store`; where trust may come from is the session's (``Session.is_trusted``)."""
 
 from __future__ import annotations
 
