@@ -78,6 +78,8 @@ def _trace(args: argparse.Namespace) -> int:
             python=args.python,
             device=args.device,
             limits=_limits(args),
+            costs=bool(args.costs or args.xla_compare),
+            xla_compare=bool(args.xla_compare),
         )
         outcome = trace_once(req, CaptureOptions(timeout=args.timeout) if args.timeout else CaptureOptions())
     except TraceFailure as failure:
@@ -94,6 +96,11 @@ def _trace(args: argparse.Namespace) -> int:
     if args.html:
         Path(args.html).write_text(export.to_html(graph), encoding="utf-8")
     print(render_summary(graph))
+    if args.costs or args.xla_compare or args.precision:
+        from jaxlsp.graph.analysis import render_analysis
+
+        print()
+        print(render_analysis(graph, bool(args.costs or args.xla_compare), bool(args.precision)))
     capture = outcome.capture
     timings = capture.result.get("timings", {})
     phases = ", ".join(f"{k} {v:.2f}s" for k, v in timings.items())
@@ -185,6 +192,19 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--max-equations", type=int, metavar="N", help="refuse graphs with more equations (200000)")
     t.add_argument("--max-values", type=int, metavar="N", help="refuse graphs with more values (400000)")
     t.add_argument("--max-bytes", type=int, metavar="N", help="refuse graphs whose JSON is larger (268435456)")
+    t.add_argument(
+        "--costs",
+        action="store_true",
+        help="measure XLA's FLOPs, bytes and transcendentals of every equation; print them per module, and memory",
+    )
+    t.add_argument(
+        "--xla-compare",
+        action="store_true",
+        help="with --costs: also XLA's whole-program cost and memory analysis, beside ours (slower: compiles)",
+    )
+    t.add_argument(
+        "--precision", action="store_true", help="print dtype conversions and matmul precision settings per module"
+    )
     t.add_argument("-o", "--output", metavar="GRAPH.json", help="write the graph here")
     t.add_argument("--html", metavar="GRAPH.html", help="write an offline HTML view here")
     t.set_defaults(func=_trace)

@@ -242,7 +242,8 @@ def _build(
 
     target = request["target"]
     profile = request["profile"]
-    gb = GraphBuilder(workspace, plan.scope_mode)
+    costs = request.get("costs")
+    gb = GraphBuilder(workspace, plan.scope_mode, keep_equations=bool(costs))
     in_ports, out_ports = gb.build(closed, traced.input_labels, targets.output_labels(plan, traced, out_shape))
     sources = _sources(
         {path, *gb.frame_files, *loader.files, *([request["recipePath"]] if request.get("recipePath") else [])}
@@ -263,6 +264,13 @@ def _build(
         groups=gb.groups,
     )
     timings["build"] = time.perf_counter() - t0
+    if costs:
+        announce(request, "costs")
+        t0 = time.perf_counter()
+        from jaxlsp.capture.worker.costs import measure
+
+        measure(graph, gb.eqns, closed, dict(costs), str(profile.get("device", "cpu")), bool(profile.get("x64")))
+        timings["costs"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     data = to_json(graph, packed=request.get("transport") == "packed")
     timings["serialize"] = time.perf_counter() - t0
@@ -370,7 +378,7 @@ def warm() -> None:
     import importlib
 
     versions()
-    for name in ("inputs", "loading", "targets", "build", "scopes", "jaxcompat", "limits"):
+    for name in ("inputs", "loading", "targets", "build", "scopes", "jaxcompat", "limits", "costs"):
         with contextlib.suppress(ImportError):
             importlib.import_module(f"jaxlsp.capture.worker.{name}")
     importlib.import_module("jaxlsp.graph.io")
