@@ -1,4 +1,5 @@
-"""The ``jaxlsp`` command line: ``discover``, ``serve``, ``trace`` and ``export`` over one engine."""
+"""The ``jaxlsp`` command line: ``discover``, ``serve``, ``trace``, ``env``, ``diff`` and ``export``
+over one engine."""
 
 from __future__ import annotations
 
@@ -164,6 +165,26 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _diff(args: argparse.Namespace) -> int:
+    from jaxlsp.graph import io
+    from jaxlsp.graph.diff import diff, render_diff
+
+    graphs = []
+    for path in (args.before, args.after):
+        try:
+            graphs.append(io.read(path))
+        except (OSError, ValueError) as exc:
+            print(f"jaxlsp diff: cannot read {path}: {exc}", file=sys.stderr)
+            return 2
+    found = diff(graphs[0], graphs[1])
+    if args.json:
+        json.dump(found.json(), sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+    else:
+        print(render_diff(found))
+    return 0 if found.same else 1
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="jaxlsp", description="See what a JAX program really is.")
     p.add_argument("--version", action="version", version=f"jaxlsp {__version__}")
@@ -215,6 +236,12 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("--kind", choices=["function", "linen", "nnx", "equinox"], help="the target kind (flax, equinox)")
     v.add_argument("--json", action="store_true", help="print the report as JSON")
     v.set_defaults(func=_env)
+
+    f = sub.add_parser("diff", help="what changed between two saved graphs (exit 0: the same, 1: different)")
+    f.add_argument("before", metavar="A.json", help="the older graph")
+    f.add_argument("after", metavar="B.json", help="the newer graph")
+    f.add_argument("--json", action="store_true", help="print the changes as JSON")
+    f.set_defaults(func=_diff)
 
     e = sub.add_parser("export", help="re-render a saved graph")
     e.add_argument("graph")

@@ -486,7 +486,10 @@ def render_table(t: CostTable, limit: int = 40) -> str:
     """The module table: scope, ``params``, ``FLOPs`` (an integer), ``bytes``, share of the total
     FLOPs, and for gradients the forward and backward FLOPs."""
     if not t.measured:
-        return "costs: this graph carries no XLA figures (trace it with --costs)"
+        return (
+            "costs: this graph carries no XLA figures: trace with costs to measure them "
+            "(jaxlsp trace --costs; jaxlsp/trace with costs: true)"
+        )
     head = ["module", "params", "FLOPs", "bytes", "share"]
     if t.gradient:
         head += ["fwd FLOPs", "bwd FLOPs"]
