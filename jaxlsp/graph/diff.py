@@ -132,7 +132,7 @@ def diff(before: Graph, after: Graph) -> GraphDiff:
     for scope in [*new_scopes, *(s for s in old_scopes if s not in new_scopes)]:
         a = old_scopes.get(scope, [])
         b = new_scopes.get(scope, [])
-        for x, y in _align(a, b):
+        for x, y in _align(a, b, old_types, new_types):
             if x is None and y is not None:
                 out.added.append(y)
             elif y is None and x is not None:
@@ -159,22 +159,44 @@ def _by_scope(graph: Graph) -> dict[str, list[Node]]:
     return scopes
 
 
-def _align(a: list[Node], b: list[Node]) -> list[tuple[Node | None, Node | None]]:
-    """Pairs of one scope's nodes in order: equal primitives aligned, the rest added or removed."""
+def _align(
+    a: list[Node], b: list[Node], ta: _Types | None = None, tb: _Types | None = None
+) -> list[tuple[Node | None, Node | None]]:
+    """Pairs of one scope's nodes in order: first by primitive and output types, then, where those
+    differ, by primitive alone (a wider layer changes every type but keeps the order of its
+    operations; a different activation replaces its operations). Unpaired nodes are added or
+    removed."""
+    if ta is None or tb is None:
+        return _align_by(a, b, lambda n: n.primitive, lambda n: n.primitive)
+    return _align_by(
+        a,
+        b,
+        lambda n: (n.primitive, ta.of(n.outputs)),
+        lambda n: (n.primitive, tb.of(n.outputs)),
+        lambda x, y: _align_by(x, y, lambda n: n.primitive, lambda n: n.primitive),
+    )
+
+
+def _align_by(
+    a: list[Node], b: list[Node], key_a: Any, key_b: Any, inner: Any = None
+) -> list[tuple[Node | None, Node | None]]:
+    ka, kb = [key_a(n) for n in a], [key_b(n) for n in b]
     head = 0
-    while head < len(a) and head < len(b) and a[head].primitive == b[head].primitive:
+    while head < len(a) and head < len(b) and ka[head] == kb[head]:
         head += 1
     tail = 0
     room = min(len(a), len(b)) - head
-    while tail < room and a[len(a) - 1 - tail].primitive == b[len(b) - 1 - tail].primitive:
+    while tail < room and ka[len(a) - 1 - tail] == kb[len(b) - 1 - tail]:
         tail += 1
     pairs: list[tuple[Node | None, Node | None]] = [(a[i], b[i]) for i in range(head)]
     mid_a, mid_b = a[head : len(a) - tail], b[head : len(b) - tail]
     if mid_a or mid_b:
-        matcher = difflib.SequenceMatcher(None, [n.primitive for n in mid_a], [n.primitive for n in mid_b], False)
+        matcher = difflib.SequenceMatcher(None, ka[head : len(a) - tail], kb[head : len(b) - tail], False)
         for op, i1, i2, j1, j2 in matcher.get_opcodes():
             if op == "equal":
                 pairs.extend(zip(mid_a[i1:i2], mid_b[j1:j2], strict=True))
+            elif op == "replace" and inner is not None:
+                pairs.extend(inner(mid_a[i1:i2], mid_b[j1:j2]))
             else:
                 pairs.extend((x, None) for x in mid_a[i1:i2])
                 pairs.extend((None, y) for y in mid_b[j1:j2])

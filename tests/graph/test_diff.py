@@ -61,3 +61,19 @@ def test_removed_scopes_and_ports() -> None:
     data = found.json()
     assert data["counts"] == {"added": 0, "removed": 2, "changed": 0, "matched": 5}
     assert data["inputs"] == [{"label": "params/Dense_0/kernel", "before": "f32[3,4]", "after": None}]
+
+
+def test_a_different_activation_replaces_its_operations() -> None:
+    before = chain_graph(6)
+    after = copy.deepcopy(before)
+    # a gelu's mul, tanh and add in the middle become one max; the chain keeps its types
+    for n, prim in zip(before.nodes[2:5], ["mul", "tanh", "add"], strict=True):
+        n.primitive = prim
+    after.nodes[2].primitive = "max"
+    del after.nodes[3:5]
+    after.nodes[3].inputs = ["v3"]
+    found = diff(before, after)
+    assert [n.primitive for n in found.removed] == ["mul", "tanh", "add"]
+    assert [n.primitive for n in found.added] == ["max"]
+    assert found.changed == [] and found.matched == 3
+    assert found.summary() == "+1 op, -3 ops; new max"

@@ -44,13 +44,14 @@ def measure(graph: Graph, eqns: list[Any], closed: Any, options: dict[str, Any],
     cache = DiskCache(options.get("cacheDir"), f"{jax.__version__}-{platform}{'-x64' if x64 else ''}")
     leaf: dict[int, graph_costs.Figures | str] = {}
     by_key: dict[str, list[int]] = {}
+    names: dict[Any, str] = {}
     for i in graph_costs.measured(graph, where):
         eqn = eqns[i]
         reason = unmeasurable(eqn)
         if reason is not None:
             leaf[i] = reason
             continue
-        by_key.setdefault(key_of(eqn), []).append(i)
+        by_key.setdefault(key_of(eqn, names), []).append(i)
     missing = [key for key in by_key if cache.get(key) is None]
     for start in range(0, len(missing), BATCH):
         chunk = missing[start : start + BATCH]
@@ -89,13 +90,20 @@ def unmeasurable(eqn: Any) -> str | None:
     return None
 
 
-def key_of(eqn: Any) -> str:
-    """A hash of what decides an equation's figures: primitive, params and input types."""
-    avals = [
-        (tuple(getattr(v.aval, "shape", ())), str(getattr(v.aval, "dtype", "")), bool(getattr(v.aval, "weak_type", 0)))
-        for v in eqn.invars
-    ]
-    params = _ADDRESS.sub("", repr(sorted((str(k), v) for k, v in eqn.params.items())))
+def key_of(eqn: Any, names: dict[Any, str] | None = None) -> str:
+    """A hash of what decides an equation's figures: primitive, params and input types.
+    ``names`` caches dtype names (numpy's ``str(dtype)`` is slow, and every equation asks)."""
+    names = {} if names is None else names
+    avals = []
+    for v in eqn.invars:
+        aval = v.aval
+        dtype = getattr(aval, "dtype", None)
+        name = names.get(dtype)
+        if name is None:
+            name = names[dtype] = str(dtype)
+        avals.append((getattr(aval, "shape", ()), name, bool(getattr(aval, "weak_type", False))))
+    # params in the equation's own order: the same code binds them in the same order
+    params = _ADDRESS.sub("", repr(eqn.params))
     text = f"{eqn.primitive.name}\n{params}\n{avals}"
     return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:32]
 
