@@ -177,6 +177,10 @@ def _diff(args: argparse.Namespace) -> int:
             print(f"jaxlsp diff: cannot read {path}: {exc}", file=sys.stderr)
             return 2
     found = diff(graphs[0], graphs[1])
+    if args.html:
+        from jaxlsp.graph.export import to_html
+
+        Path(args.html).write_text(to_html(graphs[1], base=graphs[0]), encoding="utf-8")
     if args.json:
         json.dump(found.json(), sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")
@@ -241,6 +245,7 @@ def parser() -> argparse.ArgumentParser:
     f.add_argument("before", metavar="A.json", help="the older graph")
     f.add_argument("after", metavar="B.json", help="the newer graph")
     f.add_argument("--json", action="store_true", help="print the changes as JSON")
+    f.add_argument("--html", metavar="DIFF.html", help="write B's offline viewer page with the changes marked")
     f.set_defaults(func=_diff)
 
     e = sub.add_parser("export", help="re-render a saved graph")
