@@ -113,6 +113,8 @@ def capture(request: WorkerRequest | dict[str, Any], *, jax_ready: bool = False)
             result["graph"] = graph
         if extra.get("structure") is not None:
             result["structure"] = extra["structure"]
+        if extra.get("roots") is not None:
+            result["roots"] = extra["roots"]
         return result
     except CaptureError as exc:
         return {"ok": False, "error": exc.info(), "timings": timings}
@@ -172,6 +174,8 @@ def _capture(
     transform = profile.get("transform")
     try:
         made = targets.construction(obj, kind, profile, builder)
+        if kind == "function" and made.factory and not target.get("kind"):
+            kind = targets.infer_kind(made.model)  # a factory of a function target may make a module
         call_args = builder.call_args(profile.get("inputs"))
         if request.get("mode") == "structure":
             with contextlib.suppress(OSError, AttributeError):
@@ -182,7 +186,7 @@ def _capture(
         if request.get("mode") == "structure":
             timings["init"] = time.perf_counter() - t0
             return None
-        traced = targets.traceable(plan, call_args[0], call_args[1], transform)
+        traced = targets.traceable(plan, call_args[0], call_args[1], transform, frozenset(builder.keys))
         if not x64:
             _refuse_wide(traced.operands)
         timings["init"] = time.perf_counter() - t0
@@ -205,7 +209,9 @@ def _capture(
     from jaxlsp.graph import collector
 
     with collector.paused():  # the walk allocates many small objects and frees none
-        return _build(request, path, workspace, timings, t0, closed, out_shape, plan, traced, loader, builder, kind)
+        return _build(
+            request, path, workspace, timings, t0, closed, out_shape, plan, traced, loader, builder, kind, extra
+        )
 
 
 def _build(
@@ -221,23 +227,31 @@ def _build(
     loader: Any,
     builder: Any,
     kind: str,
+    extra: dict[str, Any],
 ) -> dict[str, Any]:
     from jaxlsp.capture.worker import targets
-    from jaxlsp.capture.worker.build import GraphBuilder
+    from jaxlsp.capture.worker.build import GraphBuilder, forwarded_outputs
+    from jaxlsp.capture.worker.paths import Spelling
     from jaxlsp.graph.model import Graph
 
     target = request["target"]
     profile = request["profile"]
-    gb = GraphBuilder(workspace, plan.scope_mode)
+    base = request.get("pathBase") or request.get("workspaceRoot") or os.path.dirname(path)
+    spelling = Spelling(str(base), workspace)
+    gb = GraphBuilder(workspace, plan.scope_mode, spelling)
     in_ports, out_ports = gb.build(closed, traced.input_labels, targets.output_labels(plan, traced, out_shape))
+    # State outputs are updates: one that is its input passed through changed nothing.
+    unchanged = forwarded_outputs(closed)
+    out_ports = [p for i, p in enumerate(out_ports) if not (p.role == "state" and i in unchanged)]
     sources = _sources(
-        {path, *gb.frame_files, *loader.files, *([request["recipePath"]] if request.get("recipePath") else [])}
+        {path, *gb.frame_files, *loader.files, *([request["recipePath"]] if request.get("recipePath") else [])},
+        spelling,
     )
     used_profile = dict(profile)
     if builder.generators:
         used_profile["generators"] = builder.generators
     graph = Graph(
-        target={"path": path, "name": str(target["name"]), "kind": kind},
+        target={"path": spelling.relative(path), "name": str(target["name"]), "kind": kind},
         profile=used_profile,
         versions=dict(versions()),
         coverage=gb.coverage,
@@ -248,6 +262,8 @@ def _build(
         values=gb.values,
         groups=gb.groups,
     )
+    # Where the relative paths are relative to: for the server's own use, never in the graph file.
+    extra["roots"] = {"base": spelling.base, "packages": dict(sorted(spelling.roots.items()))}
     timings["build"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     data = to_json(graph, packed=request.get("transport") == "packed")
@@ -337,12 +353,13 @@ def _refuse_wide(operands: Any) -> None:
             )
 
 
-def _sources(paths: set[str]) -> dict[str, str]:
+def _sources(paths: set[str], spelling: Any) -> dict[str, str]:
+    """Spelled path (as frames spell it: relative to the base) -> sha256 of each file."""
     out: dict[str, str] = {}
     for p in sorted(paths):
         try:
             with open(p, "rb") as f:
-                out[p] = hashlib.sha256(f.read()).hexdigest()
+                out[spelling.relative(p)] = hashlib.sha256(f.read()).hexdigest()
         except OSError:
             continue
     return out
