@@ -194,7 +194,13 @@ async def spawn_cold(
         limit=limit,
         extra_tasks=(writer,),
         on_phase=on_phase,
+        workspace=_workspace_of(request),
     )
+
+
+def _workspace_of(request: Mapping[str, Any]) -> str | None:
+    root = request.get("workspaceRoot")
+    return root if isinstance(root, str) and root else None
 
 
 def capture_sync(request_without_fd: Mapping[str, Any], **kwargs: Any) -> CaptureOutcome:

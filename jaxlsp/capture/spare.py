@@ -311,6 +311,7 @@ class _Spare:
             via="spare",
             started=started,
             on_phase=on_phase,
+            workspace=request.get("workspaceRoot") or None,
         )
 
 
