@@ -76,6 +76,7 @@ def _trace(args: argparse.Namespace) -> int:
             python=args.python,
             device=args.device,
             limits=_limits(args),
+            paths_from_recipe=True,
             **({"timeout": args.timeout} if args.timeout else {}),
         )
         outcome = trace(req)

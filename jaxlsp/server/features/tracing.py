@@ -159,11 +159,17 @@ class Tracer:
                 traced = finish(prepared, outcome)
             except TraceFailure as failure:
                 return self._failed(uri, name, failure)
+        except (JsonRpcException, asyncio.CancelledError):
+            raise
+        except Exception as exc:  # a bug of ours: still a finished trace and a diagnostic, never a bare -32603
+            log.exception("tracing %s failed", name)
+            return self._failed(uri, name, TraceFailure("internal", f"jaxlsp failed: {type(exc).__name__}: {exc}"))
         finally:
             progress.end()
+        roots = outcome.result.get("roots") or {"base": str(folder.resolve())}  # the graph's paths are relative
         trace = self.ls.session.graphs.add(
             traced.graph,
-            {"uri": uri, "name": name, "profile": traced.resolved.name, "interpreter": outcome.python},
+            {"uri": uri, "name": name, "profile": traced.resolved.name, "interpreter": outcome.python, "roots": roots},
         )
         # Kept graphs are large, long-lived and acyclic: move them out of the cyclic collector's
         # reach, or every later collection scans them all (traces slowed 2x with 16 kept). Done
@@ -221,9 +227,12 @@ class Tracer:
         end_column = int(frame.get("endColumn", column + 1) or column + 1)
         if not frame:
             line, column, end_line, end_column = 0, 0, 0, 0
+        said = failure.message
+        own = f"tracing {name} failed: "  # the worker's own context: said once, not twice
+        said = said[len(own) :] if said.startswith(own) else said
         diagnostic = types.Diagnostic(
             range=types.Range(types.Position(line, column), types.Position(end_line, end_column)),
-            message=f"tracing {name} failed ({failure.kind}): {failure.message}",
+            message=f"tracing {name} failed ({failure.kind}): {said}",
             severity=types.DiagnosticSeverity.Error,
             source="jaxlsp",
             code=failure.kind,
@@ -295,8 +304,8 @@ def _summary(trace: Trace) -> wire.TraceSummary:
     }
 
 
-def _location_json(ls: JaxServer, frame: Any) -> wire.Location:
-    uri, rng = ls.frame_location(frame)
+def _location_json(ls: JaxServer, frame: Any, trace: Trace) -> wire.Location:
+    uri, rng = ls.frame_location(frame, trace.frame_path(frame))
     return {"uri": uri, "range": range_json(rng)}
 
 
@@ -418,7 +427,7 @@ def register(server: JaxServer) -> None:
             "scope": found.scope,
             "group": found.group,
             "transforms": list(found.transforms),
-            "frames": [_location_json(ls, f) for f in found.frames],
+            "frames": [_location_json(ls, f, stored) for f in found.frames],
         }
 
     @server.feature(types.SHUTDOWN)

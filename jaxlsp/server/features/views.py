@@ -125,7 +125,7 @@ async def reveal(ls: JaxServer, data: Any) -> dict[str, Any]:
     frames = node.frames or ([node.source] if node.source else [])
     if frame_index >= len(frames):
         raise JsonRpcException(f"node {node_id} has no frame {frame_index}", code=REQUEST_FAILED)
-    uri, selection = ls.frame_location(frames[frame_index])
+    uri, selection = ls.frame_location(frames[frame_index], trace.frame_path(frames[frame_index]))
     ls.show_document(types.ShowDocumentParams(uri=uri, selection=selection, take_focus=True))
     return {"location": {"uri": uri, "range": range_json(selection)}}
 
@@ -149,7 +149,7 @@ def inlay_hints(ls: JaxServer, uri: str, first: int, last: int) -> list[types.In
         text = lines[line].rstrip("\r\n")
         if not _ASSIGNMENT.match(text):
             continue
-        nodes = [n for n in traces[0].nodes_at(key, line + 1) if n.frames and n.frames[0].path == key]
+        nodes = [n for n in traces[0].nodes_at(key, line + 1) if n.frames and traces[0].frame_path(n.frames[0]) == key]
         if not nodes:
             continue
         last_node = max(nodes, key=lambda n: int(n.id[1:]) if n.id[1:].isdigit() else 0)
