@@ -31,6 +31,7 @@ from jaxlsp.recipes import (
     load_recipe,
     select_profile,
 )
+from jaxlsp.recipes.schema import MAX_DEVICES
 
 
 @dataclass
@@ -163,6 +164,19 @@ def build_request(req: TraceRequest, resolved: Resolved, recipe_path: Path | Non
     profile = dict(resolved.profile)
     if req.device:
         profile["device"] = req.device
+    if req.devices is not None:
+        if str(profile.get("device") or "cpu") != "cpu":
+            raise TraceFailure(
+                "refused", f"--devices {req.devices} makes virtual CPU devices, and the device is {profile['device']}"
+            )
+        if not 1 <= req.devices <= MAX_DEVICES:
+            raise TraceFailure("refused", f"--devices: expected a number from 1 to {MAX_DEVICES}, got {req.devices}")
+        profile["devices"] = req.devices
+    elif profile.get("devices") and str(profile.get("device") or "cpu") != "cpu":
+        raise TraceFailure(
+            "refused",
+            f"devices = {profile['devices']} makes virtual CPU devices, and the device is {profile['device']}",
+        )
     request: dict[str, Any] = {
         "target": target,
         "profile": profile,

@@ -154,7 +154,8 @@ def _capture(
             "JAX would silently narrow them to 32 bits",
         )
     t0 = time.perf_counter()
-    device = configure_jax(str(profile.get("device", "cpu")), x64, jax_ready)
+    devices = profile.get("devices")
+    device = configure_jax(str(profile.get("device", "cpu")), x64, jax_ready, int(devices) if devices else None)
     timings["jax"] = time.perf_counter() - t0
 
     loading.setup_sys_path(path, str(request.get("workspaceRoot", "")))
@@ -199,7 +200,7 @@ def _capture(
         if isinstance(exc, KeyboardInterrupt | MemoryError):
             raise
         error = from_exception("trace", exc, workspace, f"tracing {target['name']} failed")
-        error.message += loader.skipped_hint(exc) + _linen_hint(exc)
+        error.message += loader.skipped_hint(exc) + _linen_hint(exc) + _devices_hint(exc, error.tb or "")
         raise error from None
     timings["trace"] = time.perf_counter() - t0
     limits.check_jaxpr(closed, request.get("limits"))  # before building: refused, never truncated
@@ -287,15 +288,24 @@ def _gc_relaxed() -> Iterator[None]:
         gc.unfreeze()
 
 
-def configure_jax(device: str, x64: bool, jax_ready: bool) -> Any:
-    """Set x64 and the platform before any user import; an unavailable device is ``refused``.
+def configure_jax(device: str, x64: bool, jax_ready: bool, devices: int | None = None) -> Any:
+    """Set x64, the platform and the number of CPU devices before any user import; an
+    unavailable device is ``refused``.
 
+    ``devices``: N virtual CPU devices (``--xla_force_host_platform_device_count``), which only
+    take effect before the XLA backend starts. A forked capture of the warm spare starts its own
+    backend (the spare never does), so every capture gets the count it asks for; a process whose
+    backend already runs with another count refuses rather than trace with the wrong one.
     Returns the device to trace under (None for the CPU: tracing needs no backend at all).
     """
     from jaxlsp.capture.worker import jaxcompat
 
     if device != "cpu" and not (device.startswith("cuda:") and device[5:].isdigit()):
         raise CaptureError("refused", f"unknown device {device!r}: expected 'cpu' or 'cuda:N'")
+    if devices is not None and device != "cpu":
+        raise CaptureError(
+            "refused", f"devices = {devices} makes virtual CPU devices; the profile's device is {device}"
+        )
     try:
         import jax
     except ImportError as exc:
@@ -303,6 +313,8 @@ def configure_jax(device: str, x64: bool, jax_ready: bool) -> Any:
     config: Any = jax.config
     config.update("jax_enable_x64", bool(x64))
     initialised = jaxcompat.backends_initialized()
+    if devices is not None:
+        _cpu_devices(config, devices, initialised)
     if device == "cpu":
         if not initialised:
             config.update("jax_platforms", "cpu")
@@ -311,12 +323,56 @@ def configure_jax(device: str, x64: bool, jax_ready: bool) -> Any:
     if not initialised:
         config.update("jax_platforms", "cuda")
     try:
-        devices = jax.devices("cuda")
+        found = jax.devices("cuda")
     except Exception as exc:
         raise CaptureError("refused", f"device {device} is unavailable: {type(exc).__name__}: {exc}") from None
-    if index >= len(devices):
-        raise CaptureError("refused", f"device {device} is unavailable: only {len(devices)} CUDA device(s) found")
-    return devices[index]
+    if index >= len(found):
+        raise CaptureError("refused", f"device {device} is unavailable: only {len(found)} CUDA device(s) found")
+    return found[index]
+
+
+DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
+
+
+def _cpu_devices(config: Any, devices: int, initialised: bool) -> None:
+    """Ask XLA for ``devices`` CPU devices (before its backend starts), or check the running one."""
+    if initialised:
+        import jax
+
+        have = jax.device_count("cpu")
+        if have != devices:
+            raise CaptureError(
+                "refused",
+                f"devices = {devices}, but this worker's XLA backend already started with {have} CPU device(s); "
+                "the count is fixed when the backend starts: trace in a fresh worker",
+            )
+        return
+    flags = [f for f in os.environ.get("XLA_FLAGS", "").split() if not f.startswith(DEVICE_COUNT_FLAG)]
+    os.environ["XLA_FLAGS"] = " ".join([*flags, f"{DEVICE_COUNT_FLAG}={devices}"])
+    with contextlib.suppress(AttributeError, KeyError, ValueError, TypeError):
+        config.update("jax_num_cpu_devices", devices)  # jax >= 0.4.35; XLA_FLAGS alone before that
+
+
+def _devices_hint(exc: BaseException, tb: str) -> str:
+    """What to set when ``jax.pmap`` maps over more elements than the capture has devices."""
+    import re
+
+    found = re.search(r"cannot select an axis to squeeze out .*?got shape=\((\d+)", str(exc))
+    if found is None or "pmap" not in tb:
+        return ""
+    size = int(found.group(1))
+    try:
+        import jax
+
+        have = jax.device_count()
+    except Exception:
+        return ""
+    if size <= have:
+        return ""
+    return (
+        f"; jax.pmap runs one device per element of its mapped axis ({size} here) and this capture has {have} "
+        f"CPU device(s): set devices = {size} in the profile (or jaxlsp trace --devices {size})"
+    )
 
 
 def _linen_hint(exc: BaseException) -> str:
