@@ -196,3 +196,17 @@ def test_the_dot_export_connects_loop_bodies(run_capture: Run) -> None:
         if node["id"] in (groups[node["group"]]["node"],):
             continue
         assert re.search(rf'-> "n:{node["id"]}"', dot), f"{node['primitive']} {node['id']} has no incoming edge"
+
+
+# -- portable graphs ---------------------------------------------------------------------------------
+
+
+def test_no_frame_of_jaxlsp_and_relative_paths(run_capture: Run) -> None:
+    """Every node's stack once ended in three frames of the worker (targets.py ...
+    ``_linen_plan.<locals>.apply``): they are dropped at capture, and the rest is relative."""
+    graph = sound(graph_of(run_capture(request("models_linen.py", "MLP", array(2, 5)))))
+    functions = {f.get("function") for n in graph["nodes"] for f in n["frames"]}
+    assert functions == {"MLP.__call__", "Dense.__call__"}, functions
+    paths = {(f["path"], f.get("package")) for n in graph["nodes"] for f in n["frames"]}
+    assert paths == {("models_linen.py", None), ("flax/linen/linear.py", "flax")}
+    assert graph["target"]["path"] == "models_linen.py" and list(graph["sources"]) == ["models_linen.py"]
