@@ -210,3 +210,11 @@ def test_no_frame_of_jaxlsp_and_relative_paths(run_capture: Run) -> None:
     paths = {(f["path"], f.get("package")) for n in graph["nodes"] for f in n["frames"]}
     assert paths == {("models_linen.py", None), ("flax/linen/linear.py", "flax")}
     assert graph["target"]["path"] == "models_linen.py" and list(graph["sources"]) == ["models_linen.py"]
+
+
+def test_a_key_among_linen_fields_is_a_real_key(run_capture: Run) -> None:
+    init = {"args": [], "kwargs": {"key": key(5)}}
+    graph = sound(graph_of(run_capture(request(FILE, "NoisyDense", array(2, 4), init=init))))
+    constants = [(p["role"], values(graph)[p["value"]]["dtype"]) for p in graph["inputs"] if p["role"] == "constant"]
+    assert constants == [("constant", "key<fry>")]  # the field's key, closed over by apply
+    assert "random_bits" in {n["primitive"] for n in graph["nodes"]}

@@ -6,6 +6,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+import flax.linen as nn
 from flax import nnx
 from jax import lax
 
@@ -101,3 +102,14 @@ def loops(x):
 
 def mean_abs(x):
     return jnp.mean(jnp.abs(x))
+
+
+class NoisyDense(nn.Module):
+    """A Linen module with a key among its fields (kept as given, so made a real key)."""
+
+    key: jax.Array
+    features: int = 3
+
+    @nn.compact
+    def __call__(self, x):
+        return nn.Dense(self.features)(x) + jax.random.normal(self.key, (self.features,))
