@@ -63,7 +63,7 @@ def _serve(args: argparse.Namespace) -> int:
 def _trace(args: argparse.Namespace) -> int:
     from jaxlsp.capture.engine import TraceFailure, TraceRequest, parse_target, trace, workspace_root_for
     from jaxlsp.graph import export, io
-    from jaxlsp.graph.summary import render_summary
+    from jaxlsp.graph.report import render_summary
 
     try:
         file, name = parse_target(args.target)
@@ -111,7 +111,7 @@ def _limits(args: argparse.Namespace) -> dict[str, int]:
 
 
 def _env(args: argparse.Namespace) -> int:
-    from jaxlsp.capture.environment import CACHE
+    from jaxlsp.capture.compatibility import CACHE
     from jaxlsp.capture.install import plan_install
     from jaxlsp.capture.interpreters import InterpreterError, select_interpreter
 

@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal
 
-from jaxlsp.capture import forkserver, staging
+from jaxlsp.capture import allowed_env, staging
 from jaxlsp.capture.staging import RefusedError, Stage
 from jaxlsp.capture.supervise import (
     CaptureOutcome,
@@ -43,6 +43,7 @@ from jaxlsp.capture.supervise import (
     settle,
     supervise,
 )
+from jaxlsp.capture.worker import forkserver
 
 __all__ = [
     "DEFAULT",
@@ -166,6 +167,7 @@ async def spawn_cold(
             start_new_session=True,
             close_fds=True,
             cwd=working_directory(request, str(staged.path)),
+            env=allowed_env.base_environment(),
         )
     except OSError as exc:
         for fd in (result_r, out_r, err_r, in_w):

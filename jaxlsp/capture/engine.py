@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jaxlsp.capture import environment, interpreters
+from jaxlsp.capture import allowed_env, compatibility, interpreters
 from jaxlsp.capture.client import DEFAULT_TIMEOUT, capture_sync
-from jaxlsp.capture.environment import Report
+from jaxlsp.capture.compatibility import Report
 from jaxlsp.capture.interpreters import InterpreterError, Selection, select_interpreter
 from jaxlsp.capture.supervise import CaptureOutcome
 from jaxlsp.capture.worker import limits
@@ -188,6 +188,9 @@ def build_request(req: TraceRequest, resolved: Resolved, recipe_path: Path | Non
         if req.paths_from_recipe:
             request["pathBase"] = str(recipe_path.parent)
     request["limits"] = limits.resolve(req.limits)
+    names = resolved.profile.get("env")
+    if names:
+        request["env"] = allowed_env.named(names)
     return request
 
 
@@ -221,7 +224,7 @@ def check_environment(prepared: Prepared, refresh: bool = False) -> Report:
     """The (cached) compatibility check of the prepared capture's interpreter; it runs that
     interpreter, so only once the workspace is trusted (the CLI is an explicit user action)."""
     selection = Selection(prepared.python, prepared.route)
-    return environment.CACHE.check(
+    return compatibility.CACHE.check(
         selection, prepared.kind, str(prepared.request["profile"].get("device") or "cpu"), refresh
     )
 

@@ -1,7 +1,7 @@
 """Warm spares: a pre-started process per interpreter that has imported jax and forks captures.
 
 A spare is ``python -I -B -c SPARE_BOOTSTRAP STAGE CONFIG`` running
-:func:`jaxlsp.capture.forkserver.serve`: it imports jax (and flax / equinox when installed)
+:func:`jaxlsp.capture.worker.forkserver.serve`: it imports jax (and flax / equinox when installed)
 without initialising any XLA backend, plus the staged worker, then waits on a Unix socket. For
 each capture the server creates the result / stdout / stderr pipes, sends their write ends with
 the request (``SCM_RIGHTS``), and the spare forks a child that runs the worker's in-process
@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from jaxlsp.capture import staging
+from jaxlsp.capture import allowed_env, staging
 from jaxlsp.capture.client import (
     DEFAULT,
     DEFAULT_TIMEOUT,
@@ -79,7 +79,10 @@ class _Job:
 
 
 @dataclass
-class _Spare:
+class SpareProcess:
+    """The server's side of one warm spare: the process, its socket and the captures it runs.
+    The other side, in the user's interpreter, is :class:`jaxlsp.capture.worker.forkserver.ForkServer`."""
+
     python: str
     stage: Stage
     preload: Sequence[str]
@@ -95,7 +98,7 @@ class _Spare:
     _ids: itertools.count[int] = field(default_factory=itertools.count)
     _send_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _stderr_reader: PipeReader | None = None
-    on_death: Callable[[_Spare], None] | None = None
+    on_death: Callable[[SpareProcess], None] | None = None
 
     # -- life -----------------------------------------------------------------------------------------
     def launch(self) -> None:
@@ -119,6 +122,7 @@ class _Spare:
                 start_new_session=True,
                 close_fds=True,
                 cwd=str(self.stage.path),
+                env=allowed_env.base_environment(),
             )
         except OSError as exc:
             ours.close()
@@ -300,7 +304,7 @@ class _Spare:
                 raise SpareUnavailable(str(exc)) from exc
             raise
         return await supervise(
-            _SpareChild(self, pid, job),
+            ForkedCapture(self, pid, job),
             Pipes(stdout=out_r, stderr=err_r, result=result_r),
             timeout=timeout - (time.monotonic() - started),
             limit=timeout,
@@ -315,10 +319,10 @@ class _Spare:
         )
 
 
-class _SpareChild:
+class ForkedCapture:
     """A forked capture: the spare sees its exit, kills its group and reaps it."""
 
-    def __init__(self, spare: _Spare, pid: int, job: _Job) -> None:
+    def __init__(self, spare: SpareProcess, pid: int, job: _Job) -> None:
         self.spare, self.pgid, self.job = spare, pid, job
 
     async def wait_exit(self) -> None:
@@ -359,7 +363,7 @@ class SparePool:
         self.preload = tuple(preload)
         self.required = tuple(required)
         self.start_timeout = start_timeout
-        self._spares: dict[str, _Spare] = {}
+        self._spares: dict[str, SpareProcess] = {}
         self._closed = False
 
     @staticmethod
@@ -390,7 +394,7 @@ class SparePool:
             return None
         return dict(spare.ready.result())
 
-    def _ensure(self, python: str, staged: Stage, *, force: bool) -> _Spare:
+    def _ensure(self, python: str, staged: Stage, *, force: bool) -> SpareProcess:
         if self._closed:
             raise RuntimeError("the spare pool is closed")
         key = self._key(python)
@@ -403,18 +407,18 @@ class SparePool:
             return spare
         if spare is not None:
             spare._spawn(spare.close())
-        spare = _Spare(python, staged, self.preload, self.required, on_death=self._replace)
+        spare = SpareProcess(python, staged, self.preload, self.required, on_death=self._replace)
         self._spares[key] = spare
         spare.launch()
         return spare
 
-    def _replace(self, dead: _Spare) -> None:
+    def _replace(self, dead: SpareProcess) -> None:
         """A spare that had been ready died: start its successor now, for the next capture."""
         if not self._closed and self._spares.get(self._key(dead.python)) is dead:
             log.info("replacing the warm spare for %s", dead.python)
             self._ensure(dead.python, dead.stage, force=True)
 
-    async def _await_ready(self, spare: _Spare, timeout: float) -> bool:
+    async def _await_ready(self, spare: SpareProcess, timeout: float) -> bool:
         if spare.ready is None:
             return False
         try:

@@ -454,7 +454,7 @@ async def kill_cgroup(child: Child) -> None:
     what escaped the process group (setsid daemons), which would otherwise outlive the capture."""
     cgroup = getattr(child, "cgroup", None)
     if cgroup:
-        from jaxlsp.capture.forkserver import cgroup_kill
+        from jaxlsp.capture.worker.forkserver import cgroup_kill
 
         if not await asyncio.to_thread(cgroup_kill, cgroup):
             log.warning("capture cgroup %s survived SIGKILL", cgroup)

@@ -16,6 +16,8 @@ from functools import cached_property
 
 import libcst as cst
 
+from jaxlsp.discovery import budget
+from jaxlsp.discovery.budget import Refusal
 from jaxlsp.discovery.chunks import LogicalLine, logical_lines, statements
 
 _WORD = re.compile(r"[A-Za-z_]\w*")
@@ -478,7 +480,7 @@ class _BodyWalker:
 class ChunkInfo:
     """The summary of one top-level statement, with lines relative to its first line."""
 
-    kind: str  # import | class | function | assign | compound | other | error
+    kind: str  # import | class | function | assign | compound | other | error | skipped
     bindings: tuple[Binding, ...] = ()
     cls: ClassInfo | None = None
     fn: FunctionInfo | None = None
@@ -486,10 +488,22 @@ class ChunkInfo:
     # module-level functions defined inside an if/else, try or with block (the run-time branch
     # of ``if TYPE_CHECKING``): judged like any function when called, never given a lens
     defs: tuple[tuple[int, FunctionInfo], ...] = ()  # (line of the def, relative to the statement)
+    skipped: Refusal | None = None  # why the statement was not parsed (discovery/budget.py)
+    cost: int = 0  # what it costs its file's budget for long expressions
 
 
 def summarize(text: str, word: str, header: int) -> ChunkInfo:
-    """Summarize one top-level statement ``text`` whose header is ``header`` lines in."""
+    """Summarize one top-level statement ``text`` whose header is ``header`` lines in, unless its
+    pre-scan says libcst must not see it."""
+    cost = budget.scan(text)
+    if cost.refusal is not None:
+        return ChunkInfo("skipped", skipped=cost.refusal)
+    info = _summarize(text, word, header)
+    info.cost = cost.units
+    return info
+
+
+def _summarize(text: str, word: str, header: int) -> ChunkInfo:
     if word in ("import", "from"):
         stmt = _parse(text)
         if stmt is None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from jaxlsp.graph import _page
 from jaxlsp.graph.io import to_json
 from jaxlsp.graph.model import Graph, Group, Node
-from jaxlsp.graph.summary import shape_str
+from jaxlsp.graph.report import shape_str
 
 # --------------------------------------------------------------------------------------------
 # DOT

@@ -20,11 +20,11 @@ from typing import Any
 import tomlkit
 from tomlkit.exceptions import TOMLKitError
 
-from jaxlsp.recipes.errors import RecipeError, parse_key_path
-from jaxlsp.recipes.model import Resolved
+from jaxlsp.recipes.problems import RecipeError, parse_key_path
 from jaxlsp.recipes.recipe import parse_recipe
 from jaxlsp.recipes.render import render_profile
 from jaxlsp.recipes.schema import RECIPE_FILE, VERSION
+from jaxlsp.recipes.selection import Resolved
 
 
 class SaveError(Exception):

@@ -1,4 +1,4 @@
-"""The language server: thin pygls adapters over discovery (and, later, capture and graphs)."""
+"""The language server: thin pygls adapters over discovery, recipes, capture and graphs."""
 
 from __future__ import annotations
 
@@ -6,10 +6,22 @@ import logging
 import os
 import sys
 
+MAX_LOG_LINE = 4000  # characters of one log record (pygls logs whole params, 10 MB and all)
+
+
+def _shorten(record: logging.LogRecord) -> bool:
+    message = record.getMessage()
+    if len(message) > MAX_LOG_LINE:
+        record.msg = f"{message[:MAX_LOG_LINE]}... ({len(message):,} characters)"
+        record.args = None
+    return True
+
 
 def serve(tcp: tuple[str, int] | None = None) -> None:
     """Run the server on stdio (the default) or TCP. Nothing but protocol ever reaches stdout."""
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="jaxlsp %(levelname)s %(name)s: %(message)s")
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(_shorten)
     from jaxlsp.server.app import create_server
 
     server = create_server()

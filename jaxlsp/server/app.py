@@ -2,24 +2,31 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import sys
+import threading
 from collections.abc import Callable, Generator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import attrs
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidRequest
+from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.uris import to_fs_path
 
 from jaxlsp import __version__
-from jaxlsp.server import wire
+from jaxlsp.server import transport, wire
+from jaxlsp.server.params import invalid, shown
 from jaxlsp.server.session import ClientSupport, Options, Session
 
 log = logging.getLogger(__name__)
 EXTENSIONS_VERSION = 1
+MAX_METHOD = 256  # characters in a method name
+METHOD_NOT_FOUND = -32601
 
 
 def experimental_capabilities() -> dict[str, wire.ExperimentalCapabilities]:
@@ -71,6 +78,14 @@ class JaxProtocol(LanguageServerProtocol):
         return super().structure_message(data)
 
     def handle_message(self, message: Any) -> None:
+        method = getattr(message, "method", None)
+        if isinstance(method, str) and len(method) > MAX_METHOD:
+            # pygls would quote the whole name back ("Method Not Found: ..."), 10 MB and all.
+            if hasattr(message, "id"):
+                self.send_error(
+                    message.id, METHOD_NOT_FOUND, f"no method named {method[:60]!r}... ({len(method):,} characters)"
+                )
+            return
         # pygls drops every message after ``shutdown`` without a word, so a request then would wait
         # forever: the protocol says to answer it with InvalidRequest.
         if self._shutdown and getattr(message, "method", "") != types.EXIT and hasattr(message, "id"):
@@ -80,6 +95,17 @@ class JaxProtocol(LanguageServerProtocol):
                 self._send_response(message.id, error=error.to_response_error())
             return
         super().handle_message(message)
+
+    def send_error(self, msg_id: int | str | None, code: int, message: str) -> None:
+        """An error response written as it is: ``id`` may be null (a message whose id is unreadable)."""
+        self._send_data({"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}})
+
+    @lsp_method(types.WORKSPACE_EXECUTE_COMMAND)
+    def lsp_workspace__execute_command(self, params: types.ExecuteCommandParams) -> Generator[Any, Any, Any]:
+        # pygls quotes an unknown command's whole name back: name it by a short prefix instead.
+        if params.command not in self.fm.commands:
+            raise invalid(f"params.command: no command named {shown(params.command)}")
+        return (yield from super().lsp_workspace__execute_command(params))
 
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams) -> Generator[Any, Any, types.InitializeResult]:
@@ -98,6 +124,69 @@ class JaxServer(LanguageServer):
         self.viewer: Any = None  # features.viewer.Viewers
         # Called with each file whose text changed (typed, closed, or changed on disk).
         self.edit_listeners: list[Callable[[Path], None]] = []
+        # What each file's "not analysed" diagnostics said last (documents.report_skips).
+        self.skips_said: dict[Path, tuple[tuple[int, str], ...]] = {}
+
+    @property
+    def jax_protocol(self) -> JaxProtocol:
+        assert isinstance(self.protocol, JaxProtocol)
+        return self.protocol
+
+    def close(self) -> None:
+        """pygls' ``shutdown`` (stop the loop, the thread pool, a TCP server), typed."""
+        super().shutdown()  # type: ignore[no-untyped-call]
+
+    def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
+        """pygls' stdio server on :mod:`jaxlsp.server.transport`'s bounded loop; a stream that breaks
+        a limit ends the server with one log line and exit status 1."""
+        self._stop_event = threading.Event()
+        reader = transport.StdinReader(stdin or sys.stdin.buffer, self.thread_pool)
+        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+        broken: transport.TransportError | None = None
+        try:
+            asyncio.run(transport.run(self._stop_event, reader, self.jax_protocol))
+        except transport.TransportError as exc:
+            broken = exc
+        except BrokenPipeError:
+            log.error("the connection to the client is lost: shutting down")
+        except (KeyboardInterrupt, SystemExit):
+            pass
+        finally:
+            self.close()
+        if broken is not None:
+            transport.fatal(broken)
+
+    def start_tcp(self, host: str, port: int) -> None:
+        """One client over TCP, through the same bounded loop."""
+        self._stop_event = stop = threading.Event()
+        done: asyncio.Future[None] | None = None
+
+        async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            self.protocol.set_writer(writer)
+            try:
+                await transport.run(stop, transport.StreamReader(reader), self.jax_protocol)
+            except transport.TransportError as exc:
+                if done is not None and not done.done():
+                    done.set_exception(exc)
+                return
+            if done is not None and not done.done():
+                done.set_result(None)
+
+        async def serve() -> None:
+            nonlocal done
+            done = asyncio.get_running_loop().create_future()
+            server = await asyncio.start_server(connection, host, port, limit=transport.MAX_HEADER + 1)
+            async with server:
+                await done
+
+        try:
+            asyncio.run(serve())
+        except transport.TransportError as exc:
+            self.close()
+            transport.fatal(exc)
+        except (KeyboardInterrupt, SystemExit):
+            pass
+        self.close()
 
     def configure(self, params: types.InitializeParams) -> None:
         roots: list[Path] = []
@@ -113,15 +202,21 @@ class JaxServer(LanguageServer):
         self.session.options = Options.parse(params.initialization_options)
         self.session.start(roots)
 
+    def lines(self, path: Path) -> list[str]:
+        """A file's lines as the index has them (the open document, else a bounded disk read;
+        never pygls' own unbounded read of a document the client did not open)."""
+        from jaxlsp.discovery.chunks import normalize_newlines
+
+        return normalize_newlines(self.session.index.text(path) or "").split("\n")
+
     def frame_location(self, frame: Any, path_text: str | None = None) -> tuple[str, types.Range]:
         """A graph frame (1-based lines, code-point columns) as a URI and a range in client units;
         ``path_text`` is the frame's absolute path (graph paths are relative: ``Trace.frame_path``)."""
-        from jaxlsp.discovery.chunks import normalize_newlines
-        from jaxlsp.discovery.model import Span
+        from jaxlsp.discovery.entrypoints import Span
         from jaxlsp.server.convert import to_range
 
         path = Path(path_text if path_text is not None else frame.path)
-        lines = normalize_newlines(self.session.index.text(path) or "").split("\n")
+        lines = self.lines(path)
         span = Span(frame.line - 1, frame.column, frame.end_line - 1, frame.end_column)
         return path.as_uri(), to_range(span, lines, self.workspace.position_codec)
 

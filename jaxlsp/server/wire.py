@@ -6,7 +6,21 @@ when this file changes without the doc.
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Annotated, Any, Literal, NotRequired, TypedDict
+
+
+class Size:
+    """How many characters (strings) or members (lists, objects) a param may have; checked by
+    ``params.parse``, which allows 8,192 characters and 10,000 members where no Size is given."""
+
+    def __init__(self, most: int, least: int = 0) -> None:
+        self.most = most
+        self.least = least
+
+
+Name = Annotated[str, Size(1024, least=1)]  # a target's qualified name, a profile, a needs-input path
+Id = Annotated[str, Size(256, least=1)]  # trace, node, group ids and page cursors
+Device = Annotated[str, Size(64)]  # cpu | cuda:N
 
 EntrypointKind = Literal["function", "linen", "nnx", "equinox"]
 FieldKind = Literal["field", "positionalOnly", "positional", "varPositional", "keywordOnly", "varKeyword"]
@@ -77,25 +91,25 @@ class TraceGraphArguments(TypedDict):
     """The single argument of the ``jaxlsp.traceGraph`` command."""
 
     uri: str
-    name: str
-    profile: NotRequired[str]
-    answers: NotRequired[dict[str, Any]]
+    name: Name
+    profile: NotRequired[Name]
+    answers: NotRequired[Annotated[dict[Name, Any], Size(256)]]
     save: NotRequired[bool]
 
 
 class OpenGraphArguments(TypedDict):
     """The single argument of the ``jaxlsp.openGraph`` command (the "Open graph" lens)."""
 
-    traceId: str
+    traceId: Id
 
 
 class TraceParams(TypedDict):
     """``jaxlsp/trace`` request params."""
 
     textDocument: TextDocumentIdentifier
-    name: str
-    profile: NotRequired[str]
-    answers: NotRequired[dict[str, Any]]  # needs-input item path -> value
+    name: Name
+    profile: NotRequired[Name]
+    answers: NotRequired[Annotated[dict[Name, Any], Size(256)]]  # needs-input item path -> value
     save: NotRequired[bool]  # write the completed profile to jaxlsp.toml
 
 
@@ -143,9 +157,9 @@ class TraceFinished(TypedDict):
 
 
 class GraphParams(TypedDict):
-    traceId: str
-    group: NotRequired[str]
-    cursor: NotRequired[str]
+    traceId: Id
+    group: NotRequired[Id]
+    cursor: NotRequired[Id]
     limit: NotRequired[int]
 
 
@@ -185,8 +199,8 @@ class GraphPage(TypedDict):
 
 
 class NodeParams(TypedDict):
-    traceId: str
-    nodeId: str
+    traceId: Id
+    nodeId: Id
 
 
 class Location(TypedDict):
@@ -218,8 +232,8 @@ class NodesAtResult(TypedDict):
 
 
 class ExportParams(TypedDict):
-    traceId: str
-    format: Literal["json", "dot", "html"]
+    traceId: Id
+    format: NotRequired[Literal["json", "dot", "html"]]
 
 
 class ExportResult(TypedDict):
@@ -227,8 +241,8 @@ class ExportResult(TypedDict):
 
 
 class RevealSourceParams(TypedDict):
-    traceId: str
-    nodeId: str
+    traceId: Id
+    nodeId: Id
     frame: NotRequired[int]
 
 
@@ -237,7 +251,7 @@ class RevealSourceResult(TypedDict):
 
 
 class OpenGraphParams(TypedDict):
-    traceId: str
+    traceId: Id
 
 
 class OpenGraphResult(TypedDict):
@@ -256,9 +270,17 @@ class EnvironmentParams(TypedDict):
     command's single optional argument, with ``uri`` for ``textDocument``."""
 
     textDocument: NotRequired[TextDocumentIdentifier]
-    name: NotRequired[str]
-    device: NotRequired[str]
+    name: NotRequired[Name]
+    device: NotRequired[Device]
     refresh: NotRequired[bool]
+
+
+class CheckEnvironmentArguments(TypedDict):
+    """The ``jaxlsp.checkEnvironment`` command's single optional argument."""
+
+    uri: NotRequired[str]
+    name: NotRequired[Name]
+    device: NotRequired[Device]
 
 
 class EnvironmentProblem(TypedDict):

@@ -14,7 +14,7 @@ import pytest
 from jaxlsp.graph import io
 from jaxlsp.graph.validate import check
 from tests.cli.test_trace_cli import run
-from tests.unit.helpers import write_tree
+from tests.discovery.helpers import write_tree
 
 PARALLEL = """\
 import jax

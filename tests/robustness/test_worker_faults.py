@@ -29,11 +29,12 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from jaxlsp.capture import engine, forkserver
+from jaxlsp.capture import engine
 from jaxlsp.capture.client import run_capture
 from jaxlsp.capture.engine import TraceRequest
 from jaxlsp.capture.spare import SparePool
 from jaxlsp.capture.supervise import CaptureOutcome
+from jaxlsp.capture.worker import forkserver
 from tests.robustness.helpers import (
     IN_CI,
     WORKSPACES,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import sys
 
-from jaxlsp.capture.worker.errors import Workspace
+from jaxlsp.capture.worker.failures import Workspace
 
 # The jaxlsp package this code runs from (a staged copy in the user's interpreter, or a checkout).
 OWN_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))

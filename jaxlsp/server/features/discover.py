@@ -8,7 +8,7 @@ from jaxlsp.discovery.chunks import normalize_newlines
 from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
 from jaxlsp.server.convert import entry_json
-from jaxlsp.server.params import file_path, text_document_uri
+from jaxlsp.server.params import file_path, parse
 
 METHOD = "jaxlsp/discover"
 
@@ -16,7 +16,7 @@ METHOD = "jaxlsp/discover"
 def register(server: JaxServer) -> None:
     @server.feature(METHOD)
     def discover(ls: JaxServer, params: Any) -> wire.DiscoverResult:
-        uri = text_document_uri(params, "params")
+        uri = parse(params, wire.DiscoverParams)["textDocument"]["uri"]
         path = file_path(uri, "params.textDocument.uri")
         found = ls.session.discover(path, revalidate=True)
         text = ls.session.index.text(path) or ""

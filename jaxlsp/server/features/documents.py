@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import time
 import uuid
 from pathlib import Path
 
@@ -14,6 +16,7 @@ from jaxlsp.server.app import JaxServer
 
 log = logging.getLogger(__name__)
 _REPORT_EVERY = 25
+_SLICE = 0.01  # seconds of indexing between two chances for requests (and cancels) to run
 
 
 def _path(uri: str) -> Path | None:
@@ -77,6 +80,32 @@ def _sync(ls: JaxServer, uri: str) -> None:
     if ls.session.index.set_text(path, doc.source):
         ls.refresh_lenses()
     ls.edited(path)
+    report_skips(ls, path)
+
+
+def report_skips(ls: JaxServer, path: Path) -> None:
+    """A warning diagnostic (and a log line) where discovery did not look: a file it did not read,
+    statements it did not parse (discovery/budget.py). Cleared once there is nothing to say."""
+    skips = ls.session.index.skips(path)
+    key = Path(os.path.abspath(path))
+    said = tuple((s.line, s.reason) for s in skips)
+    if ls.skips_said.get(key, ()) == said:
+        return
+    ls.skips_said[key] = said
+    for skip in skips:
+        log.warning("not analysed: %s:%d: %s", path, skip.line + 1, skip.reason)
+    diagnostics = [
+        types.Diagnostic(
+            range=types.Range(types.Position(skip.line, 0), types.Position(skip.line + 1, 0)),
+            message=f"jaxlsp did not analyse this {'file' if skip.whole_file else 'statement'}: {skip.reason}"
+            " (nothing defined here gets a lens)",
+            severity=types.DiagnosticSeverity.Warning,
+            source="jaxlsp",
+            code="not-analysed",
+        )
+        for skip in skips
+    ]
+    ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=key.as_uri(), diagnostics=diagnostics))
 
 
 async def _index_workspace(ls: JaxServer) -> None:
@@ -93,12 +122,20 @@ async def _index_workspace(ls: JaxServer) -> None:
             log.warning("work-done progress refused; indexing silently", exc_info=True)
             token = None
     count = 0
+    paused = time.monotonic()
     try:
-        for _ in session.index.scan():
-            count += 1
-            if token is not None and count % _REPORT_EVERY == 0:
-                ls.work_done_progress.report(token, types.WorkDoneProgressReport(message=f"{count} files"))
-            await asyncio.sleep(0)  # let requests in between files
+        for done in session.index.scan():
+            if done is not None:
+                count += 1
+                if session.index.skips(done):
+                    report_skips(ls, done)
+                if token is not None and count % _REPORT_EVERY == 0:
+                    ls.work_done_progress.report(token, types.WorkDoneProgressReport(message=f"{count} files"))
+            if time.monotonic() - paused >= _SLICE:
+                await asyncio.sleep(0)  # let requests and cancels in, between statements
+                paused = time.monotonic()
+        for path in list(session.index.unread):
+            report_skips(ls, path)
     except Exception:
         log.exception("workspace indexing failed")
     finally:

@@ -5,7 +5,7 @@ The check runs the selected interpreter, so it waits for the workspace folder's 
 does. A problem an install fixes is offered through ``window/showMessageRequest`` with the exact
 command; only the answer ``Install`` runs it, into the selected interpreter's environment, with
 work-done progress, every line in a log file under ``$XDG_CACHE_HOME/jaxlsp/logs/`` and the log
-sent as ``window/logMessage``. The logic lives in :mod:`jaxlsp.capture.environment` and
+sent as ``window/logMessage``. The logic lives in :mod:`jaxlsp.capture.compatibility` and
 :mod:`jaxlsp.capture.install`; this module only speaks LSP.
 """
 
@@ -20,13 +20,14 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from jaxlsp.capture import environment
+from jaxlsp.capture import compatibility
+from jaxlsp.capture.compatibility import Report
 from jaxlsp.capture.engine import Prepared, TraceFailure, TraceRequest, check_environment, choose_python, select
-from jaxlsp.capture.environment import Report
 from jaxlsp.capture.install import InstallPlan, InstallResult, plan_install, run_install
 from jaxlsp.capture.interpreters import InterpreterError, Selection, select_interpreter
+from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
-from jaxlsp.server.params import as_dict, file_path, invalid
+from jaxlsp.server.params import as_dict, file_path, invalid, parse
 
 log = logging.getLogger(__name__)
 REQUEST_FAILED = -32803
@@ -40,7 +41,7 @@ class Environments:
 
     def __init__(self, ls: JaxServer) -> None:
         self.ls = ls
-        self.cache = environment.CACHE
+        self.cache = compatibility.CACHE
         self.install_lock = asyncio.Lock()  # one install at a time
 
     # -- what a trace calls -------------------------------------------------------------------------
@@ -114,18 +115,13 @@ class Environments:
         return result
 
     # -- the request and the command -----------------------------------------------------------------
-    async def check(self, data: dict[str, Any], where: str, refresh: bool) -> Report:
+    async def check(self, uri: str | None, name: str | None, device: str | None, where: str, refresh: bool) -> Report:
         """Select (as a trace of ``uri``/``name`` would, else for the workspace), trust, check."""
         session = self.ls.session
         options = session.options
-        uri = _uri(data, where)
-        name = data.get("name")
-        if name is not None and (not isinstance(name, str) or not name):
-            raise invalid(f"{where}.name: expected a non-empty string, got {name!r}")
-        device = data.get("device", options.device)
-        if device is not None and not isinstance(device, str):
-            raise invalid(f"{where}.device: expected cpu or cuda:N, got {device!r}")
-        path = file_path(uri, f"{where}.uri") if uri else None
+        name = name or None
+        device = device or options.device
+        path = file_path(uri, where) if uri else None
         folder = session.folder_of(path) if path else (session.roots[0] if session.roots else Path.cwd())
         selection, kind, profile_device = self._select(folder, path, name, options)
         device = device or profile_device
@@ -172,14 +168,6 @@ class Environments:
         return selection, kind, str(resolved.profile.get("device") or "cpu")
 
 
-def _uri(data: dict[str, Any], where: str) -> str | None:
-    doc = data.get("textDocument")
-    uri = doc.get("uri") if isinstance(doc, dict) else data.get("uri")
-    if uri is not None and (not isinstance(uri, str) or not uri):
-        raise invalid(f"{where}: expected textDocument.uri (or uri) as a file URI, got {uri!r}")
-    return uri
-
-
 async def _begin_progress(ls: JaxServer, title: str, message: str) -> str | None:
     if not ls.session.support.work_done_progress:
         return None
@@ -192,34 +180,29 @@ async def _begin_progress(ls: JaxServer, title: str, message: str) -> str | None
     return token
 
 
-def _params(value: Any, where: str) -> dict[str, Any]:
-    data = as_dict(value)
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise invalid(f"{where}: expected an object, got {type(data).__name__}")
-    return data
-
-
 def register(server: JaxServer) -> None:
     environments = Environments(server)
     server.environment = environments
 
     @server.feature("jaxlsp/environment")
     async def check(ls: JaxServer, params: Any) -> dict[str, Any]:
-        data = _params(params, "params")
-        refresh = data.get("refresh", False)
-        if not isinstance(refresh, bool):
-            raise invalid(f"params.refresh: expected true or false, got {refresh!r}")
-        report = await environments.check(data, "params", refresh)
+        data = parse(params if params is not None else {}, wire.EnvironmentParams)
+        uri = data["textDocument"]["uri"] if "textDocument" in data else None
+        report = await environments.check(
+            uri, data.get("name"), data.get("device"), "params.textDocument.uri", data.get("refresh", False)
+        )
         return _result(report)
 
     @server.command(CHECK_COMMAND)
     async def check_command(ls: JaxServer, *args: Any) -> dict[str, Any]:
         if len(args) > 1:
             raise invalid(f"{CHECK_COMMAND}: expected no argument or one {{uri?, name?, device?}}, got {len(args)}")
-        data = _params(args[0] if args else None, "arguments[0]")
-        report = await environments.check(data, "arguments[0]", refresh=True)  # on demand: always re-run
+        argument = as_dict(args[0]) if args and args[0] is not None else {}
+        data = parse(argument, wire.CheckEnvironmentArguments, "arguments[0]")
+        # asked for on demand: always re-run
+        report = await environments.check(
+            data.get("uri"), data.get("name"), data.get("device"), "arguments[0].uri", refresh=True
+        )
         installed = False
         if not report.ok and report.requirements:
             installed = await environments.offer_install(report)

@@ -3,7 +3,6 @@ entrypoint, and once it is traced an "Open graph" beside it."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,18 +20,15 @@ def _discover(ls: JaxServer, uri: str, revalidate: bool = False) -> Discovery | 
     return ls.session.discover(path, revalidate) if path is not None else None
 
 
-def _lines(ls: JaxServer, uri: str) -> Sequence[str]:
-    return ls.workspace.get_text_document(uri).lines
-
-
 def register(server: JaxServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensOptions(resolve_provider=True))
     def code_lens(ls: JaxServer, params: types.CodeLensParams) -> list[types.CodeLens]:
         uri = params.text_document.uri
-        found = _discover(ls, uri, revalidate=True)
-        if found is None:
+        path = _path(uri)
+        found = ls.session.discover(path, revalidate=True) if path is not None else None
+        if found is None or path is None:
             return []
-        lines = _lines(ls, uri)
+        lines = ls.lines(path)
         codec = ls.workspace.position_codec
         lenses = []
         for e in found.entrypoints:

@@ -24,13 +24,13 @@ from pygls.exceptions import JsonRpcException
 from jaxlsp.capture.engine import Prepared, TraceFailure, TraceRequest, finish, prepare, save_base
 from jaxlsp.capture.spare import SparePool
 from jaxlsp.capture.speculate import capture_speculatively, structure_of
+from jaxlsp.graph.report import summarize
 from jaxlsp.graph.store import Trace
-from jaxlsp.graph.summary import summarize
 from jaxlsp.recipes.save import SaveError, recipe_file, save_profile
 from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
 from jaxlsp.server.convert import TRACE_COMMAND, range_json
-from jaxlsp.server.params import as_dict, file_path, invalid, require_str, text_document_uri
+from jaxlsp.server.params import file_path, invalid, parse, shown
 
 log = logging.getLogger(__name__)
 REQUEST_FAILED = -32803
@@ -355,21 +355,21 @@ class TraceArgs:
 
 
 def _target(arg: Any, where: str) -> TraceArgs:
-    data = as_dict(arg)
-    if not isinstance(data, dict):
-        raise invalid(f"{where}: expected an object")
-    uri = text_document_uri(data, where) if "textDocument" in data else require_str(data, "uri", where)
-    name = require_str(data, "name", where)
-    profile = data.get("profile")
-    if profile is not None and not isinstance(profile, str):
-        raise invalid(f"{where}.profile: expected a string, got {profile!r}")
-    answers = data.get("answers")
-    if answers is not None and (not isinstance(answers, dict) or not all(isinstance(k, str) for k in answers)):
-        raise invalid(f"{where}.answers: expected an object of needs-input paths to values, got {answers!r}")
-    save = data.get("save", False)
-    if not isinstance(save, bool):
-        raise invalid(f"{where}.save: expected true or false, got {save!r}")
-    return TraceArgs(uri, file_path(uri, f"{where}.uri"), name, profile, answers or None, save)
+    data: wire.TraceParams | wire.TraceGraphArguments
+    if isinstance(arg, dict) and "textDocument" in arg:
+        params = parse(arg, wire.TraceParams, where)
+        uri, where_uri, data = params["textDocument"]["uri"], f"{where}.textDocument.uri", params
+    else:
+        args = parse(arg, wire.TraceGraphArguments, where)
+        uri, where_uri, data = args["uri"], f"{where}.uri", args
+    return TraceArgs(
+        uri,
+        file_path(uri, where_uri),
+        data["name"],
+        data.get("profile"),
+        data.get("answers") or None,
+        data.get("save", False),
+    )
 
 
 def register(server: JaxServer) -> None:
@@ -388,35 +388,30 @@ def register(server: JaxServer) -> None:
 
     @server.feature("jaxlsp/graph")
     def graph(ls: JaxServer, params: Any) -> dict[str, Any]:
-        data = as_dict(params)
-        trace_id = require_str(data, "traceId", "params")
+        data = parse(params, wire.GraphParams)
+        trace_id = data["traceId"]
         group = data.get("group")
         cursor = data.get("cursor")
         limit = data.get("limit", 200)
-        if group is not None and not isinstance(group, str):
-            raise invalid(f"params.group: expected a group id, got {group!r}")
-        if cursor is not None and not isinstance(cursor, str):
-            raise invalid(f"params.cursor: expected the nextCursor of a previous page, got {cursor!r}")
-        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 5000:
-            raise invalid(f"params.limit: expected an integer from 1 to 5000, got {limit!r}")
+        if not 1 <= limit <= 5000:
+            raise invalid(f"params.limit: expected an integer from 1 to 5000, got {shown(limit)}")
         try:
             return ls.session.graphs.page(trace_id, group, cursor, limit)
         except KeyError as exc:
-            raise JsonRpcException(f"unknown trace or group: {exc.args[0]}", code=REQUEST_FAILED) from None
+            raise JsonRpcException(f"unknown trace or group: {shown(exc.args[0])}", code=REQUEST_FAILED) from None
         except ValueError:
-            raise invalid(f"params.cursor: not a cursor of this trace: {cursor!r}") from None
+            raise invalid(f"params.cursor: not a cursor of this trace: {shown(cursor)}") from None
 
     @server.feature("jaxlsp/node")
     def node(ls: JaxServer, params: Any) -> dict[str, Any]:
-        data = as_dict(params)
-        trace_id = require_str(data, "traceId", "params")
-        node_id = require_str(data, "nodeId", "params")
+        data = parse(params, wire.NodeParams)
+        trace_id, node_id = data["traceId"], data["nodeId"]
         stored = ls.session.graphs.get(trace_id)
         if stored is None:
-            raise JsonRpcException(f"unknown trace: {trace_id}", code=REQUEST_FAILED)
+            raise JsonRpcException(f"unknown trace: {shown(trace_id)}", code=REQUEST_FAILED)
         found = stored.node(node_id)
         if found is None:
-            raise JsonRpcException(f"unknown node {node_id} in trace {trace_id}", code=REQUEST_FAILED)
+            raise JsonRpcException(f"unknown node {shown(node_id)} in trace {trace_id}", code=REQUEST_FAILED)
         return {
             "id": found.id,
             "kind": "node",
@@ -443,7 +438,7 @@ def register(server: JaxServer) -> None:
 
     @server.command("jaxlsp.revokeTrust")
     def revoke_trust(ls: JaxServer, *args: Any) -> bool:
-        if len(args) != 1 or not isinstance(args[0], str):
+        if len(args) != 1 or not isinstance(args[0], str) or not 0 < len(args[0]) <= 4096 or "\x00" in args[0]:
             raise invalid("jaxlsp.revokeTrust: expected one argument, the folder path")
         folder = Path(args[0])
         ls.session.trusted_once.discard(folder.resolve())

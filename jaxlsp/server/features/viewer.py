@@ -1,7 +1,7 @@
 """The graph viewer in the browser: ``jaxlsp/openGraph`` (starts the loopback bridge once and
 opens the page) and ``jaxlsp/cursorMoved`` (the editor's cursor highlights nodes in open pages).
 
-The bridge (``jaxlsp.server.bridge``) holds no server state: it calls back here for graphs,
+The bridge (``jaxlsp.server.viewer_http``) holds no server state: it calls back here for graphs,
 staleness and "go to source", which goes through ``jaxlsp/revealSource``'s code.
 """
 
@@ -18,12 +18,12 @@ from pygls.exceptions import JsonRpcException
 
 from jaxlsp.graph.io import to_json
 from jaxlsp.graph.store import Trace
+from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
-from jaxlsp.server.bridge import Bridge, BridgeError, Callbacks
 from jaxlsp.server.convert import OPEN_COMMAND
-from jaxlsp.server.features.documents import _path
-from jaxlsp.server.features.views import _position, _trace, reveal
-from jaxlsp.server.params import as_dict, invalid, text_document_uri
+from jaxlsp.server.features.views import document_line, find_trace, reveal
+from jaxlsp.server.params import as_dict, invalid, parse
+from jaxlsp.server.viewer_http import Bridge, BridgeError, Callbacks
 
 GRAPH_CACHE = 4  # serialized graphs kept for pages that reload
 STALE_DELAY = 0.3  # seconds after the last edit before pages hear whether their graph is stale
@@ -76,7 +76,7 @@ class Viewers:
         return stale
 
     async def _reveal(self, trace_id: str, node_id: str, frame: int | None) -> dict[str, Any]:
-        data: dict[str, Any] = {"traceId": trace_id, "nodeId": node_id}
+        data: wire.RevealSourceParams = {"traceId": trace_id, "nodeId": node_id}
         if frame is not None:
             data["frame"] = frame
         try:
@@ -141,34 +141,29 @@ def register(server: JaxServer) -> None:
     server.session.graphs.listeners.append(viewers.new_trace)
     server.edit_listeners.append(viewers.edited)
 
-    async def open_trace(ls: JaxServer, data: Any) -> dict[str, Any]:
-        trace = _trace(ls, data)
+    async def open_trace(ls: JaxServer, data: wire.OpenGraphParams) -> dict[str, Any]:
+        trace = find_trace(ls, data["traceId"])
         url = await viewers.url(trace)
         ls.show_document(types.ShowDocumentParams(uri=url, external=True))
         return {"url": url}
 
     @server.feature("jaxlsp/openGraph")
     async def open_graph(ls: JaxServer, params: Any) -> dict[str, Any]:
-        return await open_trace(ls, as_dict(params))
+        return await open_trace(ls, parse(params, wire.OpenGraphParams))
 
     @server.command(OPEN_COMMAND)
     async def open_graph_command(ls: JaxServer, *args: Any) -> dict[str, Any]:
         """The "Open graph" lens: the same as ``jaxlsp/openGraph``."""
-        if len(args) != 1 or not isinstance(as_dict(args[0]), dict):
+        if len(args) != 1:
             raise invalid(f"{OPEN_COMMAND}: expected one argument {{traceId}}, got {len(args)}")
-        return await open_trace(ls, as_dict(args[0]))
+        return await open_trace(ls, parse(as_dict(args[0]), wire.OpenGraphArguments, "arguments[0]"))
 
     @server.feature("jaxlsp/cursorMoved")
     def cursor_moved(ls: JaxServer, params: Any) -> None:
-        data = as_dict(params)
         try:
-            uri = text_document_uri(data, "params")
-            line, _ = _position(data)
+            path, line = document_line(parse(params, wire.CursorMovedParams))
         except JsonRpcException:
             return  # a notification has no answer to carry the error; nothing to highlight
-        path = _path(uri)
-        if path is None:
-            return
         key = str(path.resolve())
         for trace in ls.session.graphs.covering(key):
             nodes = trace.nodes_at(key, line + 1)

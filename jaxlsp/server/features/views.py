@@ -13,12 +13,13 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from jaxlsp.graph import export, io
+from jaxlsp.graph.report import shape_str
 from jaxlsp.graph.store import Trace
-from jaxlsp.graph.summary import shape_str
+from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
 from jaxlsp.server.convert import range_json
 from jaxlsp.server.features.documents import _path
-from jaxlsp.server.params import as_dict, invalid, require_str, text_document_uri
+from jaxlsp.server.params import file_path, invalid, parse, shown
 
 REQUEST_FAILED = -32803
 FORMATS = {"json": ".json", "dot": ".dot", "html": ".html"}
@@ -31,11 +32,10 @@ def export_dir() -> Path:
     return Path(base) / "jaxlsp" / "exports"
 
 
-def _trace(ls: JaxServer, data: Any) -> Trace:
-    trace_id = require_str(data, "traceId", "params")
+def find_trace(ls: JaxServer, trace_id: str) -> Trace:
     found = ls.session.graphs.get(trace_id)
     if found is None:
-        raise JsonRpcException(f"unknown trace: {trace_id}", code=REQUEST_FAILED)
+        raise JsonRpcException(f"unknown trace: {shown(trace_id)}", code=REQUEST_FAILED)
     return found
 
 
@@ -50,13 +50,12 @@ def write_export(trace: Trace, fmt: str) -> Path:
     return target
 
 
-def _position(data: Any) -> tuple[int, int]:
-    position = data.get("position") if isinstance(data, dict) else None
-    line = position.get("line") if isinstance(position, dict) else None
-    character = position.get("character") if isinstance(position, dict) else None
-    if not isinstance(line, int) or not isinstance(character, int) or line < 0 or character < 0:
-        raise invalid(f"params.position: expected {{line, character}} (non-negative integers), got {position!r}")
-    return line, character
+def document_line(data: wire.NodesAtParams | wire.CursorMovedParams) -> tuple[Path, int]:
+    """The file and 0-based line a ``{textDocument, position}`` param points at."""
+    position = data["position"]
+    if position["line"] < 0 or position["character"] < 0:
+        raise invalid(f"params.position: expected non-negative integers, got {shown(position)}")
+    return file_path(data["textDocument"]["uri"], "params.textDocument.uri"), position["line"]
 
 
 def _read(ls: JaxServer, path: str) -> str | None:
@@ -66,12 +65,7 @@ def _read(ls: JaxServer, path: str) -> str | None:
 def register(server: JaxServer) -> None:
     @server.feature("jaxlsp/nodesAt")
     def nodes_at(ls: JaxServer, params: Any) -> dict[str, Any]:
-        data = as_dict(params)
-        uri = text_document_uri(data, "params")
-        line, _ = _position(data)
-        path = _path(uri)
-        if path is None:
-            raise invalid(f"params.textDocument.uri: only file: URIs are supported, got {uri!r}")
+        path, line = document_line(parse(params, wire.NodesAtParams))
         for trace in ls.session.graphs.covering(str(path.resolve())):
             nodes = trace.nodes_at(str(path.resolve()), line + 1)
             if nodes:
@@ -80,16 +74,13 @@ def register(server: JaxServer) -> None:
 
     @server.feature("jaxlsp/export")
     def export_graph(ls: JaxServer, params: Any) -> dict[str, Any]:
-        data = as_dict(params)
-        trace = _trace(ls, data)
-        fmt = data.get("format", "json")
-        if fmt not in FORMATS:
-            raise invalid(f"params.format: expected one of json, dot, html, got {fmt!r}")
-        return {"uri": write_export(trace, fmt).as_uri()}
+        data = parse(params, wire.ExportParams)
+        trace = find_trace(ls, data["traceId"])
+        return {"uri": write_export(trace, data.get("format", "json")).as_uri()}
 
     @server.feature("jaxlsp/revealSource")
     async def reveal_source(ls: JaxServer, params: Any) -> dict[str, Any]:
-        return await reveal(ls, as_dict(params))
+        return await reveal(ls, parse(params, wire.RevealSourceParams))
 
     @server.feature(types.TEXT_DOCUMENT_INLAY_HINT)
     def inlay_hint(ls: JaxServer, params: types.InlayHintParams) -> list[types.InlayHint]:
@@ -112,16 +103,16 @@ def register(server: JaxServer) -> None:
         return None
 
 
-async def reveal(ls: JaxServer, data: Any) -> dict[str, Any]:
+async def reveal(ls: JaxServer, data: wire.RevealSourceParams) -> dict[str, Any]:
     """``jaxlsp/revealSource`` (also the viewer's clicks): the node's frame as a location, shown in the editor."""
-    trace = _trace(ls, data)
-    node_id = require_str(data, "nodeId", "params")
+    trace = find_trace(ls, data["traceId"])
+    node_id = data["nodeId"]
     node = trace.node(node_id)
     if node is None:
-        raise JsonRpcException(f"unknown node {node_id} in trace {trace.id}", code=REQUEST_FAILED)
+        raise JsonRpcException(f"unknown node {shown(node_id)} in trace {trace.id}", code=REQUEST_FAILED)
     frame_index = data.get("frame", 0)
-    if not isinstance(frame_index, int) or isinstance(frame_index, bool) or frame_index < 0:
-        raise invalid(f"params.frame: expected a frame index, got {frame_index!r}")
+    if frame_index < 0:
+        raise invalid(f"params.frame: expected a frame index, got {frame_index}")
     frames = node.frames or ([node.source] if node.source else [])
     if frame_index >= len(frames):
         raise JsonRpcException(f"node {node_id} has no frame {frame_index}", code=REQUEST_FAILED)
@@ -142,8 +133,7 @@ def inlay_hints(ls: JaxServer, uri: str, first: int, last: int) -> list[types.In
     traces = ls.session.graphs.covering(key)
     if not traces:
         return []
-    doc = ls.workspace.get_text_document(uri)
-    lines = doc.lines
+    lines = ls.lines(path)
     hints = []
     for line in range(first, min(last, len(lines) - 1) + 1):
         text = lines[line].rstrip("\r\n")
