@@ -454,31 +454,39 @@ def forwarded_outputs(closed: Any) -> set[int]:
     directly or out of ``jit`` calls (``nnx.jit`` returns every Variable of the model, changed or
     not): an in-place update that wrote the value it read is no update."""
     jaxpr = closed.jaxpr
-    return {i for i, atom in enumerate(jaxpr.outvars) if _forwarded_input(jaxpr, atom, 0) is not None}
+    cache: dict[int, tuple[dict[int, int], dict[int, tuple[Any, int]]]] = {}
+    return {i for i, atom in enumerate(jaxpr.outvars) if _forwarded_input(jaxpr, atom, 0, cache) is not None}
 
 
-def _forwarded_input(jaxpr: Any, atom: Any, depth: int) -> int | None:
-    """The index of the input of ``jaxpr`` that ``atom`` (one of its values) is, else None."""
+def _forwarded_input(
+    jaxpr: Any, atom: Any, depth: int, cache: dict[int, tuple[dict[int, int], dict[int, tuple[Any, int]]]]
+) -> int | None:
+    """The index of the input of ``jaxpr`` that ``atom`` (one of its values) is, else None.
+    ``cache`` keeps each jaxpr's input positions and producers (by variable identity)."""
     if depth > 32 or _is_literal(atom):
         return None
-    while True:
-        for i, var in enumerate(jaxpr.invars):
-            if var is atom:
-                return i
-        found = next(((e, i) for e in jaxpr.eqns for i, v in enumerate(e.outvars) if v is atom), None)
-        if found is None:
-            return None
-        eqn, index = found
-        inner_obj = eqn.params.get("jaxpr") if eqn.primitive.name in _PASS_THROUGH else None
-        if inner_obj is None or not _is_jaxpr(inner_obj):
-            return None
-        inner, _ = _open(inner_obj)
-        if index >= len(inner.outvars) or len(inner.invars) != len(eqn.invars):
-            return None
-        j = _forwarded_input(inner, inner.outvars[index], depth + 1)
-        if j is None or _is_literal(eqn.invars[j]):
-            return None
-        atom = eqn.invars[j]
+    found = cache.get(id(jaxpr))
+    if found is None:
+        positions = {id(v): i for i, v in enumerate(jaxpr.invars)}
+        producers = {id(v): (e, i) for e in jaxpr.eqns for i, v in enumerate(e.outvars)}
+        found = cache[id(jaxpr)] = (positions, producers)
+    positions, producers = found
+    if id(atom) in positions:
+        return positions[id(atom)]
+    produced = producers.get(id(atom))
+    if produced is None:
+        return None
+    eqn, index = produced
+    inner_obj = eqn.params.get("jaxpr") if eqn.primitive.name in _PASS_THROUGH else None
+    if inner_obj is None or not _is_jaxpr(inner_obj):
+        return None
+    inner, _ = _open(inner_obj)
+    if index >= len(inner.outvars) or len(inner.invars) != len(eqn.invars):
+        return None
+    j = _forwarded_input(inner, inner.outvars[index], depth + 1, cache)
+    if j is None or _is_literal(eqn.invars[j]):
+        return None
+    return _forwarded_input(jaxpr, eqn.invars[j], depth + 1, cache)
 
 
 def _add_note(notes: list[str], prim: str) -> list[str]:

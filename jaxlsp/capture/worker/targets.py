@@ -191,14 +191,18 @@ def _function_plan(fn: Any, profile: dict[str, Any], call_args: Any) -> Plan:
 
     def apply(params: Any, state: Any, keys: Any, args: list[Any], kwargs: dict[str, Any]) -> tuple[Any, Any]:
         modules = _module_args(args, kwargs)
-        if not modules:
-            return fn(*args, **kwargs), None
+        # NNX objects among the arguments (models, and optimizers holding them, such as an
+        # nnx.ModelAndOptimizer passed alone) are updated in place: what changed is an output.
         before = _nnx_arg_leaves(args, kwargs)
-        # A function of models (``train_step(model, batch)``): their calls get module scopes too.
-        root = _ModuleArgs()
-        with module_scopes(root, functools.partial(_module_arg_paths, root, modules)):
+        if modules:
+            # A function of models (``train_step(model, batch)``): their calls get module scopes too.
+            root = _ModuleArgs()
+            with module_scopes(root, functools.partial(_module_arg_paths, root, modules)):
+                out = fn(*args, **kwargs)
+        else:
             out = fn(*args, **kwargs)
-        # NNX updates models and optimizers in place: what changed is an output of the program.
+        if not before:
+            return out, None
         return out, _changed(before, _nnx_arg_leaves(args, kwargs))
 
     return Plan(kind="function", apply=apply, params_role="input", arg_names=_positional_names(fn))
@@ -242,6 +246,9 @@ def _module_walker(value: Any) -> Walker | None:
     nnx = sys.modules.get("flax.nnx")
     if nnx is not None and isinstance(value, nnx.Module):
         return nnx_module_paths
+    pytree = getattr(nnx, "Pytree", None) if nnx is not None else None
+    if isinstance(pytree, type) and isinstance(value, pytree) and nnx_module_paths(value):
+        return nnx_module_paths  # an optimizer holding the model (nnx.ModelAndOptimizer): ``model/...``
     eqx = sys.modules.get("equinox")
     if eqx is not None and isinstance(value, eqx.Module) and not isinstance(value, eqx.nn.State):
         return equinox_module_paths

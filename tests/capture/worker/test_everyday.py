@@ -218,3 +218,17 @@ def test_a_key_among_linen_fields_is_a_real_key(run_capture: Run) -> None:
     constants = [(p["role"], values(graph)[p["value"]]["dtype"]) for p in graph["inputs"] if p["role"] == "constant"]
     assert constants == [("constant", "key<fry>")]  # the field's key, closed over by apply
     assert "random_bits" in {n["primitive"] for n in graph["nodes"]}
+
+
+def test_an_optimizer_passed_alone_reports_what_its_update_changed(run_capture: Run) -> None:
+    """An nnx.ModelAndOptimizer is updated in place like a model: the parameters and the step it
+    changed are state outputs (they used to be missed when no nnx.Module was an argument)."""
+    optimizer = made_by("everyday:make_model_and_optimizer")
+    graph = sound(graph_of(run_capture(request(FILE, "optimizer_step", optimizer, array(4, 2)))))
+    assert [(label, role) for label, role, _ in ports(graph, "outputs")] == [
+        ("out", "output"),
+        ("args/0/model/bias", "state"),
+        ("args/0/model/kernel", "state"),
+        ("args/0/step", "state"),
+    ]
+    assert "model" in {n["scope"] for n in graph["nodes"]}  # the model's calls get its module scope

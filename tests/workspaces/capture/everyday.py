@@ -113,3 +113,19 @@ class NoisyDense(nn.Module):
     @nn.compact
     def __call__(self, x):
         return nn.Dense(self.features)(x) + jax.random.normal(self.key, (self.features,))
+
+
+def make_model_and_optimizer():
+    import optax
+
+    return nnx.ModelAndOptimizer(nnx.Linear(2, 2, rngs=nnx.Rngs(0)), optax.sgd(0.1), wrt=nnx.Param)
+
+
+@nnx.jit
+def optimizer_step(optimizer, x):
+    def loss(model):
+        return model(x).sum()
+
+    value, grads = nnx.value_and_grad(loss)(optimizer.model)
+    optimizer.update(grads)
+    return value
