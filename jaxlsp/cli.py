@@ -61,7 +61,9 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _trace(args: argparse.Namespace) -> int:
-    from jaxlsp.capture.engine import TraceFailure, TraceRequest, parse_target, trace, workspace_root_for
+    from jaxlsp.capture.engine import TraceFailure, TraceRequest, parse_target, workspace_root_for
+    from jaxlsp.capture.options import CaptureOptions
+    from jaxlsp.capture.service import trace_once
     from jaxlsp.graph import export, io
     from jaxlsp.graph.report import render_summary
 
@@ -78,9 +80,8 @@ def _trace(args: argparse.Namespace) -> int:
             devices=args.devices,
             limits=_limits(args),
             paths_from_recipe=True,
-            **({"timeout": args.timeout} if args.timeout else {}),
         )
-        outcome = trace(req)
+        outcome = trace_once(req, CaptureOptions(timeout=args.timeout) if args.timeout else CaptureOptions())
     except TraceFailure as failure:
         print(f"jaxlsp trace: {failure.paragraph()}", file=sys.stderr)
         if failure.needs is not None:

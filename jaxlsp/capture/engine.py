@@ -1,5 +1,5 @@
-"""From ``FILE::NAME`` to a graph: recipe, profile, interpreter, capture. Shared by the CLI and
-the server; no pygls here.
+"""From ``FILE::NAME`` to a worker request, and from a worker's result to a graph: recipe,
+profile, interpreter. The capture service (``service.py``) runs what lies between; no pygls here.
 
 Failures come back as :class:`TraceFailure` with the protocol's error kinds (``needs_input`` and
 ``refused`` for recipe problems, ``import``, ``trace``, ``timeout``, ``crash``, ``memory``), the
@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from jaxlsp.capture import allowed_env, compatibility, interpreters
-from jaxlsp.capture.client import DEFAULT_TIMEOUT, capture_sync
 from jaxlsp.capture.compatibility import Report
 from jaxlsp.capture.interpreters import InterpreterError, Selection, select_interpreter
 from jaxlsp.capture.supervise import CaptureOutcome
@@ -47,7 +46,6 @@ class TraceRequest:
     setting_python: str | None = None  # the setting jaxlsp.python
     client_python: str | None = None  # the client's selected interpreter
     limits: dict[str, int] | None = None  # graph-size limits (worker/limits.py); None: the defaults
-    timeout: float = DEFAULT_TIMEOUT
     # How to find the target's entrypoint (for proposals); the server passes its warm index.
     find_entrypoint: Callable[[Path, str], Any] | None = None
     # Answers to an earlier needs-input (missing item path -> TOML-form value).
@@ -111,7 +109,7 @@ def select(req: TraceRequest) -> tuple[Resolved, Path | None]:
         recipe = load_recipe(recipe_path, strict=False) if recipe_path else None
     except RecipeError as exc:
         raise TraceFailure("refused", str(exc), problems=list(exc.problems)) from None
-    find = req.find_entrypoint or (lambda path, name: _entrypoint(path, name, req.workspace_root))
+    find = req.find_entrypoint or (lambda path, name: find_entrypoint(path, name, req.workspace_root))
     entrypoint = find(file, req.name)
     try:
         selected = select_profile(
@@ -136,7 +134,7 @@ def save_base(req: TraceRequest, recipe_path: Path | None) -> Path:
     return recipe_path.parent if recipe_path is not None else req.workspace_root.resolve()
 
 
-def _entrypoint(file: Path, name: str, root: Path) -> Any:
+def find_entrypoint(file: Path, name: str, root: Path) -> Any:
     from jaxlsp.discovery import Classifier, WorkspaceIndex
 
     found = Classifier(WorkspaceIndex([root])).discover(file)
@@ -215,7 +213,7 @@ def prepare(req: TraceRequest) -> Prepared:
     request = build_request(req, resolved, recipe_path)
     kind = request["target"].get("kind")
     if kind is None:  # inferred by the worker; discovery's kind says which packages the check needs
-        find = req.find_entrypoint or (lambda path, name: _entrypoint(path, name, req.workspace_root))
+        find = req.find_entrypoint or (lambda path, name: find_entrypoint(path, name, req.workspace_root))
         kind = getattr(find(req.file.resolve(), req.name), "kind", None)
     return Prepared(request, selection.python, resolved, recipe_path, selection.route, kind)
 
@@ -243,12 +241,3 @@ def finish(prepared: Prepared, outcome: CaptureOutcome) -> TraceOutcome:
     except ValueError as exc:  # a graph the format refuses: a bug of the worker, said as one
         raise TraceFailure("internal", f"the worker's graph is not a valid jaxlsp graph: {exc}") from None
     return TraceOutcome(graph, outcome, prepared.resolved, prepared.request, prepared.route)
-
-
-def trace(req: TraceRequest) -> TraceOutcome:
-    """Select, check the interpreter, capture in it (a fresh worker), decode; raises TraceFailure."""
-    prepared = prepare(req)
-    report = check_environment(prepared)
-    if not report.ok:  # before any user import: a missing package or backend is named, with its fix
-        raise TraceFailure("refused", report.message())
-    return finish(prepared, capture_sync(prepared.request, python=prepared.python, timeout=req.timeout))

@@ -1,12 +1,14 @@
-"""The wire types of jaxlsp's LSP extensions, as TypedDicts.
+"""The wire types of jaxlsp's LSP extensions, as TypedDicts, each method's name beside its types
+(as rust-analyzer's ``lsp/ext.rs`` does).
 
-docs/lsp-extensions.md documents every type here and carries this file's hash; a test fails
-when this file changes without the doc.
+Handlers are annotated with these types, so ``mypy --strict`` checks every answer; ``params.parse``
+checks every request's params against them. docs/lsp-extensions.md documents every type here and
+carries this file's hash; a test fails when this file changes without the doc.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, NotRequired, TypedDict
+from typing import Annotated, Any, Final, Literal, NotRequired, TypedDict
 
 
 class Size:
@@ -57,6 +59,9 @@ class TextDocumentIdentifier(TypedDict):
     uri: str
 
 
+DISCOVER: Final = "jaxlsp/discover"
+
+
 class DiscoverParams(TypedDict):
     """``jaxlsp/discover`` request params."""
 
@@ -87,6 +92,9 @@ class DiscoverResult(TypedDict):
     drivers: list[EntrypointItem]
 
 
+TRACE_GRAPH_COMMAND: Final = "jaxlsp.traceGraph"
+
+
 class TraceGraphArguments(TypedDict):
     """The single argument of the ``jaxlsp.traceGraph`` command."""
 
@@ -97,10 +105,16 @@ class TraceGraphArguments(TypedDict):
     save: NotRequired[bool]
 
 
+OPEN_GRAPH_COMMAND: Final = "jaxlsp.openGraph"
+
+
 class OpenGraphArguments(TypedDict):
     """The single argument of the ``jaxlsp.openGraph`` command (the "Open graph" lens)."""
 
     traceId: Id
+
+
+TRACE: Final = "jaxlsp/trace"
 
 
 class TraceParams(TypedDict):
@@ -146,6 +160,9 @@ class NeedsInputResult(TypedDict):
     proposal: str
 
 
+TRACE_FINISHED: Final = "jaxlsp/traceFinished"
+
+
 class TraceFinished(TypedDict):
     """The ``jaxlsp/traceFinished`` notification."""
 
@@ -154,6 +171,9 @@ class TraceFinished(TypedDict):
     ok: bool
     traceId: NotRequired[str]
     error: NotRequired[str]
+
+
+GRAPH: Final = "jaxlsp/graph"
 
 
 class GraphParams(TypedDict):
@@ -198,6 +218,9 @@ class GraphPage(TypedDict):
     nextCursor: NotRequired[str]
 
 
+NODE: Final = "jaxlsp/node"
+
+
 class NodeParams(TypedDict):
     traceId: Id
     nodeId: Id
@@ -221,6 +244,9 @@ class NodeDetail(TypedDict):
     frames: list[Location]
 
 
+NODES_AT: Final = "jaxlsp/nodesAt"
+
+
 class NodesAtParams(TypedDict):
     textDocument: TextDocumentIdentifier
     position: Position
@@ -231,6 +257,9 @@ class NodesAtResult(TypedDict):
     nodeIds: list[str]
 
 
+EXPORT: Final = "jaxlsp/export"
+
+
 class ExportParams(TypedDict):
     traceId: Id
     format: NotRequired[Literal["json", "dot", "html"]]
@@ -238,6 +267,9 @@ class ExportParams(TypedDict):
 
 class ExportResult(TypedDict):
     uri: str
+
+
+REVEAL_SOURCE: Final = "jaxlsp/revealSource"
 
 
 class RevealSourceParams(TypedDict):
@@ -250,6 +282,9 @@ class RevealSourceResult(TypedDict):
     location: Location
 
 
+OPEN_GRAPH: Final = "jaxlsp/openGraph"
+
+
 class OpenGraphParams(TypedDict):
     traceId: Id
 
@@ -258,11 +293,17 @@ class OpenGraphResult(TypedDict):
     url: str
 
 
+CURSOR_MOVED: Final = "jaxlsp/cursorMoved"
+
+
 class CursorMovedParams(TypedDict):
     """The ``jaxlsp/cursorMoved`` notification (client to server; no answer)."""
 
     textDocument: TextDocumentIdentifier
     position: Position
+
+
+ENVIRONMENT: Final = "jaxlsp/environment"
 
 
 class EnvironmentParams(TypedDict):
@@ -273,6 +314,9 @@ class EnvironmentParams(TypedDict):
     name: NotRequired[Name]
     device: NotRequired[Device]
     refresh: NotRequired[bool]
+
+
+CHECK_ENVIRONMENT_COMMAND: Final = "jaxlsp.checkEnvironment"
 
 
 class CheckEnvironmentArguments(TypedDict):
@@ -316,3 +360,7 @@ class LensData(TypedDict):
     uri: str
     name: str
     kind: EntrypointKind
+
+
+LIST_TRUSTED_COMMAND: Final = "jaxlsp.listTrusted"  # no argument; the folders trusted "Always"
+REVOKE_TRUST_COMMAND: Final = "jaxlsp.revokeTrust"  # one argument, a folder; true when it was trusted

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from jaxlsp.capture import staging
-from jaxlsp.capture.client import DEFAULT, DEFAULT_MEMORY_MB, capture_sync, resolve_memory_mb, run_capture
+from jaxlsp.capture.client import capture_sync, run_capture
+from jaxlsp.capture.options import DEFAULT_MEMORY_MB, CaptureOptions
 from jaxlsp.capture.staging import Stage
 from tests.capture.conftest import STAND_IN, alive, assert_group_gone, make_request, watch_sleeper
 
@@ -53,7 +54,10 @@ async def test_server_checkout_stays_hidden_even_where_it_is_installed(stand_in:
 async def test_user_output_comes_back_as_logs_and_the_result_stays_intact(stand_in: Stage) -> None:
     seen: list[tuple[str, str]] = []
     outcome = await run_capture(
-        make_request("print"), python=PY, stage=stand_in, on_log=lambda s, t: seen.append((s, t))
+        make_request("print"),
+        python=PY,
+        stage=stand_in,
+        options=CaptureOptions(on_log=lambda s, t: seen.append((s, t))),
     )
     assert outcome.ok and outcome.result["graph"]["behaviour"] == "print"
     assert outcome.stdout == "hello from stdout\n" and outcome.stderr == "hello from stderr\n"
@@ -63,7 +67,9 @@ async def test_user_output_comes_back_as_logs_and_the_result_stays_intact(stand_
 
 async def test_a_flood_of_output_neither_hangs_nor_balloons(stand_in: Stage) -> None:
     seen: list[str] = []
-    outcome = await run_capture(make_request("flood"), python=PY, stage=stand_in, on_log=lambda s, t: seen.append(t))
+    outcome = await run_capture(
+        make_request("flood"), python=PY, stage=stand_in, options=CaptureOptions(on_log=lambda s, t: seen.append(t))
+    )
     assert outcome.ok and outcome.truncated
     assert len(outcome.stdout) < 2 * 1024 * 1024
     assert outcome.stdout.endswith("THE END\n") and "bytes of output left out" in outcome.stdout
@@ -77,7 +83,7 @@ async def test_a_result_larger_than_a_pipe_buffer_arrives_whole(stand_in: Stage)
 
 
 async def test_a_hang_times_out_and_takes_its_children_along(stand_in: Stage) -> None:
-    outcome = await run_capture(make_request("sleep"), python=PY, stage=stand_in, timeout=1.5)
+    outcome = await run_capture(make_request("sleep"), python=PY, stage=stand_in, options=CaptureOptions(timeout=1.5))
     error = outcome.result["error"]
     assert error["kind"] == "timeout" and "1.5 s" in error["message"]
     assert outcome.stdout.startswith("sleeping in group")
@@ -102,7 +108,7 @@ async def test_segfault_is_a_crash_naming_the_signal(stand_in: Stage) -> None:
 
 @pytest.mark.skipif(sys.platform == "darwin", reason="RLIMIT_AS is not enforced on macOS")
 async def test_unbounded_allocation_is_a_memory_error(stand_in: Stage) -> None:
-    outcome = await run_capture(make_request("alloc"), python=PY, stage=stand_in, memory_mb=512)
+    outcome = await run_capture(make_request("alloc"), python=PY, stage=stand_in, options=CaptureOptions(memory_mb=512))
     error = outcome.result["error"]
     assert error["kind"] == "memory" and "512 MiB" in error["message"]
     assert_group_gone(outcome.pgid)
@@ -111,9 +117,12 @@ async def test_unbounded_allocation_is_a_memory_error(stand_in: Stage) -> None:
 def test_default_memory_cap_is_for_cpu_only() -> None:
     cpu, cuda = make_request("echo"), make_request("echo")
     cuda["profile"]["device"] = "cuda:0"
-    assert resolve_memory_mb(cpu, DEFAULT) == DEFAULT_MEMORY_MB
-    assert resolve_memory_mb(cuda, DEFAULT) is None
-    assert resolve_memory_mb(cuda, 1024) == 1024 and resolve_memory_mb(cpu, None) is None
+    assert CaptureOptions().memory_for(cpu) == DEFAULT_MEMORY_MB
+    assert CaptureOptions().memory_for(cuda) is None
+    assert (
+        CaptureOptions(memory_mb=1024).memory_for(cuda) == 1024
+        and CaptureOptions(memory_mb=None).memory_for(cpu) is None
+    )
 
 
 async def test_children_left_behind_are_all_killed(stand_in: Stage) -> None:
@@ -133,7 +142,7 @@ async def test_a_broken_result_pipe_is_a_crash(stand_in: Stage, behaviour: str, 
 
 
 async def test_a_worker_lingering_after_its_result_is_stopped_and_the_result_kept(stand_in: Stage) -> None:
-    outcome = await run_capture(make_request("linger"), python=PY, stage=stand_in, timeout=30)
+    outcome = await run_capture(make_request("linger"), python=PY, stage=stand_in, options=CaptureOptions(timeout=30))
     assert outcome.ok and outcome.result["graph"] == {"lingered": True}
     assert_group_gone(outcome.pgid)
 
@@ -143,7 +152,12 @@ async def test_cancel_kills_the_group_at_once(stand_in: Stage) -> None:
     pgid, on_log = watch_sleeper(cancel)
 
     with pytest.raises(asyncio.CancelledError):
-        await run_capture(make_request("sleep"), python=PY, stage=stand_in, timeout=60, on_log=on_log, cancel=cancel)
+        await run_capture(
+            make_request("sleep"),
+            python=PY,
+            stage=stand_in,
+            options=CaptureOptions(timeout=60, on_log=on_log, cancel=cancel),
+        )
     assert_group_gone(pgid[0])
 
 
@@ -151,7 +165,9 @@ async def test_cancelling_the_task_kills_the_group_too(stand_in: Stage) -> None:
     sleeping = asyncio.Event()
     pgid, on_log = watch_sleeper(sleeping)
 
-    task = asyncio.ensure_future(run_capture(make_request("sleep"), python=PY, stage=stand_in, on_log=on_log))
+    task = asyncio.ensure_future(
+        run_capture(make_request("sleep"), python=PY, stage=stand_in, options=CaptureOptions(on_log=on_log))
+    )
     await asyncio.wait_for(sleeping.wait(), 30)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -179,7 +195,7 @@ async def test_concurrent_captures_leak_no_descriptors(stand_in: Stage) -> None:
         run_capture(make_request("echo"), python=PY, stage=stand_in),
         run_capture(make_request("print"), python=PY, stage=stand_in),
         run_capture(make_request("exit3"), python=PY, stage=stand_in),
-        run_capture(make_request("sleep"), python=PY, stage=stand_in, timeout=1),
+        run_capture(make_request("sleep"), python=PY, stage=stand_in, options=CaptureOptions(timeout=1)),
     )
     assert [o.result.get("error", {}).get("kind") for o in outcomes] == [None, None, "crash", "timeout"]
     assert len({o.pgid for o in outcomes}) == 4

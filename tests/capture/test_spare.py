@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from jaxlsp.capture.options import CaptureOptions
 from jaxlsp.capture.spare import SparePool
 from jaxlsp.capture.staging import Stage
 from tests.capture.conftest import alive, assert_group_gone, make_request, watch_sleeper
@@ -57,7 +58,7 @@ async def test_captures_fork_from_a_spare_that_already_imported_jax(
 async def test_hostile_captures_through_the_spare_leave_nothing(pool: SparePool, jax_python: str) -> None:
     spare_pid = pool.info(jax_python)["pid"]  # type: ignore[index]
 
-    hung = await pool.capture(make_request("sleep"), python=jax_python, timeout=1.5)
+    hung = await pool.capture(make_request("sleep"), python=jax_python, options=CaptureOptions(timeout=1.5))
     assert hung.result["error"]["kind"] == "timeout" and "1.5 s" in hung.result["error"]["message"]
     assert_group_gone(hung.pgid)
 
@@ -67,7 +68,7 @@ async def test_hostile_captures_through_the_spare_leave_nothing(pool: SparePool,
     crashed = await pool.capture(make_request("segv"), python=jax_python)
     assert crashed.result["error"]["kind"] == "crash" and "SIGSEGV" in crashed.result["error"]["message"]
 
-    hoarder = await pool.capture(make_request("alloc"), python=jax_python, memory_mb=1024)
+    hoarder = await pool.capture(make_request("alloc"), python=jax_python, options=CaptureOptions(memory_mb=1024))
     assert hoarder.result["error"]["kind"] == "memory"
 
     forker = await pool.capture(make_request("fork", children=50), python=jax_python)
@@ -84,7 +85,9 @@ async def test_hostile_captures_through_the_spare_leave_nothing(pool: SparePool,
     pgid, on_log = watch_sleeper(cancel)
 
     with pytest.raises(asyncio.CancelledError):
-        await pool.capture(make_request("sleep"), python=jax_python, on_log=on_log, cancel=cancel)
+        await pool.capture(
+            make_request("sleep"), python=jax_python, options=CaptureOptions(on_log=on_log, cancel=cancel)
+        )
 
     for outcome in (hung, exited, crashed, hoarder, forker, garbage, flood):
         assert outcome.via == "spare"
@@ -116,7 +119,9 @@ async def test_closing_the_pool_stops_a_running_capture(pool: SparePool, jax_pyt
     sleeping = asyncio.Event()
     pgid, on_log = watch_sleeper(sleeping)
 
-    task = asyncio.ensure_future(pool.capture(make_request("sleep"), python=jax_python, on_log=on_log, timeout=60))
+    task = asyncio.ensure_future(
+        pool.capture(make_request("sleep"), python=jax_python, options=CaptureOptions(on_log=on_log, timeout=60))
+    )
     await asyncio.wait_for(sleeping.wait(), 30)
     spare_pid = pool.info(jax_python)["pid"]  # type: ignore[index]
     await pool.close()

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from jaxlsp.capture.options import CaptureOptions
 from jaxlsp.capture.spare import SparePool
 from jaxlsp.capture.speculate import capture_speculatively, structure_of
 from tests.capture.worker.conftest import request
@@ -51,19 +52,25 @@ async def test_a_hinted_capture_is_the_same_graph_and_a_stale_hint_is_caught(tmp
         assert await pool.start(jax_python)
         request = _request(tmp_path, 8)
 
-        first, used = await capture_speculatively(pool, request, hint=None, python=jax_python, timeout=120)
+        first, used = await capture_speculatively(
+            pool, request, hint=None, python=jax_python, options=CaptureOptions(timeout=120)
+        )
         assert first.ok and not used, first.result
         hint = structure_of(first)
         assert hint["params"]["Dense_0"]["kernel"] == [[3, 8], "float32", False]
         assert hint["batch_stats"]["BatchNorm_0"]["mean"] == [[8], "float32", False]
 
-        again, used = await capture_speculatively(pool, request, hint=hint, python=jax_python, timeout=120)
+        again, used = await capture_speculatively(
+            pool, request, hint=hint, python=jax_python, options=CaptureOptions(timeout=120)
+        )
         assert again.ok and used, again.result
         assert _essence(again) == _essence(first)  # the very same graph
 
         # The model changed since: the init beside the trace sees it, the usual capture runs.
         changed = _request(tmp_path, 16)
-        fresh, used = await capture_speculatively(pool, changed, hint=hint, python=jax_python, timeout=120)
+        fresh, used = await capture_speculatively(
+            pool, changed, hint=hint, python=jax_python, options=CaptureOptions(timeout=120)
+        )
         assert fresh.ok and not used, fresh.result
         kernels = [p for p in fresh.result["graph"]["inputs"] if p["label"] == "params/Dense_0/kernel"]
         shapes = {v["id"]: v["shape"] for v in fresh.result["graph"]["values"]}
@@ -71,7 +78,7 @@ async def test_a_hinted_capture_is_the_same_graph_and_a_stale_hint_is_caught(tmp
         assert structure_of(fresh)["params"]["Dense_0"]["kernel"] == [[3, 16], "float32", False]
 
         garbage, used = await capture_speculatively(
-            pool, changed, hint={"params": "nonsense"}, python=jax_python, timeout=120
+            pool, changed, hint={"params": "nonsense"}, python=jax_python, options=CaptureOptions(timeout=120)
         )
         assert garbage.ok and not used and _essence(garbage) == _essence(fresh)
     finally:

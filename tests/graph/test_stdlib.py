@@ -29,7 +29,7 @@ class Blocker:
 sys.meta_path.insert(0, Blocker())
 sys.path.insert(0, root)
 import json
-from jaxlsp.graph import _page, export, io, model, report, validate
+from jaxlsp.graph import export, html_page, io, model, report, validate
 from jaxlsp.graph.model import Coverage, Frame, Graph, Group, Node, Port, Value
 
 g = Graph(

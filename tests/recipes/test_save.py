@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxlsp.capture.engine import _entrypoint
+from jaxlsp.capture.engine import find_entrypoint
 from jaxlsp.recipes import NeedsInput, Resolved, apply_answers, load_recipe, select_profile
-from jaxlsp.recipes.save import SaveError, _replace, save_profile
+from jaxlsp.recipes.save import SaveError, replace_atomically, save_profile
 
 MODEL = (
     "import jax\n\ndef f(x: jax.Array):\n    return jax.numpy.tanh(x)\n\ndef g(x: jax.Array):\n    return f(x) * 2\n"
@@ -36,7 +36,7 @@ def _workspace(tmp_path: Path, recipe: str | None = RECIPE) -> Path:
 def _proposal(root: Path) -> tuple[NeedsInput, Resolved]:
     recipe_path = root / "jaxlsp.toml"
     recipe = load_recipe(recipe_path) if recipe_path.exists() else None
-    entrypoint = _entrypoint(root / "model.py", "g", root)
+    entrypoint = find_entrypoint(root / "model.py", "g", root)
     needs = select_profile(recipe, root / "model.py", "g", entrypoint=entrypoint, workspace_root=root)
     assert isinstance(needs, NeedsInput)
     answers = {needs.missing[0]["path"]: [2, 3]}
@@ -95,7 +95,7 @@ def test_a_file_changed_since_it_was_read_is_not_overwritten(tmp_path: Path) -> 
     root = _workspace(tmp_path)
     target = root / "jaxlsp.toml"
     with pytest.raises(SaveError, match="changed while"):
-        _replace(target, b"version = 1\n", before=b"something else\n")
+        replace_atomically(target, b"version = 1\n", before=b"something else\n")
     assert target.read_text() == RECIPE
     assert [p.name for p in root.iterdir() if p.name.endswith(".tmp")] == []  # no litter
 

@@ -23,12 +23,12 @@ if TYPE_CHECKING:
 REQUEST_FAILED = -32803
 INVALID_PARAMS = -32602
 NOT_TRUSTED = "is not trusted"
-COMMANDS = [
-    "jaxlsp.traceGraph",
-    "jaxlsp.listTrusted",
-    "jaxlsp.revokeTrust",
+COMMANDS = [  # sorted, as advertised: derived from the registered commands
     "jaxlsp.checkEnvironment",
+    "jaxlsp.listTrusted",
     "jaxlsp.openGraph",
+    "jaxlsp.revokeTrust",
+    "jaxlsp.traceGraph",
 ]
 
 

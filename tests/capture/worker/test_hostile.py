@@ -13,13 +13,14 @@ pipe, or writes into its current directory. After each one:
 - the workspace is unchanged (the worker runs in a scratch directory, removed when it exits);
 - the next capture of a good target succeeds (through the same spare, for the warm path).
 
-The cold path goes through :func:`jaxlsp.capture.engine.trace` (recipe, interpreter, the real
+The cold path goes through the capture service without a warm spare (:class:`jaxlsp.capture.service.CaptureService`, as the CLI's ``trace_once``) (recipe, interpreter, the real
 staged worker), recording the client's :class:`CaptureOutcome` on the way; the warm path through
 one :class:`SparePool` shared by the module.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
 import re
@@ -34,9 +35,9 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from jaxlsp.capture import engine
-from jaxlsp.capture.client import capture_sync
-from jaxlsp.capture.engine import TraceFailure, TraceOutcome, TraceRequest
+from jaxlsp.capture.engine import TraceFailure, TraceOutcome, TraceRequest, finish
+from jaxlsp.capture.options import CaptureOptions
+from jaxlsp.capture.service import CaptureService
 from jaxlsp.capture.spare import SparePool
 from jaxlsp.capture.supervise import CaptureOutcome
 from tests.capture.worker.conftest import request
@@ -251,45 +252,45 @@ def check(case: Case, outcome: CaptureOutcome, sandbox: Sandbox, scratch_before:
 
 
 def trace_cold(
-    sandbox: Sandbox, file: str, monkeypatch: pytest.MonkeyPatch, *, timeout: float = 60.0, memory_mb: int | None = None
+    sandbox: Sandbox, file: str, *, timeout: float = 60.0, memory_mb: int | None = None
 ) -> tuple[CaptureOutcome, TraceOutcome | TraceFailure]:
-    """``engine.trace`` of ``file::f`` with the real client and worker; also the client's outcome."""
-    seen: list[CaptureOutcome] = []
+    """A cold capture of ``file::f`` through the capture service (the CLI's way), the real client and
+    worker: the client's outcome, and the graph or the failure."""
+    service = CaptureService(warm=False)
+    options = CaptureOptions(timeout=timeout, **({"memory_mb": memory_mb} if memory_mb is not None else {}))
 
-    def recording(request: dict[str, Any], **kwargs: Any) -> CaptureOutcome:
-        if memory_mb is not None:
-            kwargs["memory_mb"] = memory_mb
-        outcome = capture_sync(request, **kwargs)
-        seen.append(outcome)
-        return outcome
+    async def run() -> tuple[CaptureOutcome, TraceOutcome | TraceFailure]:
+        try:
+            prepared = service.prepare(TraceRequest(sandbox.root / file, "f", sandbox.root))
+            outcome = await service.capture(prepared, options)  # the cold path, as the CLI takes it
+            try:
+                return outcome, finish(prepared, outcome)
+            except TraceFailure as failure:
+                return outcome, failure
+        finally:
+            await service.close()
 
-    monkeypatch.setattr(engine, "capture_sync", recording)
-    result: TraceOutcome | TraceFailure
-    try:
-        result = engine.trace(TraceRequest(sandbox.root / file, "f", sandbox.root, timeout=timeout))
-    except TraceFailure as failure:
-        result = failure
-    assert len(seen) == 1, result
-    assert seen[0].via == "cold"
-    return seen[0], result
+    captured, result = asyncio.run(run())
+    assert captured.via == "cold"
+    return captured, result
 
 
-def assert_good_cold(sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch, memory_mb: int | None = None) -> None:
+def assert_good_cold(sandbox: Sandbox, memory_mb: int | None = None) -> None:
     before = scratch_dirs(sandbox.tmp)
-    outcome, traced = trace_cold(sandbox, "good.py", monkeypatch, memory_mb=memory_mb)
+    outcome, traced = trace_cold(sandbox, "good.py", memory_mb=memory_mb)
     assert isinstance(traced, TraceOutcome), traced
     assert [n.primitive for n in traced.graph.nodes] == ["sin", "mul"]
     check(Case("good.py", primitives=("sin", "mul")), outcome, sandbox, before, 60.0)
 
 
 @pytest.mark.parametrize("case", _params())
-def test_cold(case: Case, sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cold(case: Case, sandbox: Sandbox) -> None:
     timeout = COLD_HANG_TIMEOUT if case.hang else 60.0
     memory_mb = MEMORY_MB if case.memory else None
     before = scratch_dirs(sandbox.tmp)
-    outcome, traced = trace_cold(sandbox, case.file, monkeypatch, timeout=timeout, memory_mb=memory_mb)
+    outcome, traced = trace_cold(sandbox, case.file, timeout=timeout, memory_mb=memory_mb)
     try:
-        assert_good_cold(sandbox, monkeypatch, memory_mb)  # the next capture (under the same cap) succeeds
+        assert_good_cold(sandbox, memory_mb)  # the next capture (under the same cap) succeeds
         check(case, outcome, sandbox, before, timeout)
     finally:
         stop_strays(case, outcome)
@@ -297,29 +298,29 @@ def test_cold(case: Case, sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> 
         assert isinstance(traced, TraceOutcome)
         assert tuple(n.primitive for n in traced.graph.nodes) == case.primitives
         return
-    assert isinstance(traced, TraceFailure)  # engine.trace raised it, as the CLI and the server see it
+    assert isinstance(traced, TraceFailure)  # trace_once raised it, as the CLI and the server see it
     assert traced.kind == case.kind
     assert traced.message == outcome.result["error"]["message"]
     if case.line is not None:
         assert f"{case.file}:{case.line}:" in traced.paragraph()
 
 
-def test_cold_failure_logs_carry_the_users_stdout(sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
-    outcome, traced = trace_cold(sandbox, "exit_trace.py", monkeypatch)
+def test_cold_failure_logs_carry_the_users_stdout(sandbox: Sandbox) -> None:
+    outcome, traced = trace_cold(sandbox, "exit_trace.py")
     assert "hostile-exit: leaving" in outcome.logs
     assert isinstance(traced, TraceFailure) and traced.kind == "crash"
     assert "hostile-exit: leaving" in traced.logs
 
 
-def test_cold_segfault_names_the_users_line(sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
-    outcome, _ = trace_cold(sandbox, "segv.py", monkeypatch)
+def test_cold_segfault_names_the_users_line(sandbox: Sandbox) -> None:
+    outcome, _ = trace_cold(sandbox, "segv.py")
     assert outcome.result["error"]["kind"] == "crash"
     assert 'segv.py", line 6' in outcome.stderr
 
 
-def test_a_worker_that_dies_leaves_no_scratch_directory(sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_worker_that_dies_leaves_no_scratch_directory(sandbox: Sandbox) -> None:
     before = scratch_dirs(sandbox.tmp)
-    outcome, _ = trace_cold(sandbox, "exit_trace.py", monkeypatch)
+    outcome, _ = trace_cold(sandbox, "exit_trace.py")
     assert outcome.exit_code == 3
     assert scratch_dirs(sandbox.tmp) <= before
 
@@ -353,13 +354,17 @@ async def test_spare(case: Case, spare: SparePool, sandbox: Sandbox) -> None:
     timeout = WARM_HANG_TIMEOUT if case.hang else 60.0
     memory_mb = MEMORY_MB if case.memory else None
     before = scratch_dirs(sandbox.tmp)
-    outcome = await spare.capture(_request(sandbox, case.file), python=PYTHON, timeout=timeout, memory_mb=memory_mb)
+    outcome = await spare.capture(
+        _request(sandbox, case.file), python=PYTHON, options=CaptureOptions(timeout=timeout, memory_mb=memory_mb)
+    )
     assert outcome.via == "spare", outcome.result
 
     try:
         # The same spare serves the next capture (under the same cap), and it succeeds.
         good_before = scratch_dirs(sandbox.tmp)
-        good = await spare.capture(_request(sandbox, "good.py"), python=PYTHON, memory_mb=memory_mb)
+        good = await spare.capture(
+            _request(sandbox, "good.py"), python=PYTHON, options=CaptureOptions(memory_mb=memory_mb)
+        )
         assert good.via == "spare"
         assert spare.info(PYTHON) == info  # not replaced: the same process, still ready
         check(Case("good.py", primitives=("sin", "mul")), good, sandbox, good_before, 60.0)
