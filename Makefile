@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTEST_WORKERS ?= 2
 
-.PHONY: install demo test lint bench clean system-deps
+.PHONY: install demo test lint bench fuzz clean system-deps
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -81,6 +81,15 @@ vscode: install system-deps
 
 test: install lint system-deps $(TEST_DEPS)
 	$(PY) -m pytest -n $(PYTEST_WORKERS) -q
+
+# The differential fuzzer (tests/fuzz) at length: random JAX programs traced by the worker and
+# checked against make_jaxpr; `make test` runs it with a small budget. FUZZ_EXAMPLES sets the count.
+FUZZ_EXAMPLES ?= 5000
+fuzz: install
+	@mkdir -p build
+	JAXLSP_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) JAXLSP_FUZZ_REPORT=build/fuzz-report.json \
+		$(PY) -m pytest tests/fuzz -q -p no:cacheprovider --hypothesis-show-statistics
+	@cat build/fuzz-report.json
 
 # Every benchmark runs and prints its figures; the target fails at the end if one missed its bar.
 bench: install

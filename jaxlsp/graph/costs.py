@@ -135,7 +135,7 @@ def regions(graph: Graph) -> Regions:
             owned.setdefault(g.node, []).append(g.id)
     by_id = {n.id: i for i, n in enumerate(graph.nodes)}
     owner_of = {gid: by_id.get(groups[gid].node or "") for gids in owned.values() for gid in gids}
-    region = [region_of(n.group) for n in graph.nodes]
+    region = [region_of(_outside_own(groups, n)) for n in graph.nodes]
     members: dict[str | None, list[int]] = {}
     for i, r in enumerate(region):
         members.setdefault(r, []).append(i)
@@ -149,6 +149,17 @@ def regions(graph: Graph) -> Regions:
             r = region[owner] if owner is not None else None
         depth[i] = d
     return Regions(region, owned, members, depth, kinds)
+
+
+def _outside_own(groups: dict[str, Any], node: Node) -> str | None:
+    """The group around ``node`` outside the regions it owns itself: an equation with bodies sits
+    inside the outermost of them (docs/graph-format.md), but runs in the program around them."""
+    gid = node.group
+    guard = 0
+    while gid is not None and gid in groups and groups[gid].node == node.id and guard < 10_000:
+        gid = groups[gid].parent
+        guard += 1
+    return gid
 
 
 def measured(graph: Graph, where: Regions | None = None) -> list[int]:

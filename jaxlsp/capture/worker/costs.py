@@ -244,8 +244,6 @@ def figures(analysis: dict[str, Any]) -> graph_costs.Figures:
 def while_trips(eqn: Any) -> int | None:
     """The trip count of a counted ``while``: its condition is ``carry[k] < N`` with a literal
     ``N``, ``carry[k]`` starts at a literal and the body adds the literal 1 to it. None otherwise."""
-    from jaxlsp.capture.worker.build import is_literal
-
     try:
         params = eqn.params
         cond = params["cond_jaxpr"].jaxpr
@@ -271,6 +269,11 @@ def while_trips(eqn: Any) -> int | None:
         return max(0, int(bound.val) - int(start.val))
     except Exception:
         return None
+
+
+def is_literal(atom: Any) -> bool:
+    """A jaxpr ``Literal`` (unhashable, with ``val``), not a ``Var``."""
+    return type(atom).__name__ == "Literal" and hasattr(atom, "val")
 
 
 def whole_program(closed: Any) -> dict[str, Any]:

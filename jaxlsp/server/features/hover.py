@@ -59,7 +59,9 @@ class Hover:
             text = lines[line].rstrip("\r\n")
             if not _ASSIGNMENT.match(text):
                 continue
-            nodes = [n for n in traces[0].nodes_at(key, line + 1) if n.frames and n.frames[0].path == key]
+            nodes = [
+                n for n in traces[0].nodes_at(key, line + 1) if n.frames and traces[0].frame_path(n.frames[0]) == key
+            ]
             if not nodes:
                 continue
             last_node = max(nodes, key=lambda n: int(n.id[1:]) if n.id[1:].isdigit() else 0)

@@ -146,6 +146,11 @@ class Tracing:
             return self._failed(args, failure)
         except Busy as exc:
             raise JsonRpcException(str(exc), code=REQUEST_FAILED) from None
+        except (JsonRpcException, asyncio.CancelledError):
+            raise
+        except Exception as exc:  # a bug of ours: still a finished trace and a diagnostic, never a bare -32603
+            log.exception("tracing %s failed", args.name)
+            return self._failed(args, TraceFailure("internal", f"jaxlsp failed: {type(exc).__name__}: {exc}"))
         finally:
             progress.end()
         trace = captured.trace
@@ -217,9 +222,12 @@ class Tracing:
         end_column = int(frame.get("endColumn", column + 1) or column + 1)
         if not frame:
             line, column, end_line, end_column = 0, 0, 0, 0
+        said = failure.message
+        own = f"tracing {name} failed: "  # the worker's own context: said once, not twice
+        said = said[len(own) :] if said.startswith(own) else said
         diagnostic = types.Diagnostic(
             range=types.Range(types.Position(line, column), types.Position(end_line, end_column)),
-            message=f"tracing {name} failed ({failure.kind}): {failure.message}",
+            message=f"tracing {name} failed ({failure.kind}): {said}",
             severity=types.DiagnosticSeverity.Error,
             source="jaxlsp",
             code=failure.kind,
