@@ -77,6 +77,7 @@ def measure(graph: Graph, eqns: list[Any], closed: Any, options: dict[str, Any],
     if options.get("xlaCompare"):
         summary["xla"] = whole_program(closed)
     graph_costs.annotate(graph, leaf, summary, trips)
+    summary["seconds"] = round(time.perf_counter() - started, 3)  # graph.costs is this dict
 
 
 def unmeasurable(eqn: Any) -> str | None:
