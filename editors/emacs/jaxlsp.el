@@ -37,7 +37,8 @@
   :prefix "jaxlsp-")
 
 (defcustom jaxlsp-command '("jaxlsp" "serve")
-  "The server command: `jaxlsp' must be on the variable `exec-path'."
+  "The server command: `jaxlsp' must be on the variable `exec-path'.
+A command that runs \"python -m jaxlsp\" gets \"-I\" (isolated mode)."
   :type '(repeat string))
 
 (defcustom jaxlsp-modes '(python-mode python-ts-mode)
@@ -85,9 +86,57 @@ Default: the recipe's, else the workspace .venv, else the server's."
 
 ;;;; Registration
 
+(defun jaxlsp--isolated (command)
+  "COMMAND with \"-I\" after the interpreter when it runs \"-m jaxlsp\" without it.
+eglot starts a server in the project's root, and Python run with -m puts
+its current directory first on `sys.path': isolated mode (-I) does not."
+  (let ((at (cl-loop for (a b) on command for i from 0
+                     when (and (equal a "-m") (equal b "jaxlsp")) return i)))
+    (if (and at (> at 0) (not (member "-I" (cl-subseq command 1 at))))
+        (append (list (car command) "-I") (cdr command))
+      command)))
+
+(defun jaxlsp--inside-p (file directory)
+  "Whether FILE is DIRECTORY or lies below it (links resolved)."
+  (and file directory
+       (string-prefix-p (file-name-as-directory (file-truename directory))
+                        (file-name-as-directory (file-truename file)))))
+
+(defun jaxlsp--program-inside (program root)
+  "The path of PROGRAM when it lies inside ROOT (itself, a link's target or its #! interpreter)."
+  (let ((found (and program root (executable-find program))))
+    (when found
+      (let ((interpreter (with-temp-buffer
+                           (ignore-errors (insert-file-contents-literally found nil 0 256))
+                           (goto-char (point-min))
+                           (and (looking-at "#![ \t]*\\(/[^ \t\n]+\\)") (match-string 1)))))
+        (when (or (jaxlsp--inside-p found root) (jaxlsp--inside-p interpreter root))
+          found)))))
+
+(defun jaxlsp--stored-trust-p (root)
+  "Whether ROOT is below a folder trusted \"Always\" through the server's prompt.
+That store is the user's, outside every workspace ($XDG_CONFIG_HOME/jaxlsp/trusted.json)."
+  (let* ((base (or (getenv "XDG_CONFIG_HOME") (expand-file-name "~/.config")))
+         (file (expand-file-name "jaxlsp/trusted.json" base))
+         (data (ignore-errors
+                 (with-temp-buffer
+                   (insert-file-contents file)
+                   (json-parse-buffer :object-type 'plist :array-type 'list)))))
+    (cl-some (lambda (folder) (and (stringp folder) (jaxlsp--inside-p root folder)))
+             (plist-get data :folders))))
+
 (defun jaxlsp-contact (&optional _interactive)
-  "The eglot contact for jaxlsp: the server class and `jaxlsp-command'."
-  (cons 'jaxlsp-server jaxlsp-command))
+  "The eglot contact for jaxlsp: the server class and `jaxlsp-command'.
+A \"-m jaxlsp\" command runs isolated (-I); a command that lies inside an
+untrusted project is refused, since starting it would run the project's code."
+  (let* ((command (jaxlsp--isolated jaxlsp-command))
+         (project (project-current))
+         (root (if project (project-root project) default-directory))
+         (inside (jaxlsp--program-inside (car command) root)))
+    (when (and inside (not (jaxlsp-trusted-p root)) (not (jaxlsp--stored-trust-p root)))
+      (user-error "jaxlsp: not started for %s: the server command %s lies inside it, which is not trusted (its code would run before you decide); install jaxlsp outside it or add the folder to `jaxlsp-trusted-directories'"
+                  root inside))
+    (cons 'jaxlsp-server command)))
 
 ;;;###autoload
 (defun jaxlsp-setup ()

@@ -7,6 +7,7 @@
 ;; `jaxlsp-outline' (RET on the jit group, RET on dot_general), hover, `jaxlsp-node-at-point',
 ;; `jaxlsp-open-graph', `jaxlsp-trace' on an entrypoint that needs input.
 ;; mode "trust": no trusted directories; the server's trust prompt is answered "Cancel".
+;; mode "hostile": a project that shadows the server's modules and holds a recording .venv.
 ;; Only the user's side is stubbed (minibuffer answers, `browse-url').  Writes a JSON report and
 ;; exits 0 on success, 1 on failure.
 
@@ -199,6 +200,29 @@ HOW `start': `jaxlsp-start' (nothing registered); else `jaxlsp-setup' and `M-x e
     (rput "trace_error" (if (stringp done) done nil)))
   (step "refused"))
 
+(defun run-hostile ()
+  "The project shadows the server's modules and holds a recording .venv (the test made it so).
+A user command \"python -m jaxlsp serve\" starts isolated and offers the trace action; the
+project's own .venv/bin/jaxlsp is refused before trust."
+  (setq jaxlsp-trusted-directories nil
+        jaxlsp-command (list (plist-get config :python) "-m" "jaxlsp" "serve"))
+  (let ((server (start-eglot)))
+    (rput "command" (vconcat (process-command (jsonrpc--process server))))
+    (goto-line0 (plist-get config :predict_def_line))
+    (wait-for "the trace code action" 30
+              (lambda () (cl-some (lambda (a) (equal (plist-get a :title) "Trace graph: predict"))
+                                  (eglot-code-actions (point) (point)))))
+    (rput "actions" (vconcat (mapcar (lambda (a) (plist-get a :title)) (eglot-code-actions (point) (point)))))
+    (step "isolated server")
+    (eglot-shutdown server))
+  (setq jaxlsp-command (list (expand-file-name ".venv/bin/jaxlsp" (plist-get config :root)) "serve"))
+  (rput "refused" (condition-case err
+                      (progn (apply #'eglot (eglot--guess-contact)) nil)
+                    (user-error (error-message-string err))))
+  (rput "servers_after" (cl-count-if #'jsonrpc-running-p
+                                     (apply #'append (hash-table-values eglot--servers-by-project))))
+  (step "refused"))
+
 (defun finish (ok &optional why)
   (rput "ok" (if ok t :json-false))
   (when why (rput "error" why))
@@ -219,7 +243,10 @@ HOW `start': `jaxlsp-start' (nothing registered); else `jaxlsp-setup' and `M-x e
 
 (condition-case err
     (progn
-      (if (equal (plist-get config :mode) "trust") (run-trust) (run-full))
+      (pcase (plist-get config :mode)
+        ("trust" (run-trust))
+        ("hostile" (run-hostile))
+        (_ (run-full)))
       (finish t))
   ((error quit) (finish nil (format "%s: %s" (car err) (error-message-string err)))))
 

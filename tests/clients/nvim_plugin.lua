@@ -6,6 +6,7 @@
 -- lens run (its client-side command), :JaxOutline (expand the jit group, <CR> on dot_general),
 -- hover, :JaxNodeAt, :JaxGraph, :JaxTrace on an entrypoint that needs input, :checkhealth.
 -- mode "trust": model.py open before setup({}); the trace asks for trust and "Cancel" runs nothing.
+-- mode "hostile": a workspace that shadows the server's modules and holds a recording .venv.
 -- Only the user's side is stubbed: vim.ui.select / vim.ui.input answer as a user would, and
 -- vim.ui.open records the URL instead of starting a browser. Writes a JSON report; exits with
 -- `:qall!` on success and `:cquit 1` on failure, after stopping the clients.
@@ -287,4 +288,42 @@ local function trust()
   step("refused")
 end
 
-H.finish(cfg.mode == "trust" and trust or full)
+-- mode "hostile" -------------------------------------------------------------------------------
+-- The workspace shadows the server's imports and holds a .venv that records being run (the test
+-- made it so). A user command `python -m jaxlsp serve` starts isolated, outside the folder: the
+-- lens appears and nothing of the folder runs; a command inside the untrusted folder is refused.
+local function hostile()
+  start_common()
+  local jaxlsp = require("jaxlsp")
+  jaxlsp.setup({ cmd = { cfg.python, "-m", "jaxlsp", "serve" } })
+  vim.cmd.edit(vim.fn.fnameescape(cfg.file))
+  local bufnr = vim.api.nvim_get_current_buf()
+  wait_for("the jaxlsp client (python -m jaxlsp serve, made isolated)", 15000, function()
+    local c = attached_client(bufnr)
+    return c ~= nil and c.initialized
+  end)
+  local client = attached_client(bufnr)
+  record_client(client)
+  report.cmd_cwd = client.config.cmd_cwd
+  local waited = vim.wait(20000, function()
+    return lens_on(bufnr, cfg.predict_def_line, "Trace graph") ~= nil
+  end, 20)
+  report.lenses = lens_snapshot(bufnr)
+  check(waited, "no Trace graph lens in the hostile workspace")
+  step("isolated server")
+  client:stop(true)
+  wait_for("the first client to stop", 10000, function()
+    return #vim.lsp.get_clients({ name = "jaxlsp" }) == 0
+  end)
+
+  -- The workspace's own jaxlsp script: setup() revisits the open buffer (the 0.10 path), and a
+  -- newly opened file goes through 0.11's root_dir; neither starts it.
+  jaxlsp.setup({ cmd = { cfg.root .. "/.venv/bin/jaxlsp", "serve" } })
+  vim.cmd.edit(vim.fn.fnameescape(cfg.root .. "/other.py"))
+  report.refused = require("jaxlsp.launch").refused
+  report.clients_after = #vim.lsp.get_clients({ name = "jaxlsp", _uninitialized = true })
+  step("refused")
+end
+
+local modes = { full = full, trust = trust, hostile = hostile }
+H.finish(modes[cfg.mode])

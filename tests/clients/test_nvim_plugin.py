@@ -16,11 +16,21 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import textwrap
 import tomllib
 from pathlib import Path
 
-from tests.clients.conftest import graph_url_ok, line_of, luafile_command, nvim_failure, run_editor, with_venv_on_path
+from tests.clients.conftest import (
+    graph_url_ok,
+    line_of,
+    luafile_command,
+    make_hostile,
+    nvim_failure,
+    run_editor,
+    sentinels,
+    with_venv_on_path,
+)
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -36,6 +46,9 @@ class Run:
     def __init__(self, nvim: str, tmp_path: Path, mode: str) -> None:
         self.tmp = tmp_path
         self.root = Path(shutil.copytree(WORKSPACES / "lsp_trace", tmp_path / "lsp_trace")).resolve()
+        if mode == "hostile":
+            make_hostile(self.root)
+            (self.root / "other.py").write_text("import jax\n\n\n@jax.jit\ndef other(x):\n    return x\n")
         self.model = self.root / "model.py"
         source = self.model.read_text()
         xdg = {kind: tmp_path / "xdg" / kind for kind in ("state", "config", "cache", "data")}
@@ -46,6 +59,7 @@ class Run:
             "root": str(self.root),
             "file": str(self.model),
             "mode": mode,
+            "python": sys.executable,
             "predict_def_line": line_of(source, "def predict("),
             "needs_line": line_of(source, "def needs("),
             "report": str(tmp_path / "report.json"),
@@ -155,6 +169,24 @@ def test_plugin_never_trusts_on_its_own(nvim: str, tmp_path: Path) -> None:
     assert prompt["items"] == ["Trust once", "Always", "Cancel"], why
     assert "not trusted" in report["trace_error"], why
     assert not (run.root / "IMPORTED").exists()  # Cancel: no user code ran
+
+
+def test_plugin_runs_nothing_of_a_hostile_workspace(nvim: str, tmp_path: Path) -> None:
+    """The workspace shadows ``jaxlsp``, ``lsprotocol``, ``cattrs``, ``pygls`` and holds a ``.venv``
+    whose programs record being run; Neovim itself runs in that folder. A user command
+    ``python -m jaxlsp serve`` gets ``-I`` and a working folder outside the workspace: the lens
+    shows and nothing ran. The workspace's own ``.venv/bin/jaxlsp`` is refused before trust."""
+    run = Run(nvim, tmp_path, "hostile")
+    report, why = run.report, run.why()
+    assert report, f"nvim wrote no report\n{why}"
+    assert report["ok"] is True and run.proc.returncode == 0, why
+    assert report["cmd"] == [sys.executable, "-I", "-m", "jaxlsp", "serve"], why
+    assert not Path(report["cmd_cwd"]).resolve().is_relative_to(run.root), why
+    assert any(lens["title"] == "Trace graph" for lens in report["lenses"]), why
+    assert report["refused"] == {str(run.root): str(run.root / ".venv" / "bin" / "jaxlsp")}, why
+    assert report["clients_after"] == 0, why
+    assert any("not started for" in note["msg"] for note in report["notes"]), why
+    assert sentinels(run.root) == [], why
 
 
 PAGE_CHECK = r"""

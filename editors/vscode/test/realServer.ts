@@ -10,7 +10,7 @@ import * as path from "node:path";
 import { pathToFileURL } from "node:url";
 import type { TestContext } from "node:test";
 import { type ProtocolConnection, StreamMessageReader, StreamMessageWriter, createProtocolConnection } from "vscode-languageserver-protocol/node";
-import { DEFAULT_SETTINGS, initializationOptions, resolveLaunch } from "../src/server";
+import { DEFAULT_SETTINGS, initializationOptions, resolveLaunch, safeCwd, which } from "../src/server";
 import type { LspClient } from "../src/wire";
 
 export const repoRoot = path.resolve(__dirname, "..", "..", "..", "..");
@@ -48,13 +48,14 @@ export interface RealServer {
 
 export async function startServer(workspace: string, python: string): Promise<RealServer> {
   const settings = { ...DEFAULT_SETTINGS, python };
-  const launch = resolveLaunch(settings, undefined, true, [workspace]);
+  const cwd = safeCwd([os.tmpdir()], [workspace]);
+  const launch = resolveLaunch(settings, { selected: undefined, trusted: true, folders: [workspace], cwd, find: (c) => which(c, process.env, cwd) });
   const env = {
     ...process.env,
     XDG_CONFIG_HOME: fs.mkdtempSync(path.join(os.tmpdir(), "jaxlsp-vscode-config-")),
     XDG_CACHE_HOME: fs.mkdtempSync(path.join(os.tmpdir(), "jaxlsp-vscode-cache-")),
   };
-  const child = spawn(launch.server.command, launch.server.args, { cwd: workspace, env, stdio: ["pipe", "pipe", "pipe"] });
+  const child = spawn(launch.server.command, launch.server.args, { cwd: launch.cwd, env, stdio: ["pipe", "pipe", "pipe"] });
   const stderr: string[] = [];
   child.stderr?.on("data", (chunk: Buffer) => stderr.push(chunk.toString()));
   const connection = createProtocolConnection(new StreamMessageReader(child.stdout!), new StreamMessageWriter(child.stdin!));

@@ -10,7 +10,8 @@ M.name = "jaxlsp"
 
 ---@class jaxlsp.Config
 M.defaults = {
-  --- The server command; `jaxlsp` must be on PATH (a venv's bin, pipx, ...).
+  --- The server command; `jaxlsp` must be on PATH (a venv's bin, pipx, ...). A command that runs
+  --- `python -m jaxlsp` gets `-I` (isolated mode); the server starts outside the workspace.
   cmd = { "jaxlsp", "serve" },
   --- Extra environment for the server process.
   cmd_env = nil,
@@ -255,13 +256,33 @@ local function on_progress(args)
   end
 end
 
+local launch = require("jaxlsp.launch")
+
+local function root_of(bufnr)
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  if name == "" then
+    return nil
+  end
+  return vim.fs.root(bufnr, M.config.root_markers) or vim.fs.dirname(name)
+end
+
 local function client_config()
+  local cmd = launch.isolated(M.config.cmd)
   return {
     name = M.name,
-    cmd = M.config.cmd,
+    cmd = cmd,
+    -- Never the workspace: Neovim would start the server in its own current folder otherwise.
+    cmd_cwd = launch.cwd(nil),
     cmd_env = M.config.cmd_env,
     filetypes = M.config.filetypes,
-    root_markers = M.config.root_markers,
+    -- The folder a buffer belongs to; no client starts for it when the server command lies
+    -- inside it and it is not trusted (0.11; `M.start` checks the same on 0.10).
+    root_dir = function(bufnr, on_dir)
+      local root = root_of(bufnr)
+      if root and launch.may_start(cmd, root, M.is_trusted) then
+        on_dir(root)
+      end
+    end,
     handlers = M.handlers,
     commands = M.commands,
     before_init = function(params, config)
@@ -272,14 +293,6 @@ local function client_config()
     end,
     on_attach = on_attach,
   }
-end
-
-local function root_of(bufnr)
-  local name = vim.api.nvim_buf_get_name(bufnr)
-  if name == "" then
-    return nil
-  end
-  return vim.fs.root(bufnr, M.config.root_markers) or vim.fs.dirname(name)
 end
 
 --- Start (or reuse) the client for `bufnr`; how `setup()` attaches buffers on Neovim 0.10 and
@@ -293,8 +306,12 @@ function M.start(bufnr)
   if not root then
     return nil
   end
-  local config = vim.tbl_extend("force", client_config(), { root_dir = root })
-  config.root_markers = nil
+  local config = client_config()
+  if not launch.may_start(config.cmd, root, M.is_trusted) then
+    return nil
+  end
+  config.root_dir = root
+  config.cmd_cwd = launch.cwd(root)
   return vim.lsp.start(config, { bufnr = bufnr })
 end
 
