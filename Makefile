@@ -37,10 +37,16 @@ SYSTEM_DEPS += chromium:chromium
 # Emacs batch tests of editors/emacs: emacs-nox, and eglot 1.9 from Debian's elpa-eglot.
 SYSTEM_DEPS += emacs:emacs-nox
 SYSTEM_DEPS += /usr/share/emacs/site-lisp/elpa-src/eglot-1.9:elpa-eglot
+# code-server (real VS Code in a browser) for tests/clients/vscode: its npm postinstall builds
+# native modules (a C++ tool chain, the Kerberos headers) and takes ripgrep from Debian.
+SYSTEM_DEPS += g++:build-essential
+SYSTEM_DEPS += /usr/include/krb5.h:libkrb5-dev
+SYSTEM_DEPS += rg:ripgrep
 # Targets that build or check something before the suite (each part adds its own).
 TEST_DEPS :=
 TEST_DEPS += viewer
 TEST_DEPS += vscode
+TEST_DEPS += code-server
 
 system-deps:
 	@missing=""; for pair in $(SYSTEM_DEPS); do \
@@ -78,6 +84,13 @@ vscode: install system-deps
 	$(PY) -c "import sys, zipfile; names = zipfile.ZipFile('build/jaxlsp.vsix').namelist(); \
 		missing = [n for n in ('extension/dist/extension.js', 'extension/dist/viewer/viewer.js') if n not in names]; \
 		sys.exit(f'build/jaxlsp.vsix lacks {missing}' if missing else 0)"
+
+# code-server from the npm registry, installed once into build/code-server/VERSION (about 1.5 min
+# on 2 cores; later runs find its stamp and return at once). 4.100.3 is the newest on Node 20.
+CODE_SERVER_VERSION := 4.100.3
+.PHONY: code-server
+code-server: install system-deps
+	$(PY) tests/clients/vscode/install_code_server.py $(CODE_SERVER_VERSION) build/code-server/$(CODE_SERVER_VERSION)
 
 test: install lint system-deps $(TEST_DEPS)
 	$(PY) -m pytest -n $(PYTEST_WORKERS) -q
