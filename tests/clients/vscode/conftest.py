@@ -108,10 +108,14 @@ class Workbench:
         return await self.send("wait", timeout=timeout + 15, expr=expr, frame=frame, ms=int(timeout * 1000))
 
     async def wait_for(self, selector: str, has_text: str | None = None, timeout: float = 60, **args: Any) -> None:
-        await self.send("waitFor", timeout=timeout + 15, selector=selector, hasText=has_text, ms=int(timeout * 1000), **args)
+        await self.send(
+            "waitFor", timeout=timeout + 15, selector=selector, hasText=has_text, ms=int(timeout * 1000), **args
+        )
 
     async def click(self, selector: str, has_text: str | None = None, timeout: float = 30, **args: Any) -> None:
-        await self.send("click", timeout=timeout + 15, selector=selector, hasText=has_text, ms=int(timeout * 1000), **args)
+        await self.send(
+            "click", timeout=timeout + 15, selector=selector, hasText=has_text, ms=int(timeout * 1000), **args
+        )
 
     async def texts(self, selector: str, frame: str | None = None) -> list[str]:
         return list(await self.send("texts", selector=selector, frame=frame))
@@ -200,7 +204,9 @@ class CodeServer:
         # (/etc/profile): put the venv's bin there the way a user's profile would (pipx's
         # ~/.local/bin, an activated conda base).
         (self.home / ".profile").write_text(f'export PATH="{VENV_BIN}:$PATH"\n')
-        (self.user_data / "User" / "settings.json").write_text(json.dumps({**USER_SETTINGS, **(settings or {})}, indent=1))
+        (self.user_data / "User" / "settings.json").write_text(
+            json.dumps({**USER_SETTINGS, **(settings or {})}, indent=1)
+        )
         self.config.write_text("")  # nothing from ~/.config/code-server
         install = await asyncio.create_subprocess_exec(
             *self.argv("--install-extension", str(VSIX)),
