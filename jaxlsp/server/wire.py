@@ -95,7 +95,7 @@ class TraceParams(TypedDict):
     textDocument: TextDocumentIdentifier
     name: str
     profile: NotRequired[str]
-    answers: NotRequired[dict[str, Any]]  # needs-input item path -> value
+    answers: NotRequired[dict[str, Any]]  # needs-input item path -> the typed text (parsed by the server)
     save: NotRequired[bool]  # write the completed profile to jaxlsp.toml
 
 
@@ -130,6 +130,7 @@ class NeedsInputResult(TypedDict):
 
     needsInput: list[dict[str, Any]]
     proposal: str
+    errors: NotRequired[dict[str, str]]  # answers that did not parse or check: path -> message
 
 
 class TraceFinished(TypedDict):

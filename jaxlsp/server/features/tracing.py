@@ -243,14 +243,14 @@ class Tracer:
         """Write the completed profile to jaxlsp.toml (the client asked); the file's URI, or None
         when it was there already. A refusal is told to the user and the trace goes on."""
         resolved = prepared.resolved
-        if resolved.recipe is not None and not req.answers:
+        if resolved.recipe is not None and not resolved.answers:
             return None  # the profile is in the file as it stands
         target = recipe_file(resolved, save_base(req, prepared.recipe_path))
         document = self.ls.workspace.text_documents.get(target.resolve().as_uri())
         try:
             saved = save_profile(
                 resolved,
-                req.answers or {},
+                resolved.answers,  # as parsed, never the typed text
                 base=target.parent,
                 editor_text=document.source if document is not None else None,
             )
@@ -266,7 +266,10 @@ class Tracer:
     def _failed(self, uri: str, name: str, failure: TraceFailure) -> dict[str, Any]:
         if failure.needs is not None:
             data = failure.needs.to_json()
-            return {"needsInput": data.get("needsInput", []), "proposal": data.get("toml", "")}
+            answer = {"needsInput": data.get("needsInput", []), "proposal": data.get("toml", "")}
+            if data.get("errors"):
+                answer["errors"] = data["errors"]  # answers that did not parse: shown, then asked again
+            return answer
         self._diagnose(uri, name, failure)
         self.ls.protocol.notify(
             "jaxlsp/traceFinished", {"uri": uri, "name": name, "ok": False, "error": failure.paragraph()}
