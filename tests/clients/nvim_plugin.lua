@@ -7,6 +7,7 @@
 -- hover, :JaxNodeAt, :JaxGraph, :JaxTrace on an entrypoint that needs input, :checkhealth.
 -- mode "trust": model.py open before setup({}); the trace asks for trust and "Cancel" runs nothing.
 -- mode "hostile": a workspace that shadows the server's modules and holds a recording .venv.
+-- mode "enable": no setup() at all, only vim.lsp.enable("jaxlsp") (lsp/jaxlsp.lua).
 -- Only the user's side is stubbed: vim.ui.select / vim.ui.input answer as a user would, and
 -- vim.ui.open records the URL instead of starting a browser. Writes a JSON report; exits with
 -- `:qall!` on success and `:cquit 1` on failure, after stopping the clients.
@@ -238,8 +239,9 @@ local function full()
   report.graph_opens = vim.list_slice(report.opened, opened + 1)
   step("graph")
 
-  -- :JaxTrace on an entrypoint that needs input: asked with vim.ui.input, then whether to save.
-  answers.input = { "3" }
+  -- :JaxTrace on an entrypoint that needs input: asked with vim.ui.input, then whether to save;
+  -- "1.5" is refused by the server (it parses the typed text) and asked again with its message.
+  answers.input = { "1.5", "3" }
   answers.select.save = "Trace and save to jaxlsp.toml"
   vim.api.nvim_win_set_cursor(0, { cfg.needs_line + 1, 4 })
   traced = jaxlsp.state.traced
@@ -250,7 +252,7 @@ local function full()
       return true
     end
     for i = before + 1, #report.notes do
-      if report.notes[i].level == vim.log.levels.WARN then
+      if report.notes[i].level == vim.log.levels.WARN and report.notes[i].msg:match("^jaxlsp: tracing") then
         return true
       end
     end
@@ -325,5 +327,28 @@ local function hostile()
   step("refused")
 end
 
-local modes = { full = full, trust = trust, hostile = hostile }
+-- mode "enable" --------------------------------------------------------------------------------
+-- Neovim 0.11's own way, with no setup(): the plugin on the runtimepath, vim.lsp.enable("jaxlsp").
+local function enable()
+  start_common()
+  vim.lsp.enable("jaxlsp")
+  vim.cmd.edit(vim.fn.fnameescape(cfg.file))
+  local bufnr = vim.api.nvim_get_current_buf()
+  wait_for("the jaxlsp client (lsp/jaxlsp.lua, vim.lsp.enable)", 15000, function()
+    local c = attached_client(bufnr)
+    return c ~= nil and c.initialized
+  end)
+  local client = attached_client(bufnr)
+  record_client(client)
+  report.cmd_cwd = client.config.cmd_cwd
+  local waited = vim.wait(20000, function()
+    return lens_on(bufnr, cfg.predict_def_line, "Trace graph") ~= nil
+  end, 20)
+  report.lenses = lens_snapshot(bufnr)
+  check(waited, "no Trace graph lens (the plugin refreshes them on attach)")
+  report.commands = vim.fn.exists(":JaxTrace") == 2 and vim.fn.exists(":JaxOutline") == 2
+  step("enabled")
+end
+
+local modes = { full = full, trust = trust, hostile = hostile, enable = enable }
 H.finish(modes[cfg.mode])

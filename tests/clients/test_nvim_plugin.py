@@ -140,10 +140,12 @@ def test_plugin_lens_trace_outline_reveal_hover(nvim: str, tmp_path: Path) -> No
     # :JaxGraph opened the graph once (the server's showDocument went through the plugin).
     assert len(report["graph_opens"]) == 1 and graph_url_ok(report["graph_opens"][0]), why
 
-    # :JaxTrace in needs(x: jax.Array): the shape asked with vim.ui.input ("3" -> [3]), then
-    # whether to save; saved, the profile lands in jaxlsp.toml.
-    (asked,) = report["inputs"]
-    assert "shape of x" in asked, why
+    # :JaxTrace in needs(x: jax.Array): the shape asked with vim.ui.input and sent as typed; the
+    # server refuses "1.5" and it is asked again with the server's message; "3" (the server's [3])
+    # traces, and, as chosen, the profile lands in jaxlsp.toml.
+    first, again = report["inputs"]
+    assert "shape of x" in first and "shape of x" in again, why
+    assert '"1.5" is neither a positive integer nor a dimension name' in again, why
     assert [s["prompt"] for s in report["selects"]] == ["jaxlsp: save the profile for needs?"], why
     needs = report["needs_trace"]
     assert needs and needs["name"] == "needs" and needs["summary"]["outputs"] == ["f32[3]"], why
@@ -187,6 +189,21 @@ def test_plugin_runs_nothing_of_a_hostile_workspace(nvim: str, tmp_path: Path) -
     assert report["clients_after"] == 0, why
     assert any("not started for" in note["msg"] for note in report["notes"]), why
     assert sentinels(run.root) == [], why
+
+
+def test_vim_lsp_enable_alone_starts_the_plugin_client(nvim: str, tmp_path: Path) -> None:
+    """``lsp/jaxlsp.lua``: ``vim.lsp.enable("jaxlsp")`` with no ``setup()`` starts the plugin's
+    client with its defaults (the script from PATH, outside the workspace, no trust), refreshes
+    the lenses and brings the :Jax* commands."""
+    run = Run(nvim, tmp_path, "enable")
+    report, why = run.report, run.why()
+    assert report, f"nvim wrote no report\n{why}"
+    assert report["ok"] is True and run.proc.returncode == 0, why
+    assert report["cmd"] == ["jaxlsp", "serve"] and report["init_options"] == {"jaxlsp": {}}, why
+    assert Path(report["root_dir"]) == run.root, why
+    assert not Path(report["cmd_cwd"]).resolve().is_relative_to(run.root), why
+    assert any(lens["title"] == "Trace graph" for lens in report["lenses"]), why
+    assert report["commands"] is True, why
 
 
 PAGE_CHECK = r"""
