@@ -246,32 +246,27 @@ With ASK, or when point is in none, choose one."
           (t (completing-read "jaxlsp: trace which entrypoint? "
                               (mapcar (lambda (e) (plist-get e :name)) entries) nil t)))))
 
-(defun jaxlsp-parse-answer (kind text)
-  "TEXT typed for a needs-input item of KIND, as the server wants it.
-A dimension is an integer, a shape a vector (`3, 4', `[3, 4]',
-`batch 4'), anything else JSON."
-  (let ((text (string-trim (or text ""))))
-    (pcase kind
-      ("dimension"
-       (if (string-match-p "\\`[1-9][0-9]*\\'" text)
-           (string-to-number text)
-         (user-error "jaxlsp: expected a positive integer, got %S" text)))
-      ("shape"
-       (vconcat (mapcar (lambda (part) (if (string-match-p "\\`[0-9]+\\'" part) (string-to-number part) part))
-                        (split-string (string-trim text "\\[" "\\]") "[, \t]+" t))))
-      (_ (condition-case nil
-             (json-parse-string text :object-type 'plist :null-object nil :false-object :json-false)
-           (error (user-error "jaxlsp: expected JSON (the TOML value as JSON), got %S" text)))))))
-
-(defun jaxlsp--ask-inputs (name result)
-  "Read each needs-input item of RESULT for NAME.
-Return (ANSWERS . SAVE), ANSWERS a hash table of path to value."
-  (let ((answers (make-hash-table :test #'equal)))
+(defun jaxlsp--ask-inputs (result typed)
+  "Read the needs-input items of RESULT that still need an answer.
+TYPED is a hash table of what the user typed before, by item path: the
+text is sent as typed, and the server parses it (the same rules in every
+editor).  An item the server could not parse (RESULT's `errors') is read
+again, starting from the text typed before, with the server's message.
+Return TYPED, updated."
+  (let ((errors (plist-get result :errors)))
     (seq-doseq (item (plist-get result :needsInput))
-      (let* ((prompt (format "jaxlsp: %s: " (or (plist-get item :message) (plist-get item :path))))
-             (value (jaxlsp-parse-answer (plist-get item :kind) (read-from-minibuffer prompt))))
-        (puthash (plist-get item :path) value answers)))
-    (cons answers (y-or-n-p (format "jaxlsp: save the profile for %s to jaxlsp.toml? " name)))))
+      (let* ((path (plist-get item :path))
+             (problem (plist-get errors (intern (concat ":" path))))
+             (before (gethash path typed)))
+        (when (or problem (not before))
+          (when problem (message "jaxlsp: %s: %s" path problem))
+          (puthash path
+                   (read-from-minibuffer
+                    (format "jaxlsp: %s%s: " (or (plist-get item :message) path)
+                            (if problem (format " [%s]" problem) ""))
+                    before)
+                   typed))))
+    typed))
 
 (defun jaxlsp--describe (result)
   (let ((summary (plist-get result :summary)))
@@ -283,10 +278,12 @@ Return (ANSWERS . SAVE), ANSWERS a hash table of path to value."
 (cl-defun jaxlsp-trace (&optional name &key uri profile server callback answers save)
   "Trace the entrypoint NAME: interactively, the one at point.
 With a prefix argument, choose one.
-Missing recipe inputs are read from the minibuffer, then the profile may
-be saved.  URI, PROFILE and SERVER default to the current buffer's;
-CALLBACK gets (ERROR RESULT) when the trace is done; ANSWERS and SAVE
-are sent as `jaxlsp/trace' takes them."
+Missing recipe inputs are read from the minibuffer (sent as typed: the
+server parses them, and asks again with its message when one does not
+parse), then the profile may be saved.  URI, PROFILE and SERVER default
+to the current buffer's; CALLBACK gets (ERROR RESULT) when the trace is
+done; ANSWERS (a hash table of typed text by path) and SAVE are sent as
+`jaxlsp/trace' takes them."
   (interactive (list (jaxlsp--entry-at-point (jaxlsp--server) current-prefix-arg)))
   (let* ((server (or server (jaxlsp--server)))
          (uri (or uri (jaxlsp--uri)))
@@ -306,9 +303,14 @@ are sent as `jaxlsp/trace' takes them."
            (run-at-time 0 nil
                         (lambda ()
                           (condition-case err
-                              (let ((asked (jaxlsp--ask-inputs name result)))
+                              (let* ((typed (jaxlsp--ask-inputs
+                                             result (or answers (make-hash-table :test #'equal))))
+                                     ;; Whether to save is asked once, with the first answers.
+                                     (keep (if answers save
+                                             (y-or-n-p (format "jaxlsp: save the profile for %s to jaxlsp.toml? "
+                                                               name)))))
                                 (jaxlsp-trace name :uri uri :profile profile :server server :callback callback
-                                              :answers (car asked) :save (cdr asked)))
+                                              :answers typed :save keep))
                             ((quit user-error)
                              (message "jaxlsp: trace cancelled: %s" (error-message-string err))
                              (funcall done (error-message-string err) nil)))))

@@ -182,7 +182,8 @@ HOW `start': `jaxlsp-start' (nothing registered); else `jaxlsp-setup' and `M-x e
 
     ;; An entrypoint that needs input: the shape read from the minibuffer, then save.
     (goto-line0 (1+ (plist-get config :needs_line)))
-    (setq traced nil minibuffer-answers '("3" "y"))
+    ;; "1.5" does not parse: the server says so and the shape is read again ("3"); saved once.
+    (setq traced nil minibuffer-answers '("1.5" "y" "3"))
     (let ((done nil))
       (jaxlsp-trace nil :callback (lambda (err _result) (setq done (or err t))))
       (wait-for "the needs-input trace" 60 (lambda () done))

@@ -136,8 +136,11 @@ def test_eglot_code_action_trace_outline_reveal_hover(emacs: str, tmp_path: Path
     assert report["cursor_moved"] == 1 and report["cursor_hook"] is True, why
     assert report["opened"] == [report["graph_url"]] and graph_url_ok(report["graph_url"]), why
 
-    # needs(x: jax.Array): the shape read from the minibuffer ("3" -> [3]), saved to jaxlsp.toml.
-    assert any("shape of x" in p for p in report["prompts"]), why
+    # needs(x: jax.Array): the shape read from the minibuffer as typed; "1.5" is refused by the
+    # server and read again with its message, then "3" (the server's [3]) is saved to jaxlsp.toml.
+    shape_prompts = [p for p in report["prompts"] if "shape of x" in p]
+    assert len(shape_prompts) == 2, why
+    assert '"1.5" is neither a positive integer nor a dimension name' in shape_prompts[1], why
     assert any("save the profile for needs" in p for p in report["prompts"]), why
     assert report["needs_error"] is None and report["needs_trace"]["outputs"] == ["f32[3]"], why
     recipe = tomllib.loads((run.root / "jaxlsp.toml").read_text())
