@@ -60,10 +60,12 @@ export class Tracer {
       if (target.profile !== undefined) params.profile = target.profile;
       let result = await client.sendRequest<TraceResult | NeedsInputResult>("jaxlsp/trace", params);
       let save: boolean | undefined;
-      const answers: Record<string, unknown> = {};
-      for (let round = 0; isNeedsInput(result); round++) {
-        if (round >= MAX_ROUNDS) throw new Error(`${target.name} still needs input after ${MAX_ROUNDS} rounds of answers`);
-        const more = await promptAnswers(result.needsInput, target.name);
+      const answers: Record<string, string> = {};
+      // Rounds that ask new items are bounded; rounds that ask again what did not parse are the user's.
+      for (let round = 0; isNeedsInput(result); ) {
+        const again = Object.keys(result.errors ?? {}).length > 0;
+        if (!again && ++round > MAX_ROUNDS) throw new Error(`${target.name} still needs input after ${MAX_ROUNDS} rounds of answers`);
+        const more = await promptAnswers(result, target.name, answers);
         if (more === undefined) {
           this.status.cancelled(target.name);
           return undefined;

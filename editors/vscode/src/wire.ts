@@ -63,14 +63,16 @@ export interface NeedsInputResult {
   proposal?: unknown;
   profile?: string;
   toml?: string;
+  /** Answers the server could not parse or check, by item path: ask those again with the message. */
+  errors?: Record<string, string>;
 }
 
 export interface TraceParams {
   textDocument: { uri: string };
   name: string;
   profile?: string;
-  /** Key path → answer, for the items of a needs-input answer. */
-  answers?: Record<string, unknown>;
+  /** Key path → the text the user typed (the server parses it). */
+  answers?: Record<string, string>;
   /** Write the completed profile to jaxlsp.toml. */
   save?: boolean;
 }
@@ -101,7 +103,7 @@ export function isTraceResult(value: unknown): value is TraceResult {
 /** View → host messages (the viewer contract, "webview" mode). */
 export type ViewMessage =
   | { type: "ready" }
-  | { type: "reveal"; traceId: string; nodeId: string; frame?: number }
+  | { type: "reveal"; id?: number; traceId: string; nodeId: string; frame?: number }
   | { type: "save"; filename: string; mime: string; base64: string };
 
 /** Host → view messages. */
@@ -109,7 +111,10 @@ export type HostMessage =
   | { type: "graph"; traceId: string; graph: unknown; stale?: boolean; origin?: "server" | "file" }
   | { type: "highlight"; traceId: string; nodeIds: string[] }
   | { type: "stale"; traceId: string; stale: boolean }
-  | { type: "theme"; kind: "light" | "dark" };
+  | { type: "theme"; kind: "light" | "dark" }
+  /** The answer to the view's reveal `id`: where the editor went, or why it did not. */
+  | { type: "revealed"; id: number; ok: true; location: Location }
+  | { type: "revealed"; id: number; ok: false; error: string };
 
 /** The part of vscode-languageclient's client the logic needs: tests pass a fake or a raw connection. */
 export interface LspClient {
