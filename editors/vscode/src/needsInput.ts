@@ -27,7 +27,7 @@ function placeholder(item: NeedsInputItem): string {
  * text by path; undefined when the user cancels one.
  */
 export async function promptAnswers(
-  result: NeedsInputResult,
+  result: Pick<NeedsInputResult, "needsInput" | "errors">,
   target: string,
   typed: Readonly<Record<string, string>> = {},
 ): Promise<Record<string, string> | undefined> {
@@ -58,7 +58,7 @@ export const SAVE = "Save";
 export const DONT_SAVE = "Don't save";
 
 /** Whether to write the completed profile to jaxlsp.toml; dismissing the question means no. */
-export async function askSave(result: NeedsInputResult): Promise<boolean> {
+export async function askSave(result: Pick<NeedsInputResult, "profile">): Promise<boolean> {
   const name = result.profile ? ` "${result.profile}"` : "";
   const answer = await vscode.window.showInformationMessage(
     `Save this profile${name} to jaxlsp.toml? Saved, the next trace of this target needs no answers.`,

@@ -125,11 +125,10 @@ export class Tracer {
 }
 
 /** Entrypoints enclosing the line first (innermost first), then the rest in file order. */
-export function orderByCursor(entrypoints: readonly (EntrypointItem & { bodyRange?: EntrypointItem["range"] })[], line: number): EntrypointItem[] {
-  const span = (e: EntrypointItem & { bodyRange?: EntrypointItem["range"] }) => e.bodyRange ?? e.range;
+export function orderByCursor<T extends Pick<EntrypointItem, "range" | "bodyRange">>(entrypoints: readonly T[], line: number): T[] {
   const enclosing = entrypoints
-    .filter((e) => span(e).start.line <= line && line <= span(e).end.line)
-    .sort((a, b) => span(a).end.line - span(a).start.line - (span(b).end.line - span(b).start.line));
+    .filter((e) => e.bodyRange.start.line <= line && line <= e.bodyRange.end.line)
+    .sort((a, b) => a.bodyRange.end.line - a.bodyRange.start.line - (b.bodyRange.end.line - b.bodyRange.start.line));
   return [...enclosing, ...entrypoints.filter((e) => !enclosing.includes(e))];
 }
 

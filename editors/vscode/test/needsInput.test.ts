@@ -5,11 +5,12 @@
 import assert from "node:assert/strict";
 import { beforeEach, test } from "node:test";
 import { askSave, promptAnswers } from "../src/needsInput";
+import type { NeedsInputItem } from "../src/wire";
 import { fake } from "./fake/vscode";
 
 beforeEach(() => fake.reset());
 
-const ITEMS = [
+const ITEMS: NeedsInputItem[] = [
   { path: "profiles.mlp.dims.batch", kind: "dimension", message: "the size of dimension batch" },
   { path: "profiles.mlp.inputs.args[1].shape", kind: "shape", message: "the shape of x" },
 ];
@@ -44,10 +45,10 @@ test("cancelling one input box cancels them all", async () => {
 
 test("saving the profile is asked, and dismissing means no", async () => {
   fake.messageAnswers = ["Save"];
-  assert.equal(await askSave({ needsInput: [], profile: "mlp" }), true);
+  assert.equal(await askSave({ profile: "mlp" }), true);
   assert.match(fake.messages[0].message, /Save this profile "mlp" to jaxlsp\.toml\?/);
   fake.messageAnswers = [undefined];
-  assert.equal(await askSave({ needsInput: [] }), false);
+  assert.equal(await askSave({ profile: "" }), false);
   fake.messageAnswers = ["Don't save"];
-  assert.equal(await askSave({ needsInput: [] }), false);
+  assert.equal(await askSave({ profile: "" }), false);
 });

@@ -151,7 +151,7 @@ test("the palette's pick lists the entrypoint at the cursor first", async () => 
 });
 
 test("one entrypoint needs no pick; none says so", async () => {
-  const one = [{ name: "mlp", kind: "function", range: range(3, 3), reason: "jax" }];
+  const one = [{ name: "mlp", kind: "function", range: range(3, 3), bodyRange: range(3, 6), reason: "jax" }];
   const { tracer } = setup({ "jaxlsp/discover": [() => ({ entrypoints: one, drivers: [] }), () => ({ entrypoints: [], drivers: [] })] });
   const editor = { document: { uri: Uri.parse("file:///w/m.py"), languageId: "python" }, selection: new Selection(new Position(0, 0), new Position(0, 0)) };
   assert.deepEqual(await tracer.pickTarget(editor as never), { uri: "file:///w/m.py", name: "mlp" });

@@ -266,7 +266,11 @@ class Tracer:
     def _failed(self, uri: str, name: str, failure: TraceFailure) -> dict[str, Any]:
         if failure.needs is not None:
             data = failure.needs.to_json()
-            answer = {"needsInput": data.get("needsInput", []), "proposal": data.get("toml", "")}
+            answer = {
+                "needsInput": data.get("needsInput", []),
+                "proposal": data.get("toml", ""),
+                "profile": data.get("profile", ""),
+            }
             if data.get("errors"):
                 answer["errors"] = data["errors"]  # answers that did not parse: shown, then asked again
             return answer
