@@ -2,7 +2,8 @@
 // line on stdout), so that pytest can interleave browser actions with LSP traffic.
 // Commands: {cmd: "goto", url} | {cmd: "click" | "dblclick", selector, ms?} | {cmd: "type", selector, text}
 // | {cmd: "press", key} | {cmd: "eval", expr} | {cmd: "wait", expr, ms?} | {cmd: "screenshot", path}
-// | {cmd: "logs"} | {cmd: "close"}. Answers: {ok: true, value?} or {ok: false, error, logs}.
+// | {cmd: "viewport", width, height} | {cmd: "wheel", selector, deltaY} | {cmd: "logs"} | {cmd: "close"}.
+// Answers: {ok: true, value?} or {ok: false, error, logs}.
 import { chromium } from "playwright-core";
 import { createInterface } from "node:readline";
 
@@ -52,6 +53,13 @@ for await (const line of rl) {
         break;
       }
       case "screenshot": await page.screenshot({ path: c.path, fullPage: false }); break;
+      case "viewport": await page.setViewportSize({ width: c.width, height: c.height }); break;
+      case "wheel": {
+        const box = await page.locator(c.selector).first().boundingBox();
+        await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+        await page.mouse.wheel(0, c.deltaY);
+        break;
+      }
       case "logs": value = logs.splice(0); break;
       case "close":
         reply({ ok: true });
