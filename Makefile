@@ -72,13 +72,15 @@ viewer:
 viewer-build:
 	cd editors/web && npm ci --no-audit --no-fund --loglevel=error && node build.mjs
 
-# The VS Code extension (editors/vscode): type-check and bundle it, run its tests (the vscode API
-# faked; the real server and the panel's page with the real viewer in headless Chromium), then
-# package build/jaxlsp.vsix and check that the viewer is inside.
+# The VS Code extension (editors/vscode): check its wire types against jaxlsp/server/wire.py,
+# type-check and bundle it, run its unit tests (the vscode API faked, for logic real VS Code
+# cannot reach quickly), then package build/jaxlsp.vsix and check that the viewer is inside. The
+# extension itself is tested in real VS Code (code-server) by tests/clients/vscode in the suite.
 .PHONY: vscode
 vscode: install system-deps
+	$(PY) editors/vscode/scripts/wire_ts.py --check
 	cd editors/vscode && npm ci --no-audit --no-fund --loglevel=error
-	cd editors/vscode && npm run build && JAXLSP_PYTHON=$(abspath $(PY)) npm test
+	cd editors/vscode && npm run build && npm test
 	@mkdir -p build
 	cd editors/vscode && npm run package
 	$(PY) -c "import sys, zipfile; names = zipfile.ZipFile('build/jaxlsp.vsix').namelist(); \

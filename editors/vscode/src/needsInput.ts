@@ -39,7 +39,9 @@ export async function promptAnswers(
     const error = errors[item.path];
     const text = await vscode.window.showInputBox({
       title: `jaxlsp: ${target} needs input (${index + 1}/${items.length})`,
-      prompt: item.message || item.path,
+      // VS Code validates only what is typed, not the prefilled text: the server's message is in
+      // the prompt too, so it shows from the start.
+      prompt: error !== undefined ? `Not accepted: ${error}. ${item.message || item.path}` : item.message || item.path,
       placeHolder: placeholder(item),
       value: before,
       ignoreFocusOut: true,

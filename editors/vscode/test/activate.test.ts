@@ -9,7 +9,7 @@ import { test } from "node:test";
 import { activate, deactivate } from "../src/extension";
 import { Uri, commands, fake } from "./fake/vscode";
 import { until } from "./helpers";
-import { extensionRoot } from "./realServer";
+import { extensionRoot } from "./paths";
 
 test("a server that cannot start: activation still completes, and the message names the command and the setting", { timeout: 60_000 }, async (t) => {
   fake.reset();

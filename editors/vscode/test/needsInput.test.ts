@@ -33,6 +33,7 @@ test("asked again: only what the server refused, prefilled, with its message unt
   assert.deepEqual(answers, { "profiles.mlp.inputs.args[1].shape": "2, 784" });
   assert.equal(fake.inputBoxes.length, 1);
   assert.equal(fake.inputBoxes[0].value, "1.5, 784");
+  assert.equal(fake.inputBoxes[0].prompt, `Not accepted: ${error}. the shape of x`);
   assert.equal(fake.inputBoxes[0].validateInput?.("1.5, 784"), error);
   assert.equal(fake.inputBoxes[0].validateInput?.("2, 784"), undefined);
 });
