@@ -255,19 +255,22 @@ class CodeServer:
                 await self.process.wait()
 
 
-Open = Callable[[Path, dict[str, Any] | None], Awaitable[tuple[CodeServer, Workbench]]]
+Open = Callable[[Path, dict[str, Any] | None, tuple[int, int]], Awaitable[tuple[CodeServer, Workbench]]]
+VIEWPORT = (1600, 1000)
 
 
 @pytest.fixture
 async def vscode(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Open]:
-    """``await vscode(folder, settings)``: code-server on ``folder``, logged in, the workbench up."""
+    """``await vscode(folder, settings, viewport)``: code-server on ``folder``, logged in, the workbench up."""
     require_code_server()
     servers: list[CodeServer] = []
     drivers: list[asyncio.subprocess.Process] = []
     shots = ARTIFACTS / request.node.name
     shutil.rmtree(shots, ignore_errors=True)
 
-    async def open_(folder: Path, settings: dict[str, Any] | None = None) -> tuple[CodeServer, Workbench]:
+    async def open_(
+        folder: Path, settings: dict[str, Any] | None = None, viewport: tuple[int, int] = VIEWPORT
+    ) -> tuple[CodeServer, Workbench]:
         server = CodeServer(tmp_path / f"code-server-{len(servers)}")
         servers.append(server)
         await server.start(settings)
@@ -278,7 +281,14 @@ async def vscode(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterato
             str(DRIVER),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
-            env={**os.environ, "JAXLSP_CHROMIUM": CHROMIUM, "JAXLSP_PLAYWRIGHT_FROM": str(PLAYWRIGHT_FROM)},
+            env={
+                **os.environ,
+                "JAXLSP_CHROMIUM": CHROMIUM,
+                "JAXLSP_PLAYWRIGHT_FROM": str(PLAYWRIGHT_FROM),
+                # The window's size from the start: the workbench does not lay out again on a resize.
+                "JAXLSP_VIEWPORT_WIDTH": str(viewport[0]),
+                "JAXLSP_VIEWPORT_HEIGHT": str(viewport[1]),
+            },
             limit=16 * 1024 * 1024,
         )
         drivers.append(process)

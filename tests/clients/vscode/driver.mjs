@@ -7,8 +7,9 @@
 // | {cmd: "click" | "hover" | "dblclick", selector, hasText?, nth?, frame?, position?, ms?}
 // | {cmd: "waitFor", selector, hasText?, state?, frame?, ms?} | {cmd: "count", selector, hasText?, frame?}
 // | {cmd: "texts", selector, frame?} | {cmd: "eval", expr, frame?} | {cmd: "wait", expr, frame?, ms?}
-// | {cmd: "mouse", x, y, click?} | {cmd: "screenshot", path} | {cmd: "viewport", width, height}
-// | {cmd: "logs"} | {cmd: "close"}. Answers: {ok: true, value?} or {ok: false, error, logs}.
+// | {cmd: "mouse", x, y, click?} | {cmd: "screenshot", path} | {cmd: "logs"} | {cmd: "close"}.
+// Answers: {ok: true, value?} or {ok: false, error, logs}. The window's size comes from
+// JAXLSP_VIEWPORT_WIDTH/HEIGHT (VS Code's workbench does not lay out again when it changes).
 import { createRequire } from "node:module";
 import { createInterface } from "node:readline";
 
@@ -106,7 +107,6 @@ for await (const line of rl) {
         await page.mouse.move(c.x, c.y);
         if (c.click) await page.mouse.click(c.x, c.y);
         break;
-      case "viewport": await page.setViewportSize({ width: c.width, height: c.height }); break;
       case "screenshot": await page.screenshot({ path: c.path, fullPage: false }); break;
       case "logs": value = logs.splice(0); break;
       case "close":

@@ -38,7 +38,7 @@ def hostile_workspace(tmp: Path) -> Path:
 
 async def test_a_hostile_untrusted_workspace_runs_nothing_and_still_has_lenses(vscode: Open, tmp_path: Path) -> None:
     root = hostile_workspace(tmp_path)
-    server, page = await vscode(root, None)
+    server, page = await vscode(root, None, (1600, 1000))
     await page.wait_for(".statusbar-item", has_text="Restricted Mode")
     await page.quick_open("linen_cnn.py")
     # The server started (the default launch: the jaxlsp script on PATH, outside the workspace)
