@@ -138,12 +138,13 @@ class Workbench:
         await self.wait_for(".tab.active", has_text=name)
 
     async def command(self, title: str) -> None:
-        """A command from the palette (F1), by its title."""
+        """A command from the palette (F1), by its exact title (others may start the same)."""
         await self.send("press", key="F1")
         await self.wait_for(".quick-input-widget input")
         await self.send("type", text=title)
-        await self.wait_for(".quick-input-list .monaco-list-row", has_text=title)
-        await self.send("press", key="Enter")
+        # A row's aria-label is its title, then ", " and its keybinding when it has one.
+        row = ".quick-input-list .monaco-list-row"
+        await self.click(f'{row}[aria-label="{title}"], {row}[aria-label^="{title}, "]')
 
     async def notifications(self) -> list[str]:
         return await self.texts(".notifications-toasts .notification-list-item-message")

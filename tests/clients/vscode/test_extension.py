@@ -200,10 +200,11 @@ async def test_lens_trust_trace_hover_panel_reveal_stale_retrace_answers(vscode:
     assert not (root / "jaxlsp.toml").read_text().count("needs.py"), "Don't save wrote nothing"
     await page.screenshot("needs-input-traced")
 
-    # 10. The panel follows VS Code's theme (a user setting changed on disk, as the settings editor does).
+    # 10. The panel follows VS Code's theme (Preferences: Color Theme, as a user picks it).
     assert await page.eval("document.querySelector('.jx-app').dataset.theme", frame="viewer") == "light"
-    settings = server.user_data / "User" / "settings.json"
-    settings.write_text(json.dumps({**json.loads(settings.read_text()), "workbench.colorTheme": "Default Dark Modern"}))
+    await page.command("Preferences: Color Theme")
+    await page.send("type", text="Default Dark Modern")
+    await page.click('.quick-input-list .monaco-list-row[aria-label*="Dark Modern"]')
     await page.wait("document.querySelector('.jx-app').dataset.theme === 'dark'", frame="viewer", timeout=30)
     await page.screenshot("dark-theme")
     # The panel's page ran under its Content-Security-Policy without a violation.
