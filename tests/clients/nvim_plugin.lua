@@ -290,17 +290,10 @@ local function trust()
   step("refused")
 end
 
--- mode "hostile" -------------------------------------------------------------------------------
--- The workspace shadows the server's imports and holds a .venv that records being run (the test
--- made it so). A user command `python -m jaxlsp serve` starts isolated, outside the folder: the
--- lens appears and nothing of the folder runs; a command inside the untrusted folder is refused.
-local function hostile()
-  start_common()
-  local jaxlsp = require("jaxlsp")
-  jaxlsp.setup({ cmd = { cfg.python, "-m", "jaxlsp", "serve" } })
-  vim.cmd.edit(vim.fn.fnameescape(cfg.file))
-  local bufnr = vim.api.nvim_get_current_buf()
-  wait_for("the jaxlsp client (python -m jaxlsp serve, made isolated)", 15000, function()
+--- Wait for the jaxlsp client of `bufnr` (`what` started it) and for its "Trace graph" lens on
+--- predict; the client, and whether the lens showed (both recorded in the report).
+local function attached_with_lens(bufnr, what)
+  wait_for("the jaxlsp client (" .. what .. ")", 15000, function()
     local c = attached_client(bufnr)
     return c ~= nil and c.initialized
   end)
@@ -311,6 +304,19 @@ local function hostile()
     return lens_on(bufnr, cfg.predict_def_line, "Trace graph") ~= nil
   end, 20)
   report.lenses = lens_snapshot(bufnr)
+  return client, waited
+end
+
+-- mode "hostile" -------------------------------------------------------------------------------
+-- The workspace shadows the server's imports and holds a .venv that records being run (the test
+-- made it so). A user command `python -m jaxlsp serve` starts isolated, outside the folder: the
+-- lens appears and nothing of the folder runs; a command inside the untrusted folder is refused.
+local function hostile()
+  start_common()
+  local jaxlsp = require("jaxlsp")
+  jaxlsp.setup({ cmd = { cfg.python, "-m", "jaxlsp", "serve" } })
+  vim.cmd.edit(vim.fn.fnameescape(cfg.file))
+  local client, waited = attached_with_lens(vim.api.nvim_get_current_buf(), "python -m jaxlsp serve, made isolated")
   check(waited, "no Trace graph lens in the hostile workspace")
   step("isolated server")
   client:stop(true)
@@ -333,18 +339,7 @@ local function enable()
   start_common()
   vim.lsp.enable("jaxlsp")
   vim.cmd.edit(vim.fn.fnameescape(cfg.file))
-  local bufnr = vim.api.nvim_get_current_buf()
-  wait_for("the jaxlsp client (lsp/jaxlsp.lua, vim.lsp.enable)", 15000, function()
-    local c = attached_client(bufnr)
-    return c ~= nil and c.initialized
-  end)
-  local client = attached_client(bufnr)
-  record_client(client)
-  report.cmd_cwd = client.config.cmd_cwd
-  local waited = vim.wait(20000, function()
-    return lens_on(bufnr, cfg.predict_def_line, "Trace graph") ~= nil
-  end, 20)
-  report.lenses = lens_snapshot(bufnr)
+  local _, waited = attached_with_lens(vim.api.nvim_get_current_buf(), "lsp/jaxlsp.lua, vim.lsp.enable")
   check(waited, "no Trace graph lens (the plugin refreshes them on attach)")
   report.commands = vim.fn.exists(":JaxTrace") == 2 and vim.fn.exists(":JaxOutline") == 2
   step("enabled")

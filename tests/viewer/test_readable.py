@@ -18,7 +18,7 @@ from jaxlsp.graph.export import to_html
 from jaxlsp.graph.model import Coverage, Frame, Graph, Group, Node, Port, Value
 from tests.unit.test_graph_samples import small_graph
 from tests.viewer.conftest import Browser
-from tests.viewer.test_viewer import WEBVIEW
+from tests.viewer.test_viewer import webview_page
 
 LONG_PATH = "projects/research/2024/very-long-folder-name/models/vision/encoders/layered_model.py"
 MIN_TITLE_PX = 11.0
@@ -196,12 +196,7 @@ async def test_edge_labels_never_overlap_each_other_or_boxes(tmp_path: Path, bro
 
 
 async def test_a_new_graph_clears_the_old_selection(tmp_path: Path, browser: Browser) -> None:
-    viewer = Path(__file__).resolve().parents[2] / "jaxlsp" / "viewer"
-    page = tmp_path / "webview.html"
-    page.write_text(
-        WEBVIEW.format(css=(viewer / "viewer.css").as_uri(), js=(viewer / "viewer.js").as_uri()), encoding="utf-8"
-    )
-    await browser.send("goto", url=page.as_uri())
+    await browser.send("goto", url=webview_page(tmp_path))
     await browser.wait("window.posted.length")
     first = json.dumps(io.to_json(small_graph()))
     await browser.eval(f"window.postMessage({{type: 'graph', traceId: 't1', graph: {first}}}, '*')")

@@ -302,14 +302,19 @@ window.JAXLSP_VIEWER = {{mode: "webview", traceId: "t1"}};
 """
 
 
-async def test_the_webview_contract(tmp_path: Path, browser: Browser) -> None:
-    """VS Code mode: ready, graph, highlight, stale, theme in; reveal and save out (docs/viewer.md)."""
+def webview_page(tmp_path: Path) -> str:
+    """The committed viewer in a page that stands in for a VS Code webview (``window.posted``)."""
     viewer = Path(__file__).resolve().parents[2] / "jaxlsp" / "viewer"
     page = tmp_path / "webview.html"
     page.write_text(
         WEBVIEW.format(css=(viewer / "viewer.css").as_uri(), js=(viewer / "viewer.js").as_uri()), encoding="utf-8"
     )
-    await browser.send("goto", url=page.as_uri())
+    return page.as_uri()
+
+
+async def test_the_webview_contract(tmp_path: Path, browser: Browser) -> None:
+    """VS Code mode: ready, graph, highlight, stale, theme in; reveal and save out (docs/viewer.md)."""
+    await browser.send("goto", url=webview_page(tmp_path))
     assert await browser.wait("window.posted.length && window.posted[0].type") == "ready"
     graph = json.dumps(io.to_json(small_graph()))
     await browser.eval(f"window.postMessage({{type: 'graph', traceId: 't1', graph: {graph}, stale: true}}, '*')")

@@ -1,7 +1,7 @@
 """Real VS Code for the extension's tests: code-server (installed by ``make code-server`` from the
 npm registry into ``build/code-server/VERSION``) with the built ``build/jaxlsp.vsix``, on
 127.0.0.1 with a password and a fresh user-data folder, driven in Debian's headless Chromium by
-``driver.mjs`` (playwright-core from ``editors/vscode/node_modules``).
+the viewer tests' driver (``editors/web/test/driver.mjs``, playwright-core).
 
 Outside CI a missing piece skips these tests; under ``CI=true`` it fails them. Screenshots of
 every step land in ``build/test-artifacts/vscode/<test>/``.
@@ -24,15 +24,13 @@ from typing import Any
 import pytest
 
 from tests.clients.conftest import missing_tool
+from tests.viewer.conftest import CHROMIUM, WEB, Browser, close_browser, start_browser
 
 ROOT = Path(__file__).resolve().parents[3]
 VERSION = re.search(r"^CODE_SERVER_VERSION := (\S+)$", (ROOT / "Makefile").read_text(), re.M).group(1)  # type: ignore[union-attr]
 CODE_SERVER = ROOT / "build" / "code-server" / VERSION
 ENTRY = CODE_SERVER / "node_modules" / "code-server" / "out" / "node" / "entry.js"
 VSIX = ROOT / "build" / "jaxlsp.vsix"
-DRIVER = Path(__file__).resolve().parent / "driver.mjs"
-PLAYWRIGHT_FROM = ROOT / "editors" / "vscode" / "package.json"
-CHROMIUM = os.environ.get("JAXLSP_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = ROOT / "build" / "test-artifacts" / "vscode"
 VENV_BIN = Path(sys.executable).parent
 
@@ -62,8 +60,8 @@ def _missing() -> str | None:
         return f"code-server {VERSION} is not installed in {CODE_SERVER} (make code-server)"
     if not VSIX.is_file():
         return f"{VSIX} is missing (make vscode builds it)"
-    if not (PLAYWRIGHT_FROM.parent / "node_modules" / "playwright-core").is_dir():
-        return "editors/vscode/node_modules is missing (make vscode runs npm ci)"
+    if not (WEB / "node_modules" / "playwright-core").is_dir():
+        return "editors/web/node_modules is missing (make viewer runs npm ci)"
     return None
 
 
@@ -79,33 +77,19 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-class Workbench:
-    """One browser page on code-server; each call sends one driver command and waits for it."""
+class Workbench(Browser):
+    """The browser page on code-server: numbered screenshots of each step (one on any failed
+    command too), and the workbench as a user drives it."""
 
     def __init__(self, process: asyncio.subprocess.Process, shots: Path) -> None:
-        self.process = process
-        self.shots = shots
+        super().__init__(process, shots)
         self.count = 0
 
-    async def send(self, cmd: str, timeout: float = 90, **args: Any) -> Any:
-        assert self.process.stdin is not None and self.process.stdout is not None
-        self.process.stdin.write((json.dumps({"cmd": cmd, **args}) + "\n").encode())
-        await self.process.stdin.drain()
-        line = await asyncio.wait_for(self.process.stdout.readline(), timeout)
-        if not line:
-            raise AssertionError(f"the browser driver exited during {cmd}")
-        answer = json.loads(line)
-        if not answer["ok"]:
-            shot = await self.screenshot(f"failed-{cmd}") if cmd != "screenshot" else None
-            raise AssertionError(f"{cmd} {args}: {answer['error']}\npage log: {answer.get('logs')}\nscreenshot: {shot}")
-        return answer.get("value")
-
-    async def eval(self, expr: str, frame: str | None = None) -> Any:
-        return await self.send("eval", expr=expr, frame=frame)
+    async def failed(self, cmd: str) -> str:
+        return f"\nscreenshot: {await self.screenshot(f'failed-{cmd}')}" if cmd != "screenshot" else ""
 
     async def wait(self, expr: str, timeout: float = 60, frame: str | None = None) -> Any:
-        """Poll ``expr`` until it is truthy (a deadline, not a pace); its value."""
-        return await self.send("wait", timeout=timeout + 15, expr=expr, frame=frame, ms=int(timeout * 1000))
+        return await super().wait(expr, timeout, frame)
 
     async def wait_for(self, selector: str, has_text: str | None = None, timeout: float = 60, **args: Any) -> None:
         await self.send(
@@ -122,10 +106,7 @@ class Workbench:
 
     async def screenshot(self, name: str) -> Path:
         self.count += 1
-        self.shots.mkdir(parents=True, exist_ok=True)
-        path = self.shots / f"{self.count:02d}-{name}.png"
-        await self.send("screenshot", path=str(path))
-        return path
+        return await super().screenshot(f"{self.count:02d}-{name}.png")
 
     # -- the workbench, as a user drives it ---------------------------------------------------
     async def quick_open(self, name: str) -> None:
@@ -275,34 +256,15 @@ async def vscode(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterato
         server = CodeServer(tmp_path / f"code-server-{len(servers)}")
         servers.append(server)
         await server.start(settings)
-        node = shutil.which("node")
-        assert node is not None
-        process = await asyncio.create_subprocess_exec(
-            node,
-            str(DRIVER),
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            env={
-                **os.environ,
-                "JAXLSP_CHROMIUM": CHROMIUM,
-                "JAXLSP_PLAYWRIGHT_FROM": str(PLAYWRIGHT_FROM),
-                # The window's size from the start: the workbench does not lay out again on a resize.
-                "JAXLSP_VIEWPORT_WIDTH": str(viewport[0]),
-                "JAXLSP_VIEWPORT_HEIGHT": str(viewport[1]),
-            },
-            limit=16 * 1024 * 1024,
-        )
+        process = await start_browser(viewport)
         drivers.append(process)
-        assert process.stdout is not None
-        ready = await asyncio.wait_for(process.stdout.readline(), 60)
-        assert ready and json.loads(ready)["ok"], ready
         page = Workbench(process, shots)
         await page.send("goto", url=f"{server.url}/login")
         await page.send("click", selector="input[type=password]")
         await page.send("type", text=server.password, delay=0)
         await page.send("press", key="Enter")
         await page.wait("location.pathname === '/' || location.pathname.endsWith('/')", timeout=30)
-        await page.send("goto", url=f"{server.url}/?folder={folder}", ms=60000)
+        await page.send("goto", timeout=90, url=f"{server.url}/?folder={folder}", ms=60000)
         await page.wait_for(".monaco-workbench .part.editor", timeout=90)
         return server, page
 
@@ -310,14 +272,7 @@ async def vscode(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterato
         yield open_
     finally:
         for process in drivers:
-            try:
-                if process.stdin is not None:
-                    process.stdin.write(b'{"cmd": "close"}\n')
-                    await process.stdin.drain()
-                await asyncio.wait_for(process.wait(), 20)
-            except Exception:
-                process.kill()
-                await process.wait()
+            await close_browser(process)
         for index, server in enumerate(servers):
             await server.stop()
             # The logs beside the screenshots: what code-server and the extension said.
