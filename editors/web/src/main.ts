@@ -90,7 +90,6 @@ class Viewer {
   private transform = { x: 20, y: 20, k: 1 };
   /** The user panned, zoomed or went somewhere: a layout that arrives later keeps the view. */
   private moved = false;
-  private sideOpen: boolean | null = null;
   private banners: { stale: boolean; file: boolean; partial: boolean; newer: string | null } = {
     stale: false, file: false, partial: false, newer: null,
   };
@@ -196,7 +195,7 @@ class Viewer {
     this.app.append(bar, this.bannerEl, main, this.statusEl);
     document.body.append(this.app);
     this.clearDetails();
-    this.toggleSide(this.app.clientWidth >= NARROW, false);
+    this.toggleSide(this.app.clientWidth >= NARROW);
     // A narrower or wider panel: draw what is now visible (the zoom stays).
     new ResizeObserver(() => {
       if (this.layout) this.applyTransform();
@@ -860,12 +859,11 @@ class Viewer {
   }
 
   // -- the details pane ---------------------------------------------------------------------------
-  /** Show or hide the details pane (``open`` forces it); ``byUser`` remembers the choice. */
-  toggleSide(open?: boolean, byUser = true): void {
+  /** Show or hide the details pane (``open`` forces it); it stays so for the next graphs. */
+  toggleSide(open?: boolean): void {
     const next = open ?? !this.app.classList.contains("jx-side-open");
     this.app.classList.toggle("jx-side-open", next);
     this.detailsButton.setAttribute("aria-pressed", String(next));
-    if (byUser) this.sideOpen = next;
     if (this.layout) this.applyTransform();
   }
 
@@ -877,7 +875,7 @@ class Viewer {
   private runSearch(): void {
     if (!this.model) return;
     // Results live in the details pane: searching opens it.
-    if (this.search.value.trim() && !this.app.classList.contains("jx-side-open")) this.toggleSide(true, false);
+    if (this.search.value.trim() && !this.app.classList.contains("jx-side-open")) this.toggleSide(true);
     const found = this.model.search(this.search.value);
     this.matches = new Set(found.map((f) => f.id));
     this.results.replaceChildren();
