@@ -61,9 +61,11 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _trace(args: argparse.Namespace) -> int:
-    from jaxlsp.capture.engine import TraceFailure, TraceRequest, parse_target, trace, workspace_root_for
+    from jaxlsp.capture.engine import TraceFailure, TraceRequest, parse_target, workspace_root_for
+    from jaxlsp.capture.options import CaptureOptions
+    from jaxlsp.capture.service import trace_once
     from jaxlsp.graph import export, io
-    from jaxlsp.graph.summary import render_summary
+    from jaxlsp.graph.report import render_summary
 
     try:
         file, name = parse_target(args.target)
@@ -76,9 +78,8 @@ def _trace(args: argparse.Namespace) -> int:
             python=args.python,
             device=args.device,
             limits=_limits(args),
-            **({"timeout": args.timeout} if args.timeout else {}),
         )
-        outcome = trace(req)
+        outcome = trace_once(req, CaptureOptions(timeout=args.timeout) if args.timeout else CaptureOptions())
     except TraceFailure as failure:
         print(f"jaxlsp trace: {failure.paragraph()}", file=sys.stderr)
         if failure.needs is not None:
@@ -109,7 +110,7 @@ def _limits(args: argparse.Namespace) -> dict[str, int]:
 
 
 def _env(args: argparse.Namespace) -> int:
-    from jaxlsp.capture.environment import CACHE
+    from jaxlsp.capture.compatibility import CACHE
     from jaxlsp.capture.install import plan_install
     from jaxlsp.capture.interpreters import InterpreterError, select_interpreter
 

@@ -1,5 +1,5 @@
-"""From ``FILE::NAME`` to a graph: recipe, profile, interpreter, capture. Shared by the CLI and
-the server; no pygls here.
+"""From ``FILE::NAME`` to a worker request, and from a worker's result to a graph: recipe,
+profile, interpreter. The capture service (``service.py``) runs what lies between; no pygls here.
 
 Failures come back as :class:`TraceFailure` with the protocol's error kinds (``needs_input`` and
 ``refused`` for recipe problems, ``import``, ``trace``, ``timeout``, ``crash``, ``memory``), the
@@ -14,9 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jaxlsp.capture import environment, interpreters
-from jaxlsp.capture.client import DEFAULT_TIMEOUT, capture_sync
-from jaxlsp.capture.environment import Report
+from jaxlsp.capture import allowed_env, compatibility, interpreters
+from jaxlsp.capture.compatibility import Report
 from jaxlsp.capture.interpreters import InterpreterError, Selection, select_interpreter
 from jaxlsp.capture.supervise import CaptureOutcome
 from jaxlsp.capture.worker import limits
@@ -46,7 +45,6 @@ class TraceRequest:
     setting_python: str | None = None  # the setting jaxlsp.python
     client_python: str | None = None  # the client's selected interpreter
     limits: dict[str, int] | None = None  # graph-size limits (worker/limits.py); None: the defaults
-    timeout: float = DEFAULT_TIMEOUT
     # How to find the target's entrypoint (for proposals); the server passes its warm index.
     find_entrypoint: Callable[[Path, str], Any] | None = None
     # Answers to an earlier needs-input (missing item path -> TOML-form value).
@@ -106,7 +104,7 @@ def select(req: TraceRequest) -> tuple[Resolved, Path | None]:
         recipe = load_recipe(recipe_path) if recipe_path else None
     except RecipeError as exc:
         raise TraceFailure("refused", str(exc), problems=list(exc.problems)) from None
-    find = req.find_entrypoint or (lambda path, name: _entrypoint(path, name, req.workspace_root))
+    find = req.find_entrypoint or (lambda path, name: find_entrypoint(path, name, req.workspace_root))
     entrypoint = find(file, req.name)
     try:
         selected = select_profile(
@@ -135,7 +133,7 @@ def save_base(req: TraceRequest, recipe_path: Path | None) -> Path:
     return recipe_path.parent if recipe_path is not None else req.workspace_root.resolve()
 
 
-def _entrypoint(file: Path, name: str, root: Path) -> Any:
+def find_entrypoint(file: Path, name: str, root: Path) -> Any:
     from jaxlsp.discovery import Classifier, WorkspaceIndex
 
     found = Classifier(WorkspaceIndex([root])).discover(file)
@@ -172,6 +170,9 @@ def build_request(req: TraceRequest, resolved: Resolved, recipe_path: Path | Non
     if recipe_path is not None:
         request["recipePath"] = str(recipe_path)
     request["limits"] = limits.resolve(req.limits)
+    names = resolved.profile.get("env")
+    if names:
+        request["env"] = allowed_env.named(names)
     return request
 
 
@@ -196,7 +197,7 @@ def prepare(req: TraceRequest) -> Prepared:
     request = build_request(req, resolved, recipe_path)
     kind = request["target"].get("kind")
     if kind is None:  # inferred by the worker; discovery's kind says which packages the check needs
-        find = req.find_entrypoint or (lambda path, name: _entrypoint(path, name, req.workspace_root))
+        find = req.find_entrypoint or (lambda path, name: find_entrypoint(path, name, req.workspace_root))
         kind = getattr(find(req.file.resolve(), req.name), "kind", None)
     return Prepared(request, selection.python, resolved, recipe_path, selection.route, kind)
 
@@ -205,7 +206,7 @@ def check_environment(prepared: Prepared, refresh: bool = False) -> Report:
     """The (cached) compatibility check of the prepared capture's interpreter; it runs that
     interpreter, so only once the workspace is trusted (the CLI is an explicit user action)."""
     selection = Selection(prepared.python, prepared.route)
-    return environment.CACHE.check(
+    return compatibility.CACHE.check(
         selection, prepared.kind, str(prepared.request["profile"].get("device") or "cpu"), refresh
     )
 
@@ -220,12 +221,3 @@ def finish(prepared: Prepared, outcome: CaptureOutcome) -> TraceOutcome:
     if graph_json is None:
         raise TraceFailure("internal", "the worker reported success without a graph")
     return TraceOutcome(io.from_json(graph_json), outcome, prepared.resolved, prepared.request, prepared.route)
-
-
-def trace(req: TraceRequest) -> TraceOutcome:
-    """Select, check the interpreter, capture in it (a fresh worker), decode; raises TraceFailure."""
-    prepared = prepare(req)
-    report = check_environment(prepared)
-    if not report.ok:  # before any user import: a missing package or backend is named, with its fix
-        raise TraceFailure("refused", report.message())
-    return finish(prepared, capture_sync(prepared.request, python=prepared.python, timeout=req.timeout))

@@ -1,7 +1,7 @@
 """Warm spares: a pre-started process per interpreter that has imported jax and forks captures.
 
 A spare is ``python -I -B -c SPARE_BOOTSTRAP STAGE CONFIG`` running
-:func:`jaxlsp.capture.forkserver.serve`: it imports jax (and flax / equinox when installed)
+:func:`jaxlsp.capture.worker.forkserver.serve`: it imports jax (and flax / equinox when installed)
 without initialising any XLA backend, plus the staged worker, then waits on a Unix socket. For
 each capture the server creates the result / stdout / stderr pipes, sends their write ends with
 the request (``SCM_RIGHTS``), and the spare forks a child that runs the worker's in-process
@@ -32,23 +32,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from jaxlsp.capture import staging
-from jaxlsp.capture.client import (
-    DEFAULT,
-    DEFAULT_TIMEOUT,
-    MemoryLimit,
-    prepare,
-    refused_outcome,
-    resolve_memory_mb,
-    spawn_cold,
-    working_directory,
-)
+from jaxlsp.capture import allowed_env, staging
+from jaxlsp.capture.client import prepare, refused_outcome, spawn_cold, working_directory
+from jaxlsp.capture.options import DEFAULT_OPTIONS, CaptureOptions, Launch
 from jaxlsp.capture.staging import RefusedError, Stage
 from jaxlsp.capture.supervise import (
     CaptureOutcome,
     LogBuffer,
-    LogCallback,
-    PhaseCallback,
     PipeReader,
     Pipes,
     group_alive,
@@ -79,7 +69,10 @@ class _Job:
 
 
 @dataclass
-class _Spare:
+class SpareProcess:
+    """The server's side of one warm spare: the process, its socket and the captures it runs.
+    The other side, in the user's interpreter, is :class:`jaxlsp.capture.worker.forkserver.ForkServer`."""
+
     python: str
     stage: Stage
     preload: Sequence[str]
@@ -95,7 +88,7 @@ class _Spare:
     _ids: itertools.count[int] = field(default_factory=itertools.count)
     _send_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _stderr_reader: PipeReader | None = None
-    on_death: Callable[[_Spare], None] | None = None
+    on_death: Callable[[SpareProcess], None] | None = None
 
     # -- life -----------------------------------------------------------------------------------------
     def launch(self) -> None:
@@ -119,6 +112,7 @@ class _Spare:
                 start_new_session=True,
                 close_fds=True,
                 cwd=str(self.stage.path),
+                env=allowed_env.base_environment(),
             )
         except OSError as exc:
             ours.close()
@@ -175,7 +169,7 @@ class _Spare:
         elif kind == "started" and job is not None:
             job.started.set_result(int(event["pid"]))
             if job.abandoned:
-                self._spawn(self.kill(int(event["pid"])))
+                self.spawn_task(self.kill(int(event["pid"])))
         elif kind == "error" and job is not None:
             job.started.set_exception(SpareUnavailable(str(event.get("message"))))
         elif kind == "exited" and job is not None:
@@ -203,7 +197,7 @@ class _Spare:
             if self.on_death is not None:
                 self.on_death(self)
 
-    def _spawn(self, coro: Any) -> None:
+    def spawn_task(self, coro: Any) -> None:
         task = asyncio.ensure_future(coro)
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
@@ -257,16 +251,9 @@ class _Spare:
 
     # -- one capture ----------------------------------------------------------------------------------
     async def run(
-        self,
-        request_without_fd: Mapping[str, Any],
-        *,
-        timeout: float,
-        memory_mb: int | None,
-        on_log: LogCallback | None,
-        cancel: asyncio.Event | None,
-        started: float,
-        on_phase: PhaseCallback | None = None,
+        self, request_without_fd: Mapping[str, Any], options: CaptureOptions, started: float
     ) -> CaptureOutcome:
+        memory_mb = options.memory_for(request_without_fd)
         loop = asyncio.get_running_loop()
         ident = next(self._ids)
         job = _Job(loop.create_future(), loop.create_future())
@@ -300,24 +287,17 @@ class _Spare:
                 raise SpareUnavailable(str(exc)) from exc
             raise
         return await supervise(
-            _SpareChild(self, pid, job),
+            ForkedCapture(self, pid, job),
             Pipes(stdout=out_r, stderr=err_r, result=result_r),
-            timeout=timeout - (time.monotonic() - started),
-            limit=timeout,
-            memory_mb=memory_mb,
-            cancel=cancel,
-            on_log=on_log,
-            python=self.python,
-            via="spare",
-            started=started,
-            on_phase=on_phase,
+            options,
+            Launch(self.python, "spare", started, options.timeout, memory_mb),
         )
 
 
-class _SpareChild:
+class ForkedCapture:
     """A forked capture: the spare sees its exit, kills its group and reaps it."""
 
-    def __init__(self, spare: _Spare, pid: int, job: _Job) -> None:
+    def __init__(self, spare: SpareProcess, pid: int, job: _Job) -> None:
         self.spare, self.pgid, self.job = spare, pid, job
 
     async def wait_exit(self) -> None:
@@ -358,7 +338,7 @@ class SparePool:
         self.preload = tuple(preload)
         self.required = tuple(required)
         self.start_timeout = start_timeout
-        self._spares: dict[str, _Spare] = {}
+        self._spares: dict[str, SpareProcess] = {}
         self._closed = False
 
     @staticmethod
@@ -389,7 +369,7 @@ class SparePool:
             return None
         return dict(spare.ready.result())
 
-    def _ensure(self, python: str, staged: Stage, *, force: bool) -> _Spare:
+    def _ensure(self, python: str, staged: Stage, *, force: bool) -> SpareProcess:
         if self._closed:
             raise RuntimeError("the spare pool is closed")
         key = self._key(python)
@@ -401,19 +381,19 @@ class SparePool:
         if spare is not None and recently_failed and spare.stage == staged and not force:
             return spare
         if spare is not None:
-            spare._spawn(spare.close())
-        spare = _Spare(python, staged, self.preload, self.required, on_death=self._replace)
+            spare.spawn_task(spare.close())
+        spare = SpareProcess(python, staged, self.preload, self.required, on_death=self._replace)
         self._spares[key] = spare
         spare.launch()
         return spare
 
-    def _replace(self, dead: _Spare) -> None:
+    def _replace(self, dead: SpareProcess) -> None:
         """A spare that had been ready died: start its successor now, for the next capture."""
         if not self._closed and self._spares.get(self._key(dead.python)) is dead:
             log.info("replacing the warm spare for %s", dead.python)
             self._ensure(dead.python, dead.stage, force=True)
 
-    async def _await_ready(self, spare: _Spare, timeout: float) -> bool:
+    async def _await_ready(self, spare: SpareProcess, timeout: float) -> bool:
         if spare.ready is None:
             return False
         try:
@@ -425,14 +405,10 @@ class SparePool:
     async def capture(
         self,
         request_without_fd: Mapping[str, Any],
-        *,
         python: str,
-        timeout: float = DEFAULT_TIMEOUT,
-        memory_mb: MemoryLimit = DEFAULT,
-        on_log: LogCallback | None = None,
-        cancel: asyncio.Event | None = None,
+        options: CaptureOptions = DEFAULT_OPTIONS,
+        *,
         warm: bool = True,
-        on_phase: PhaseCallback | None = None,
     ) -> CaptureOutcome:
         """Like :func:`jaxlsp.capture.client.run_capture`, through the spare when one is ready.
 
@@ -445,7 +421,6 @@ class SparePool:
             staged, python = await prepare(python, self.stage)
         except RefusedError as exc:
             return refused_outcome(str(exc), python, started)
-        memory = resolve_memory_mb(request_without_fd, memory_mb)
         spare = self._spares.get(self._key(python))
         if warm and not self._closed:
             was_dead = spare is None or spare.dead or spare.stage != staged
@@ -454,32 +429,13 @@ class SparePool:
                 spare = None  # just (re)started: it needs as long as a cold run; go cold now
         if spare is not None and not spare.dead and spare.stage == staged:
             if not spare.is_ready:
-                await self._await_ready(spare, timeout - (time.monotonic() - started))
+                await self._await_ready(spare, options.timeout - (time.monotonic() - started))
             if spare.is_ready:
                 try:
-                    return await spare.run(
-                        request_without_fd,
-                        timeout=timeout,
-                        memory_mb=memory,
-                        on_log=on_log,
-                        cancel=cancel,
-                        started=started,
-                        on_phase=on_phase,
-                    )
+                    return await spare.run(request_without_fd, options, started)
                 except SpareUnavailable as exc:
                     log.info("warm spare unavailable (%s): capturing cold", exc)
-        return await spawn_cold(
-            request_without_fd,
-            python=python,
-            staged=staged,
-            timeout=max(timeout - (time.monotonic() - started), 0.001),
-            limit=timeout,
-            memory_mb=memory,
-            on_log=on_log,
-            cancel=cancel,
-            started=started,
-            on_phase=on_phase,
-        )
+        return await spawn_cold(request_without_fd, python, staged, options, started)
 
     async def close(self) -> None:
         """Stop every spare (and with them any capture they are running)."""

@@ -5,8 +5,8 @@ never the server's site-packages (pygls, lsprotocol, libcst, or this very packag
 dependencies). :func:`stage` copies exactly
 
 - ``jaxlsp/__init__.py`` and ``jaxlsp/capture/__init__.py`` (trivial package markers),
-- ``jaxlsp/capture/forkserver.py`` (the warm spare's loop, stdlib only),
-- the packages ``jaxlsp/capture/worker/`` and ``jaxlsp/graph/`` (``*.py`` and ``*.json`` only)
+- the packages that :data:`jaxlsp.capture.worker.STAGED_PACKAGES` names: ``jaxlsp/capture/worker/``
+  (the worker and the warm spare's fork server) and ``jaxlsp/graph/`` (``*.py`` and ``*.json`` only)
 
 into a private folder named after the hash of their contents, under the per-user cache
 (``$XDG_CACHE_HOME/jaxlsp`` or ``~/.cache/jaxlsp``; ``~/Library/Caches/jaxlsp`` on macOS) or, when
@@ -35,6 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import jaxlsp
+from jaxlsp.capture import allowed_env
+from jaxlsp.capture.worker import STAGED_PACKAGES
 
 MIN_PYTHON = (3, 10)
 WORKER_MODULE = "jaxlsp.capture.worker.main"
@@ -75,7 +77,7 @@ del sys.argv[1:]
 import faulthandler
 faulthandler.enable()  # a segfault in user code prints the Python stack (with the user's line) on stderr
 try:  # orphans of user code come back to this leader; whichever way it exits, it kills them first
-    from jaxlsp.capture.forkserver import kill_orphans, set_subreaper
+    from jaxlsp.capture.worker.forkserver import kill_orphans, set_subreaper
     if set_subreaper():
         def _exit(code, _leader=os.getpid(), _exit=os._exit):
             if os.getpid() == _leader:
@@ -104,8 +106,8 @@ main()
 """
 )
 
-#: The warm spare: argv = [stage, JSON config]; see :mod:`jaxlsp.capture.forkserver`.
-SPARE_BOOTSTRAP = PROLOGUE + "from jaxlsp.capture.forkserver import serve\nserve()\n"
+#: The warm spare: argv = [stage, JSON config]; see :mod:`jaxlsp.capture.worker.forkserver`.
+SPARE_BOOTSTRAP = PROLOGUE + "from jaxlsp.capture.worker.forkserver import serve\nserve()\n"
 
 
 class RefusedError(Exception):
@@ -135,9 +137,8 @@ def _sources(package_root: Path) -> dict[str, Path]:
     files = {
         "jaxlsp/__init__.py": package_root / "__init__.py",
         "jaxlsp/capture/__init__.py": package_root / "capture" / "__init__.py",
-        "jaxlsp/capture/forkserver.py": package_root / "capture" / "forkserver.py",
     }
-    for sub in (Path("capture") / "worker", Path("graph")):
+    for sub in map(Path, STAGED_PACKAGES):
         base = package_root / sub
         for dirpath, dirnames, filenames in os.walk(base):
             dirnames[:] = sorted(d for d in dirnames if not d.startswith((".", "__pycache__")))
@@ -311,6 +312,7 @@ def check_interpreter(python: str, *, timeout: float = 30) -> tuple[int, int]:
             timeout=timeout,
             stdin=subprocess.DEVNULL,
             cwd=tempfile.gettempdir(),
+            env=allowed_env.base_environment(),
             check=False,
         )
         major, minor, _ = done.stdout.decode(errors="replace").split(" ", 2)

@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, cast
 
+from jaxlsp.capture.options import CaptureOptions, Launch, LogCallback, PhaseCallback
 from jaxlsp.capture.worker.protocol import ErrorInfo, ErrorKind, WorkerResult
 from jaxlsp.graph import collector
 
@@ -45,8 +46,6 @@ DRAIN_GRACE = 2.0  # seconds to wait for pipes still held open by escaped proces
 GROUP_GONE_TIMEOUT = 5.0  # seconds to wait for a killed group to disappear
 STDERR_TAIL_CHARS = 4000  # of stderr, in a crash's error
 
-LogCallback = Callable[[str, str], None]  # (stream "stdout" | "stderr", text)
-PhaseCallback = Callable[[str], None]  # the worker starts a phase: "import", "trace", "build"
 
 _MEMORY_MARKERS = ("MemoryError", "bad_alloc", "Cannot allocate memory", "out of memory", "OutOfMemory")
 
@@ -304,24 +303,18 @@ class Pipes:
 async def supervise(
     child: Child,
     pipes: Pipes,
-    *,
-    timeout: float,
-    memory_mb: int | None,
-    cancel: asyncio.Event | None,
-    on_log: LogCallback | None,
-    python: str,
-    via: Literal["cold", "spare"],
-    on_phase: PhaseCallback | None = None,
-    started: float,
-    limit: float | None = None,
+    options: CaptureOptions,
+    launch: Launch,
     extra_tasks: tuple[asyncio.Future[Any], ...] = (),
 ) -> CaptureOutcome:
-    """Run ``child`` to its end (or the deadline, or ``cancel``) and say what it produced.
+    """Run ``child`` to its end (or the deadline, or ``options.cancel``) and say what it produced.
 
-    ``timeout`` is what is left of the time limit ``limit`` (which the error names).
-    Raises :class:`asyncio.CancelledError` when ``cancel`` is set or the calling task is cancelled,
+    The deadline is ``launch.limit`` seconds after ``launch.started``. Raises
+    :class:`asyncio.CancelledError` when the cancel event is set or the calling task is cancelled,
     in both cases only after the whole group is gone.
     """
+    on_log, on_phase, cancel = options.on_log, options.on_phase, options.cancel
+    timeout = max(launch.limit - (time.monotonic() - launch.started), 0.001)
     loop = asyncio.get_running_loop()
     out, err, res = _StreamSink("stdout", on_log), _StreamSink("stderr", on_log), _ResultSink(on_phase=on_phase)
     readers = [
@@ -376,7 +369,7 @@ async def supervise(
         for reader in readers:
             reader.close()
 
-    wall = time.monotonic() - started
+    wall = time.monotonic() - launch.started
     stderr = err.buffer.text()
     result = _classify(
         res,
@@ -384,9 +377,9 @@ async def supervise(
         stderr=stderr,
         timed_out=timed_out,
         lingered=lingered,
-        timeout=limit if limit is not None else timeout,
-        memory_mb=memory_mb,
-        via=via,
+        timeout=launch.limit,
+        memory_mb=launch.memory_mb,
+        via=launch.via,
     )
     remove_scratch(child.pgid)
     return CaptureOutcome(
@@ -394,8 +387,8 @@ async def supervise(
         stdout=out.buffer.text(),
         stderr=stderr,
         wall=wall,
-        python=python,
-        via=via,
+        python=launch.python,
+        via=launch.via,
         exit_code=exit_code,
         truncated=out.buffer.truncated or err.buffer.truncated,
         pgid=child.pgid,
@@ -447,7 +440,7 @@ async def kill_cgroup(child: Child) -> None:
     what escaped the process group (setsid daemons), which would otherwise outlive the capture."""
     cgroup = getattr(child, "cgroup", None)
     if cgroup:
-        from jaxlsp.capture.forkserver import cgroup_kill
+        from jaxlsp.capture.worker.forkserver import cgroup_kill
 
         if not await asyncio.to_thread(cgroup_kill, cgroup):
             log.warning("capture cgroup %s survived SIGKILL", cgroup)

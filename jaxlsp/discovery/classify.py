@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jaxlsp.discovery import ecosystem as eco
+from jaxlsp.discovery.entrypoints import Discovery, Entrypoint, Span
 from jaxlsp.discovery.index import FileSummary, WorkspaceIndex
-from jaxlsp.discovery.model import Discovery, Entrypoint, Span
 from jaxlsp.discovery.summary import Binding, ClassInfo, FunctionInfo, SetupField
 
 _ALWAYS_TRIGGERS = frozenset({"jax", "jnp", "lax", "flax", "nnx", "eqx", "equinox", "optax", "jit", "vmap"})
@@ -327,8 +327,8 @@ class Classifier:
 
     # -- files ---------------------------------------------------------------------------------
     def discover(self, path: Path) -> Discovery:
+        fs = self.index.summary(path)  # given as named: a link out of the workspace is not read
         path = path.resolve()
-        fs = self.index.summary(path)
         if fs is None:
             return Discovery(path, (), ())
         found: list[Entrypoint] = []

@@ -13,13 +13,16 @@ import os
 import re
 from array import array
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from jaxlsp.discovery import budget
+from jaxlsp.discovery.budget import Refusal
 from jaxlsp.discovery.chunks import logical_lines, normalize_newlines, statements
 from jaxlsp.discovery.modules import ModuleMap
 from jaxlsp.discovery.summary import Binding, ChunkInfo, ClassInfo, FunctionInfo, summarize
+from jaxlsp.textfiles import Unreadable, read_text
 
 SKIP_DIRS = frozenset({".venv", "venv", "node_modules", "build", "dist", "__pycache__", "site-packages"})
 # A file that matches none of this cannot define a module class or a JAX function on its own
@@ -27,6 +30,7 @@ SKIP_DIRS = frozenset({".venv", "venv", "node_modules", "build", "dist", "__pyca
 # they re-export.
 _MAY_MATTER = re.compile(r"jax|flax|equinox|optax|\bnnx\b|\beqx\b|^[ \t]*class\s", re.M)
 _CACHE_SIZE = 50_000
+LINKS_OUT = "it is a link to a file outside the workspace"
 
 
 @dataclass
@@ -40,6 +44,7 @@ class FileSummary:
     stars: list[Binding] = field(default_factory=list)
     classes: dict[str, tuple[int, ClassInfo]] = field(default_factory=dict)
     exports: int = 0  # a hash of everything other files can see
+    skipped: list[Refusal] = field(default_factory=list)  # statements not parsed, absolute lines
 
     def binding(self, name: str, before: int | None = None) -> Binding | None:
         candidates = self.candidates(name, before)
@@ -100,14 +105,38 @@ def may_matter(path: Path, text: str) -> bool:
 
 
 def summarize_file(path: Path, module: str, text: str, cache: ChunkCache) -> FileSummary:
+    """The file's summary; statements over discovery/budget.py's bounds are listed, not parsed."""
+    steps = summarize_steps(path, module, text, cache)
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+
+
+def summarize_steps(path: Path, module: str, text: str, cache: ChunkCache) -> Generator[None, None, FileSummary]:
+    """:func:`summarize_file`, yielding between statements so that a caller (the server's
+    background index) can answer requests while a large file is parsed."""
     text = normalize_newlines(text)
     lines = text.split("\n")
     chunks: list[tuple[int, ChunkInfo]] = []
-    for st in statements(logical_lines(text)):
+    skipped: list[Refusal] = []
+    spent = 0
+    if len(text) > budget.MAX_FILE_BYTES:  # an open document: files on disk are capped when read
+        skipped.append(Refusal(0, budget.TOO_LARGE, whole_file=True))
+        lines = [""]
+    for st in statements(logical_lines(text)) if not skipped else ():
         chunk = "\n".join(lines[st.start : st.end + 1]) + "\n"
-        chunks.append((st.start, cache.get(chunk, st.word, st.header - st.start)))
+        info = cache.get(chunk, st.word, st.header - st.start)
+        spent += info.cost
+        if info.cost and spent > budget.FILE_BUDGET:
+            info = ChunkInfo("skipped", skipped=Refusal(0, budget.SPENT))
+        if info.skipped is not None:
+            skipped.append(Refusal(st.start + info.skipped.line, info.skipped.reason))
+        chunks.append((st.start, info))
+        yield
     lengths = array("L", map(len, lines))
-    fs = FileSummary(path, module, hashlib.sha1(text.encode()).hexdigest(), lengths, chunks)
+    fs = FileSummary(path, module, hashlib.sha1(text.encode()).hexdigest(), lengths, chunks, skipped=skipped)
     exported: list[object] = []
     for start, info in chunks:
         for b in info.bindings:
@@ -159,6 +188,7 @@ class WorkspaceIndex:
         self._open: dict[Path, str] = {}
         self._files: dict[Path, FileSummary | None] = {}
         self._stamps: dict[Path, tuple[int, int]] = {}
+        self.unread: dict[Path, str] = {}  # files found but not read, and why
 
     @property
     def roots(self) -> list[Path]:
@@ -190,7 +220,7 @@ class WorkspaceIndex:
         if path in self._open:
             return False
         existed = path in self._stamps or self._files.get(path) is not None
-        text = _read(path)
+        text = self._read(path)
         if text is None:
             self._files.pop(path, None)
             self._stamps.pop(path, None)
@@ -222,8 +252,17 @@ class WorkspaceIndex:
         return changed
 
     def _refresh(self, path: Path, text: str) -> bool:
+        steps = self._refresh_steps(path, text)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                return bool(done.value)
+
+    def _refresh_steps(self, path: Path, text: str) -> Generator[None, None, bool]:
         old = self._files.get(path)
-        fs = summarize_file(path, self.modules.module_name(path), text, self.cache)
+        fs = yield from summarize_steps(path, self.modules.module_name(path), text, self.cache)
+        self.unread.pop(path, None)
         self._files[path] = fs
         if old is not None and old.exports != fs.exports:
             self.generation += 1
@@ -239,6 +278,8 @@ class WorkspaceIndex:
 
     # -- queries -------------------------------------------------------------------------------
     def summary(self, path: Path) -> FileSummary | None:
+        if self._links_out(path):
+            return None
         path = path.resolve()
         if path in self._open:
             fs = self._files.get(path)
@@ -253,7 +294,7 @@ class WorkspaceIndex:
             return None
         if stamp == (st.st_mtime_ns, st.st_size) and path in self._files:
             return self._files[path]
-        text = _read(path)
+        text = self._read(path)
         if text is None:
             return None
         self._refresh(path, text)
@@ -261,31 +302,59 @@ class WorkspaceIndex:
         return self._files.get(path)
 
     def text(self, path: Path) -> str | None:
+        if self._links_out(path):
+            return None
         path = path.resolve()
-        return self._open.get(path) if path in self._open else _read(path)
+        return self._open.get(path) if path in self._open else self._read(path)
 
-    def scan(self, roots: list[Path] | None = None) -> Iterator[Path]:
-        """Summarize every file under the roots that may matter; yields each path as it goes."""
+    def skips(self, path: Path) -> list[Refusal]:
+        """What discovery did not look at in ``path``: the whole file (line 0) or statements."""
+        reason = self.unread.get(Path(os.path.abspath(path))) or self.unread.get(path.resolve())
+        if reason is not None:
+            return [Refusal(0, reason, whole_file=True)]
+        fs = self._files.get(path.resolve())
+        return list(fs.skipped) if fs is not None else []
+
+    def _links_out(self, path: Path) -> bool:
+        """``path`` lies in the workspace but is a link to a file outside it (never read: a
+        repository's ``notes.py -> ~/.ssh/id_rsa``). A file outside every root that the client
+        names itself is read as named."""
+        absolute = Path(os.path.abspath(path))
+        if not any(absolute.is_relative_to(r) for r in self.roots):
+            return False
+        resolved = path.resolve()
+        if any(resolved.is_relative_to(r) for r in self.roots):
+            return False
+        self.unread[absolute] = LINKS_OUT
+        return True
+
+    def scan(self, roots: list[Path] | None = None) -> Iterator[Path | None]:
+        """Summarize every file under the roots that may matter. Yields each path when it is
+        done, and None between statements of a file (a point where a caller may pause)."""
         for root in roots or self.roots:
-            for path in iter_python_files(root):
-                path = path.resolve()
+            for found in iter_python_files(root):
+                if self._links_out(found):
+                    continue
+                path = found.resolve()
                 if path in self._open:
                     yield path
                     continue
-                text = _read(path)
+                text = self._read(path)
                 if text is None or not may_matter(path, text):
                     continue
-                self._refresh(path, text)
+                yield from self._refresh_steps(path, text)
                 self._stamp(path)
                 yield path
 
+    def _read(self, path: Path) -> str | None:
+        """A file's text from disk, or None; why it was not read is kept in ``unread``."""
+        text = read_text(path, budget.MAX_FILE_BYTES)
+        if isinstance(text, Unreadable):
+            self.unread[path] = str(text)
+            self._files.pop(path, None)
+            return None
+        self.unread.pop(path, None)
+        return text
+
     def known_files(self) -> list[Path]:
         return [p for p, fs in self._files.items() if fs is not None]
-
-
-def _read(path: Path) -> str | None:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read()
-    except (OSError, ValueError):
-        return None

@@ -16,6 +16,8 @@ from functools import cached_property
 
 import libcst as cst
 
+from jaxlsp.discovery import budget
+from jaxlsp.discovery.budget import Refusal
 from jaxlsp.discovery.chunks import LogicalLine, logical_lines, statements
 
 _WORD = re.compile(r"[A-Za-z_]\w*")
@@ -412,15 +414,27 @@ class _BodyWalker:
 class ChunkInfo:
     """The summary of one top-level statement, with lines relative to its first line."""
 
-    kind: str  # import | class | function | assign | compound | other | error
+    kind: str  # import | class | function | assign | compound | other | error | skipped
     bindings: tuple[Binding, ...] = ()
     cls: ClassInfo | None = None
     fn: FunctionInfo | None = None
     words: frozenset[str] = field(default_factory=frozenset)
+    skipped: Refusal | None = None  # why the statement was not parsed (discovery/budget.py)
+    cost: int = 0  # what it costs its file's budget for long expressions
 
 
 def summarize(text: str, word: str, header: int) -> ChunkInfo:
-    """Summarize one top-level statement ``text`` whose header is ``header`` lines in."""
+    """Summarize one top-level statement ``text`` whose header is ``header`` lines in, unless its
+    pre-scan says libcst must not see it."""
+    cost = budget.scan(text)
+    if cost.refusal is not None:
+        return ChunkInfo("skipped", skipped=cost.refusal)
+    info = _summarize(text, word, header)
+    info.cost = cost.units
+    return info
+
+
+def _summarize(text: str, word: str, header: int) -> ChunkInfo:
     if word in ("import", "from"):
         stmt = _parse(text)
         if stmt is None:

@@ -13,10 +13,10 @@ import html
 import json
 from pathlib import Path
 
-from jaxlsp.graph import _page
+from jaxlsp.graph import html_page
 from jaxlsp.graph.io import to_json
 from jaxlsp.graph.model import Graph, Group, Node
-from jaxlsp.graph.summary import shape_str
+from jaxlsp.graph.report import shape_str
 
 # --------------------------------------------------------------------------------------------
 # DOT
@@ -152,14 +152,14 @@ def to_html(graph: Graph) -> str:
     style = _viewer_asset("viewer.css")
     return "".join(
         [
-            _page.HEAD.replace("$TITLE", title, 1),
+            html_page.HEAD.replace("$TITLE", title, 1),
             "<style>\n",
             style,
             "</style>\n",
             '<script type="application/json" id="graph-data">',
             _script_json(to_json(graph)),
             "</script>\n",
-            _page.BOOT,
+            html_page.BOOT,
             "<script>\n",
             script,
             "\n</script>\n</head>\n<body></body>\n</html>\n",

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jaxlsp.graph.model import Graph, Node, Value
-from jaxlsp.graph.summary import shape_str
+from jaxlsp.graph.report import shape_str
 
 
 @dataclass

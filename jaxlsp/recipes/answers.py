@@ -27,9 +27,9 @@ from dataclasses import replace
 from typing import Any
 
 from jaxlsp.recipes import schema
-from jaxlsp.recipes.errors import RecipeError
-from jaxlsp.recipes.model import NeedsInput, Resolved, Selected
+from jaxlsp.recipes.problems import RecipeError
 from jaxlsp.recipes.propose import apply_answers
+from jaxlsp.recipes.selection import NeedsInput, Resolved, Selected
 
 MAX_ANSWER = 4096  # characters: a typed answer is a line, not a file
 _POSITIVE = re.compile(r"[1-9][0-9]*")

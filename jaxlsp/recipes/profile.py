@@ -14,7 +14,7 @@ from typing import Any, cast
 
 from jaxlsp.capture.worker.protocol import CallSpec, ResolvedProfile, Target, TargetKind
 from jaxlsp.recipes import schema
-from jaxlsp.recipes.errors import KeyPath, format_key_path
+from jaxlsp.recipes.problems import KeyPath, format_key_path
 from jaxlsp.recipes.schema import show
 from jaxlsp.recipes.specs import Context, check_args, check_kwargs, check_ref_name, check_seed, is_int
 
@@ -86,6 +86,7 @@ def check_profile(name: str, table: object, base: Path, prefix: KeyPath | None =
             )
         elif kind == "function":
             ctx.error((*path, "method"), 'method is for module targets, and kind = "function"')
+    env = _names(ctx, (*path, "env"), table.get("env", []), "environment variable names")
     rngs = _names(ctx, (*path, "rngs"), table.get("rngs", []), "rng stream names")
     mutable = _names(ctx, (*path, "mutable"), table.get("mutable", []), "collection names")
     for key, given in (("rngs", rngs), ("mutable", mutable)):
@@ -124,6 +125,8 @@ def check_profile(name: str, table: object, base: Path, prefix: KeyPath | None =
     profile["load"] = load
     if symbolic:
         profile["symbolic"] = symbolic
+    if env:
+        profile["env"] = env
     out.profile = cast(ResolvedProfile, profile)
     out.target = target
     out.python = python

@@ -17,14 +17,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jaxlsp.recipes import schema
-from jaxlsp.recipes.errors import KeyPath, Problem, RecipeError, format_key_path
 from jaxlsp.recipes.locate import line_of, locate
-from jaxlsp.recipes.model import NeedsInput, Resolved, Selected
+from jaxlsp.recipes.problems import KeyPath, Problem, RecipeError, format_key_path
 from jaxlsp.recipes.profile import check_profile, names_method, split_target, target_path
 from jaxlsp.recipes.schema import show
+from jaxlsp.recipes.selection import NeedsInput, Resolved, Selected
+from jaxlsp.textfiles import Unreadable, read_text
 
 if TYPE_CHECKING:
-    from jaxlsp.discovery.model import Entrypoint
+    from jaxlsp.discovery.entrypoints import Entrypoint
 
 _TOML_LINE = re.compile(r"at line (\d+)")
 
@@ -71,6 +72,10 @@ def parse_recipe(text: str, path: Path) -> Recipe:
         match = _TOML_LINE.search(str(exc))
         line = int(match.group(1)) if match else None
         raise RecipeError([Problem(path, line, "", f"not valid TOML: {exc}")]) from None
+    except RecursionError:  # tomllib parses nested arrays and inline tables recursively
+        raise RecipeError([Problem(path, _deepest_line(text), "", _TOO_DEEP)]) from None
+    if _depth(data) > MAX_NESTING:  # the checks below walk values recursively
+        raise RecipeError([Problem(path, _deepest_line(text), "", _TOO_DEEP)])
     lines = locate(text)
     found: list[tuple[KeyPath, str]] = []
     for key in data:
@@ -104,13 +109,46 @@ def parse_recipe(text: str, path: Path) -> Recipe:
     return Recipe(path, text, tables, results, lines)
 
 
+MAX_RECIPE_BYTES = 1024 * 1024
+MAX_NESTING = 32  # arrays and tables inside one another (input pytrees need a handful)
+_TOO_DEEP = f"not accepted: arrays or tables nest more than {MAX_NESTING} deep"
+
+
+def _depth(value: Any) -> int:
+    deepest = 0
+    stack = [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, level)
+            if level > MAX_NESTING:
+                break
+            stack.extend((child, level + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def _deepest_line(text: str) -> int:
+    """The 1-based line where brackets first nest deepest (a rough count that ignores strings)."""
+    level = best = 0
+    line = best_line = 1
+    for char in text:
+        if char in "[{":
+            level += 1
+            if level > best:
+                best, best_line = level, line
+        elif char in "]}":
+            level = max(level - 1, 0)
+        elif char == "\n":
+            line += 1
+    return best_line
+
+
 def load_recipe(path: str | os.PathLike[str]) -> Recipe:
     """Read and check a ``jaxlsp.toml``; raises :class:`RecipeError` listing every problem."""
     recipe_path = Path(path)
-    try:
-        text = recipe_path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RecipeError([Problem(recipe_path, None, "", f"cannot read the recipe: {exc}")]) from None
+    text = read_text(recipe_path, MAX_RECIPE_BYTES)
+    if isinstance(text, Unreadable):
+        raise RecipeError([Problem(recipe_path, None, "", f"cannot read the recipe: {text}")])
     return parse_recipe(text, recipe_path)
 
 

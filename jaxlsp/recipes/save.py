@@ -20,11 +20,11 @@ from typing import Any
 import tomlkit
 from tomlkit.exceptions import TOMLKitError
 
-from jaxlsp.recipes.errors import RecipeError, parse_key_path
-from jaxlsp.recipes.model import Resolved
+from jaxlsp.recipes.problems import RecipeError, parse_key_path
 from jaxlsp.recipes.recipe import parse_recipe
 from jaxlsp.recipes.render import render_profile
 from jaxlsp.recipes.schema import RECIPE_FILE, VERSION
+from jaxlsp.recipes.selection import Resolved
 
 
 class SaveError(Exception):
@@ -73,7 +73,7 @@ def save_profile(
         head = text.rstrip("\n") + "\n\n" if text.strip() else f"version = {VERSION}\n\n"
         new_text = head + render_profile(resolved.name, resolved.table)
     _check(target, new_text, resolved.name)
-    _replace(target, new_text.encode("utf-8"), before)
+    replace_atomically(target, new_text.encode("utf-8"), before)
     return Saved(target, before is None, resolved.name)
 
 
@@ -124,7 +124,7 @@ def _check(target: Path, text: str, profile: str) -> None:
         raise SaveError(f"profile {profile} would still be incomplete in {target}")
 
 
-def _replace(target: Path, data: bytes, before: bytes | None) -> None:
+def replace_atomically(target: Path, data: bytes, before: bytes | None) -> None:
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
         mode = target.stat().st_mode & 0o7777 if before is not None else 0o644

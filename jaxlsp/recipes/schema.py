@@ -9,7 +9,7 @@ import difflib
 import re
 from typing import Final
 
-from jaxlsp.recipes.errors import quote_string, toml_value
+from jaxlsp.recipes.problems import quote_string, toml_value
 
 VERSION: Final = 1
 RECIPE_FILE: Final = "jaxlsp.toml"
@@ -35,6 +35,7 @@ PROFILE_KEYS: Final = (
     "load",
     "dims",
     "symbolic",
+    "env",
 )
 CALL_KEYS: Final = ("args", "kwargs", "factory")
 KINDS: Final = ("function", "linen", "nnx", "equinox")

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jaxlsp.recipes import schema
-from jaxlsp.recipes.errors import KeyPath
+from jaxlsp.recipes.problems import KeyPath
 from jaxlsp.recipes.schema import show
 
 

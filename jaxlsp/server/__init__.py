@@ -1,4 +1,4 @@
-"""The language server: thin pygls adapters over discovery (and, later, capture and graphs)."""
+"""The language server: thin pygls adapters over discovery, recipes, capture and graphs."""
 
 from __future__ import annotations
 
@@ -6,20 +6,30 @@ import logging
 import os
 import sys
 
+MAX_LOG_LINE = 4000  # characters of one log record (pygls logs whole params, 10 MB and all)
 
-class _RoutineCancel(logging.Filter):
+
+def _shorten(record: logging.LogRecord) -> bool:
+    message = record.getMessage()
+    if len(message) > MAX_LOG_LINE:
+        record.msg = f"{message[:MAX_LOG_LINE]}... ({len(message):,} characters)"
+        record.args = None
+    return True
+
+
+def _routine_cancel(record: logging.LogRecord) -> bool:
     """Drops pygls' warning about ``$/cancelRequest`` for a request already answered: editors send
     it routinely (VS Code for every superseded hover or lens) and show the server's stderr as
     errors, so the warning would read as a fault."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith("Cancel notification for unknown message id")
+    return not str(record.msg).startswith("Cancel notification for unknown message id")
 
 
 def serve(tcp: tuple[str, int] | None = None) -> None:
     """Run the server on stdio (the default) or TCP. Nothing but protocol ever reaches stdout."""
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="jaxlsp %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("pygls.protocol.json_rpc").addFilter(_RoutineCancel())
+    logging.getLogger("pygls.protocol.json_rpc").addFilter(_routine_cancel)
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(_shorten)
     from jaxlsp.server.app import create_server
 
     server = create_server()

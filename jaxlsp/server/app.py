@@ -1,29 +1,42 @@
-"""The pygls server object, its protocol (which advertises ``experimental.jaxlsp``) and its wiring."""
+"""The pygls server object, its protocol (which advertises ``experimental.jaxlsp``), the server's
+lifecycle (initialize, initialized, shutdown, fanned out to the features) and its wiring:
+:func:`create_server` builds every feature with the services it needs, by type."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Callable, Generator
+import sys
+import threading
+from collections.abc import Awaitable, Callable, Generator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import attrs
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidRequest
+from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.uris import to_fs_path
 
 from jaxlsp import __version__
-from jaxlsp.server import wire
+from jaxlsp.server import transport, wire
+from jaxlsp.server.params import invalid, shown
 from jaxlsp.server.session import ClientSupport, Options, Session
+
+if TYPE_CHECKING:
+    from jaxlsp.server.features import Feature
 
 log = logging.getLogger(__name__)
 EXTENSIONS_VERSION = 1
+MAX_METHOD = 256  # characters in a method name
+METHOD_NOT_FOUND = -32601
 
 
-def experimental_capabilities() -> dict[str, wire.ExperimentalCapabilities]:
-    """What ``ServerCapabilities.experimental`` advertises (docs/lsp-extensions.md)."""
+def experimental_capabilities(commands: list[str]) -> dict[str, wire.ExperimentalCapabilities]:
+    """What ``ServerCapabilities.experimental`` advertises (docs/lsp-extensions.md); ``commands``
+    are the registered ones."""
     return {
         "jaxlsp": {
             "version": EXTENSIONS_VERSION,
@@ -31,13 +44,7 @@ def experimental_capabilities() -> dict[str, wire.ExperimentalCapabilities]:
             "traceGraph": True,
             "environment": True,
             "openGraph": True,
-            "commands": [
-                "jaxlsp.traceGraph",
-                "jaxlsp.listTrusted",
-                "jaxlsp.revokeTrust",
-                "jaxlsp.checkEnvironment",
-                "jaxlsp.openGraph",
-            ],
+            "commands": commands,
         }
     }
 
@@ -71,6 +78,14 @@ class JaxProtocol(LanguageServerProtocol):
         return super().structure_message(data)
 
     def handle_message(self, message: Any) -> None:
+        method = getattr(message, "method", None)
+        if isinstance(method, str) and len(method) > MAX_METHOD:
+            # pygls would quote the whole name back ("Method Not Found: ..."), 10 MB and all.
+            if hasattr(message, "id"):
+                self.send_error(
+                    message.id, METHOD_NOT_FOUND, f"no method named {method[:60]!r}... ({len(method):,} characters)"
+                )
+            return
         # pygls drops every message after ``shutdown`` without a word, so a request then would wait
         # forever: the protocol says to answer it with InvalidRequest.
         if self._shutdown and getattr(message, "method", "") != types.EXIT and hasattr(message, "id"):
@@ -81,10 +96,21 @@ class JaxProtocol(LanguageServerProtocol):
             return
         super().handle_message(message)
 
+    def send_error(self, msg_id: int | str | None, code: int, message: str) -> None:
+        """An error response written as it is: ``id`` may be null (a message whose id is unreadable)."""
+        self._send_data({"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}})
+
+    @lsp_method(types.WORKSPACE_EXECUTE_COMMAND)
+    def lsp_workspace__execute_command(self, params: types.ExecuteCommandParams) -> Generator[Any, Any, Any]:
+        # pygls quotes an unknown command's whole name back: name it by a short prefix instead.
+        if params.command not in self.fm.commands:
+            raise invalid(f"params.command: no command named {shown(params.command)}")
+        return (yield from super().lsp_workspace__execute_command(params))
+
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams) -> Generator[Any, Any, types.InitializeResult]:
         result: types.InitializeResult = yield from super().lsp_initialize(params)
-        result.capabilities.experimental = experimental_capabilities()
+        result.capabilities.experimental = experimental_capabilities(sorted(self.fm.commands))
         return result
 
 
@@ -92,12 +118,72 @@ class JaxServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__(name="jaxlsp", version=__version__, protocol_cls=JaxProtocol)
         self.session = Session()
-        self.index_task: object = None
-        self.tracer: Any = None  # features.tracing.Tracer
-        self.environment: Any = None  # features.environment.Environments
-        self.viewer: Any = None  # features.viewer.Viewers
+        # The lifecycle, fanned out: called once the client said initialized, and at shutdown.
+        self.on_initialized: list[Callable[[], None]] = []
+        self.on_shutdown: list[Callable[[], Awaitable[None]]] = []
         # Called with each file whose text changed (typed, closed, or changed on disk).
         self.edit_listeners: list[Callable[[Path], None]] = []
+
+    @property
+    def jax_protocol(self) -> JaxProtocol:
+        assert isinstance(self.protocol, JaxProtocol)
+        return self.protocol
+
+    def close(self) -> None:
+        """pygls' ``shutdown`` (stop the loop, the thread pool, a TCP server), typed."""
+        super().shutdown()  # type: ignore[no-untyped-call]
+
+    def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
+        """pygls' stdio server on :mod:`jaxlsp.server.transport`'s bounded loop; a stream that breaks
+        a limit ends the server with one log line and exit status 1."""
+        self._stop_event = threading.Event()
+        reader = transport.StdinReader(stdin or sys.stdin.buffer, self.thread_pool)
+        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+        broken: transport.TransportError | None = None
+        try:
+            asyncio.run(transport.run(self._stop_event, reader, self.jax_protocol))
+        except transport.TransportError as exc:
+            broken = exc
+        except BrokenPipeError:
+            log.error("the connection to the client is lost: shutting down")
+        except (KeyboardInterrupt, SystemExit):
+            pass
+        finally:
+            self.close()
+        if broken is not None:
+            transport.fatal(broken)
+
+    def start_tcp(self, host: str, port: int) -> None:
+        """One client over TCP, through the same bounded loop."""
+        self._stop_event = stop = threading.Event()
+        done: asyncio.Future[None] | None = None
+
+        async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            self.protocol.set_writer(writer)
+            try:
+                await transport.run(stop, transport.StreamReader(reader), self.jax_protocol)
+            except transport.TransportError as exc:
+                if done is not None and not done.done():
+                    done.set_exception(exc)
+                return
+            if done is not None and not done.done():
+                done.set_result(None)
+
+        async def serve() -> None:
+            nonlocal done
+            done = asyncio.get_running_loop().create_future()
+            server = await asyncio.start_server(connection, host, port, limit=transport.MAX_HEADER + 1)
+            async with server:
+                await done
+
+        try:
+            asyncio.run(serve())
+        except transport.TransportError as exc:
+            self.close()
+            transport.fatal(exc)
+        except (KeyboardInterrupt, SystemExit):
+            pass
+        self.close()
 
     def configure(self, params: types.InitializeParams) -> None:
         roots: list[Path] = []
@@ -113,14 +199,20 @@ class JaxServer(LanguageServer):
         self.session.options = Options.parse(params.initialization_options)
         self.session.start(roots)
 
+    def lines(self, path: Path) -> list[str]:
+        """A file's lines as the index has them (the open document, else a bounded disk read;
+        never pygls' own unbounded read of a document the client did not open)."""
+        from jaxlsp.discovery.chunks import normalize_newlines
+
+        return normalize_newlines(self.session.index.text(path) or "").split("\n")
+
     def frame_location(self, frame: Any) -> tuple[str, types.Range]:
         """A graph frame (1-based lines, code-point columns) as a URI and a range in client units."""
-        from jaxlsp.discovery.chunks import normalize_newlines
-        from jaxlsp.discovery.model import Span
+        from jaxlsp.discovery.entrypoints import Span
         from jaxlsp.server.convert import to_range
 
         path = Path(frame.path)
-        lines = normalize_newlines(self.session.index.text(path) or "").split("\n")
+        lines = self.lines(path)
         span = Span(frame.line - 1, frame.column, frame.end_line - 1, frame.end_column)
         return path.as_uri(), to_range(span, lines, self.workspace.position_codec)
 
@@ -149,10 +241,61 @@ def _log_show_failure(future: Any) -> None:
         log.info("window/showDocument failed: %s", future.exception())
 
 
+def register_lifecycle(server: JaxServer) -> None:
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: JaxServer, params: types.InitializeParams) -> None:
+        ls.configure(params)
+
+    @server.feature(types.INITIALIZED)
+    def initialized(ls: JaxServer, params: types.InitializedParams) -> None:
+        for started in ls.on_initialized:
+            started()
+
+    @server.feature(types.SHUTDOWN)
+    async def shutdown(ls: JaxServer, params: Any) -> None:
+        for stop in ls.on_shutdown:
+            try:
+                await stop()
+            except Exception:  # one feature that fails to stop must not keep the others running
+                log.exception("a feature failed to shut down")
+
+
 def create_server() -> JaxServer:
-    from jaxlsp.server.features import discover, documents, environment, lenses, tracing, viewer, views
+    """The server with every feature, each given the services it uses (esbonio's way, by type)."""
+    from jaxlsp.capture.service import CaptureService
+    from jaxlsp.server.features.discover import Discover
+    from jaxlsp.server.features.documents import Documents
+    from jaxlsp.server.features.environment import Environments
+    from jaxlsp.server.features.exporting import Export
+    from jaxlsp.server.features.graphs import Graphs
+    from jaxlsp.server.features.hover import Hover
+    from jaxlsp.server.features.lenses import Lenses
+    from jaxlsp.server.features.navigation import Navigation
+    from jaxlsp.server.features.tracing import Tracing
+    from jaxlsp.server.features.trust import TrustPrompt
+    from jaxlsp.server.features.viewer import Viewer
 
     server = JaxServer()
-    for feature in (documents, lenses, discover, tracing, environment, views, viewer):
+    register_lifecycle(server)
+    trust = TrustPrompt(server)
+    environments = Environments(server, trust)
+    capture = CaptureService(store=server.session.graphs, gate=environments.before_capture)
+    server.on_shutdown.append(capture.close)
+    navigation = Navigation(server)
+    viewer = Viewer(server, navigation)
+    features: list[Feature] = [
+        Documents(server),
+        Lenses(server),
+        Discover(server),
+        trust,
+        Tracing(server, trust, capture),
+        Graphs(server),
+        navigation,
+        Export(server, navigation),
+        Hover(server, viewer),
+        environments,
+        viewer,
+    ]
+    for feature in features:
         feature.register(server)
     return server

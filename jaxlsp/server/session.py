@@ -8,9 +8,9 @@ from typing import Any
 
 from lsprotocol import types
 
-from jaxlsp.discovery import Classifier, Discovery, WorkspaceIndex
+from jaxlsp.discovery import Classifier, Discovery, Entrypoint, WorkspaceIndex
 from jaxlsp.graph.store import GraphStore
-from jaxlsp.trust import TrustStore
+from jaxlsp.trust_store import TrustStore
 
 
 @dataclass(frozen=True)
@@ -97,11 +97,10 @@ class Session:
         return max(inside, key=lambda r: len(r.parts)) if inside else path.parent
 
     def is_trusted(self, folder: Path) -> bool:
-        # The editor's trust covers its workspace folders, not any file the client names outside them.
+        # The editor's trust covers its workspace folders, not any file the client names outside
+        # them; with no folders at all it covers nothing, and each file's folder is asked about.
         resolved = folder.resolve()
-        editor = self.options.trusted and (
-            not self.roots or any(resolved.is_relative_to(r.resolve()) for r in self.roots)
-        )
+        editor = self.options.trusted and any(resolved.is_relative_to(r.resolve()) for r in self.roots)
         return editor or folder in self.trusted_once or self.trust.is_trusted(folder)
 
     def start(self, roots: list[Path]) -> None:
@@ -112,9 +111,15 @@ class Session:
     def discover(self, path: Path, revalidate: bool = False) -> Discovery:
         """Entrypoints of ``path``. With ``revalidate``, a client that watches no files still gets
         lenses that follow disk changes (a ``git checkout`` changing a base class)."""
-        if self.classifier is None:
-            self.start([path.parent])
+        if self.classifier is None:  # no initialize yet: index around the file, trusting no folder
+            self.index = WorkspaceIndex([path.parent])
+            self.classifier = Classifier(self.index)
         assert self.classifier is not None
         if revalidate and not self.support.watched_files_registration:
             self.index.revalidate()
         return self.classifier.discover(path)
+
+    def entrypoint(self, path: Path, name: str) -> Entrypoint | None:
+        """The entrypoint (or driver) ``name`` of ``path``, from the warm index."""
+        found = self.discover(path)
+        return next((e for e in (*found.entrypoints, *found.drivers) if e.name == name), None)

@@ -1,12 +1,28 @@
-"""The wire types of jaxlsp's LSP extensions, as TypedDicts.
+"""The wire types of jaxlsp's LSP extensions, as TypedDicts, each method's name beside its types
+(as rust-analyzer's ``lsp/ext.rs`` does).
 
-docs/lsp-extensions.md documents every type here and carries this file's hash; a test fails
-when this file changes without the doc.
+Handlers are annotated with these types, so ``mypy --strict`` checks every answer; ``params.parse``
+checks every request's params against them. docs/lsp-extensions.md documents every type here and
+carries this file's hash; a test fails when this file changes without the doc.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Annotated, Any, Final, Literal, NotRequired, TypedDict
+
+
+class Size:
+    """How many characters (strings) or members (lists, objects) a param may have; checked by
+    ``params.parse``, which allows 8,192 characters and 10,000 members where no Size is given."""
+
+    def __init__(self, most: int, least: int = 0) -> None:
+        self.most = most
+        self.least = least
+
+
+Name = Annotated[str, Size(1024, least=1)]  # a target's qualified name, a profile, a needs-input path
+Id = Annotated[str, Size(256, least=1)]  # trace, node, group ids and page cursors
+Device = Annotated[str, Size(64)]  # cpu | cuda:N
 
 EntrypointKind = Literal["function", "linen", "nnx", "equinox"]
 FieldKind = Literal["field", "positionalOnly", "positional", "varPositional", "keywordOnly", "varKeyword"]
@@ -43,6 +59,9 @@ class TextDocumentIdentifier(TypedDict):
     uri: str
 
 
+DISCOVER: Final = "jaxlsp/discover"
+
+
 class DiscoverParams(TypedDict):
     """``jaxlsp/discover`` request params."""
 
@@ -73,29 +92,38 @@ class DiscoverResult(TypedDict):
     drivers: list[EntrypointItem]
 
 
+TRACE_GRAPH_COMMAND: Final = "jaxlsp.traceGraph"
+
+
 class TraceGraphArguments(TypedDict):
     """The single argument of the ``jaxlsp.traceGraph`` command."""
 
     uri: str
-    name: str
-    profile: NotRequired[str]
-    answers: NotRequired[dict[str, Any]]
+    name: Name
+    profile: NotRequired[Name]
+    answers: NotRequired[Annotated[dict[Name, Any], Size(256)]]
     save: NotRequired[bool]
+
+
+OPEN_GRAPH_COMMAND: Final = "jaxlsp.openGraph"
 
 
 class OpenGraphArguments(TypedDict):
     """The single argument of the ``jaxlsp.openGraph`` command (the "Open graph" lens)."""
 
-    traceId: str
+    traceId: Id
+
+
+TRACE: Final = "jaxlsp/trace"
 
 
 class TraceParams(TypedDict):
     """``jaxlsp/trace`` request params."""
 
     textDocument: TextDocumentIdentifier
-    name: str
-    profile: NotRequired[str]
-    answers: NotRequired[dict[str, Any]]  # needs-input item path -> the typed text (parsed by the server)
+    name: Name
+    profile: NotRequired[Name]
+    answers: NotRequired[Annotated[dict[Name, Any], Size(256)]]  # needs-input item path -> the typed text
     save: NotRequired[bool]  # write the completed profile to jaxlsp.toml
 
 
@@ -146,6 +174,9 @@ class NeedsInputResult(TypedDict):
     errors: NotRequired[dict[str, str]]  # answers that did not parse or check: path -> message
 
 
+TRACE_FINISHED: Final = "jaxlsp/traceFinished"
+
+
 class TraceFinished(TypedDict):
     """The ``jaxlsp/traceFinished`` notification."""
 
@@ -156,10 +187,13 @@ class TraceFinished(TypedDict):
     error: NotRequired[str]
 
 
+GRAPH: Final = "jaxlsp/graph"
+
+
 class GraphParams(TypedDict):
-    traceId: str
-    group: NotRequired[str]
-    cursor: NotRequired[str]
+    traceId: Id
+    group: NotRequired[Id]
+    cursor: NotRequired[Id]
     limit: NotRequired[int]
 
 
@@ -198,9 +232,12 @@ class GraphPage(TypedDict):
     nextCursor: NotRequired[str]
 
 
+NODE: Final = "jaxlsp/node"
+
+
 class NodeParams(TypedDict):
-    traceId: str
-    nodeId: str
+    traceId: Id
+    nodeId: Id
 
 
 class Location(TypedDict):
@@ -221,6 +258,9 @@ class NodeDetail(TypedDict):
     frames: list[Location]
 
 
+NODES_AT: Final = "jaxlsp/nodesAt"
+
+
 class NodesAtParams(TypedDict):
     textDocument: TextDocumentIdentifier
     position: Position
@@ -231,18 +271,24 @@ class NodesAtResult(TypedDict):
     nodeIds: list[str]
 
 
+EXPORT: Final = "jaxlsp/export"
+
+
 class ExportParams(TypedDict):
-    traceId: str
-    format: Literal["json", "dot", "html"]
+    traceId: Id
+    format: NotRequired[Literal["json", "dot", "html"]]
 
 
 class ExportResult(TypedDict):
     uri: str
 
 
+REVEAL_SOURCE: Final = "jaxlsp/revealSource"
+
+
 class RevealSourceParams(TypedDict):
-    traceId: str
-    nodeId: str
+    traceId: Id
+    nodeId: Id
     frame: NotRequired[int]
 
 
@@ -250,12 +296,18 @@ class RevealSourceResult(TypedDict):
     location: Location
 
 
+OPEN_GRAPH: Final = "jaxlsp/openGraph"
+
+
 class OpenGraphParams(TypedDict):
-    traceId: str
+    traceId: Id
 
 
 class OpenGraphResult(TypedDict):
     url: str
+
+
+CURSOR_MOVED: Final = "jaxlsp/cursorMoved"
 
 
 class CursorMovedParams(TypedDict):
@@ -265,14 +317,28 @@ class CursorMovedParams(TypedDict):
     position: Position
 
 
+ENVIRONMENT: Final = "jaxlsp/environment"
+
+
 class EnvironmentParams(TypedDict):
     """``jaxlsp/environment`` request params (all optional); also the ``jaxlsp.checkEnvironment``
     command's single optional argument, with ``uri`` for ``textDocument``."""
 
     textDocument: NotRequired[TextDocumentIdentifier]
-    name: NotRequired[str]
-    device: NotRequired[str]
+    name: NotRequired[Name]
+    device: NotRequired[Device]
     refresh: NotRequired[bool]
+
+
+CHECK_ENVIRONMENT_COMMAND: Final = "jaxlsp.checkEnvironment"
+
+
+class CheckEnvironmentArguments(TypedDict):
+    """The ``jaxlsp.checkEnvironment`` command's single optional argument."""
+
+    uri: NotRequired[str]
+    name: NotRequired[Name]
+    device: NotRequired[Device]
 
 
 class EnvironmentProblem(TypedDict):
@@ -308,3 +374,7 @@ class LensData(TypedDict):
     uri: str
     name: str
     kind: EntrypointKind
+
+
+LIST_TRUSTED_COMMAND: Final = "jaxlsp.listTrusted"  # no argument; the folders trusted "Always"
+REVOKE_TRUST_COMMAND: Final = "jaxlsp.revokeTrust"  # one argument, a folder; true when it was trusted

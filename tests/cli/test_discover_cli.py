@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.unit.helpers import write_tree
+from tests.discovery.helpers import write_tree
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -92,7 +92,7 @@ def capture_cgroups(*owners: int) -> list[Path]:
 
 
 def cgroups_usable() -> bool:
-    from jaxlsp.capture import forkserver
+    from jaxlsp.capture.worker import forkserver
 
     made = forkserver.cgroup_create(f"probe-{os.getpid()}-{time.monotonic_ns()}")
     if made is None:
@@ -113,6 +113,15 @@ def server_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def _limit_address_space(limit: int) -> Callable[[], None]:
+    def apply() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    return apply
+
+
 class RpcError(Exception):
     def __init__(self, error: dict[str, Any]) -> None:
         super().__init__(f"{error.get('code')}: {error.get('message')}")
@@ -128,7 +137,12 @@ class Peer:
 
     TIMEOUT = 30.0
 
-    def __init__(self, env: dict[str, str] | None = None, cwd: Path | None = None) -> None:
+    def __init__(
+        self,
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+        address_space: int | None = None,  # bytes of RLIMIT_AS for the server
+    ) -> None:
         self.env = env or server_env()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "jaxlsp", "serve"],
@@ -137,6 +151,7 @@ class Peer:
             stderr=subprocess.PIPE,
             env=self.env,
             cwd=cwd,
+            preexec_fn=None if address_space is None else _limit_address_space(address_space),
         )
         self.answers: dict[str, Callable[[Any], Any]] = {
             "window/showMessageRequest": lambda params: {"title": "Cancel"},

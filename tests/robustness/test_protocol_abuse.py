@@ -10,6 +10,9 @@ server run anything.
 
 from __future__ import annotations
 
+import json
+import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -259,3 +262,107 @@ def test_requests_after_shutdown_get_an_error(tmp_path: Path) -> None:
         record(**{"protocol.after_shutdown": "InvalidRequest for every request; exit code 0"})
     finally:
         peer.close()
+
+
+# -- issue 20: echoes, internal errors, framing -------------------------------------------------
+
+ECHO_LIMIT = 2000  # characters of an error message at most; the value itself is quoted by a prefix
+
+
+def test_ten_megabyte_values_never_come_back(served: tuple[Peer, Path, Path]) -> None:
+    """A 10 MB profile, group, answers key, command name or device is named by a short prefix."""
+    peer, root, sentinel = served
+    uri = (root / "model.py").as_uri()
+    for method, params in [
+        ("jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "predict", "profile": HUGE}),
+        ("jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "predict", "answers": {HUGE: 1}}),
+        ("jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "predict", "answers": {"a": HUGE}}),
+        ("jaxlsp/graph", {"traceId": "t", "group": HUGE}),
+        ("jaxlsp/graph", {"traceId": "t", "cursor": HUGE}),
+        ("jaxlsp/environment", {"device": HUGE}),
+        ("workspace/executeCommand", {"command": HUGE, "arguments": []}),
+        ("workspace/executeCommand", command("jaxlsp.traceGraph", [{"uri": uri, "name": "x", "profile": HUGE}])),
+        ("workspace/executeCommand", command("jaxlsp.checkEnvironment", [{"device": HUGE}])),
+        (HUGE, {}),
+    ]:
+        reply = answered(peer, method, params)
+        text = json.dumps(reply)
+        assert len(text) < ECHO_LIMIT + 500, f"{method[:40]}: {len(text):,} characters came back"
+        assert "error" in reply, (method[:40], reply)
+    assert peer.alive()
+    assert not sentinel.exists()
+
+
+def test_bad_values_are_invalid_params_not_internal_errors(served: tuple[Peer, Path, Path]) -> None:
+    peer, _, _ = served
+    for method, params, where in [
+        ("jaxlsp/discover", {"textDocument": {"uri": "file:///tmp/a%00b.py"}}, "params.textDocument.uri"),
+        ("jaxlsp/environment", {"textDocument": {"uri": "file:///tmp/a%00b.py"}}, "params.textDocument.uri"),
+        (
+            "jaxlsp/nodesAt",
+            {"textDocument": {"uri": "file:///a%00.py"}, "position": {"line": 0, "character": 0}},
+            "uri",
+        ),
+        ("jaxlsp/export", {"traceId": "t", "format": ["json"]}, "params.format"),
+        ("jaxlsp/graph", {"traceId": "t", "limit": True}, "params.limit"),
+        ("jaxlsp/trace", {"textDocument": {"uri": "file:///x.py"}, "name": "f", "save": "yes"}, "params.save"),
+        ("jaxlsp/trace", {"textDocument": {"uri": "file:///x.py"}, "name": "f\x00"}, "params.name"),
+    ]:
+        with pytest.raises(RpcError) as info:
+            peer.call(method, params)
+        assert info.value.code == INVALID_PARAMS, (method, info.value)
+        assert where in info.value.message, (method, info.value.message)
+        assert info.value.data is None or "traceback" not in json.dumps(info.value.data)
+
+
+def test_a_deeply_nested_recipe_is_a_recipe_error(peer_factory: Any, tmp_path: Path) -> None:
+    """tomllib recurses into nested arrays: 500 deep was a RecursionError, even before trust."""
+    root, sentinel = untrusted_workspace(tmp_path)
+    (root / "jaxlsp.toml").write_text(
+        'version = 1\n[profiles.p]\ntarget = "model.py::predict"\nx = ' + "[" * 500 + "]" * 500 + "\n"
+    )
+    peer: Peer = peer_factory(env=server_env())
+    peer.initialize(root)
+    uri = peer.open(root / "model.py")
+    for method, params in [
+        ("jaxlsp/environment", {"textDocument": {"uri": uri}, "name": "predict"}),
+        ("jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "predict"}),
+    ]:
+        reply = answered(peer, method, params)
+        assert "error" in reply and "RecursionError" not in json.dumps(reply), reply
+    assert peer.alive()
+    assert not sentinel.exists()
+
+
+def test_unparseable_and_overdeep_messages_are_answered(served: tuple[Peer, Path, Path]) -> None:
+    peer, _, _ = served
+    cases = [
+        (b'{"jsonrpc": "2.0", "id": 9001, "method": "jaxlsp/graph", "params": {', -32700),
+        (b'{"jsonrpc": "2.0", "id": "s-9002", "method": "jaxlsp/graph", "params": {"a": nul}}', -32700),
+        (b'{"jsonrpc":"2.0","id":9003,"method":"jaxlsp/graph","params":' + b"[" * 3000 + b"]" * 3000 + b"}", -32600),
+        (b'{"jsonrpc":"2.0","id":9004,"method":"jaxlsp/graph","params":' + b"[" * 100 + b"]" * 100 + b"}", -32600),
+        (b'{"jsonrpc":"2.0","id":9005,"method":"textDocument/hover","params":{"textDocument":5}}', -32602),
+    ]
+    for body, code in cases:
+        ident = json.loads(re.search(rb'"id": ?("[^"]+"|\d+)', body).group(1))  # type: ignore[union-attr]
+        peer.send_raw(body)
+        reply = peer.wait(ident)
+        assert reply["error"]["code"] == code, (body[:80], reply)
+    peer.send_raw(b"[1, 2]")  # not an object: answered with id null, and the server goes on
+    assert peer.alive()
+
+
+def test_an_oversized_message_ends_the_server_with_one_line(peer_factory: Any, tmp_path: Path) -> None:
+    root, _ = untrusted_workspace(tmp_path)
+    peer: Peer = peer_factory(env=server_env())
+    peer.initialize(root)
+    assert peer.proc.stdin is not None
+    peer.proc.stdin.write(b"Content-Length: 999999999999999\r\n\r\n")
+    peer.proc.stdin.flush()
+    assert peer.proc.wait(timeout=30) == 1
+    deadline = time.monotonic() + 10
+    while b"64 MiB" not in peer.stderr and time.monotonic() < deadline:
+        time.sleep(0.01)  # the reader thread copies stderr on its own schedule
+    err = peer.stderr.decode(errors="replace")
+    assert "over the 64 MiB limit" in err, err[-2000:]
+    assert "Traceback" not in err and "MemoryError" not in err, err[-2000:]

@@ -204,7 +204,7 @@ def test_the_viewer_is_loopback_only_token_bound_and_stops_with_the_server(peer_
         "/../../../../etc/passwd",
         "/%2e%2e/%2e%2e/etc/passwd",
         "/..%2f..%2f..%2fetc%2fpasswd",
-        "/static/../../jaxlsp/trust.py",
+        "/static/../../jaxlsp/trust_store.py",
         "//etc/passwd",
     ):
         for suffix in ("", f"?token={token}"):
@@ -230,3 +230,68 @@ def _local_addresses() -> list[str]:
         return sorted({info[4][0] for info in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET)})
     except OSError:
         return []
+
+
+def test_editor_trust_with_no_folders_asks_for_the_files_folder(peer_factory: Any, tmp_path: Path) -> None:
+    """``trusted: true`` covers the client's workspace folders; with none, nothing is covered."""
+    root, sentinel = untrusted_workspace(tmp_path)
+    peer: Peer = peer_factory(env=server_env())
+    peer.call(
+        "initialize",
+        {
+            "processId": None,
+            "rootUri": None,
+            "capabilities": {},
+            "initializationOptions": {"jaxlsp": {"trusted": True}},
+        },
+    )
+    peer.notify("initialized", {})
+    uri = peer.open(root / "model.py")
+    with pytest.raises(RpcError) as info:
+        peer.call("jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "predict"})
+    assert "trust" in info.value.message
+    prompts = [m["params"]["message"] for m in peer.server_requests if m["method"] == "window/showMessageRequest"]
+    assert prompts and str(root) in prompts[0], prompts
+    assert peer.descendants() == []
+    assert not sentinel.exists()
+
+
+ENV_PROBE = """import json, os, tempfile
+import jax.numpy as jnp
+
+TMP = tempfile.gettempdir()
+open(os.path.join(TMP, "left-behind.txt"), "w").write("user code wrote this")
+json.dump({"keys": sorted(os.environ), "tmp": TMP, "named": os.environ.get("MY_SETTING")},
+          open(os.environ["JAXLSP_CAPTURE_PROBE_OUT"], "w"))
+
+
+def f(x):
+    return jnp.sin(x)
+"""
+
+
+def test_the_worker_gets_an_allow_listed_environment_and_its_own_tmpdir(peer_factory: Any, tmp_path: Path) -> None:
+    pytest.importorskip("jax")
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "probe.py").write_text(ENV_PROBE)
+    (root / "jaxlsp.toml").write_text(
+        'version = 1\n[profiles.f]\ntarget = "probe.py::f"\nenv = ["MY_SETTING", "NOT_SET_ANYWHERE"]\n'
+        'inputs.args = [{ kind = "array", shape = [3] }]\n'
+    )
+    out = tmp_path / "probe.json"
+    env = server_env(
+        GITHUB_TOKEN="ghp-secret", AWS_SECRET_ACCESS_KEY="aws-secret", MY_SETTING="given",
+        JAX_PLATFORMS="cpu", JAXLSP_CAPTURE_PROBE_OUT=str(out),
+    )  # fmt: skip
+    peer: Peer = peer_factory(env=env)
+    peer.initialize(root, options={"trusted": True})
+    uri = peer.open(root / "probe.py")
+    result = peer.call("jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "f", "profile": "f"}, timeout=120)
+    assert result["traceId"]
+    seen = json.loads(out.read_text())
+    assert "GITHUB_TOKEN" not in seen["keys"] and "AWS_SECRET_ACCESS_KEY" not in seen["keys"], seen["keys"]
+    assert {"PATH", "HOME", "JAX_PLATFORMS", "TMPDIR"} <= set(seen["keys"]), seen["keys"]
+    assert seen["named"] == "given" and "NOT_SET_ANYWHERE" not in seen["keys"]
+    assert "jaxlsp-capture-" in seen["tmp"], seen["tmp"]
+    assert not Path(seen["tmp"]).exists(), "the worker's temporary folder outlived the capture"

@@ -17,14 +17,14 @@ from typing import Any
 import pytest
 import pytest_lsp
 
-from tests.lsp.conftest import CONFIG, JaxClient, initialize_params, within
+from tests.server.conftest import CONFIG, JaxClient, initialize_params, within
 
 ROOT = Path(__file__).resolve().parents[2]
 WEB = ROOT / "editors" / "web"
 DRIVER = WEB / "test" / "driver.mjs"
 CHROMIUM = os.environ.get("JAXLSP_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = ROOT / "build" / "test-artifacts" / "viewer"
-WORKSPACE = Path(__file__).resolve().parent / "workspace"
+WORKSPACE = Path(__file__).resolve().parents[1] / "workspaces" / "viewer"
 
 
 def _missing() -> str | None:

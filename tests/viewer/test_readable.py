@@ -16,7 +16,7 @@ from typing import Any
 from jaxlsp.graph import io
 from jaxlsp.graph.export import to_html
 from jaxlsp.graph.model import Coverage, Frame, Graph, Group, Node, Port, Value
-from tests.unit.test_graph_samples import small_graph
+from tests.graph.test_samples import small_graph
 from tests.viewer.conftest import Browser
 from tests.viewer.test_viewer import webview_page
 

@@ -20,8 +20,8 @@ from lsprotocol import types
 
 from jaxlsp.graph import io
 from jaxlsp.graph.export import to_html
-from tests.lsp.conftest import JaxClient
-from tests.unit.test_graph_samples import chain_graph, small_graph
+from tests.graph.test_samples import chain_graph, small_graph
+from tests.server.conftest import JaxClient
 from tests.viewer.conftest import Browser, trace_stack
 
 PNG = b"\x89PNG\r\n\x1a\n"

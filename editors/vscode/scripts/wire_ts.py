@@ -43,8 +43,8 @@ def ts(node: ast.expr) -> str:
             return f"({inner})[]" if "|" in inner else f"{inner}[]"
         if head == "dict":
             return f"Record<{ts(args[0])}, {ts(args[1])}>"
-        if head == "NotRequired":
-            return ts(args[0])
+        if head in ("NotRequired", "Annotated", "Final"):
+            return ts(args[0])  # Annotated's size bounds are checked by the server
     raise SystemExit(f"wire_ts.py: no TypeScript for {ast.unparse(node)} in {SOURCE.name}")
 
 
@@ -65,8 +65,13 @@ def render() -> str:
     for stmt in module.body:
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
             value = stmt.value
-            if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name) and value.value.id == "Literal":
+            aliased = isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name)
+            if aliased and value.value.id in ("Literal", "Annotated"):  # type: ignore[union-attr]
                 out += [f"export type {stmt.targets[0].id} = {ts(value)};", ""]
+        # `METHOD: Final = "jaxlsp/..."`: the method and command names, as constants.
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and isinstance(stmt.value, ast.Constant):
+            if isinstance(stmt.value.value, str):
+                out += [f"export const {stmt.target.id} = {ts(stmt.value)};", ""]
         if isinstance(stmt, ast.ClassDef) and any(isinstance(b, ast.Name) and b.id == "TypedDict" for b in stmt.bases):
             out += comment(ast.get_docstring(stmt))
             out.append(f"export interface {stmt.name} {{")

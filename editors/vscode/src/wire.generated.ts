@@ -1,6 +1,12 @@
 // Generated from jaxlsp/server/wire.py by editors/vscode/scripts/wire_ts.py: do not edit.
 // Run `python editors/vscode/scripts/wire_ts.py` after changing wire.py (a test checks it).
 
+export type Name = string;
+
+export type Id = string;
+
+export type Device = string;
+
 export type EntrypointKind = "function" | "linen" | "nnx" | "equinox";
 
 export type FieldKind = "field" | "positionalOnly" | "positional" | "varPositional" | "keywordOnly" | "varKeyword";
@@ -38,6 +44,8 @@ export interface TextDocumentIdentifier {
   uri: string;
 }
 
+export const DISCOVER = "jaxlsp/discover";
+
 /**
  * `jaxlsp/discover` request params.
  */
@@ -70,32 +78,38 @@ export interface DiscoverResult {
   drivers: EntrypointItem[];
 }
 
+export const TRACE_GRAPH_COMMAND = "jaxlsp.traceGraph";
+
 /**
  * The single argument of the `jaxlsp.traceGraph` command.
  */
 export interface TraceGraphArguments {
   uri: string;
-  name: string;
-  profile?: string;
-  answers?: Record<string, unknown>;
+  name: Name;
+  profile?: Name;
+  answers?: Record<Name, unknown>;
   save?: boolean;
 }
+
+export const OPEN_GRAPH_COMMAND = "jaxlsp.openGraph";
 
 /**
  * The single argument of the `jaxlsp.openGraph` command (the "Open graph" lens).
  */
 export interface OpenGraphArguments {
-  traceId: string;
+  traceId: Id;
 }
+
+export const TRACE = "jaxlsp/trace";
 
 /**
  * `jaxlsp/trace` request params.
  */
 export interface TraceParams {
   textDocument: TextDocumentIdentifier;
-  name: string;
-  profile?: string;
-  answers?: Record<string, unknown>;
+  name: Name;
+  profile?: Name;
+  answers?: Record<Name, unknown>;
   save?: boolean;
 }
 
@@ -149,6 +163,8 @@ export interface NeedsInputResult {
   errors?: Record<string, string>;
 }
 
+export const TRACE_FINISHED = "jaxlsp/traceFinished";
+
 /**
  * The `jaxlsp/traceFinished` notification.
  */
@@ -160,10 +176,12 @@ export interface TraceFinished {
   error?: string;
 }
 
+export const GRAPH = "jaxlsp/graph";
+
 export interface GraphParams {
-  traceId: string;
-  group?: string;
-  cursor?: string;
+  traceId: Id;
+  group?: Id;
+  cursor?: Id;
   limit?: number;
 }
 
@@ -202,9 +220,11 @@ export interface GraphPage {
   nextCursor?: string;
 }
 
+export const NODE = "jaxlsp/node";
+
 export interface NodeParams {
-  traceId: string;
-  nodeId: string;
+  traceId: Id;
+  nodeId: Id;
 }
 
 export interface Location {
@@ -225,6 +245,8 @@ export interface NodeDetail {
   frames: Location[];
 }
 
+export const NODES_AT = "jaxlsp/nodesAt";
+
 export interface NodesAtParams {
   textDocument: TextDocumentIdentifier;
   position: Position;
@@ -235,18 +257,22 @@ export interface NodesAtResult {
   nodeIds: string[];
 }
 
+export const EXPORT = "jaxlsp/export";
+
 export interface ExportParams {
-  traceId: string;
-  format: "json" | "dot" | "html";
+  traceId: Id;
+  format?: "json" | "dot" | "html";
 }
 
 export interface ExportResult {
   uri: string;
 }
 
+export const REVEAL_SOURCE = "jaxlsp/revealSource";
+
 export interface RevealSourceParams {
-  traceId: string;
-  nodeId: string;
+  traceId: Id;
+  nodeId: Id;
   frame?: number;
 }
 
@@ -254,13 +280,17 @@ export interface RevealSourceResult {
   location: Location;
 }
 
+export const OPEN_GRAPH = "jaxlsp/openGraph";
+
 export interface OpenGraphParams {
-  traceId: string;
+  traceId: Id;
 }
 
 export interface OpenGraphResult {
   url: string;
 }
+
+export const CURSOR_MOVED = "jaxlsp/cursorMoved";
 
 /**
  * The `jaxlsp/cursorMoved` notification (client to server; no answer).
@@ -270,15 +300,28 @@ export interface CursorMovedParams {
   position: Position;
 }
 
+export const ENVIRONMENT = "jaxlsp/environment";
+
 /**
  * `jaxlsp/environment` request params (all optional); also the `jaxlsp.checkEnvironment`
  * command's single optional argument, with `uri` for `textDocument`.
  */
 export interface EnvironmentParams {
   textDocument?: TextDocumentIdentifier;
-  name?: string;
-  device?: string;
+  name?: Name;
+  device?: Device;
   refresh?: boolean;
+}
+
+export const CHECK_ENVIRONMENT_COMMAND = "jaxlsp.checkEnvironment";
+
+/**
+ * The `jaxlsp.checkEnvironment` command's single optional argument.
+ */
+export interface CheckEnvironmentArguments {
+  uri?: string;
+  name?: Name;
+  device?: Device;
 }
 
 export interface EnvironmentProblem {
@@ -317,3 +360,7 @@ export interface LensData {
   name: string;
   kind: EntrypointKind;
 }
+
+export const LIST_TRUSTED_COMMAND = "jaxlsp.listTrusted";
+
+export const REVOKE_TRUST_COMMAND = "jaxlsp.revokeTrust";

@@ -20,7 +20,7 @@ export type {
 } from "./wire.generated";
 import type { ExportParams, Location, NeedsInputResult, TraceResult } from "./wire.generated";
 
-export type ExportFormat = ExportParams["format"];
+export type ExportFormat = NonNullable<ExportParams["format"]>;
 
 export function isNeedsInput(value: unknown): value is NeedsInputResult {
   return typeof value === "object" && value !== null && Array.isArray((value as NeedsInputResult).needsInput);

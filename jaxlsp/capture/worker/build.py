@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jaxlsp.capture.worker import jaxcompat
-from jaxlsp.capture.worker.errors import Workspace, code_points
+from jaxlsp.capture.worker.failures import Workspace, code_points
 from jaxlsp.capture.worker.scopes import SCOPE_MARK
 from jaxlsp.graph.model import Coverage, Frame, Group, Node, Port, Value
 

@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from jaxlsp.capture.worker.errors import CaptureError
+from jaxlsp.capture.worker.failures import CaptureError
 from jaxlsp.capture.worker.loading import Loader
 
 WIDE_DTYPES = frozenset({"float64", "int64", "uint64", "complex128"})

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from jaxlsp.capture.worker import limits
-from jaxlsp.capture.worker.errors import CaptureError, Workspace, format_tb, from_exception
+from jaxlsp.capture.worker.failures import CaptureError, Workspace, format_tb, from_exception
 from jaxlsp.capture.worker.protocol import ErrorInfo, WorkerRequest, WorkerResult
 
 
@@ -85,10 +85,18 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 @contextlib.contextmanager
-def _scratch_dir() -> Iterator[str]:
+def _scratch_dir(env: dict[str, str]) -> Iterator[str]:
+    """The capture's working directory, with ``TMPDIR`` inside it, and the profile's ``env`` set;
+    everything is undone and removed afterwards (what user code leaves in tempfile's folder too)."""
     previous = os.getcwd() if os.path.isdir(os.curdir) else None
     # Named by process group, so the supervisor can remove it when the worker dies.
     scratch = tempfile.mkdtemp(prefix=f"jaxlsp-capture-{os.getpgrp()}-")
+    tmp = os.path.join(scratch, "tmp")
+    os.mkdir(tmp)
+    names = {**env, "TMPDIR": tmp, "TEMP": tmp, "TMP": tmp}
+    saved = {name: os.environ.get(name) for name in names}
+    os.environ.update(names)
+    tempfile.tempdir = None  # tempfile caches its folder: look again
     os.chdir(scratch)
     try:
         yield scratch
@@ -96,6 +104,12 @@ def _scratch_dir() -> Iterator[str]:
         with contextlib.suppress(OSError):
             if previous is not None:
                 os.chdir(previous)
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        tempfile.tempdir = None
         shutil.rmtree(scratch, ignore_errors=True)
 
 
@@ -106,7 +120,7 @@ def capture(request: WorkerRequest | dict[str, Any], *, jax_ready: bool = False)
     extra: dict[str, Any] = {}
     workspace = Workspace(str(request.get("workspaceRoot", "")))
     try:
-        with _scratch_dir(), _gc_relaxed():
+        with _scratch_dir(dict(request.get("env") or {})), _gc_relaxed():
             graph = _capture(dict(request), workspace, timings, jax_ready, extra)
         result: WorkerResult = {"ok": True, "timings": timings}
         if graph is not None:

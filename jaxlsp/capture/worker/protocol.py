@@ -106,6 +106,7 @@ class ResolvedProfile(TypedDict):
     method: NotRequired[str]  # a method other than __call__
     load: Literal["module", "definitions"]
     symbolic: NotRequired[list[str]]  # dimension names traced symbolically (one shared scope)
+    env: NotRequired[list[str]]  # environment variables passed to the capture (names only)
 
 
 class WorkerRequest(TypedDict):
@@ -114,6 +115,7 @@ class WorkerRequest(TypedDict):
     workspaceRoot: str  # last on sys.path; the target's folder is first
     resultFd: int  # the private pipe the result is written to
     recipePath: NotRequired[str]  # hashed into ``sources``
+    env: NotRequired[dict[str, str]]  # the profile's ``env`` names with the server's values
     # "packed": the graph in the pipe form of ``jaxlsp.graph.io.to_transport`` (frames once each)
     transport: NotRequired[Literal["packed"]]
     # capture/speculate.py: a variables structure to use instead of the abstract init, or

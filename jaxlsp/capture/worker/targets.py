@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from jaxlsp.capture.worker.errors import CaptureError
+from jaxlsp.capture.worker.failures import CaptureError
 from jaxlsp.capture.worker.inputs import InputBuilder, abstract_key, abstractify, is_dynamic
 from jaxlsp.capture.worker.scopes import Walker, equinox_module_paths, module_scopes, nnx_module_paths
 

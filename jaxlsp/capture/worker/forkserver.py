@@ -1,0 +1,506 @@
+"""The warm spare's loop: runs in the user's interpreter (stdlib only, Python >= 3.10).
+
+Started by :mod:`jaxlsp.capture.spare` as ``python -I -B -c "...serve()" STAGE CONFIG`` with one
+end of a Unix stream socket (fd named in CONFIG). It imports jax (and flax / equinox when
+installed) WITHOUT initialising any XLA backend, plus the worker module, then waits. For each
+capture it forks one child that runs the worker's in-process ``capture(request, jax_ready=True)``
+in its own session and process group, with its own stdout / stderr / result pipes (received from
+the server as file descriptors) and memory cap, and writes the result to the result pipe.
+
+Wire (newline-delimited JSON both ways):
+
+- server -> spare: ``{"op": "capture", "id", "request", "memory", "cwd"}`` carrying three fds
+  (result, stdout, stderr write ends) in the same ``sendmsg``; ``{"op": "kill", "pid"}``.
+- spare -> server: ``{"event": "ready", ...}`` or ``{"event": "failed", "message"}`` once;
+  ``{"event": "started", "id", "pid"}`` (or ``"error"``); ``{"event": "exited", "id", "pid",
+  "status"}`` (a raw wait status) after the spare killed the child's whole group and reaped it.
+
+The spare never runs user code itself: every user import happens in a fresh fork.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import selectors
+import signal
+import socket
+import sys
+import traceback
+import warnings
+from collections import deque
+from typing import Any
+
+FDS_PER_CAPTURE = 3
+
+
+def _preload(modules: list[str], required: list[str]) -> tuple[list[str], list[str]]:
+    import importlib
+
+    loaded, missing = [], []
+    for name in modules:
+        try:
+            importlib.import_module(name)
+            loaded.append(name)
+        except Exception as exc:
+            if name in required:
+                raise
+            missing.append(f"{name}: {type(exc).__name__}: {exc}")
+    return loaded, missing
+
+
+def _backends_initialised() -> bool:
+    try:
+        from jax._src import xla_bridge
+
+        return bool(xla_bridge.backends_are_initialized())
+    except Exception:
+        return False  # an older or newer jax without that helper: trust the import alone
+
+
+class ForkServer:
+    """The warm spare's loop, in the user's interpreter: forks one child per capture request. The
+    server's side is :class:`jaxlsp.capture.spare.SpareProcess`."""
+
+    def __init__(self, sock: socket.socket, capture: Any) -> None:
+        self.sock = sock
+        self.capture = capture
+        self.fds: deque[int] = deque()
+        self.buffer = b""
+        self.children: dict[int, int] = {}  # pid -> capture id
+        self.cgroups: dict[int, str] = {}  # pid -> the capture's cgroup, where one could be made
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_r, False)
+        os.set_blocking(self.wake_w, False)
+        self.selector = selectors.DefaultSelector()
+
+    def send(self, message: dict[str, Any]) -> None:
+        with contextlib.suppress(OSError):  # the server is gone: the loop sees EOF and cleans up
+            self.sock.sendall(json.dumps(message).encode() + b"\n")
+
+    # -- the loop ------------------------------------------------------------------------------------
+    def run(self) -> None:
+        signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+        signal.set_wakeup_fd(self.wake_w)
+        self.selector.register(self.sock, selectors.EVENT_READ)
+        self.selector.register(self.wake_r, selectors.EVENT_READ)
+        try:
+            while True:
+                for key, _ in self.selector.select():
+                    if key.fileobj is self.sock:
+                        if not self._receive():
+                            return
+                    else:
+                        try:
+                            while os.read(self.wake_r, 512):
+                                pass
+                        except BlockingIOError:
+                            pass
+                self._reap()
+        finally:
+            for pid in list(self.children):
+                _killpg(pid)
+            for path in self.cgroups.values():
+                cgroup_kill(path)
+            kill_orphans(set(self.children))
+            for pid in list(self.children):
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, 0)
+
+    def _receive(self) -> bool:
+        try:
+            data, fds, _flags, _addr = socket.recv_fds(self.sock, 1 << 16, 64)
+        except InterruptedError:
+            return True
+        except OSError:
+            return False
+        self.fds.extend(fds)
+        if not data:
+            return False
+        self.buffer += data
+        while b"\n" in self.buffer:
+            line, self.buffer = self.buffer.split(b"\n", 1)
+            message = json.loads(line)
+            if message.get("op") == "capture":
+                self._fork(message)
+            elif message.get("op") == "kill":
+                pid = int(message["pid"])
+                if pid in self.children:  # never a reaped (hence reusable) pid
+                    _killpg(pid)
+        return True
+
+    def _reap(self) -> None:
+        while self.children:
+            if hasattr(os, "waitid"):
+                try:
+                    # Look without reaping first: the group is killed while its leader's pid is
+                    # still taken, so the kill can never reach an unrelated process that reused it.
+                    info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+                except ChildProcessError:
+                    return
+                if info is None or info.si_pid == 0:
+                    return
+                pid = info.si_pid
+                _killpg(pid)
+                self._contain(pid)
+                _, status = os.waitpid(pid, 0)
+            else:  # macOS has no waitid: reap, then kill what is left of the group at once
+                try:
+                    pid, status = os.waitpid(-1, os.WNOHANG)
+                except ChildProcessError:
+                    return
+                if pid == 0:
+                    return
+                _killpg(pid)
+                self._contain(pid)
+            ident = self.children.pop(pid, None)
+            if ident is not None:
+                self.send({"event": "exited", "id": ident, "pid": pid, "status": status})
+
+    def _contain(self, pid: int) -> None:
+        """A capture's leader exited: kill what it left behind outside its group (its cgroup,
+        and the orphans re-parented to us) before its exit is announced."""
+        if pid not in self.children:
+            return  # an orphan of an earlier capture, being reaped
+        cgroup_kill(self.cgroups.pop(pid, None))
+        # Every other child of ours is either a running capture's leader or an orphan: a running
+        # capture's orphans go to its own leader (a subreaper too), so these are the ended one's.
+        kill_orphans(set(self.children))
+
+    # -- one capture ---------------------------------------------------------------------------------
+    def _fork(self, message: dict[str, Any]) -> None:
+        ident = message["id"]
+        fds = [self.fds.popleft() for _ in range(min(FDS_PER_CAPTURE, len(self.fds)))]
+        if len(fds) != FDS_PER_CAPTURE:
+            for fd in fds:
+                os.close(fd)
+            self.send({"event": "error", "id": ident, "message": "the capture's pipes did not arrive"})
+            return
+        sys.stdout.flush()
+        sys.stderr.flush()
+        cgroup = cgroup_create(f"{os.getpid()}-{ident}")
+        try:
+            with warnings.catch_warnings():
+                # Python >= 3.12 warns when forking a multi-threaded process; the only threads here
+                # are native pools (OpenBLAS) that handle fork themselves.
+                warnings.simplefilter("ignore", DeprecationWarning)
+                pid = os.fork()
+        except OSError as exc:
+            for fd in fds:
+                os.close(fd)
+            cgroup_kill(cgroup)
+            self.send({"event": "error", "id": ident, "message": f"fork failed: {exc}"})
+            return
+        if pid == 0:
+            self._child(message, fds, cgroup)  # never returns
+        for fd in fds:
+            os.close(fd)
+        self.children[pid] = ident
+        if cgroup is not None:
+            self.cgroups[pid] = cgroup
+        self.send({"event": "started", "id": ident, "pid": pid})
+
+    def _child(self, message: dict[str, Any], fds: list[int], cgroup: str | None) -> None:
+        code = 0
+        try:
+            cgroup_join(cgroup)  # before anything else runs here, so every descendant is born inside
+            set_subreaper()  # orphans of this capture come back to it (not to the spare) while it runs
+            os.setsid()
+            signal.set_wakeup_fd(-1)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            self.selector.close()
+            for fd in (self.sock.fileno(), self.wake_r, self.wake_w, *self.fds):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            result_fd, out_fd, err_fd = fds
+            null = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(null, 0)
+            os.dup2(out_fd, 1)
+            os.dup2(err_fd, 2)
+            for fd in (null, out_fd, err_fd):
+                os.close(fd)
+            try:
+                import faulthandler
+
+                faulthandler.enable()
+            except Exception:
+                pass
+            _limit_memory(int(message.get("memory") or 0))
+            cwd = message.get("cwd")
+            if cwd:
+                with contextlib.suppress(OSError):
+                    os.chdir(cwd)
+            request = message["request"]
+            request["resultFd"] = result_fd
+            try:
+                data = json.dumps(self.capture(request, jax_ready=True), separators=(",", ":")).encode()
+                from jaxlsp.capture.worker.limits import check_bytes
+
+                data = check_bytes(data, request.get("limits"))
+            except MemoryError:
+                data = _error("memory", "The capture ran out of memory (MemoryError).")
+            except BaseException as exc:
+                data = _error(
+                    "internal", f"The capture worker failed: {type(exc).__name__}: {exc}", traceback.format_exc()
+                )
+            try:
+                _write_all(result_fd, data)
+                os.close(result_fd)
+            except OSError as exc:
+                code = 70
+                sys.stderr.write(f"jaxlsp: the capture's result could not be written: {exc}\n")
+        except BaseException:
+            code = 70
+            with contextlib.suppress(BaseException):
+                traceback.print_exc()
+        finally:
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(BaseException):
+                    stream.flush()
+            os._exit(code)
+
+
+def _error(kind: str, message: str, trace: str | None = None) -> bytes:
+    error: dict[str, Any] = {"kind": kind, "message": message}
+    if trace:
+        error["traceback"] = trace
+    return json.dumps({"ok": False, "error": error}).encode()
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _limit_memory(memory: int) -> None:
+    if memory <= 0:
+        return
+    try:
+        import resource
+
+        _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        resource.setrlimit(resource.RLIMIT_AS, (memory if hard == resource.RLIM_INFINITY else min(memory, hard), hard))
+    except (ImportError, ValueError, OSError):
+        pass
+
+
+def _killpg(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+# -- containment: what a capture starts ends with it -------------------------------------------------
+# A process group is left by anything that calls setsid (a daemon). Two mechanisms catch those, each
+# where the platform allows it, and both degrade to nothing elsewhere (docs/security.md says what holds where):
+# - a child subreaper (Linux prctl): orphaned descendants are re-parented to the nearest living
+#   subreaper ancestor instead of init, so the capture's leader, then the spare, inherits them;
+# - a per-capture cgroup (v1 ``pids`` hierarchy, writable when running as root): membership survives
+#   setsid and double forks, ``pids.max`` bounds a fork burst (RLIMIT_NPROC does not bind root), and
+#   the whole cgroup is killed when the capture ends.
+
+PR_SET_CHILD_SUBREAPER = 36
+PIDS_MAX_ENV = "JAXLSP_CAPTURE_PIDS_MAX"  # tasks (threads too) per capture; default DEFAULT_PIDS_MAX
+CGROUPS_ENV = "JAXLSP_CAPTURE_CGROUPS"  # "0": no cgroups (the subreaper alone, as without root)
+DEFAULT_PIDS_MAX = 2048
+CGROUP_PREFIX = "jaxlsp-"
+
+
+def set_subreaper() -> bool:
+    """Make this process a child subreaper (Linux >= 3.4); False where that is unavailable."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _children(pid: int) -> list[int]:
+    """Live children of ``pid`` (Linux ``/proc``; empty elsewhere)."""
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children", encoding="ascii") as f:
+                found.extend(int(p) for p in f.read().split())
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def kill_orphans(keep: set[int], rounds: int = 200) -> None:
+    """SIGKILL every child of this (subreaper) process except ``keep``, and what they re-parent
+    to us as they die, then reap them. Bounded: a burst still forking is caught by its cgroup."""
+    for _ in range(rounds):
+        strays = [pid for pid in _children(os.getpid()) if pid not in keep]
+        if not strays:
+            return
+        for pid in strays:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        for pid in strays:
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(pid, 0)
+
+
+def _pids_root() -> str | None:
+    """This process's own cgroup in the v1 ``pids`` hierarchy, as a path; None without one."""
+    mount = "/sys/fs/cgroup/pids"
+    if os.environ.get(CGROUPS_ENV) == "0":
+        return None
+    try:
+        with open("/proc/self/cgroup", encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) == 3 and "pids" in parts[1].split(","):
+            path = os.path.join(mount, parts[2].lstrip("/"))
+            return path if os.access(path, os.W_OK) else None
+    return None
+
+
+def cgroup_create(name: str) -> str | None:
+    """A fresh pids cgroup ``jaxlsp-NAME`` beside ours, with ``pids.max`` set; None if not allowed."""
+    root = _pids_root()
+    if root is None:
+        return None
+    path = os.path.join(root, CGROUP_PREFIX + name)
+    try:
+        limit = int(os.environ.get(PIDS_MAX_ENV) or DEFAULT_PIDS_MAX)
+    except ValueError:
+        limit = DEFAULT_PIDS_MAX
+    try:
+        os.mkdir(path)
+    except OSError:
+        return None
+    try:
+        with open(os.path.join(path, "pids.max"), "w", encoding="ascii") as f:
+            f.write(str(max(limit, 16)))
+    except OSError:
+        cgroup_remove(path)
+        return None
+    return path
+
+
+def cgroup_sweep() -> None:
+    """Remove the empty capture cgroups of processes that are gone (a server or spare that was
+    killed before it could clean up leaves its ``jaxlsp-PID-*`` folders behind)."""
+    root = _pids_root()
+    if root is None:
+        return
+    with contextlib.suppress(OSError):
+        for name in os.listdir(root):
+            owner = name[len(CGROUP_PREFIX) :].split("-", 1)[0]
+            if name.startswith(CGROUP_PREFIX) and owner.isdigit() and not os.path.exists(f"/proc/{owner}"):
+                with contextlib.suppress(OSError):
+                    os.rmdir(os.path.join(root, name))  # fails, as it should, while it holds a process
+
+
+def cgroup_join(path: str | None, pid: int = 0) -> bool:
+    """Move ``pid`` (0: this process) into the cgroup; its later children are born inside."""
+    if not path:
+        return False
+    try:
+        with open(os.path.join(path, "cgroup.procs"), "w", encoding="ascii") as f:
+            f.write(str(pid or os.getpid()))
+        return True
+    except OSError:
+        return False
+
+
+def cgroup_kill(path: str | None, timeout: float = 5.0) -> bool:
+    """SIGKILL every member until none is left (none can leave, and pids.max bounds new ones),
+    then remove the cgroup; False if something survived ``timeout``."""
+    if not path:
+        return True
+    import time
+
+    deadline = time.monotonic() + timeout
+    delay = 0.001
+    while True:
+        try:
+            with open(os.path.join(path, "cgroup.procs"), encoding="ascii") as f:
+                members = [int(p) for p in f.read().split()]
+        except (OSError, ValueError):
+            members = []
+        if not members:
+            break
+        if time.monotonic() > deadline:
+            return False
+        for pid in members:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(delay)
+        delay = min(delay * 2, 0.02)
+    return cgroup_remove(path)
+
+
+def cgroup_remove(path: str) -> bool:
+    import time
+
+    for _ in range(100):  # a killed member leaves the cgroup only once it is reaped
+        try:
+            os.rmdir(path)
+            return True
+        except FileNotFoundError:
+            return True
+        except OSError:
+            time.sleep(0.01)
+    return False
+
+
+def serve() -> None:
+    """Entry point: ``argv[1]`` is a JSON config ``{fd, worker, preload, required}``."""
+    config = json.loads(sys.argv[1])
+    del sys.argv[1:]
+    sock = socket.socket(fileno=int(config["fd"]))
+    sock.setblocking(True)
+    set_subreaper()  # an ended capture's escaped descendants come back here, to be killed
+    cgroup_sweep()
+    spare = ForkServer(sock, None)
+    try:
+        loaded, missing = _preload(list(config["preload"]), list(config["required"]))
+        import importlib
+
+        worker = importlib.import_module(config["worker"])
+        spare.capture = worker.capture
+        # Work that is the same for every capture (package versions...) is done once, here.
+        getattr(worker, "warm", lambda: None)()
+        if _backends_initialised():
+            spare.send({"event": "failed", "message": "importing jax initialised an XLA backend: forking is unsafe"})
+            return
+        spare.send(
+            {
+                "event": "ready",
+                "pid": os.getpid(),
+                "python": list(sys.version_info[:3]),
+                "preloaded": loaded,
+                "missing": missing,
+                "pythonThreads": _python_threads(),
+            }
+        )
+    except BaseException as exc:
+        spare.send({"event": "failed", "message": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()})
+        return
+    spare.run()
+    # The server is gone or closed us, and every capture's group is killed and reaped: skip the
+    # interpreter's (jax's) slow shutdown.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def _python_threads() -> int:
+    import threading
+
+    return threading.active_count()
