@@ -6,7 +6,7 @@
 wire.py's TypedDicts become TypeScript interfaces (``NotRequired`` keys optional), its ``Literal``
 aliases become type aliases, so the extension can never drift from the server's wire types (a
 hand copy did: no ``bodyRange``, ``kind: string``). Read with ``ast``, nothing imported: alias
-names survive, and the script needs no installed jaxlsp. tests/unit/test_wire_ts.py runs --check.
+names survive, and the script needs no installed jaxlsp. tests/server/test_wire_ts.py runs --check.
 """
 
 from __future__ import annotations
