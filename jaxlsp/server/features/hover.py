@@ -97,5 +97,6 @@ class Hover:
         scopes = sorted({n.scope for n in nodes if n.scope})
         if scopes:
             lines += ["", "scope: " + ", ".join(f"`{s}`" for s in scopes[:4])]
-        lines += ["", f"trace `{trace.id}` · node `{nodes[0].id}` (jaxlsp/revealSource)"]
+        # No footer: a trace id or a method name means nothing to the reader, and a link would
+        # need a trusted command URI that not every editor renders.
         return "\n".join(lines)
