@@ -26,7 +26,7 @@ from jaxlsp.recipes import (
     NeedsInput,
     RecipeError,
     Resolved,
-    apply_answers,
+    fill,
     find_recipe,
     load_recipe,
     select_profile,
@@ -122,10 +122,14 @@ def select(req: TraceRequest) -> tuple[Resolved, Path | None]:
         raise TraceFailure("refused", str(exc), problems=list(exc.problems)) from None
     if isinstance(selected, NeedsInput) and req.answers:
         try:
-            selected = apply_answers(selected, req.answers)
+            # Typed text, parsed by the recipe's rules; one that does not parse is asked again.
+            selected = fill(selected, req.answers)
         except RecipeError as exc:
             raise TraceFailure("refused", f"the answers do not fit: {exc}", problems=list(exc.problems)) from None
     if isinstance(selected, NeedsInput):
+        if selected.errors:
+            wrong = "; ".join(f"{path}: {message}" for path, message in selected.errors.items())
+            raise TraceFailure("needs_input", f"{req.name}: answers to ask again: {wrong}", needs=selected)
         missing = "; ".join(str(m.get("message") or m.get("path")) for m in selected.missing)
         where = f" (recipe {recipe_path})" if recipe_path else " (no jaxlsp.toml profile for it: one was proposed)"
         raise TraceFailure("needs_input", f"{req.name}{where} needs input: {missing}", needs=selected)

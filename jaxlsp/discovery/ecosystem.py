@@ -3,7 +3,7 @@
 Everything here is a rule over names, never an import: which library classes are modules, which
 decorators are JAX transforms, which references are computation and which are only types,
 configuration or I/O. The module-class rule is checked against the real exports of the installed
-flax and equinox by ``tests/unit/test_library_rule.py``.
+flax and equinox by ``tests/discovery/test_library_rule.py``.
 """
 
 from __future__ import annotations

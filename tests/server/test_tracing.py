@@ -210,6 +210,8 @@ async def test_views_of_a_trace(trusted: JaxClient) -> None:
     assert hover is not None
     text = hover.contents.value  # type: ignore[union-attr]
     assert "`dot_general` → `f32[2,4]`" in text and "`tanh` → `f32[2,4]`" in text and "fresh" in text
+    # The first line names jaxlsp; no line is a method name or an internal id.
+    assert text.startswith("**jaxlsp** · `predict`") and "jaxlsp/" not in text and trace_id not in text, text
     client.edit(uri, (11, 4), (11, 4), "# ")  # an unsaved edit of a traced file makes the trace stale
     stale = await client.within(
         client.text_document_hover_async(

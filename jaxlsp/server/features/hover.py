@@ -126,5 +126,6 @@ class Hover:
         if scopes:
             lines += ["", "scope: " + ", ".join(f"`{s}`" for s in scopes[:4])]
         lines += self.costs(nodes) + self.changes(trace, nodes)
-        lines += ["", f"trace `{trace.id}` · node `{nodes[0].id}` (jaxlsp/revealSource)"]
+        # No footer: a trace id or a method name means nothing to the reader, and a link would
+        # need a trusted command URI that not every editor renders.
         return "\n".join(lines)

@@ -180,7 +180,14 @@ class Tracing:
     def _failed(self, args: TraceArgs, failure: TraceFailure) -> wire.NeedsInputResult:
         if failure.needs is not None:
             data = failure.needs.to_json()
-            return {"needsInput": data.get("needsInput", []), "proposal": data.get("toml", "")}
+            answer: wire.NeedsInputResult = {
+                "needsInput": data.get("needsInput", []),
+                "proposal": data.get("toml", ""),
+                "profile": data.get("profile", ""),
+            }
+            if data.get("errors"):
+                answer["errors"] = data["errors"]  # answers that did not parse: shown, then asked again
+            return answer
         self._diagnose(args.uri, args.name, failure)
         finished: wire.TraceFinished = {"uri": args.uri, "name": args.name, "ok": False, "error": failure.paragraph()}
         self.ls.protocol.notify(wire.TRACE_FINISHED, finished)
@@ -239,14 +246,14 @@ class Tracing:
         """Write the completed profile to jaxlsp.toml (the client asked); the file's URI, or None
         when it was there already. A refusal is told to the user and the trace goes on."""
         resolved = prepared.resolved
-        if resolved.recipe is not None and not req.answers:
+        if resolved.recipe is not None and not resolved.answers:
             return None  # the profile is in the file as it stands
         target = recipe_file(resolved, save_base(req, prepared.recipe_path))
         document = self.ls.workspace.text_documents.get(target.resolve().as_uri())
         try:
             saved = save_profile(
                 resolved,
-                req.answers or {},
+                resolved.answers,  # as parsed, never the typed text
                 base=target.parent,
                 editor_text=document.source if document is not None else None,
             )
