@@ -2,7 +2,8 @@
  * and the changes since a base graph; and the figures the details panel shows for each box. Plain
  * data, no DOM: ``main.ts`` draws the marks.
  *
- * Costs come from the graph's per-node ``costs`` (docs/graph-format.md#costs): a box's figure is
+ * Shades (FLOPs, bytes, memory) are relative to the largest closed box drawn; an open group shows
+ * its figure in its header. Costs come from the graph's per-node ``costs`` (docs/graph-format.md#costs): a box's figure is
  * the sum over the measured equations inside it of their figures times their runs, as the server's
  * module table counts them. Memory needs the server's analysis (the bridge's /analysis, a static
  * page's embedded copy); the changes need a diff (the bridge's /diff, ``jaxlsp diff --html``). */
@@ -204,8 +205,10 @@ export class Overlay {
     }
     const figure = (s: Sums): number =>
       mode === "flops" ? s.flops : mode === "bytes" ? s.bytes : mode === "memory" ? s.liveBytes : 0;
+    // Shades are relative to the largest closed box: an open group holds them all, so it gets
+    // its figure as a badge only (a shade would cover what it holds).
     let most = 0;
-    for (const s of sums.values()) most = Math.max(most, figure(s));
+    for (const it of items) if (it.kind !== "container") most = Math.max(most, figure(sums.get(it.id) ?? empty()));
     for (const it of items) {
       const s = sums.get(it.id);
       if (!s) continue;
@@ -214,7 +217,7 @@ export class Overlay {
       if (mode === "flops" || mode === "bytes") {
         const v = figure(s);
         if (v > 0) {
-          m.heat = most > 0 ? Math.sqrt(v / most) : 0;
+          if (it.kind !== "container") m.heat = most > 0 ? Math.min(1, Math.sqrt(v / most)) : 0;
           m.badge = `${human(v)}${mode === "flops" ? "FLOP" : "B"}`;
         }
         if (node?.costs?.unknown) m.cls = "jx-ov-unknown";
@@ -246,7 +249,7 @@ export class Overlay {
         } else if (s.liveBytes > 0) {
           m.badge = `${human(s.liveBytes)}B live`;
         }
-        if (s.liveBytes > 0) m.heat = most > 0 ? Math.sqrt(s.liveBytes / most) : 0;
+        if (s.liveBytes > 0 && it.kind !== "container") m.heat = most > 0 ? Math.min(1, Math.sqrt(s.liveBytes / most)) : 0;
       } else if (mode === "diff") {
         if (node) {
           if (s.added) { m.cls = "jx-ov-added"; m.badge = "new"; }
