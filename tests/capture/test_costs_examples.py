@@ -12,7 +12,7 @@ import pytest
 from jaxlsp.capture.engine import TraceRequest, finish, prepare
 from jaxlsp.capture.supervise import CaptureOutcome
 from jaxlsp.graph import costs
-from jaxlsp.graph.analysis import AGREEMENT
+from jaxlsp.graph.analysis import AGREEMENT, compare_xla
 
 pytest.importorskip("jax")
 
@@ -52,3 +52,8 @@ def test_body_once_flops_agree_with_xla(target: str, profile: str) -> None:
     assert xla["flops"] > 0 and abs(ours - xla["flops"]) <= AGREEMENT * xla["flops"], (ours, xla["flops"])
     assert costs.total(graph).flops >= ours  # loops multiplied: never less
     assert set(xla["memory"]) >= {"argument", "output", "temp"}
+    # what `jaxlsp trace --xla-compare` prints beside the table says so too
+    lines = compare_xla(graph)
+    assert lines[0].startswith(f"xla whole program: {xla['flops']} FLOPs")
+    assert lines[1].startswith(f"ours, loop bodies once: {ours} FLOPs") and lines[1].endswith("agree)"), lines
+    assert lines[2] == f"ours, loops multiplied: {costs.total(graph).flops} FLOPs"
