@@ -1,4 +1,5 @@
-"""The ``jaxlsp`` command line: ``discover``, ``serve``, ``trace`` and ``export`` over one engine."""
+"""The ``jaxlsp`` command line: ``discover``, ``serve``, ``trace``, ``env``, ``diff`` and ``export``
+over one engine."""
 
 from __future__ import annotations
 
@@ -79,6 +80,8 @@ def _trace(args: argparse.Namespace) -> int:
             device=args.device,
             devices=args.devices,
             limits=_limits(args),
+            costs=bool(args.costs or args.xla_compare),
+            xla_compare=bool(args.xla_compare),
             paths_from_recipe=True,
         )
         outcome = trace_once(req, CaptureOptions(timeout=args.timeout) if args.timeout else CaptureOptions())
@@ -96,6 +99,11 @@ def _trace(args: argparse.Namespace) -> int:
     if args.html:
         Path(args.html).write_text(export.to_html(graph), encoding="utf-8")
     print(render_summary(graph))
+    if args.costs or args.xla_compare or args.precision:
+        from jaxlsp.graph.analysis import render_analysis
+
+        print()
+        print(render_analysis(graph, bool(args.costs or args.xla_compare), bool(args.precision)))
     capture = outcome.capture
     timings = capture.result.get("timings", {})
     phases = ", ".join(f"{k} {v:.2f}s" for k, v in timings.items())
@@ -159,6 +167,30 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _diff(args: argparse.Namespace) -> int:
+    from jaxlsp.graph import io
+    from jaxlsp.graph.diff import diff, render_diff
+
+    graphs = []
+    for path in (args.before, args.after):
+        try:
+            graphs.append(io.read(path))
+        except (OSError, ValueError) as exc:
+            print(f"jaxlsp diff: cannot read {path}: {exc}", file=sys.stderr)
+            return 2
+    found = diff(graphs[0], graphs[1])
+    if args.html:
+        from jaxlsp.graph.export import to_html
+
+        Path(args.html).write_text(to_html(graphs[1], base=graphs[0]), encoding="utf-8")
+    if args.json:
+        json.dump(found.json(), sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+    else:
+        print(render_diff(found))
+    return 0 if found.same else 1
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="jaxlsp", description="See what a JAX program really is.")
     p.add_argument("--version", action="version", version=f"jaxlsp {__version__}")
@@ -193,6 +225,19 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--max-equations", type=int, metavar="N", help="refuse graphs with more equations (200000)")
     t.add_argument("--max-values", type=int, metavar="N", help="refuse graphs with more values (400000)")
     t.add_argument("--max-bytes", type=int, metavar="N", help="refuse graphs whose JSON is larger (268435456)")
+    t.add_argument(
+        "--costs",
+        action="store_true",
+        help="measure XLA's FLOPs, bytes and transcendentals of every equation; print them per module, and memory",
+    )
+    t.add_argument(
+        "--xla-compare",
+        action="store_true",
+        help="with --costs: also XLA's whole-program cost and memory analysis, beside ours (slower: compiles)",
+    )
+    t.add_argument(
+        "--precision", action="store_true", help="print dtype conversions and matmul precision settings per module"
+    )
     t.add_argument("-o", "--output", metavar="GRAPH.json", help="write the graph here")
     t.add_argument("--html", metavar="GRAPH.html", help="write an offline HTML view here")
     t.set_defaults(func=_trace)
@@ -203,6 +248,13 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("--kind", choices=["function", "linen", "nnx", "equinox"], help="the target kind (flax, equinox)")
     v.add_argument("--json", action="store_true", help="print the report as JSON")
     v.set_defaults(func=_env)
+
+    f = sub.add_parser("diff", help="what changed between two saved graphs (exit 0: the same, 1: different)")
+    f.add_argument("before", metavar="A.json", help="the older graph")
+    f.add_argument("after", metavar="B.json", help="the newer graph")
+    f.add_argument("--json", action="store_true", help="print the changes as JSON")
+    f.add_argument("--html", metavar="DIFF.html", help="write B's offline viewer page with the changes marked")
+    f.set_defaults(func=_diff)
 
     e = sub.add_parser("export", help="re-render a saved graph")
     e.add_argument("graph")

@@ -8,6 +8,7 @@ user's source frame when there is one, and one paragraph of text for humans.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -50,6 +51,8 @@ class TraceRequest:
     find_entrypoint: Callable[[Path, str], Any] | None = None
     # Answers to an earlier needs-input (missing item path -> TOML-form value).
     answers: dict[str, Any] | None = None
+    costs: bool = False  # measure XLA's costs of every equation (worker/costs.py)
+    xla_compare: bool = False  # and XLA's whole-program cost and memory analysis (implies costs)
     # The graph's workspace paths relative to the recipe's folder (the CLI) instead of the root.
     paths_from_recipe: bool = False
     devices: int | None = None  # N virtual CPU devices (--devices), overriding the profile's
@@ -190,10 +193,17 @@ def build_request(req: TraceRequest, resolved: Resolved, recipe_path: Path | Non
         if req.paths_from_recipe:
             request["pathBase"] = str(recipe_path.parent)
     request["limits"] = limits.resolve(req.limits)
+    if req.costs or req.xla_compare:
+        request["costs"] = {"cacheDir": str(cost_cache_dir()), "xlaCompare": req.xla_compare}
     names = resolved.profile.get("env")
     if names:
         request["env"] = allowed_env.named(names)
     return request
+
+
+def cost_cache_dir() -> Path:
+    """Where the worker keeps XLA's per-equation figures: ``$XDG_CACHE_HOME/jaxlsp/costs``."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "jaxlsp" / "costs"
 
 
 @dataclass

@@ -165,8 +165,20 @@ def _viewer_asset(name: str) -> str:
         raise FileNotFoundError(f"the HTML export needs the built viewer ({path}): {e.strerror}") from e
 
 
-def to_html(graph: Graph) -> str:
-    """One self-contained offline HTML page: the graph viewer (static mode) with the graph inlined."""
+def _data_element(element_id: str, data: object) -> str:
+    return f'<script type="application/json" id="{element_id}">{_script_json(data)}</script>\n'
+
+
+def to_html(graph: Graph, base: Graph | None = None) -> str:
+    """One self-contained offline HTML page: the graph viewer (static mode) with the graph inlined,
+    its analysis (costs by module, memory, precision: the overlays) and, given a ``base`` graph,
+    what changed from it (the diff mode)."""
+    from jaxlsp.graph.analysis import analysis_json
+    from jaxlsp.graph.diff import diff
+
+    extra = [_data_element("analysis-data", analysis_json(graph))]
+    if base is not None:
+        extra.append(_data_element("diff-data", diff(base, graph).json()))
     target = graph.target
     title = html.escape(f"{target.get('path', '?')}::{target.get('name', '?')}")
     script = _viewer_asset("viewer.js")
@@ -180,6 +192,7 @@ def to_html(graph: Graph) -> str:
             '<script type="application/json" id="graph-data">',
             _script_json(to_json(graph)),
             "</script>\n",
+            *extra,
             html_page.BOOT,
             "<script>\n",
             script,

@@ -18,8 +18,17 @@ HEAD = f"""<!doctype html>
 <title>jaxlsp graph: $TITLE</title>
 """
 
-# The graph element comes first; this boot script reads it as data, never as code.
+# The data elements come first; this boot script reads them as data, never as code. ``analysis``
+# (costs by module, memory, precision) and ``diff`` (changes from a base graph) are optional.
 BOOT = """<script>
-window.JAXLSP_VIEWER = {mode: "static", graph: JSON.parse(document.getElementById("graph-data").textContent)};
+(function () {
+  var data = function (id) {
+    var e = document.getElementById(id);
+    return e ? JSON.parse(e.textContent) : undefined;
+  };
+  window.JAXLSP_VIEWER = {
+    mode: "static", graph: data("graph-data"), analysis: data("analysis-data"), diff: data("diff-data")
+  };
+})();
 </script>
 """

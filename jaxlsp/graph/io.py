@@ -46,7 +46,13 @@ _TOP_KEYS = (
     "values",
     "groups",
 )
+_OPTIONAL_TOP_KEYS = ("costs",)
+# The graph's ``costs``: how the per-node figures were measured (docs/graph-format.md).
+_GRAPH_COST_KEYS = ("equations", "measured", "unique", "cached", "lowered", "unknown", "seconds", "xla")
 _NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+# A node's ``costs`` (jaxlsp.graph.costs): required and optional members, integers unless named.
+COST_KEYS = ("flops", "bytes", "transcendentals", "runs")
+_COST_OPTIONAL = ("trips", "tripsStatic", "branch", "unknown")
 
 
 # --------------------------------------------------------------------------------------------
@@ -95,6 +101,7 @@ def _node_json(node: Node, frame: Callable[[Frame], Any] = _frame_json) -> dict[
         "source": None if node.source is None else frame(node.source),
         "frames": [frame(f) for f in node.frames],
         "transforms": list(node.transforms),
+        **({} if node.costs is None else {"costs": dict(node.costs)}),
     }
 
 
@@ -143,6 +150,7 @@ def to_json(graph: Graph) -> dict[str, Any]:
         "nodes": [_node_json(n) for n in graph.nodes],
         "values": [_value_json(v) for v in graph.values],
         "groups": [_group_json(g) for g in graph.groups],
+        **({} if graph.costs is None else {"costs": _jsonable(graph.costs)}),
     }
 
 
@@ -323,7 +331,9 @@ def _json_copy(data: Any, path: str) -> Any:
 _FRAME_OPTIONAL_KEYS = ("function", "package")
 _FRAME_OPTIONAL = frozenset(_FRAME_OPTIONAL_KEYS)
 _NODE_KEYS = ("id", "primitive", "params", "inputs", "outputs", "scope", "group", "source", "frames", "transforms")
+_NODE_OPTIONAL = ("costs",)
 _NODE_KEY_SET = frozenset(_NODE_KEYS)
+_NODE_KEY_SET_COSTS = frozenset((*_NODE_KEYS, "costs"))
 
 
 def _frame_fast(d: Any) -> Frame | None:
@@ -362,7 +372,7 @@ def _strs_fast(items: Any) -> bool:
 
 
 def _node_fast(d: Any, path: str, table: list[Frame] | None = None) -> Node | None:
-    if type(d) is not dict or d.keys() != _NODE_KEY_SET:
+    if type(d) is not dict or (d.keys() != _NODE_KEY_SET and d.keys() != _NODE_KEY_SET_COSTS):
         return None
     get: Any = d.get
     nid, prim, params, ins, outs = get("id"), get("primitive"), get("params"), get("inputs"), get("outputs")
@@ -409,7 +419,10 @@ def _node_fast(d: Any, path: str, table: list[Frame] | None = None) -> Node | No
                 return None
             stack.append(frame)
     params = _json_copy(params, _join(path, "params")) if params else {}
-    return Node(nid, prim, params, list(ins), list(outs), scope, group, source, stack, list(transforms))
+    costs = get("costs")
+    if costs is not None:
+        costs = _costs(costs, _join(path, "costs"))
+    return Node(nid, prim, params, list(ins), list(outs), scope, group, source, stack, list(transforms), costs)
 
 
 def _value_fast(d: Any, path: str) -> Value | None:
@@ -474,8 +487,24 @@ def _frame_ref(data: Any, path: str, table: list[Frame] | None) -> Frame:
     return table[data]
 
 
+def _costs(data: Any, path: str) -> dict[str, Any]:
+    """A node's ``costs``: ``flops``, ``bytes``, ``transcendentals``, ``runs`` (integers >= 0) and
+    optionally ``trips``, ``branch`` (integers >= 0), ``tripsStatic`` (boolean), ``unknown`` (why
+    XLA gave no figures)."""
+    d = _obj(data, path, COST_KEYS, _COST_OPTIONAL)
+    out: dict[str, Any] = {key: _int(d[key], _join(path, key), 0) for key in COST_KEYS}
+    for key in ("trips", "branch"):
+        if key in d:
+            out[key] = _int(d[key], _join(path, key), 0)
+    if "tripsStatic" in d:
+        out["tripsStatic"] = _bool(d["tripsStatic"], _join(path, "tripsStatic"))
+    if "unknown" in d:
+        out["unknown"] = _str(d["unknown"], _join(path, "unknown"))
+    return out
+
+
 def _node(data: Any, path: str, table: list[Frame] | None = None) -> Node:
-    d = _obj(data, path, _NODE_KEYS)
+    d = _obj(data, path, _NODE_KEYS, _NODE_OPTIONAL)
     params = d["params"]
     if not isinstance(params, dict):
         raise _fail(_join(path, "params"), f"expected an object, got {_kind(params)}")
@@ -491,6 +520,7 @@ def _node(data: Any, path: str, table: list[Frame] | None = None) -> Node:
         source=None if d["source"] is None else _frame_ref(d["source"], _join(path, "source"), table),
         frames=[_frame_ref(f, f"{frames_path}[{i}]", table) for i, f in enumerate(_list(d["frames"], frames_path))],
         transforms=_strs(d["transforms"], _join(path, "transforms")),
+        costs=None if d.get("costs") is None else _costs(d["costs"], _join(path, "costs")),
     )
 
 
@@ -576,7 +606,7 @@ def from_json(data: Any) -> Graph:
 
 
 def _from_json(data: Any) -> Graph:
-    d = _obj(data, "", _TOP_KEYS, (FRAME_TABLE,))
+    d = _obj(data, "", _TOP_KEYS, (FRAME_TABLE, *_OPTIONAL_TOP_KEYS))
     table: list[Frame] | None = None
     if FRAME_TABLE in d:
         entries = _list(d[FRAME_TABLE], FRAME_TABLE)
@@ -618,10 +648,20 @@ def _from_json(data: Any) -> Graph:
         nodes=_items(d, "nodes", lambda n, p: _node_fast(n, p, table), lambda n, p: _node(n, p, table)),
         values=_items(d, "values", _value_fast, _value),
         groups=_items(d, "groups", lambda _d, _p: None, _group),
+        costs=_graph_costs(d.get("costs")),
         format=FORMAT,
         version=VERSION,
         backend=BACKEND,
     )
+
+
+def _graph_costs(data: Any) -> dict[str, Any] | None:
+    if data is None:
+        return None
+    d = _obj(data, "costs", ("platform",), _GRAPH_COST_KEYS)
+    _str(d["platform"], "costs.platform")
+    copied: dict[str, Any] = _json_copy(d, "costs")
+    return copied
 
 
 def loads(text: str | bytes) -> Graph:

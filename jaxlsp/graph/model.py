@@ -57,6 +57,9 @@ class Node:
     source: Frame | None  # the innermost workspace frame
     frames: list[Frame] = field(default_factory=list)  # the user frame stack, innermost first
     transforms: list[str] = field(default_factory=list)  # name-stack transforms: vmap, jvp, transpose
+    # XLA's figures for one execution and how often it runs ({flops, bytes, transcendentals, runs, ...}:
+    # jaxlsp.graph.costs); None when the trace did not measure costs
+    costs: dict[str, Any] | None = None
 
 
 @dataclass
@@ -99,6 +102,7 @@ class Graph:
     nodes: list[Node]
     values: list[Value]
     groups: list[Group]
+    costs: dict[str, Any] | None = None  # how the per-node costs were measured (jaxlsp.graph.costs)
     format: str = FORMAT
     version: int = VERSION
     backend: str = "jaxpr"

@@ -38,6 +38,19 @@ _ITEMSIZE = {
 }
 
 
+def itemsize(dtype: str) -> int | None:
+    """Bytes per element of ``dtype``; a PRNG key counts its key data (``key<fry>``: two uint32);
+    None for a dtype not known here."""
+    if dtype.startswith("key<"):
+        return 8 if dtype == "key<fry>" else 16
+    return _ITEMSIZE.get(dtype)
+
+
+def num_elements(value: Value) -> int | None:
+    """The number of elements of ``value``; None when a dimension is symbolic."""
+    return _size(value)
+
+
 def short_dtype(dtype: str) -> str:
     """JAX's short spelling: ``float32`` -> ``f32``, ``bfloat16`` -> ``bf16``, ``uint8`` -> ``u8``."""
     return dtype.replace("float", "f").replace("uint", "u").replace("int", "i").replace("complex", "c")

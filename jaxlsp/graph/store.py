@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from jaxlsp.graph.diff import GraphDiff, diff
 from jaxlsp.graph.model import Frame, Graph, Node, Value
 from jaxlsp.graph.report import shape_str
 
@@ -33,6 +34,8 @@ class Trace:
     _nodes: dict[str, Node] = field(default_factory=dict)
     _group_counts: tuple[dict[str, int], dict[str, int]] | None = None
     _tree: tuple[dict[str | None, list[int]], dict[str, int], dict[str | None, list[str]]] | None = None
+    _changes: tuple[str, GraphDiff] | None = None  # (the earlier trace's id, the diff from it)
+    _analysis: dict[str, Any] | None = None  # jaxlsp.graph.analysis.analysis_json, once
 
     def __post_init__(self) -> None:
         self._values = {v.id: v for v in self.graph.values}
@@ -102,6 +105,14 @@ class Trace:
             if text is None or hashlib.sha256(text.encode("utf-8")).hexdigest() != digest:
                 stale.append(path)
         return stale
+
+    def analysis(self) -> dict[str, Any]:
+        """Costs by module, memory, residuals and precision (``analysis_json``), computed once."""
+        if self._analysis is None:
+            from jaxlsp.graph.analysis import analysis_json
+
+            self._analysis = analysis_json(self.graph)
+        return self._analysis
 
     def value_json(self, value_id: str) -> dict[str, Any]:
         v = self._values.get(value_id)
@@ -218,6 +229,25 @@ class GraphStore:
             if trace.meta.get("uri") == uri and trace.meta.get("name") == name:
                 return trace
         return None
+
+    def previous(self, trace: Trace) -> Trace | None:
+        """The newest trace of the same target (uri and name) added before ``trace``, if kept."""
+        found = None
+        for other in self._traces.values():
+            if other is trace:
+                return found
+            if other.meta.get("uri") == trace.meta.get("uri") and other.meta.get("name") == trace.meta.get("name"):
+                found = other
+        return None
+
+    def changes(self, trace: Trace) -> GraphDiff | None:
+        """What changed since the target's previous trace (None when there is none), computed once."""
+        before = self.previous(trace)
+        if before is None:
+            return None
+        if trace._changes is None or trace._changes[0] != before.id:
+            trace._changes = (before.id, diff(before.graph, trace.graph))
+        return trace._changes[1]
 
     def covering(self, path: str) -> list[Trace]:
         """Traces with nodes from ``path``, newest first."""

@@ -44,6 +44,8 @@ def experimental_capabilities(commands: list[str]) -> dict[str, wire.Experimenta
             "traceGraph": True,
             "environment": True,
             "openGraph": True,
+            "costs": True,
+            "diff": True,
             "commands": commands,
         }
     }
@@ -264,6 +266,8 @@ def register_lifecycle(server: JaxServer) -> None:
 def create_server() -> JaxServer:
     """The server with every feature, each given the services it uses (esbonio's way, by type)."""
     from jaxlsp.capture.service import CaptureService
+    from jaxlsp.server.features.costs import Costs
+    from jaxlsp.server.features.diff import Diff
     from jaxlsp.server.features.discover import Discover
     from jaxlsp.server.features.documents import Documents
     from jaxlsp.server.features.environment import Environments
@@ -291,6 +295,8 @@ def create_server() -> JaxServer:
         trust,
         Tracing(server, trust, capture),
         Graphs(server),
+        Costs(server),
+        Diff(server),
         navigation,
         Export(server, navigation),
         Hover(server, viewer),

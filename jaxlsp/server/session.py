@@ -52,6 +52,7 @@ class Options:
     limits: dict[str, int] | None = None  # graph-size limits {equations, values, bytes} over the defaults
     timeout: float | None = None
     inlay_hints: bool = False  # shapes at the end of assignment lines (off by default)
+    costs: bool = False  # measure XLA's costs in every trace (jaxlsp/costs), not only when asked
 
     @classmethod
     def parse(cls, raw: Any) -> Options:
@@ -75,6 +76,7 @@ class Options:
             ),
             timeout=float(timeout) if isinstance(timeout, (int, float)) and timeout > 0 else None,
             inlay_hints=section.get("inlayHints") is True,
+            costs=section.get("costs") is True,
         )
 
 

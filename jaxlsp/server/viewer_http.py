@@ -55,6 +55,10 @@ class Callbacks:
     graph: Callable[[str], bytes]  # the canonical graph JSON of a trace; BridgeError(404) if unknown
     stale: Callable[[str], bool]  # whether a source of the trace changed since
     reveal: Callable[[str, str, int | None], Awaitable[dict[str, Any]]]  # -> {"location": ...}
+    # costs by module, memory and precision of a trace (jaxlsp/costs' answer); BridgeError(404)
+    analysis: Callable[[str], dict[str, Any]] | None = None
+    # what changed from a base trace (None: the target's previous one); BridgeError(404)
+    diff: Callable[[str, str | None], dict[str, Any]] | None = None
 
 
 def _script_json(data: object) -> str:
@@ -154,11 +158,13 @@ class Bridge:
             await self._send_bytes(writer, 200, asset(name), TYPES[name[name.rindex(".") :]])
         elif method == "GET" and path == "/graph":
             await self._graph(writer, query.get("trace", [""])[0])
+        elif method == "GET" and path in ("/analysis", "/diff"):
+            await self._derived(writer, path[1:], query.get("trace", [""])[0], query.get("base", [None])[0])
         elif method == "GET" and path == "/events":
             await self._events(writer)
         elif method == "POST" and path == "/reveal":
             await self._reveal(reader, writer, headers)
-        elif path in ("/", "/viewer.js", "/viewer.css", "/graph", "/events", "/reveal"):
+        elif path in ("/", "/viewer.js", "/viewer.css", "/graph", "/analysis", "/diff", "/events", "/reveal"):
             await self._send(writer, 405, {"error": f"{method} not allowed on {path}"})
         else:
             await self._send(writer, 404, {"error": f"no such path: {path}"})
@@ -180,6 +186,20 @@ class Bridge:
         await self._send_bytes(
             writer, 200, body, "application/json; charset=utf-8", {"X-Jaxlsp-Stale": "1" if stale else "0"}
         )
+
+    async def _derived(self, writer: asyncio.StreamWriter, what: str, trace_id: str, base: str | None) -> None:
+        """``/analysis`` and ``/diff``: what the server derives from a trace, as JSON."""
+        try:
+            if what == "analysis" and self.callbacks.analysis is not None:
+                data = self.callbacks.analysis(trace_id)
+            elif what == "diff" and self.callbacks.diff is not None:
+                data = self.callbacks.diff(trace_id, base)
+            else:
+                raise BridgeError(404, f"no {what} here")
+        except BridgeError as e:
+            await self._send(writer, e.status, {"error": str(e)})
+            return
+        await self._send(writer, 200, data)
 
     async def _reveal(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, headers: dict[str, str]

@@ -52,6 +52,8 @@ class ExperimentalCapabilities(TypedDict):
     traceGraph: bool
     environment: bool
     openGraph: bool
+    costs: bool
+    diff: bool
     commands: list[str]
 
 
@@ -103,6 +105,7 @@ class TraceGraphArguments(TypedDict):
     profile: NotRequired[Name]
     answers: NotRequired[Annotated[dict[Name, Any], Size(256)]]
     save: NotRequired[bool]
+    costs: NotRequired[bool]  # measure XLA's costs of every equation (jaxlsp/costs)
 
 
 OPEN_GRAPH_COMMAND: Final = "jaxlsp.openGraph"
@@ -125,6 +128,7 @@ class TraceParams(TypedDict):
     profile: NotRequired[Name]
     answers: NotRequired[Annotated[dict[Name, Any], Size(256)]]  # needs-input item path -> the typed text
     save: NotRequired[bool]  # write the completed profile to jaxlsp.toml
+    costs: NotRequired[bool]  # measure XLA's costs of every equation (jaxlsp/costs)
 
 
 class TraceSummary(TypedDict):
@@ -366,6 +370,153 @@ class EnvironmentResult(TypedDict):
     cached: bool
     install: NotRequired[str]
     installed: NotRequired[bool]
+
+
+COSTS: Final = "jaxlsp/costs"
+
+
+class CostsParams(TypedDict):
+    """``jaxlsp/costs`` request params."""
+
+    traceId: Id
+    limit: NotRequired[int]  # modules in the answer, largest first (default 200, at most 5,000)
+
+
+class CostFigures(TypedDict):
+    flops: int
+    bytes: int
+    transcendentals: int
+
+
+class ModuleCosts(TypedDict):
+    scope: str  # "" is what lies outside every module
+    params: int
+    paramBytes: int
+    flops: int
+    bytes: int
+    transcendentals: int
+    share: float  # of the program's FLOPs
+    forward: CostFigures
+    backward: CostFigures
+    ops: int
+
+
+class ModuleBytes(TypedDict):
+    scope: str
+    bytes: int
+
+
+class MemoryPeak(TypedDict):
+    peakBytes: int
+    node: str | None
+    live: list[str]
+    byModule: list[ModuleBytes]
+    inputBytes: int
+    unsized: int
+
+
+class ModuleResiduals(TypedDict):
+    scope: str
+    bytes: int
+    count: int
+
+
+class ResidualsInfo(TypedDict):
+    values: list[str]
+    bytes: int
+    byModule: list[ModuleResiduals]
+    inputBytes: int
+    recomputedOps: int
+    recomputedFlops: int | None
+
+
+class PrecisionRow(TypedDict):
+    scope: str
+    conversions: dict[str, int]
+    products: dict[str, int]
+    nodes: list[str]
+
+
+class CostsResult(TypedDict):
+    """``jaxlsp/costs`` response."""
+
+    traceId: str
+    measured: bool  # the trace carries XLA's figures (traced with costs)
+    gradient: bool
+    total: CostFigures
+    bodyOnce: CostFigures
+    unknown: int
+    modules: list[ModuleCosts]
+    notes: list[str]
+    measurement: dict[str, Any] | None
+    memory: MemoryPeak
+    residuals: ResidualsInfo | None
+    precision: list[PrecisionRow]
+    text: str
+
+
+DIFF: Final = "jaxlsp/diff"
+
+
+class DiffParams(TypedDict):
+    """``jaxlsp/diff`` request params: the newer graph (a trace or a graph file) and the older one
+    (a trace or a file; neither: the trace before ``traceId`` of the same target)."""
+
+    traceId: NotRequired[Id]
+    uri: NotRequired[str]
+    base: NotRequired[Id]
+    baseUri: NotRequired[str]
+    limit: NotRequired[int]  # nodes listed per kind of change (default 1,000)
+
+
+class DiffNode(TypedDict):
+    id: str
+    primitive: str
+    scope: str
+
+
+class DiffField(TypedDict):
+    field: str
+    before: str
+    after: str
+
+
+class DiffChange(TypedDict):
+    id: str
+    baseId: str
+    primitive: str
+    scope: str
+    fields: list[DiffField]
+    text: str
+
+
+class DiffPort(TypedDict):
+    label: str
+    before: str | None
+    after: str | None
+
+
+class DiffCounts(TypedDict):
+    added: int
+    removed: int
+    changed: int
+    matched: int
+
+
+class DiffResult(TypedDict):
+    """``jaxlsp/diff`` response."""
+
+    same: bool
+    summary: str
+    counts: DiffCounts
+    added: list[DiffNode]
+    removed: list[DiffNode]
+    changed: list[DiffChange]
+    inputs: list[DiffPort]
+    outputs: list[DiffPort]
+    truncated: bool
+    traceId: str | None  # the newer trace (None for a file)
+    base: str  # the older: a trace id or a file URI
 
 
 class LensData(TypedDict):

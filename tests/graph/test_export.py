@@ -139,8 +139,9 @@ def _outside_scripts(page: str) -> str:
 
 def test_html_is_safe_against_markup_in_data() -> None:
     page = to_html(_evil_graph())
-    # The graph data, the boot line and the viewer bundle: nothing in the data opens or ends one.
-    assert page.count("</script>") == 3
+    # The graph data, its analysis, the boot line and the viewer bundle: nothing in the data opens
+    # or ends one.
+    assert page.count("</script>") == 4
     assert "<script>alert" not in page and "<b>&amp;</b>" not in page
     assert "<title>jaxlsp graph: model.py::MLP&lt;script&gt;</title>" in page
     assert "<script>\n" + asset("viewer.js").decode() + "\n</script>" in page
@@ -158,8 +159,16 @@ def test_html_is_offline() -> None:
 
 def test_html_boots_the_viewer_in_static_mode() -> None:
     page = to_html(small_graph())
-    assert 'window.JAXLSP_VIEWER = {mode: "static", graph: JSON.parse(document.getElementById("graph-data")' in page
+    assert 'mode: "static", graph: data("graph-data"), analysis: data("analysis-data"), diff: data("diff-data")' in page
     assert page.index('id="graph-data"') < page.index("window.JAXLSP_VIEWER") < page.index(asset("viewer.js").decode())
+    assert page.index('id="analysis-data"') < page.index("window.JAXLSP_VIEWER") and 'id="diff-data"' not in page
+    analysis = json.loads(re.search(r'id="analysis-data">(.*?)</script>', page, re.S).group(1))  # type: ignore[union-attr]
+    assert analysis["memory"]["peakBytes"] >= 0 and analysis["measured"] is False
+    changed = small_graph()
+    changed.values[4].shape = ["b", 8]
+    with_diff = to_html(changed, base=small_graph())
+    found = json.loads(re.search(r'id="diff-data">(.*?)</script>', with_diff, re.S).group(1))  # type: ignore[union-attr]
+    assert found["changed"][0]["id"] == "n0" and not found["same"]
     assert "<style>\n" + asset("viewer.css").decode() in page
 
 

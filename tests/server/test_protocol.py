@@ -47,6 +47,8 @@ async def test_server_capabilities(client: JaxClient) -> None:
             "traceGraph": True,
             "environment": True,
             "openGraph": True,
+            "costs": True,
+            "diff": True,
             "commands": COMMANDS,
         }
     }

@@ -23,6 +23,16 @@ class Fake:
     def stale(self, trace_id: str) -> bool:
         return True
 
+    def analysis(self, trace_id: str) -> dict[str, Any]:
+        if trace_id != "t1":
+            raise BridgeError(404, f"unknown trace: {trace_id}")
+        return {"measured": True}
+
+    def diff(self, trace_id: str, base: str | None) -> dict[str, Any]:
+        if base is None:
+            raise BridgeError(404, "no earlier trace of this target is kept to compare with")
+        return {"same": False, "base": base, "traceId": trace_id}
+
     async def reveal(self, trace_id: str, node_id: str, frame: int | None) -> dict[str, Any]:
         self.revealed.append((trace_id, node_id, frame))
         if node_id != "n0":
@@ -33,7 +43,9 @@ class Fake:
 @pytest.fixture
 async def bridge() -> Any:
     fake = Fake()
-    b = Bridge(Callbacks(graph=fake.graph, stale=fake.stale, reveal=fake.reveal))
+    b = Bridge(
+        Callbacks(graph=fake.graph, stale=fake.stale, reveal=fake.reveal, analysis=fake.analysis, diff=fake.diff)
+    )
     await b.start()
     yield b, fake
     await b.stop()
@@ -73,6 +85,20 @@ async def test_graph_reveal_and_their_errors(bridge: Any) -> None:
     bad_node = json.dumps({"traceId": "t1", "nodeId": "n9"}).encode()
     answer = await _raw(b.port, _request(b, "POST", f"/reveal?token={t}", bad_node))
     assert _status(answer) == 404 and b"unknown node n9" in answer
+
+
+async def test_analysis_and_diff(bridge: Any) -> None:
+    b, _ = bridge
+    t = b.token
+    answer = await _raw(b.port, _request(b, "GET", f"/analysis?token={t}&trace=t1"))
+    assert _status(answer) == 200 and answer.endswith(b'{"measured":true}')
+    assert _status(await _raw(b.port, _request(b, "GET", f"/analysis?token={t}&trace=t2"))) == 404
+    answer = await _raw(b.port, _request(b, "GET", f"/diff?token={t}&trace=t1&base=t0"))
+    assert _status(answer) == 200 and b'"base":"t0"' in answer
+    answer = await _raw(b.port, _request(b, "GET", f"/diff?token={t}&trace=t1"))
+    assert _status(answer) == 404 and b"no earlier trace" in answer
+    assert _status(await _raw(b.port, _request(b, "GET", "/diff?trace=t1&base=t0"))) == 403  # no token
+    assert _status(await _raw(b.port, _request(b, "POST", f"/analysis?token={t}&trace=t1"))) == 405
 
 
 async def test_limits_and_refusals(bridge: Any) -> None:

@@ -1,13 +1,13 @@
 /**
  * The graph panel: a webview running the viewer bundle in "webview" mode. It loads the whole
- * graph with `jaxlsp/export`, routes the viewer's messages (reveal, save) and pushes highlights,
- * staleness and the theme (the viewer contract in docs/lsp-extensions.md and editors/web).
+ * graph with `jaxlsp/export` (then the overlays' data: `jaxlsp/costs`, `jaxlsp/diff`), routes the
+ * viewer's messages (reveal, save) and pushes highlights, staleness and the theme (the viewer contract in docs/lsp-extensions.md and editors/web).
  */
 
 import * as crypto from "node:crypto";
 import * as vscode from "vscode";
 import type { Gate } from "./gate";
-import type { HostMessage, Location, LspClient, ViewMessage } from "./wire";
+import type { CostsResult, DiffResult, HostMessage, Location, LspClient, ViewMessage } from "./wire";
 import { errorMessage } from "./wire";
 
 export interface HtmlParts {
@@ -207,9 +207,28 @@ export class GraphPanel implements vscode.Disposable {
     if (source.kind === "trace") {
       this.onSources(source.traceId, this.sources);
       this.post({ type: "graph", traceId: source.traceId, graph, stale: this.stale, origin: "server" });
+      await this.sendExtras(source);
     } else {
       this.post({ type: "graph", traceId: "", graph, origin: "file" });
     }
+  }
+
+  /** The overlays' data for a trace's graph: its analysis (memory, costs by module) and the changes
+   * since the target's previous trace. Either may be missing (no earlier trace, an older server):
+   * the view then disables those overlays, so a failure here is not an error. */
+  private async sendExtras(source: Extract<GraphSource, { kind: "trace" }>): Promise<void> {
+    const client = this.client();
+    if (client === undefined) return;
+    const optional = async <R>(method: string): Promise<R | null> => {
+      try {
+        return await client.sendRequest<R>(method, { traceId: source.traceId });
+      } catch {
+        return null;
+      }
+    };
+    const [analysis, diff] = await Promise.all([optional<CostsResult>("jaxlsp/costs"), optional<DiffResult>("jaxlsp/diff")]);
+    if (this.source !== source || (analysis === null && diff === null)) return;
+    this.post({ type: "extras", traceId: source.traceId, analysis, diff });
   }
 
   /** A reveal the view asked for, answered (done or failed, with the reason) so its footer can say so. */

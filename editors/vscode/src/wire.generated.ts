@@ -37,6 +37,8 @@ export interface ExperimentalCapabilities {
   traceGraph: boolean;
   environment: boolean;
   openGraph: boolean;
+  costs: boolean;
+  diff: boolean;
   commands: string[];
 }
 
@@ -89,6 +91,7 @@ export interface TraceGraphArguments {
   profile?: Name;
   answers?: Record<Name, unknown>;
   save?: boolean;
+  costs?: boolean;
 }
 
 export const OPEN_GRAPH_COMMAND = "jaxlsp.openGraph";
@@ -111,6 +114,7 @@ export interface TraceParams {
   profile?: Name;
   answers?: Record<Name, unknown>;
   save?: boolean;
+  costs?: boolean;
 }
 
 export interface TraceSummary {
@@ -350,6 +354,155 @@ export interface EnvironmentResult {
   cached: boolean;
   install?: string;
   installed?: boolean;
+}
+
+export const COSTS = "jaxlsp/costs";
+
+/**
+ * `jaxlsp/costs` request params.
+ */
+export interface CostsParams {
+  traceId: Id;
+  limit?: number;
+}
+
+export interface CostFigures {
+  flops: number;
+  bytes: number;
+  transcendentals: number;
+}
+
+export interface ModuleCosts {
+  scope: string;
+  params: number;
+  paramBytes: number;
+  flops: number;
+  bytes: number;
+  transcendentals: number;
+  share: number;
+  forward: CostFigures;
+  backward: CostFigures;
+  ops: number;
+}
+
+export interface ModuleBytes {
+  scope: string;
+  bytes: number;
+}
+
+export interface MemoryPeak {
+  peakBytes: number;
+  node: string | null;
+  live: string[];
+  byModule: ModuleBytes[];
+  inputBytes: number;
+  unsized: number;
+}
+
+export interface ModuleResiduals {
+  scope: string;
+  bytes: number;
+  count: number;
+}
+
+export interface ResidualsInfo {
+  values: string[];
+  bytes: number;
+  byModule: ModuleResiduals[];
+  inputBytes: number;
+  recomputedOps: number;
+  recomputedFlops: number | null;
+}
+
+export interface PrecisionRow {
+  scope: string;
+  conversions: Record<string, number>;
+  products: Record<string, number>;
+  nodes: string[];
+}
+
+/**
+ * `jaxlsp/costs` response.
+ */
+export interface CostsResult {
+  traceId: string;
+  measured: boolean;
+  gradient: boolean;
+  total: CostFigures;
+  bodyOnce: CostFigures;
+  unknown: number;
+  modules: ModuleCosts[];
+  notes: string[];
+  measurement: Record<string, unknown> | null;
+  memory: MemoryPeak;
+  residuals: ResidualsInfo | null;
+  precision: PrecisionRow[];
+  text: string;
+}
+
+export const DIFF = "jaxlsp/diff";
+
+/**
+ * `jaxlsp/diff` request params: the newer graph (a trace or a graph file) and the older one
+ * (a trace or a file; neither: the trace before `traceId` of the same target).
+ */
+export interface DiffParams {
+  traceId?: Id;
+  uri?: string;
+  base?: Id;
+  baseUri?: string;
+  limit?: number;
+}
+
+export interface DiffNode {
+  id: string;
+  primitive: string;
+  scope: string;
+}
+
+export interface DiffField {
+  field: string;
+  before: string;
+  after: string;
+}
+
+export interface DiffChange {
+  id: string;
+  baseId: string;
+  primitive: string;
+  scope: string;
+  fields: DiffField[];
+  text: string;
+}
+
+export interface DiffPort {
+  label: string;
+  before: string | null;
+  after: string | null;
+}
+
+export interface DiffCounts {
+  added: number;
+  removed: number;
+  changed: number;
+  matched: number;
+}
+
+/**
+ * `jaxlsp/diff` response.
+ */
+export interface DiffResult {
+  same: boolean;
+  summary: string;
+  counts: DiffCounts;
+  added: DiffNode[];
+  removed: DiffNode[];
+  changed: DiffChange[];
+  inputs: DiffPort[];
+  outputs: DiffPort[];
+  truncated: boolean;
+  traceId: string | null;
+  base: string;
 }
 
 /**

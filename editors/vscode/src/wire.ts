@@ -4,6 +4,8 @@
 // when they drift). Below them only what the server does not define: the webview's messages and
 // the client seam the tests fill in.
 export type {
+  CostsResult,
+  DiffResult,
   DiscoverResult,
   EntrypointItem,
   EnvironmentResult,
@@ -18,7 +20,7 @@ export type {
   TraceResult,
   TraceSummary,
 } from "./wire.generated";
-import type { ExportParams, Location, NeedsInputResult, TraceResult } from "./wire.generated";
+import type { CostsResult, DiffResult, ExportParams, Location, NeedsInputResult, TraceResult } from "./wire.generated";
 
 export type ExportFormat = NonNullable<ExportParams["format"]>;
 
@@ -42,6 +44,8 @@ export type HostMessage =
   | { type: "highlight"; traceId: string; nodeIds: string[] }
   | { type: "stale"; traceId: string; stale: boolean }
   | { type: "theme"; kind: "light" | "dark" }
+  /** After a trace's graph: what the overlays show beyond it (jaxlsp/costs, jaxlsp/diff against the previous trace). */
+  | { type: "extras"; traceId: string; analysis: CostsResult | null; diff: DiffResult | null }
   /** The answer to the view's reveal `id`: where the editor went, or why it did not. */
   | { type: "revealed"; id: number; ok: true; location: Location }
   | { type: "revealed"; id: number; ok: false; error: string };

@@ -79,6 +79,38 @@ test("ready → the theme and the whole graph from jaxlsp/export", async () => {
   assert.deepEqual(panel.sourceKeys, ["models/mlp.py"]);
 });
 
+test("after a trace's graph, the overlays' data: jaxlsp/costs and jaxlsp/diff, each optional", async () => {
+  const analysis = { traceId: "t1", measured: true, gradient: true, memory: { peakBytes: 96 } };
+  const { client, webview, panel } = open({
+    "jaxlsp/costs": () => analysis,
+    "jaxlsp/diff": () => {
+      throw Object.assign(new Error("no earlier trace of this target is kept to compare with"), { code: -32803 });
+    },
+  });
+  await panel.sendGraph();
+  assert.deepEqual(
+    client.requests.map((r) => [r.method, r.params]),
+    [
+      ["jaxlsp/export", { traceId: "t1", format: "json" }],
+      ["jaxlsp/costs", { traceId: "t1" }],
+      ["jaxlsp/diff", { traceId: "t1" }],
+    ],
+  );
+  assert.deepEqual(
+    webview.posted.map((m) => (m as { type: string }).type),
+    ["graph", "extras"],
+  );
+  assert.deepEqual(webview.posted[1], { type: "extras", traceId: "t1", analysis, diff: null });
+  // a server without either method: nothing more than the graph
+  fake.reset();
+  const bare = open();
+  await bare.panel.sendGraph();
+  assert.deepEqual(
+    bare.webview.posted.map((m) => (m as { type: string }).type),
+    ["graph"],
+  );
+});
+
 test("reveal → jaxlsp/revealSource (server showDocument held back) → the editor at the range, beside the panel", async () => {
   let gateDuringRequest = false;
   const { client, gate, panel } = open({
@@ -159,7 +191,7 @@ test("a newer trace reuses the panel and sends its graph; a saved file is sent w
   await until(() => webview.posted.length === 1);
   assert.equal(fake.panels.length, 1);
   assert.equal(fake.panels[0].revealed, 1);
-  assert.deepEqual(client.requests.at(-1)?.params, { traceId: "t2", format: "json" });
+  assert.deepEqual(client.requests.filter((r) => r.method === "jaxlsp/export").at(-1)?.params, { traceId: "t2", format: "json" });
   panel.show({ kind: "file", uri: Uri.file(graphFile) as never });
   await until(() => webview.posted.length === 2);
   const last = webview.posted.at(-1) as { origin: string };

@@ -1,7 +1,7 @@
 /** The three ways the viewer talks to its host: the loopback bridge (http), a VS Code webview
  * (messages), or nothing (a static file). docs/viewer.md specifies each. */
 
-import type { Config, Graph } from "./types";
+import type { Analysis, Config, DiffInfo, Graph } from "./types";
 
 export interface HostEvents {
   graph(traceId: string | null, graph: Graph, stale: boolean, origin: "server" | "file"): void;
@@ -11,6 +11,9 @@ export interface HostEvents {
   trace(traceId: string, replaces: string | null): void;
   theme(kind: "light" | "dark"): void;
   error(message: string): void;
+  /** What the server derives from the trace's graph, when the host has it (after ``graph``):
+   * costs, memory and precision by module, and the changes since the target's previous trace. */
+  extras(traceId: string | null, analysis: Analysis | null, diff: DiffInfo | null): void;
 }
 
 /** What going to a node's source came to, for the footer: "opened model.py:12", or why not. */
@@ -81,8 +84,20 @@ class HttpHost implements Host {
         if (!r.ok) throw new Error(`${r.status} ${(await r.text()).slice(0, 200)}`);
         const stale = r.headers.get("X-Jaxlsp-Stale") === "1";
         this.events.graph(traceId, (await r.json()) as Graph, stale, "server");
+        const [analysis, diff] = await Promise.all([this.optional("/analysis", traceId), this.optional("/diff", traceId)]);
+        this.events.extras(traceId, analysis as Analysis | null, diff as DiffInfo | null);
       })
       .catch((e) => this.events.error(`could not load trace ${traceId}: ${e}`));
+  }
+
+  /** ``/analysis`` or ``/diff`` of a trace; null when the server has none (404: no earlier trace). */
+  private async optional(path: string, traceId: string): Promise<unknown> {
+    try {
+      const r = await fetch(this.url(path, { trace: traceId }));
+      return r.ok ? await r.json() : null;
+    } catch {
+      return null;
+    }
   }
 
   async reveal(traceId: string | null, nodeId: string, frame?: number): Promise<RevealAnswer> {
@@ -132,6 +147,9 @@ class WebviewHost implements Host {
         case "theme":
           events.theme(m.kind === "light" ? "light" : "dark");
           break;
+        case "extras":
+          events.extras(String(m.traceId), (m.analysis as Analysis) ?? null, (m.diff as DiffInfo) ?? null);
+          break;
         case "revealed": {
           const done = this.reveals.get(Number(m.id));
           this.reveals.delete(Number(m.id));
@@ -174,8 +192,10 @@ class StaticHost implements Host {
   constructor(private config: Config) {}
 
   start(events: HostEvents): void {
-    if (this.config.graph) events.graph(null, this.config.graph, false, "file");
-    else events.error("no graph embedded in this page");
+    if (this.config.graph) {
+      events.graph(null, this.config.graph, false, "file");
+      events.extras(null, this.config.analysis ?? null, this.config.diff ?? null);
+    } else events.error("no graph embedded in this page");
   }
 
   load(): void {}

@@ -5,10 +5,11 @@
 import { Elk, quickLayout, type Layout } from "./layout";
 import { makeHost, type Host } from "./host";
 import { Model, typeStr } from "./model";
+import { MODES, Overlay, type Mark, type OverlayMode } from "./overlay";
 import { MAX_PARAMS, PARAM_LINE, buildView, descendants, paramsTop, rollupKey, type Item, type State, type View } from "./view";
 import { Minimap } from "./minimap";
 import { placeLabels } from "./labels";
-import type { Config, Graph } from "./types";
+import type { Analysis, Config, DiffInfo, Graph } from "./types";
 
 const SVG = "http://www.w3.org/2000/svg";
 const EXPAND_ALL_LIMIT = 4000; // visible items "expand all" stops at, to stay fluid
@@ -79,6 +80,11 @@ class Viewer {
   matches = new Set<string>();
   marks: Marks = { layouts: 0, fullLayouts: 0 };
   status = "";
+  /** The costs / precision / pass / memory / changes overlays (overlay.ts) and the mode shown. */
+  overlay: Overlay | null = null;
+  overlayMode: OverlayMode = "none";
+  private analysis: Analysis | null = null;
+  private diffInfo: DiffInfo | null = null;
   private elk: Elk | null = null;
   private canvasSize = { w: 800, h: 600 };
   private drawn: { x0: number; y0: number; x1: number; y1: number } | null = null;
@@ -102,6 +108,7 @@ class Viewer {
   private readonly titlePath = el("span", "jx-title-path");
   private readonly titleName = el("span", "jx-title-name", "jaxlsp");
   private readonly search = el("input", "jx-search");
+  private readonly overlaySelect = el("select", "jx-overlay");
   private readonly bannerEl = el("div", "jx-banners");
   private readonly stage = el("div", "jx-stage");
   private readonly svgEl = svg("svg", { class: "jx-canvas", tabindex: 0, role: "application" });
@@ -138,6 +145,9 @@ class Viewer {
         this.hostTheme = kind;
         this.applyTheme();
       },
+      extras: (traceId, analysis, diff) => {
+        if (traceId === this.traceId) this.setExtras(analysis, diff);
+      },
       error: (message) => this.setStatus(message, true),
     });
   }
@@ -170,9 +180,18 @@ class Viewer {
     inner.dir = "ltr";
     this.titlePath.append(inner);
     this.titleEl.append(this.titlePath, this.titleName);
+    this.overlaySelect.title = "Colour the boxes by costs, precision, pass, memory or changes";
+    this.overlaySelect.setAttribute("aria-label", "overlay");
+    for (const { mode, label } of MODES) {
+      const option = el("option", "", label);
+      option.value = mode;
+      this.overlaySelect.append(option);
+    }
+    this.overlaySelect.addEventListener("change", () => this.setOverlay(this.overlaySelect.value as OverlayMode));
     bar.append(
       this.titleEl,
       this.search,
+      this.overlaySelect,
       this.button("Expand all", "Expand every group (E)", () => this.expandAll()),
       this.button("Collapse all", "Collapse every group (C)", () => this.collapseAll()),
       this.button("Fit", "Fit the graph in the window (F)", () => this.fit()),
@@ -218,6 +237,10 @@ class Viewer {
       return;
     }
     this.traceId = traceId;
+    this.analysis = null;
+    this.diffInfo = null;
+    this.overlay = new Overlay(this.model);
+    this.syncOverlayChoices();
     this.banners = { stale, file: origin === "file", partial: graph.coverage?.complete === false, newer: null };
     this.state = this.initialState();
     // A new graph: nothing of the old one stays selected, highlighted or found.
@@ -235,6 +258,43 @@ class Viewer {
     this.refresh(null, "entry");
     if (this.search.value.trim()) this.runSearch();
     this.setStatus(`${graph.nodes.length.toLocaleString()} ops · ${graph.groups.length} groups${traceId ? ` · trace ${traceId}` : ""}`);
+  }
+
+  /** The analysis and the changes of the graph shown, when its host has them. */
+  setExtras(analysis: Analysis | null, diff: DiffInfo | null): void {
+    if (!this.model) return;
+    this.analysis = analysis;
+    this.diffInfo = diff;
+    this.overlay = new Overlay(this.model, analysis, diff);
+    this.syncOverlayChoices();
+    this.renderBanners();
+    if (this.layout) this.draw();
+    if (this.selected) {
+      const rep = this.repFor(this.selected);
+      if (rep) this.showDetails(rep);
+    }
+  }
+
+  /** Show ``mode`` (an overlay with nothing to show falls back to none, and says why). */
+  setOverlay(mode: OverlayMode): void {
+    const why = this.overlay?.unavailable(mode) ?? null;
+    this.overlayMode = why ? "none" : mode;
+    this.overlaySelect.value = this.overlayMode;
+    this.svgEl.dataset.overlay = this.overlayMode;
+    if (why) this.setStatus(`${mode}: ${why}`);
+    if (this.layout) this.draw();
+    this.renderBanners();
+  }
+
+  private syncOverlayChoices(): void {
+    for (const option of this.overlaySelect.options) {
+      const why = this.overlay?.unavailable(option.value as OverlayMode) ?? null;
+      option.disabled = why !== null;
+      option.title = why ?? "";
+    }
+    if (this.overlay?.unavailable(this.overlayMode)) this.overlayMode = "none";
+    this.overlaySelect.value = this.overlayMode;
+    this.svgEl.dataset.overlay = this.overlayMode;
   }
 
   /** Everything collapsed, except that a level whose only group is the model itself (a few loose
@@ -422,17 +482,24 @@ class Viewer {
     const itemsLayer = svg("g", { class: "jx-items" });
     let drawnItems = 0;
     const obstacles: { x: number; y: number; w: number; h: number }[] = [];
-    for (const item of descendants(view.root)) {
+    const shown = [...descendants(view.root)].filter((item) => {
       const box = layout.boxes.get(item.id);
-      if (!box || !inside(box.x, box.y, box.x + box.w, box.y + box.h)) continue;
+      return box !== undefined && inside(box.x, box.y, box.x + box.w, box.y + box.h);
+    });
+    const marks = this.overlay && this.overlayMode !== "none" ? this.overlay.marks(this.overlayMode, shown) : new Map<string, Mark>();
+    for (const item of shown) {
+      const box = layout.boxes.get(item.id)!;
       drawnItems++;
       const kind = item.kind === "node" ? "jx-op" : `jx-${item.kind}`;
+      const mark = marks.get(item.id);
       if (item.kind === "container") {
         const g = svg("g", { class: `jx-item ${kind}`, "data-id": item.id, transform: `translate(${box.x},${box.y})` });
+        if (mark?.cls) g.classList.add(mark.cls);
         g.append(svg("rect", { class: "jx-frame", width: box.w, height: box.h, rx: 6 }));
+        if (mark?.heat !== undefined) g.append(this.heat(box.w, box.h, mark.heat, 6));
         if (level > 0) {
           const head = svg("text", { class: "jx-head", x: 22, y: 17 });
-          head.textContent = `${item.title}  ·  ${item.sub}`;
+          head.textContent = `${item.title}  ·  ${item.sub}${mark?.badge ? `  ·  ${mark.badge}` : ""}`;
           const toggle = svg("text", { class: "jx-toggle", x: 7, y: 17, "data-toggle": item.id });
           toggle.textContent = "−";
           g.append(head, toggle);
@@ -444,13 +511,22 @@ class Viewer {
       obstacles.push(box);
       // Every box is a g.jx-node whose first text is its title (docs/viewer.md, test hooks).
       const g = svg("g", { class: `jx-item jx-node ${kind}`, "data-id": item.id, transform: `translate(${box.x},${box.y})` });
+      if (mark?.cls) g.classList.add(mark.cls);
       if (item.kind === "rollup") {
         g.append(svg("rect", { class: "jx-stack", x: 6, y: 6, width: box.w, height: box.h, rx: 5 }));
         g.append(svg("rect", { class: "jx-stack", x: 3, y: 3, width: box.w, height: box.h, rx: 5 }));
       }
       g.append(svg("rect", { class: "jx-box", width: box.w, height: box.h, rx: item.kind === "node" ? 4 : 6 }));
+      if (mark?.heat !== undefined) g.append(this.heat(box.w, box.h, mark.heat, item.kind === "node" ? 4 : 6));
+      if (mark?.split !== undefined) {
+        const w = Math.max(0, box.w - 8);
+        g.append(
+          svg("rect", { class: "jx-split-fwd", x: 4, y: box.h - 6, width: w * mark.split, height: 3 }),
+          svg("rect", { class: "jx-split-bwd", x: 4 + w * mark.split, y: box.h - 6, width: w * (1 - mark.split), height: 3 }),
+        );
+      }
       const tip = svg("title");
-      tip.textContent = this.tooltip(item);
+      tip.textContent = this.tooltip(item) + (mark?.badge ? `\n${mark.badge}` : "");
       if (level === 0) {
         g.append(tip);
         itemsLayer.append(g);
@@ -483,6 +559,13 @@ class Viewer {
         if (item.params.length) g.append(svg("line", { class: "jx-param-rule", x1: 6, x2: box.w - 6, y1: top - 7, y2: top - 7 }));
       }
       g.append(tip);
+      if (mark?.badge && !(item.kind === "node" && this.overlayMode === "diff")) {
+        // a changed node says so by its outline (and tooltip): dozens of badges would cover the edges' labels
+        const badge = svg("text", { class: "jx-badge", x: box.w - 4, y: -3 });
+        badge.textContent = mark.badge;
+        g.append(badge);
+        obstacles.push({ x: box.x, y: box.y - 14, w: box.w, h: 14 });
+      }
       if (item.kind === "group" || item.kind === "rollup") {
         const toggle = svg("text", { class: "jx-toggle", x: 7, y: 15, "data-toggle": item.id });
         toggle.textContent = "+";
@@ -546,6 +629,11 @@ class Viewer {
     }
     this.viewport.querySelector(".jx-edges")?.replaceWith(edgesLayer);
     this.viewport.querySelector(".jx-edge-labels")?.replaceWith(labelsLayer);
+  }
+
+  /** A shade over a box: more opaque for a larger figure. */
+  private heat(w: number, h: number, level: number, rx: number): SVGRectElement {
+    return svg("rect", { class: "jx-heat", width: w, height: h, rx, "fill-opacity": (0.08 + 0.72 * level).toFixed(3) });
   }
 
   private tooltip(item: Item): string {
@@ -941,6 +1029,7 @@ class Viewer {
         d.append(a);
       });
       if (!n.frames.length) d.append(el("p", "jx-muted", "no user frame"));
+      this.overlayDetails(item);
       return;
     }
     if (item.kind === "ports" || item.kind === "outputs") {
@@ -970,8 +1059,24 @@ class Viewer {
     };
     walk(g.id);
     row("primitives", [...prims].sort((a, b) => b[1] - a[1]).slice(0, 12).map(([p, c]) => `${p} ${c}`).join(", "));
+    this.overlayDetails(item);
     const action = item.kind === "container" ? "Collapse" : item.kind === "rollup" ? "Unroll" : "Expand";
     d.append(this.button(action, `${action} this group`, () => this.toggle(item.id)));
+  }
+
+  /** The overlays' figures for a box: costs, forward and backward side by side, precision,
+   * memory and changes (each when the graph or the server says something about it). */
+  private overlayDetails(item: Item): void {
+    for (const section of this.overlay?.details(item.kind, item.ref, item.members) ?? []) {
+      const box = el("section", `jx-ov-details jx-ov-details-${section.title.replace(/\s+/g, "-")}`);
+      box.append(el("h4", "", section.title));
+      for (const [k, v] of section.rows) {
+        const r = el("div", "jx-row");
+        r.append(el("span", "jx-key", k), el("span", "jx-val", v));
+        box.append(r);
+      }
+      this.details.append(box);
+    }
   }
 
   // -- banners, status, theme ---------------------------------------------------------------------
@@ -993,6 +1098,15 @@ class Viewer {
       add("jx-banner-partial", `Partial coverage: ${opaque.length} opaque region(s) are not in the graph${opaque.length ? ` (${opaque.map((o) => o.reason).slice(0, 3).join("; ")})` : ""}.`);
     }
     if (this.banners.stale) add("jx-banner-stale", "Stale: a source file changed since this trace. Re-trace to update.");
+    const changes = this.diffInfo;
+    if (changes && !changes.same) {
+      const e = add("jx-banner-diff", `Changed since the previous trace: ${changes.summary}. `);
+      if (this.overlayMode !== "diff") e.append(this.button("Show changes", "Mark what changed (the Changes overlay)", () => this.setOverlay("diff")));
+      else if (changes.removed.length) {
+        const names = changes.removed.slice(0, 6).map((r) => `${r.primitive}${r.scope ? ` in ${r.scope}` : ""}`);
+        e.append(el("span", "jx-removed", `Removed: ${names.join(", ")}${changes.removed.length > 6 ? `, … ${changes.removed.length - 6} more` : ""}.`));
+      }
+    }
     if (this.banners.newer) {
       const e = add("jx-banner-newer", "A newer trace of this target is ready. ");
       const id = this.banners.newer;
@@ -1053,7 +1167,13 @@ class Viewer {
       .jx-t1 { text-anchor: middle; font-weight: 600; } .jx-t2 { text-anchor: middle; font-size: 11px; fill: ${v("--muted")}; }
       .jx-head { font-weight: 600; } .jx-toggle { font-weight: 700; }
       .jx-edge { fill: none; stroke: ${v("--edge")}; } .jx-arrowhead { fill: ${v("--edge")}; }
-      .jx-edge-label { font-size: 10px; fill: ${v("--muted")}; }`;
+      .jx-edge-label { font-size: 10px; fill: ${v("--muted")}; }
+      .jx-heat { fill: ${v("--heat")}; pointer-events: none; } .jx-badge { font-size: 10px; text-anchor: end; fill: ${v("--muted")}; }
+      .jx-split-fwd { fill: ${v("--forward")}; } .jx-split-bwd { fill: ${v("--backward")}; }
+      .jx-ov-added > .jx-box { stroke: ${v("--added")}; stroke-width: 3; } .jx-ov-changed > .jx-box { stroke: ${v("--changed")}; stroke-width: 3; }
+      .jx-ov-forward > .jx-box { fill: ${v("--forward")}; } .jx-ov-backward > .jx-box { fill: ${v("--backward")}; }
+      .jx-ov-up > .jx-box { stroke: ${v("--upcast")}; stroke-width: 3; } .jx-ov-down > .jx-box { stroke: ${v("--downcast")}; stroke-width: 3; }
+      .jx-ov-peak > .jx-box, .jx-ov-peak-in > .jx-box, .jx-ov-peak-in > .jx-frame { stroke: ${v("--peak")}; stroke-width: 3; }`;
     const bg = document.createElementNS(SVG, "rect");
     bg.setAttribute("width", "100%");
     bg.setAttribute("height", "100%");

@@ -20,6 +20,19 @@ export interface GNode {
   source: Frame | null;
   frames: Frame[];
   transforms: string[];
+  /** XLA's figures for one execution and how often the totals count it (docs/graph-format.md#costs). */
+  costs?: NodeCosts;
+}
+
+export interface NodeCosts {
+  flops: number;
+  bytes: number;
+  transcendentals: number;
+  runs: number;
+  trips?: number;
+  tripsStatic?: boolean;
+  branch?: number;
+  unknown?: string;
 }
 
 export interface GValue {
@@ -58,6 +71,29 @@ export interface Graph {
   nodes: GNode[];
   values: GValue[];
   groups: GGroup[];
+  costs?: Record<string, unknown>;
+}
+
+/** What the server derives from a graph (jaxlsp/costs' answer, docs/lsp-extensions.md): the
+ * viewer's costs, memory and precision overlays use it when it comes (the bridge's /analysis, a
+ * static page's embedded copy). */
+export interface Analysis {
+  measured: boolean;
+  gradient: boolean;
+  total: { flops: number; bytes: number; transcendentals: number };
+  memory: { peakBytes: number; node: string | null; live: string[]; byModule: { scope: string; bytes: number }[]; inputBytes: number };
+  residuals: { values: string[]; bytes: number } | null;
+}
+
+/** What changed from a base graph (jaxlsp/diff's answer): node ids of this graph, removed ones of the base. */
+export interface DiffInfo {
+  same: boolean;
+  summary: string;
+  counts: { added: number; removed: number; changed: number; matched: number };
+  added: { id: string; primitive: string; scope: string }[];
+  removed: { id: string; primitive: string; scope: string }[];
+  changed: { id: string; baseId: string; primitive: string; scope: string; text: string; fields: { field: string; before: string; after: string }[] }[];
+  base?: string;
 }
 
 export type Mode = "http" | "webview" | "static";
@@ -67,4 +103,7 @@ export interface Config {
   token?: string;
   traceId?: string;
   graph?: Graph;
+  /** Static pages: the graph's analysis and, for `jaxlsp diff --html`, the changes from its base. */
+  analysis?: Analysis;
+  diff?: DiffInfo;
 }

@@ -75,6 +75,9 @@ def effect_name(effect: Any) -> str:
 
 # Primitives whose body runs once per device, on per-device shapes (jax.pmap traces as shard_map).
 MANUAL_PRIMITIVES = frozenset({"shard_map", "xla_pmap"})
+# Scopes JAX pushes itself, which are no module (the recomputation of a ``jax.checkpoint`` body in
+# the backward pass), and the transform each is recorded as.
+_INTERNAL_SCOPES = {"rematted_computation": "remat"}
 _RULE_PARAMS = frozenset(
     {"jvp", "jvp_jaxpr_fun", "jvp_jaxpr_thunk", "fwd_jaxpr_thunk", "bwd", "out_trees", "fwd", "transpose"}
 )
@@ -98,11 +101,20 @@ class Context:
 
 
 class GraphBuilder:
-    def __init__(self, workspace: Workspace, scope_mode: str = "stack", spelling: Spelling | None = None):
+    def __init__(
+        self,
+        workspace: Workspace,
+        scope_mode: str = "stack",
+        spelling: Spelling | None = None,
+        keep_equations: bool = False,
+    ):
         self.workspace = workspace
         self.spelling = spelling if spelling is not None else Spelling(workspace.root, workspace)
         self.scope_mode = scope_mode
         self.nodes: list[Node] = []
+        # with keep_equations, eqns[i] is node i's equation (the costs are measured on them)
+        self.keep_equations = keep_equations
+        self.eqns: list[Any] = []
         self.values: list[Value] = []
         self.groups: list[Group] = []
         self.coverage = Coverage()
@@ -192,7 +204,12 @@ class GraphBuilder:
         items = ctx.prefix + jaxcompat.name_stack_items(eqn.source_info)
         chain = self.scope_chain(items)
         scope = list(chain[-1]) if chain else []
-        transforms = [name for kind, name in items if kind == "transform"]
+        # JAX's own scope around a checkpoint's recomputation is kept as the ``remat`` transform
+        transforms = [
+            name if kind == "transform" else _INTERNAL_SCOPES[name]
+            for kind, name in items
+            if kind == "transform" or name in _INTERNAL_SCOPES
+        ]
         group = self.module_group(ctx.group, ctx.base_scope, chain)
         frames = self.frames_of(eqn.source_info)
         source = next((f for f in frames if id(f) in self._workspace_frames), None) or ctx.source
@@ -213,6 +230,8 @@ class GraphBuilder:
             transforms=transforms,
         )
         self.nodes.append(node)
+        if self.keep_equations:
+            self.eqns.append(eqn)
         for effect in getattr(eqn, "effects", ()) or ():
             self.effect(effect)
 
@@ -363,9 +382,25 @@ class GraphBuilder:
             return chain
         path: tuple[str, ...] = ()
         marked = False
+        restated: int | None = None  # how much of ``path`` a transform's stack has restated so far
         for kind, name in items:
             if kind != "scope":
+                if path:
+                    restated = 0
                 continue
+            if name in _INTERNAL_SCOPES:
+                continue
+            if restated is not None and not marked:
+                # A backward equation's stack holds its forward equation's stack again after the
+                # transpose's (``transpose(jvp(MLP))/jvp(MLP)``): the restated prefix is the same
+                # module, not ``MLP/MLP``. A name that does not restate it nests as usual
+                # (``jvp(M)/vmap(vd)`` is ``M/vd``).
+                if restated < len(path) and path[restated] == name:
+                    restated += 1
+                    continue
+                if restated:
+                    path = path[:restated]
+                restated = None
             if name.startswith(SCOPE_MARK):  # a module argument's call: its full path
                 path = tuple(p for p in name[len(SCOPE_MARK) :].split("/") if p)
                 marked = True

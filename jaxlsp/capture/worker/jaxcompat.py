@@ -6,6 +6,7 @@ the capture still succeeds. ``tests/capture/test_jaxcompat.py`` pins the behavio
 
 from __future__ import annotations
 
+import importlib
 from typing import Any, NamedTuple
 
 
@@ -127,3 +128,60 @@ def warm() -> None:
         siu._include_path_regex()
     except Exception:
         pass
+
+
+def bind_params(eqn: Any) -> dict[str, Any]:
+    """The params to ``bind`` an equation's primitive with (``get_bind_params``: custom_jvp/vjp
+    keep their rules there). Older JAX returned ``(subfuns, params)``: those with no subfuns fit."""
+    get = getattr(eqn.primitive, "get_bind_params", None)
+    if get is None:
+        return dict(eqn.params)
+    got = get(eqn.params)
+    if isinstance(got, tuple) and len(got) == 2 and isinstance(got[1], dict):
+        subfuns, params = got
+        if subfuns:
+            raise TypeError(f"{eqn.primitive.name} binds with sub-functions")
+        return dict(params)
+    return dict(got)
+
+
+def cost_dict(analysis: Any) -> dict[str, Any]:
+    """``Lowered.cost_analysis()`` as one dict (older JAX returned a list with one per device)."""
+    if isinstance(analysis, list | tuple):
+        analysis = analysis[0] if analysis else {}
+    return dict(analysis or {})
+
+
+def jaxpr_as_fun(closed: Any) -> Any:
+    """The traced program as a function of its inputs (``jax.extend.core.jaxpr_as_fun``)."""
+    try:
+        from jax.extend.core import jaxpr_as_fun as as_fun
+    except ImportError:  # jax < 0.4.36
+        from jax.core import jaxpr_as_fun as as_fun  # type: ignore[attr-defined,no-redef]
+    return as_fun(closed)
+
+
+def hlo_text(lowered: Any) -> str:
+    """The HLO text of a ``jax.jit(...).lower(...)`` result (its computations, ENTRY last)."""
+    hlo: Any = importlib.import_module("jaxlib._hlo")  # the HLO printer and parser jaxlib ships
+
+    options = hlo.HloPrintOptions()
+    options.print_metadata = False  # source positions refer to tables the parser would then lack
+    options.print_large_constants = True  # "{...}" would not parse back
+    return str(lowered._lowering.hlo().as_hlo_module().to_string(options))
+
+
+def hlo_cost_analysis(text: str) -> dict[str, Any]:
+    """XLA's cost analysis of an HLO module given as text, as ``Lowered.cost_analysis()`` runs it.
+    A backend with no analysis of its own (a PJRT plugin: CUDA) leaves it to the CPU backend's,
+    which counts the same HLO; when neither works the error goes up (the equation is then
+    lowered alone, and compiled if it must be)."""
+    from jax._src import xla_bridge
+    from jax._src.lib import _jax  # type: ignore[attr-defined]
+
+    hlo: Any = importlib.import_module("jaxlib._hlo")
+    module = hlo.hlo_module_from_text(text)
+    try:
+        return dict(_jax.hlo_module_cost_analysis(xla_bridge.get_backend(), module))
+    except Exception:
+        return dict(_jax.hlo_module_cost_analysis(xla_bridge.get_backend("cpu"), module))

@@ -251,9 +251,10 @@ def _build(
 
     target = request["target"]
     profile = request["profile"]
+    costs = request.get("costs")
     base = request.get("pathBase") or request.get("workspaceRoot") or os.path.dirname(path)
     spelling = Spelling(str(base), workspace)
-    gb = GraphBuilder(workspace, plan.scope_mode, spelling)
+    gb = GraphBuilder(workspace, plan.scope_mode, spelling, keep_equations=bool(costs))
     in_ports, out_ports = gb.build(closed, traced.input_labels, targets.output_labels(plan, traced, out_shape))
     # State outputs are updates: one that is its input passed through changed nothing.
     unchanged = forwarded_outputs(closed)
@@ -280,6 +281,13 @@ def _build(
     # Where the relative paths are relative to: for the server's own use, never in the graph file.
     extra["roots"] = {"base": spelling.base, "packages": dict(sorted(spelling.roots.items()))}
     timings["build"] = time.perf_counter() - t0
+    if costs:
+        announce(request, "costs")
+        t0 = time.perf_counter()
+        from jaxlsp.capture.worker.costs import measure
+
+        measure(graph, gb.eqns, closed, dict(costs), str(profile.get("device", "cpu")), bool(profile.get("x64")))
+        timings["costs"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     data = to_json(graph, packed=request.get("transport") == "packed")
     timings["serialize"] = time.perf_counter() - t0
@@ -443,7 +451,7 @@ def warm() -> None:
     import importlib
 
     versions()
-    for name in ("inputs", "loading", "targets", "build", "scopes", "jaxcompat", "limits"):
+    for name in ("inputs", "loading", "targets", "build", "scopes", "jaxcompat", "limits", "costs"):
         with contextlib.suppress(ImportError):
             importlib.import_module(f"jaxlsp.capture.worker.{name}")
     importlib.import_module("jaxlsp.graph.io")

@@ -115,6 +115,11 @@ class ResolvedProfile(TypedDict):
     env: NotRequired[list[str]]  # environment variables passed to the capture (names only)
 
 
+class CostOptions(TypedDict):
+    cacheDir: NotRequired[str]  # the user cache folder for per-equation figures; absent: no disk cache
+    xlaCompare: NotRequired[bool]  # also XLA's whole-program cost and memory analysis
+
+
 class WorkerRequest(TypedDict):
     target: Target
     profile: ResolvedProfile
@@ -129,6 +134,7 @@ class WorkerRequest(TypedDict):
     structureHint: NotRequired[Any]
     mode: NotRequired[Literal["structure"]]
     limits: NotRequired[dict[str, int]]  # graph-size limits {equations, values, bytes} (worker/limits.py)
+    costs: NotRequired[CostOptions]  # measure XLA's costs of every equation (worker/costs.py)
     # The folder the graph's workspace paths are relative to (worker/paths.py); default workspaceRoot.
     # The CLI sends the recipe's folder.
     pathBase: NotRequired[str]

@@ -11,6 +11,7 @@ from typing import Any
 
 from lsprotocol import types
 
+from jaxlsp.graph.costs import ROLLED_UP, is_backward
 from jaxlsp.graph.report import shape_str
 from jaxlsp.graph.store import Trace
 from jaxlsp.server.app import JaxServer
@@ -75,6 +76,33 @@ class Hover:
             )
         return hints
 
+    def costs(self, nodes: list[Any]) -> list[str]:
+        """XLA's figures of the line's equations, times how often each runs (loops)."""
+        measured = [n for n in nodes if n.costs is not None and n.primitive not in ROLLED_UP]
+        if not measured:
+            return []
+        flops = sum(int(n.costs["flops"]) * int(n.costs["runs"]) for n in measured)
+        moved = sum(int(n.costs["bytes"]) * int(n.costs["runs"]) for n in measured)
+        backward = sum(int(n.costs["flops"]) * int(n.costs["runs"]) for n in measured if is_backward(n))
+        split = f" ({backward:,} in the backward pass)" if backward else ""
+        return ["", f"costs: {flops:,} FLOPs{split}, {moved:,} bytes accessed"]
+
+    def changes(self, trace: Trace, nodes: list[Any]) -> list[str]:
+        """What changed at this line since the target's previous trace (the diff's summary else)."""
+        found = self.ls.session.graphs.changes(trace)
+        if found is None or found.same:
+            return []
+        ids = {n.id for n in nodes}
+        here = [c.describe() for c in found.changed if c.after.id in ids]
+        added = [n for n in found.added if n.id in ids]
+        if not here and not added:
+            return ["", f"since the last trace: {found.summary()}"]
+        lines = ["", "changed here since the last trace:"]
+        lines += [f"- `{text}`" for text in here[:HOVER_LINES]]
+        if added:
+            lines.append(f"- {len(added)} new op{'s' if len(added) != 1 else ''}: `{added[0].primitive}`")
+        return lines
+
     def text(self, trace: Trace, nodes: list[Any]) -> str:
         """Operations at the line with their output types, aggregated over repeated calls."""
         counts: Counter[tuple[str, str]] = Counter()
@@ -97,6 +125,7 @@ class Hover:
         scopes = sorted({n.scope for n in nodes if n.scope})
         if scopes:
             lines += ["", "scope: " + ", ".join(f"`{s}`" for s in scopes[:4])]
+        lines += self.costs(nodes) + self.changes(trace, nodes)
         # No footer: a trace id or a method name means nothing to the reader, and a link would
         # need a trusted command URI that not every editor renders.
         return "\n".join(lines)

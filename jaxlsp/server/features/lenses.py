@@ -15,6 +15,8 @@ from jaxlsp.server.app import JaxServer
 from jaxlsp.server.convert import LENS_TITLE, OPEN_TITLE, open_command, to_range, trace_command
 from jaxlsp.server.params import as_dict, local_path
 
+MAX_CHANGES = 90  # characters of the changes since the last trace in a lens title
+
 
 class Lenses:
     def __init__(self, ls: JaxServer) -> None:
@@ -88,12 +90,17 @@ class Lenses:
         return actions
 
     def title(self, uri: str, name: str) -> str:
-        """``Trace graph``, or after a trace ``Trace graph · 1,234 ops · f32[2,10] +1`` (``Re-trace (stale)``)."""
+        """``Trace graph``, or after a trace ``Trace graph · 1,234 ops · f32[2,10] +1`` (``Re-trace (stale)``),
+        and after a re-trace what changed (``· +12 ops; Dense_1 dot_general f32[4,8] → f32[4,16]``)."""
         session = self.ls.session
         trace = session.graphs.latest(uri, name)
         if trace is None:
             return LENS_TITLE
         figures = lens_figures(len(trace.graph.nodes), trace.output_types())
+        changes = session.graphs.changes(trace)
+        if changes is not None:
+            summary = changes.summary()
+            figures += " · " + (summary if len(summary) <= MAX_CHANGES else summary[: MAX_CHANGES - 1] + "\u2026")
         stale = trace.stale_sources(lambda p: session.index.text(Path(p)))
         return f"Re-trace (stale) · {figures}" if stale else f"{LENS_TITLE} · {figures}"
 

@@ -34,7 +34,7 @@ from jaxlsp.server.params import file_path, invalid, parse
 log = logging.getLogger(__name__)
 REQUEST_FAILED = -32803
 # Work-done percentages at the start of each phase (the worker announces import, trace, build).
-PHASE_PERCENT = {"import": 10, "trace": 40, "build": 80}
+PHASE_PERCENT = {"import": 10, "trace": 40, "build": 80, "costs": 85}
 
 TraceAnswer = wire.TraceResult | wire.NeedsInputResult
 
@@ -49,6 +49,7 @@ class TraceArgs:
     profile: str | None = None
     answers: dict[str, Any] | None = None  # needs-input item path -> value
     save: bool = False  # write the completed profile to jaxlsp.toml
+    costs: bool = False  # measure XLA's costs of every equation
 
     @classmethod
     def parse(cls, arg: Any, where: str) -> TraceArgs:
@@ -67,6 +68,7 @@ class TraceArgs:
             data.get("profile"),
             data.get("answers") or None,
             data.get("save", False),
+            data.get("costs", False),
         )
 
 
@@ -123,6 +125,7 @@ class Tracing:
             limits=options.limits,
             find_entrypoint=self.ls.session.entrypoint,
             answers=args.answers,
+            costs=args.costs or options.costs,
         )
 
     async def _run(self, args: TraceArgs, folder: Path) -> TraceAnswer:

@@ -16,6 +16,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
+from jaxlsp.graph.diff import diff
 from jaxlsp.graph.io import to_json
 from jaxlsp.graph.store import Trace
 from jaxlsp.server import wire
@@ -77,7 +78,10 @@ class Viewer:
 
     async def url(self, trace: Trace) -> str:
         if self.bridge is None:
-            self.bridge = Bridge(Callbacks(graph=self._graph, stale=self._is_stale, reveal=self._reveal))
+            callbacks = Callbacks(
+                graph=self._graph, stale=self._is_stale, reveal=self._reveal, analysis=self._analysis, diff=self._diff
+            )
+            self.bridge = Bridge(callbacks)
         await self.bridge.start()
         return self.bridge.url(trace.id)
 
@@ -102,6 +106,20 @@ class Viewer:
                 self._json.popitem(last=False)
         self._served[trace_id] = (str(trace.meta.get("uri")), str(trace.meta.get("name")))
         return body
+
+    def _analysis(self, trace_id: str) -> dict[str, Any]:
+        return self._find(trace_id).analysis()
+
+    def _diff(self, trace_id: str, base: str | None) -> dict[str, Any]:
+        trace = self._find(trace_id)
+        store = self.ls.session.graphs
+        if base is None:
+            found = store.changes(trace)
+            previous = store.previous(trace)
+            if found is None or previous is None:
+                raise BridgeError(404, "no earlier trace of this target is kept to compare with")
+            return {**found.json(), "traceId": trace.id, "base": previous.id}
+        return {**diff(self._find(base).graph, trace.graph).json(), "traceId": trace.id, "base": base}
 
     def _is_stale(self, trace_id: str) -> bool:
         trace = self._find(trace_id)

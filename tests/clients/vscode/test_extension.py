@@ -115,6 +115,8 @@ async def test_lens_trust_trace_hover_panel_reveal_stale_retrace_answers(vscode:
     title = await page.eval("document.querySelector('.jx-title').textContent", frame="viewer")
     assert title.endswith("linen_cnn.py::CNN"), title
     await page.screenshot("panel-first-view")
+    # The overlays' data (jaxlsp/costs) follows the graph: the memory overlay is offered.
+    await page.wait("!document.querySelector('.jx-overlay option[value=memory]').disabled", frame="viewer", timeout=30)
 
     # 5. Hover on a traced line: its shapes; the first line names jaxlsp, no method name anywhere.
     await page.send(
@@ -176,6 +178,9 @@ async def test_lens_trust_trace_hover_panel_reveal_stale_retrace_answers(vscode:
     assert not await page.eval("!!document.querySelector('.jx-banner-stale')", frame="viewer")
     assert not await page.eval("!!document.querySelector('.jx-details h3')", frame="viewer"), "the old selection stayed"
     assert await page.eval("window.__jaxlsp.selected", frame="viewer") is None
+    # ... with the changes since the first trace (jaxlsp/diff): a comment changes nothing.
+    await page.wait("window.__jaxlsp.overlay && window.__jaxlsp.overlay.diff", frame="viewer", timeout=30)
+    assert await page.eval("window.__jaxlsp.overlay.diff.summary", frame="viewer") == "no changes"
     await page.screenshot("retraced")
 
     # 9. Needs input: the typed text goes to the server, which parses it; a bad answer comes back

@@ -1,0 +1,41 @@
+"""``jaxlsp/costs``: what each module of a trace costs (XLA's FLOPs, bytes, transcendentals; the
+forward / backward split of a gradient), its memory peak and residuals, and its precision
+settings (``jaxlsp.graph.analysis``). A trace made without costs answers ``measured: false``
+with what needs no XLA (parameters, memory, precision): trace with ``costs: true`` for the rest."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from pygls.exceptions import JsonRpcException
+
+from jaxlsp.graph.costs import render_table, table
+from jaxlsp.server import wire
+from jaxlsp.server.app import JaxServer
+from jaxlsp.server.params import invalid, parse, shown
+
+REQUEST_FAILED = -32803
+MAX_MODULES = 5000
+
+
+class Costs:
+    def __init__(self, ls: JaxServer) -> None:
+        self.ls = ls
+
+    def register(self, server: JaxServer) -> None:
+        @server.feature(wire.COSTS)
+        def costs(ls: JaxServer, params: Any) -> wire.CostsResult:
+            return self.costs(parse(params, wire.CostsParams))
+
+    def costs(self, data: wire.CostsParams) -> wire.CostsResult:
+        limit = data.get("limit", 200)
+        if not 1 <= limit <= MAX_MODULES:
+            raise invalid(f"params.limit: expected an integer from 1 to {MAX_MODULES}, got {shown(limit)}")
+        trace = self.ls.session.graphs.get(data["traceId"])
+        if trace is None:
+            raise JsonRpcException(f"unknown trace: {shown(data['traceId'])}", code=REQUEST_FAILED)
+        found = dict(trace.analysis())
+        found["modules"] = found["modules"][:limit]
+        found["traceId"] = trace.id
+        found["text"] = render_table(table(trace.graph))
+        return cast(wire.CostsResult, found)  # analysis_json builds this shape (jaxlsp.graph has no wire types)

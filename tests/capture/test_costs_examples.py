@@ -1,0 +1,59 @@
+"""``--xla-compare`` on the bundled examples: our per-equation FLOPs, loop bodies counted once,
+agree with XLA's own whole-program analysis within 10 % (issue 18)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from jaxlsp.capture.engine import TraceRequest, finish, prepare
+from jaxlsp.capture.supervise import CaptureOutcome
+from jaxlsp.graph import costs
+from jaxlsp.graph.analysis import AGREEMENT, compare_xla
+
+pytest.importorskip("jax")
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+@pytest.mark.parametrize(
+    ("target", "profile"),
+    [
+        ("jax_mlp.py::mlp", "mlp"),
+        ("linen_cnn.py::CNN", "cnn"),
+        ("nnx_transformer.py::TransformerBlock", "block"),
+        ("eqx_scan.py::ScanRNN", "rnn"),
+    ],
+)
+def test_body_once_flops_agree_with_xla(target: str, profile: str) -> None:
+    from jaxlsp.capture.worker.main import capture
+
+    file, name = target.split("::")
+    prepared = prepare(
+        TraceRequest(EXAMPLES / file, name, workspace_root=EXAMPLES, profile=profile, costs=True, xla_compare=True)
+    )
+    path, cwd, modules = list(sys.path), os.getcwd(), set(sys.modules)
+    try:
+        result = capture(prepared.request)
+    finally:
+        sys.path[:] = path
+        os.chdir(cwd)
+        for module in set(sys.modules) - modules:
+            if str(getattr(sys.modules[module], "__file__", "") or "").startswith(str(EXAMPLES)):
+                del sys.modules[module]
+    assert result["ok"], result.get("error")
+    graph = finish(prepared, CaptureOutcome(result, "", "", 0.0, sys.executable, "cold")).graph
+    assert graph.costs is not None and graph.costs["unknown"] == 0
+    xla = graph.costs["xla"]
+    ours = costs.body_once(graph).flops
+    assert xla["flops"] > 0 and abs(ours - xla["flops"]) <= AGREEMENT * xla["flops"], (ours, xla["flops"])
+    assert costs.total(graph).flops >= ours  # loops multiplied: never less
+    assert set(xla["memory"]) >= {"argument", "output", "temp"}
+    # what `jaxlsp trace --xla-compare` prints beside the table says so too
+    lines = compare_xla(graph)
+    assert lines[0].startswith(f"xla whole program: {xla['flops']} FLOPs")
+    assert lines[1].startswith(f"ours, loop bodies once: {ours} FLOPs") and lines[1].endswith("agree)"), lines
+    assert lines[2] == f"ours, loops multiplied: {costs.total(graph).flops} FLOPs"
