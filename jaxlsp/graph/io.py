@@ -74,6 +74,8 @@ def _frame_json(frame: Frame) -> dict[str, Any]:
     }
     if frame.function is not None:
         out["function"] = frame.function
+    if frame.cell is not None:
+        out["cell"] = frame.cell
     return out
 
 
@@ -319,9 +321,12 @@ _NODE_KEY_SET = frozenset(_NODE_KEYS)
 
 
 def _frame_fast(d: Any) -> Frame | None:
-    if type(d) is not dict or not 5 <= len(d) <= 6 or (len(d) == 6 and "function" not in d):
+    if type(d) is not dict or not 5 <= len(d) <= 7 or len(d) > 5 + ("function" in d) + ("cell" in d):
         return None
     get: Any = d.get
+    cell = get("cell")
+    if cell is not None and (type(cell) is not int or cell < 0):
+        return None
     p, line, col, end_line, end_col = (
         get("path"),
         get("line"),
@@ -343,7 +348,7 @@ def _frame_fast(d: Any) -> Frame | None:
         and end_col >= 0
         and (fn is None or type(fn) is str)
     ):
-        return Frame(p, line, col, end_line, end_col, fn)
+        return Frame(p, line, col, end_line, end_col, fn, cell)
     return None
 
 
@@ -435,7 +440,7 @@ def _value_fast(d: Any, path: str) -> Value | None:
 
 
 def _frame(data: Any, path: str) -> Frame:
-    d = _obj(data, path, ("path", "line", "column", "endLine", "endColumn"), ("function",))
+    d = _obj(data, path, ("path", "line", "column", "endLine", "endColumn"), ("function", "cell"))
     return Frame(
         path=_str(d["path"], _join(path, "path"), nonempty=True),
         line=_int(d["line"], _join(path, "line"), 1),
@@ -443,6 +448,7 @@ def _frame(data: Any, path: str) -> Frame:
         end_line=_int(d["endLine"], _join(path, "endLine"), 1),
         end_column=_int(d["endColumn"], _join(path, "endColumn"), 0),
         function=_opt_str(d.get("function"), _join(path, "function")),
+        cell=None if d.get("cell") is None else _int(d["cell"], _join(path, "cell"), 0),
     )
 
 

@@ -16,7 +16,8 @@ VERSION = 1
 
 @dataclass
 class Frame:
-    """A source position: 1-based lines, 0-based code-point columns (end exclusive)."""
+    """A source position: 1-based lines, 0-based code-point columns (end exclusive). In a notebook
+    (``path`` ends with ``.ipynb``) ``cell`` is the index into its cells and lines count within it."""
 
     path: str
     line: int
@@ -24,6 +25,7 @@ class Frame:
     end_line: int
     end_column: int
     function: str | None = None
+    cell: int | None = None
 
 
 @dataclass

@@ -324,6 +324,10 @@ class GraphBuilder:
                     end_column=code_points(raw.file, raw.end_line, raw.end_column),
                     function=raw.function or None,
                 )
+                found = self.workspace.in_cell(raw.file, raw.line) if self.workspace.notebooks else None
+                if found is not None:  # a notebook's module line: the cell, and the line within it
+                    frame.cell, frame.line = found
+                    frame.end_line = raw.end_line - raw.line + frame.line
                 self._frames[raw] = frame
                 if self.workspace.contains(raw.file):
                     self.frame_files.add(os.path.realpath(raw.file))

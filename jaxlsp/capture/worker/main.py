@@ -170,10 +170,12 @@ def _capture(
     timings["jax"] = time.perf_counter() - t0
 
     loading.setup_sys_path(path, str(request.get("workspaceRoot", "")))
-    loader = loading.Loader(path, workspace)
+    cell = target.get("cell")
+    loader = loading.Loader(path, workspace, str(target["name"]), cell if isinstance(cell, int) else None)
     announce(request, "import")
     t0 = time.perf_counter()
-    module = loader.load("definitions" if profile.get("load") == "definitions" else "module")
+    load = profile.get("load")
+    module = loader.load(load if load in ("definitions", "cells") else "module")
     timings["import"] = time.perf_counter() - t0
 
     import jax
@@ -245,13 +247,17 @@ def _build(
     gb = GraphBuilder(workspace, plan.scope_mode)
     in_ports, out_ports = gb.build(closed, traced.input_labels, targets.output_labels(plan, traced, out_shape))
     sources = _sources(
-        {path, *gb.frame_files, *loader.files, *([request["recipePath"]] if request.get("recipePath") else [])}
+        {path, *gb.frame_files, *loader.files, *([request["recipePath"]] if request.get("recipePath") else [])},
+        {os.path.realpath(p): cells.digest() for p, cells in workspace.notebooks.items()},
     )
+    if loader.notebook is not None:
+        gb.coverage.notes.extend(loader.notebook.notes)
     used_profile = dict(profile)
     if builder.generators:
         used_profile["generators"] = builder.generators
     graph = Graph(
-        target={"path": path, "name": str(target["name"]), "kind": kind},
+        target={"path": path, "name": str(target["name"]), "kind": kind}
+        | ({"cell": loader.notebook.cell} if loader.notebook is not None else {}),
         profile=used_profile,
         versions=dict(versions()),
         coverage=gb.coverage,
@@ -351,9 +357,14 @@ def _refuse_wide(operands: Any) -> None:
             )
 
 
-def _sources(paths: set[str]) -> dict[str, str]:
+def _sources(paths: set[str], digests: dict[str, str]) -> dict[str, str]:
+    """Each file's sha256; a notebook's (in ``digests``) is of its code cells' text, which is what
+    the server compares an edited notebook with."""
     out: dict[str, str] = {}
     for p in sorted(paths):
+        if os.path.realpath(p) in digests:
+            out[p] = digests[os.path.realpath(p)]
+            continue
         try:
             with open(p, "rb") as f:
                 out[p] = hashlib.sha256(f.read()).hexdigest()

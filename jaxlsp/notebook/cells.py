@@ -1,0 +1,156 @@
+"""A Jupyter notebook's code cells as one Python module, and positions mapped both ways (stdlib only).
+
+The module text is the code cells in order, each cell's lines as they are (IPython-only lines
+neutralised by :mod:`jaxlsp.notebook.magics`), joined with one newline: cell ``c``'s line ``l`` is
+module line ``block.start + l``. Markdown and raw cells contribute nothing, but keep their place
+in the numbering: a cell's index is its index in the notebook's ``cells`` array (nbformat 4), the
+same index an LSP client's ``NotebookDocument.cells`` has.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from jaxlsp.notebook.magics import Neutralised, neutralise
+
+SUFFIX = ".ipynb"
+#: A larger .ipynb is not read. Notebooks carry their outputs (images as base64), so the cap is
+#: above a .py file's; the code cells together still meet the .py cap where text is summarised.
+MAX_NOTEBOOK_BYTES = 16 * 1024 * 1024
+_NON_PYTHON = "its kernel language is {language}, not Python"
+
+
+class NotebookError(ValueError):
+    """Why a notebook's text is not a notebook jaxlsp can read (the message says it in words)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """One cell: ``index`` in the notebook's cells, ``kind`` (``code``, ``markdown``, ``raw``)."""
+
+    index: int
+    kind: str
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """Where code cell ``cell`` lies in the module text: lines ``start`` .. ``start + lines - 1``."""
+
+    cell: int
+    start: int
+    lines: int
+
+    @property
+    def end(self) -> int:
+        return self.start + self.lines - 1
+
+
+@dataclass(frozen=True)
+class Module:
+    """The code cells (up to some cell) as one module text, and where each cell lies in it."""
+
+    text: str
+    blocks: tuple[Block, ...]
+    neutralised: tuple[tuple[int, Neutralised], ...] = ()  # (cell, line within the cell)
+    _starts: list[int] = field(default_factory=list, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._starts.extend(b.start for b in self.blocks)
+
+    def locate(self, line: int) -> tuple[int, int] | None:
+        """Module line (0-based) to (cell index, 0-based line within the cell)."""
+        i = bisect.bisect_right(self._starts, line) - 1
+        if i < 0:
+            return None
+        block = self.blocks[i]
+        return (block.cell, line - block.start) if line <= block.end else None
+
+    def block(self, cell: int) -> Block | None:
+        return next((b for b in self.blocks if b.cell == cell), None)
+
+    def module_line(self, cell: int, line: int) -> int | None:
+        """(cell index, 0-based line within it) to the module's 0-based line; None outside code."""
+        block = self.block(cell)
+        if block is None or not 0 <= line < block.lines:
+            return None
+        return block.start + line
+
+    def digest(self) -> str:
+        """What a graph's ``sources`` holds for a notebook: the sha256 of the code cells' text."""
+        return source_digest(self.text)
+
+
+def source_digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def parse_cells(text: str) -> list[Cell]:
+    """The cells of an nbformat 4 notebook's JSON text; raises :class:`NotebookError`."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise NotebookError(f"it is not valid notebook JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise NotebookError("it is not a notebook: the JSON is not an object")
+    if "worksheets" in data or not isinstance(data.get("cells"), list):
+        raise NotebookError("it is not an nbformat 4 notebook (no top-level cells list)")
+    language = _language(data.get("metadata"))
+    if language is not None and language.lower() != "python":
+        raise NotebookError(_NON_PYTHON.format(language=language))
+    cells: list[Cell] = []
+    for i, raw in enumerate(data["cells"]):
+        if not isinstance(raw, dict):
+            raise NotebookError(f"cell {i} is not an object")
+        kind = raw.get("cell_type")
+        source = raw.get("source", "")
+        if isinstance(source, list) and all(isinstance(s, str) for s in source):
+            source = "".join(source)
+        if not isinstance(kind, str) or not isinstance(source, str):
+            raise NotebookError(f"cell {i} has no cell_type or source text")
+        cells.append(Cell(i, kind, source))
+    return cells
+
+
+def _language(metadata: Any) -> str | None:
+    if not isinstance(metadata, dict):
+        return None
+    for section, key in (("kernelspec", "language"), ("language_info", "name")):
+        table = metadata.get(section)
+        value = table.get(key) if isinstance(table, dict) else None
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def build_module(cells: Iterable[Cell], upto: int | None = None) -> Module:
+    """The module of the code cells (those with index <= ``upto`` when given)."""
+    parts: list[str] = []
+    blocks: list[Block] = []
+    neutralised: list[tuple[int, Neutralised]] = []
+    line = 0
+    for cell in cells:
+        if cell.kind != "code" or (upto is not None and cell.index > upto):
+            continue
+        source = cell.source.replace("\r\n", "\n").replace("\r", "\n") if "\r" in cell.source else cell.source
+        source, found = neutralise(source)
+        neutralised.extend((cell.index, n) for n in found)
+        count = source.count("\n") + 1
+        blocks.append(Block(cell.index, line, count))
+        parts.append(source)
+        line += count
+    return Module("\n".join(parts), tuple(blocks), tuple(neutralised))
+
+
+def read_module(text: str, upto: int | None = None) -> Module:
+    """:func:`build_module` of a notebook's JSON text; raises :class:`NotebookError`."""
+    return build_module(parse_cells(text), upto)
+
+
+def is_notebook(path: object) -> bool:
+    return str(path).endswith(SUFFIX)
