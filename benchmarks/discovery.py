@@ -372,9 +372,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print(f"    .py file:  {nb.file_seconds:9.4f} s for {nb.file_lines:,} lines")
     print(f"    notebook:  {nb.notebook_seconds:9.4f} s for {nb.notebook_lines:,} lines of code")
-    print(
-        f"    per-line ratio {nb.ratio:.2f} (target <= {NOTEBOOK_TARGET}) {verdict(nb.ratio, NOTEBOOK_TARGET)}"
-    )
+    print(f"    per-line ratio {nb.ratio:.2f} (target <= {NOTEBOOK_TARGET}) {verdict(nb.ratio, NOTEBOOK_TARGET)}")
 
     if not args.scan:
         for name in ("jax", "flax"):

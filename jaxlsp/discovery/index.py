@@ -110,9 +110,7 @@ def may_matter(path: Path, text: str) -> bool:
     return path.name == "__init__.py" or _MAY_MATTER.search(text) is not None
 
 
-def summarize_file(
-    path: Path, module: str, text: str, cache: ChunkCache, cells: Module | None = None
-) -> FileSummary:
+def summarize_file(path: Path, module: str, text: str, cache: ChunkCache, cells: Module | None = None) -> FileSummary:
     """The file's summary; statements over discovery/budget.py's bounds are listed, not parsed.
     With ``cells`` (a notebook's module), statements are found cell by cell."""
     steps = summarize_steps(path, module, text, cache, cells)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -154,3 +154,31 @@ def read_module(text: str, upto: int | None = None) -> Module:
 
 def is_notebook(path: object) -> bool:
     return str(path).endswith(SUFFIX)
+
+
+def find_blocks(cells: Module, lines: Sequence[str], gap: int = 2) -> dict[int, int]:
+    """Where each code cell of ``cells`` starts in ``lines``: a notebook shown as one text document,
+    its code cells joined by ``gap`` blank lines (jupyterlab-lsp's virtual document). Only cells
+    whose lines are found there, in order, are placed. Lines that IPython syntax took are not
+    compared (clients rewrite magics their own way), nor is the last line of a cell magic's cell."""
+    text = cells.text.split("\n")
+    ignored = {cells.module_line(cell, n.line) for cell, n in cells.neutralised}
+    magic = {cell for cell, n in cells.neutralised if n.line == 0 and n.text.lstrip().startswith("%%")}
+    ignored |= {b.end for b in cells.blocks if b.cell in magic}
+
+    def fits(block: Block, start: int) -> bool:
+        if start + block.lines > len(lines):
+            return False
+        return all(
+            m in ignored or lines[start + k].rstrip() == text[m].rstrip()
+            for k, m in enumerate(range(block.start, block.end + 1))
+        )
+
+    found: dict[int, int] = {}
+    at = 0
+    for block in cells.blocks:
+        start = next((s for s in range(at, len(lines) - block.lines + 1) if fits(block, s)), None)
+        if start is not None:
+            found[block.cell] = start
+            at = start + block.lines + gap
+    return found

@@ -11,6 +11,7 @@ import threading
 from collections.abc import Awaitable, Callable, Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
+from urllib.parse import unquote
 
 import attrs
 from lsprotocol import types
@@ -22,8 +23,9 @@ from pygls.uris import to_fs_path
 
 from jaxlsp import __version__
 from jaxlsp.server import transport, wire
-from jaxlsp.server.params import invalid, shown
+from jaxlsp.server.params import invalid, local_path, shown
 from jaxlsp.server.session import ClientSupport, Options, Session
+from jaxlsp.server.views import OpenNotebooks, View, cell_view, notebook_view
 
 if TYPE_CHECKING:
     from jaxlsp.server.features import Feature
@@ -32,6 +34,15 @@ log = logging.getLogger(__name__)
 EXTENSIONS_VERSION = 1
 MAX_METHOD = 256  # characters in a method name
 METHOD_NOT_FOUND = -32601
+# LSP 3.17 notebook sync: Jupyter notebooks, their Python cells (VS Code's notebook editor).
+NOTEBOOK_SYNC = types.NotebookDocumentSyncOptions(
+    notebook_selector=[
+        types.NotebookDocumentFilterWithCells(
+            cells=[types.NotebookCellLanguage(language="python")], notebook="jupyter-notebook"
+        )
+    ],
+    save=True,
+)
 
 
 def experimental_capabilities(commands: list[str]) -> dict[str, wire.ExperimentalCapabilities]:
@@ -116,8 +127,11 @@ class JaxProtocol(LanguageServerProtocol):
 
 class JaxServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__(name="jaxlsp", version=__version__, protocol_cls=JaxProtocol)
+        super().__init__(
+            name="jaxlsp", version=__version__, protocol_cls=JaxProtocol, notebook_document_sync=NOTEBOOK_SYNC
+        )
         self.session = Session()
+        self.notebooks = OpenNotebooks()  # cell document URIs of the notebooks the client syncs
         # The lifecycle, fanned out: called once the client said initialized, and at shutdown.
         self.on_initialized: list[Callable[[], None]] = []
         self.on_shutdown: list[Callable[[], Awaitable[None]]] = []
@@ -206,15 +220,43 @@ class JaxServer(LanguageServer):
 
         return normalize_newlines(self.session.index.text(path) or "").split("\n")
 
+    def view(self, uri: str) -> View | None:
+        """The document at ``uri`` over the index: a file, a notebook cell the client synchronises,
+        or a notebook as one document (views.py); None for anything else."""
+        ref = self.notebooks.cell(uri)
+        if ref is not None:
+            doc = self.workspace.text_documents.get(unquote(uri))
+            return cell_view(ref, self.session.index.cells(ref.path), doc.source if doc is not None else "")
+        path = local_path(uri)
+        if path is None:
+            return None
+        if path.suffix == ".ipynb":
+            cells = self.session.index.cells(path)
+            if cells is None:
+                return None
+            doc = self.workspace.text_documents.get(unquote(uri))
+            return notebook_view(uri, path, cells, doc.source if doc is not None else None)
+        return View(uri, path, self.lines(path))
+
     def frame_location(self, frame: Any) -> tuple[str, types.Range]:
-        """A graph frame (1-based lines, code-point columns) as a URI and a range in client units."""
+        """A graph frame (1-based lines, code-point columns) as a URI and a range in client units:
+        in a notebook, the cell's document when the client synchronises cells, else the notebook's."""
         from jaxlsp.discovery.entrypoints import Span
         from jaxlsp.server.convert import to_range
 
         path = Path(frame.path)
-        lines = self.lines(path)
-        span = Span(frame.line - 1, frame.column, frame.end_line - 1, frame.end_column)
-        return path.as_uri(), to_range(span, lines, self.workspace.position_codec)
+        if frame.cell is None:
+            lines = self.lines(path)
+            span = Span(frame.line - 1, frame.column, frame.end_line - 1, frame.end_column)
+            return path.as_uri(), to_range(span, lines, self.workspace.position_codec)
+        uri = self.notebooks.cell_uri(path, frame.cell) or path.as_uri()
+        view = self.view(uri)
+        start = view.frame_line(frame.cell, frame.line) if view is not None else None
+        if view is None or start is None:
+            return uri, types.Range(types.Position(0, 0), types.Position(0, 0))
+        end = view.frame_line(frame.cell, frame.end_line)
+        span = Span(start, frame.column, end if end is not None else start, frame.end_column)
+        return uri, to_range(span, view.lines, self.workspace.position_codec)
 
     def show_document(self, params: types.ShowDocumentParams) -> None:
         """``window/showDocument`` for clients that support it, without waiting for the answer: a
@@ -271,6 +313,7 @@ def create_server() -> JaxServer:
     from jaxlsp.server.features.hover import Hover
     from jaxlsp.server.features.lenses import Lenses
     from jaxlsp.server.features.navigation import Navigation
+    from jaxlsp.server.features.notebooks import Notebooks
     from jaxlsp.server.features.tracing import Tracing
     from jaxlsp.server.features.trust import TrustPrompt
     from jaxlsp.server.features.viewer import Viewer
@@ -285,6 +328,7 @@ def create_server() -> JaxServer:
     viewer = Viewer(server, navigation)
     features: list[Feature] = [
         Documents(server),
+        Notebooks(server),
         Lenses(server),
         Discover(server),
         trust,

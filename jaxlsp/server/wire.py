@@ -78,11 +78,12 @@ class SetupField(TypedDict):
 class EntrypointItem(TypedDict):
     name: str
     kind: EntrypointKind
-    range: Range
+    range: Range  # in a notebook: within its cell
     bodyRange: Range
     decorators: list[str]
     fields: list[SetupField]
     reason: str
+    cell: NotRequired[int]  # in a notebook: the index of its cell in the notebook's cells
 
 
 class DiscoverResult(TypedDict):
@@ -98,11 +99,12 @@ TRACE_GRAPH_COMMAND: Final = "jaxlsp.traceGraph"
 class TraceGraphArguments(TypedDict):
     """The single argument of the ``jaxlsp.traceGraph`` command."""
 
-    uri: str
+    uri: str  # a file, a notebook, or a notebook cell's document
     name: Name
     profile: NotRequired[Name]
     answers: NotRequired[Annotated[dict[Name, Any], Size(256)]]
     save: NotRequired[bool]
+    cell: NotRequired[int]  # a notebook's cell whose definition is meant (default: the last one)
 
 
 OPEN_GRAPH_COMMAND: Final = "jaxlsp.openGraph"
@@ -125,6 +127,7 @@ class TraceParams(TypedDict):
     profile: NotRequired[Name]
     answers: NotRequired[Annotated[dict[Name, Any], Size(256)]]  # needs-input item path -> value
     save: NotRequired[bool]  # write the completed profile to jaxlsp.toml
+    cell: NotRequired[int]  # a notebook's cell whose definition is meant (default: the last one)
 
 
 class TraceSummary(TypedDict):

@@ -52,7 +52,10 @@ def test_a_cell_that_does_not_parse_costs_only_itself(tmp_path: Path) -> None:
             ("code", "config = dict(width=3,\n    depth="),  # never closes its bracket
             ("code", "x = 1\n" + LINEN),  # would be swallowed by the bracket above in one file
             ("code", "def broken(:\n    return jnp.zeros(3)"),
-            ("code", "class Block(eqx.Module):\n    w: jax.Array\n\n    def __call__(self, x):\n        return x @ self.w"),
+            (
+                "code",
+                "class Block(eqx.Module):\n    w: jax.Array\n\n    def __call__(self, x):\n        return x @ self.w",
+            ),
         ],
     )
     assert entries(tmp_path) == [("MLP", "linen", 2, 2), ("Block", "equinox", 4, 1)]

@@ -119,13 +119,15 @@ def user_frame_of(exc: BaseException, workspace: Workspace) -> dict[str, Any] | 
     if isinstance(exc, SyntaxError) and exc.filename and exc.lineno and workspace.contains(exc.filename):
         offset = (exc.offset or 1) - 1
         end_offset = (exc.end_offset or (offset + 2)) - 1
-        return workspace.place({
-            "path": os.path.realpath(exc.filename),
-            "line": exc.lineno,
-            "column": max(offset, 0),
-            "endLine": exc.end_lineno or exc.lineno,
-            "endColumn": max(end_offset, offset + 1),
-        })
+        return workspace.place(
+            {
+                "path": os.path.realpath(exc.filename),
+                "line": exc.lineno,
+                "column": max(offset, 0),
+                "endLine": exc.end_lineno or exc.lineno,
+                "endColumn": max(end_offset, offset + 1),
+            }
+        )
     found: dict[str, Any] | None = None
     for summary in _chain_frames(exc):
         if summary.lineno and workspace.contains(summary.filename):

@@ -111,8 +111,7 @@ def run_notebook(
         if block.cell > chosen:
             break
         if block.cell in broken:
-            exc = broken[block.cell]
-            run.notes.append(f"cell {block.cell} was skipped: it does not parse ({exc.msg})")
+            run.notes.append(f"cell {block.cell} was skipped: it does not parse ({broken[block.cell].msg})")
             continue
         body = trees[block.cell].body
         if mode == "cells" and block.cell < chosen:
