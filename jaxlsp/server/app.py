@@ -238,9 +238,11 @@ class JaxServer(LanguageServer):
             return notebook_view(uri, path, cells, doc.source if doc is not None else None)
         return View(uri, path, self.lines(path))
 
-    def frame_location(self, frame: Any) -> tuple[str, types.Range]:
+    def frame_location(self, frame: Any, cell_uris: list[str] | None = None) -> tuple[str, types.Range]:
         """A graph frame (1-based lines, code-point columns) as a URI and a range in client units:
-        in a notebook, the cell's document when the client synchronises cells, else the notebook's."""
+        in a notebook, the cell's document when the client synchronises cells, else the notebook's.
+        ``cell_uris``: the notebook's cell documents when it was traced (a trace's ``cellUris``),
+        which name the frame's cell even after cells were inserted or deleted above it."""
         from jaxlsp.discovery.entrypoints import Span
         from jaxlsp.server.convert import to_range
 
@@ -249,7 +251,9 @@ class JaxServer(LanguageServer):
             lines = self.lines(path)
             span = Span(frame.line - 1, frame.column, frame.end_line - 1, frame.end_column)
             return path.as_uri(), to_range(span, lines, self.workspace.position_codec)
-        uri = self.notebooks.cell_uri(path, frame.cell) or path.as_uri()
+        then = cell_uris[frame.cell] if cell_uris and frame.cell < len(cell_uris) else None
+        uri = (then if then and self.notebooks.cell(then) else None) or self.notebooks.cell_uri(path, frame.cell)
+        uri = uri or path.as_uri()
         view = self.view(uri)
         start = view.frame_line(frame.cell, frame.line) if view is not None else None
         if view is None or start is None:
@@ -326,9 +330,10 @@ def create_server() -> JaxServer:
     server.on_shutdown.append(capture.close)
     navigation = Navigation(server)
     viewer = Viewer(server, navigation)
+    documents = Documents(server)
     features: list[Feature] = [
-        Documents(server),
-        Notebooks(server),
+        documents,
+        Notebooks(server, documents),
         Lenses(server),
         Discover(server),
         trust,

@@ -54,6 +54,11 @@ class OpenNotebooks:
     def cell(self, uri: str) -> CellRef | None:
         return self._cells.get(uri)
 
+    def uris(self, path: Path) -> list[str] | None:
+        """The notebook's cell document URIs by cell index, when the client synchronises it."""
+        found = self._notebooks.get(path.resolve())
+        return list(found) if found is not None else None
+
     def cell_uri(self, path: Path, cell: int) -> str | None:
         uris = self._notebooks.get(path.resolve())
         return uris[cell] if uris is not None and 0 <= cell < len(uris) else None
@@ -107,7 +112,11 @@ class View:
         return (found[0], found[1] + 1) if found is not None else None
 
     def frame_line(self, cell: int | None, line: int) -> int | None:
-        """A frame's (cell, 1-based line) as a document line; None when this document does not show it."""
+        """A frame's (cell, 1-based line) as a document line; None when this document does not show
+        it. A cell document shows the frame's line whatever its index was (the caller chose the
+        cell by its identity: cells inserted above since the trace do not move it)."""
+        if self.cell is not None:
+            return line - 1
         if self.cells is None:
             return line - 1 if cell is None else None
         if cell is None:

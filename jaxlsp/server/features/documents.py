@@ -25,6 +25,7 @@ class Documents:
         self.ls = ls
         self.index_task: asyncio.Future[None] | None = None
         self._said: dict[Path, tuple[tuple[int, str], ...]] = {}  # what each file's skips said last
+        self._published: dict[Path, set[str]] = {}  # the documents each file's skips went to
 
     def register(self, server: JaxServer) -> None:
         server.on_initialized.append(self.initialized)
@@ -88,22 +89,38 @@ class Documents:
         if self._said.get(key, ()) == said:
             return
         self._said[key] = said
+        by_uri: dict[str, list[types.Diagnostic]] = {uri: [] for uri in self._published.pop(key, ())}
         for skip in skips:
             log.warning("not analysed: %s:%d: %s", path, skip.line + 1, skip.reason)
-        diagnostics = [
-            types.Diagnostic(
-                range=types.Range(types.Position(skip.line, 0), types.Position(skip.line + 1, 0)),
-                message=f"jaxlsp did not analyse this {'file' if skip.whole_file else 'statement'}: {skip.reason}"
-                " (nothing defined here gets a lens)",
-                severity=types.DiagnosticSeverity.Warning,
-                source="jaxlsp",
-                code="not-analysed",
+            uri, line = self.where(key, skip.line)
+            by_uri.setdefault(uri, []).append(
+                types.Diagnostic(
+                    range=types.Range(types.Position(line, 0), types.Position(line + 1, 0)),
+                    message=f"jaxlsp did not analyse this {'file' if skip.whole_file else 'statement'}: "
+                    f"{skip.reason} (nothing defined here gets a lens)",
+                    severity=types.DiagnosticSeverity.Warning,
+                    source="jaxlsp",
+                    code="not-analysed",
+                )
             )
-            for skip in skips
-        ]
-        self.ls.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(uri=key.as_uri(), diagnostics=diagnostics)
-        )
+        by_uri.setdefault(key.as_uri(), [])
+        for uri, diagnostics in by_uri.items():
+            self.ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics))
+        self._published[key] = {uri for uri, diagnostics in by_uri.items() if diagnostics}
+
+    def where(self, path: Path, line: int) -> tuple[str, int]:
+        """The document and line showing module ``line`` of ``path``: in a notebook whose cells the
+        client synchronises, the cell's document; else the file (a whole-notebook document's line)."""
+        cells = self.ls.session.index.cells(path) if path.suffix == ".ipynb" else None
+        found = cells.locate(line) if cells is not None else None
+        if found is None:
+            return path.as_uri(), line
+        uri = self.ls.notebooks.cell_uri(path, found[0])
+        if uri is not None:
+            return uri, found[1]
+        view = self.ls.view(path.as_uri())
+        shown = view.from_module(line) if view is not None else None
+        return path.as_uri(), shown if shown is not None else 0
 
     async def index_workspace(self) -> None:
         ls = self.ls

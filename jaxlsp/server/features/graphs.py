@@ -60,9 +60,9 @@ class Graphs:
             "scope": found.scope,
             "group": found.group,
             "transforms": list(found.transforms),
-            "frames": [self.location(f) for f in found.frames],
+            "frames": [self.location(f, stored.meta.get("cellUris")) for f in found.frames],
         }
 
-    def location(self, frame: Any) -> wire.Location:
-        uri, rng = self.ls.frame_location(frame)
+    def location(self, frame: Any, cell_uris: list[str] | None = None) -> wire.Location:
+        uri, rng = self.ls.frame_location(frame, cell_uris)
         return {"uri": uri, "range": range_json(rng)}

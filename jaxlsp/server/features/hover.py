@@ -14,6 +14,7 @@ from lsprotocol import types
 from jaxlsp.graph.report import shape_str
 from jaxlsp.graph.store import Trace
 from jaxlsp.server.app import JaxServer
+from jaxlsp.server.features.navigation import traced_cell
 from jaxlsp.server.features.viewer import Viewer
 
 HOVER_LINES = 12
@@ -57,7 +58,8 @@ class Hover:
             where = view.frame_at(line)
             if where is None or not _ASSIGNMENT.match(text):
                 continue
-            nodes = [n for n in traces[0].nodes_at(key, where[1], where[0]) if n.frames and n.frames[0].path == key]
+            cell = traced_cell(traces[0], uri, where[0])
+            nodes = [n for n in traces[0].nodes_at(key, where[1], cell) if n.frames and n.frames[0].path == key]
             if not nodes:
                 continue
             last_node = max(nodes, key=lambda n: int(n.id[1:]) if n.id[1:].isdigit() else 0)

@@ -29,6 +29,13 @@ def document_line(ls: JaxServer, data: wire.NodesAtParams | wire.CursorMovedPara
     return uri, position["line"]
 
 
+def traced_cell(trace: Trace, uri: str, cell: int | None) -> int | None:
+    """The index a cell document had when ``trace`` was made (its ``cellUris``), else ``cell``:
+    hover follows a cell, not its place, when cells are inserted or deleted above it."""
+    uris = trace.meta.get("cellUris")
+    return uris.index(uri) if isinstance(uris, list) and uri in uris else cell
+
+
 class Navigation:
     def __init__(self, ls: JaxServer) -> None:
         self.ls = ls
@@ -65,7 +72,7 @@ class Navigation:
             return None
         key = str(view.path.resolve())
         for trace in self.ls.session.graphs.covering(key):
-            nodes = trace.nodes_at(key, where[1], where[0])
+            nodes = trace.nodes_at(key, where[1], traced_cell(trace, view.uri, where[0]))
             if nodes:
                 return trace, nodes
         return None
@@ -82,6 +89,6 @@ class Navigation:
         frames = node.frames or ([node.source] if node.source else [])
         if frame_index >= len(frames):
             raise JsonRpcException(f"node {node_id} has no frame {frame_index}", code=REQUEST_FAILED)
-        uri, selection = self.ls.frame_location(frames[frame_index])
+        uri, selection = self.ls.frame_location(frames[frame_index], trace.meta.get("cellUris"))
         self.ls.show_document(types.ShowDocumentParams(uri=uri, selection=selection, take_focus=True))
         return {"location": {"uri": uri, "range": range_json(selection)}}

@@ -12,12 +12,14 @@ from lsprotocol import types
 
 from jaxlsp.notebook import Cell, build_module, is_notebook
 from jaxlsp.server.app import JaxServer
+from jaxlsp.server.features.documents import Documents
 from jaxlsp.server.params import local_path
 
 
 class Notebooks:
-    def __init__(self, ls: JaxServer) -> None:
+    def __init__(self, ls: JaxServer, documents: Documents) -> None:
         self.ls = ls
+        self.documents = documents
 
     def register(self, server: JaxServer) -> None:
         @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
@@ -41,6 +43,7 @@ class Notebooks:
             if ls.session.index.close(path):
                 ls.refresh_lenses()
             ls.edited(path)  # closing drops unsaved edits: the disk notebook counts again
+            self.documents.report_skips(path)
 
     def sync(self, uri: str) -> None:
         """The notebook's code cells (Python cell documents) as its module, into the index."""
@@ -58,3 +61,4 @@ class Notebooks:
         if ls.session.discover_ready(path).set_notebook(path, build_module(cells)):
             ls.refresh_lenses()
         ls.edited(path)
+        self.documents.report_skips(path)

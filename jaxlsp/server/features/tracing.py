@@ -157,6 +157,9 @@ class Tracing:
             progress.end()
         trace = captured.trace
         assert trace is not None  # the service has the session's store
+        cell_uris = self.ls.notebooks.uris(args.path)
+        if cell_uris is not None:  # which cell document each traced cell index is (views.py)
+            trace.meta["cellUris"] = cell_uris
         # Kept graphs are large, long-lived and acyclic: move them out of the cyclic collector's
         # reach, or every later collection scans them all (traces slowed 2x with 16 kept). Done
         # right after the reply goes out, which need not wait for it.
