@@ -41,6 +41,7 @@ SYSTEM_DEPS += /usr/share/emacs/site-lisp/elpa-src/eglot-1.9:elpa-eglot
 TEST_DEPS :=
 TEST_DEPS += viewer
 TEST_DEPS += vscode
+TEST_DEPS += jupyterlab
 
 system-deps:
 	@missing=""; for pair in $(SYSTEM_DEPS); do \
@@ -78,6 +79,30 @@ vscode: install system-deps
 	$(PY) -c "import sys, zipfile; names = zipfile.ZipFile('build/jaxlsp.vsix').namelist(); \
 		missing = [n for n in ('extension/dist/extension.js', 'extension/dist/viewer/viewer.js') if n not in names]; \
 		sys.exit(f'build/jaxlsp.vsix lacks {missing}' if missing else 0)"
+
+# The JupyterLab extension (editors/jupyterlab): type-check and test it, rebuild its labextension with
+# @jupyterlab/builder against the installed JupyterLab's core and fail when the committed build in
+# jaxlsp_jupyterlab/labextension differs (pip installs it without node), then install it into .venv
+# (its jupyter-lsp spec starts `jaxlsp serve`) for tests/clients/test_jupyterlab.py.
+# `make jupyterlab-build` updates the committed build.
+.PHONY: jupyterlab jupyterlab-build
+JUPYTERLAB := editors/jupyterlab
+LABEXTENSION := $(JUPYTERLAB)/jaxlsp_jupyterlab/labextension
+JUPYTERLAB_CORE = $(shell $(PY) -c "import jupyterlab, os; print(os.path.join(os.path.dirname(jupyterlab.__file__), 'staging'))")
+
+jupyterlab-build: install
+	cd $(JUPYTERLAB) && npm ci --no-audit --no-fund --loglevel=error
+	rm -rf $(LABEXTENSION)
+	cd $(JUPYTERLAB) && ./node_modules/.bin/tsc -p . && \
+		node node_modules/@jupyterlab/builder/lib/build-labextension.js --core-path $(JUPYTERLAB_CORE) . >/dev/null
+
+jupyterlab: install
+	@rm -rf build/labextension-committed && mkdir -p build && cp -r $(LABEXTENSION) build/labextension-committed
+	$(MAKE) --no-print-directory jupyterlab-build
+	cd $(JUPYTERLAB) && npm test
+	@diff -r -x package.json.orig build/labextension-committed $(LABEXTENSION) >/dev/null || \
+		{ echo "$(LABEXTENSION) is out of date with editors/jupyterlab/src: run 'make jupyterlab-build' and commit it"; exit 1; }
+	$(PY) -m pip install --disable-pip-version-check -q --no-build-isolation --no-deps --force-reinstall ./$(JUPYTERLAB)
 
 test: install lint system-deps $(TEST_DEPS)
 	$(PY) -m pytest -n $(PYTEST_WORKERS) -q

@@ -5,7 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-PNG_OUTPUT = {"output_type": "display_data", "metadata": {}, "data": {"image/png": "iVBORw0KGgo" * 50}}
+# What a plot or a print leaves in a saved notebook: outputs are read with the notebook, then ignored.
+PNG_OUTPUT = {
+    "output_type": "display_data",
+    "metadata": {},
+    "data": {"text/plain": ["<Figure size 640x480 with 1 Axes>"], "image/png": "iVBORw0KGgo" * 50},
+}
+STREAM_OUTPUT = {"output_type": "stream", "name": "stdout", "text": ["step 0: loss 2.31\n", "step 100: loss 0.52\n"]}
 
 
 def notebook_json(cells: list[tuple[str, str]], language: str = "python") -> str:
@@ -16,7 +22,7 @@ def notebook_json(cells: list[tuple[str, str]], language: str = "python") -> str
         cell["source"] = source.splitlines(keepends=True)
         if kind == "code":
             cell["execution_count"] = i + 1
-            cell["outputs"] = [PNG_OUTPUT] if i % 2 else []
+            cell["outputs"] = [STREAM_OUTPUT] if i % 2 else []
         out.append(cell)
     metadata = {
         "kernelspec": {"display_name": language, "language": language, "name": language},
