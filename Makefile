@@ -14,7 +14,9 @@ $(STAMP): pyproject.toml constraints.txt
 
 install: $(STAMP)
 
-DEMO_TARGETS := jax_mlp.py::mlp linen_cnn.py::CNN nnx_transformer.py::TransformerBlock eqx_scan.py::ScanRNN
+# The last one is defined in a notebook's cell (examples/notebook_models.ipynb).
+DEMO_TARGETS := jax_mlp.py::mlp linen_cnn.py::CNN nnx_transformer.py::TransformerBlock eqx_scan.py::ScanRNN \
+	notebook_models.ipynb::MLP
 
 demo: install
 	$(VENV)/bin/jaxlsp discover examples/
@@ -26,8 +28,8 @@ demo: install
 	done
 
 lint: install
-	$(VENV)/bin/ruff check jaxlsp tests benchmarks
-	$(VENV)/bin/ruff format --check jaxlsp tests benchmarks
+	$(VENV)/bin/ruff check jaxlsp tests benchmarks editors/jupyterlab/jaxlsp_jupyterlab
+	$(VENV)/bin/ruff format --check jaxlsp tests benchmarks editors/jupyterlab/jaxlsp_jupyterlab
 	$(VENV)/bin/mypy
 
 # System packages the tests drive, as PATH:PACKAGE pairs (a command name or a file path): a

@@ -117,3 +117,16 @@ def test_trace_graph_from_the_cell_toolbar_then_hover_shows_the_shape(lab: str, 
     assert result["ok"], f"{result}\n--- jupyter log ---\n{log}"
     assert result["steps"][-4:] == ["trusted once", "viewer tab: loopback", "viewer page loaded", "hovered"]
     assert "jaxlsp" in result["hover"] and "Dense2" in result["hover"] and "dot_general" in result["hover"]
+
+
+def test_the_jupyter_lsp_spec_starts_jaxlsp_serve_for_python() -> None:
+    path = ROOT / "editors" / "jupyterlab" / "jaxlsp_jupyterlab" / "spec.py"
+    loaded = importlib.util.spec_from_file_location("jaxlsp_jupyterlab_spec", path)
+    assert loaded is not None and loaded.loader is not None
+    module = importlib.util.module_from_spec(loaded)
+    loaded.loader.exec_module(module)
+    spec = module.jaxlsp(None)["jaxlsp"]
+    assert spec["argv"] == [sys.executable, "-m", "jaxlsp", "serve"]
+    assert spec["languages"] == ["python"] and spec["requires_documents_on_disk"] is False
+    shown = subprocess.run([*spec["argv"], "--help"], capture_output=True, text=True, timeout=60, check=False)
+    assert shown.returncode == 0 and "--stdio" in shown.stdout
