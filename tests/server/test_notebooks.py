@@ -252,3 +252,76 @@ async def test_a_failed_trace_puts_its_diagnostic_in_the_cell(vscode: JaxClient)
     assert "cell 9:3" in failed.value.message
     await client.wait_until(lambda: bool(client.finished))  # sent right after the diagnostic
     assert [(d.code, d.range.start.line) for d in client.diagnostics[softmax]] == [("trace", 2)]
+
+
+def virtual_document(path: Path) -> str:
+    """A notebook as jupyterlab-lsp shows it to a server: its code cells joined by two blank lines,
+    IPython lines rewritten its own way (``get_ipython()`` calls)."""
+    blocks = []
+    for cell in json.loads(path.read_text())["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        lines = "".join(cell["source"]).split("\n")
+        if lines[0].startswith("%%"):
+            lines[0] = f'get_ipython().run_cell_magic("{lines[0][2:]}", "", """'
+            lines[-1] += '""")'
+        lines = [
+            f'get_ipython().run_line_magic("{line[1:]}")' if line.startswith(("%", "!")) else line for line in lines
+        ]
+        blocks.append("\n".join(lines) + "\n")
+    return "\n\n".join(blocks)
+
+
+@pytest_lsp.fixture(config=CONFIG)
+async def jupyterlab(lsp: JaxClient, tmp_path: Path) -> Any:
+    """jupyterlab-lsp's way: no notebook sync, no initialization options, one text document per notebook."""
+    root = copy_workspace("notebooks", tmp_path)
+    lsp.client_name = "jupyterlab-lsp"
+    lsp.workspace = root
+    lsp.trust_answer = "Trust once"
+    params = initialize_params("visual-studio-code", root)
+    lsp.initialize_result = await within(lsp.initialize_session(params))
+    yield
+    await lsp.finish()
+
+
+async def test_a_notebook_as_one_document_jupyterlab_lsp_style(jupyterlab: JaxClient) -> None:
+    client = jupyterlab
+    path = client.workspace / NOTEBOOK
+    uri = path.as_uri()
+    text = virtual_document(path)
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)
+        )
+    )
+    found = client.plain(await client.request("jaxlsp/discover", {"textDocument": {"uri": uri}}))
+    assert [(e["name"], e["cell"], e["range"]["start"]["line"]) for e in found["entrypoints"]] == [
+        ("Dense2", DENSE, 0),
+        ("Scale", 6, 0),
+        ("Gate", 8, 0),
+        ("softmax_rows", SOFTMAX, 0),
+    ]
+    result = client.plain(
+        await within(
+            client.request("jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "Dense2", "cell": DENSE}), 120
+        )
+    )
+    assert result["summary"]["outputs"] == ["f32[4,3]"] and client.trust_prompts
+    # the traced line, in the document's own lines: found by the cell's text
+    lines = text.split("\n")
+    line = lines.index("        h = nn.relu(nn.Dense(self.features)(x))")
+    hover = await hover_text(client, uri, line)
+    assert hover is not None and "f32[4,16]" in hover and "fresh" in hover
+    assert await hover_text(client, uri, line - 2) is None  # ``@nn.compact``: no operation there
+    assert await hover_text(client, uri, line + 3) is None  # a blank line between two cells
+    nodes = client.plain(
+        await client.request(
+            "jaxlsp/nodesAt", {"textDocument": {"uri": uri}, "position": {"line": line, "character": 12}}
+        )
+    )
+    shown = client.plain(
+        await client.request("jaxlsp/revealSource", {"traceId": result["traceId"], "nodeId": nodes["nodeIds"][0]})
+    )
+    assert shown["location"] == {"uri": uri, "range": shown["location"]["range"]}
+    assert shown["location"]["range"]["start"]["line"] == line
