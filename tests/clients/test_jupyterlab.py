@@ -119,14 +119,25 @@ def test_trace_graph_from_the_cell_toolbar_then_hover_shows_the_shape(lab: str, 
     assert "jaxlsp" in result["hover"] and "Dense2" in result["hover"] and "dot_general" in result["hover"]
 
 
-def test_the_jupyter_lsp_spec_starts_jaxlsp_serve_for_python() -> None:
+def test_the_jupyter_lsp_spec_starts_jaxlsp_serve_for_python(tmp_path: Path) -> None:
     path = ROOT / "editors" / "jupyterlab" / "jaxlsp_jupyterlab" / "spec.py"
     loaded = importlib.util.spec_from_file_location("jaxlsp_jupyterlab_spec", path)
     assert loaded is not None and loaded.loader is not None
     module = importlib.util.module_from_spec(loaded)
     loaded.loader.exec_module(module)
     spec = module.jaxlsp(None)["jaxlsp"]
-    assert spec["argv"] == [sys.executable, "-m", "jaxlsp", "serve"]
+    assert spec["argv"] == [
+        sys.executable,
+        "-I",
+        "-m",
+        "jaxlsp",
+        "serve",
+    ]  # -I: the notebooks' folder is not on sys.path
     assert spec["languages"] == ["python"] and spec["requires_documents_on_disk"] is False
-    shown = subprocess.run([*spec["argv"], "--help"], capture_output=True, text=True, timeout=60, check=False)
-    assert shown.returncode == 0 and "--stdio" in shown.stdout
+    decoy = tmp_path / "jaxlsp"  # a notebooks folder with a package of the server's name
+    decoy.mkdir()
+    (decoy / "__init__.py").write_text("raise SystemExit('the folder ran inside the server')\n")
+    shown = subprocess.run(
+        [*spec["argv"], "--help"], capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path
+    )
+    assert shown.returncode == 0 and "--stdio" in shown.stdout, shown.stderr

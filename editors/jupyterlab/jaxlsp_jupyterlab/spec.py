@@ -18,9 +18,13 @@ KEY = "jaxlsp"
 
 
 def command() -> list[str] | None:
-    """``jaxlsp serve`` as this environment would run it, or None when jaxlsp is not installed."""
+    """``jaxlsp serve`` as this environment would run it, or None when jaxlsp is not installed.
+
+    ``-I``: jupyter-lsp starts the server in the Jupyter server's working directory, usually the
+    notebooks' folder, which must not be on ``sys.path`` (a folder's own ``jaxlsp/`` or
+    ``lsprotocol.py`` would load into the server: docs/security.md)."""
     if importlib.util.find_spec("jaxlsp") is not None:
-        return [sys.executable, "-m", "jaxlsp", "serve"]
+        return [sys.executable, "-I", "-m", "jaxlsp", "serve"]
     found = shutil.which("jaxlsp")
     return [found, "serve"] if found else None
 
