@@ -51,7 +51,7 @@ class Documents:
             changed = False
             for event in params.changes:
                 path = local_path(event.uri)
-                if path is not None and path.suffix == ".py":
+                if path is not None and path.suffix in (".py", ".ipynb"):
                     changed = ls.session.index.file_changed(path) or changed
                     ls.edited(path)
             if changed:
@@ -61,7 +61,7 @@ class Documents:
         ls = self.ls
         if ls.session.support.watched_files_registration:
             options = types.DidChangeWatchedFilesRegistrationOptions(
-                watchers=[types.FileSystemWatcher(glob_pattern="**/*.py")]
+                watchers=[types.FileSystemWatcher(glob_pattern=p) for p in ("**/*.py", "**/*.ipynb")]
             )
             registration = types.Registration(
                 id=str(uuid.uuid4()), method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES, register_options=options
