@@ -153,6 +153,8 @@ class Trace:
         }
         if n.source is not None:
             item["source"] = {"path": n.source.path, "line": n.source.line}
+            if n.source.cell is not None:  # a notebook's cell: the line counts within it
+                item["source"]["cell"] = n.source.cell
         return item
 
 
