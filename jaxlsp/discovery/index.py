@@ -344,10 +344,8 @@ class WorkspaceIndex:
         :meth:`text`, mapped to cells); None for any other file."""
         if not is_notebook(path) or self._links_out(path):
             return None
-        path = path.resolve()
-        if path not in self._notebooks and path not in self._open:
-            self._read(path)
-        return self._notebooks.get(path)
+        self.summary(path)  # re-reads a notebook that changed on disk (a stat when it did not)
+        return self._notebooks.get(path.resolve())
 
     def skips(self, path: Path) -> list[Refusal]:
         """What discovery did not look at in ``path``: the whole file (line 0) or statements."""
