@@ -39,9 +39,11 @@ class Neutralised:
 def neutralise(source: str) -> tuple[str, list[Neutralised]]:
     """``source`` (one cell, newlines normalised) with IPython-only lines replaced by ``pass``
     (same indentation, same line count), and the lines that were replaced."""
-    if _CANDIDATE.search(source) is None:
+    found_at = [m.start() for m in _CANDIDATE.finditer(source)]
+    if not found_at:
         return source, []
     lines = source.split("\n")
+    last = source.count("\n", 0, found_at[-1])  # no line below the last candidate needs scanning
     found: list[Neutralised] = []
     cell = _CELL_MAGIC.match(lines[0])
     if cell is not None:
@@ -50,7 +52,7 @@ def neutralise(source: str) -> tuple[str, list[Neutralised]]:
             found.extend(Neutralised(i, text) for i, text in enumerate(lines[1:], 1) if text.strip())
             return "\n".join(["pass", *("" for _ in lines[1:])]), found
         lines[0] = "pass"
-    for i in _statement_starts(lines, 1 if cell is not None else 0):
+    for i in _statement_starts(lines, 1 if cell is not None else 0, last):
         text = lines[i]
         if _LINE_MAGIC.match(text):
             found.append(Neutralised(i, text))
@@ -59,13 +61,14 @@ def neutralise(source: str) -> tuple[str, list[Neutralised]]:
     return "\n".join(lines), found
 
 
-def _statement_starts(lines: list[str], first: int) -> list[int]:
-    """Indices of the lines that start a logical line (outside strings, brackets, continuations)."""
+def _statement_starts(lines: list[str], first: int, last: int) -> list[int]:
+    """Indices of the lines ``first``..``last`` that start a logical line (outside strings,
+    brackets and continuations)."""
     starts: list[int] = []
     depth = 0
     quote = ""  # the open triple quote, if any
     continued = False
-    for i in range(first, len(lines)):
+    for i in range(first, min(last, len(lines) - 1) + 1):
         text = lines[i]
         if not quote and depth == 0 and not continued:
             starts.append(i)
