@@ -14,7 +14,9 @@
     ``.py`` file (the notebook's module text: the same lines), each discovered from disk with a
     fresh index; seconds per line of code of the notebook divided by the same for the file (target
     <= 1.0 with a 5% allowance for timer noise: a notebook costs no more per line than a ``.py``
-    file). The fastest of alternating runs counts (another process can only add time).
+    file). Measured in CPU time of this process over back-to-back pairs (file, then notebook):
+    the median of the pairs' ratios, since on a shared machine the load drifts between pairs but
+    hardly within one.
 
 Run ``python benchmarks/discovery.py`` (``--quick`` scans flax only). The exit status is 1 when a
 ratio misses its target.
@@ -72,6 +74,14 @@ def clock(fn: Callable[[], object]) -> float:
     start = time.perf_counter()
     fn()
     return time.perf_counter() - start
+
+
+def cpu_clock(fn: Callable[[], object]) -> float:
+    """CPU seconds of this process spent in ``fn``."""
+    gc.collect()
+    start = time.process_time()
+    fn()
+    return time.process_time() - start
 
 
 # -- (a) whole-tree scan -------------------------------------------------------------------------------
@@ -270,15 +280,16 @@ class NotebookResult:
     notebook_lines: int  # lines of code (the notebook's module)
     file_lines: int
     notebook_bytes: int
-    notebook_seconds: float  # fastest discover_paths of the notebook, fresh index, from disk
+    notebook_seconds: float  # median CPU time of discover_paths of the notebook, fresh index, from disk
     file_seconds: float  # the same for the .py file of its code
     runs: int
     entrypoints: int
+    pair_ratio: float  # median over back-to-back (file, notebook) pairs of notebook / file seconds
 
     @property
     def ratio(self) -> float:
         """Seconds per line of code, notebook over file."""
-        return (self.notebook_seconds / self.notebook_lines) / (self.file_seconds / self.file_lines)
+        return self.pair_ratio * self.file_lines / self.notebook_lines
 
 
 def measure_notebook(text: str, runs: int = 11) -> NotebookResult:
@@ -300,7 +311,7 @@ def measure_notebook(text: str, runs: int = 11) -> NotebookResult:
     times: dict[Path, list[float]] = {py: [], nb: []}
     for _ in range(max(1, runs)):
         for path in (py, nb):
-            times[path].append(clock(discover(path)))
+            times[path].append(cpu_clock(discover(path)))
     count = {path: len(found[path][0].entrypoints) for path in (py, nb)}
     if count[py] != count[nb]:
         raise AssertionError(f"the notebook has {count[nb]} entrypoints, the file {count[py]}")
@@ -308,10 +319,11 @@ def measure_notebook(text: str, runs: int = 11) -> NotebookResult:
         notebook_lines=code.count("\n") + 1,
         file_lines=code.count("\n") + 1,
         notebook_bytes=nb.stat().st_size,
-        notebook_seconds=min(times[nb]),
-        file_seconds=min(times[py]),
+        notebook_seconds=statistics.median(times[nb]),
+        file_seconds=statistics.median(times[py]),
         runs=runs,
         entrypoints=count[nb],
+        pair_ratio=statistics.median(n / f for f, n in zip(times[py], times[nb], strict=True)),
     )
 
 
@@ -370,7 +382,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     nb = measure_notebook(model_file(args.lines), args.runs)
     print(
         f"(c) the model file as a notebook ({nb.notebook_bytes / 1e6:.1f} MB with outputs, {nb.entrypoints} "
-        f"entrypoints) and its code as a .py file, each discovered from disk with a fresh index; fastest of {nb.runs}"
+        f"entrypoints) and its code as a .py file, each discovered from disk with a fresh index; "
+        f"CPU time, medians of {nb.runs} pairs"
     )
     print(f"    .py file:  {nb.file_seconds:9.4f} s for {nb.file_lines:,} lines of code")
     print(f"    notebook:  {nb.notebook_seconds:9.4f} s for {nb.notebook_lines:,} lines of code")

@@ -181,6 +181,14 @@ def _statements(text: str, lines: list[str], cells: Module | None) -> Iterator[t
             yield block.start, st
 
 
+def _stamp_of(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
 def _class_key(cls: ClassInfo) -> object:
     return ("class", cls.name, cls.bases, tuple(_class_key(c) for c in cls.nested))
 
@@ -212,6 +220,7 @@ class WorkspaceIndex:
         self._files: dict[Path, FileSummary | None] = {}
         self._stamps: dict[Path, tuple[int, int]] = {}
         self._notebooks: dict[Path, Module] = {}  # each notebook's module (open or from disk)
+        self._notebook_stamps: dict[Path, tuple[int, int]] = {}  # the disk version each one was read from
         self.unread: dict[Path, str] = {}  # files found but not read, and why
 
     @property
@@ -235,6 +244,7 @@ class WorkspaceIndex:
     def set_notebook(self, path: Path, cells: Module) -> bool:
         """Use ``cells`` (an open notebook's module, built from the client's cells) for ``path``."""
         self._notebooks[path.resolve()] = cells
+        self._notebook_stamps.pop(path.resolve(), None)  # the module is the client's now, not the disk's
         return self.set_text(path, cells.text)
 
     def close(self, path: Path) -> bool:
@@ -390,6 +400,10 @@ class WorkspaceIndex:
         """A file's text from disk, or None; why it was not read is kept in ``unread``. A
         notebook's text is its module's (same reading rules, its own size cap)."""
         notebook = is_notebook(path)
+        if notebook:  # parsing a notebook's JSON (outputs and all) costs more than its code: once
+            stamp = _stamp_of(path)
+            if stamp is not None and self._notebook_stamps.get(path) == stamp and path in self._notebooks:
+                return self._notebooks[path].text
         text = read_text(path, MAX_NOTEBOOK_BYTES if notebook else budget.MAX_FILE_BYTES)
         if notebook and not isinstance(text, Unreadable):
             try:
@@ -398,12 +412,15 @@ class WorkspaceIndex:
                 text = Unreadable(str(exc))
             else:
                 self._notebooks[path] = cells
+                if stamp is not None:
+                    self._notebook_stamps[path] = stamp
                 text = cells.text
         if isinstance(text, Unreadable):
             self.unread[path] = str(text)
             self._files.pop(path, None)
             if notebook:
                 self._notebooks.pop(path, None)
+                self._notebook_stamps.pop(path, None)
             return None
         self.unread.pop(path, None)
         return text
