@@ -25,11 +25,12 @@ from jaxlsp.recipes import (
     NeedsInput,
     RecipeError,
     Resolved,
-    apply_answers,
+    fill,
     find_recipe,
     load_recipe,
     select_profile,
 )
+from jaxlsp.recipes.schema import MAX_DEVICES
 
 
 @dataclass
@@ -49,6 +50,9 @@ class TraceRequest:
     find_entrypoint: Callable[[Path, str], Any] | None = None
     # Answers to an earlier needs-input (missing item path -> TOML-form value).
     answers: dict[str, Any] | None = None
+    # The graph's workspace paths relative to the recipe's folder (the CLI) instead of the root.
+    paths_from_recipe: bool = False
+    devices: int | None = None  # N virtual CPU devices (--devices), overriding the profile's
     # A notebook target: the cell whose definition is meant (the server's lens knows it); None:
     # the last code cell that defines the name.
     cell: int | None = None
@@ -105,7 +109,8 @@ def select(req: TraceRequest) -> tuple[Resolved, Path | None]:
         raise TraceFailure("refused", f"no such file: {req.file}")
     recipe_path = req.recipe.resolve() if req.recipe else find_recipe(file, req.workspace_root.resolve())
     try:
-        recipe = load_recipe(recipe_path) if recipe_path else None
+        # Lenient: a broken profile is reported when it is the one chosen, never for the others.
+        recipe = load_recipe(recipe_path, strict=False) if recipe_path else None
     except RecipeError as exc:
         raise TraceFailure("refused", str(exc), problems=list(exc.problems)) from None
     find = req.find_entrypoint or (lambda path, name: find_entrypoint(path, name, req.workspace_root))
@@ -118,10 +123,14 @@ def select(req: TraceRequest) -> tuple[Resolved, Path | None]:
         raise TraceFailure("refused", str(exc), problems=list(exc.problems)) from None
     if isinstance(selected, NeedsInput) and req.answers:
         try:
-            selected = apply_answers(selected, req.answers)
+            # Typed text, parsed by the recipe's rules; one that does not parse is asked again.
+            selected = fill(selected, req.answers)
         except RecipeError as exc:
             raise TraceFailure("refused", f"the answers do not fit: {exc}", problems=list(exc.problems)) from None
     if isinstance(selected, NeedsInput):
+        if selected.errors:
+            wrong = "; ".join(f"{path}: {message}" for path, message in selected.errors.items())
+            raise TraceFailure("needs_input", f"{req.name}: answers to ask again: {wrong}", needs=selected)
         missing = "; ".join(str(m.get("message") or m.get("path")) for m in selected.missing)
         where = f" (recipe {recipe_path})" if recipe_path else " (no jaxlsp.toml profile for it: one was proposed)"
         raise TraceFailure("needs_input", f"{req.name}{where} needs input: {missing}", needs=selected)
@@ -163,6 +172,19 @@ def build_request(req: TraceRequest, resolved: Resolved, recipe_path: Path | Non
     profile = dict(resolved.profile)
     if req.device:
         profile["device"] = req.device
+    if req.devices is not None:
+        if str(profile.get("device") or "cpu") != "cpu":
+            raise TraceFailure(
+                "refused", f"--devices {req.devices} makes virtual CPU devices, and the device is {profile['device']}"
+            )
+        if not 1 <= req.devices <= MAX_DEVICES:
+            raise TraceFailure("refused", f"--devices: expected a number from 1 to {MAX_DEVICES}, got {req.devices}")
+        profile["devices"] = req.devices
+    elif profile.get("devices") and str(profile.get("device") or "cpu") != "cpu":
+        raise TraceFailure(
+            "refused",
+            f"devices = {profile['devices']} makes virtual CPU devices, and the device is {profile['device']}",
+        )
     request: dict[str, Any] = {
         "target": target,
         "profile": profile,
@@ -171,6 +193,8 @@ def build_request(req: TraceRequest, resolved: Resolved, recipe_path: Path | Non
     }
     if recipe_path is not None:
         request["recipePath"] = str(recipe_path)
+        if req.paths_from_recipe:
+            request["pathBase"] = str(recipe_path.parent)
     request["limits"] = limits.resolve(req.limits)
     names = resolved.profile.get("env")
     if names:
@@ -222,4 +246,8 @@ def finish(prepared: Prepared, outcome: CaptureOutcome) -> TraceOutcome:
     graph_json = result.get("graph")
     if graph_json is None:
         raise TraceFailure("internal", "the worker reported success without a graph")
-    return TraceOutcome(io.from_json(graph_json), outcome, prepared.resolved, prepared.request, prepared.route)
+    try:
+        graph = io.from_json(graph_json)
+    except ValueError as exc:  # a graph the format refuses: a bug of the worker, said as one
+        raise TraceFailure("internal", f"the worker's graph is not a valid jaxlsp graph: {exc}") from None
+    return TraceOutcome(graph, outcome, prepared.resolved, prepared.request, prepared.route)

@@ -74,6 +74,8 @@ def _frame_json(frame: Frame) -> dict[str, Any]:
     }
     if frame.function is not None:
         out["function"] = frame.function
+    if frame.package is not None:
+        out["package"] = frame.package
     if frame.cell is not None:
         out["cell"] = frame.cell
     return out
@@ -109,6 +111,10 @@ def _value_json(value: Value) -> dict[str, Any]:
     }
     if value.literal is not None:
         out["literal"] = _jsonable(value.literal)
+    if value.per_device:
+        out["perDevice"] = True
+    if value.global_shape is not None:
+        out["globalShape"] = list(value.global_shape)
     return out
 
 
@@ -316,12 +322,14 @@ def _json_copy(data: Any, path: str) -> Any:
 # Fast paths: the common, well-formed record is built with inline checks; anything else goes to
 # the checked reader, which finds the first problem and names its key path.
 
+_FRAME_OPTIONAL_KEYS = ("function", "package", "cell")
+_FRAME_OPTIONAL = frozenset(_FRAME_OPTIONAL_KEYS)
 _NODE_KEYS = ("id", "primitive", "params", "inputs", "outputs", "scope", "group", "source", "frames", "transforms")
 _NODE_KEY_SET = frozenset(_NODE_KEYS)
 
 
 def _frame_fast(d: Any) -> Frame | None:
-    if type(d) is not dict or not 5 <= len(d) <= 7 or len(d) > 5 + ("function" in d) + ("cell" in d):
+    if type(d) is not dict or not 5 <= len(d) <= 8 or len(d.keys() - _FRAME_OPTIONAL) != 5:
         return None
     get: Any = d.get
     cell = get("cell")
@@ -335,6 +343,7 @@ def _frame_fast(d: Any) -> Frame | None:
         get("endColumn"),
     )
     fn = get("function")
+    package = get("package")
     if (
         type(p) is str
         and p
@@ -347,8 +356,9 @@ def _frame_fast(d: Any) -> Frame | None:
         and type(end_col) is int
         and end_col >= 0
         and (fn is None or type(fn) is str)
+        and (package is None or (type(package) is str and package))
     ):
-        return Frame(p, line, col, end_line, end_col, fn, cell)
+        return Frame(p, line, col, end_line, end_col, fn, package, cell)
     return None
 
 
@@ -409,7 +419,7 @@ def _node_fast(d: Any, path: str, table: list[Frame] | None = None) -> Node | No
 
 def _value_fast(d: Any, path: str) -> Value | None:
     if type(d) is not dict or not 6 <= len(d) <= 7 or (len(d) == 7 and "literal" not in d):
-        return None
+        return None  # optional keys other than literal (perDevice, globalShape): the checked reader
     get: Any = d.get
     vid, shape, dtype, weak, producer, kind = (
         get("id"),
@@ -440,7 +450,7 @@ def _value_fast(d: Any, path: str) -> Value | None:
 
 
 def _frame(data: Any, path: str) -> Frame:
-    d = _obj(data, path, ("path", "line", "column", "endLine", "endColumn"), ("function", "cell"))
+    d = _obj(data, path, ("path", "line", "column", "endLine", "endColumn"), _FRAME_OPTIONAL_KEYS)
     return Frame(
         path=_str(d["path"], _join(path, "path"), nonempty=True),
         line=_int(d["line"], _join(path, "line"), 1),
@@ -448,6 +458,7 @@ def _frame(data: Any, path: str) -> Frame:
         end_line=_int(d["endLine"], _join(path, "endLine"), 1),
         end_column=_int(d["endColumn"], _join(path, "endColumn"), 0),
         function=_opt_str(d.get("function"), _join(path, "function")),
+        package=_opt_str(d.get("package"), _join(path, "package"), nonempty=True),
         cell=None if d.get("cell") is None else _int(d["cell"], _join(path, "cell"), 0),
     )
 
@@ -501,7 +512,11 @@ def _shape(data: Any, path: str) -> list[int | str]:
 
 
 def _value(data: Any, path: str) -> Value:
-    d = _obj(data, path, ("id", "shape", "dtype", "weakType", "producer", "kind"), ("literal",))
+    d = _obj(
+        data, path, ("id", "shape", "dtype", "weakType", "producer", "kind"), ("literal", "perDevice", "globalShape")
+    )
+    per_device = _bool(d["perDevice"], _join(path, "perDevice")) if "perDevice" in d else False
+    global_shape = _shape(d["globalShape"], _join(path, "globalShape")) if "globalShape" in d else None
     return Value(
         id=_str(d["id"], _join(path, "id"), nonempty=True),
         shape=_shape(d["shape"], _join(path, "shape")),
@@ -510,6 +525,8 @@ def _value(data: Any, path: str) -> Value:
         producer=_opt_str(d["producer"], _join(path, "producer"), nonempty=True),
         literal=_json_copy(d.get("literal"), _join(path, "literal")),
         kind=_enum(d["kind"], _join(path, "kind"), VALUE_KINDS),
+        per_device=per_device,
+        global_shape=global_shape,
     )
 
 

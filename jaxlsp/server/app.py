@@ -238,15 +238,18 @@ class JaxServer(LanguageServer):
             return notebook_view(uri, path, cells, doc.source if doc is not None else None)
         return View(uri, path, self.lines(path))
 
-    def frame_location(self, frame: Any, cell_uris: list[str] | None = None) -> tuple[str, types.Range]:
-        """A graph frame (1-based lines, code-point columns) as a URI and a range in client units:
-        in a notebook, the cell's document when the client synchronises cells, else the notebook's.
-        ``cell_uris``: the notebook's cell documents when it was traced (a trace's ``cellUris``),
-        which name the frame's cell even after cells were inserted or deleted above it."""
+    def frame_location(
+        self, frame: Any, path_text: str | None = None, cell_uris: list[str] | None = None
+    ) -> tuple[str, types.Range]:
+        """A graph frame (1-based lines, code-point columns) as a URI and a range in client units;
+        ``path_text`` is the frame's absolute path (graph paths are relative: ``Trace.frame_path``).
+        In a notebook: the cell's document when the client synchronises cells, else the notebook's;
+        ``cell_uris`` (a trace's ``cellUris``: the notebook's cell documents when it was traced)
+        name the frame's cell even after cells were inserted or deleted above it."""
         from jaxlsp.discovery.entrypoints import Span
         from jaxlsp.server.convert import to_range
 
-        path = Path(frame.path)
+        path = Path(path_text if path_text is not None else frame.path)
         if frame.cell is None:
             lines = self.lines(path)
             span = Span(frame.line - 1, frame.column, frame.end_line - 1, frame.end_column)

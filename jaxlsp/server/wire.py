@@ -125,7 +125,7 @@ class TraceParams(TypedDict):
     textDocument: TextDocumentIdentifier
     name: Name
     profile: NotRequired[Name]
-    answers: NotRequired[Annotated[dict[Name, Any], Size(256)]]  # needs-input item path -> value
+    answers: NotRequired[Annotated[dict[Name, Any], Size(256)]]  # needs-input item path -> the typed text
     save: NotRequired[bool]  # write the completed profile to jaxlsp.toml
     cell: NotRequired[int]  # a notebook's cell whose definition is meant (default: the last one)
 
@@ -156,11 +156,25 @@ class TraceResult(TypedDict):
     saved: NotRequired[str]  # the jaxlsp.toml URI the profile was written to
 
 
+class NeedsInputItem(TypedDict):
+    """One missing piece of a profile (docs/recipes.md, "Needs input")."""
+
+    path: str  # the key path to answer: profiles.mlp.dims.batch
+    kind: Literal["dimension", "shape", "value", "inputs"]
+    message: str
+    name: NotRequired[str]  # a dimension's name
+    usedAt: NotRequired[list[str]]  # where that dimension is used
+    param: NotRequired[str]  # a proposal's parameter
+    annotation: NotRequired[str | None]
+
+
 class NeedsInputResult(TypedDict):
     """``jaxlsp/trace`` response when the profile lacks inputs."""
 
-    needsInput: list[dict[str, Any]]
-    proposal: str
+    needsInput: list[NeedsInputItem]
+    proposal: str  # the profile to complete, as TOML text
+    profile: str  # its name
+    errors: NotRequired[dict[str, str]]  # answers that did not parse or check: path -> message
 
 
 TRACE_FINISHED: Final = "jaxlsp/traceFinished"

@@ -6,7 +6,7 @@ import * as path from "node:path";
 import { test } from "node:test";
 import { Gate, routeShowDocument } from "../src/gate";
 import { DEFAULT_SETTINGS } from "../src/server";
-import { extensionRoot } from "./realServer";
+import { extensionRoot } from "./paths";
 
 const manifest = JSON.parse(fs.readFileSync(path.join(extensionRoot, "package.json"), "utf8"));
 const source = fs.readFileSync(path.join(extensionRoot, "src", "extension.ts"), "utf8");

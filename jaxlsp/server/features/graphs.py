@@ -7,6 +7,7 @@ from typing import Any, cast
 
 from pygls.exceptions import JsonRpcException
 
+from jaxlsp.graph.store import Trace
 from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
 from jaxlsp.server.convert import range_json
@@ -60,9 +61,10 @@ class Graphs:
             "scope": found.scope,
             "group": found.group,
             "transforms": list(found.transforms),
-            "frames": [self.location(f, stored.meta.get("cellUris")) for f in found.frames],
+            "frames": [self.location(f, stored) for f in found.frames],
         }
 
-    def location(self, frame: Any, cell_uris: list[str] | None = None) -> wire.Location:
-        uri, rng = self.ls.frame_location(frame, cell_uris)
+    def location(self, frame: Any, trace: Trace) -> wire.Location:
+        # graph paths are relative; a notebook's cells are named by their documents when traced
+        uri, rng = self.ls.frame_location(frame, trace.frame_path(frame), trace.meta.get("cellUris"))
         return {"uri": uri, "range": range_json(rng)}

@@ -59,7 +59,11 @@ class Hover:
             if where is None or not _ASSIGNMENT.match(text):
                 continue
             cell = traced_cell(traces[0], uri, where[0])
-            nodes = [n for n in traces[0].nodes_at(key, where[1], cell) if n.frames and n.frames[0].path == key]
+            nodes = [
+                n
+                for n in traces[0].nodes_at(key, where[1], cell)
+                if n.frames and traces[0].frame_path(n.frames[0]) == key
+            ]
             if not nodes:
                 continue
             last_node = max(nodes, key=lambda n: int(n.id[1:]) if n.id[1:].isdigit() else 0)
@@ -96,5 +100,6 @@ class Hover:
         scopes = sorted({n.scope for n in nodes if n.scope})
         if scopes:
             lines += ["", "scope: " + ", ".join(f"`{s}`" for s in scopes[:4])]
-        lines += ["", f"trace `{trace.id}` · node `{nodes[0].id}` (jaxlsp/revealSource)"]
+        # No footer: a trace id or a method name means nothing to the reader, and a link would
+        # need a trusted command URI that not every editor renders.
         return "\n".join(lines)
