@@ -58,14 +58,14 @@ def test_a_notebook_target_traces_with_frames_in_its_cell(
     jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text())).validate(data)
     graph = io.from_json(data)
     assert check(graph) == []
-    assert graph.target == {"path": str(NOTEBOOK), "name": name, "kind": kind, "cell": cell}
+    assert graph.target == {"path": "models.ipynb", "name": name, "kind": kind, "cell": cell}  # relative
     cells = json.loads(NOTEBOOK.read_text())["cells"]
-    in_notebook = [f for n in graph.nodes for f in n.frames if f.path == str(NOTEBOOK)]
+    in_notebook = [f for n in graph.nodes for f in n.frames if f.path == "models.ipynb"]
     assert in_notebook and all(f.cell == cell for f in in_notebook)
     lines = {"".join(cells[f.cell]["source"]).split("\n")[f.line - 1] for f in in_notebook}
     assert line_text in lines
     # freshness: the code cells' text, as the server's index reads the notebook
-    assert graph.sources[str(NOTEBOOK)] == read_module(NOTEBOOK.read_text()).digest()
+    assert graph.sources["models.ipynb"] == read_module(NOTEBOOK.read_text()).digest()
 
 
 def test_a_notebook_target_without_a_profile_gets_one_proposed(tmp_path: Path) -> None:

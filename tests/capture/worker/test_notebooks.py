@@ -115,4 +115,3 @@ def test_a_trace_error_points_at_its_cell_line(tmp_path: Path, nb_run: Run) -> N
     result = trace(nb_run, tmp_path, "f", array(3))
     assert not result["ok"] and result["error"]["kind"] == "trace"
     assert (result["error"]["frame"]["cell"], result["error"]["frame"]["line"]) == (2, 3)
-    assert "nb.ipynb:cell 2 line 3" in result["error"]["message"]
