@@ -68,6 +68,7 @@ export interface EntrypointItem {
   decorators: string[];
   fields: SetupField[];
   reason: string;
+  cell?: number;
 }
 
 /**
@@ -89,6 +90,7 @@ export interface TraceGraphArguments {
   profile?: Name;
   answers?: Record<Name, unknown>;
   save?: boolean;
+  cell?: number;
 }
 
 export const OPEN_GRAPH_COMMAND = "jaxlsp.openGraph";
@@ -111,6 +113,7 @@ export interface TraceParams {
   profile?: Name;
   answers?: Record<Name, unknown>;
   save?: boolean;
+  cell?: number;
 }
 
 export interface TraceSummary {
