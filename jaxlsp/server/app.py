@@ -34,13 +34,11 @@ log = logging.getLogger(__name__)
 EXTENSIONS_VERSION = 1
 MAX_METHOD = 256  # characters in a method name
 METHOD_NOT_FOUND = -32601
-# LSP 3.17 notebook sync: Jupyter notebooks, their Python cells (VS Code's notebook editor).
+# LSP 3.17 notebook sync: Jupyter notebooks (VS Code's notebook editor). Every cell, markdown too:
+# a client syncs only the cells a selector's ``cells`` names (vscode-languageclient drops the
+# rest), and a cell's index must be its index in the .ipynb. Only Python cells are read as code.
 NOTEBOOK_SYNC = types.NotebookDocumentSyncOptions(
-    notebook_selector=[
-        types.NotebookDocumentFilterWithCells(
-            cells=[types.NotebookCellLanguage(language="python")], notebook="jupyter-notebook"
-        )
-    ],
+    notebook_selector=[types.NotebookDocumentFilterWithNotebook(notebook="jupyter-notebook")],
     save=True,
 )
 

@@ -139,13 +139,14 @@ async def hover_text(client: JaxClient, uri: str, line: int) -> str | None:
     return None if result is None else str(result.contents.value)  # type: ignore[union-attr]
 
 
-async def test_the_server_declares_notebook_sync_for_python_cells(vscode: JaxClient) -> None:
+async def test_the_server_declares_notebook_sync_for_every_cell_of_jupyter_notebooks(vscode: JaxClient) -> None:
     assert vscode.initialize_result is not None
     sync = vscode.initialize_result.capabilities.notebook_document_sync
     assert isinstance(sync, types.NotebookDocumentSyncOptions)
-    selector = sync.notebook_selector[0]
+    (selector,) = sync.notebook_selector
     assert selector.notebook == "jupyter-notebook"
-    assert [c.language for c in selector.cells or []] == ["python"]
+    # no cell filter: a client would sync only the cells it names, and indices would shift
+    assert getattr(selector, "cells", None) is None
 
 
 async def test_lenses_trace_hover_and_reveal_in_cells_while_cells_move(vscode: JaxClient) -> None:
