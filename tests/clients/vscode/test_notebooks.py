@@ -1,7 +1,8 @@
 """Jupyter notebooks in real VS Code's notebook editor (code-server, its built-in ipynb support),
 with the extension: the lens in a cell traces the model defined there, hover on a traced line of
-the cell shows its shapes, and a click on a node in the graph panel reveals the cell, with the
-notebook's cell selected and the source line in its editor.
+the cell shows its shapes, a click on a node in the graph panel reveals the cell, with the
+notebook's cell selected and the source line in its editor, and an edit of the cell marks the graph
+stale.
 
 The folder is tests/workspaces/notebooks (``models.ipynb``: a Linen, an NNX, an Equinox module and
 a function in cells, markdown, magics) with workspace trust off, so the extension starts trusted.
@@ -82,4 +83,14 @@ async def test_lens_in_a_cell_traces_hover_in_the_cell_and_reveal_selects_the_ce
     await page.wait_for(".notebook-editor .monaco-list-row.focused", has_text="class Dense2", timeout=30)
     await page.wait_for(".statusbar-item", has_text="Cell 6 of 12", timeout=30)  # VS Code counts from 1
     await page.screenshot("notebook-reveal")
+
+    # 4. An edit of the traced cell marks the graph stale, in the panel and the status bar, exactly
+    # as an edit of a traced file does (tests/clients/vscode/test_extension.py, step 7).
+    assert not await page.eval("!!document.querySelector('.jx-banner-stale')", frame="viewer")
+    await page.click(".notebook-editor .monaco-editor .view-line", has_text="return nn.Dense(3)(h)")
+    await page.send("press", key="End")
+    await page.send("type", text="  # edited")
+    await page.wait("!!document.querySelector('.jx-banner-stale')", frame="viewer", timeout=30)
+    await status_item(page, "Dense2 (stale)", timeout=30)
+    await page.screenshot("notebook-stale")
     assert "Cancel notification" not in server.extension_log()
