@@ -182,3 +182,86 @@ def find_blocks(cells: Module, lines: Sequence[str], gap: int = 2) -> dict[int, 
             found[block.cell] = start
             at = start + block.lines + gap
     return found
+
+
+def cells_shown(cells: Sequence[Cell], lines: Sequence[str], gap: int = 2) -> list[Cell] | None:
+    """The notebook's ``cells`` (as on disk) with each code cell's text as a one-document client
+    shows it now, unsaved edits included (jupyterlab-lsp's virtual document: the code cells joined
+    by ``gap`` blank lines). Code cells found unchanged (:func:`find_blocks`) keep their text; the
+    lines between two of them are the code cell between them, or the cells between them when that
+    many gaps split those lines. None when the document cannot be read that way (a cell inserted
+    between two unchanged ones, or several cells edited whose lines do not split evenly): the
+    caller keeps the disk's cells."""
+    # A blank cell matches any blank line (a gap's): it is placed by its neighbours instead.
+    anchors = [c if c.kind != "code" or c.source.strip() else Cell(c.index, "raw", c.source) for c in cells]
+    module = build_module(anchors)
+    found = find_blocks(module, lines, gap)
+    shown = {c.index: c for c in cells}
+    run: list[Cell] = []  # code cells not found since the last found one
+    at = 0  # the first document line after the last found cell and its gap
+
+    def place(end: int) -> bool:
+        region = list(lines[at : max(at, end)])
+        if not run:
+            return not any(line.strip() for line in region)  # text in no cell: a cell was inserted
+        # a saved blank cell at either end of several that still reads as one blank line and a gap
+        blank = [""] * (gap + 1)
+        while len(run) > 1 and not run[0].source.strip() and region[: gap + 1] == blank:
+            shown[run[0].index] = run[0]
+            run.pop(0)
+            region = region[gap + 1 :]
+        while len(run) > 1 and not run[-1].source.strip() and region[-gap - 1 :] == blank:
+            shown[run[-1].index] = run[-1]
+            run.pop()
+            region = region[: -gap - 1]
+        parts = _split(region, gap, len(run))
+        if parts is None:
+            return False
+        for cell, part in zip(run, parts, strict=True):
+            shown[cell.index] = Cell(cell.index, cell.kind, "\n".join(part))
+        run.clear()
+        return True
+
+    for cell in cells:
+        if cell.kind != "code":
+            continue
+        start = found.get(cell.index)
+        block = module.block(cell.index)
+        size = block.lines if block is not None else 1
+        # found with a gap on both sides, or it is an edited cell that starts or ends as it did
+        framed = start is not None and all(
+            not line.strip()
+            for line in [*lines[max(0, start - gap) : start], *lines[start + size : start + size + gap]]
+        )
+        if start is None or not framed:
+            run.append(cell)
+            continue
+        if not place(start - gap):
+            return None
+        at = start + size + gap
+    end = len(lines)
+    while run and end > at and not lines[end - 1].strip():
+        end -= 1  # the document's trailing newline is no line of its last cell
+    if not place(max(end, at)):
+        return None
+    return [shown[c.index] for c in cells]
+
+
+def _split(region: list[str], gap: int, count: int) -> list[list[str]] | None:
+    """``region`` as ``count`` cells separated by exactly ``gap`` blank lines; None when it is not."""
+    if count == 1:
+        return [region]
+    parts: list[list[str]] = [[]]
+    blank = 0
+    for line in region:
+        if not line.strip():
+            blank += 1
+            continue
+        if blank >= gap and parts[-1]:  # more blank lines than the gap: the earlier cell's own
+            parts[-1].extend([""] * (blank - gap))
+            parts.append([])
+        elif blank:
+            parts[-1].extend([""] * blank)
+        blank = 0
+        parts[-1].append(line)
+    return parts if len(parts) == count and blank == 0 else None

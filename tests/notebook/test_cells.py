@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from jaxlsp.notebook import NotebookError, build_module, parse_cells, read_module, source_digest
+from jaxlsp.notebook import Cell, NotebookError, build_module, cells_shown, parse_cells, read_module, source_digest
 from tests.notebook.helpers import notebook_json
 
 CELLS = [
@@ -93,3 +93,51 @@ def test_crlf_cells_are_normalised() -> None:
 def test_what_is_not_a_python_notebook_says_why(text: str, words: str) -> None:
     with pytest.raises(NotebookError, match=words):
         parse_cells(text)
+
+
+def one_document(sources: list[str]) -> list[str]:
+    """Code cells as jupyterlab-lsp shows a notebook: joined by two blank lines, magics rewritten."""
+    blocks = []
+    for source in sources:
+        lines = [f'get_ipython().run_line_magic("{x[1:]}")' if x.startswith("%") else x for x in source.split("\n")]
+        blocks.append("\n".join(lines) + "\n")
+    return "\n\n".join(blocks).split("\n")
+
+
+def code(cells: list[Cell]) -> list[str]:
+    return [c.source for c in cells if c.kind == "code"]
+
+
+def test_cells_shown_unchanged_keep_their_saved_text() -> None:
+    cells = parse_cells(notebook_json(CELLS))
+    shown = cells_shown(cells, one_document(code(cells)))
+    assert shown == cells  # the magic the client rewrote is still the saved line
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        {4: "WIDE = 2\n\nclass MLP:\n    def __call__(self, x):\n        return x * 2\n"},  # lines added
+        {2: "z = 3"},  # an empty cell typed into
+        {7: "y = 2\nw = y"},  # the last cell
+        {6: "def fixed():\n    pass", 7: "y = 1\nv = 0"},  # two cells side by side
+        {1: "import jax"},  # the first cell, its magic deleted
+    ],
+)
+def test_cells_shown_take_the_edited_cells_text(edit: dict[int, str]) -> None:
+    cells = parse_cells(notebook_json(CELLS))
+    edited = [Cell(c.index, c.kind, edit.get(c.index, c.source)) for c in cells]
+    shown = cells_shown(cells, one_document(code(edited)))
+    assert shown is not None
+    assert [(c.index, c.kind) for c in shown] == [(c.index, c.kind) for c in cells]
+    assert [c.source.rstrip("\n") for c in shown] == [c.source.rstrip("\n") for c in edited]
+
+
+def test_cells_shown_refuse_what_is_not_the_notebooks_cells() -> None:
+    cells = parse_cells(notebook_json(CELLS))
+    sources = code(cells)
+    inserted = [*sources[:3], "x = 1", *sources[3:]]  # a cell the saved notebook does not have
+    assert cells_shown(cells, one_document(inserted)) is None
+    # two cells edited side by side, one of them with two blank lines of its own: no even split
+    two = [*sources[:3], "def f():\n    pass\n\n\ndef g():\n    pass", "y = 2"]
+    assert cells_shown(cells, one_document(two)) is None
