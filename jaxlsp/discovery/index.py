@@ -26,7 +26,7 @@ from jaxlsp.discovery.budget import Refusal
 from jaxlsp.discovery.chunks import Statement, logical_lines, normalize_newlines, statements
 from jaxlsp.discovery.modules import ModuleMap
 from jaxlsp.discovery.summary import Binding, ChunkInfo, ClassInfo, FunctionInfo, summarize
-from jaxlsp.notebook import MAX_NOTEBOOK_BYTES, Module, NotebookError, is_notebook, read_module
+from jaxlsp.notebook import MAX_NOTEBOOK_BYTES, Cell, Module, NotebookError, is_notebook, parse_cells, read_module
 from jaxlsp.textfiles import Unreadable, read_text
 
 SOURCE_SUFFIXES = (".py", ".ipynb")  # what discovery reads: Python files and Jupyter notebooks
@@ -228,6 +228,7 @@ class WorkspaceIndex:
         self._notebooks: dict[Path, Module] = {}  # each notebook's module (open or from disk)
         self._notebook_stamps: dict[Path, tuple[int, int]] = {}  # the disk version each one was read from
         self.unread: dict[Path, str] = {}  # files found but not read, and why
+        self._saved_cells: dict[Path, tuple[tuple[int, int], list[Cell]]] = {}  # disk_cells, by version
 
     @property
     def roots(self) -> list[Path]:
@@ -362,6 +363,28 @@ class WorkspaceIndex:
             return None
         self.summary(path)  # re-reads a notebook that changed on disk (a stat when it did not)
         return self._notebooks.get(path.resolve())
+
+    def disk_cells(self, path: Path) -> list[Cell] | None:
+        """A notebook's cells as saved on disk (every kind, as written), whatever the client has
+        open; read once per version on disk. None when it cannot be read as a notebook."""
+        if not is_notebook(path) or self._links_out(path):
+            return None
+        path = path.resolve()
+        stamp = _stamp_of(path)
+        kept = self._saved_cells.get(path)
+        if stamp is not None and kept is not None and kept[0] == stamp:
+            return kept[1]
+        text = read_text(path, MAX_NOTEBOOK_BYTES)
+        if isinstance(text, Unreadable):
+            return None
+        try:
+            cells = parse_cells(text)
+        except NotebookError:
+            return None
+        self._saved_cells.pop(path, None)
+        if stamp is not None:
+            self._saved_cells[path] = (stamp, cells)
+        return cells
 
     def skips(self, path: Path) -> list[Refusal]:
         """What discovery did not look at in ``path``: the whole file (line 0) or statements."""

@@ -4,9 +4,12 @@ right while cells are edited, inserted and deleted."""
 
 from __future__ import annotations
 
+import asyncio
+import http.client
 import json
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import pytest_lsp
@@ -291,11 +294,7 @@ async def test_a_notebook_as_one_document_jupyterlab_lsp_style(jupyterlab: JaxCl
     path = client.workspace / NOTEBOOK
     uri = path.as_uri()
     text = virtual_document(path)
-    client.text_document_did_open(
-        types.DidOpenTextDocumentParams(
-            text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)
-        )
-    )
+    uri = client.open_text(uri, text)
     found = client.plain(await client.request("jaxlsp/discover", {"textDocument": {"uri": uri}}))
     assert [(e["name"], e["cell"], e["range"]["start"]["line"]) for e in found["entrypoints"]] == [
         ("Dense2", DENSE, 0),
@@ -326,3 +325,32 @@ async def test_a_notebook_as_one_document_jupyterlab_lsp_style(jupyterlab: JaxCl
     )
     assert shown["location"] == {"uri": uri, "range": shown["location"]["range"]}
     assert shown["location"]["range"]["start"]["line"] == line
+
+    # an edit of a cell's line in the document marks the graph stale, as an edit of a file does:
+    # hover, and the browser viewer's graph (what JupyterLab's viewer tab shows)
+    opened = client.plain(await client.request("jaxlsp/openGraph", {"traceId": result["traceId"]}))
+    assert await asyncio.to_thread(stale_header, opened["url"]) == "0"
+    client.edit(uri, (line + 1, 0), (line + 1, 0), "        # edited\n")
+    hover = await hover_text(client, uri, line)
+    assert hover is not None and "f32[4,16]" in hover and "stale" in hover
+    assert await asyncio.to_thread(stale_header, opened["url"]) == "1"
+    # the index reads the edited cell as the client shows it: lines added above the class move it
+    start = lines.index("class Dense2(nn.Module):")
+    client.edit(uri, (start, 0), (start, 0), "WIDE = 2\n\n")
+    found = client.plain(await client.request("jaxlsp/discover", {"textDocument": {"uri": uri}}))
+    dense = next(e for e in found["entrypoints"] if e["name"] == "Dense2")
+    assert (dense["cell"], dense["range"]["start"]["line"]) == (DENSE, 2)
+
+
+def stale_header(url: str) -> str:
+    """The viewer bridge's word on a graph page's trace: ``X-Jaxlsp-Stale`` of its graph."""
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+    try:
+        conn.request("GET", f"/graph?{parts.query}")
+        answer = conn.getresponse()
+        answer.read()
+        assert answer.status == 200, answer.status
+        return str(answer.getheader("X-Jaxlsp-Stale"))
+    finally:
+        conn.close()

@@ -12,6 +12,8 @@ from pathlib import Path
 
 from lsprotocol import types
 
+from jaxlsp.discovery.chunks import normalize_newlines
+from jaxlsp.notebook import build_module, cells_shown, is_notebook
 from jaxlsp.server.app import JaxServer
 from jaxlsp.server.params import local_path
 
@@ -72,12 +74,34 @@ class Documents:
     def sync(self, uri: str) -> None:
         """Feed an open document's text to the index; other files' lenses may depend on it."""
         path = local_path(uri)
+        if path is not None and is_notebook(path):
+            self.sync_notebook(uri, path)
+            return
         if path is None or path.suffix not in (".py", ".pyi"):
             return
         doc = self.ls.workspace.get_text_document(uri)
         if self.ls.session.index.set_text(path, doc.source):
             self.ls.refresh_lenses()
         self.ls.edited(path)
+        self.report_skips(path)
+
+    def sync_notebook(self, uri: str, path: Path) -> None:
+        """A notebook opened as one Python document (jupyterlab-lsp's virtual document): its code
+        cells as the client shows them, unsaved edits included, feed the index like an open
+        ``.py`` document's text, so an edited cell gets its lenses and marks traces stale. When the
+        document cannot be read as the notebook's cells (:func:`jaxlsp.notebook.cells_shown`),
+        the disk's cells count."""
+        ls = self.ls
+        doc = ls.workspace.get_text_document(uri)
+        if ls.notebooks.is_open(path) or doc.language_id not in (None, "python"):
+            return  # synchronised cell by cell (notebooks.py), or the notebook's JSON as text
+        index = ls.session.index
+        saved = index.disk_cells(path)
+        shown = cells_shown(saved, normalize_newlines(doc.source).split("\n")) if saved is not None else None
+        changed = index.set_notebook(path, build_module(shown)) if shown is not None else index.close(path)
+        if changed:
+            ls.refresh_lenses()
+        ls.edited(path)
         self.report_skips(path)
 
     def report_skips(self, path: Path) -> None:
