@@ -14,9 +14,9 @@
     ``.py`` file (the notebook's module text: the same lines), each discovered from disk with a
     fresh index; seconds per line of code of the notebook divided by the same for the file (target
     <= 1.0 with a 5% allowance for timer noise: a notebook costs no more per line than a ``.py``
-    file). Measured in CPU time of this process over back-to-back pairs (file, then notebook):
-    the median of the pairs' ratios, since on a shared machine the load drifts between pairs but
-    hardly within one.
+    file). Measured in CPU time of this process over back-to-back pairs (file and notebook, their
+    order alternating): the median of the pairs' ratios, since on a shared machine the load drifts
+    between pairs but hardly within one.
 
 Run ``python benchmarks/discovery.py`` (``--quick`` scans flax only). The exit status is 1 when a
 ratio misses its target.
@@ -309,8 +309,10 @@ def measure_notebook(text: str, runs: int = 11) -> NotebookResult:
     discover(py)()  # warm-up of both paths, not counted
     discover(nb)()
     times: dict[Path, list[float]] = {py: [], nb: []}
-    for _ in range(max(1, runs)):
-        for path in (py, nb):
+    for run in range(max(1, runs)):
+        # each pair back to back, in turns file-first and notebook-first: whichever runs second
+        # inherits the first's cache and allocator state, and neither side should always pay for it
+        for path in (py, nb) if run % 2 == 0 else (nb, py):
             times[path].append(cpu_clock(discover(path)))
     count = {path: len(found[path][0].entrypoints) for path in (py, nb)}
     if count[py] != count[nb]:
