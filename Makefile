@@ -14,7 +14,9 @@ $(STAMP): pyproject.toml constraints.txt
 
 install: $(STAMP)
 
-DEMO_TARGETS := jax_mlp.py::mlp linen_cnn.py::CNN nnx_transformer.py::TransformerBlock eqx_scan.py::ScanRNN
+# The last one is defined in a notebook's cell (examples/notebook_models.ipynb).
+DEMO_TARGETS := jax_mlp.py::mlp linen_cnn.py::CNN nnx_transformer.py::TransformerBlock eqx_scan.py::ScanRNN \
+	notebook_models.ipynb::MLP
 
 demo: install
 	$(VENV)/bin/jaxlsp discover examples/
@@ -26,8 +28,8 @@ demo: install
 	done
 
 lint: install
-	$(VENV)/bin/ruff check jaxlsp tests benchmarks
-	$(VENV)/bin/ruff format --check jaxlsp tests benchmarks
+	$(VENV)/bin/ruff check jaxlsp tests benchmarks editors/jupyterlab/jaxlsp_jupyterlab
+	$(VENV)/bin/ruff format --check jaxlsp tests benchmarks editors/jupyterlab/jaxlsp_jupyterlab
 	$(VENV)/bin/mypy
 
 # System packages the tests drive, as PATH:PACKAGE pairs (a command name or a file path): a
@@ -47,6 +49,7 @@ TEST_DEPS :=
 TEST_DEPS += viewer
 TEST_DEPS += vscode
 TEST_DEPS += code-server
+TEST_DEPS += jupyterlab
 
 system-deps:
 	@missing=""; for pair in $(SYSTEM_DEPS); do \
@@ -93,6 +96,30 @@ CODE_SERVER_VERSION := 4.100.3
 .PHONY: code-server
 code-server: install system-deps
 	$(PY) tests/clients/vscode/install_code_server.py $(CODE_SERVER_VERSION) build/code-server/$(CODE_SERVER_VERSION)
+
+# The JupyterLab extension (editors/jupyterlab): type-check and test it, rebuild its labextension with
+# @jupyterlab/builder against the installed JupyterLab's core and fail when the committed build in
+# jaxlsp_jupyterlab/labextension differs (pip installs it without node), then install it into .venv
+# (its jupyter-lsp spec starts `jaxlsp serve`) for tests/clients/test_jupyterlab.py.
+# `make jupyterlab-build` updates the committed build.
+.PHONY: jupyterlab jupyterlab-build
+JUPYTERLAB := editors/jupyterlab
+LABEXTENSION := $(JUPYTERLAB)/jaxlsp_jupyterlab/labextension
+JUPYTERLAB_CORE = $(shell $(PY) -c "import jupyterlab, os; print(os.path.join(os.path.dirname(jupyterlab.__file__), 'staging'))")
+
+jupyterlab-build: install
+	cd $(JUPYTERLAB) && npm ci --no-audit --no-fund --loglevel=error
+	rm -rf $(LABEXTENSION)
+	cd $(JUPYTERLAB) && ./node_modules/.bin/tsc -p . && \
+		node node_modules/@jupyterlab/builder/lib/build-labextension.js --core-path $(JUPYTERLAB_CORE) . >/dev/null
+
+jupyterlab: install
+	@rm -rf build/labextension-committed && mkdir -p build && cp -r $(LABEXTENSION) build/labextension-committed
+	$(MAKE) --no-print-directory jupyterlab-build
+	cd $(JUPYTERLAB) && npm test
+	@diff -r -x package.json.orig build/labextension-committed $(LABEXTENSION) >/dev/null || \
+		{ echo "$(LABEXTENSION) is out of date with editors/jupyterlab/src: run 'make jupyterlab-build' and commit it"; exit 1; }
+	$(PY) -m pip install --disable-pip-version-check -q --no-build-isolation --no-deps --force-reinstall ./$(JUPYTERLAB)
 
 test: install lint system-deps $(TEST_DEPS)
 	$(PY) -m pytest -n $(PYTEST_WORKERS) -q

@@ -30,21 +30,28 @@ def _discover(args: argparse.Namespace) -> int:
             if text is None or not may_matter(file, text):
                 continue
             found = classifier.discover(file)
-            items.extend(e.to_json(str(file)) for e in found.entrypoints)
+            cells = index.cells(file)
+            items.extend(e.to_json(str(file), cells) for e in found.entrypoints)
             if args.drivers:
-                drivers.extend(e.to_json(str(file)) for e in found.drivers)
+                drivers.extend(e.to_json(str(file), cells) for e in found.drivers)
     if args.json:
         json.dump(items + drivers, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
     for item in items:
-        print(f"{item['path']}:{item['line']}: {item['kind']:<8} {item['name']}")
+        print(f"{_where(item)}: {item['kind']:<8} {item['name']}")
     if drivers:
         print("\ndrivers (JAX use is incidental; no lens):")
         for item in drivers:
-            print(f"{item['path']}:{item['line']}: {item['kind']:<8} {item['name']}")
+            print(f"{_where(item)}: {item['kind']:<8} {item['name']}")
     print(f"{len(items)} entrypoint(s)", file=sys.stderr)
     return 0
+
+
+def _where(item: dict[str, object]) -> str:
+    """``file.py:12``, or in a notebook ``nb.ipynb:cell 3:12`` (cell index as in --json, 0-based)."""
+    cell = f"cell {item['cell']}:" if "cell" in item else ""
+    return f"{item['path']}:{cell}{item['line']}"
 
 
 def _serve(args: argparse.Namespace) -> int:

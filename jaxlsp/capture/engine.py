@@ -56,6 +56,9 @@ class TraceRequest:
     # The graph's workspace paths relative to the recipe's folder (the CLI) instead of the root.
     paths_from_recipe: bool = False
     devices: int | None = None  # N virtual CPU devices (--devices), overriding the profile's
+    # A notebook target: the cell whose definition is meant (the server's lens knows it); None:
+    # the last code cell that defines the name.
+    cell: int | None = None
 
 
 @dataclass
@@ -70,7 +73,8 @@ class TraceFailure(Exception):
     def paragraph(self) -> str:
         where = ""
         if self.frame:
-            where = f" at {self.frame.get('path')}:{self.frame.get('line')}"
+            cell = f"cell {self.frame['cell']}:" if self.frame.get("cell") is not None else ""
+            where = f" at {self.frame.get('path')}:{cell}{self.frame.get('line')}"
             if self.frame.get("column") is not None:
                 where += f":{int(self.frame['column']) + 1}"
         return f"{self.kind.replace('_', ' ')}{where}: {self.message}"
@@ -166,6 +170,8 @@ def build_request(req: TraceRequest, resolved: Resolved, recipe_path: Path | Non
     target: dict[str, Any] = {**resolved.target}
     path = Path(str(target["path"]))
     target["path"] = str(path if path.is_absolute() else req.file.resolve())
+    if req.cell is not None and Path(target["path"]).resolve() == req.file.resolve():
+        target["cell"] = req.cell
     profile = dict(resolved.profile)
     if req.device:
         profile["device"] = req.device

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from jaxlsp.discovery.ecosystem import Kind
 from jaxlsp.discovery.summary import SetupField
+from jaxlsp.notebook import Module
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,14 +47,23 @@ class Entrypoint:
         """1-based last line of the body."""
         return self.body.end_line + 1
 
-    def to_json(self, path: str | None = None) -> dict[str, object]:
-        """The CLI's JSON item (DESIGN.md §3): ``path``, ``name``, ``kind``, ``line``, ``end_line``..."""
-        return {
-            "path": path if path is not None else str(self.path),
+    def to_json(self, path: str | None = None, cells: Module | None = None) -> dict[str, object]:
+        """The CLI's JSON item (DESIGN.md §3): ``path``, ``name``, ``kind``, ``line``, ``end_line``...
+
+        In a notebook (``cells``, its module) ``cell`` is the index into the notebook's cells
+        (markdown counted) and ``line`` / ``end_line`` count within that cell."""
+        item: dict[str, object] = {"path": path if path is not None else str(self.path)}
+        line, end_line = self.line, self.end_line
+        if cells is not None:
+            start = cells.locate(self.header.line)
+            if start is not None:
+                item["cell"] = start[0]
+                line, end_line = start[1] + 1, self.body.end_line - (self.header.line - start[1]) + 1
+        return item | {
             "name": self.name,
             "kind": self.kind,
-            "line": self.line,
-            "end_line": self.end_line,
+            "line": line,
+            "end_line": end_line,
             "column": self.header.column,
             "decorators": list(self.decorators),
             "fields": [f.to_json() for f in self.fields],

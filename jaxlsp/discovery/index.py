@@ -1,9 +1,13 @@
-"""The workspace index: one summary per Python file, rebuilt only for statements that changed.
+"""The workspace index: one summary per Python file or notebook, rebuilt only for statements that changed.
 
 Summaries come from open documents first, then from disk. Statements are summarized once per
 distinct text (a bounded cache shared by all files), so an edit re-summarizes only the top-level
 statements it touched. ``generation`` moves whenever a file's exported names or class headers
 change, which is what invalidates cross-file resolution.
+
+A notebook (``.ipynb``) is summarised as its module (:mod:`jaxlsp.notebook`: the code cells in
+order, IPython lines neutralised), one cell at a time, so a cell that never closes a bracket
+cannot swallow the next one; :meth:`WorkspaceIndex.cells` maps its lines back to cells.
 """
 
 from __future__ import annotations
@@ -19,11 +23,13 @@ from pathlib import Path
 
 from jaxlsp.discovery import budget
 from jaxlsp.discovery.budget import Refusal
-from jaxlsp.discovery.chunks import logical_lines, normalize_newlines, statements
+from jaxlsp.discovery.chunks import Statement, logical_lines, normalize_newlines, statements
 from jaxlsp.discovery.modules import ModuleMap
 from jaxlsp.discovery.summary import Binding, ChunkInfo, ClassInfo, FunctionInfo, summarize
+from jaxlsp.notebook import MAX_NOTEBOOK_BYTES, Cell, Module, NotebookError, is_notebook, parse_cells, read_module
 from jaxlsp.textfiles import Unreadable, read_text
 
+SOURCE_SUFFIXES = (".py", ".ipynb")  # what discovery reads: Python files and Jupyter notebooks
 SKIP_DIRS = frozenset({".venv", "venv", "node_modules", "build", "dist", "__pycache__", "site-packages"})
 # A file that matches none of this cannot define a module class or a JAX function on its own
 # (a subclass of a workspace base still has a ``class`` line). ``__init__.py`` files always count:
@@ -107,9 +113,10 @@ def may_matter(path: Path, text: str) -> bool:
     return path.name == "__init__.py" or _MAY_MATTER.search(text) is not None
 
 
-def summarize_file(path: Path, module: str, text: str, cache: ChunkCache) -> FileSummary:
-    """The file's summary; statements over discovery/budget.py's bounds are listed, not parsed."""
-    steps = summarize_steps(path, module, text, cache)
+def summarize_file(path: Path, module: str, text: str, cache: ChunkCache, cells: Module | None = None) -> FileSummary:
+    """The file's summary; statements over discovery/budget.py's bounds are listed, not parsed.
+    With ``cells`` (a notebook's module), statements are found cell by cell."""
+    steps = summarize_steps(path, module, text, cache, cells)
     while True:
         try:
             next(steps)
@@ -117,7 +124,9 @@ def summarize_file(path: Path, module: str, text: str, cache: ChunkCache) -> Fil
             return done.value  # type: ignore[no-any-return]
 
 
-def summarize_steps(path: Path, module: str, text: str, cache: ChunkCache) -> Generator[None, None, FileSummary]:
+def summarize_steps(
+    path: Path, module: str, text: str, cache: ChunkCache, cells: Module | None = None
+) -> Generator[None, None, FileSummary]:
     """:func:`summarize_file`, yielding between statements so that a caller (the server's
     background index) can answer requests while a large file is parsed."""
     text = normalize_newlines(text)
@@ -128,15 +137,16 @@ def summarize_steps(path: Path, module: str, text: str, cache: ChunkCache) -> Ge
     if len(text) > budget.MAX_FILE_BYTES:  # an open document: files on disk are capped when read
         skipped.append(Refusal(0, budget.TOO_LARGE, whole_file=True))
         lines = [""]
-    for st in statements(logical_lines(text)) if not skipped else ():
-        chunk = "\n".join(lines[st.start : st.end + 1]) + "\n"
+    for offset, st in _statements(text, lines, cells) if not skipped else ():
+        start, end = offset + st.start, offset + st.end
+        chunk = "\n".join(lines[start : end + 1]) + "\n"
         info = cache.get(chunk, st.word, st.header - st.start)
         spent += info.cost
         if info.cost and spent > budget.FILE_BUDGET:
             info = ChunkInfo("skipped", skipped=Refusal(0, budget.SPENT))
         if info.skipped is not None:
-            skipped.append(Refusal(st.start + info.skipped.line, info.skipped.reason))
-        chunks.append((st.start, info))
+            skipped.append(Refusal(start + info.skipped.line, info.skipped.reason))
+        chunks.append((start, info))
         yield
     lengths = array("L", map(len, lines))
     fs = FileSummary(path, module, hashlib.sha1(text.encode()).hexdigest(), lengths, chunks, skipped=skipped)
@@ -165,14 +175,35 @@ def summarize_steps(path: Path, module: str, text: str, cache: ChunkCache) -> Ge
     return fs
 
 
+def _statements(text: str, lines: list[str], cells: Module | None) -> Iterator[tuple[int, Statement]]:
+    """Top-level statements with the line their text starts at: the whole text's, or each
+    notebook cell's on its own (a statement never runs from one cell into the next)."""
+    if cells is None:
+        for st in statements(logical_lines(text)):
+            yield 0, st
+        return
+    for block in cells.blocks:
+        for st in statements(logical_lines("\n".join(lines[block.start : block.end + 1]))):
+            yield block.start, st
+
+
+def _stamp_of(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
 def _class_key(cls: ClassInfo) -> object:
     return ("class", cls.name, cls.bases, tuple(_class_key(c) for c in cls.nested))
 
 
 def iter_python_files(root: Path) -> Iterator[Path]:
-    """Python files under ``root`` (or ``root`` itself), skipping virtualenvs, builds and hidden folders."""
+    """Python files and notebooks under ``root`` (or ``root`` itself), skipping virtualenvs, builds
+    and hidden folders (Jupyter's ``.ipynb_checkpoints`` among them)."""
     if root.is_file():
-        if root.suffix == ".py":
+        if root.suffix in SOURCE_SUFFIXES:
             yield root
         return
     for folder, dirs, files in os.walk(root):
@@ -180,12 +211,12 @@ def iter_python_files(root: Path) -> Iterator[Path]:
             d for d in dirs if d not in SKIP_DIRS and not d.startswith(".") and not d.endswith(".egg-info")
         )
         for name in sorted(files):
-            if name.endswith(".py"):
+            if name.endswith(SOURCE_SUFFIXES):
                 yield Path(folder, name)
 
 
 class WorkspaceIndex:
-    """Summaries of the workspace's Python files, from open documents or disk."""
+    """Summaries of the workspace's Python files and notebooks, from open documents or disk."""
 
     def __init__(self, roots: list[Path]) -> None:
         self.modules = ModuleMap(roots, exists=self._exists)
@@ -194,7 +225,10 @@ class WorkspaceIndex:
         self._open: dict[Path, str] = {}
         self._files: dict[Path, FileSummary | None] = {}
         self._stamps: dict[Path, tuple[int, int]] = {}
+        self._notebooks: dict[Path, Module] = {}  # each notebook's module (open or from disk)
+        self._notebook_stamps: dict[Path, tuple[int, int]] = {}  # the disk version each one was read from
         self.unread: dict[Path, str] = {}  # files found but not read, and why
+        self._saved_cells: dict[Path, tuple[tuple[int, int], list[Cell]]] = {}  # disk_cells, by version
 
     @property
     def roots(self) -> list[Path]:
@@ -213,6 +247,12 @@ class WorkspaceIndex:
             self.modules.invalidate()
             self.generation += 1
         return self._refresh(path, text) or new_file
+
+    def set_notebook(self, path: Path, cells: Module) -> bool:
+        """Use ``cells`` (an open notebook's module, built from the client's cells) for ``path``."""
+        self._notebooks[path.resolve()] = cells
+        self._notebook_stamps.pop(path.resolve(), None)  # the module is the client's now, not the disk's
+        return self.set_text(path, cells.text)
 
     def close(self, path: Path) -> bool:
         path = path.resolve()
@@ -267,7 +307,8 @@ class WorkspaceIndex:
 
     def _refresh_steps(self, path: Path, text: str) -> Generator[None, None, bool]:
         old = self._files.get(path)
-        fs = yield from summarize_steps(path, self.modules.module_name(path), text, self.cache)
+        cells = self._notebooks.get(path) if is_notebook(path) else None
+        fs = yield from summarize_steps(path, self.modules.module_name(path), text, self.cache, cells)
         self.unread.pop(path, None)
         self._files[path] = fs
         if old is not None and old.exports != fs.exports:
@@ -308,10 +349,42 @@ class WorkspaceIndex:
         return self._files.get(path)
 
     def text(self, path: Path) -> str | None:
+        """A file's text: for a notebook, its module (the code cells' text, what a graph's
+        ``sources`` hashes)."""
         if self._links_out(path):
             return None
         path = path.resolve()
         return self._open.get(path) if path in self._open else self._read(path)
+
+    def cells(self, path: Path) -> Module | None:
+        """A notebook's module as the index last read it (the lines of :meth:`summary` and
+        :meth:`text`, mapped to cells); None for any other file."""
+        if not is_notebook(path) or self._links_out(path):
+            return None
+        self.summary(path)  # re-reads a notebook that changed on disk (a stat when it did not)
+        return self._notebooks.get(path.resolve())
+
+    def disk_cells(self, path: Path) -> list[Cell] | None:
+        """A notebook's cells as saved on disk (every kind, as written), whatever the client has
+        open; read once per version on disk. None when it cannot be read as a notebook."""
+        if not is_notebook(path) or self._links_out(path):
+            return None
+        path = path.resolve()
+        stamp = _stamp_of(path)
+        kept = self._saved_cells.get(path)
+        if stamp is not None and kept is not None and kept[0] == stamp:
+            return kept[1]
+        text = read_text(path, MAX_NOTEBOOK_BYTES)
+        if isinstance(text, Unreadable):
+            return None
+        try:
+            cells = parse_cells(text)
+        except NotebookError:
+            return None
+        self._saved_cells.pop(path, None)
+        if stamp is not None:
+            self._saved_cells[path] = (stamp, cells)
+        return cells
 
     def skips(self, path: Path) -> list[Refusal]:
         """What discovery did not look at in ``path``: the whole file (line 0) or statements."""
@@ -353,11 +426,30 @@ class WorkspaceIndex:
                 yield path
 
     def _read(self, path: Path) -> str | None:
-        """A file's text from disk, or None; why it was not read is kept in ``unread``."""
-        text = read_text(path, budget.MAX_FILE_BYTES)
+        """A file's text from disk, or None; why it was not read is kept in ``unread``. A
+        notebook's text is its module's (same reading rules, its own size cap)."""
+        notebook = is_notebook(path)
+        if notebook:  # parsing a notebook's JSON (outputs and all) costs more than its code: once
+            stamp = _stamp_of(path)
+            if stamp is not None and self._notebook_stamps.get(path) == stamp and path in self._notebooks:
+                return self._notebooks[path].text
+        text = read_text(path, MAX_NOTEBOOK_BYTES if notebook else budget.MAX_FILE_BYTES)
+        if notebook and not isinstance(text, Unreadable):
+            try:
+                cells = read_module(text)
+            except NotebookError as exc:
+                text = Unreadable(str(exc))
+            else:
+                self._notebooks[path] = cells
+                if stamp is not None:
+                    self._notebook_stamps[path] = stamp
+                text = cells.text
         if isinstance(text, Unreadable):
             self.unread[path] = str(text)
             self._files.pop(path, None)
+            if notebook:
+                self._notebooks.pop(path, None)
+                self._notebook_stamps.pop(path, None)
             return None
         self.unread.pop(path, None)
         return text

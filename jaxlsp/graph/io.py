@@ -82,6 +82,8 @@ def _frame_json(frame: Frame) -> dict[str, Any]:
         out["function"] = frame.function
     if frame.package is not None:
         out["package"] = frame.package
+    if frame.cell is not None:
+        out["cell"] = frame.cell
     return out
 
 
@@ -328,7 +330,7 @@ def _json_copy(data: Any, path: str) -> Any:
 # Fast paths: the common, well-formed record is built with inline checks; anything else goes to
 # the checked reader, which finds the first problem and names its key path.
 
-_FRAME_OPTIONAL_KEYS = ("function", "package")
+_FRAME_OPTIONAL_KEYS = ("function", "package", "cell")
 _FRAME_OPTIONAL = frozenset(_FRAME_OPTIONAL_KEYS)
 _NODE_KEYS = ("id", "primitive", "params", "inputs", "outputs", "scope", "group", "source", "frames", "transforms")
 _NODE_OPTIONAL = ("costs",)
@@ -337,9 +339,12 @@ _NODE_KEY_SET_COSTS = frozenset((*_NODE_KEYS, "costs"))
 
 
 def _frame_fast(d: Any) -> Frame | None:
-    if type(d) is not dict or not 5 <= len(d) <= 7 or len(d.keys() - _FRAME_OPTIONAL) != 5:
+    if type(d) is not dict or not 5 <= len(d) <= 8 or len(d.keys() - _FRAME_OPTIONAL) != 5:
         return None
     get: Any = d.get
+    cell = get("cell")
+    if cell is not None and (type(cell) is not int or cell < 0):
+        return None
     p, line, col, end_line, end_col = (
         get("path"),
         get("line"),
@@ -363,7 +368,7 @@ def _frame_fast(d: Any) -> Frame | None:
         and (fn is None or type(fn) is str)
         and (package is None or (type(package) is str and package))
     ):
-        return Frame(p, line, col, end_line, end_col, fn, package)
+        return Frame(p, line, col, end_line, end_col, fn, package, cell)
     return None
 
 
@@ -467,6 +472,7 @@ def _frame(data: Any, path: str) -> Frame:
         end_column=_int(d["endColumn"], _join(path, "endColumn"), 0),
         function=_opt_str(d.get("function"), _join(path, "function")),
         package=_opt_str(d.get("package"), _join(path, "package"), nonempty=True),
+        cell=None if d.get("cell") is None else _int(d["cell"], _join(path, "cell"), 0),
     )
 
 

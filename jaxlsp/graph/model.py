@@ -16,7 +16,8 @@ VERSION = 1
 
 @dataclass
 class Frame:
-    """A source position: 1-based lines, 0-based code-point columns (end exclusive)."""
+    """A source position: 1-based lines, 0-based code-point columns (end exclusive). In a notebook
+    (``path`` ends with ``.ipynb``) ``cell`` is the index into its cells and lines count within it."""
 
     path: str
     line: int
@@ -28,6 +29,9 @@ class Frame:
     # package's ``sys.path`` entry (``flax/linen/linear.py``). None for workspace frames, whose
     # path is relative to the workspace root.
     package: str | None = None
+    # In a notebook (``path`` ends with ``.ipynb``): the index of the cell in its cells; ``line``
+    # and ``end_line`` then count within that cell.
+    cell: int | None = None
 
 
 @dataclass

@@ -77,8 +77,8 @@ class Trace:
     def output_types(self) -> list[str]:
         return [shape_str(v) for p in self.graph.outputs if (v := self._values.get(p.value)) is not None]
 
-    def nodes_at(self, path: str, line: int) -> list[Node]:
-        """Nodes produced at ``path:line`` (1-based), innermost first.
+    def nodes_at(self, path: str, line: int, cell: int | None = None) -> list[Node]:
+        """Nodes produced at ``path:line`` (1-based; in a notebook, line of ``cell``), innermost first.
 
         A node belongs to the first (innermost) of its frames that lies in ``path``: the line
         that wrote the operation, or the call in this file that led to it.
@@ -88,7 +88,7 @@ class Trace:
         for index, n in enumerate(self.graph.nodes):
             for depth, frame in enumerate(n.frames):
                 if frame.path == path and frame.package is None:
-                    if frame.line <= line <= frame.end_line:
+                    if frame.cell == cell and frame.line <= line <= frame.end_line:
                         found.append((depth, index, n))
                     break
         return [n for _, _, n in sorted(found, key=lambda item: (item[0], item[1]))]
@@ -200,6 +200,8 @@ class Trace:
         }
         if n.source is not None:
             item["source"] = {"path": n.source.path, "line": n.source.line}
+            if n.source.cell is not None:  # a notebook's cell: the line counts within it
+                item["source"]["cell"] = n.source.cell
         return item
 
 

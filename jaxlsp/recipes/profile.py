@@ -74,7 +74,7 @@ def check_profile(name: str, table: object, base: Path, prefix: KeyPath | None =
     device = _choice(ctx, (*path, "device"), table.get("device", "cpu"), None)
     python = _python(ctx, (*path, "python"), table.get("python"), base)
     transform = _choice(ctx, (*path, "transform"), table.get("transform"), schema.TRANSFORMS)
-    load = _choice(ctx, (*path, "load"), table.get("load", "module"), schema.LOADS)
+    load = _load(ctx, (*path, "load"), table.get("load"), target)
     method = table.get("method")
     if method is not None:
         if not isinstance(method, str) or not schema.IDENTIFIER.fullmatch(method):
@@ -160,6 +160,23 @@ def _target(ctx: Context, path: KeyPath, table: dict[str, Any], base: Path) -> t
     if kind is not None:
         target["kind"] = cast(TargetKind, kind)
     return target, kind
+
+
+def _load(ctx: Context, path: KeyPath, value: object, target: Target | None) -> str | None:
+    """``load``: ``module`` by default, ``definitions`` for a notebook, whose ``cells`` is its own."""
+    notebook = target is not None and target["path"].endswith(".ipynb")
+    if value is None:
+        return "definitions" if notebook else "module"
+    load = _choice(ctx, path, value, schema.LOADS)
+    if load == "cells" and target is not None and not notebook:
+        ctx.error(path, 'load = "cells" is for notebook targets (.ipynb): use "module" or "definitions" here')
+    elif load == "module" and notebook:
+        ctx.error(
+            path,
+            'a notebook is not imported as a module: use "definitions" (the default: imports and definitions'
+            ' only) or "cells" (runs the cells above the target first)',
+        )
+    return cast(str | None, load)
 
 
 def _choice(ctx: Context, path: KeyPath, value: object, allowed: tuple[str, ...] | None) -> Any:

@@ -11,6 +11,7 @@ import threading
 from collections.abc import Awaitable, Callable, Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
+from urllib.parse import unquote
 
 import attrs
 from lsprotocol import types
@@ -22,8 +23,9 @@ from pygls.uris import to_fs_path
 
 from jaxlsp import __version__
 from jaxlsp.server import transport, wire
-from jaxlsp.server.params import invalid, shown
+from jaxlsp.server.params import invalid, local_path, shown
 from jaxlsp.server.session import ClientSupport, Options, Session
+from jaxlsp.server.views import OpenNotebooks, View, cell_view, notebook_view
 
 if TYPE_CHECKING:
     from jaxlsp.server.features import Feature
@@ -32,6 +34,13 @@ log = logging.getLogger(__name__)
 EXTENSIONS_VERSION = 1
 MAX_METHOD = 256  # characters in a method name
 METHOD_NOT_FOUND = -32601
+# LSP 3.17 notebook sync: Jupyter notebooks (VS Code's notebook editor). Every cell, markdown too:
+# a client syncs only the cells a selector's ``cells`` names (vscode-languageclient drops the
+# rest), and a cell's index must be its index in the .ipynb. Only Python cells are read as code.
+NOTEBOOK_SYNC = types.NotebookDocumentSyncOptions(
+    notebook_selector=[types.NotebookDocumentFilterWithNotebook(notebook="jupyter-notebook")],
+    save=True,
+)
 
 
 def experimental_capabilities(commands: list[str]) -> dict[str, wire.ExperimentalCapabilities]:
@@ -118,8 +127,11 @@ class JaxProtocol(LanguageServerProtocol):
 
 class JaxServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__(name="jaxlsp", version=__version__, protocol_cls=JaxProtocol)
+        super().__init__(
+            name="jaxlsp", version=__version__, protocol_cls=JaxProtocol, notebook_document_sync=NOTEBOOK_SYNC
+        )
         self.session = Session()
+        self.notebooks = OpenNotebooks()  # cell document URIs of the notebooks the client syncs
         # The lifecycle, fanned out: called once the client said initialized, and at shutdown.
         self.on_initialized: list[Callable[[], None]] = []
         self.on_shutdown: list[Callable[[], Awaitable[None]]] = []
@@ -208,16 +220,50 @@ class JaxServer(LanguageServer):
 
         return normalize_newlines(self.session.index.text(path) or "").split("\n")
 
-    def frame_location(self, frame: Any, path_text: str | None = None) -> tuple[str, types.Range]:
+    def view(self, uri: str) -> View | None:
+        """The document at ``uri`` over the index: a file, a notebook cell the client synchronises,
+        or a notebook as one document (views.py); None for anything else."""
+        ref = self.notebooks.cell(uri)
+        if ref is not None:
+            doc = self.workspace.text_documents.get(unquote(uri))
+            return cell_view(ref, self.session.index.cells(ref.path), doc.source if doc is not None else "")
+        path = local_path(uri)
+        if path is None:
+            return None
+        if path.suffix == ".ipynb":
+            cells = self.session.index.cells(path)
+            if cells is None:
+                return None
+            doc = self.workspace.text_documents.get(unquote(uri))
+            return notebook_view(uri, path, cells, doc.source if doc is not None else None)
+        return View(uri, path, self.lines(path))
+
+    def frame_location(
+        self, frame: Any, path_text: str | None = None, cell_uris: list[str] | None = None
+    ) -> tuple[str, types.Range]:
         """A graph frame (1-based lines, code-point columns) as a URI and a range in client units;
-        ``path_text`` is the frame's absolute path (graph paths are relative: ``Trace.frame_path``)."""
+        ``path_text`` is the frame's absolute path (graph paths are relative: ``Trace.frame_path``).
+        In a notebook: the cell's document when the client synchronises cells, else the notebook's;
+        ``cell_uris`` (a trace's ``cellUris``: the notebook's cell documents when it was traced)
+        name the frame's cell even after cells were inserted or deleted above it."""
         from jaxlsp.discovery.entrypoints import Span
         from jaxlsp.server.convert import to_range
 
         path = Path(path_text if path_text is not None else frame.path)
-        lines = self.lines(path)
-        span = Span(frame.line - 1, frame.column, frame.end_line - 1, frame.end_column)
-        return path.as_uri(), to_range(span, lines, self.workspace.position_codec)
+        if frame.cell is None:
+            lines = self.lines(path)
+            span = Span(frame.line - 1, frame.column, frame.end_line - 1, frame.end_column)
+            return path.as_uri(), to_range(span, lines, self.workspace.position_codec)
+        then = cell_uris[frame.cell] if cell_uris and frame.cell < len(cell_uris) else None
+        uri = (then if then and self.notebooks.cell(then) else None) or self.notebooks.cell_uri(path, frame.cell)
+        uri = uri or path.as_uri()
+        view = self.view(uri)
+        start = view.frame_line(frame.cell, frame.line) if view is not None else None
+        if view is None or start is None:
+            return uri, types.Range(types.Position(0, 0), types.Position(0, 0))
+        end = view.frame_line(frame.cell, frame.end_line)
+        span = Span(start, frame.column, end if end is not None else start, frame.end_column)
+        return uri, to_range(span, view.lines, self.workspace.position_codec)
 
     def show_document(self, params: types.ShowDocumentParams) -> None:
         """``window/showDocument`` for clients that support it, without waiting for the answer: a
@@ -276,6 +322,7 @@ def create_server() -> JaxServer:
     from jaxlsp.server.features.hover import Hover
     from jaxlsp.server.features.lenses import Lenses
     from jaxlsp.server.features.navigation import Navigation
+    from jaxlsp.server.features.notebooks import Notebooks
     from jaxlsp.server.features.tracing import Tracing
     from jaxlsp.server.features.trust import TrustPrompt
     from jaxlsp.server.features.viewer import Viewer
@@ -288,8 +335,10 @@ def create_server() -> JaxServer:
     server.on_shutdown.append(capture.close)
     navigation = Navigation(server)
     viewer = Viewer(server, navigation)
+    documents = Documents(server)
     features: list[Feature] = [
-        Documents(server),
+        documents,
+        Notebooks(server, documents),
         Lenses(server),
         Discover(server),
         trust,

@@ -10,6 +10,7 @@ from pygls.workspace.position_codec import PositionCodec
 
 from jaxlsp.discovery import Entrypoint, Span
 from jaxlsp.server import wire
+from jaxlsp.server.views import View
 
 TRACE_COMMAND = wire.TRACE_GRAPH_COMMAND
 OPEN_COMMAND = wire.OPEN_GRAPH_COMMAND
@@ -23,6 +24,15 @@ def to_range(span: Span, lines: Sequence[str], codec: PositionCodec) -> types.Ra
     return types.Range(start, end)
 
 
+def shown_span(span: Span, view: View) -> Span | None:
+    """``span`` (module lines) in the document ``view`` shows; None when it shows another cell."""
+    line = view.from_module(span.line)
+    end = view.from_module(span.end_line)
+    if line is None or end is None:
+        return None
+    return Span(line, span.column, end, span.end_column)
+
+
 def trace_command(uri: str, entry_name: str) -> types.Command:
     argument: wire.TraceGraphArguments = {"uri": uri, "name": entry_name}
     return types.Command(title=LENS_TITLE, command=TRACE_COMMAND, arguments=[argument])
@@ -33,11 +43,14 @@ def open_command(trace_id: str) -> types.Command:
     return types.Command(title=OPEN_TITLE, command=OPEN_COMMAND, arguments=[argument])
 
 
-def entry_json(entry: Entrypoint, lines: Sequence[str], codec: PositionCodec) -> wire.EntrypointItem:
-    """An entrypoint as ``jaxlsp/discover`` returns it (camelCase, LSP ranges)."""
+def entry_json(
+    entry: Entrypoint, lines: Sequence[str], codec: PositionCodec, cell: int | None = None
+) -> wire.EntrypointItem:
+    """An entrypoint as ``jaxlsp/discover`` returns it (camelCase, LSP ranges); in a notebook,
+    ``entry``'s spans are already within ``cell``, whose lines ``lines`` are."""
     rng = to_range(entry.header, lines, codec)
     body = to_range(entry.body, lines, codec)
-    return {
+    item: wire.EntrypointItem = {
         "name": entry.name,
         "kind": entry.kind,
         "range": range_json(rng),
@@ -49,6 +62,9 @@ def entry_json(entry: Entrypoint, lines: Sequence[str], codec: PositionCodec) ->
         ],
         "reason": entry.reason,
     }
+    if cell is not None:
+        item["cell"] = cell
+    return item
 
 
 def range_json(rng: types.Range) -> wire.Range:

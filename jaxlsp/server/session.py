@@ -110,12 +110,17 @@ class Session:
         self.index = WorkspaceIndex(roots)
         self.classifier = Classifier(self.index)
 
+    def discover_ready(self, near: Path | None = None) -> WorkspaceIndex:
+        """The index, made around ``near``'s folder when no initialize came (trusting no folder)."""
+        if self.classifier is None:
+            self.index = WorkspaceIndex([near.parent if near is not None else Path.cwd()])
+            self.classifier = Classifier(self.index)
+        return self.index
+
     def discover(self, path: Path, revalidate: bool = False) -> Discovery:
         """Entrypoints of ``path``. With ``revalidate``, a client that watches no files still gets
         lenses that follow disk changes (a ``git checkout`` changing a base class)."""
-        if self.classifier is None:  # no initialize yet: index around the file, trusting no folder
-            self.index = WorkspaceIndex([path.parent])
-            self.classifier = Classifier(self.index)
+        self.discover_ready(path)
         assert self.classifier is not None
         if revalidate and not self.support.watched_files_registration:
             self.index.revalidate()

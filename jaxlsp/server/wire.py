@@ -80,11 +80,12 @@ class SetupField(TypedDict):
 class EntrypointItem(TypedDict):
     name: str
     kind: EntrypointKind
-    range: Range
+    range: Range  # in a notebook: within its cell
     bodyRange: Range
     decorators: list[str]
     fields: list[SetupField]
     reason: str
+    cell: NotRequired[int]  # in a notebook: the index of its cell in the notebook's cells
 
 
 class DiscoverResult(TypedDict):
@@ -100,12 +101,13 @@ TRACE_GRAPH_COMMAND: Final = "jaxlsp.traceGraph"
 class TraceGraphArguments(TypedDict):
     """The single argument of the ``jaxlsp.traceGraph`` command."""
 
-    uri: str
+    uri: str  # a file, a notebook, or a notebook cell's document
     name: Name
     profile: NotRequired[Name]
     answers: NotRequired[Annotated[dict[Name, Any], Size(256)]]
     save: NotRequired[bool]
     costs: NotRequired[bool]  # measure XLA's costs of every equation (jaxlsp/costs)
+    cell: NotRequired[int]  # a notebook's cell whose definition is meant (default: the last one)
 
 
 OPEN_GRAPH_COMMAND: Final = "jaxlsp.openGraph"
@@ -129,6 +131,7 @@ class TraceParams(TypedDict):
     answers: NotRequired[Annotated[dict[Name, Any], Size(256)]]  # needs-input item path -> the typed text
     save: NotRequired[bool]  # write the completed profile to jaxlsp.toml
     costs: NotRequired[bool]  # measure XLA's costs of every equation (jaxlsp/costs)
+    cell: NotRequired[int]  # a notebook's cell whose definition is meant (default: the last one)
 
 
 class TraceSummary(TypedDict):

@@ -22,8 +22,9 @@ def test_stage_holds_only_the_worker_packages(stand_in: Stage) -> None:
     assert "jaxlsp/capture/worker/forkserver.py" in files
     assert "jaxlsp/capture/worker/protocol.py" in files
     assert "jaxlsp/graph/model.py" in files
+    assert "jaxlsp/notebook/cells.py" in files  # the worker reads a notebook target's cells
     assert "stand_in_worker.py" in files
-    allowed = ("jaxlsp/capture/worker/", "jaxlsp/graph/")
+    allowed = ("jaxlsp/capture/worker/", "jaxlsp/graph/", "jaxlsp/notebook/")
     others = {"jaxlsp/__init__.py", "jaxlsp/capture/__init__.py", "stand_in_worker.py"}
     assert all(f in others or f.startswith(allowed) for f in files), files
     assert all(f.endswith((".py", ".json")) for f in files)

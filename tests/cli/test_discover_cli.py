@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from tests.discovery.helpers import write_tree
+from tests.notebook.helpers import write_notebook
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -41,10 +42,18 @@ def test_examples_json(tmp_path: Path) -> None:
         ("examples/nnx_cnn.py", "predict", "function"),
         ("examples/blocks/base.py", "ResidualBlock", "linen"),
         ("examples/blocks/tower.py", "Tower", "linen"),
+        ("examples/notebook_models.ipynb", "MLP", "linen"),
+        ("examples/notebook_models.ipynb", "Attention", "nnx"),
+        ("examples/notebook_models.ipynb", "Gated", "equinox"),
+        ("examples/notebook_models.ipynb", "normalize", "function"),
     }
     for item in items:
         assert {"path", "name", "kind", "line", "end_line"} <= item.keys()
-        lines = (EXAMPLES.parent / item["path"]).read_text().splitlines()
+        if item["path"].endswith(".ipynb"):  # lines count within the cell the item names
+            cells = json.loads((EXAMPLES.parent / item["path"]).read_text())["cells"]
+            lines = "".join(cells[item["cell"]]["source"]).splitlines()
+        else:
+            lines = (EXAMPLES.parent / item["path"]).read_text().splitlines()
         keyword = "class " if item["kind"] != "function" else "def "
         assert lines[item["line"] - 1].lstrip().startswith(keyword), item
         assert item["line"] <= item["end_line"] <= len(lines)
@@ -73,3 +82,20 @@ def test_human_output_and_errors(tmp_path: Path) -> None:
     assert result.returncode == 0 and result.stdout.strip() == "m.py:2: function f"
     missing = run(["discover", "nope.py"], cwd=tmp_path)
     assert missing.returncode == 2 and "nope.py" in missing.stderr
+
+
+def test_notebooks_give_cell_and_line_within_it(tmp_path: Path) -> None:
+    cells = [
+        ("markdown", "# A notebook"),
+        ("code", "%pip install flax\nimport jax\nimport flax.linen as nn"),
+        ("code", "class Net(nn.Module):\n    @nn.compact\n    def __call__(self, x):\n        return nn.Dense(2)(x)"),
+        ("markdown", "Then a function."),
+        ("code", "x = 1\n\n@jax.jit\ndef f(x):\n    return x * 2\n"),
+    ]
+    write_notebook(tmp_path / "nb.ipynb", cells)
+    result = run(["discover", "nb.ipynb", "--json"], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    got = [(i["path"], i["name"], i["cell"], i["line"], i["end_line"]) for i in json.loads(result.stdout)]
+    assert got == [("nb.ipynb", "Net", 2, 1, 4), ("nb.ipynb", "f", 4, 4, 5)]
+    human = run(["discover", "."], cwd=tmp_path)
+    assert human.stdout.splitlines() == ["nb.ipynb:cell 2:1: linen    Net", "nb.ipynb:cell 4:4: function f"]

@@ -28,7 +28,7 @@ def bench() -> ModuleType:
 
 def test_scan_of_the_examples(bench: ModuleType) -> None:
     result = bench.measure_scan([EXAMPLES], [EXAMPLES])
-    assert result.files == len(list(EXAMPLES.rglob("*.py")))
+    assert result.files == len(list(EXAMPLES.rglob("*.py"))) + len(list(EXAMPLES.rglob("*.ipynb")))
     assert result.lines > 0 and result.size > 0
     assert result.parse_failures == 0
     assert 0 < result.discovered <= result.files
@@ -48,14 +48,23 @@ def test_edit_of_a_small_model_file(bench: ModuleType) -> None:
     assert result.parse_seconds > 0 and result.edit_seconds > 0
 
 
+def test_notebook_of_a_small_model_file(bench: ModuleType) -> None:
+    text = bench.model_file(300)
+    result = bench.measure_notebook(text, runs=1)
+    assert result.entrypoints >= 10  # the same entrypoints as the file (checked inside)
+    assert result.file_lines == result.notebook_lines  # the file holds the notebook's code, line for line
+    assert result.notebook_seconds > 0 and result.file_seconds > 0 and result.ratio > 0
+
+
 def test_main_prints_the_summary(bench: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:
-    code = bench.main(["--scan", str(EXAMPLES), "--lines", "500", "--edits", "2", "--parses", "1"])
+    code = bench.main(["--scan", str(EXAMPLES), "--lines", "500", "--edits", "2", "--parses", "1", "--runs", "1"])
     assert code in (0, 1)  # tiny inputs prove nothing about speed
     out = capsys.readouterr().out
     assert "(a) whole-tree scan" in out and "(b) one-line edit" in out
     summary = out.strip().splitlines()[-1]
     assert summary.startswith("discovery scan ratio ") and "; edit ratio " in summary
-    assert "(target <= 2.0)" in summary and "(target <= 0.25)" in summary
+    assert "(target <= 2.0)" in summary and "(target <= 0.25)" in summary and "(target <= 1.05)" in summary
+    assert "(c) the model file as a notebook" in out
 
 
 def test_packages_are_found_without_importing_them() -> None:

@@ -622,7 +622,7 @@ def test_64_bit_needs_x64(tmp_path: Path, dtype: str) -> None:
         ('x64 = "yes"', 'profiles.p.x64: expected true or false, got "yes"'),
         ('python = ""', 'profiles.p.python: expected the path of a Python interpreter, got ""'),
         ('transform = "jvp"', 'profiles.p.transform: expected one of "grad", "value_and_grad", got "jvp"'),
-        ('load = "script"', 'profiles.p.load: expected one of "module", "definitions", got "script"'),
+        ('load = "script"', 'profiles.p.load: expected one of "module", "definitions", "cells", got "script"'),
         ('method = "not a name"', 'profiles.p.method: expected a method name, got "not a name"'),
         ('rngs = "dropout"', 'profiles.p.rngs: expected a list of rng stream names, got "dropout"'),
         ('rngs = ["dropout", "dropout"]', 'profiles.p.rngs[1]: "dropout" is listed twice'),

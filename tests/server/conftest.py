@@ -147,6 +147,16 @@ class JaxClient(LanguageClient):
         )
         return uri
 
+    def open_text(self, uri: str, text: str) -> str:
+        """A document the client holds under ``uri`` with ``text`` (not the file's own text)."""
+        self._versions[uri] = 1
+        self.text_document_did_open(
+            types.DidOpenTextDocumentParams(
+                text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)
+            )
+        )
+        return uri
+
     def edit(self, uri: str, start: tuple[int, int], end: tuple[int, int], text: str) -> None:
         """One incremental change replacing ``start..end`` (line, character) by ``text``."""
         self._versions[uri] += 1

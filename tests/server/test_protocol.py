@@ -167,7 +167,7 @@ async def test_watched_files_registration_follows_capabilities(client: JaxClient
         (registration,) = client.registrations
         assert registration.method == "workspace/didChangeWatchedFiles"
         options = client.plain(registration.register_options)
-        assert [w["globPattern"] for w in options["watchers"]] == ["**/*.py"]
+        assert [w["globPattern"] for w in options["watchers"]] == ["**/*.py", "**/*.ipynb"]
     else:
         await client.wait_indexed()  # registration would be sent before indexing starts
         await client.lenses(client.open("mixed.py"))  # and a round trip flushes anything pending

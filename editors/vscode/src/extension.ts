@@ -17,6 +17,7 @@ import { TraceStatus, TraceStatusItem } from "./status";
 import { Tracer, isTarget } from "./tracer";
 import type { ExportFormat, TraceFinished } from "./wire";
 import { errorMessage } from "./wire";
+import { isAnalysed } from "./notebooks";
 
 let client: LanguageClient | undefined;
 let output: vscode.LogOutputChannel | undefined;
@@ -58,6 +59,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<Jaxlsp
     documentSelector: [
       { scheme: "file", language: "python" },
       { scheme: "file", pattern: "**/jaxlsp.toml" },
+      // Python cells of Jupyter notebooks: the server declares notebook sync for them (lenses, hover in cells).
+      { notebook: "jupyter-notebook", language: "python" },
     ],
     initializationOptions: init,
     outputChannel: output,
@@ -208,13 +211,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<Jaxlsp
       if (event.affectsConfiguration("jaxlsp")) void restart();
     }),
     vscode.window.onDidChangeTextEditorSelection((event) => {
-      if (event.textEditor.document.languageId !== "python" || event.textEditor.document.uri.scheme !== "file") return;
+      if (event.textEditor.document.languageId !== "python" || !isAnalysed(event.textEditor.document.uri)) return;
       const active = event.selections[0]?.active;
       if (active) cursor.moved({ uri: event.textEditor.document.uri.toString(), line: active.line, character: active.character });
     }),
     vscode.workspace.onDidChangeTextDocument((event) => {
       const traceId = panel.traceId;
-      if (event.contentChanges.length === 0 || event.document.uri.scheme !== "file") return;
+      // A cell's URI has its notebook's path: an edited cell makes the notebook's graph stale.
+      if (event.contentChanges.length === 0 || !isAnalysed(event.document.uri)) return;
       const traced = tracer.last?.uri ? vscode.Uri.parse(tracer.last.uri).fsPath : undefined;
       if (!isSource(event.document.uri.fsPath, panel.sourceKeys, traced)) return;
       if (traceId !== undefined) panel.setStale(traceId, true);

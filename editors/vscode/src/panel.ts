@@ -9,6 +9,7 @@ import * as vscode from "vscode";
 import type { Gate } from "./gate";
 import type { CostsResult, DiffResult, HostMessage, Location, LspClient, ViewMessage } from "./wire";
 import { errorMessage } from "./wire";
+import { showLocation } from "./notebooks";
 
 export interface HtmlParts {
   cspSource: string;
@@ -252,11 +253,7 @@ export class GraphPanel implements vscode.Disposable {
     const location = result.location;
     const start = new vscode.Position(location.range.start.line, location.range.start.character);
     const end = new vscode.Position(location.range.end.line, location.range.end.character);
-    await vscode.window.showTextDocument(vscode.Uri.parse(location.uri), {
-      selection: new vscode.Range(start, end),
-      viewColumn: this.editorColumn(),
-      preserveFocus: false,
-    });
+    await showLocation(vscode.Uri.parse(location.uri), new vscode.Range(start, end), this.editorColumn());
     return location;
   }
 

@@ -70,6 +70,7 @@ export interface EntrypointItem {
   decorators: string[];
   fields: SetupField[];
   reason: string;
+  cell?: number;
 }
 
 /**
@@ -92,6 +93,7 @@ export interface TraceGraphArguments {
   answers?: Record<Name, unknown>;
   save?: boolean;
   costs?: boolean;
+  cell?: number;
 }
 
 export const OPEN_GRAPH_COMMAND = "jaxlsp.openGraph";
@@ -115,6 +117,7 @@ export interface TraceParams {
   answers?: Record<Name, unknown>;
   save?: boolean;
   costs?: boolean;
+  cell?: number;
 }
 
 export interface TraceSummary {

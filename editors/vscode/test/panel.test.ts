@@ -7,7 +7,7 @@ import * as path from "node:path";
 import { beforeEach, test } from "node:test";
 import { Gate } from "../src/gate";
 import { GraphPanel, scriptJson, webviewHtml } from "../src/panel";
-import { ColorThemeKind, Position, Uri, ViewColumn, fake } from "./fake/vscode";
+import { ColorThemeKind, NotebookRange, Position, Uri, ViewColumn, fake, workspace } from "./fake/vscode";
 import { ScriptedClient, until } from "./helpers";
 
 beforeEach(() => fake.reset());
@@ -129,6 +129,25 @@ test("reveal → jaxlsp/revealSource (server showDocument held back) → the edi
   assert.deepEqual(shown.selection?.start, new Position(9, 8));
   assert.deepEqual(shown.selection?.end, new Position(9, 30));
   assert.equal(shown.viewColumn, ViewColumn.One); // the panel is in column two
+});
+
+test("reveal into a notebook cell: its notebook opens with the cell selected, then the cell at the range", async () => {
+  const notebook = Uri.file("/w/models.ipynb");
+  const cellUri = "vscode-notebook-cell:/w/models.ipynb#ch0005";
+  const cells = [0, 1, 2, 3, 4, 5].map((index) => ({
+    index,
+    document: { uri: Uri.parse(index === 5 ? cellUri : `vscode-notebook-cell:/w/models.ipynb#ch000${index}`) },
+  }));
+  workspace.notebookDocuments = [{ uri: notebook, getCells: () => cells }];
+  const { panel } = open({ "jaxlsp/revealSource": () => ({ location: { ...location, uri: cellUri } }) });
+  await panel.receive({ type: "reveal", traceId: "t1", nodeId: "n12" });
+  assert.equal(fake.shownNotebooks.length, 1);
+  assert.equal(fake.shownNotebooks[0].uri, notebook.toString());
+  assert.deepEqual(fake.shownNotebooks[0].selections, [new NotebookRange(5, 6)]);
+  assert.deepEqual(fake.shownNotebooks[0].revealed, [new NotebookRange(5, 6)]);
+  assert.equal(fake.shownDocuments.length, 1);
+  assert.equal(fake.shownDocuments[0].uri, cellUri);
+  assert.deepEqual(fake.shownDocuments[0].selection?.start, new Position(9, 8));
 });
 
 test("a failed reveal is shown, not thrown", async () => {

@@ -27,9 +27,12 @@ interface LocationLike {
   range: { start: { line: number } };
 }
 
-/** "opened model.py:12" for a location the host went to. */
+/** "opened model.py:12" for a location the host went to; a notebook cell's document (its URI's
+ *  fragment names the cell) reads "opened nb.ipynb (a cell):12". */
 export function opened(location: LocationLike): RevealAnswer {
-  return { ok: true, message: `opened ${decodeURIComponent(location.uri.split("/").pop() ?? "")}:${location.range.start.line + 1}` };
+  const [path, cell] = location.uri.split("#");
+  const name = decodeURIComponent(path.split("/").pop() ?? "");
+  return { ok: true, message: `opened ${name}${cell !== undefined ? " (a cell)" : ""}:${location.range.start.line + 1}` };
 }
 
 export interface Host {

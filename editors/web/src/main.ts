@@ -10,6 +10,7 @@ import { MAX_PARAMS, PARAM_LINE, buildView, descendants, paramsTop, rollupKey, t
 import { Minimap } from "./minimap";
 import { placeLabels } from "./labels";
 import type { Analysis, Config, DiffInfo, Graph } from "./types";
+import { frameWhere } from "./types";
 
 const SVG = "http://www.w3.org/2000/svg";
 const EXPAND_ALL_LIMIT = 4000; // visible items "expand all" stops at, to stay fluid
@@ -639,7 +640,7 @@ class Viewer {
   private tooltip(item: Item): string {
     if (item.kind === "node") {
       const n = this.model!.nodes.get(item.ref)!;
-      return `${n.primitive}${n.scope ? `\n${n.scope}` : ""}${n.source ? `\n${n.source.path}:${n.source.line}` : ""}`;
+      return `${n.primitive}${n.scope ? `\n${n.scope}` : ""}${n.source ? `\n${frameWhere(n.source)}` : ""}`;
     }
     if (item.kind === "rollup") return `${item.members!.length} groups with the same structure: double-click to unroll`;
     if (item.kind === "group") return "double-click to expand";
@@ -1019,7 +1020,7 @@ class Viewer {
       d.append(el("h4", "", "params"), params);
       d.append(el("h4", "", "frames"));
       n.frames.forEach((f, i) => {
-        const a = el("a", "jx-frame-link", `${f.path.split("/").slice(-2).join("/")}:${f.line}${f.function ? ` ${f.function}` : ""}`);
+        const a = el("a", "jx-frame-link", `${frameWhere(f, f.path.split("/").slice(-2).join("/"))}${f.function ? ` ${f.function}` : ""}`);
         a.href = "#";
         a.title = f.path;
         a.addEventListener("click", (e) => {

@@ -7,6 +7,13 @@ export interface Frame {
   endLine: number;
   endColumn: number;
   function?: string | null;
+  /** In a notebook: the cell's index in its cells; lines count within that cell. */
+  cell?: number | null;
+}
+
+/** `path:line`, or in a notebook `path:cell N:line`. */
+export function frameWhere(f: { path: string; line: number; cell?: number | null }, path: string = f.path): string {
+  return `${path}:${typeof f.cell === "number" ? `cell ${f.cell}:` : ""}${f.line}`;
 }
 
 export interface GNode {

@@ -457,6 +457,10 @@ class GraphBuilder:
             function=raw.function or None,
             package=package,
         )
+        found = self.workspace.in_cell(raw.file, raw.line) if self.workspace.notebooks else None
+        if found is not None:  # a notebook's module line: the cell, and the line within it
+            frame.cell, frame.line = found
+            frame.end_line = raw.end_line - raw.line + frame.line
         if self.workspace.contains(raw.file):
             self.frame_files.add(os.path.realpath(raw.file))
             self._workspace_frames.add(id(frame))

@@ -10,6 +10,7 @@ from types import TracebackType
 from typing import Any
 
 from jaxlsp.capture.worker.protocol import ErrorInfo, ErrorKind
+from jaxlsp.notebook import Module
 
 _LIBRARY_PARTS = ("site-packages", "dist-packages")
 _MESSAGE_LIMIT = 1200
@@ -46,6 +47,26 @@ class Workspace:
     def __init__(self, root: str):
         self.root = os.path.realpath(root) if root else ""
         self._cache: dict[str, bool] = {}
+        # Notebooks whose cells ran, by path (as compiled and real): their code's line numbers
+        # are module lines (jaxlsp.notebook), which frames give back as (cell, line).
+        self.notebooks: dict[str, Module] = {}
+
+    def add_notebook(self, path: str, cells: Module) -> None:
+        self.notebooks[path] = self.notebooks[os.path.realpath(path)] = cells
+
+    def in_cell(self, path: str, line: int) -> tuple[int, int] | None:
+        """A notebook's module line (1-based) as (cell index, 1-based line in the cell)."""
+        cells = self.notebooks.get(path)
+        found = cells.locate(line - 1) if cells is not None else None
+        return (found[0], found[1] + 1) if found is not None else None
+
+    def place(self, frame: dict[str, Any]) -> dict[str, Any]:
+        """A frame dict in a notebook gets its ``cell`` and lines within that cell."""
+        found = self.in_cell(str(frame["path"]), int(frame["line"]))
+        if found is None:
+            return frame
+        cell, line = found
+        return {**frame, "cell": cell, "line": line, "endLine": int(frame["endLine"]) - int(frame["line"]) + line}
 
     def contains(self, path: str) -> bool:
         hit = self._cache.get(path)
@@ -98,13 +119,15 @@ def user_frame_of(exc: BaseException, workspace: Workspace) -> dict[str, Any] | 
     if isinstance(exc, SyntaxError) and exc.filename and exc.lineno and workspace.contains(exc.filename):
         offset = (exc.offset or 1) - 1
         end_offset = (exc.end_offset or (offset + 2)) - 1
-        return {
-            "path": os.path.realpath(exc.filename),
-            "line": exc.lineno,
-            "column": max(offset, 0),
-            "endLine": exc.end_lineno or exc.lineno,
-            "endColumn": max(end_offset, offset + 1),
-        }
+        return workspace.place(
+            {
+                "path": os.path.realpath(exc.filename),
+                "line": exc.lineno,
+                "column": max(offset, 0),
+                "endLine": exc.end_lineno or exc.lineno,
+                "endColumn": max(end_offset, offset + 1),
+            }
+        )
     found: dict[str, Any] | None = None
     for summary in _chain_frames(exc):
         if summary.lineno and workspace.contains(summary.filename):
@@ -115,7 +138,7 @@ def user_frame_of(exc: BaseException, workspace: Workspace) -> dict[str, Any] | 
                 getattr(summary, "end_lineno", None),
                 getattr(summary, "end_colno", None),
             )
-    return found
+    return workspace.place(found) if found is not None else None
 
 
 def _chain_frames(exc: BaseException) -> list[traceback.FrameSummary]:

@@ -1,4 +1,8 @@
-"""Loading the target's file by path (package-qualified when it is in a package) and resolving refs."""
+"""Loading the target's file by path (package-qualified when it is in a package) and resolving refs.
+
+A notebook target (``.ipynb``) is loaded as its code cells up to the target's cell
+(:mod:`jaxlsp.capture.worker.notebooks`), under its file stem.
+"""
 
 from __future__ import annotations
 
@@ -11,12 +15,18 @@ from types import ModuleType
 from typing import Any, Literal
 
 from jaxlsp.capture.worker.failures import CaptureError, Workspace, from_exception
+from jaxlsp.capture.worker.notebooks import NotebookRun, run_notebook
+from jaxlsp.notebook import is_notebook
+
+LoadMode = Literal["module", "definitions", "cells"]
 
 
 def module_name_for(path: str) -> tuple[str, str]:
     """``(module name, package root)`` for a file: dotted through folders holding ``__init__.py``."""
     folder, filename = os.path.split(os.path.abspath(path))
     stem = os.path.splitext(filename)[0]
+    if is_notebook(path):  # a notebook is never part of a package
+        return stem, folder
     parts = [] if stem == "__init__" else [stem]
     while os.path.isfile(os.path.join(folder, "__init__.py")):
         parent, name = os.path.split(folder)
@@ -42,8 +52,11 @@ def setup_sys_path(target_path: str, workspace_root: str) -> None:
 class Loader:
     """Loads the target module once and resolves ``module:Name`` references against it."""
 
-    def __init__(self, target_path: str, workspace: Workspace):
+    def __init__(self, target_path: str, workspace: Workspace, name: str = "", cell: int | None = None):
         self.path = os.path.abspath(target_path)
+        self.name = name  # the target (which cell of a notebook defines it)
+        self.cell = cell  # a notebook target's cell, when the request names it
+        self.notebook: NotebookRun | None = None  # what running a notebook's cells left
         self.workspace = workspace
         self.module_name, self.package_root = module_name_for(self.path)
         self.stem = os.path.splitext(os.path.basename(self.path))[0]
@@ -56,14 +69,23 @@ class Loader:
         name = getattr(exc, "name", None) if isinstance(exc, NameError) else None
         if not name or name not in self.skipped:
             return ""
+        line = self.skipped[name]
+        where = f"line {line} of {os.path.basename(self.path)}"
+        found = self.workspace.in_cell(self.path, line)
+        if found is not None:
+            where = f"cell {found[0]} line {found[1]} of {os.path.basename(self.path)}"
+        instead = (
+            'load = "cells" to run the cells above the target first'
+            if found is not None
+            else 'load = "module" if importing the file is safe'
+        )
         return (
-            f"; {name} is set at line {self.skipped[name]} of {os.path.basename(self.path)} by a statement that "
+            f"; {name} is set at {where} by a statement that "
             'load = "definitions" does not run (it calls code or needs a value that was not run): use '
-            'load = "module" if importing the file is safe, or build what the target needs in an init or '
-            "inputs factory"
+            f"{instead}, or build what the target needs in an init or inputs factory"
         )
 
-    def load(self, mode: Literal["module", "definitions"]) -> ModuleType:
+    def load(self, mode: LoadMode) -> ModuleType:
         if self.module is not None:
             return self.module
         try:
@@ -102,8 +124,10 @@ class Loader:
             if i > 0:
                 setattr(sys.modules[".".join(parts[:i])], parts[i], module)
 
-    def _exec_target(self, mode: Literal["module", "definitions"]) -> ModuleType:
+    def _exec_target(self, mode: LoadMode) -> ModuleType:
         name = self.module_name
+        if is_notebook(self.path):
+            return self._exec_notebook(mode)
         spec = importlib.util.spec_from_file_location(name, self.path)
         if spec is None or spec.loader is None:
             raise CaptureError("import", f"cannot load {self.path} as a Python module")
@@ -130,6 +154,28 @@ class Loader:
             parent, _, child = name.rpartition(".")
             if parent in sys.modules:
                 setattr(sys.modules[parent], child, module)
+        return module
+
+    def _exec_notebook(self, mode: LoadMode) -> ModuleType:
+        module = ModuleType(self.module_name)
+        module.__file__ = self.path
+        sys.modules[self.module_name] = module
+        try:
+            self.notebook = run_notebook(
+                self.path,
+                module.__dict__,
+                mode=mode,
+                name=self.name,
+                cell=self.cell,
+                workspace=self.workspace,
+                definitions=run_definitions,
+                reduce=definitions_only,
+                unset=assigned_names,
+            )
+        except BaseException:
+            sys.modules.pop(self.module_name, None)
+            raise
+        self.skipped.update(self.notebook.skipped)
         return module
 
     def import_module(self, name: str) -> ModuleType:

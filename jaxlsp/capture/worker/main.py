@@ -173,10 +173,12 @@ def _capture(
     timings["jax"] = time.perf_counter() - t0
 
     loading.setup_sys_path(path, str(request.get("workspaceRoot", "")))
-    loader = loading.Loader(path, workspace)
+    cell = target.get("cell")
+    loader = loading.Loader(path, workspace, str(target["name"]), cell if isinstance(cell, int) else None)
     announce(request, "import")
     t0 = time.perf_counter()
-    module = loader.load("definitions" if profile.get("load") == "definitions" else "module")
+    load = profile.get("load")
+    module = loader.load(load if load in ("definitions", "cells") else "module")
     timings["import"] = time.perf_counter() - t0
 
     import jax
@@ -262,12 +264,16 @@ def _build(
     sources = _sources(
         {path, *gb.frame_files, *loader.files, *([request["recipePath"]] if request.get("recipePath") else [])},
         spelling,
+        {os.path.realpath(p): cells.digest() for p, cells in workspace.notebooks.items()},
     )
+    if loader.notebook is not None:
+        gb.coverage.notes.extend(loader.notebook.notes)
     used_profile = dict(profile)
     if builder.generators:
         used_profile["generators"] = builder.generators
     graph = Graph(
-        target={"path": spelling.relative(path), "name": str(target["name"]), "kind": kind},
+        target={"path": spelling.relative(path), "name": str(target["name"]), "kind": kind}
+        | ({"cell": loader.notebook.cell} if loader.notebook is not None else {}),
         profile=used_profile,
         versions=dict(versions()),
         coverage=gb.coverage,
@@ -431,10 +437,15 @@ def _refuse_wide(operands: Any) -> None:
             )
 
 
-def _sources(paths: set[str], spelling: Any) -> dict[str, str]:
-    """Spelled path (as frames spell it: relative to the base) -> sha256 of each file."""
+def _sources(paths: set[str], spelling: Any, digests: dict[str, str]) -> dict[str, str]:
+    """Spelled path (as frames spell it: relative to the base) -> sha256 of each file; a
+    notebook's (in ``digests``) is of its code cells' text, which is what the server compares an
+    edited notebook with."""
     out: dict[str, str] = {}
     for p in sorted(paths):
+        if os.path.realpath(p) in digests:
+            out[spelling.relative(p)] = digests[os.path.realpath(p)]
+            continue
         try:
             with open(p, "rb") as f:
                 out[spelling.relative(p)] = hashlib.sha256(f.read()).hexdigest()

@@ -94,6 +94,9 @@ class Target(TypedDict):
     path: str  # absolute path of the target's file (the graph spells it relative: worker/paths.py)
     name: str  # "MLP", "Outer.Inner", "Class.method"
     kind: NotRequired[TargetKind]  # absent: inferred in the worker (a plain callable is a function)
+    # a notebook target: the cell (index in its cells) whose definition is meant; absent: the
+    # last code cell that defines the name
+    cell: NotRequired[int]
 
 
 class ResolvedProfile(TypedDict):
@@ -110,7 +113,9 @@ class ResolvedProfile(TypedDict):
     rngs: NotRequired[list[str]]  # extra Linen rng streams, seeded from ``seed``
     mutable: NotRequired[list[str]]  # Linen mutable collections
     method: NotRequired[str]  # a method other than __call__
-    load: Literal["module", "definitions"]
+    # module: import the file; definitions: only its definitions; cells (notebooks): the code
+    # cells above the target's run in order, the target's own cell as definitions
+    load: Literal["module", "definitions", "cells"]
     symbolic: NotRequired[list[str]]  # dimension names traced symbolically (one shared scope)
     env: NotRequired[list[str]]  # environment variables passed to the capture (names only)
 
@@ -143,7 +148,8 @@ class WorkerRequest(TypedDict):
 class ErrorInfo(TypedDict):
     kind: ErrorKind
     message: str  # one paragraph naming the cause
-    frame: NotRequired[dict[str, Any]]  # the user's source frame {path, line, column, endLine, endColumn}
+    # the user's source frame {path, line, column, endLine, endColumn}, and in a notebook its cell
+    frame: NotRequired[dict[str, Any]]
     traceback: NotRequired[str]
 
 

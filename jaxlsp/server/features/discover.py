@@ -1,13 +1,18 @@
-"""``jaxlsp/discover``: a document's entrypoints with their setup fields (docs/lsp-extensions.md)."""
+"""``jaxlsp/discover``: a document's entrypoints with their setup fields (docs/lsp-extensions.md).
+In a notebook (its file, or one cell's document) each item names its ``cell`` and its ranges
+count within that cell."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+from jaxlsp.discovery import Entrypoint, Span
 from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
 from jaxlsp.server.convert import entry_json
-from jaxlsp.server.params import file_path, parse
+from jaxlsp.server.params import file_path, invalid, parse, shown
+from jaxlsp.server.views import View
 
 
 class Discover:
@@ -18,11 +23,29 @@ class Discover:
         @server.feature(wire.DISCOVER)
         def discover(ls: JaxServer, params: Any) -> wire.DiscoverResult:
             uri = parse(params, wire.DiscoverParams)["textDocument"]["uri"]
-            path = file_path(uri, "params.textDocument.uri")
-            found = ls.session.discover(path, revalidate=True)
-            lines = ls.lines(path)
-            codec = ls.workspace.position_codec
+            view = ls.view(uri)
+            if view is None:
+                file_path(uri, "params.textDocument.uri")  # says why a URI is not a file
+                raise invalid(f"params.textDocument.uri: cannot read {shown(uri)}")
+            found = ls.session.discover(view.path, revalidate=True)
             return {
-                "entrypoints": [entry_json(e, lines, codec) for e in found.entrypoints],
-                "drivers": [entry_json(e, lines, codec) for e in found.drivers],
+                "entrypoints": [i for e in found.entrypoints if (i := self.item(e, view)) is not None],
+                "drivers": [i for e in found.drivers if (i := self.item(e, view)) is not None],
             }
+
+    def item(self, entry: Entrypoint, view: View) -> wire.EntrypointItem | None:
+        codec = self.ls.workspace.position_codec
+        if view.cells is None:
+            return entry_json(entry, view.lines, codec)
+        where = view.cells.locate(entry.header.line)
+        block = view.cells.block(where[0]) if where is not None else None
+        if block is None or (view.cell is not None and block.cell != view.cell):
+            return None
+        shift = block.start
+        inside = replace(entry, header=_moved(entry.header, shift), body=_moved(entry.body, shift))
+        lines = view.cells.text.split("\n")[block.start : block.end + 1]
+        return entry_json(inside, lines, codec, block.cell)
+
+
+def _moved(span: Span, up: int) -> Span:
+    return Span(span.line - up, span.column, span.end_line - up, span.end_column)

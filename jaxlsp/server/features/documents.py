@@ -12,6 +12,8 @@ from pathlib import Path
 
 from lsprotocol import types
 
+from jaxlsp.discovery.chunks import normalize_newlines
+from jaxlsp.notebook import build_module, cells_shown, is_notebook
 from jaxlsp.server.app import JaxServer
 from jaxlsp.server.params import local_path
 
@@ -25,6 +27,7 @@ class Documents:
         self.ls = ls
         self.index_task: asyncio.Future[None] | None = None
         self._said: dict[Path, tuple[tuple[int, str], ...]] = {}  # what each file's skips said last
+        self._published: dict[Path, set[str]] = {}  # the documents each file's skips went to
 
     def register(self, server: JaxServer) -> None:
         server.on_initialized.append(self.initialized)
@@ -50,7 +53,7 @@ class Documents:
             changed = False
             for event in params.changes:
                 path = local_path(event.uri)
-                if path is not None and path.suffix == ".py":
+                if path is not None and path.suffix in (".py", ".ipynb"):
                     changed = ls.session.index.file_changed(path) or changed
                     ls.edited(path)
             if changed:
@@ -60,7 +63,7 @@ class Documents:
         ls = self.ls
         if ls.session.support.watched_files_registration:
             options = types.DidChangeWatchedFilesRegistrationOptions(
-                watchers=[types.FileSystemWatcher(glob_pattern="**/*.py")]
+                watchers=[types.FileSystemWatcher(glob_pattern=p) for p in ("**/*.py", "**/*.ipynb")]
             )
             registration = types.Registration(
                 id=str(uuid.uuid4()), method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES, register_options=options
@@ -71,12 +74,34 @@ class Documents:
     def sync(self, uri: str) -> None:
         """Feed an open document's text to the index; other files' lenses may depend on it."""
         path = local_path(uri)
+        if path is not None and is_notebook(path):
+            self.sync_notebook(uri, path)
+            return
         if path is None or path.suffix not in (".py", ".pyi"):
             return
         doc = self.ls.workspace.get_text_document(uri)
         if self.ls.session.index.set_text(path, doc.source):
             self.ls.refresh_lenses()
         self.ls.edited(path)
+        self.report_skips(path)
+
+    def sync_notebook(self, uri: str, path: Path) -> None:
+        """A notebook opened as one Python document (jupyterlab-lsp's virtual document): its code
+        cells as the client shows them, unsaved edits included, feed the index like an open
+        ``.py`` document's text, so an edited cell gets its lenses and marks traces stale. When the
+        document cannot be read as the notebook's cells (:func:`jaxlsp.notebook.cells_shown`),
+        the disk's cells count."""
+        ls = self.ls
+        doc = ls.workspace.get_text_document(uri)
+        if ls.notebooks.is_open(path) or doc.language_id not in (None, "python"):
+            return  # synchronised cell by cell (notebooks.py), or the notebook's JSON as text
+        index = ls.session.index
+        saved = index.disk_cells(path)
+        shown = cells_shown(saved, normalize_newlines(doc.source).split("\n")) if saved is not None else None
+        changed = index.set_notebook(path, build_module(shown)) if shown is not None else index.close(path)
+        if changed:
+            ls.refresh_lenses()
+        ls.edited(path)
         self.report_skips(path)
 
     def report_skips(self, path: Path) -> None:
@@ -88,22 +113,38 @@ class Documents:
         if self._said.get(key, ()) == said:
             return
         self._said[key] = said
+        by_uri: dict[str, list[types.Diagnostic]] = {uri: [] for uri in self._published.pop(key, ())}
         for skip in skips:
             log.warning("not analysed: %s:%d: %s", path, skip.line + 1, skip.reason)
-        diagnostics = [
-            types.Diagnostic(
-                range=types.Range(types.Position(skip.line, 0), types.Position(skip.line + 1, 0)),
-                message=f"jaxlsp did not analyse this {'file' if skip.whole_file else 'statement'}: {skip.reason}"
-                " (nothing defined here gets a lens)",
-                severity=types.DiagnosticSeverity.Warning,
-                source="jaxlsp",
-                code="not-analysed",
+            uri, line = self.where(key, skip.line)
+            by_uri.setdefault(uri, []).append(
+                types.Diagnostic(
+                    range=types.Range(types.Position(line, 0), types.Position(line + 1, 0)),
+                    message=f"jaxlsp did not analyse this {'file' if skip.whole_file else 'statement'}: "
+                    f"{skip.reason} (nothing defined here gets a lens)",
+                    severity=types.DiagnosticSeverity.Warning,
+                    source="jaxlsp",
+                    code="not-analysed",
+                )
             )
-            for skip in skips
-        ]
-        self.ls.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(uri=key.as_uri(), diagnostics=diagnostics)
-        )
+        by_uri.setdefault(key.as_uri(), [])
+        for uri, diagnostics in by_uri.items():
+            self.ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics))
+        self._published[key] = {uri for uri, diagnostics in by_uri.items() if diagnostics}
+
+    def where(self, path: Path, line: int) -> tuple[str, int]:
+        """The document and line showing module ``line`` of ``path``: in a notebook whose cells the
+        client synchronises, the cell's document; else the file (a whole-notebook document's line)."""
+        cells = self.ls.session.index.cells(path) if path.suffix == ".ipynb" else None
+        found = cells.locate(line) if cells is not None else None
+        if found is None:
+            return path.as_uri(), line
+        uri = self.ls.notebooks.cell_uri(path, found[0])
+        if uri is not None:
+            return uri, found[1]
+        view = self.ls.view(path.as_uri())
+        shown = view.from_module(line) if view is not None else None
+        return path.as_uri(), shown if shown is not None else 0
 
     async def index_workspace(self) -> None:
         ls = self.ls

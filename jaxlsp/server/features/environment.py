@@ -161,7 +161,8 @@ class Environments:
         options = session.options
         name = name or None
         device = device or options.device
-        path = file_path(uri, where) if uri else None
+        cell = self.ls.notebooks.cell(uri) if uri else None  # a notebook cell's document: its notebook
+        path = cell.path if cell is not None else file_path(uri, where) if uri else None
         folder = session.folder_of(path) if path else (session.roots[0] if session.roots else Path.cwd())
         selection, kind, profile_device = self._select(folder, path, name, options)
         device = device or profile_device

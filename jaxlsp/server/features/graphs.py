@@ -65,5 +65,6 @@ class Graphs:
         }
 
     def location(self, frame: Any, trace: Trace) -> wire.Location:
-        uri, rng = self.ls.frame_location(frame, trace.frame_path(frame))  # graph paths are relative
+        # graph paths are relative; a notebook's cells are named by their documents when traced
+        uri, rng = self.ls.frame_location(frame, trace.frame_path(frame), trace.meta.get("cellUris"))
         return {"uri": uri, "range": range_json(rng)}

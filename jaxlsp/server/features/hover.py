@@ -15,8 +15,8 @@ from jaxlsp.graph.costs import ROLLED_UP, is_backward
 from jaxlsp.graph.report import shape_str
 from jaxlsp.graph.store import Trace
 from jaxlsp.server.app import JaxServer
+from jaxlsp.server.features.navigation import traced_cell
 from jaxlsp.server.features.viewer import Viewer
-from jaxlsp.server.params import local_path
 
 HOVER_LINES = 12
 _ASSIGNMENT = re.compile(r"\s*[A-Za-z_][\w.,\s\[\]]*(?::[^=]+)?=(?!=)")
@@ -30,8 +30,7 @@ class Hover:
     def register(self, server: JaxServer) -> None:
         @server.feature(types.TEXT_DOCUMENT_HOVER)
         def hover(ls: JaxServer, params: types.HoverParams) -> types.Hover | None:
-            path = local_path(params.text_document.uri)
-            found = self.viewer.navigation.at(path, params.position.line) if path is not None else None
+            found = self.viewer.navigation.at(params.text_document.uri, params.position.line)
             if found is None:
                 return None
             trace, nodes = found
@@ -46,21 +45,25 @@ class Hover:
 
     def inlay_hints(self, uri: str, first: int, last: int) -> list[types.InlayHint]:
         """The type of the value each assignment line binds, from the freshest trace covering it."""
-        path = local_path(uri)
-        if path is None or not self.ls.session.options.inlay_hints:
+        view = self.ls.view(uri)
+        if view is None or not self.ls.session.options.inlay_hints:
             return []
-        key = str(path.resolve())
+        key = str(view.path.resolve())
         traces = self.ls.session.graphs.covering(key)
         if not traces:
             return []
-        lines = self.ls.lines(path)
+        lines = view.lines
         hints = []
         for line in range(first, min(last, len(lines) - 1) + 1):
             text = lines[line].rstrip("\r\n")
-            if not _ASSIGNMENT.match(text):
+            where = view.frame_at(line)
+            if where is None or not _ASSIGNMENT.match(text):
                 continue
+            cell = traced_cell(traces[0], uri, where[0])
             nodes = [
-                n for n in traces[0].nodes_at(key, line + 1) if n.frames and traces[0].frame_path(n.frames[0]) == key
+                n
+                for n in traces[0].nodes_at(key, where[1], cell)
+                if n.frames and traces[0].frame_path(n.frames[0]) == key
             ]
             if not nodes:
                 continue

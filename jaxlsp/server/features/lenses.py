@@ -1,6 +1,6 @@
 """``textDocument/codeLens`` (+ resolve) and ``textDocument/codeAction``: one "Trace graph" per
 entrypoint, and once it is traced an "Open graph" beside it (as a code action too, for editors
-without lenses)."""
+without lenses). A notebook cell's document gets the lenses of the entrypoints in that cell."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from lsprotocol import types
 from jaxlsp.discovery import Entrypoint
 from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
-from jaxlsp.server.convert import LENS_TITLE, OPEN_TITLE, open_command, to_range, trace_command
-from jaxlsp.server.params import as_dict, local_path
+from jaxlsp.server.convert import LENS_TITLE, OPEN_TITLE, open_command, shown_span, to_range, trace_command
+from jaxlsp.server.params import as_dict
 
 MAX_CHANGES = 90  # characters of the changes since the last trace in a lens title
 
@@ -40,15 +40,17 @@ class Lenses:
 
     def lenses(self, uri: str) -> list[types.CodeLens]:
         session = self.ls.session
-        path = local_path(uri)
-        if path is None:
+        view = self.ls.view(uri)
+        if view is None:
             return []
-        found = session.discover(path, revalidate=True)
-        lines = self.ls.lines(path)
+        found = session.discover(view.path, revalidate=True)
         codec = self.ls.workspace.position_codec
         lenses = []
         for e in found.entrypoints:
-            where = to_range(e.header, lines, codec)
+            header = shown_span(e.header, view)
+            if header is None:  # in another cell of the notebook
+                continue
+            where = to_range(header, view.lines, codec)
             data: wire.LensData = {"uri": uri, "name": e.name, "kind": e.kind}
             lenses.append(types.CodeLens(range=where, data=data))
             if session.support.opens_graphs and session.graphs.latest(uri, e.name) is not None:
@@ -71,10 +73,11 @@ class Lenses:
 
     def actions(self, uri: str, where: types.Range) -> list[types.CodeAction]:
         session = self.ls.session
-        path = local_path(uri)
-        if path is None:
+        view = self.ls.view(uri)
+        first, last = (view.to_module(where.start.line), view.to_module(where.end.line)) if view else (None, None)
+        if view is None or first is None or last is None:
             return []
-        entry = _entry_at(session.discover(path).entrypoints, where.start.line, where.end.line)
+        entry = _entry_at(session.discover(view.path).entrypoints, first, last)
         if entry is None:
             return []
         command = trace_command(uri, entry.name)

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
@@ -18,12 +17,23 @@ from jaxlsp.server.params import file_path, invalid, parse, shown
 REQUEST_FAILED = -32803
 
 
-def document_line(data: wire.NodesAtParams | wire.CursorMovedParams) -> tuple[Path, int]:
-    """The file and 0-based line a ``{textDocument, position}`` param points at."""
+def document_line(ls: JaxServer, data: wire.NodesAtParams | wire.CursorMovedParams) -> tuple[str, int]:
+    """The document (a file, or a notebook cell the client synchronises) and 0-based line a
+    ``{textDocument, position}`` param points at."""
     position = data["position"]
     if position["line"] < 0 or position["character"] < 0:
         raise invalid(f"params.position: expected non-negative integers, got {shown(position)}")
-    return file_path(data["textDocument"]["uri"], "params.textDocument.uri"), position["line"]
+    uri = data["textDocument"]["uri"]
+    if ls.notebooks.cell(uri) is None:
+        file_path(uri, "params.textDocument.uri")
+    return uri, position["line"]
+
+
+def traced_cell(trace: Trace, uri: str, cell: int | None) -> int | None:
+    """The index a cell document had when ``trace`` was made (its ``cellUris``), else ``cell``:
+    hover follows a cell, not its place, when cells are inserted or deleted above it."""
+    uris = trace.meta.get("cellUris")
+    return uris.index(uri) if isinstance(uris, list) and uri in uris else cell
 
 
 class Navigation:
@@ -33,8 +43,7 @@ class Navigation:
     def register(self, server: JaxServer) -> None:
         @server.feature(wire.NODES_AT)
         def nodes_at(ls: JaxServer, params: Any) -> wire.NodesAtResult:
-            path, line = document_line(parse(params, wire.NodesAtParams))
-            found = self.at(path, line)
+            found = self.at(*document_line(ls, parse(params, wire.NodesAtParams)))
             return (
                 {"traceId": found[0].id, "nodeIds": [n.id for n in found[1]]}
                 if found
@@ -54,12 +63,16 @@ class Navigation:
             raise JsonRpcException(f"unknown trace: {shown(trace_id)}", code=REQUEST_FAILED)
         return found
 
-    def at(self, path: Path, line: int) -> tuple[Trace, list[Any]] | None:
-        """The freshest trace with nodes at ``line`` (0-based) of ``path``, and those nodes
-        (innermost first)."""
-        key = str(path.resolve())
+    def at(self, uri: str, line: int) -> tuple[Trace, list[Any]] | None:
+        """The freshest trace with nodes at ``line`` (0-based) of the document ``uri`` (a file, a
+        notebook cell, a notebook), and those nodes (innermost first)."""
+        view = self.ls.view(uri)
+        where = view.frame_at(line) if view is not None else None
+        if view is None or where is None:
+            return None
+        key = str(view.path.resolve())
         for trace in self.ls.session.graphs.covering(key):
-            nodes = trace.nodes_at(key, line + 1)
+            nodes = trace.nodes_at(key, where[1], traced_cell(trace, view.uri, where[0]))
             if nodes:
                 return trace, nodes
         return None
@@ -82,6 +95,6 @@ class Navigation:
             raise JsonRpcException(f"node {node_id} has no frame {frame_index}", code=REQUEST_FAILED)
         else:
             frame = frames[frame_index]
-        uri, selection = self.ls.frame_location(frame, trace.frame_path(frame))
+        uri, selection = self.ls.frame_location(frame, trace.frame_path(frame), trace.meta.get("cellUris"))
         self.ls.show_document(types.ShowDocumentParams(uri=uri, selection=selection, take_focus=True))
         return {"location": {"uri": uri, "range": range_json(selection)}}

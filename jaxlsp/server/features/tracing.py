@@ -23,6 +23,7 @@ from pygls.exceptions import JsonRpcException
 from jaxlsp.capture.engine import Prepared, TraceFailure, TraceRequest, save_base
 from jaxlsp.capture.options import CaptureOptions
 from jaxlsp.capture.service import Busy, CaptureService
+from jaxlsp.graph.model import Frame
 from jaxlsp.graph.report import summarize
 from jaxlsp.graph.store import Trace
 from jaxlsp.recipes.save import SaveError, recipe_file, save_profile
@@ -30,6 +31,7 @@ from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
 from jaxlsp.server.features.trust import TrustPrompt
 from jaxlsp.server.params import file_path, invalid, parse
+from jaxlsp.server.views import OpenNotebooks
 
 log = logging.getLogger(__name__)
 REQUEST_FAILED = -32803
@@ -50,10 +52,12 @@ class TraceArgs:
     answers: dict[str, Any] | None = None  # needs-input item path -> value
     save: bool = False  # write the completed profile to jaxlsp.toml
     costs: bool = False  # measure XLA's costs of every equation
+    cell: int | None = None  # a notebook target's cell
 
     @classmethod
-    def parse(cls, arg: Any, where: str) -> TraceArgs:
-        """From ``jaxlsp/trace``'s params (``textDocument``) or the command's argument (``uri``)."""
+    def parse(cls, arg: Any, where: str, notebooks: OpenNotebooks) -> TraceArgs:
+        """From ``jaxlsp/trace``'s params (``textDocument``) or the command's argument (``uri``):
+        a file, a notebook (with ``cell``, or its last definition) or a notebook cell's document."""
         data: wire.TraceParams | wire.TraceGraphArguments
         if isinstance(arg, dict) and "textDocument" in arg:
             params = parse(arg, wire.TraceParams, where)
@@ -61,14 +65,19 @@ class TraceArgs:
         else:
             args = parse(arg, wire.TraceGraphArguments, where)
             uri, where_uri, data = args["uri"], f"{where}.uri", args
+        cell = data.get("cell")
+        if cell is not None and cell < 0:
+            raise invalid(f"{where}.cell: expected a cell index, got {cell}")
+        ref = notebooks.cell(uri)
         return cls(
             uri,
-            file_path(uri, where_uri),
+            ref.path if ref is not None else file_path(uri, where_uri),
             data["name"],
             data.get("profile"),
             data.get("answers") or None,
             data.get("save", False),
             data.get("costs", False),
+            ref.cell if ref is not None else cell,
         )
 
 
@@ -87,11 +96,11 @@ class Tracing:
                 raise invalid(
                     f"{wire.TRACE_GRAPH_COMMAND}: expected one argument {{uri, name, profile?}}, got {len(args)}"
                 )
-            return await self.trace(TraceArgs.parse(args[0], "arguments[0]"))
+            return await self.trace(TraceArgs.parse(args[0], "arguments[0]", ls.notebooks))
 
         @server.feature(wire.TRACE)
         async def trace(ls: JaxServer, params: Any) -> TraceAnswer:
-            return await self.trace(TraceArgs.parse(params, "params"))
+            return await self.trace(TraceArgs.parse(params, "params", ls.notebooks))
 
     async def trace(self, args: TraceArgs) -> TraceAnswer:
         folder = self.ls.session.folder_of(args.path)
@@ -126,6 +135,7 @@ class Tracing:
             find_entrypoint=self.ls.session.entrypoint,
             answers=args.answers,
             costs=args.costs or options.costs,
+            cell=args.cell,
         )
 
     async def _run(self, args: TraceArgs, folder: Path) -> TraceAnswer:
@@ -155,6 +165,9 @@ class Tracing:
             progress.end()
         trace = captured.trace
         assert trace is not None  # the service has the session's store
+        cell_uris = self.ls.notebooks.uris(args.path)
+        if cell_uris is not None:  # which cell document each traced cell index is (views.py)
+            trace.meta["cellUris"] = cell_uris
         # Kept graphs are large, long-lived and acyclic: move them out of the cyclic collector's
         # reach, or every later collection scans them all (traces slowed 2x with 16 kept). Done
         # right after the reply goes out, which need not wait for it.
@@ -222,18 +235,14 @@ class Tracing:
             self.diagnosed[(uri, name)] = recipe.resolve().as_uri()
             return
         frame = failure.frame or {}
-        where = Path(str(frame["path"])).as_uri() if frame.get("path") else uri
-        line = max(int(frame.get("line", 1)) - 1, 0)
-        column = int(frame.get("column", 0) or 0)
-        end_line = max(int(frame.get("endLine", line + 1)) - 1, line)
-        end_column = int(frame.get("endColumn", column + 1) or column + 1)
-        if not frame:
-            line, column, end_line, end_column = 0, 0, 0, 0
+        where, at = uri, types.Range(types.Position(0, 0), types.Position(0, 0))
+        if frame.get("path"):  # in a notebook, its cell's document when the client syncs cells
+            where, at = self.ls.frame_location(_frame(frame))
         said = failure.message
         own = f"tracing {name} failed: "  # the worker's own context: said once, not twice
         said = said[len(own) :] if said.startswith(own) else said
         diagnostic = types.Diagnostic(
-            range=types.Range(types.Position(line, column), types.Position(end_line, end_column)),
+            range=at,
             message=f"tracing {name} failed ({failure.kind}): {said}",
             severity=types.DiagnosticSeverity.Error,
             source="jaxlsp",
@@ -261,6 +270,21 @@ class Tracing:
             self.ls.window_show_message(types.ShowMessageParams(types.MessageType.Warning, f"jaxlsp: {exc}"))
             return None
         return saved.path.resolve().as_uri()
+
+
+def _frame(data: dict[str, Any]) -> Frame:
+    """A worker's error frame as a graph frame (the fields the worker may leave out filled in)."""
+    line = max(int(data.get("line", 1)), 1)
+    column = max(int(data.get("column", 0) or 0), 0)
+    cell = data.get("cell")
+    return Frame(
+        path=str(data["path"]),
+        line=line,
+        column=column,
+        end_line=max(int(data.get("endLine", line)), line),
+        end_column=int(data.get("endColumn", column + 1) or column + 1),
+        cell=cell if isinstance(cell, int) else None,
+    )
 
 
 def _collect_and_freeze() -> None:

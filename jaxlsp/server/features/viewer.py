@@ -61,10 +61,10 @@ class Viewer:
         @server.feature(wire.CURSOR_MOVED)
         def cursor_moved(ls: JaxServer, params: Any) -> None:
             try:
-                path, line = document_line(parse(params, wire.CursorMovedParams))
+                uri, line = document_line(ls, parse(params, wire.CursorMovedParams))
             except JsonRpcException:
                 return  # a notification has no answer to carry the error; nothing to highlight
-            found = self.navigation.at(path, line)
+            found = self.navigation.at(uri, line)
             if found is None:
                 self.highlight(None, [])
             else:

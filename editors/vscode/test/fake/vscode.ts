@@ -76,6 +76,20 @@ export class Range {
   ) {}
 }
 
+export class NotebookRange {
+  constructor(
+    readonly start: number,
+    readonly end: number,
+  ) {}
+}
+
+export enum NotebookEditorRevealType {
+  Default = 0,
+  InCenter = 1,
+  InCenterIfOutsideViewport = 2,
+  AtTop = 3,
+}
+
 export class Selection extends Range {
   get active(): Position {
     return this.end;
@@ -207,6 +221,7 @@ export const fake = {
   saveDialogAnswers: [] as (Uri | undefined)[],
   openDialogAnswers: [] as (Uri[] | undefined)[],
   shownDocuments: [] as { uri: string; selection?: Range; viewColumn?: ViewColumn }[],
+  shownNotebooks: [] as { uri: string; selections: NotebookRange[]; revealed: NotebookRange[] }[],
   panels: [] as FakeWebviewPanel[],
   statusItems: [] as FakeStatusBarItem[],
   externalOpened: [] as string[],
@@ -227,6 +242,8 @@ export const fake = {
     this.saveDialogAnswers = [];
     this.openDialogAnswers = [];
     this.shownDocuments = [];
+    this.shownNotebooks = [];
+    workspace.notebookDocuments = [];
     this.panels = [];
     this.statusItems = [];
     this.externalOpened = [];
@@ -334,6 +351,14 @@ export const window = {
     const panel = new FakeWebviewPanel(viewType, title, showOptions, options);
     fake.panels.push(panel);
     return panel;
+  },
+  async showNotebookDocument(
+    notebook: { uri: Uri },
+    options?: { viewColumn?: ViewColumn; selections?: NotebookRange[] },
+  ): Promise<{ viewColumn?: ViewColumn; revealRange(range: NotebookRange): void }> {
+    const shown = { uri: notebook.uri.toString(), selections: options?.selections ?? [], revealed: [] as NotebookRange[] };
+    fake.shownNotebooks.push(shown);
+    return { viewColumn: options?.viewColumn, revealRange: (range) => shown.revealed.push(range) };
   },
   async showTextDocument(target: Uri | { uri: Uri }, options?: { selection?: Range; viewColumn?: ViewColumn }): Promise<unknown> {
     const uri = target instanceof Uri ? target : target.uri;
