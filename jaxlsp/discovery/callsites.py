@@ -1,0 +1,956 @@
+"""Where the workspace itself calls a target, and what those calls say its inputs are.
+
+For an entrypoint, :class:`CallSiteFinder` reads the workspace's own tests, scripts and modules
+(with libcst, statement by statement, only those that name the target or one of its aliases; a
+``functools.partial`` alias such as ``ResNet18 = partial(ResNet, ...)`` is followed through) and
+returns its call sites, ranked: those that fill every input first, then tests before
+examples/scripts before anything else, then the smaller inputs. A site is
+
+- a construction (``ResNet(stage_sizes=[2, 2], block_cls=ResNetBlock)``, the constructor
+  arguments as recipe input specs) linked, through the name it was bound to, with its calls
+  (``model.init(key, x)``, ``model.apply(variables, x, train=False)``, ``model(x)``, wrapped in
+  ``jax.jit`` / ``nnx.jit`` / ``eqx.filter_jit`` / ``jax.vmap``), or a call of a function target;
+- *static* when its values are literals (arrays from ``jnp.ones``-style constructors,
+  ``jax.random``, ``ShapeDtypeStruct``; names bound to literals in the same scope; config objects
+  built from literals, their unstated fields filled from the class's literal defaults; references
+  to workspace and library objects), with what is missing named otherwise;
+- or *dynamic*: an example that reaches the target at run time (a test or script that mentions
+  it, one that runs a target it is passed to or used by, a test that imports its module), which
+  the capture worker can run up to the target's first call.
+
+Every site keeps its ``file:line`` and the runnable example it belongs to (``tests/test_x.py::
+test_y``, a script, a module). Nothing is imported and nothing runs; the index's summaries are used
+for imports, and parse trees are kept only in a bounded cache.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+import libcst as cst
+
+from jaxlsp.discovery.classify import Classifier
+from jaxlsp.discovery.index import WorkspaceIndex, iter_python_files
+from jaxlsp.discovery.literals import (
+    CALL_WITH_REST,
+    Arr,
+    Bound,
+    Built,
+    Evaluator,
+    Key,
+    Lit,
+    Map,
+    Partial,
+    Ref,
+    Seq,
+    Unknown,
+    Value,
+    Wrapped,
+    elements,
+    ref_text,
+)
+from jaxlsp.discovery.model import Entrypoint
+from jaxlsp.discovery.namespaces import ParseCache, Scope, SourceFile, module_value
+from jaxlsp.discovery.summary import code_of
+
+SiteKind = Literal["test", "script", "module"]
+KIND_RANK = {"test": 0, "script": 1, "module": 2}
+_TEST_FILE = re.compile(r"(?:test_.*|.*_test)\.py")
+_SCRIPT_DIRS = frozenset({"examples", "example", "scripts", "script", "demos", "demo", "tutorials", "notebooks"})
+_INIT_LIKE = frozenset({"init", "init_with_output", "tabulate", "lazy_init"})
+_FILLED_BY_WORKER = {"nnx": "rngs", "equinox": "key"}
+_WIDE = frozenset({"float64", "int64"})
+_RECIPE_DTYPES = frozenset({
+    "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool", "complex64",
+})  # fmt: skip
+_PURE_LIBRARIES = frozenset({"jax", "flax", "optax", "equinox", "functools", "operator", "math"})
+_NOT_CALLS = frozenset({"replace", "tree_flatten"})  # methods of module instances that do not run the model
+MAX_PARENT_DEPTH = 2
+MAX_SITES = 64
+
+
+@dataclass(frozen=True, slots=True)
+class Missing:
+    """What a partial site could not tell: ``where`` in the profile (``inputs.args[0]``), and why."""
+
+    where: str
+    why: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"where": self.where, "why": self.why}
+
+
+@dataclass(frozen=True, slots=True)
+class CallSite:
+    path: Path  # the file of the call (or of the construction when nothing calls it)
+    line: int  # 1-based
+    kind: SiteKind
+    example: str | None  # the runnable example, relative to the root: ``tests/t.py::test_x``, ``train.py``
+    static: bool  # False: only a run of the example shows the inputs
+    init: dict[str, Any] | None = None  # constructor arguments {args, kwargs} as input specs
+    inputs: dict[str, Any] | None = None  # call arguments {args, kwargs}
+    extra: dict[str, Any] = field(default_factory=dict)  # other profile keys: rngs, mutable, method, x64
+    missing: tuple[Missing, ...] = ()
+    via: str | None = None  # how the target is reached: "ResNet18 (models.py:40)", "passed to ResNet"
+    elements: int = 0  # array elements in all, for ranking
+
+    @property
+    def complete(self) -> bool:
+        return self.static and not self.missing and self.inputs is not None
+
+    def rank(self) -> tuple[int, int, int, int, int, str, int]:
+        return (
+            0 if self.complete else 1,
+            KIND_RANK[self.kind],
+            0 if self.static else 1,
+            len(self.missing),
+            self.elements,
+            str(self.path),
+            self.line,
+        )
+
+    def where(self, root: Path) -> str:
+        return f"{_relative(self.path, root)}:{self.line}"
+
+    def to_json(self, root: Path) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "path": _relative(self.path, root),
+            "line": self.line,
+            "kind": self.kind,
+            "example": self.example,
+            "static": self.static,
+            "complete": self.complete,
+            "missing": [m.to_json() for m in self.missing],
+        }
+        if self.init is not None:
+            out["init"] = self.init
+        if self.inputs is not None:
+            out["inputs"] = self.inputs
+        if self.extra:
+            out["extra"] = self.extra
+        if self.via:
+            out["via"] = self.via
+        return out
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return os.path.relpath(path, root).replace(os.sep, "/")
+
+
+@dataclass(frozen=True, slots=True)
+class _Target:
+    path: Path
+    name: str  # as discovery names it: ``MLP``, ``Outer.Inner``, ``VAE.encode``
+    kind: str
+    cls: str | None  # the class of a method target, or of a module target
+    method: str | None  # a method target's method
+    fields: tuple[Any, ...] = ()
+
+    @property
+    def word(self) -> str:
+        return self.name.split(".", 1)[0]
+
+
+class CallSiteFinder(Evaluator):
+    """Call sites of entrypoints across the workspace under ``root``; see the module docstring."""
+
+    def __init__(self, index: WorkspaceIndex, root: Path, classifier: Classifier | None = None) -> None:
+        self.index = index
+        self.classifier = classifier or Classifier(index)
+        self.root = root.resolve()
+        self.cache = ParseCache()
+        self._files: dict[Path, tuple[tuple[int, int], SourceFile]] = {}
+
+    # -- files -------------------------------------------------------------------------------------------
+    def files(self) -> list[SourceFile]:
+        """Every Python file under the root, read once and again only when it changed."""
+        out: list[SourceFile] = []
+        seen: set[Path] = set()
+        for path in iter_python_files(self.root):
+            path = path.resolve()
+            seen.add(path)
+            found = self.source(path)
+            if found is not None:
+                out.append(found)
+        for gone in set(self._files) - seen:
+            del self._files[gone]
+        return out
+
+    def source(self, path: Path) -> SourceFile | None:
+        try:
+            st = path.stat()
+        except OSError:
+            return None
+        text = self.index.text(path)
+        stamp = (0, hash(text)) if self.index.is_open(path) else (st.st_mtime_ns, st.st_size)
+        known = self._files.get(path)
+        if known is not None and known[0] == stamp:
+            return known[1]
+        if text is None:
+            return None
+        made = SourceFile(path, text, self.index.summary(path), self.cache)
+        self._files[path] = (stamp, made)
+        return made
+
+    # -- names across files (Evaluator) ------------------------------------------------------------------
+    def global_value(self, file: SourceFile, name: str, before: int | None, depth: int) -> Value:
+        fs = file.summary
+        binding = fs.binding(name, before) if fs is not None else None
+        assigned = module_value(file, name, before)
+        if assigned is not None and (binding is None or binding.line <= assigned[0].line):
+            a, scope = assigned
+            saved = self.current_line
+            self.current_line = a.line
+            try:
+                return self.assigned(a, scope, depth + 1)
+            finally:
+                self.current_line = saved
+        if binding is None or fs is None:
+            return Unknown(f"{name} is not defined in {file.path.name}")
+        if binding.how == "local":
+            return Ref(f"{fs.module}.{name}", file.path, name)
+        q = self.classifier.qualify(fs, name, before)
+        if q is None:
+            return Unknown(f"{name} cannot be resolved")
+        return self.qualified(q.name, file.path, depth + 1)
+
+    def import_value(self, file: SourceFile, name: str, scope: Scope, depth: int) -> Value:
+        fs = file.summary
+        if fs is None:
+            return Unknown(f"{name}: no summary of {file.path.name}")
+        q = self.classifier.qualify(fs, name, None, scope.imports)
+        if q is None:
+            return Unknown(f"{name} cannot be resolved")
+        return self.qualified(q.name, file.path, depth + 1)
+
+    def qualified(self, qual: str, importer: Path, depth: int) -> Value:
+        """A dotted absolute name: a workspace module or definition (followed into its file), or a
+        library name."""
+        parts = qual.split(".")
+        for i in range(len(parts), 0, -1):
+            path = self.index.modules.locate(".".join(parts[:i]), importer)
+            if path is None:
+                continue
+            value: Value = Ref(".".join(parts[:i]), path.resolve(), "")  # the module itself
+            for attr in parts[i:]:
+                value = self.member(value, attr, depth) if isinstance(value, Ref) else Unknown(qual)
+            return value
+        return Ref(qual)
+
+    def member(self, ref: Ref, attr: str, depth: int) -> Value:
+        if ref.path is None:
+            return Ref(f"{ref.qual}.{attr}")
+        if ref.name == "":  # an attribute of a workspace module: a name defined (or imported) there
+            file = self.source(ref.path)
+            if file is None:
+                return Unknown(f"{ref.qual}: {ref.path} cannot be read")
+            return self.global_value(file, attr, None, depth + 1)
+        return super().member(ref, attr, depth)
+
+    # -- the search --------------------------------------------------------------------------------------
+    def find(self, entry: Entrypoint) -> list[CallSite]:
+        """The ranked call sites of ``entry`` (at most :data:`MAX_SITES`)."""
+        return self._find(self._target(entry), 0, set(), self.files())
+
+    def _target(self, entry: Entrypoint) -> _Target:
+        name = entry.name
+        head, _, last = name.rpartition(".")
+        if head and not last[:1].isupper() and entry.kind == "function":
+            return _Target(entry.path.resolve(), name, entry.kind, head, last, entry.fields)
+        if entry.kind != "function":
+            return _Target(entry.path.resolve(), name, entry.kind, name, None, entry.fields)
+        return _Target(entry.path.resolve(), name, entry.kind, None, None, entry.fields)
+
+    def _find(
+        self, target: _Target, depth: int, seen: set[tuple[Path, str]], files: list[SourceFile]
+    ) -> list[CallSite]:
+        seen.add((target.path, target.name))
+        words = self._aliases(target, files)
+        sites: list[CallSite] = []
+        mentioned: list[tuple[SourceFile, int]] = []
+        parents: list[tuple[Ref, str]] = []
+        for file in files:
+            if not words & file.words:
+                continue
+            top_level: list[int] = []
+            names = set(words)
+            for i in range(len(file.statements)):
+                text = file.text_of(i)
+                if _imports_only(text):
+                    continue
+                if file.defines(i):
+                    if _mentions(text, words):
+                        mentioned.append((file, i))
+                        sites.extend(self._sites_in(target, file, [i], words, parents))
+                elif _mentions(text, names):
+                    top_level.append(i)
+                    mentioned.append((file, i))
+                    # names bound here follow the target into later statements (``y = model(x)``)
+                    names.update(n for n, found in file.assigned().items() if i in found)
+            if top_level:
+                sites.extend(self._sites_in(target, file, top_level, words, parents))
+        if depth < MAX_PARENT_DEPTH:
+            sites.extend(self._inherited(target, mentioned, parents, depth, seen, files))
+        sites.extend(self._importing_tests(target, files, sites))
+        return _dedupe(sorted(sites, key=CallSite.rank))[:MAX_SITES]
+
+    def _aliases(self, target: _Target, files: list[SourceFile]) -> set[str]:
+        """The target's name and the top-level names bound to it or to a partial of it
+        (``ResNet18 = partial(ResNet, ...)``, ``Model = ResNet``), wherever they are."""
+        words = {target.word}
+        for _ in range(3):
+            added = False
+            for file in files:
+                if not words & file.words:
+                    continue
+                for name, indexes in file.assigned().items():
+                    if name in words or not any(_mentions(file.text_of(i), words) for i in indexes):
+                        continue
+                    self.current_line = None
+                    value = self.global_value(file, name, None, 0)
+                    while isinstance(value, Partial):
+                        value = value.func
+                    if self._is_target(value, target):
+                        words.add(name)
+                        added = True
+            if not added:
+                break
+        return words
+
+    def _is_target(self, value: Value, target: _Target) -> bool:
+        return isinstance(value, Ref) and value.same(target.path, target.cls or target.name)
+
+    def _construction(self, value: Value, target: _Target) -> Built | None:
+        """``value`` as an instance of the target class (through partials), else None."""
+        if isinstance(value, Built):
+            callee = value.callee
+            while isinstance(callee, Partial):
+                callee = callee.func
+            if self._is_target(callee, target):
+                return value
+        return None
+
+    def _sites_in(
+        self, target: _Target, file: SourceFile, indexes: list[int], words: set[str], parents: list[tuple[Ref, str]]
+    ) -> Iterator[CallSite]:
+        """Static sites in the statements ``indexes`` (one definition, or top-level statements),
+        and a dynamic one for each runnable example there that uses the target without a complete
+        static site."""
+        index = indexes[-1]  # names bound up to here count
+        for scope in file.scopes_of(indexes[0]):
+            if scope.is_module:
+                for i in indexes:
+                    scope.walk_module_statement(i)
+                calls = [c for c in scope.calls if file.statement_at(c.line - 1) in indexes]
+            else:
+                calls = scope.calls
+            interesting = self._interesting_names(scope, index, words)
+            used: set[tuple[Path, int]] = set()
+            constructions: list[tuple[Built, int]] = []
+            first_use: int | None = None
+            complete = False
+            for call in calls:
+                text = code_of(call.node)
+                if not (_mentions(text, words) or _mentions(text, interesting)):
+                    continue
+                first_use = call.line if first_use is None else first_use
+                self.current_line = call.line - 1 if scope.is_module else None
+                found = self._call_site(target, scope, call.node, call.order, call.line)
+                if found is not None:
+                    site, built = found
+                    if built is not None:
+                        used.add((built.path, built.line))
+                    if site.complete or site.example is not None:
+                        complete = complete or site.complete
+                        yield site
+                    continue
+                value = self.value(call.node, scope, call.order + 1)
+                built = self._construction(value, target) if target.cls is not None and target.method is None else None
+                if built is not None:
+                    constructions.append((built, call.line))
+                    continue
+                parent = self._passed_to(value, target)
+                if parent is not None:
+                    parents.append((parent, f"{_relative(file.path, self.root)}:{call.line}"))
+            for built, line in constructions:
+                if (built.path, built.line) not in used:
+                    site = self._site(target, scope, line, built, None, "construction")
+                    if site.example is not None:
+                        yield site
+            if first_use is not None and not complete:
+                kind, example = self._example(scope)
+                direct = bool(used or constructions)
+                if kind == "module" and not direct:
+                    continue  # a module that only passes the target on: see _inherited
+                if example is not None and not _defines_target(file, indexes[0], target):
+                    yield CallSite(file.path, first_use, kind, example, static=False, via="uses it here")
+
+    def _passed_to(self, value: Value, target: _Target) -> Ref | None:
+        """The workspace callable that ``value`` (a call's result) hands the target to as an
+        argument (``ResNet(block_cls=Block)``, ``partial(ResNet, block_cls=Block)``), if any."""
+        callee: Value = value
+        args: list[Value] = []
+        while isinstance(callee, (Built, Partial)):
+            args += [*callee.args, *(v for _, v in callee.kwargs)]
+            callee = callee.callee if isinstance(callee, Built) else callee.func
+        if not isinstance(callee, Ref) or callee.path is None or self._is_target(callee, target):
+            return None
+        return callee if any(self._holds(a, target) for a in args) else None
+
+    def _holds(self, value: Value, target: _Target, depth: int = 0) -> bool:
+        if depth > 8:
+            return False
+        if self._is_target(value, target) or self._construction(value, target) is not None:
+            return True
+        if isinstance(value, Seq):
+            return any(self._holds(v, target, depth + 1) for v in value.items)
+        if isinstance(value, Map):
+            return any(self._holds(v, target, depth + 1) for _, v in value.items)
+        if isinstance(value, (Built, Partial)):
+            inner = [*value.args, *(v for _, v in value.kwargs)]
+            return any(self._holds(v, target, depth + 1) for v in inner)
+        return False
+
+    def _interesting_names(self, scope: Scope, index: int, words: set[str]) -> set[str]:
+        """Names whose values mention the target, transitively (``model = ResNet(...)``,
+        ``apply = jax.jit(model.apply)``): in the function, or at the top level before ``index``."""
+        names: set[str] = set()
+        for _ in range(4):
+            grew = False
+            for assigns in (scope.assigns, scope.self_attrs):
+                for name, found in assigns.items():
+                    if name not in names and any(_mentions(code_of(a.value), words | names) for a in found):
+                        names.add(name)
+                        grew = True
+            if scope.is_module or scope.parent is None:
+                for name, indexes in scope.file.assigned().items():
+                    if name in names:
+                        continue
+                    if any(i <= index and _mentions(scope.file.text_of(i), words | names) for i in indexes):
+                        names.add(name)
+                        grew = True
+            if not grew:
+                break
+        return names
+
+    def _call_site(
+        self, target: _Target, scope: Scope, call: cst.Call, order: int, line: int
+    ) -> tuple[CallSite, Built | None] | None:
+        """The site made by ``call`` when it calls the target (or an instance of it)."""
+        callee = self.value(call.func, scope, order)
+        got = self.arguments(call, scope, order, 0)
+        if isinstance(got, Unknown):
+            args: list[Value] = [got]
+            kwargs: list[tuple[str, Value]] = []
+        else:
+            args, kwargs = got
+        if isinstance(callee, Ref) and callee.qual in CALL_WITH_REST and args:
+            callee, args = args[0], args[1:]  # jax.eval_shape(f, x) calls f(x)
+        maps = False
+        while isinstance(callee, Wrapped):
+            maps = maps or callee.maps
+            callee = callee.inner
+        if isinstance(callee, Partial):
+            base = callee
+            merged = dict(base.kwargs)
+            merged.update(kwargs)
+            args, kwargs = [*base.args, *args], list(merged.items())
+            callee = base.func
+        if target.kind == "function" and target.method is None:
+            if self._is_target(callee, target):
+                return self._site(target, scope, line, None, (args, kwargs, maps), "call"), None
+            return None
+        if target.method is not None and isinstance(callee, Bound) and callee.attr == target.method:
+            built = self._construction(callee.obj, target)
+            if built is not None:
+                return self._site(target, scope, line, built, (args, kwargs, maps), "call"), built
+            return None
+        built = self._construction(callee, target)
+        if built is not None:  # ``model(x)``, ``Cls(...)(x)``
+            if target.kind == "linen":
+                return None  # an unbound Linen module cannot be called
+            return self._site(target, scope, line, built, (args, kwargs, maps), "call"), built
+        if isinstance(callee, Bound):
+            built = self._construction(callee.obj, target)
+            if built is None:
+                return None
+            attr = callee.attr
+            extra: dict[str, Any] = {}
+            if target.kind == "linen" and attr in _INIT_LIKE | {"apply"}:
+                if not args:
+                    return None
+                first, rest = args[0], args[1:]
+                plain: list[tuple[str, Value]] = []
+                for k, v in kwargs:
+                    if k == "rngs":
+                        extra["rngs"] = _streams(v)
+                    elif k == "mutable" and attr == "apply":
+                        if isinstance(v, Seq) and all(isinstance(i, Lit) and isinstance(i.value, str) for i in v.items):
+                            extra["mutable"] = [i.value for i in v.items if isinstance(i, Lit)]
+                        elif isinstance(v, Lit) and isinstance(v.value, str):
+                            extra["mutable"] = [v.value]
+                    elif k == "method":
+                        method = _method_name(v)
+                        if method is None:
+                            return None
+                        if method != "__call__":
+                            extra["method"] = method
+                    elif k == "mutable":
+                        continue
+                    else:
+                        plain.append((k, v))
+                if attr in _INIT_LIKE:
+                    extra.setdefault("rngs", _streams(first))
+                    extra["mutable"] = True  # init runs with every collection mutable
+                if not extra.get("rngs"):
+                    extra.pop("rngs", None)
+                return self._site(target, scope, line, built, (rest, plain, maps), "call", extra), built
+            if target.kind in ("nnx", "equinox") and not attr.startswith("_") and attr not in _NOT_CALLS:
+                if attr == "__call__":
+                    return self._site(target, scope, line, built, (args, kwargs, maps), "call"), built
+                if target.method is None:
+                    extra = {"method": attr}
+                    return self._site(target, scope, line, built, (args, kwargs, maps), "call", extra), built
+        return None
+
+    # -- sites -------------------------------------------------------------------------------------------
+    def _site(
+        self,
+        target: _Target,
+        scope: Scope,
+        line: int,
+        built: Built | None,
+        call: tuple[list[Value], list[tuple[str, Value]], bool] | None,
+        how: str,
+        extra: dict[str, Any] | None = None,
+    ) -> CallSite:
+        kind, example = self._example(scope)
+        missing: list[Missing] = []
+        extra = dict(extra or {})
+        count = 0
+        wide = False
+        init: dict[str, Any] | None = None
+        via: str | None = None
+        if built is not None:
+            init_args, init_kwargs, alias = self._init_arguments(built, target)
+            via = alias
+            init = {}
+            specs, n, w = self._specs(init_args, "init.args", missing)
+            count, wide = count + n, wide or w
+            if specs:
+                init["args"] = specs
+            named, n, w = self._named_specs(init_kwargs, "init.kwargs", missing)
+            count, wide = count + n, wide or w
+            if named:
+                init["kwargs"] = named
+        inputs: dict[str, Any] | None = None
+        if call is not None:
+            args, kwargs, maps = call
+            if maps:
+                args = [_unmapped(a) for a in args]
+                kwargs = [(k, _unmapped(v)) for k, v in kwargs]
+            inputs = {}
+            specs, n, w = self._specs(args, "inputs.args", missing)
+            count, wide = count + n, wide or w
+            if specs:
+                inputs["args"] = specs
+            named, n, w = self._named_specs(kwargs, "inputs.kwargs", missing)
+            count, wide = count + n, wide or w
+            if named:
+                inputs["kwargs"] = named
+        elif target.kind != "function":
+            missing.append(Missing("inputs", "the instance made here is never called in this scope"))
+        if wide:
+            extra["x64"] = True
+        return CallSite(
+            path=scope.file.path,
+            line=line,
+            kind=kind,
+            example=example,
+            static=True,
+            init=init if built is not None else None,
+            inputs=inputs,
+            extra=extra,
+            missing=tuple(missing),
+            via=via,
+            elements=count,
+        )
+
+    def _init_arguments(self, built: Built, target: _Target) -> tuple[list[Value], list[tuple[str, Value]], str | None]:
+        """The constructor's arguments (partials merged), without what the worker fills."""
+        args: list[Value] = []
+        kwargs: dict[str, Value] = {}
+        callee: Value = built.callee
+        layers: list[Partial] = []
+        while isinstance(callee, Partial):
+            layers.append(callee)
+            callee = callee.func
+        for layer in reversed(layers):
+            args.extend(layer.args)
+            kwargs.update(layer.kwargs)
+        args.extend(built.args)
+        kwargs.update(built.kwargs)
+        via = None
+        if layers:
+            via = "a functools.partial of it"
+        skip = _FILLED_BY_WORKER.get(target.kind)
+        if skip is not None:
+            kwargs.pop(skip, None)
+            positional = [f.name for f in target.fields if f.kind in ("positional", "positional_only")]
+            if skip in positional and positional.index(skip) < len(args):
+                args = [a for i, a in enumerate(args) if i != positional.index(skip)]
+        return args, list(kwargs.items()), via
+
+    def _specs(self, values: Iterable[Value], where: str, missing: list[Missing]) -> tuple[list[Any], int, bool]:
+        out: list[Any] = []
+        count, wide = 0, False
+        for i, v in enumerate(values):
+            spec = self.spec(v)
+            if isinstance(spec, Unknown):
+                missing.append(Missing(f"{where}[{i}]", spec.why))
+                out.append({"kind": "array"})
+                continue
+            out.append(spec[0])
+            count += spec[1]
+            wide = wide or spec[2]
+        return out, count, wide
+
+    def _named_specs(
+        self, values: Iterable[tuple[str, Value]], where: str, missing: list[Missing]
+    ) -> tuple[dict[str, Any], int, bool]:
+        out: dict[str, Any] = {}
+        count, wide = 0, False
+        for k, v in values:
+            spec = self.spec(v)
+            if isinstance(spec, Unknown):
+                missing.append(Missing(f"{where}.{k}", spec.why))
+                out[k] = {"kind": "array"}
+                continue
+            out[k] = spec[0]
+            count += spec[1]
+            wide = wide or spec[2]
+        return out, count, wide
+
+    def spec(self, value: Value, depth: int = 0) -> tuple[Any, int, bool] | Unknown:
+        """``value`` as a recipe input spec: ``(spec, array elements, 64-bit)``, or why it cannot be."""
+        if depth > 12:
+            return Unknown("nested too deeply")
+        if isinstance(value, Lit):
+            if value.value is None:
+                return {"kind": "none"}, 0, False
+            if isinstance(value.value, float) and (value.value != value.value or abs(value.value) == float("inf")):
+                return Unknown("a number that is not finite")
+            return value.value, 0, False
+        if isinstance(value, Arr):
+            if value.dtype not in _RECIPE_DTYPES:
+                return Unknown(f"dtype {value.dtype} cannot be written in a recipe")
+            arr: dict[str, Any] = {"kind": "array", "shape": list(value.shape)}
+            if value.dtype != "float32":
+                arr["dtype"] = value.dtype
+            gen = dict(value.generator)
+            if gen and _generator_fits(gen, value.dtype):
+                arr["generator"] = gen
+            return arr, elements(value.shape), value.dtype in _WIDE
+        if isinstance(value, Key):
+            return ({"kind": "key", "seed": value.seed} if value.seed is not None else {"kind": "key"}), 0, False
+        if isinstance(value, Seq):
+            items: list[Any] = []
+            count, wide = 0, False
+            for item in value.items:
+                got = self.spec(item, depth + 1)
+                if isinstance(got, Unknown):
+                    return got
+                items.append(got[0])
+                count, wide = count + got[1], wide or got[2]
+            return items, count, wide
+        if isinstance(value, Map):
+            table: dict[str, Any] = {}
+            count, wide = 0, False
+            for k, item in value.items:
+                if k in ("kind", "ref"):
+                    return Unknown(f"a dict with a {k!r} key reads as an input spec")
+                got = self.spec(item, depth + 1)
+                if isinstance(got, Unknown):
+                    return got
+                table[k] = got[0]
+                count, wide = count + got[1], wide or got[2]
+            return table, count, wide
+        if isinstance(value, Ref):
+            if value.name == "":
+                return Unknown(f"the module {value.qual} as a value")
+            return {"ref": self.ref(value)}, 0, False
+        if isinstance(value, Partial):
+            return self._ref_call("functools:partial", [value.func, *value.args], list(value.kwargs), depth)
+        if isinstance(value, Built):
+            callee = value.callee
+            if not isinstance(callee, Ref):
+                if isinstance(callee, Partial):
+                    return self._ref_call("functools:partial", [callee.func, *callee.args], list(callee.kwargs), depth)
+                return Unknown(f"the result of a call at line {value.line}")
+            if not self._constructible(callee):
+                return Unknown(f"the result of {callee.qual.rpartition('.')[2]}(...) at line {value.line}")
+            kwargs = list(value.kwargs)
+            kwargs += self._defaults(callee, len(value.args), {k for k, _ in kwargs})
+            return self._ref_call(self.ref(callee), list(value.args), kwargs, depth)
+        if isinstance(value, Unknown):
+            return value
+        return Unknown("a value that is not a literal")
+
+    def _ref_call(
+        self, ref: str, args: list[Value], kwargs: list[tuple[str, Value]], depth: int
+    ) -> tuple[Any, int, bool] | Unknown:
+        out: dict[str, Any] = {"ref": ref}
+        count, wide = 0, False
+        if args:
+            items = self.spec(Seq(tuple(args)), depth + 1)
+            if isinstance(items, Unknown):
+                return items
+            out["args"], count, wide = items[0], items[1], items[2]
+        if kwargs or not args:
+            table = self.spec(Map(tuple(kwargs)), depth + 1)
+            if isinstance(table, Unknown):
+                return table
+            out["kwargs"] = table[0]
+            count, wide = count + table[1], wide or table[2]
+        return out, count, wide
+
+    def _constructible(self, callee: Ref) -> bool:
+        """Whether a recipe may call ``callee`` to rebuild a value: a class (a config, a module, an
+        RNG container), or a function of JAX's own libraries; never a workspace function or
+        another library's, which may load data or do any amount of work."""
+        last = (callee.name or callee.qual).rpartition(".")[2]
+        if callee.path is not None:
+            fs = self.index.summary(callee.path)
+            return fs is not None and (callee.name or "").split(".", 1)[0] in fs.classes
+        return last[:1].isupper() or callee.qual.split(".", 1)[0] in _PURE_LIBRARIES
+
+    def ref(self, value: Ref) -> str:
+        if value.path is not None and value.name is not None:
+            return f"{self.index.modules.module_name(value.path)}:{value.name}"
+        return ref_text(value.qual)
+
+    def _defaults(self, callee: Ref, positional: int, given: set[str]) -> list[tuple[str, Value]]:
+        """Literal defaults of a workspace dataclass's fields that the call leaves out (a config
+        object shows all of its values, as a proposal does)."""
+        if callee.path is None or callee.name is None or "." in callee.name:
+            return []
+        fs = self.index.summary(callee.path)
+        found = fs.classes.get(callee.name) if fs is not None else None
+        if found is None:
+            return []
+        cls = found[1]
+        decorated = any(d.callee and d.callee.split(".")[-1] in ("dataclass", "struct") for d in cls.decorators)
+        if not decorated and not any(b.split(".")[-1] in ("NamedTuple", "PyTreeNode", "Struct") for b in cls.bases):
+            return []
+        out: list[tuple[str, Value]] = []
+        for i, f in enumerate(cls.linen_fields):
+            if i < positional or f.name in given or f.default is None:
+                continue
+            value = _literal_default(f.default)
+            if value is not None:
+                out.append((f.name, value))
+        return out
+
+    # -- examples ----------------------------------------------------------------------------------------
+    def _example(self, scope: Scope) -> tuple[SiteKind, str | None]:
+        return self.example_of(scope.file, scope.owner, scope.is_module)
+
+    def example_of(self, file: SourceFile, owner: str, top_level: bool) -> tuple[SiteKind, str | None]:
+        """The kind of example a scope belongs to, and the example to run to reach it."""
+        rel = _relative(file.path, self.root)
+        if is_test_file(file.path):
+            if file.path.name == "conftest.py":
+                return "test", _relative(file.path.parent, self.root)
+            parts = owner.split(".") if owner else []
+            if parts and parts[-1].startswith("test") and len(parts) <= 2:
+                return "test", rel + "::" + "::".join(parts)
+            return "test", rel
+        folders = file.path.relative_to(self.root).parts[:-1] if file.path.is_relative_to(self.root) else ()
+        if file.main_guard or any(p in _SCRIPT_DIRS for p in folders):
+            return "script", rel
+        return "module", rel if top_level else None
+
+    def _inherited(
+        self,
+        target: _Target,
+        mentioned: list[tuple[SourceFile, int]],
+        passed: list[tuple[Ref, str]],
+        depth: int,
+        seen: set[tuple[Path, str]],
+        files: list[SourceFile],
+    ) -> Iterator[CallSite]:
+        """The examples of the workspace definitions that use the target (``Block(...)`` inside
+        ``ResNet``) or that it is passed to (``partial(ResNet, block_cls=Block)``): running them
+        reaches it."""
+        parents: list[tuple[Path, str, str]] = []
+        for file, i in mentioned:
+            if not file.defines(i) or is_test_file(file.path):
+                continue
+            parsed = file.parsed(i)
+            name = _defined_name(parsed.node) if parsed is not None else None
+            if name is not None and (file.path, name) != (target.path, target.word):
+                parents.append((file.path, name, f"{_relative(file.path, self.root)}:{file.statements[i].header + 1}"))
+        for ref, where in passed:
+            if ref.path is not None and ref.name is not None:
+                parents.append((ref.path, ref.name.split(".", 1)[0], f"passed to it at {where}"))
+        for path, name, where in parents:
+            if (path, name) in seen:
+                continue
+            parent = self._entry(path, name)
+            if parent is None:
+                continue
+            for site in self._find(parent, depth + 1, seen, files):
+                if site.example is None:
+                    continue
+                yield replace(
+                    site, static=False, init=None, inputs=None, extra={}, missing=(), via=f"through {name} ({where})"
+                )
+
+    def _entry(self, path: Path, name: str) -> _Target | None:
+        found = self.classifier.discover(path)
+        for e in (*found.entrypoints, *found.drivers):
+            if e.name == name:
+                return self._target(e)
+        return _Target(path, name, "function", None, None)
+
+    def _importing_tests(self, target: _Target, files: list[SourceFile], sites: list[CallSite]) -> Iterator[CallSite]:
+        """Test files that import the target's module, when nothing else reaches the target."""
+        if any(s.example for s in sites):
+            return
+        module = self.index.modules.module_name(target.path)
+        stem = module.rsplit(".", 1)[-1]
+        for file in files:
+            if not is_test_file(file.path) or stem not in file.words:
+                continue
+            fs = file.summary
+            if fs is None:
+                continue
+            for bindings in fs.bindings.values():
+                hit = False
+                for b in bindings:
+                    if b.how not in ("import", "from"):
+                        continue
+                    absolute = self.index.modules.absolute(file.path, b.target, b.level)
+                    if absolute == module or absolute.startswith(module + "."):
+                        hit = True
+                        break
+                if hit:
+                    yield CallSite(
+                        file.path, b.line + 1, "test", _relative(file.path, self.root), static=False,
+                        via=f"imports {module}",
+                    )  # fmt: skip
+                    break
+
+
+def is_test_file(path: Path) -> bool:
+    """pytest's default test files (``test_*.py``, ``*_test.py``) and ``conftest.py``."""
+    return bool(_TEST_FILE.fullmatch(path.name)) or path.name == "conftest.py"
+
+
+def _mentions(text: str, words: Iterable[str]) -> bool:
+    return any(re.search(rf"\b{re.escape(w)}\b", text) for w in words)
+
+
+def _defines_target(file: SourceFile, index: int, target: _Target) -> bool:
+    """Whether statement ``index`` is the target's own definition (its body uses its name)."""
+    if file.path != target.path or not file.defines(index):
+        return False
+    header = file.lines[file.statements[index].header]
+    return re.search(rf"\b(?:def|class)\s+{re.escape(target.word)}\b", header) is not None
+
+
+def _imports_only(text: str) -> bool:
+    return text.lstrip().startswith(("import ", "from "))
+
+
+def _defined_name(node: cst.CSTNode) -> str | None:
+    if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+        return node.name.value
+    return None
+
+
+def _streams(value: Value) -> list[str]:
+    """Extra Linen rng streams named by an ``init``/``apply`` ``rngs`` argument (``params`` is implied)."""
+    if isinstance(value, Map):
+        return [k for k, _ in value.items if k != "params"]
+    return []
+
+
+def _method_name(value: Value) -> str | None:
+    if isinstance(value, Lit) and isinstance(value.value, str):
+        return value.value
+    if isinstance(value, Ref) and value.name is not None:
+        return value.name.rpartition(".")[2]
+    if isinstance(value, Bound):
+        return value.attr
+    return None
+
+
+def _unmapped(value: Value) -> Value:
+    """What a ``vmap`` hands the function: each array without its leading axis."""
+    if isinstance(value, Arr):
+        if not value.shape:
+            return Unknown("a vmap over a scalar")
+        return Arr(value.shape[1:], value.dtype, value.generator)
+    if isinstance(value, Seq):
+        return Seq(tuple(_unmapped(v) for v in value.items))
+    if isinstance(value, Map):
+        return Map(tuple((k, _unmapped(v)) for k, v in value.items))
+    return value
+
+
+def _generator_fits(gen: dict[str, Any], dtype: str) -> bool:
+    kind = gen.get("kind")
+    floating = dtype in ("float16", "bfloat16", "float32", "float64")
+    if kind in ("normal", "uniform"):
+        return floating
+    if kind == "randint":
+        return dtype.startswith(("int", "uint")) and "low" in gen and "high" in gen and gen["high"] > gen["low"]
+    if kind == "arange":
+        return dtype != "bool"
+    if kind == "full":
+        value = gen.get("value")
+        if dtype == "bool":
+            return isinstance(value, bool)
+        if dtype.startswith(("int", "uint")):
+            return isinstance(value, int) and not isinstance(value, bool)
+        return not isinstance(value, bool)
+    return kind in ("zeros", "ones")
+
+
+def _literal_default(text: str) -> Value | None:
+    import ast
+
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    if isinstance(value, (bool, int, float, str)):
+        return Lit(value)
+    if isinstance(value, (tuple, list)) and all(isinstance(v, (bool, int, float, str)) for v in value):
+        return Seq(tuple(Lit(v) for v in value))
+    return None
+
+
+def _dedupe(sites: list[CallSite]) -> list[CallSite]:
+    """One site per profile and example; no dynamic entry for an example a complete site covers."""
+    out: list[CallSite] = []
+    seen: set[tuple[Any, ...]] = set()
+    covered = {s.example for s in sites if s.complete}
+    for s in sites:
+        if not s.static and s.example in covered:
+            continue
+        key = (s.example, s.static, repr(s.init), repr(s.inputs), repr(s.extra)) if s.static else (s.example, s.static)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(s)
+    return out
