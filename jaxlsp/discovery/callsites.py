@@ -103,12 +103,13 @@ class CallSite:
     def complete(self) -> bool:
         return self.static and not self.missing and self.inputs is not None
 
-    def rank(self) -> tuple[int, int, int, int, int, str, int]:
+    def rank(self) -> tuple[int, int, int, int, int, int, str, int]:
         return (
             0 if self.complete else 1,
             KIND_RANK[self.kind],
             0 if self.static else 1,
             len(self.missing),
+            1 if self.extra.get("mutable") is True else 0,  # an init call: apply's are what runs later
             self.elements,
             str(self.path),
             self.line,

@@ -36,6 +36,7 @@ PROFILE_KEYS: Final = (
     "dims",
     "symbolic",
     "env",
+    "from",
 )
 CALL_KEYS: Final = ("args", "kwargs", "factory")
 KINDS: Final = ("function", "linen", "nnx", "equinox")

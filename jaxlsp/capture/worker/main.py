@@ -127,6 +127,9 @@ def capture(request: WorkerRequest | dict[str, Any], *, jax_ready: bool = False)
             result["graph"] = graph
         if extra.get("structure") is not None:
             result["structure"] = extra["structure"]
+        for key in ("callsite", "learned"):
+            if extra.get(key) is not None:
+                result[key] = extra[key]
         return result
     except CaptureError as exc:
         return {"ok": False, "error": exc.info(), "timings": timings}
@@ -158,6 +161,11 @@ def _capture(
     x64 = bool(profile.get("x64", False))
     if sys.platform.startswith("win"):
         raise CaptureError("refused", "tracing is not supported on Windows yet")
+    if profile.get("example"):  # learn the inputs from a run of one of the workspace's own examples
+        from jaxlsp.capture.worker import firstcall
+
+        device = configure_jax(str(profile.get("device", "cpu")), x64, jax_ready)
+        return firstcall.capture_at_first_call(request, workspace, timings, device, extra)
     wide = inputs_mod.wide_dtypes(profile.get("inputs"), profile.get("init"))
     if wide and not x64:
         raise CaptureError(
@@ -219,10 +227,15 @@ def _capture(
     from jaxlsp.graph import collector
 
     with collector.paused():  # the walk allocates many small objects and frees none
-        return _build(request, path, workspace, timings, t0, closed, out_shape, plan, traced, loader, builder, kind)
+        used_profile = dict(profile)
+        if builder.generators:
+            used_profile["generators"] = builder.generators
+        return build_graph(
+            request, path, workspace, timings, t0, closed, out_shape, plan, traced, loader.files, used_profile, kind
+        )
 
 
-def _build(
+def build_graph(
     request: dict[str, Any],
     path: str,
     workspace: Workspace,
@@ -232,24 +245,19 @@ def _build(
     out_shape: Any,
     plan: Any,
     traced: Any,
-    loader: Any,
-    builder: Any,
+    files: set[str],
+    used_profile: dict[str, Any],
     kind: str,
 ) -> dict[str, Any]:
+    """The graph's JSON form from a traced jaxpr (``t0``: when building started)."""
     from jaxlsp.capture.worker import targets
     from jaxlsp.capture.worker.build import GraphBuilder
     from jaxlsp.graph.model import Graph
 
     target = request["target"]
-    profile = request["profile"]
     gb = GraphBuilder(workspace, plan.scope_mode)
     in_ports, out_ports = gb.build(closed, traced.input_labels, targets.output_labels(plan, traced, out_shape))
-    sources = _sources(
-        {path, *gb.frame_files, *loader.files, *([request["recipePath"]] if request.get("recipePath") else [])}
-    )
-    used_profile = dict(profile)
-    if builder.generators:
-        used_profile["generators"] = builder.generators
+    sources = _sources({path, *gb.frame_files, *files, *([request["recipePath"]] if request.get("recipePath") else [])})
     graph = Graph(
         target={"path": path, "name": str(target["name"]), "kind": kind},
         profile=used_profile,

@@ -249,7 +249,8 @@ def _linen_plan(
     import jax
 
     streams = [str(s) for s in profile.get("rngs", [])]
-    mutable = [str(s) for s in profile.get("mutable", [])]
+    given = profile.get("mutable", [])
+    mutable: list[str] | bool = True if given is True else [str(s) for s in given or []]
     if is_constructor(model):
         model = model(*init_args, **init_kwargs)
     variables: Any = None

@@ -1,0 +1,577 @@
+"""Learning a target's inputs from a run of one of the workspace's own examples.
+
+The profile's ``example`` names a pytest test (run as ``python -m pytest`` would from the
+workspace root: the root first on ``sys.path``, ``conftest.py`` files and pytest's configuration
+honoured), a script (run as ``__main__``, with its arguments) or a module (imported, so that its
+top-level code runs). Before it starts, the target's file is instrumented wherever it is imported
+from (any module name: an import hook matches the file, not the name; a script that defines the
+target itself is compiled instrumented): the first statement of the target function (the module's
+``__call__``, or the method asked for) calls :func:`_first_call`, which takes the call's
+arguments and instance from the frame, makes them abstract (arrays -> shapes and dtypes; Python
+values kept), traces the target on exactly that call in a fresh thread (so nothing of the
+example's own tracing or Flax context is active there) and stops the run: the result goes out on
+the result pipe and the process ends at once, so nothing of the run's later work happens. A Linen
+module called inside ``init``/``apply`` is bound: an unbound clone of it is initialised
+abstractly, with the rng streams and mutable collections of the caller's scope.
+
+``__init__`` of an NNX or Equinox target is instrumented too, so that the constructor arguments
+become part of the learned profile (:mod:`.learned`). A run that ends without calling the target,
+fails before it, or exits is a structured ``example`` error naming the example and the user's line.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import contextlib
+import importlib
+import importlib.machinery
+import importlib.util
+import os
+import sys
+import threading
+import time
+import types
+from typing import Any
+
+from jaxlsp.capture.worker import limits
+from jaxlsp.capture.worker.errors import CaptureError, Workspace, first_paragraph, from_exception, user_frame_of
+
+HOOK_NAME = "__jaxlsp_first_call__"
+
+
+class _Delivered(BaseException):
+    """Unwinds an in-process run once the result is known (a worker process exits instead)."""
+
+
+class Hook:
+    """The state of one example run: what to watch for, what was seen."""
+
+    def __init__(self, request: dict[str, Any], workspace: Workspace, timings: dict[str, float], device: Any) -> None:
+        self.request = request
+        self.workspace = workspace
+        self.timings = timings
+        self.device = device
+        target = request["target"]
+        self.path = os.path.realpath(str(target["path"]))
+        self.name = str(target["name"])
+        self.kind: str | None = target.get("kind")
+        profile = request["profile"]
+        parts = self.name.split(".")
+        method = profile.get("method")
+        self.owner: list[str]
+        self.method: str | None
+        if len(parts) > 1 and not parts[-1][:1].isupper():
+            self.owner, self.method = parts[:-1], parts[-1]  # ``Class.method``
+        elif method:
+            self.owner, self.method = parts, str(method)
+        else:
+            self.owner, self.method = parts, None  # a function, or a class's __call__
+        self.example = dict(profile["example"])
+        self.fired = False
+        self.result: dict[str, Any] | None = None
+        self.inits: dict[int, tuple[list[Any], dict[str, Any]]] = {}  # id(instance) -> constructor arguments
+        self.started = time.perf_counter()
+        self.instrumented = False
+
+    # -- instrumentation -------------------------------------------------------------------------------
+    def compile(self, source: bytes, path: str) -> types.CodeType:
+        """``source`` of the target's file compiled with the first-call (and init) hooks."""
+        tree = ast.parse(source, filename=path)
+        found = _Instrument(self.owner, self.method).apply(tree)
+        self.instrumented = self.instrumented or found
+        return compile(tree, path, "exec", dont_inherit=True)
+
+    # -- the hook --------------------------------------------------------------------------------------
+    def __call__(self, what: str) -> None:
+        if self.fired or threading.current_thread().name == _TRACE_THREAD:
+            return
+        frame = sys._getframe(1)  # the instrumented function that called this hook
+        args, kwargs = _frame_arguments(frame)
+        if what == "init":
+            if args:
+                from jaxlsp.capture.worker.inputs import abstractify
+
+                self.inits.setdefault(id(args[0]), (abstractify(args[1:]), abstractify(kwargs)))
+            return
+        self.fired = True
+        self.timings["run"] = time.perf_counter() - self.started
+        callsite = self._callsite(frame)
+        from jaxlsp.capture.worker.main import announce
+
+        announce(self.request, "trace")
+        box: dict[str, Any] = {}
+
+        def work() -> None:
+            try:
+                box["result"] = self._trace(frame.f_globals, args, kwargs, callsite)
+            except CaptureError as exc:
+                box["result"] = {"ok": False, "error": exc.info()}
+            except MemoryError:
+                box["result"] = {"ok": False, "error": {"kind": "memory", "message": "the trace ran out of memory"}}
+            except BaseException as exc:  # the worker's own failure: still a result
+                box["result"] = {
+                    "ok": False,
+                    "error": {"kind": "internal", "message": f"the capture worker failed: {first_paragraph(exc)}"},
+                }
+
+        thread = threading.Thread(target=work, name=_TRACE_THREAD, daemon=True)
+        thread.start()
+        thread.join()
+        result = box.get("result") or {"ok": False, "error": {"kind": "internal", "message": "no result"}}
+        result.setdefault("timings", self.timings)
+        deliver(self.request, result, self)
+
+    def _callsite(self, frame: types.FrameType) -> dict[str, Any]:
+        """The user's line that made the call: the innermost workspace frame outside the target."""
+        here: types.FrameType | None = frame.f_back
+        while here is not None:
+            file = here.f_code.co_filename
+            if self.workspace.contains(file) and not _in_jaxlsp(file):
+                return {"path": os.path.realpath(file), "line": here.f_lineno, "function": here.f_code.co_name}
+            here = here.f_back
+        return {"path": self.path, "line": frame.f_code.co_firstlineno, "function": frame.f_code.co_name}
+
+    def _trace(
+        self, namespace: dict[str, Any], args: list[Any], kwargs: dict[str, Any], callsite: dict[str, Any]
+    ) -> dict[str, Any]:
+        import jax
+
+        from jaxlsp.capture.worker import learned, targets
+        from jaxlsp.capture.worker.inputs import abstractify
+        from jaxlsp.capture.worker.main import announce, build_graph
+
+        t0 = time.perf_counter()
+        profile: dict[str, Any] = {"name": None, "device": self.request["profile"].get("device", "cpu")}
+        profile.update(
+            seed=int(self.request["profile"].get("seed", 0)), x64=bool(getattr(jax.config, "jax_enable_x64", False))
+        )
+        owner = _lookup(namespace, self.owner)
+        if self.method is None and not isinstance(owner, type) and targets.infer_kind(owner) == "function":
+            kind = "function"
+            obj: Any = owner if owner is not None else None
+            method = None
+            call_args, call_kwargs = args, kwargs
+        else:
+            if not args:
+                raise CaptureError("internal", f"the hooked method of {self.name} got no instance")
+            instance, call_args, call_kwargs = args[0], args[1:], kwargs
+            kind = targets.infer_kind(instance)
+            method = None if self.method in (None, "__call__") else self.method
+            obj = instance
+            if kind == "linen":
+                obj, streams, mutable = _unbound_linen(instance)
+                if streams:
+                    profile["rngs"] = streams
+                if mutable:
+                    profile["mutable"] = mutable
+            if method is not None:
+                profile["method"] = method
+        if obj is None:
+            raise CaptureError("internal", f"{self.name} is not defined in the module that was called")
+        call_args, call_kwargs = abstractify(list(call_args)), abstractify(dict(call_kwargs))
+        made = targets.Construction(obj, kind != "function")
+        try:
+            plan = targets.make_plan(kind, made, profile, method, (call_args, call_kwargs))
+            traced = targets.traceable(plan, call_args, call_kwargs, None)
+            self.timings["init"] = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            with jax.default_device(self.device) if self.device is not None else contextlib.nullcontext():
+                closed, out_shape = jax.make_jaxpr(traced.fn, return_shape=True)(*traced.operands)
+        except CaptureError:
+            raise
+        except BaseException as exc:
+            if isinstance(exc, KeyboardInterrupt | MemoryError):
+                raise
+            where = f"{_relative(callsite['path'], self.workspace.root)}:{callsite['line']}"
+            context = f"tracing {self.name} as called at {where} ({self.example['text']}) failed"
+            raise from_exception("trace", exc, self.workspace, context) from None
+        self.timings["trace"] = time.perf_counter() - t0
+        limits.check_jaxpr(closed, self.request.get("limits"))
+        announce(self.request, "build")
+        table = learned.profile_table(
+            kind,
+            obj,
+            self.inits.get(id(args[0])) if kind in ("nnx", "equinox") and args else None,
+            call_args,
+            call_kwargs,
+            profile,
+            self.path,
+            self.name,
+        )
+        used = {**profile, "inputs": {}, "load": "module", "example": self.example, "callsite": callsite}
+        from jaxlsp.graph import collector
+
+        files = {callsite["path"], self.example_file()}
+        with collector.paused():
+            graph = build_graph(
+                self.request, self.path, self.workspace, self.timings, time.perf_counter(), closed, out_shape,
+                plan, traced, files, used, kind,
+            )  # fmt: skip
+        learned_profile: dict[str, Any] = {"from": self.example["text"]}
+        if table is not None:
+            learned_profile["table"] = table
+        return {"ok": True, "graph": graph, "callsite": callsite, "learned": learned_profile}
+
+    def example_file(self) -> str:
+        return str(self.example.get("path", ""))
+
+
+_TRACE_THREAD = "jaxlsp-trace-at-first-call"
+
+
+def _relative(path: str, root: str) -> str:
+    try:
+        return os.path.relpath(path, root) if root else path
+    except ValueError:
+        return path
+
+
+def _in_jaxlsp(path: str) -> bool:
+    return os.sep + os.path.join("jaxlsp", "capture", "worker") + os.sep in path
+
+
+def _lookup(namespace: dict[str, Any], parts: list[str]) -> Any:
+    obj: Any = namespace.get(parts[0])
+    for part in parts[1:]:
+        obj = getattr(obj, part, None)
+    return obj
+
+
+def _frame_arguments(frame: types.FrameType) -> tuple[list[Any], dict[str, Any]]:
+    """The arguments a function was called with, read from its frame before its body ran."""
+    code = frame.f_code
+    local = frame.f_locals
+    positional = code.co_argcount
+    names = code.co_varnames
+    args = [local[n] for n in names[:positional] if n in local]
+    kwargs = {n: local[n] for n in names[positional : positional + code.co_kwonlyargcount] if n in local}
+    at = positional + code.co_kwonlyargcount
+    if code.co_flags & 0x04:  # CO_VARARGS
+        args.extend(local.get(names[at], ()))
+        at += 1
+    if code.co_flags & 0x08:  # CO_VARKEYWORDS
+        kwargs.update(local.get(names[at], {}))
+    return args, kwargs
+
+
+def _unbound_linen(module: Any) -> tuple[Any, list[str], Any]:
+    """An unbound copy of a (bound) Linen module, with the rng streams and the mutable collections
+    of the scope it was called in (``init`` makes every collection mutable)."""
+    streams: list[str] = []
+    mutable: Any = None
+    scope = getattr(module, "scope", None)
+    if scope is None:
+        return module, streams, mutable
+    streams = sorted(str(k) for k in (getattr(scope, "rngs", None) or {}) if k != "params")
+    given = getattr(scope, "mutable", False)
+    if given is True or type(given).__name__ == "DenyList":
+        mutable = True
+    elif isinstance(given, str):
+        mutable = [given]
+    elif isinstance(given, list | tuple):
+        mutable = [str(c) for c in given]
+    try:
+        clone = module.clone(parent=None, name=None, _deep_clone=True)
+    except TypeError:
+        clone = module.clone(parent=None, _deep_clone=True)
+    return clone, streams, mutable
+
+
+class _Instrument:
+    """Puts ``__jaxlsp_first_call__("call")`` first in the watched function's body (after its
+    docstring), and ``("init")`` first in ``__init__`` of a watched class."""
+
+    def __init__(self, owner: list[str], method: str | None) -> None:
+        self.owner = owner
+        self.method = method
+
+    def apply(self, tree: ast.Module) -> bool:
+        scope: list[ast.stmt] = tree.body
+        node: ast.stmt | None = None
+        for i, part in enumerate(self.owner):
+            node = _find_definition(scope, part)
+            if node is None:
+                return False
+            if i < len(self.owner) - 1:
+                if not isinstance(node, ast.ClassDef):
+                    return False
+                scope = node.body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            return self.method is None and _insert(node, "call")
+        if not isinstance(node, ast.ClassDef):
+            return False
+        found = False
+        wanted = self.method or "__call__"
+        for stmt in node.body:
+            if isinstance(stmt, ast.FunctionDef) and stmt.name == wanted:
+                found = _insert(stmt, "call") or found
+            elif isinstance(stmt, ast.FunctionDef) and stmt.name == "__init__":
+                _insert(stmt, "init")
+        return found
+
+
+def _find_definition(body: list[ast.stmt], name: str) -> ast.stmt | None:
+    found: ast.stmt | None = None
+    for stmt in body:
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and stmt.name == name:
+            found = stmt  # the last definition wins, as at run time
+        elif isinstance(stmt, ast.If | ast.Try):
+            for inner in (stmt.body, getattr(stmt, "orelse", []), getattr(stmt, "finalbody", [])):
+                found = _find_definition(inner, name) or found
+    return found
+
+
+def _insert(fn: ast.FunctionDef | ast.AsyncFunctionDef, what: str) -> bool:
+    if isinstance(fn, ast.AsyncFunctionDef):
+        return False
+    body = fn.body
+    docstring = body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant)
+    at = 1 if docstring else 0
+    anchor = body[min(at, len(body) - 1)]
+    call = ast.Expr(ast.Call(ast.Name(HOOK_NAME, ast.Load()), [ast.Constant(what)], []))
+    ast.copy_location(call, anchor)
+    ast.fix_missing_locations(call)
+    for node in ast.walk(call):
+        ast.copy_location(node, anchor)
+    body.insert(at, call)
+    return True
+
+
+class _HookedLoader(importlib.machinery.SourceFileLoader):
+    """Loads the target's file compiled with the hooks, never from a bytecode cache."""
+
+    hook: Hook
+
+    def get_code(self, fullname: str) -> types.CodeType:
+        return self.hook.compile(self.get_data(self.path), self.path)
+
+
+class _TargetFinder:
+    """Finds the target's file under any module name and gives it the hooked loader."""
+
+    def __init__(self, hook: Hook) -> None:
+        self.hook = hook
+        stem = os.path.splitext(os.path.basename(hook.path))[0]
+        self.last = os.path.basename(os.path.dirname(hook.path)) if stem == "__init__" else stem
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname.rpartition(".")[2] != self.last:
+            return None  # only a module of that name can be the target's file
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is None:
+                continue
+            origin = spec.origin
+            plain = type(spec.loader).__name__ == "SourceFileLoader"
+            if origin and plain and os.path.realpath(origin) == self.hook.path:
+                loader = _HookedLoader(fullname, origin)
+                loader.hook = self.hook
+                spec.loader = loader
+                return spec
+            return None
+        return None
+
+
+def deliver(request: dict[str, Any], result: dict[str, Any], hook: Hook | None = None) -> None:
+    """Send the result and end the process (a worker), or unwind the run (in-process)."""
+    import json
+
+    fd = request.get("resultFd")
+    if not isinstance(fd, int) or fd < 0:
+        if hook is not None:
+            hook.result = result
+        raise _Delivered()
+    data = json.dumps(result, allow_nan=False, separators=(",", ":")).encode("utf-8")
+    data = limits.check_bytes(data, request.get("limits"))
+    view = memoryview(data)
+    try:
+        while view:
+            view = view[os.write(fd, view) :]
+        os.close(fd)
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(0)
+
+
+def capture_at_first_call(
+    request: dict[str, Any], workspace: Workspace, timings: dict[str, float], device: Any, extra: dict[str, Any]
+) -> dict[str, Any] | None:
+    """Run the profile's example until the target's first call and trace that call; see the
+    module docstring. Returns only in-process (or raises a :class:`CaptureError`)."""
+    hook = Hook(request, workspace, timings, device)
+    example = hook.example
+    root = workspace.root or os.getcwd()
+    os.chdir(root)  # as the user runs it: the workspace is the current folder
+    previous = getattr(builtins, HOOK_NAME, None)
+    setattr(builtins, HOOK_NAME, hook)
+    finder = _TargetFinder(hook)
+    sys.meta_path.insert(0, finder)
+    argv = sys.argv[:]
+    from jaxlsp.capture.worker.main import announce
+
+    announce(request, "run")
+    try:
+        outcome = _run(example, hook, root)
+    except _Delivered:
+        outcome = None
+    finally:
+        with contextlib.suppress(ValueError):
+            sys.meta_path.remove(finder)
+        if previous is None:
+            with contextlib.suppress(AttributeError):
+                delattr(builtins, HOOK_NAME)
+        sys.argv[:] = argv
+    if hook.result is not None:
+        result = hook.result
+        if not result.get("ok"):
+            error = result.get("error") or {}
+            raise CaptureError(error.get("kind", "internal"), str(error.get("message", "")), error.get("frame"))
+        extra.update(callsite=result.get("callsite"), learned=result.get("learned"))
+        graph: dict[str, Any] = result["graph"]
+        return graph
+    raise _not_called(hook, outcome)
+
+
+def _not_called(hook: Hook, outcome: tuple[str, BaseException | None, str] | None) -> CaptureError:
+    text = hook.example["text"]
+    what, exc, detail = outcome if outcome is not None else ("finished", None, "")
+    hint = ""
+    if not hook.instrumented:
+        hint = (
+            f"; {hook.path} was never imported by the run, or {hook.name} is not defined there"
+            if what == "finished"
+            else ""
+        )
+    if exc is not None:
+        error = from_exception(
+            "example", exc, hook.workspace, f"running {text} failed before it called {hook.name}{detail}"
+        )
+        error.message += hint
+        return error
+    return CaptureError("example", f"running {text} {what} without calling {hook.name}{detail}{hint}")
+
+
+def _run(example: dict[str, Any], hook: Hook, root: str) -> tuple[str, BaseException | None, str]:
+    kind = example.get("kind")
+    path = os.path.realpath(str(example["path"]))
+    if kind == "test":
+        return _run_pytest(example, hook, root)
+    if kind == "script":
+        sys.path[:] = [p for p in sys.path if p not in ("", root)]
+        sys.path.insert(0, os.path.dirname(path))
+        sys.argv[:] = [path, *[str(a) for a in example.get("argv", [])]]
+        return _exec_main(path, hook)
+    from jaxlsp.capture.worker.loading import module_name_for
+
+    name, package_root = module_name_for(path)
+    for folder in (root, package_root):
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+    try:
+        importlib.import_module(name)
+    except _Delivered:
+        raise
+    except SystemExit as exc:
+        return "exited", None, f" (it exited with status {exc.code})"
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        return "failed", exc, ""
+    return "finished", None, ""
+
+
+def _exec_main(path: str, hook: Hook) -> tuple[str, BaseException | None, str]:
+    """``python path`` in this process: a fresh ``__main__``, instrumented when it is the target's file."""
+    with open(path, "rb") as f:
+        source = f.read()
+    module = types.ModuleType("__main__")
+    module.__file__ = path
+    module.__dict__["__builtins__"] = builtins
+    saved = sys.modules.get("__main__")
+    sys.modules["__main__"] = module
+    try:
+        own = path == hook.path  # the script defines the target itself
+        code = hook.compile(source, path) if own else compile(source, path, "exec", dont_inherit=True)
+        exec(code, module.__dict__)
+    except _Delivered:
+        raise
+    except SystemExit as exc:
+        code_ = exc.code
+        if code_ in (None, 0):
+            return "finished", None, ""
+        return "exited", None, f" (it exited with status {code_}: {_last_stderr_hint()})"
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        return "failed", exc, ""
+    finally:
+        if saved is not None:
+            sys.modules["__main__"] = saved
+    return "finished", None, ""
+
+
+def _last_stderr_hint() -> str:
+    return "see the output below"
+
+
+class _Reporter:
+    """A pytest plugin that keeps what went wrong before the target was called."""
+
+    def __init__(self, hook: Hook) -> None:
+        self.hook = hook
+        self.failures: list[tuple[str, str, BaseException | None, str]] = []  # (node id, phase, exception, text)
+        self.collected = 0
+
+    def pytest_collectreport(self, report: Any) -> None:
+        if report.failed:
+            self.failures.append((report.nodeid or "collection", "collect", None, str(report.longreprtext)))
+
+    def pytest_collection_modifyitems(self, items: list[Any]) -> None:
+        self.collected = len(items)
+
+    def pytest_runtest_makereport(self, item: Any, call: Any) -> None:
+        import pytest
+
+        info = call.excinfo
+        if info is None or call.when == "teardown":
+            return
+        skipped = (pytest.skip.Exception, pytest.xfail.Exception)
+        if isinstance(info.value, (*skipped, _Delivered)):
+            return
+        self.failures.append((item.nodeid, call.when, info.value, ""))
+
+
+def _run_pytest(example: dict[str, Any], hook: Hook, root: str) -> tuple[str, BaseException | None, str]:
+    try:
+        import pytest
+    except ImportError:
+        raise CaptureError(
+            "refused",
+            f"running {example['text']} needs pytest, which is not installed in {sys.executable}: "
+            "install it there (pip install pytest) or choose a script",
+        ) from None
+    sys.path[:] = [p for p in sys.path if p not in ("", root)]
+    sys.path.insert(0, root)  # python -m pytest puts the current folder first
+    reporter = _Reporter(hook)
+    args = [*[str(t) for t in example.get("tests") or [example["path"]]], "-q", "-s", "-p", "no:cacheprovider"]
+    if importlib.util.find_spec("xdist") is not None:
+        args += ["-p", "no:xdist"]
+    status = pytest.main(args, plugins=[reporter])
+    if reporter.failures:
+        node, phase, exc, text = reporter.failures[0]
+        where = f" ({phase} of {node})" if phase != "call" else ""
+        if exc is not None:
+            return "failed", exc, where
+        return "failed", None, f"{where}: {text.strip().splitlines()[-1] if text.strip() else ''}"
+    if reporter.collected == 0:
+        return "finished", None, f" (pytest collected no test; exit status {int(status)})"
+    return "finished", None, f" (pytest: {reporter.collected} test(s) ran, exit status {int(status)})"
+
+
+def frame_of(exc: BaseException, workspace: Workspace) -> dict[str, Any] | None:
+    return user_frame_of(exc, workspace)
