@@ -151,8 +151,10 @@ def choose(
     root: Path,
     sites: Callable[[], list[CallSite]],
     target_text: str,
+    run_examples: bool = True,
 ) -> tuple[Resolved | NeedsInput, Origin]:
-    """``auto`` for a target with no recipe profile; see the module docstring."""
+    """``auto`` for a target with no recipe profile; see the module docstring. Without
+    ``run_examples`` (the editor) no example is chosen to run: they are offered as choices."""
     found = sites()
     kind = entry.kind if entry is not None else None
     for site in found:
@@ -166,7 +168,7 @@ def choose(
             return made, Origin("site", root, site=site)
     if isinstance(proposal, Resolved):
         return proposal, Origin("proposal", root)
-    example = example_for(found, root)
+    example = example_for(found, root) if run_examples else None
     if example is not None:
         made_example = example_profile(kind, target_text, base, proposal.name, example)
         if isinstance(made_example, Resolved):

@@ -63,6 +63,8 @@ class TraceRequest:
     root: Path | None = None
     # The call sites of a target (the server passes its warm finder); None: a fresh index of the root.
     find_sites: Callable[[Path, str, Any], list[Any]] | None = None
+    # auto may pick an example to run (the CLI); False (the editor): examples are offered as choices
+    run_examples: bool = True
 
 
 @dataclass
@@ -190,6 +192,7 @@ def select_with_origin(req: TraceRequest) -> tuple[Resolved, Path | None, Origin
             root=root,
             sites=lambda: sites(file, req.name, entrypoint),
             target_text=target_text,
+            run_examples=req.run_examples,
         )
         origin.base = base
     if isinstance(selected, NeedsInput) and req.answers:

@@ -599,9 +599,7 @@ class CallSiteFinder(Evaluator):
             kwargs.update(layer.kwargs)
         args.extend(built.args)
         kwargs.update(built.kwargs)
-        via = None
-        if layers:
-            via = "a functools.partial of it"
+        via = "a functools.partial of it" if layers or built.partial else None
         skip = _FILLED_BY_WORKER.get(target.kind)
         if skip is not None:
             kwargs.pop(skip, None)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +109,7 @@ class Built:
     kwargs: tuple[tuple[str, Value], ...]
     path: Path
     line: int  # 1-based line of the call
+    partial: bool = False  # made through a functools.partial of the callee
 
 
 @dataclass(frozen=True, slots=True)
@@ -350,11 +351,12 @@ class Evaluator:
         if isinstance(callee, Partial):
             merged = dict(callee.kwargs)
             merged.update(kwargs)
-            return self.apply(callee.func, [*callee.args, *args], list(merged.items()), path, line, text)
+            made = self.apply(callee.func, [*callee.args, *args], list(merged.items()), path, line, text)
+            return replace(made, partial=True) if isinstance(made, Built) else made
         if isinstance(callee, Ref) and callee.path is None:
-            made = library_call(callee.qual, args, dict(kwargs))
-            if made is not None:
-                return made
+            library = library_call(callee.qual, args, dict(kwargs))
+            if library is not None:
+                return library
         if isinstance(callee, Bound) and isinstance(callee.obj, Arr):
             return array_method(callee.obj, callee.attr, args, dict(kwargs), text)
         if isinstance(callee, Unknown):

@@ -41,8 +41,9 @@ def example_kind(path: Path) -> str:
     return "module"
 
 
-def parse_example(text: str, base: Path, *, kind: str | None = None) -> ExampleSpec:
-    """The example ``text`` names, its path resolved against ``base``; raises :class:`ExampleError`."""
+def parse_example(text: str, base: Path, *, kind: str | None = None, check: bool = True) -> ExampleSpec:
+    """The example ``text`` names, its path resolved against ``base``; raises :class:`ExampleError`.
+    Without ``check`` a missing file is not an error here (a recipe loads; the run says it)."""
     try:
         words = shlex.split(text)
     except ValueError as exc:
@@ -54,12 +55,12 @@ def parse_example(text: str, base: Path, *, kind: str | None = None) -> ExampleS
     if not rel:
         raise ExampleError(f"expected {FORM}, got {text!r}")
     path = Path(os.path.normpath(base / Path(rel).expanduser()))
-    if not path.exists():
+    if check and not path.exists():
         raise ExampleError(f"no such file: {path}")
     found = "test" if sep else kind or example_kind(path)
     if found == "test" and argv:
         raise ExampleError(f"a test takes no arguments (got {' '.join(argv)}); give them to a script")
-    if sep and (not path.is_file() or not test or not all(p.isidentifier() for p in test.split("::"))):
+    if sep and ((check and not path.is_file()) or not test or not all(p.isidentifier() for p in test.split("::"))):
         raise ExampleError(f"expected FILE.py::TEST (TEST a test name or Class::test), got {head!r}")
     spec: ExampleSpec = {"kind": found, "path": str(path), "text": text}  # type: ignore[typeddict-item]
     if found == "test":

@@ -173,7 +173,7 @@ def _example(ctx: Context, path: KeyPath, table: dict[str, Any], base: Path) -> 
         if key in table:
             ctx.error((*path, key), f"from learns the inputs from a run of {value}; drop {key} or from")
     try:
-        return examples.parse_example(value, base)
+        return examples.parse_example(value, base, check=False)
     except examples.ExampleError as exc:
         ctx.error((*path, "from"), str(exc))
         return None

@@ -169,7 +169,9 @@ class Hook:
                 profile["method"] = method
         if obj is None:
             raise CaptureError("internal", f"{self.name} is not defined in the module that was called")
-        call_args, call_kwargs = abstractify(list(call_args)), abstractify(dict(call_kwargs))
+        called = obj if kind == "function" else getattr(type(args[0]), self.method or "__call__", None)
+        call_args, call_kwargs = _without_defaults(called, list(call_args), dict(call_kwargs), kind != "function")
+        call_args, call_kwargs = abstractify(call_args), abstractify(call_kwargs)
         made = targets.Construction(obj, kind != "function")
         try:
             plan = targets.make_plan(kind, made, profile, method, (call_args, call_kwargs))
@@ -252,6 +254,28 @@ def _frame_arguments(frame: types.FrameType) -> tuple[list[Any], dict[str, Any]]
         at += 1
     if code.co_flags & 0x08:  # CO_VARKEYWORDS
         kwargs.update(local.get(names[at], {}))
+    return args, kwargs
+
+
+def _without_defaults(
+    fn: Any, args: list[Any], kwargs: dict[str, Any], method: bool
+) -> tuple[list[Any], dict[str, Any]]:
+    """The call's arguments without the trailing ones that are the parameters' own defaults (the
+    frame holds every parameter; the call site gave only some): the same call, written as the
+    user wrote it."""
+    import inspect
+
+    try:
+        parameters = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return args, kwargs
+    if method and parameters:
+        parameters = parameters[1:]  # self
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    while args and len(args) <= len(positional) and args[-1] is positional[len(args) - 1].default:
+        args = args[:-1]
+    defaults = {p.name: p.default for p in parameters if p.kind is p.KEYWORD_ONLY}
+    kwargs = {k: v for k, v in kwargs.items() if not (k in defaults and v is defaults[k])}
     return args, kwargs
 
 
@@ -405,6 +429,8 @@ def capture_at_first_call(
     module docstring. Returns only in-process (or raises a :class:`CaptureError`)."""
     hook = Hook(request, workspace, timings, device)
     example = hook.example
+    if not os.path.exists(str(example.get("path", ""))):
+        raise CaptureError("example", f"running {example.get('text')}: no such file: {example.get('path')}")
     root = workspace.root or os.getcwd()
     os.chdir(root)  # as the user runs it: the workspace is the current folder
     previous = getattr(builtins, HOOK_NAME, None)

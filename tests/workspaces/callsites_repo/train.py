@@ -27,9 +27,9 @@ def main():
     parser.add_argument("--batch-size", type=int, required=True)
     parser.add_argument("--steps", type=int, default=10)
     args = parser.parse_args()
+    batches = [normalize(load_batch(args.batch_size)) for _ in range(args.steps)]
     model, variables, opt_state = create_train_state(jax.random.key(0), 0.1)
-    for _ in range(args.steps):
-        batch = normalize(load_batch(args.batch_size))
+    for batch in batches:
         print("batch", batch.shape)
 
 

@@ -19,7 +19,7 @@ def mse(params, x, y):
 
 
 def normalize(x, eps=1e-6):
-    return (x - x.mean(-1, keepdims=True)) / (x.std(-1, keepdims=True) + eps)
+    return (x - jnp.mean(x, -1, keepdims=True)) / (jnp.std(x, -1, keepdims=True) + eps)
 
 
 def apply_layers(x, fn):
