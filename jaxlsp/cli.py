@@ -90,7 +90,7 @@ def _trace(args: argparse.Namespace) -> int:
         if failure.examples:
             print("Or learn the inputs from a run of one of these (jaxlsp trace ... --from EXAMPLE):", file=sys.stderr)
             for choice in failure.examples:
-                print(f"  {choice['from']}  ({choice['kind']}, {choice['path']})", file=sys.stderr)
+                print(f"  {choice['example']}  ({choice['kind']}, {choice['path']})", file=sys.stderr)
         if failure.logs:
             print(f"\n--- worker output (tail) ---\n{failure.logs}", file=sys.stderr)
         return {"needs_input": 3, "refused": 2}.get(failure.kind, 1)

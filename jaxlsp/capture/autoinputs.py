@@ -67,7 +67,7 @@ def choices(sites: Sequence[CallSite], root: Path) -> list[dict[str, Any]]:
         if s.example is None or s.example in seen:
             continue
         seen.add(s.example)
-        item: dict[str, Any] = {"from": s.example, "kind": s.kind, "path": s.where(root), "static": s.static}
+        item: dict[str, Any] = {"example": s.example, "kind": s.kind, "path": s.where(root), "static": s.static}
         if s.via:
             item["via"] = s.via
         out.append(item)

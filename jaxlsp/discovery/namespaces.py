@@ -18,6 +18,7 @@ from pathlib import Path
 
 import libcst as cst
 
+from jaxlsp.discovery import budget
 from jaxlsp.discovery.chunks import Statement, logical_lines, normalize_newlines, statements
 from jaxlsp.discovery.index import FileSummary
 from jaxlsp.discovery.summary import Binding, code_of
@@ -50,10 +51,12 @@ class ParseCache:
         if text in self._items:
             self._items.move_to_end(text)
             return self._items[text]
-        try:
-            node: cst.BaseStatement | None = cst.parse_statement(text, _CONFIG)
-        except (cst.ParserSyntaxError, RecursionError, ValueError):
-            node = None
+        node: cst.BaseStatement | None = None
+        if budget.scan(text).refusal is None:  # what libcst may be given (discovery/budget.py)
+            try:
+                node = cst.parse_statement(text, _CONFIG)
+            except (cst.ParserSyntaxError, RecursionError, ValueError):
+                node = None
         parsed = Parsed(node, text) if node is not None else None
         self._items[text] = parsed
         if len(self._items) > self.size:

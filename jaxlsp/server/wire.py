@@ -95,6 +95,7 @@ class TraceGraphArguments(TypedDict):
     profile: NotRequired[Name]
     answers: NotRequired[Annotated[dict[Name, Any], Size(256)]]
     save: NotRequired[bool]
+    example: NotRequired[Annotated[str, Size(4096, least=1)]]
 
 
 class OpenGraphArguments(TypedDict):
@@ -111,6 +112,9 @@ class TraceParams(TypedDict):
     profile: NotRequired[Name]
     answers: NotRequired[Annotated[dict[Name, Any], Size(256)]]  # needs-input item path -> value
     save: NotRequired[bool]  # write the completed profile to jaxlsp.toml
+    # an example to run up to the target's first call, to learn its inputs: "PATH[::TEST] [ARGS]"
+    # relative to the workspace folder (a needs-input answer's examples[].from)
+    example: NotRequired[Annotated[str, Size(4096, least=1)]]
 
 
 class TraceSummary(TypedDict):
@@ -137,6 +141,17 @@ class TraceResult(TypedDict):
     interpreterRoute: str
     profile: str | None
     saved: NotRequired[str]  # the jaxlsp.toml URI the profile was written to
+    inputsFrom: NotRequired[str]  # "tests/test_models.py:25 (test)": the call site the inputs came from
+
+
+class ExampleChoice(TypedDict):
+    """A runnable example that reaches the target: trace again with this ``example``."""
+
+    example: str  # "tests/test_models.py::test_resnet", "train.py", relative to the project root
+    kind: Literal["test", "script", "module"]
+    path: str  # "tests/test_models.py:25": where it uses the target, relative to the project root
+    static: bool  # its values are partly known without running it
+    via: NotRequired[str]  # how it reaches the target: "through ResNet (passed to it at models.py:63)"
 
 
 class NeedsInputResult(TypedDict):
@@ -144,6 +159,7 @@ class NeedsInputResult(TypedDict):
 
     needsInput: list[dict[str, Any]]
     proposal: str
+    examples: NotRequired[list[ExampleChoice]]  # runnable examples, best first (only when some exist)
 
 
 class TraceFinished(TypedDict):

@@ -24,8 +24,10 @@ from pygls.exceptions import JsonRpcException
 from jaxlsp.capture.engine import Prepared, TraceFailure, TraceRequest, finish, prepare, save_base
 from jaxlsp.capture.spare import SparePool
 from jaxlsp.capture.speculate import capture_speculatively, structure_of
+from jaxlsp.discovery.callsites import CallSiteFinder
 from jaxlsp.graph.store import Trace
 from jaxlsp.graph.summary import summarize
+from jaxlsp.recipes import Resolved
 from jaxlsp.recipes.save import SaveError, recipe_file, save_profile
 from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
@@ -39,7 +41,7 @@ MAX_WAITING = 8  # beyond this a request is refused rather than queued
 MAX_HINTS = 64  # targets whose variables structure is remembered
 TRUST_ONCE, TRUST_ALWAYS, TRUST_CANCEL = "Trust once", "Always", "Cancel"
 # Work-done percentages at the start of each phase (the worker announces import, trace, build).
-PHASE_PERCENT = {"import": 10, "trace": 40, "build": 80}
+PHASE_PERCENT = {"run": 10, "import": 10, "trace": 40, "build": 80}  # run: an example, to learn the inputs
 
 
 class Tracer:
@@ -54,6 +56,7 @@ class Tracer:
         self.diagnosed: dict[tuple[str, str], str] = {}  # (uri, name) -> the uri holding its diagnostic
         # (file, name, profile) -> the variables structure its last capture found (capture/speculate.py)
         self.hints: OrderedDict[tuple[str, str, str], Any] = OrderedDict()
+        self.finder: CallSiteFinder | None = None  # call sites through the session's index
 
     async def ensure_trusted(self, folder: Path) -> bool:
         session = self.ls.session
@@ -114,6 +117,12 @@ class Tracer:
             limits=options.limits,
             find_entrypoint=self._entrypoint,
             answers=args.answers,
+            # inputs from call sites (capture/autoinputs.py): a lens traces a complete static one at
+            # once; examples run only when the user picks one (``example``, from a needs-input answer)
+            source=args.example,
+            cwd=folder,
+            run_examples=False,
+            find_sites=self._sites,
         )
         if options.timeout:
             req.timeout = options.timeout
@@ -125,8 +134,12 @@ class Tracer:
                 prepared = prepare(req)
             except TraceFailure as failure:
                 return self._failed(uri, name, failure)
-            if args.save:
+            learning = prepared.origin is not None and prepared.origin.how == "example"
+            if args.save and not learning:  # what an example run learns is saved once it is known
                 saved = self._save(prepared, req)
+            running = prepared.running()
+            if running:
+                progress.report(running, PHASE_PERCENT["run"])
             # The interpreter's cached check (its first process, after trust): a missing package or
             # backend is refused here, before any user import, or installed on the user's yes.
             refused = await self.ls.environment.before_capture(prepared)
@@ -178,8 +191,13 @@ class Tracer:
             "interpreterRoute": prepared.route,
             "profile": traced.resolved.name,
         }
+        if args.save and learning:
+            saved = self._save_learned(traced.learned(), prepared, req)
         if saved is not None:
             result["saved"] = saved
+        line = traced.inputs_line()
+        if line:
+            result["inputsFrom"] = line.removeprefix("inputs from ")
         self._diagnose(uri, name, None)
         self.ls.protocol.notify("jaxlsp/traceFinished", {"uri": uri, "name": name, "ok": True, "traceId": trace.id})
         self.ls.refresh_lenses()  # titles now carry the trace's figures
@@ -259,6 +277,34 @@ class Tracer:
             return None
         return saved.path.resolve().as_uri()
 
+    def _save_learned(self, learned: Resolved | None, prepared: Prepared, req: TraceRequest) -> str | None:
+        """Save what an example run learned (its recipe form, else ``from``) like a proposal."""
+        if learned is None:
+            return None
+        target = recipe_file(learned, save_base(req, prepared.recipe_path))
+        document = self.ls.workspace.text_documents.get(target.resolve().as_uri())
+        try:
+            saved = save_profile(
+                learned, {}, base=target.parent, editor_text=document.source if document is not None else None
+            )
+        except SaveError as exc:
+            self.ls.window_show_message(types.ShowMessageParams(types.MessageType.Warning, f"jaxlsp: {exc}"))
+            return None
+        return saved.path.resolve().as_uri()
+
+    def _sites(self, path: Path, name: str, entry: Any) -> list[Any]:
+        """The target's call sites, read through the server's warm index (nothing runs)."""
+        from jaxlsp.discovery.callsites import CallSiteFinder
+        from jaxlsp.discovery.roots import project_root
+
+        session = self.ls.session
+        if entry is None or session.classifier is None:
+            return []
+        root = project_root(path, session.folder_of(path))
+        if self.finder is None or self.finder.root != root:
+            self.finder = CallSiteFinder(session.index, root, session.classifier)
+        return self.finder.find(entry)
+
     def _entrypoint(self, path: Path, name: str) -> Any:
         found = self.ls.session.discover(path)
         return next((e for e in (*found.entrypoints, *found.drivers) if e.name == name), None)
@@ -266,7 +312,10 @@ class Tracer:
     def _failed(self, uri: str, name: str, failure: TraceFailure) -> dict[str, Any]:
         if failure.needs is not None:
             data = failure.needs.to_json()
-            return {"needsInput": data.get("needsInput", []), "proposal": data.get("toml", "")}
+            answer: dict[str, Any] = {"needsInput": data.get("needsInput", []), "proposal": data.get("toml", "")}
+            if failure.examples:
+                answer["examples"] = failure.examples  # one pick traces it (``example``)
+            return answer
         self._diagnose(uri, name, failure)
         self.ls.protocol.notify(
             "jaxlsp/traceFinished", {"uri": uri, "name": name, "ok": False, "error": failure.paragraph()}
@@ -343,6 +392,7 @@ class TraceArgs:
     profile: str | None = None
     answers: dict[str, Any] | None = None  # needs-input item path -> value
     save: bool = False  # write the completed profile to jaxlsp.toml
+    example: str | None = None  # run this example to learn the inputs (capture/autoinputs.py)
 
 
 def _target(arg: Any, where: str) -> TraceArgs:
@@ -360,6 +410,7 @@ def _target(arg: Any, where: str) -> TraceArgs:
         data.get("profile"),
         data.get("answers") or None,
         data.get("save", False),
+        data.get("example"),
     )
 
 
