@@ -46,6 +46,17 @@ export interface TraceResult {
   profile: string | null;
   /** With `save`: the jaxlsp.toml the profile was written to. */
   saved?: string;
+  /** Where the inputs came from without a profile: "tests/test_models.py:25 (test)". */
+  inputsFrom?: string;
+}
+
+/** A runnable example of the workspace that reaches the target (docs/lsp-extensions.md). */
+export interface ExampleChoice {
+  example: string;
+  kind: "test" | "script" | "module";
+  path: string;
+  static: boolean;
+  via?: string;
 }
 
 /** One missing piece of a profile (docs/recipes.md, "Needs input"). */
@@ -63,6 +74,8 @@ export interface NeedsInputResult {
   proposal?: unknown;
   profile?: string;
   toml?: string;
+  /** Runnable examples that reach the target, best first: one pick traces it. */
+  examples?: ExampleChoice[];
 }
 
 export interface TraceParams {
@@ -73,6 +86,8 @@ export interface TraceParams {
   answers?: Record<string, unknown>;
   /** Write the completed profile to jaxlsp.toml. */
   save?: boolean;
+  /** Run this example up to the target's first call to learn its inputs. */
+  example?: string;
 }
 
 export interface TraceFinished {
