@@ -24,6 +24,10 @@ demo: install
 		echo; echo "== jaxlsp trace examples/$$target"; \
 		$(VENV)/bin/jaxlsp trace examples/$$target -o build/demo/$$name.json --html build/demo/$$name.html || exit 1; \
 	done
+	@echo; echo "== jaxlsp examples examples/nnx_cnn.py::CNN   (no profile in jaxlsp.toml: the workspace's own call sites)"
+	$(VENV)/bin/jaxlsp examples examples/nnx_cnn.py::CNN
+	@echo; echo "== jaxlsp trace examples/nnx_cnn.py::CNN   (inputs from examples/train_cnn.py's call)"
+	$(VENV)/bin/jaxlsp trace examples/nnx_cnn.py::CNN -o build/demo/CNN_from_call_site.json --html build/demo/CNN_from_call_site.html
 
 lint: install
 	$(VENV)/bin/ruff check jaxlsp tests benchmarks
