@@ -25,8 +25,11 @@ for imports, and parse trees are kept only in a bounded cache.
 
 from __future__ import annotations
 
+import functools
+import io
 import os
 import re
+import tokenize
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -70,7 +73,7 @@ _RECIPE_DTYPES = frozenset({
 })  # fmt: skip
 _PURE_LIBRARIES = frozenset({"jax", "flax", "optax", "equinox", "functools", "operator", "math"})
 _NOT_CALLS = frozenset({"replace", "tree_flatten"})  # methods of module instances that do not run the model
-MAX_PARENT_DEPTH = 2
+MAX_PARENT_DEPTH = 4  # ResNetBlock <- ResNet <- create_model <- train_and_evaluate <- a test
 MAX_SITES = 64
 
 
@@ -103,11 +106,12 @@ class CallSite:
     def complete(self) -> bool:
         return self.static and not self.missing and self.inputs is not None
 
-    def rank(self) -> tuple[int, int, int, int, int, int, str, int]:
+    def rank(self) -> tuple[int, int, int, int, int, int, int, str, int]:
         return (
             0 if self.complete else 1,
             KIND_RANK[self.kind],
             0 if self.static else 1,
+            0 if self.example is None or "::" in self.example else 1,  # one test before a whole file
             len(self.missing),
             1 if self.extra.get("mutable") is True else 0,  # an init call: apply's are what runs later
             self.elements,
@@ -259,6 +263,7 @@ class CallSiteFinder(Evaluator):
     # -- the search --------------------------------------------------------------------------------------
     def find(self, entry: Entrypoint) -> list[CallSite]:
         """The ranked call sites of ``entry`` (at most :data:`MAX_SITES`)."""
+        self._memo: dict[tuple[Path, str], list[CallSite]] = {}  # one search: parents are shared
         return self._find(self._target(entry), 0, set(), self.files())
 
     def _target(self, entry: Entrypoint) -> _Target:
@@ -273,7 +278,18 @@ class CallSiteFinder(Evaluator):
     def _find(
         self, target: _Target, depth: int, seen: set[tuple[Path, str]], files: list[SourceFile]
     ) -> list[CallSite]:
-        seen.add((target.path, target.name))
+        key = (target.path, target.name)
+        if key in self._memo:
+            return self._memo[key]
+        seen.add(key)
+        self._memo[key] = []  # while it is being searched: a cycle adds nothing
+        found = self._search(target, depth, seen, files)
+        self._memo[key] = found
+        return found
+
+    def _search(
+        self, target: _Target, depth: int, seen: set[tuple[Path, str]], files: list[SourceFile]
+    ) -> list[CallSite]:
         words = self._aliases(target, files)
         sites: list[CallSite] = []
         mentioned: list[tuple[SourceFile, int]] = []
@@ -288,10 +304,10 @@ class CallSiteFinder(Evaluator):
                 if _imports_only(text):
                     continue
                 if file.defines(i):
-                    if _mentions(text, words):
+                    if _uses_names(text, words):
                         mentioned.append((file, i))
                         sites.extend(self._sites_in(target, file, [i], words, parents))
-                elif _mentions(text, names):
+                elif _uses_names(text, names):
                     top_level.append(i)
                     mentioned.append((file, i))
                     # names bound here follow the target into later statements (``y = model(x)``)
@@ -362,10 +378,10 @@ class CallSiteFinder(Evaluator):
                 text = code_of(call.node)
                 if not (_mentions(text, words) or _mentions(text, interesting)):
                     continue
-                first_use = call.line if first_use is None else first_use
                 self.current_line = call.line - 1 if scope.is_module else None
                 found = self._call_site(target, scope, call.node, call.order, call.line)
                 if found is not None:
+                    first_use = call.line if first_use is None else first_use
                     site, built = found
                     if built is not None:
                         used.add((built.path, built.line))
@@ -376,11 +392,14 @@ class CallSiteFinder(Evaluator):
                 value = self.value(call.node, scope, call.order + 1)
                 built = self._construction(value, target) if target.cls is not None and target.method is None else None
                 if built is not None:
+                    first_use = call.line if first_use is None else first_use
                     constructions.append((built, call.line))
                     continue
                 parent = self._passed_to(value, target)
                 if parent is not None:
                     parents.append((parent, f"{_relative(file.path, self.root)}:{call.line}"))
+                if parent is not None or self._involves(value, target):
+                    first_use = call.line if first_use is None else first_use  # passed on, wrapped...
             for built, line in constructions:
                 if (built.path, built.line) not in used:
                     site = self._site(target, scope, line, built, None, "construction")
@@ -405,6 +424,48 @@ class CallSiteFinder(Evaluator):
         if not isinstance(callee, Ref) or callee.path is None or self._is_target(callee, target):
             return None
         return callee if any(self._holds(a, target) for a in args) else None
+
+    def _refers(self, file: SourceFile, index: int, target: _Target) -> bool:
+        """Whether the definition ``index`` really uses the target: a call in it involves the
+        target, or (a class) a field's default is it (``block_cls: ModuleDef = ResNetBlock``)."""
+        for scope in file.scopes_of(index):
+            for call in scope.calls:
+                self.current_line = None
+                if self._involves(self.value(call.node, scope, call.order + 1), target):
+                    return True
+        parsed = file.parsed(index)
+        if parsed is not None and isinstance(parsed.node, cst.ClassDef):
+            module = file.module_scope()
+            self.current_line = file.statements[index].start
+            for stmt in _class_body(parsed.node):
+                for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+                    value = small.value if isinstance(small, (cst.Assign, cst.AnnAssign)) else None
+                    if value is not None and self._involves(self.value(value, module, 0), target):
+                        return True
+        return False
+
+    def _involves(self, value: Value, target: _Target, depth: int = 0) -> bool:
+        """Whether running ``value`` (a call's result) may run the target: it is the target, made
+        from it, wraps it, or was given it (``jax.lax.scan(f, ...)``, ``train(model)``)."""
+        if depth > 8:
+            return False
+        if self._is_target(value, target):
+            return True
+        if isinstance(value, Built):
+            parts = [value.callee, *value.args, *(v for _, v in value.kwargs)]
+        elif isinstance(value, Partial):
+            parts = [value.func, *value.args, *(v for _, v in value.kwargs)]
+        elif isinstance(value, Wrapped):
+            parts = [value.inner]
+        elif isinstance(value, Bound):
+            parts = [value.obj]
+        elif isinstance(value, Seq):
+            parts = list(value.items)
+        elif isinstance(value, Map):
+            parts = [v for _, v in value.items]
+        else:
+            return False
+        return any(self._involves(part, target, depth + 1) for part in parts)
 
     def _holds(self, value: Value, target: _Target, depth: int = 0) -> bool:
         if depth > 8:
@@ -685,6 +746,10 @@ class CallSiteFinder(Evaluator):
         if isinstance(value, Ref):
             if value.name == "":
                 return Unknown(f"the module {value.qual} as a value")
+            if not _importable(value.name if value.path is not None else value.qual):
+                return Unknown(
+                    f"{value.qual.rsplit('.', 2)[-2:][0]}.{value.qual.rsplit('.', 1)[-1]}: an attribute of an object"
+                )
             return {"ref": self.ref(value)}, 0, False
         if isinstance(value, Partial):
             return self._ref_call("functools:partial", [value.func, *value.args], list(value.kwargs), depth)
@@ -795,14 +860,12 @@ class CallSiteFinder(Evaluator):
                 continue
             parsed = file.parsed(i)
             name = _defined_name(parsed.node) if parsed is not None else None
-            if name is not None and (file.path, name) != (target.path, target.word):
+            if name is not None and (file.path, name) != (target.path, target.word) and self._refers(file, i, target):
                 parents.append((file.path, name, f"{_relative(file.path, self.root)}:{file.statements[i].header + 1}"))
         for ref, where in passed:
             if ref.path is not None and ref.name is not None:
                 parents.append((ref.path, ref.name.split(".", 1)[0], f"passed to it at {where}"))
         for path, name, where in parents:
-            if (path, name) in seen:
-                continue
             parent = self._entry(path, name)
             if parent is None:
                 continue
@@ -858,6 +921,25 @@ def _mentions(text: str, words: Iterable[str]) -> bool:
     return any(re.search(rf"\b{re.escape(w)}\b", text) for w in words)
 
 
+@functools.lru_cache(maxsize=4096)
+def _names_in_code(text: str) -> frozenset[str] | None:
+    """The names a statement uses as code, not in strings or comments. None when the text does
+    not tokenize (then a plain search decides)."""
+    try:
+        tokens = tokenize.generate_tokens(io.StringIO(text).readline)
+        return frozenset(t.string for t in tokens if t.type == tokenize.NAME)
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return None
+
+
+def _uses_names(text: str, words: Iterable[str]) -> bool:
+    """Whether the statement ``text`` uses one of ``words`` as a name in its code."""
+    if not _mentions(text, words):
+        return False
+    names = _names_in_code(text)
+    return _mentions(text, words) if names is None else any(w in names for w in words)
+
+
 def _defines_target(file: SourceFile, index: int, target: _Target) -> bool:
     """Whether statement ``index`` is the target's own definition (its body uses its name)."""
     if file.path != target.path or not file.defines(index):
@@ -868,6 +950,22 @@ def _defines_target(file: SourceFile, index: int, target: _Target) -> bool:
 
 def _imports_only(text: str) -> bool:
     return text.lstrip().startswith(("import ", "from "))
+
+
+def _importable(dotted: str | None) -> bool:
+    """Whether a name can be a recipe ``ref``: module attributes, classes nested in classes, enum
+    members (``mod.Enum.MEMBER``), never an attribute of an object (``FLAGS.config``, ``cfg.dim``):
+    once a part is capitalised, every later part must be too."""
+    capitalised = False
+    for part in (dotted or "").split("."):
+        if capitalised and not part[:1].isupper():
+            return False
+        capitalised = capitalised or part[:1].isupper()
+    return True
+
+
+def _class_body(node: cst.ClassDef) -> list[cst.BaseStatement]:
+    return list(node.body.body) if isinstance(node.body, cst.IndentedBlock) else []
 
 
 def _defined_name(node: cst.CSTNode) -> str | None:
