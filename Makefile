@@ -88,7 +88,7 @@ test: install lint system-deps $(TEST_DEPS)
 
 # Every benchmark runs and prints its figures; the target fails at the end if one missed its bar.
 bench: install
-	@status=0; for b in discovery server_memory capture lsp viewer; do \
+	@status=0; for b in discovery server_memory capture first_call lsp viewer; do \
 		echo "== benchmarks/$$b.py"; $(PY) benchmarks/$$b.py || status=1; \
 	done; exit $$status
 

@@ -58,8 +58,7 @@ from jaxlsp.discovery.literals import (
     ref_text,
 )
 from jaxlsp.discovery.model import Entrypoint
-from jaxlsp.discovery.namespaces import ParseCache, Scope, SourceFile, module_value
-from jaxlsp.discovery.summary import code_of
+from jaxlsp.discovery.namespaces import ParseCache, Scope, SourceFile, module_value, names_in
 
 SiteKind = Literal["test", "script", "module"]
 KIND_RANK = {"test": 0, "script": 1, "module": 2}
@@ -173,14 +172,15 @@ class CallSiteFinder(Evaluator):
         self.root = root.resolve()
         self.cache = ParseCache()
         self._files: dict[Path, tuple[tuple[int, int], SourceFile]] = {}
+        self._open_paths: frozenset[Path] = frozenset()
 
     # -- files -------------------------------------------------------------------------------------------
     def files(self) -> list[SourceFile]:
         """Every Python file under the root, read once and again only when it changed."""
         out: list[SourceFile] = []
         seen: set[Path] = set()
-        for path in iter_python_files(self.root):
-            path = path.resolve()
+        self._open_paths = self.index.open_paths()
+        for path in iter_python_files(self.root):  # under the resolved root: absolute already
             seen.add(path)
             found = self.source(path)
             if found is not None:
@@ -194,11 +194,12 @@ class CallSiteFinder(Evaluator):
             st = path.stat()
         except OSError:
             return None
-        text = self.index.text(path)
-        stamp = (0, hash(text)) if self.index.is_open(path) else (st.st_mtime_ns, st.st_size)
+        opened = path in self._open_paths
+        stamp = (0, hash(self.index.text(path))) if opened else (st.st_mtime_ns, st.st_size)
         known = self._files.get(path)
         if known is not None and known[0] == stamp:
             return known[1]
+        text = self.index.text(path)
         if text is None:
             return None
         made = SourceFile(path, text, self.index.summary(path), self.cache)
@@ -244,7 +245,7 @@ class CallSiteFinder(Evaluator):
             path = self.index.modules.locate(".".join(parts[:i]), importer)
             if path is None:
                 continue
-            value: Value = Ref(".".join(parts[:i]), path.resolve(), "")  # the module itself
+            value: Value = Ref(".".join(parts[:i]), path, "")  # the module itself
             for attr in parts[i:]:
                 value = self.member(value, attr, depth) if isinstance(value, Ref) else Unknown(qual)
             return value
@@ -264,7 +265,12 @@ class CallSiteFinder(Evaluator):
     def find(self, entry: Entrypoint) -> list[CallSite]:
         """The ranked call sites of ``entry`` (at most :data:`MAX_SITES`)."""
         self._memo: dict[tuple[Path, str], list[CallSite]] = {}  # one search: parents are shared
-        return self._find(self._target(entry), 0, set(), self.files())
+        self._memo_reached: dict[tuple[Path, str], list[CallSite]] = {}
+        self._values = {}
+        try:
+            return self._find(self._target(entry), 0, set(), self.files())
+        finally:
+            self._values = None
 
     def _target(self, entry: Entrypoint) -> _Target:
         name = entry.name
@@ -300,6 +306,8 @@ class CallSiteFinder(Evaluator):
             top_level: list[int] = []
             names = set(words)
             for i in range(len(file.statements)):
+                if not (names & file.words_of(i)):
+                    continue
                 text = file.text_of(i)
                 if _imports_only(text):
                     continue
@@ -329,7 +337,7 @@ class CallSiteFinder(Evaluator):
                 if not words & file.words:
                     continue
                 for name, indexes in file.assigned().items():
-                    if name in words or not any(_mentions(file.text_of(i), words) for i in indexes):
+                    if name in words or not any(words & file.words_of(i) for i in indexes):
                         continue
                     self.current_line = None
                     value = self.global_value(file, name, None, 0)
@@ -375,8 +383,8 @@ class CallSiteFinder(Evaluator):
             first_use: int | None = None
             complete = False
             for call in calls:
-                text = code_of(call.node)
-                if not (_mentions(text, words) or _mentions(text, interesting)):
+                used_names = names_in(call.node)
+                if not (words & used_names or interesting & used_names):
                     continue
                 self.current_line = call.line - 1 if scope.is_module else None
                 found = self._call_site(target, scope, call.node, call.order, call.line)
@@ -489,14 +497,14 @@ class CallSiteFinder(Evaluator):
             grew = False
             for assigns in (scope.assigns, scope.self_attrs):
                 for name, found in assigns.items():
-                    if name not in names and any(_mentions(code_of(a.value), words | names) for a in found):
+                    if name not in names and any((words | names) & names_in(a.value) for a in found):
                         names.add(name)
                         grew = True
             if scope.is_module or scope.parent is None:
                 for name, indexes in scope.file.assigned().items():
                     if name in names:
                         continue
-                    if any(i <= index and _mentions(scope.file.text_of(i), words | names) for i in indexes):
+                    if any(i <= index and (words | names) & scope.file.words_of(i) for i in indexes):
                         names.add(name)
                         grew = True
             if not grew:
@@ -865,16 +873,81 @@ class CallSiteFinder(Evaluator):
         for ref, where in passed:
             if ref.path is not None and ref.name is not None:
                 parents.append((ref.path, ref.name.split(".", 1)[0], f"passed to it at {where}"))
+        done: set[str] = set()
         for path, name, where in parents:
-            parent = self._entry(path, name)
-            if parent is None:
-                continue
-            for site in self._find(parent, depth + 1, seen, files):
-                if site.example is None:
+            for site in self._reached(path, name, depth + 1, files, {(target.path, target.word)}):
+                if site.example is None or site.example in done:
                     continue
-                yield replace(
-                    site, static=False, init=None, inputs=None, extra={}, missing=(), via=f"through {name} ({where})"
-                )
+                done.add(site.example)
+                yield replace(site, via=f"through {name} ({where})")
+
+    def _reached(
+        self, path: Path, name: str, depth: int, files: list[SourceFile], seen: set[tuple[Path, str]]
+    ) -> list[CallSite]:
+        """The runnable examples that use ``name`` (defined in ``path``), directly or through
+        definitions that use it, up to :data:`MAX_PARENT_DEPTH`: read from the code's names alone
+        (no values are worked out: a run will show whether the example really reaches it)."""
+        key = (path, name)
+        if key in self._memo_reached:
+            return self._memo_reached[key]
+        self._memo_reached[key] = []
+        seen = seen | {key}
+        words = {name}
+        aliases: set[tuple[Path, int]] = set()
+        for file in files:  # top-level aliases: ResNet18 = partial(ResNet, ...), Model = ResNet
+            if name in file.words and not is_test_file(file.path):
+                for alias, indexes in file.assigned().items():
+                    for i in indexes:
+                        if name in file.words_of(i) and _alias_of(file.text_of(i), alias, name):
+                            words.add(alias)
+                            aliases.add((file.path, i))
+        out: list[CallSite] = []
+        parents: list[tuple[Path, str]] = []
+        for file in files:
+            if not words & file.words:
+                continue
+            for i, st in enumerate(file.statements):
+                if not (words & file.words_of(i)):
+                    continue
+                text = file.text_of(i)
+                if _imports_only(text) or not _uses_names(text, words):
+                    continue
+                defined = _header_name(file.lines[st.header]) if file.defines(i) else None
+                if (defined is not None and (file.path, defined) in seen) or (file.path, i) in aliases:
+                    continue
+                if defined is None and not is_test_file(file.path) and not any(_called(w).search(text) for w in words):
+                    continue  # a top-level statement that only names it does not run it
+                if defined is not None and not is_test_file(file.path):
+                    parents.append((file.path, defined))
+                    continue
+                kind, example = self.example_of(file, self._test_owner(file, i, defined, words), defined is None)
+                if example is not None:
+                    out.append(CallSite(file.path, st.header + 1, kind, example, static=False, via="uses it here"))
+        if depth < MAX_PARENT_DEPTH:
+            for parent_path, parent in parents:
+                for site in self._reached(parent_path, parent, depth + 1, files, seen):
+                    out.append(replace(site, via=f"through {parent} ({_relative(parent_path, self.root)})"))
+        out = _dedupe(sorted(out, key=CallSite.rank))
+        self._memo_reached[key] = out
+        return out
+
+    def _test_owner(self, file: SourceFile, index: int, defined: str | None, words: set[str]) -> str:
+        """The test that statement ``index`` of a test file is: ``test_x``, ``TestX.test_y``
+        (the first test method of a class whose body uses a word; read from the lines, not
+        parsed), else the whole file."""
+        if defined is None or not is_test_file(file.path):
+            return ""
+        if defined.startswith("test"):
+            return defined
+        st = file.statements[index]
+        method: str | None = None
+        for line in file.lines[st.header + 1 : st.end + 1]:
+            found = _HEADER.match(line)
+            if found is not None and "class" not in line.split("(")[0]:
+                method = found.group(1)
+            elif method and method.startswith("test") and _uses_names(line, words):
+                return f"{defined}.{method}"
+        return ""
 
     def _entry(self, path: Path, name: str) -> _Target | None:
         found = self.classifier.discover(path)
@@ -917,8 +990,18 @@ def is_test_file(path: Path) -> bool:
     return bool(_TEST_FILE.fullmatch(path.name)) or path.name == "conftest.py"
 
 
+@functools.lru_cache(maxsize=4096)
+def _word(word: str) -> re.Pattern[str]:
+    return re.compile(rf"\b{re.escape(word)}\b")
+
+
+@functools.lru_cache(maxsize=4096)
+def _called(word: str) -> re.Pattern[str]:
+    return re.compile(rf"\b{re.escape(word)}\s*\(")
+
+
 def _mentions(text: str, words: Iterable[str]) -> bool:
-    return any(re.search(rf"\b{re.escape(w)}\b", text) for w in words)
+    return any(_word(w).search(text) for w in words)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -934,8 +1017,6 @@ def _names_in_code(text: str) -> frozenset[str] | None:
 
 def _uses_names(text: str, words: Iterable[str]) -> bool:
     """Whether the statement ``text`` uses one of ``words`` as a name in its code."""
-    if not _mentions(text, words):
-        return False
     names = _names_in_code(text)
     return _mentions(text, words) if names is None else any(w in names for w in words)
 
@@ -962,6 +1043,23 @@ def _importable(dotted: str | None) -> bool:
             return False
         capitalised = capitalised or part[:1].isupper()
     return True
+
+
+_HEADER = re.compile(r"\s*(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)")
+
+
+def _alias_of(text: str, alias: str, name: str) -> bool:
+    """Whether the top-level statement ``text`` binds ``alias`` to ``name`` or a partial of it."""
+    head = rf"\s*{re.escape(alias)}\s*(?::[^=]*)?=\s*"
+    target = rf"(?:\w+\.)*{re.escape(name)}"
+    plain = re.match(rf"{head}{target}\s*(?:#.*)?$", text.strip("\n"))
+    partial = re.match(rf"{head}(?:functools\.)?partial\(\s*{target}\s*[,)]", text)
+    return plain is not None or partial is not None
+
+
+def _header_name(line: str) -> str | None:
+    found = _HEADER.match(line)
+    return found.group(1) if found else None
 
 
 def _class_body(node: cst.ClassDef) -> list[cst.BaseStatement]:

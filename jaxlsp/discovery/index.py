@@ -301,9 +301,9 @@ class WorkspaceIndex:
         self._stamps[path] = (st.st_mtime_ns, st.st_size)
         return self._files.get(path)
 
-    def is_open(self, path: Path) -> bool:
-        """Whether ``path`` is an open document (its text comes from the editor, not the disk)."""
-        return path.resolve() in self._open
+    def open_paths(self) -> frozenset[Path]:
+        """The open documents' paths (resolved): their text comes from the editor, not the disk."""
+        return frozenset(self._open)
 
     def text(self, path: Path) -> str | None:
         if self._links_out(path):

@@ -53,9 +53,25 @@ _BUILTINS = frozenset({"float", "int", "bool", "complex", "str", "None", "True",
 # -- values ------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
 class Unknown:
-    why: str
+    """A value that cannot be known statically, and why: ``why`` with ``{}`` standing for the
+    code of ``node``, written out only when asked (libcst's code generation costs as much as
+    parsing, and most unknown values are never shown)."""
+
+    __slots__ = ("_node", "_why")
+
+    def __init__(self, why: str = "{}", node: cst.CSTNode | None = None) -> None:
+        self._why = why
+        self._node = node
+
+    @property
+    def why(self) -> str:
+        if self._node is None:
+            return self._why
+        return self._why.replace("{}", code_of(self._node))
+
+    def __repr__(self) -> str:
+        return f"Unknown({self.why!r})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,10 +218,25 @@ class Evaluator:
             return value.items[a.index]
         if isinstance(value, Key):
             return value  # ``key, sub = jax.random.split(key)``
-        return Unknown(f"item {a.index} of {code_of(a.value)}")
+        return Unknown(f"item {a.index} of {{}}", a.value)
 
     # -- expressions ------------------------------------------------------------------------------------
+    _values: dict[tuple[int, int, int, int | None], tuple[cst.CSTNode, Value]] | None = None
+
     def value(self, expr: cst.BaseExpression, scope: Scope, order: int, depth: int = 0) -> Value:
+        """What ``expr`` is worth at position ``order`` of ``scope`` (memoized while
+        ``self._values`` is a dict: one search, in which nothing changes)."""
+        if self._values is None:
+            return self._value(expr, scope, order, depth)
+        key = (id(expr), id(scope), order, self.current_line)
+        found = self._values.get(key)
+        if found is not None and found[0] is expr:
+            return found[1]
+        result = self._value(expr, scope, order, depth)
+        self._values[key] = (expr, result)
+        return result
+
+    def _value(self, expr: cst.BaseExpression, scope: Scope, order: int, depth: int = 0) -> Value:
         if depth > MAX_DEPTH:
             return Unknown("too many indirections")
         if isinstance(expr, cst.Integer):
@@ -225,7 +256,7 @@ class Evaluator:
                 if isinstance(el, cst.StarredElement):
                     inner = self.value(el.value, scope, order, depth + 1)
                     if not isinstance(inner, Seq):
-                        return Unknown(f"*{code_of(el.value)}")
+                        return Unknown("*{}", el.value)
                     items.extend(inner.items)
                 else:
                     items.append(self.value(el.value, scope, order, depth + 1))
@@ -234,10 +265,10 @@ class Evaluator:
             pairs: list[tuple[str, Value]] = []
             for item in expr.elements:
                 if not isinstance(item, cst.DictElement):
-                    return Unknown(f"**{code_of(item.value)}")
+                    return Unknown("**{}", item.value)
                 key = self.value(item.key, scope, order, depth + 1)
                 if not isinstance(key, Lit) or not isinstance(key.value, str):
-                    return Unknown(f"a dict key that is not a string: {code_of(item.key)}")
+                    return Unknown("a dict key that is not a string: {}", item.key)
                 pairs.append((key.value, self.value(item.value, scope, order, depth + 1)))
             return Map(tuple(pairs))
         if isinstance(expr, cst.UnaryOperation):
@@ -246,14 +277,14 @@ class Evaluator:
                 return Lit(-inner.value)  # type: ignore[operator]
             if isinstance(expr.operator, cst.Not) and isinstance(inner, Lit):
                 return Lit(not inner.value)
-            return Unknown(code_of(expr))
+            return Unknown(node=expr)
         if isinstance(expr, cst.BinaryOperation):
             return self.binary(expr, scope, order, depth)
         if isinstance(expr, cst.Call):
             return self.call(expr, scope, order, depth)
         if isinstance(expr, cst.Subscript):
             return self.subscript(expr, scope, order, depth)
-        return Unknown(code_of(expr))
+        return Unknown(node=expr)
 
     def attribute(self, expr: cst.Attribute, scope: Scope, order: int, depth: int) -> Value:
         if isinstance(expr.value, cst.Name) and expr.value.value == "self" and scope.cls is not None:
@@ -281,17 +312,17 @@ class Evaluator:
         op = type(expr.operator).__name__
         if isinstance(left, Lit) and isinstance(right, Lit) and _number(left.value) and _number(right.value):
             result = _arithmetic(op, left.value, right.value)  # type: ignore[arg-type]
-            return Lit(result) if result is not None else Unknown(code_of(expr))
+            return Lit(result) if result is not None else Unknown(node=expr)
         if op == "Add" and isinstance(left, Seq) and isinstance(right, Seq):
             return Seq(left.items + right.items)
         if op == "Multiply" and isinstance(left, Seq) and isinstance(right, Lit) and isinstance(right.value, int):
             return Seq(left.items * max(0, min(right.value, 1024)))
-        return Unknown(code_of(expr))
+        return Unknown(node=expr)
 
     def subscript(self, expr: cst.Subscript, scope: Scope, order: int, depth: int) -> Value:
         base = self.value(expr.value, scope, order, depth + 1)
         if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
-            return Unknown(code_of(expr))
+            return Unknown(node=expr)
         index = self.value(expr.slice[0].slice.value, scope, order, depth + 1)
         if isinstance(base, Key):
             return base  # jax.random.split(key)[0]
@@ -306,7 +337,7 @@ class Evaluator:
             for k, v in base.items:
                 if k == index.value:
                     return v
-        return Unknown(code_of(expr))
+        return Unknown(node=expr)
 
     # -- calls ------------------------------------------------------------------------------------------
     def arguments(
@@ -318,12 +349,12 @@ class Evaluator:
             if a.star == "*":
                 inner = self.value(a.value, scope, order, depth + 1)
                 if not isinstance(inner, Seq):
-                    return Unknown(f"*{code_of(a.value)}")
+                    return Unknown("*{}", a.value)
                 args.extend(inner.items)
             elif a.star == "**":
                 inner = self.value(a.value, scope, order, depth + 1)
                 if not isinstance(inner, Map):
-                    return Unknown(f"**{code_of(a.value)}")
+                    return Unknown("**{}", a.value)
                 kwargs.extend(inner.items)
             elif a.keyword is not None:
                 kwargs.append((a.keyword.value, self.value(a.value, scope, order, depth + 1)))
@@ -337,7 +368,7 @@ class Evaluator:
         if isinstance(got, Unknown):
             return got
         args, kwargs = got
-        return self.apply(callee, args, kwargs, scope.file.path, self.line_of(call, scope), code_of(call))
+        return self.apply(callee, args, kwargs, scope.file.path, self.line_of(call, scope), call)
 
     def line_of(self, call: cst.Call, scope: Scope) -> int:
         for c in scope.calls:
@@ -346,19 +377,19 @@ class Evaluator:
         return scope.file.statements[scope.index].start + 1 if scope.index >= 0 else 0
 
     def apply(
-        self, callee: Value, args: list[Value], kwargs: list[tuple[str, Value]], path: Path, line: int, text: str
+        self, callee: Value, args: list[Value], kwargs: list[tuple[str, Value]], path: Path, line: int, node: cst.Call
     ) -> Value:
         if isinstance(callee, Partial):
             merged = dict(callee.kwargs)
             merged.update(kwargs)
-            made = self.apply(callee.func, [*callee.args, *args], list(merged.items()), path, line, text)
+            made = self.apply(callee.func, [*callee.args, *args], list(merged.items()), path, line, node)
             return replace(made, partial=True) if isinstance(made, Built) else made
         if isinstance(callee, Ref) and callee.path is None:
             library = library_call(callee.qual, args, dict(kwargs))
             if library is not None:
                 return library
         if isinstance(callee, Bound) and isinstance(callee.obj, Arr):
-            return array_method(callee.obj, callee.attr, args, dict(kwargs), text)
+            return array_method(callee.obj, callee.attr, args, dict(kwargs), node)
         if isinstance(callee, Unknown):
             return callee
         return Built(callee, tuple(args), tuple(kwargs), path, line)
@@ -610,7 +641,7 @@ def _numpy_random(fn: str, args: list[Value], kwargs: dict[str, Value]) -> Value
     return Arr(shape, "float32", (("kind", "uniform" if fn in ("uniform", "random", "random_sample") else "normal"),))
 
 
-def array_method(arr: Arr, attr: str, args: list[Value], kwargs: dict[str, Value], text: str) -> Value:
+def array_method(arr: Arr, attr: str, args: list[Value], kwargs: dict[str, Value], node: cst.Call) -> Value:
     if attr == "astype":
         dtype = _dtype_of(_pick(args, kwargs, 0, "dtype"), arr.dtype)
         return dtype if isinstance(dtype, Unknown) else Arr(arr.shape, dtype, arr.generator)
@@ -624,11 +655,11 @@ def array_method(arr: Arr, attr: str, args: list[Value], kwargs: dict[str, Value
                 if known and elements(arr.shape) % known == 0:
                     wanted = tuple(elements(arr.shape) // known if d == -1 else d for d in dims)  # type: ignore[misc]
         if wanted is None or elements(wanted) != elements(arr.shape):
-            return Unknown(f"{text}: a reshape that is not literal")
+            return Unknown("{}: a reshape that is not literal", node)
         return Arr(wanted, arr.dtype, arr.generator)
     if attr in ("copy", "block_until_ready"):
         return arr
-    return Unknown(text)
+    return Unknown(node=node)
 
 
 # -- specs ---------------------------------------------------------------------------------------------

@@ -289,8 +289,12 @@ def _unbound_linen(module: Any) -> tuple[Any, list[str], Any]:
         return module, streams, mutable
     streams = sorted(str(k) for k in (getattr(scope, "rngs", None) or {}) if k != "params")
     given = getattr(scope, "mutable", False)
-    if given is True or type(given).__name__ == "DenyList":
-        mutable = True
+    initializing = bool(getattr(scope, "get_flag", lambda *_: False)("initializing", False))
+    if initializing:
+        mutable = True  # called inside init: traced as init runs it (targets._linen_initializing)
+    elif given is True or type(given).__name__ == "DenyList":
+        root = getattr(scope, "root", scope)
+        mutable = sorted(str(c) for c in getattr(root, "_variables", {}) if c != "params") or True
     elif isinstance(given, str):
         mutable = [given]
     elif isinstance(given, list | tuple):
