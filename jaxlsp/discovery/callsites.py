@@ -460,6 +460,8 @@ class CallSiteFinder(Evaluator):
         if self._is_target(value, target):
             return True
         if isinstance(value, Built):
+            if target.cls is None and self._result_of_target(value, target):
+                return False  # ``state = train_step(state)``: the result, not the function
             parts = [value.callee, *value.args, *(v for _, v in value.kwargs)]
         elif isinstance(value, Partial):
             parts = [value.func, *value.args, *(v for _, v in value.kwargs)]
@@ -475,11 +477,19 @@ class CallSiteFinder(Evaluator):
             return False
         return any(self._involves(part, target, depth + 1) for part in parts)
 
+    def _result_of_target(self, value: Built, target: _Target) -> bool:
+        callee = value.callee
+        while isinstance(callee, (Partial, Wrapped)):
+            callee = callee.func if isinstance(callee, Partial) else callee.inner
+        return self._is_target(callee, target)
+
     def _holds(self, value: Value, target: _Target, depth: int = 0) -> bool:
         if depth > 8:
             return False
-        if self._is_target(value, target) or self._construction(value, target) is not None:
+        if self._is_target(value, target):
             return True
+        if target.cls is not None and self._construction(value, target) is not None:
+            return True  # an instance of the target class (a function's result is no use of it)
         if isinstance(value, Seq):
             return any(self._holds(v, target, depth + 1) for v in value.items)
         if isinstance(value, Map):
@@ -754,6 +764,8 @@ class CallSiteFinder(Evaluator):
         if isinstance(value, Ref):
             if value.name == "":
                 return Unknown(f"the module {value.qual} as a value")
+            if not self._writable(value):
+                return Unknown(f"{value.qual}: its module's name is not a Python name")
             if not _importable(value.name if value.path is not None else value.qual):
                 return Unknown(
                     f"{value.qual.rsplit('.', 2)[-2:][0]}.{value.qual.rsplit('.', 1)[-1]}: an attribute of an object"
@@ -767,7 +779,7 @@ class CallSiteFinder(Evaluator):
                 if isinstance(callee, Partial):
                     return self._ref_call("functools:partial", [callee.func, *callee.args], list(callee.kwargs), depth)
                 return Unknown(f"the result of a call at line {value.line}")
-            if not self._constructible(callee):
+            if not self._constructible(callee) or not self._writable(callee):
                 return Unknown(f"the result of {callee.qual.rpartition('.')[2]}(...) at line {value.line}")
             kwargs = list(value.kwargs)
             kwargs += self._defaults(callee, len(value.args), {k for k, _ in kwargs})
@@ -808,6 +820,11 @@ class CallSiteFinder(Evaluator):
         if value.path is not None and value.name is not None:
             return f"{self.index.modules.module_name(value.path)}:{value.name}"
         return ref_text(value.qual)
+
+    def _writable(self, value: Ref) -> bool:
+        """A ``ref`` recipes accept: dotted Python names (``02_toy.py`` cannot be imported by name)."""
+        module, _, name = self.ref(value).partition(":")
+        return all(p.isidentifier() for p in (*module.split("."), *name.split(".")))
 
     def _defaults(self, callee: Ref, positional: int, given: set[str]) -> list[tuple[str, Value]]:
         """Literal defaults of a workspace dataclass's fields that the call leaves out (a config
@@ -903,8 +920,9 @@ class CallSiteFinder(Evaluator):
                             aliases.add((file.path, i))
         out: list[CallSite] = []
         parents: list[tuple[Path, str]] = []
+        module = self.index.modules.module_name(path)
         for file in files:
-            if not words & file.words:
+            if not words & file.words or not self._sees(file, path, module):
                 continue
             for i, st in enumerate(file.statements):
                 if not (words & file.words_of(i)):
@@ -930,6 +948,25 @@ class CallSiteFinder(Evaluator):
         out = _dedupe(sorted(out, key=CallSite.rank))
         self._memo_reached[key] = out
         return out
+
+    def _sees(self, file: SourceFile, path: Path, module: str) -> bool:
+        """Whether ``file`` can name what ``path`` defines: it is that file, or imports its
+        module (or something from it); a file of the same folder defining its own ``Linear``
+        does not."""
+        if file.path == path:
+            return True
+        fs = file.summary
+        if fs is None:
+            return True
+        top = module.split(".", 1)[0]  # a package may re-export it: anything from the package counts
+        if top not in file.words and module.rsplit(".", 1)[-1] not in file.words:
+            return False
+        for b in (*(b for found in fs.bindings.values() for b in found), *fs.stars):
+            if b.how in ("import", "from", "star"):
+                absolute = self.index.modules.absolute(file.path, b.target, b.level)
+                if absolute == top or absolute.startswith(top + "."):
+                    return True
+        return False
 
     def _test_owner(self, file: SourceFile, index: int, defined: str | None, words: set[str]) -> str:
         """The test that statement ``index`` of a test file is: ``test_x``, ``TestX.test_y``

@@ -46,7 +46,7 @@ _PASS_THROUGH = frozenset({
 CALL_WITH_REST = frozenset({"jax.eval_shape", "equinox.filter_eval_shape"})
 # Transforms that map over the leading axis (in_axes = 0 by default).
 _MAPS = frozenset({"jax.vmap", "flax.nnx.vmap", "equinox.filter_vmap", "jax.pmap", "equinox.filter_pmap"})
-_PARTIAL = frozenset({"functools.partial"})
+_PARTIAL = frozenset({"functools.partial", "flax.nnx.cached_partial"})
 _BUILTINS = frozenset({"float", "int", "bool", "complex", "str", "None", "True", "False"})
 
 

@@ -333,7 +333,10 @@ class _Walker:
     def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression, index: int | None = None) -> None:
         order = self.next_order()
         if isinstance(target, cst.Name):
-            self.scope.assigns.setdefault(target.value, []).append(Assignment(order, value, index, self.first_line))
+            # At the top level lookups go by line: a call's own line, so that the loop-carried
+            # ``state = train_step(state, batch)`` reads the ``state`` bound before it.
+            line = self.line_of(value) - 1 if self.scope.is_module and isinstance(value, cst.Call) else self.first_line
+            self.scope.assigns.setdefault(target.value, []).append(Assignment(order, value, index, line))
         elif isinstance(target, (cst.Tuple, cst.List)):
             for i, el in enumerate(target.elements):
                 if isinstance(el, cst.StarredElement):
@@ -430,7 +433,7 @@ def module_value(file: SourceFile, name: str, before: int | None) -> tuple[Assig
     )
     for i in reversed(candidates):
         probe = file.statement_scope(i)
-        found = probe.assigns.get(name)
+        found = [a for a in probe.assigns.get(name, ()) if before is None or a.line < before]
         if found:
             return found[-1], scope
     return None

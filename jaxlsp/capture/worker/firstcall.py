@@ -149,7 +149,7 @@ class Hook:
         owner = _lookup(namespace, self.owner)
         if self.method is None and not isinstance(owner, type) and targets.infer_kind(owner) == "function":
             kind = "function"
-            obj: Any = owner if owner is not None else None
+            obj: Any = _untied(owner) if owner is not None else None
             method = None
             call_args, call_kwargs = args, kwargs
         else:
@@ -255,6 +255,28 @@ def _frame_arguments(frame: types.FrameType) -> tuple[list[Any], dict[str, Any]]
     if code.co_flags & 0x08:  # CO_VARKEYWORDS
         kwargs.update(local.get(names[at], {}))
     return args, kwargs
+
+
+def _untied(fn: Any) -> Any:
+    """The target function as a fresh object: a ``jax.jit`` wrapper is traced through a new
+    ``jax.jit`` of a copy of its function. The example's thread is paused inside the target's
+    first trace, and JAX's jit cache holds that function's entry locked until the trace ends: the
+    same wrapper traced here would wait on it forever (a deadlock, seen with ``@jax.jit def
+    train_step`` in flax/examples/nnx_toy_examples). A copy is another cache key; its static
+    arguments are closed over by the capture, so the jit's own static_argnums are not needed."""
+    import inspect
+
+    import jax
+
+    raw = inspect.unwrap(fn)
+    if raw is fn or not inspect.isfunction(raw):
+        return fn
+    copy = types.FunctionType(raw.__code__, raw.__globals__, raw.__name__, raw.__defaults__, raw.__closure__)
+    copy.__kwdefaults__ = raw.__kwdefaults__
+    copy.__qualname__ = raw.__qualname__
+    copy.__module__ = raw.__module__
+    jitted = type(fn).__module__.startswith(("jax", "jaxlib")) and hasattr(fn, "lower")
+    return jax.jit(copy) if jitted else copy
 
 
 def _without_defaults(

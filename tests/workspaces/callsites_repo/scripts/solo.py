@@ -2,9 +2,11 @@
 
 import sys
 
+import jax
 import jax.numpy as jnp
 
 
+@jax.jit  # traced at its first call: the capture must not wait on the jit cache the run holds
 def step(x, scale=2.0):
     return jnp.tanh(x) * scale
 
