@@ -65,6 +65,12 @@ def test_a_pytest_test_through_its_conftest_fixture_and_config(repo: Path) -> No
     assert result["graph"]["profile"]["example"]["text"] == "tests/test_models.py::test_from_fixture"
 
 
+def test_an_absl_parameterized_test_is_found_by_its_source_name(repo: Path) -> None:
+    result = run(repo, "zoo/functions.py::softsign", "tests/test_absl_style.py::SoftsignTest::test_softsign")
+    assert result["ok"], result.get("error")  # pytest knows test_softsign0 and test_softsign1 only
+    assert inputs(result) == [("args/0", [2, 4], "float32")]
+
+
 def test_a_linen_block_reached_inside_its_owner_init(repo: Path) -> None:
     result = run(repo, "zoo/resnet.py::ResNetBlock", "tests/test_models.py::test_resnet18")
     assert result["ok"], result.get("error")

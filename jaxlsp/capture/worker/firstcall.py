@@ -598,6 +598,25 @@ class _Reporter:
         self.failures.append((item.nodeid, call.when, info.value, ""))
 
 
+def _selection(ids: list[str]) -> list[str]:
+    """pytest arguments that select ``ids``: node ids of tests become their files and a ``-k`` of
+    their names, so that a parametrized test (``test_x[a]``, absl's ``test_x0``) is found by the
+    name written in the source, and a name pytest does not know selects nothing instead of
+    failing the whole run."""
+    if not ids or any("::" not in i for i in ids):
+        return ids
+    files: list[str] = []
+    names: list[str] = []
+    for node in ids:
+        file, _, rest = node.partition("::")
+        if file not in files:
+            files.append(file)
+        name = rest.rsplit("::", 1)[-1]
+        if name not in names:
+            names.append(name)
+    return [*files, "-k", " or ".join(names)]
+
+
 def _run_pytest(example: dict[str, Any], hook: Hook, root: str) -> tuple[str, BaseException | None, str]:
     try:
         import pytest
@@ -610,7 +629,13 @@ def _run_pytest(example: dict[str, Any], hook: Hook, root: str) -> tuple[str, Ba
     sys.path[:] = [p for p in sys.path if p not in ("", root)]
     sys.path.insert(0, root)  # python -m pytest puts the current folder first
     reporter = _Reporter(hook)
-    args = [*[str(t) for t in example.get("tests") or [example["path"]]], "-q", "-s", "-p", "no:cacheprovider"]
+    args = [
+        *_selection([str(t) for t in example.get("tests") or [example["path"]]]),
+        "-q",
+        "-s",
+        "-p",
+        "no:cacheprovider",
+    ]
     if importlib.util.find_spec("xdist") is not None:
         args += ["-p", "no:xdist"]
     status = pytest.main(args, plugins=[reporter])
