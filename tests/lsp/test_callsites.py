@@ -40,7 +40,8 @@ untrusted = session("untrusted", trusted=False)
 async def trace(client: JaxClient, target: str, **extra: Any) -> Any:
     rel, _, name = target.partition("::")
     params = {"textDocument": {"uri": client.uri(rel)}, "name": name, **extra}
-    return client.plain(await client.within(client.request("jaxlsp/trace", params), 180))
+    # an example runs a whole test up to the call: more than JaxClient.request's 10 s on a busy machine
+    return client.plain(await within(client.protocol.send_request_async("jaxlsp/trace", params), 300))
 
 
 async def test_the_lens_traces_a_complete_static_call_site(trusted: JaxClient) -> None:
