@@ -933,12 +933,13 @@ class CallSiteFinder(Evaluator):
                 defined = _header_name(file.lines[st.header]) if file.defines(i) else None
                 if (defined is not None and (file.path, defined) in seen) or (file.path, i) in aliases:
                     continue
-                if defined is None and not is_test_file(file.path) and not any(_called(w).search(text) for w in words):
-                    continue  # a top-level statement that only names it does not run it
                 if defined is not None and not is_test_file(file.path):
                     parents.append((file.path, defined))
                     continue
                 kind, example = self.example_of(file, self._test_owner(file, i, defined, words), defined is None)
+                if kind == "module" and not any(_called(w).search(text) for w in words):
+                    continue  # a module's statement that only names it does not run it (a script's may:
+                    # app.run(main))
                 if example is not None:
                     out.append(CallSite(file.path, st.header + 1, kind, example, static=False, via="uses it here"))
         if depth < MAX_PARENT_DEPTH:

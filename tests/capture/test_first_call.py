@@ -115,7 +115,7 @@ def test_an_example_that_never_reaches_the_target(repo: Path) -> None:
     assert not result["ok"]
     assert result["error"]["kind"] == "example"
     assert result["error"]["message"].startswith(
-        "running tests/test_models.py::test_never_reaches finished without calling unreachable"
+        "running tests/test_models.py::test_never_reaches finished without calling unreachable (pytest: 1 test(s): 1 passed)"
     )
 
 

@@ -578,13 +578,28 @@ class _Reporter:
         self.hook = hook
         self.failures: list[tuple[str, str, BaseException | None, str]] = []  # (node id, phase, exception, text)
         self.collected = 0
+        self.outcomes: dict[str, int] = {}
+        self.skip_reason = ""
 
     def pytest_collectreport(self, report: Any) -> None:
         if report.failed:
             self.failures.append((report.nodeid or "collection", "collect", None, str(report.longreprtext)))
 
-    def pytest_collection_modifyitems(self, items: list[Any]) -> None:
-        self.collected = len(items)
+    def pytest_collection_finish(self, session: Any) -> None:
+        self.collected = len(session.items)  # after -k deselected the others
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        if report.when == "call" or (report.when == "setup" and report.skipped):
+            self.outcomes[report.outcome] = self.outcomes.get(report.outcome, 0) + 1
+            if report.skipped and not self.skip_reason:
+                reason = report.longrepr[-1] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+                self.skip_reason = str(reason).removeprefix("Skipped: ")
+
+    def summary(self) -> str:
+        """``2 test(s): 1 passed, 1 skipped (why)``: what the run did instead of calling the target."""
+        counts = ", ".join(f"{n} {outcome}" for outcome, n in sorted(self.outcomes.items()))
+        why = f" ({self.skip_reason})" if self.skip_reason else ""
+        return f"{self.collected} test(s): {counts or 'none ran'}{why}"
 
     def pytest_runtest_makereport(self, item: Any, call: Any) -> None:
         import pytest
@@ -647,7 +662,7 @@ def _run_pytest(example: dict[str, Any], hook: Hook, root: str) -> tuple[str, Ba
         return "failed", None, f"{where}: {text.strip().splitlines()[-1] if text.strip() else ''}"
     if reporter.collected == 0:
         return "finished", None, f" (pytest collected no test; exit status {int(status)})"
-    return "finished", None, f" (pytest: {reporter.collected} test(s) ran, exit status {int(status)})"
+    return "finished", None, f" (pytest: {reporter.summary()})"
 
 
 def frame_of(exc: BaseException, workspace: Workspace) -> dict[str, Any] | None:
