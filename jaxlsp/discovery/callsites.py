@@ -25,15 +25,11 @@ for imports, and parse trees are kept only in a bounded cache.
 
 from __future__ import annotations
 
-import functools
-import io
-import os
 import re
-import tokenize
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import libcst as cst
 
@@ -45,7 +41,6 @@ from jaxlsp.discovery.literals import (
     Bound,
     Built,
     Evaluator,
-    Key,
     Lit,
     Map,
     Partial,
@@ -54,113 +49,25 @@ from jaxlsp.discovery.literals import (
     Unknown,
     Value,
     Wrapped,
-    elements,
-    ref_text,
 )
 from jaxlsp.discovery.model import Entrypoint
 from jaxlsp.discovery.namespaces import ParseCache, Scope, SourceFile, module_value, names_in
+from jaxlsp.discovery.reach import MAX_PARENT_DEPTH, Reach, imports_only, uses_names
+from jaxlsp.discovery.sites import (
+    CallSite,
+    Missing,
+    SiteKind,
+    SiteTarget,
+    dedupe,
+    is_test_file,
+    relative,
+)
+from jaxlsp.discovery.sitespecs import SpecWriter
 
-SiteKind = Literal["test", "script", "module"]
-KIND_RANK = {"test": 0, "script": 1, "module": 2}
-_TEST_FILE = re.compile(r"(?:test_.*|.*_test)\.py")
-_SCRIPT_DIRS = frozenset({"examples", "example", "scripts", "script", "demos", "demo", "tutorials", "notebooks"})
 _INIT_LIKE = frozenset({"init", "init_with_output", "tabulate", "lazy_init"})
 _FILLED_BY_WORKER = {"nnx": "rngs", "equinox": "key"}
-_WIDE = frozenset({"float64", "int64"})
-_RECIPE_DTYPES = frozenset({
-    "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool", "complex64",
-})  # fmt: skip
-_PURE_LIBRARIES = frozenset({"jax", "flax", "optax", "equinox", "functools", "operator", "math"})
 _NOT_CALLS = frozenset({"replace", "tree_flatten"})  # methods of module instances that do not run the model
-MAX_PARENT_DEPTH = 4  # ResNetBlock <- ResNet <- create_model <- train_and_evaluate <- a test
 MAX_SITES = 64
-
-
-@dataclass(frozen=True, slots=True)
-class Missing:
-    """What a partial site could not tell: ``where`` in the profile (``inputs.args[0]``), and why."""
-
-    where: str
-    why: str
-
-    def to_json(self) -> dict[str, str]:
-        return {"where": self.where, "why": self.why}
-
-
-@dataclass(frozen=True, slots=True)
-class CallSite:
-    path: Path  # the file of the call (or of the construction when nothing calls it)
-    line: int  # 1-based
-    kind: SiteKind
-    example: str | None  # the runnable example, relative to the root: ``tests/t.py::test_x``, ``train.py``
-    static: bool  # False: only a run of the example shows the inputs
-    init: dict[str, Any] | None = None  # constructor arguments {args, kwargs} as input specs
-    inputs: dict[str, Any] | None = None  # call arguments {args, kwargs}
-    extra: dict[str, Any] = field(default_factory=dict)  # other profile keys: rngs, mutable, method, x64
-    missing: tuple[Missing, ...] = ()
-    via: str | None = None  # how the target is reached: "ResNet18 (models.py:40)", "passed to ResNet"
-    elements: int = 0  # array elements in all, for ranking
-
-    @property
-    def complete(self) -> bool:
-        return self.static and not self.missing and self.inputs is not None
-
-    def rank(self) -> tuple[int, int, int, int, int, int, int, str, int]:
-        return (
-            0 if self.complete else 1,
-            KIND_RANK[self.kind],
-            0 if self.static else 1,
-            0 if self.example is None or "::" in self.example else 1,  # one test before a whole file
-            len(self.missing),
-            1 if self.extra.get("mutable") is True else 0,  # an init call: apply's are what runs later
-            self.elements,
-            str(self.path),
-            self.line,
-        )
-
-    def where(self, root: Path) -> str:
-        return f"{_relative(self.path, root)}:{self.line}"
-
-    def to_json(self, root: Path) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "path": _relative(self.path, root),
-            "line": self.line,
-            "kind": self.kind,
-            "example": self.example,
-            "static": self.static,
-            "complete": self.complete,
-            "missing": [m.to_json() for m in self.missing],
-        }
-        if self.init is not None:
-            out["init"] = self.init
-        if self.inputs is not None:
-            out["inputs"] = self.inputs
-        if self.extra:
-            out["extra"] = self.extra
-        if self.via:
-            out["via"] = self.via
-        return out
-
-
-def _relative(path: Path, root: Path) -> str:
-    try:
-        return path.relative_to(root).as_posix()
-    except ValueError:
-        return os.path.relpath(path, root).replace(os.sep, "/")
-
-
-@dataclass(frozen=True, slots=True)
-class _Target:
-    path: Path
-    name: str  # as discovery names it: ``MLP``, ``Outer.Inner``, ``VAE.encode``
-    kind: str
-    cls: str | None  # the class of a method target, or of a module target
-    method: str | None  # a method target's method
-    fields: tuple[Any, ...] = ()
-
-    @property
-    def word(self) -> str:
-        return self.name.split(".", 1)[0]
 
 
 class CallSiteFinder(Evaluator):
@@ -171,6 +78,8 @@ class CallSiteFinder(Evaluator):
         self.classifier = classifier or Classifier(index)
         self.root = root.resolve()
         self.cache = ParseCache()
+        self.specs = SpecWriter(index)
+        self.reach = Reach(index, self.root)
         self._files: dict[Path, tuple[tuple[int, int], SourceFile]] = {}
         self._open_paths: frozenset[Path] = frozenset()
 
@@ -265,24 +174,24 @@ class CallSiteFinder(Evaluator):
     def find(self, entry: Entrypoint) -> list[CallSite]:
         """The ranked call sites of ``entry`` (at most :data:`MAX_SITES`)."""
         self._memo: dict[tuple[Path, str], list[CallSite]] = {}  # one search: parents are shared
-        self._memo_reached: dict[tuple[Path, str], list[CallSite]] = {}
+        self.reach.memo = {}
         self._values = {}
         try:
             return self._find(self._target(entry), 0, set(), self.files())
         finally:
             self._values = None
 
-    def _target(self, entry: Entrypoint) -> _Target:
+    def _target(self, entry: Entrypoint) -> SiteTarget:
         name = entry.name
         head, _, last = name.rpartition(".")
         if head and not last[:1].isupper() and entry.kind == "function":
-            return _Target(entry.path.resolve(), name, entry.kind, head, last, entry.fields)
+            return SiteTarget(entry.path.resolve(), name, entry.kind, head, last, entry.fields)
         if entry.kind != "function":
-            return _Target(entry.path.resolve(), name, entry.kind, name, None, entry.fields)
-        return _Target(entry.path.resolve(), name, entry.kind, None, None, entry.fields)
+            return SiteTarget(entry.path.resolve(), name, entry.kind, name, None, entry.fields)
+        return SiteTarget(entry.path.resolve(), name, entry.kind, None, None, entry.fields)
 
     def _find(
-        self, target: _Target, depth: int, seen: set[tuple[Path, str]], files: list[SourceFile]
+        self, target: SiteTarget, depth: int, seen: set[tuple[Path, str]], files: list[SourceFile]
     ) -> list[CallSite]:
         key = (target.path, target.name)
         if key in self._memo:
@@ -294,7 +203,7 @@ class CallSiteFinder(Evaluator):
         return found
 
     def _search(
-        self, target: _Target, depth: int, seen: set[tuple[Path, str]], files: list[SourceFile]
+        self, target: SiteTarget, depth: int, seen: set[tuple[Path, str]], files: list[SourceFile]
     ) -> list[CallSite]:
         words = self._aliases(target, files)
         sites: list[CallSite] = []
@@ -309,13 +218,13 @@ class CallSiteFinder(Evaluator):
                 if not (names & file.words_of(i)):
                     continue
                 text = file.text_of(i)
-                if _imports_only(text):
+                if imports_only(text):
                     continue
                 if file.defines(i):
-                    if _uses_names(text, words):
+                    if uses_names(text, words):
                         mentioned.append((file, i))
                         sites.extend(self._sites_in(target, file, [i], words, parents))
-                elif _uses_names(text, names):
+                elif uses_names(text, names):
                     top_level.append(i)
                     mentioned.append((file, i))
                     # names bound here follow the target into later statements (``y = model(x)``)
@@ -324,10 +233,10 @@ class CallSiteFinder(Evaluator):
                 sites.extend(self._sites_in(target, file, top_level, words, parents))
         if depth < MAX_PARENT_DEPTH:
             sites.extend(self._inherited(target, mentioned, parents, depth, seen, files))
-        sites.extend(self._importing_tests(target, files, sites))
-        return _dedupe(sorted(sites, key=CallSite.rank))[:MAX_SITES]
+        sites.extend(self.reach.importing_tests(target, files, sites))
+        return dedupe(sorted(sites, key=CallSite.rank))[:MAX_SITES]
 
-    def _aliases(self, target: _Target, files: list[SourceFile]) -> set[str]:
+    def _aliases(self, target: SiteTarget, files: list[SourceFile]) -> set[str]:
         """The target's name and the top-level names bound to it or to a partial of it
         (``ResNet18 = partial(ResNet, ...)``, ``Model = ResNet``), wherever they are."""
         words = {target.word}
@@ -350,10 +259,10 @@ class CallSiteFinder(Evaluator):
                 break
         return words
 
-    def _is_target(self, value: Value, target: _Target) -> bool:
+    def _is_target(self, value: Value, target: SiteTarget) -> bool:
         return isinstance(value, Ref) and value.same(target.path, target.cls or target.name)
 
-    def _construction(self, value: Value, target: _Target) -> Built | None:
+    def _construction(self, value: Value, target: SiteTarget) -> Built | None:
         """``value`` as an instance of the target class (through partials), else None."""
         if isinstance(value, Built):
             callee = value.callee
@@ -364,7 +273,7 @@ class CallSiteFinder(Evaluator):
         return None
 
     def _sites_in(
-        self, target: _Target, file: SourceFile, indexes: list[int], words: set[str], parents: list[tuple[Ref, str]]
+        self, target: SiteTarget, file: SourceFile, indexes: list[int], words: set[str], parents: list[tuple[Ref, str]]
     ) -> Iterator[CallSite]:
         """Static sites in the statements ``indexes`` (one definition, or top-level statements),
         and a dynamic one for each runnable example there that uses the target without a complete
@@ -405,7 +314,7 @@ class CallSiteFinder(Evaluator):
                     continue
                 parent = self._passed_to(value, target)
                 if parent is not None:
-                    parents.append((parent, f"{_relative(file.path, self.root)}:{call.line}"))
+                    parents.append((parent, f"{relative(file.path, self.root)}:{call.line}"))
                 if parent is not None or self._involves(value, target):
                     first_use = call.line if first_use is None else first_use  # passed on, wrapped...
             for built, line in constructions:
@@ -421,7 +330,7 @@ class CallSiteFinder(Evaluator):
                 if example is not None and not _defines_target(file, indexes[0], target):
                     yield CallSite(file.path, first_use, kind, example, static=False, via="uses it here")
 
-    def _passed_to(self, value: Value, target: _Target) -> Ref | None:
+    def _passed_to(self, value: Value, target: SiteTarget) -> Ref | None:
         """The workspace callable that ``value`` (a call's result) hands the target to as an
         argument (``ResNet(block_cls=Block)``, ``partial(ResNet, block_cls=Block)``), if any."""
         callee: Value = value
@@ -433,7 +342,7 @@ class CallSiteFinder(Evaluator):
             return None
         return callee if any(self._holds(a, target) for a in args) else None
 
-    def _refers(self, file: SourceFile, index: int, target: _Target) -> bool:
+    def _refers(self, file: SourceFile, index: int, target: SiteTarget) -> bool:
         """Whether the definition ``index`` really uses the target: a call in it involves the
         target, or (a class) a field's default is it (``block_cls: ModuleDef = ResNetBlock``)."""
         for scope in file.scopes_of(index):
@@ -452,7 +361,7 @@ class CallSiteFinder(Evaluator):
                         return True
         return False
 
-    def _involves(self, value: Value, target: _Target, depth: int = 0) -> bool:
+    def _involves(self, value: Value, target: SiteTarget, depth: int = 0) -> bool:
         """Whether running ``value`` (a call's result) may run the target: it is the target, made
         from it, wraps it, or was given it (``jax.lax.scan(f, ...)``, ``train(model)``)."""
         if depth > 8:
@@ -477,13 +386,13 @@ class CallSiteFinder(Evaluator):
             return False
         return any(self._involves(part, target, depth + 1) for part in parts)
 
-    def _result_of_target(self, value: Built, target: _Target) -> bool:
+    def _result_of_target(self, value: Built, target: SiteTarget) -> bool:
         callee = value.callee
         while isinstance(callee, (Partial, Wrapped)):
             callee = callee.func if isinstance(callee, Partial) else callee.inner
         return self._is_target(callee, target)
 
-    def _holds(self, value: Value, target: _Target, depth: int = 0) -> bool:
+    def _holds(self, value: Value, target: SiteTarget, depth: int = 0) -> bool:
         if depth > 8:
             return False
         if self._is_target(value, target):
@@ -522,7 +431,7 @@ class CallSiteFinder(Evaluator):
         return names
 
     def _call_site(
-        self, target: _Target, scope: Scope, call: cst.Call, order: int, line: int
+        self, target: SiteTarget, scope: Scope, call: cst.Call, order: int, line: int
     ) -> tuple[CallSite, Built | None] | None:
         """The site made by ``call`` when it calls the target (or an instance of it)."""
         callee = self.value(call.func, scope, order)
@@ -604,7 +513,7 @@ class CallSiteFinder(Evaluator):
     # -- sites -------------------------------------------------------------------------------------------
     def _site(
         self,
-        target: _Target,
+        target: SiteTarget,
         scope: Scope,
         line: int,
         built: Built | None,
@@ -664,7 +573,9 @@ class CallSiteFinder(Evaluator):
             elements=count,
         )
 
-    def _init_arguments(self, built: Built, target: _Target) -> tuple[list[Value], list[tuple[str, Value]], str | None]:
+    def _init_arguments(
+        self, built: Built, target: SiteTarget
+    ) -> tuple[list[Value], list[tuple[str, Value]], str | None]:
         """The constructor's arguments (partials merged), without what the worker fills."""
         args: list[Value] = []
         kwargs: dict[str, Value] = {}
@@ -691,7 +602,7 @@ class CallSiteFinder(Evaluator):
         out: list[Any] = []
         count, wide = 0, False
         for i, v in enumerate(values):
-            spec = self.spec(v)
+            spec = self.specs.spec(v)
             if isinstance(spec, Unknown):
                 missing.append(Missing(f"{where}[{i}]", spec.why))
                 out.append({"kind": "array"})
@@ -707,7 +618,7 @@ class CallSiteFinder(Evaluator):
         out: dict[str, Any] = {}
         count, wide = 0, False
         for k, v in values:
-            spec = self.spec(v)
+            spec = self.specs.spec(v)
             if isinstance(spec, Unknown):
                 missing.append(Missing(f"{where}.{k}", spec.why))
                 out[k] = {"kind": "array"}
@@ -717,159 +628,13 @@ class CallSiteFinder(Evaluator):
             wide = wide or spec[2]
         return out, count, wide
 
-    def spec(self, value: Value, depth: int = 0) -> tuple[Any, int, bool] | Unknown:
-        """``value`` as a recipe input spec: ``(spec, array elements, 64-bit)``, or why it cannot be."""
-        if depth > 12:
-            return Unknown("nested too deeply")
-        if isinstance(value, Lit):
-            if value.value is None:
-                return {"kind": "none"}, 0, False
-            if isinstance(value.value, float) and (value.value != value.value or abs(value.value) == float("inf")):
-                return Unknown("a number that is not finite")
-            return value.value, 0, False
-        if isinstance(value, Arr):
-            if value.dtype not in _RECIPE_DTYPES:
-                return Unknown(f"dtype {value.dtype} cannot be written in a recipe")
-            arr: dict[str, Any] = {"kind": "array", "shape": list(value.shape)}
-            if value.dtype != "float32":
-                arr["dtype"] = value.dtype
-            gen = dict(value.generator)
-            if gen and _generator_fits(gen, value.dtype):
-                arr["generator"] = gen
-            return arr, elements(value.shape), value.dtype in _WIDE
-        if isinstance(value, Key):
-            return ({"kind": "key", "seed": value.seed} if value.seed is not None else {"kind": "key"}), 0, False
-        if isinstance(value, Seq):
-            items: list[Any] = []
-            count, wide = 0, False
-            for item in value.items:
-                got = self.spec(item, depth + 1)
-                if isinstance(got, Unknown):
-                    return got
-                items.append(got[0])
-                count, wide = count + got[1], wide or got[2]
-            return items, count, wide
-        if isinstance(value, Map):
-            table: dict[str, Any] = {}
-            count, wide = 0, False
-            for k, item in value.items:
-                if k in ("kind", "ref"):
-                    return Unknown(f"a dict with a {k!r} key reads as an input spec")
-                got = self.spec(item, depth + 1)
-                if isinstance(got, Unknown):
-                    return got
-                table[k] = got[0]
-                count, wide = count + got[1], wide or got[2]
-            return table, count, wide
-        if isinstance(value, Ref):
-            if value.name == "":
-                return Unknown(f"the module {value.qual} as a value")
-            if not self._writable(value):
-                return Unknown(f"{value.qual}: its module's name is not a Python name")
-            if not _importable(value.name if value.path is not None else value.qual):
-                return Unknown(
-                    f"{value.qual.rsplit('.', 2)[-2:][0]}.{value.qual.rsplit('.', 1)[-1]}: an attribute of an object"
-                )
-            return {"ref": self.ref(value)}, 0, False
-        if isinstance(value, Partial):
-            return self._ref_call("functools:partial", [value.func, *value.args], list(value.kwargs), depth)
-        if isinstance(value, Built):
-            callee = value.callee
-            if not isinstance(callee, Ref):
-                if isinstance(callee, Partial):
-                    return self._ref_call("functools:partial", [callee.func, *callee.args], list(callee.kwargs), depth)
-                return Unknown(f"the result of a call at line {value.line}")
-            if not self._constructible(callee) or not self._writable(callee):
-                return Unknown(f"the result of {callee.qual.rpartition('.')[2]}(...) at line {value.line}")
-            kwargs = list(value.kwargs)
-            kwargs += self._defaults(callee, len(value.args), {k for k, _ in kwargs})
-            return self._ref_call(self.ref(callee), list(value.args), kwargs, depth)
-        if isinstance(value, Unknown):
-            return value
-        return Unknown("a value that is not a literal")
-
-    def _ref_call(
-        self, ref: str, args: list[Value], kwargs: list[tuple[str, Value]], depth: int
-    ) -> tuple[Any, int, bool] | Unknown:
-        out: dict[str, Any] = {"ref": ref}
-        count, wide = 0, False
-        if args:
-            items = self.spec(Seq(tuple(args)), depth + 1)
-            if isinstance(items, Unknown):
-                return items
-            out["args"], count, wide = items[0], items[1], items[2]
-        if kwargs or not args:
-            table = self.spec(Map(tuple(kwargs)), depth + 1)
-            if isinstance(table, Unknown):
-                return table
-            out["kwargs"] = table[0]
-            count, wide = count + table[1], wide or table[2]
-        return out, count, wide
-
-    def _constructible(self, callee: Ref) -> bool:
-        """Whether a recipe may call ``callee`` to rebuild a value: a class (a config, a module, an
-        RNG container), or a function of JAX's own libraries; never a workspace function or
-        another library's, which may load data or do any amount of work."""
-        last = (callee.name or callee.qual).rpartition(".")[2]
-        if callee.path is not None:
-            fs = self.index.summary(callee.path)
-            return fs is not None and (callee.name or "").split(".", 1)[0] in fs.classes
-        return last[:1].isupper() or callee.qual.split(".", 1)[0] in _PURE_LIBRARIES
-
-    def ref(self, value: Ref) -> str:
-        if value.path is not None and value.name is not None:
-            return f"{self.index.modules.module_name(value.path)}:{value.name}"
-        return ref_text(value.qual)
-
-    def _writable(self, value: Ref) -> bool:
-        """A ``ref`` recipes accept: dotted Python names (``02_toy.py`` cannot be imported by name)."""
-        module, _, name = self.ref(value).partition(":")
-        return all(p.isidentifier() for p in (*module.split("."), *name.split(".")))
-
-    def _defaults(self, callee: Ref, positional: int, given: set[str]) -> list[tuple[str, Value]]:
-        """Literal defaults of a workspace dataclass's fields that the call leaves out (a config
-        object shows all of its values, as a proposal does)."""
-        if callee.path is None or callee.name is None or "." in callee.name:
-            return []
-        fs = self.index.summary(callee.path)
-        found = fs.classes.get(callee.name) if fs is not None else None
-        if found is None:
-            return []
-        cls = found[1]
-        decorated = any(d.callee and d.callee.split(".")[-1] in ("dataclass", "struct") for d in cls.decorators)
-        if not decorated and not any(b.split(".")[-1] in ("NamedTuple", "PyTreeNode", "Struct") for b in cls.bases):
-            return []
-        out: list[tuple[str, Value]] = []
-        for i, f in enumerate(cls.linen_fields):
-            if i < positional or f.name in given or f.default is None:
-                continue
-            value = _literal_default(f.default)
-            if value is not None:
-                out.append((f.name, value))
-        return out
-
     # -- examples ----------------------------------------------------------------------------------------
     def _example(self, scope: Scope) -> tuple[SiteKind, str | None]:
-        return self.example_of(scope.file, scope.owner, scope.is_module)
-
-    def example_of(self, file: SourceFile, owner: str, top_level: bool) -> tuple[SiteKind, str | None]:
-        """The kind of example a scope belongs to, and the example to run to reach it."""
-        rel = _relative(file.path, self.root)
-        if is_test_file(file.path):
-            if file.path.name == "conftest.py":
-                return "test", _relative(file.path.parent, self.root)
-            parts = owner.split(".") if owner else []
-            if parts and parts[-1].startswith("test") and len(parts) <= 2:
-                return "test", rel + "::" + "::".join(parts)
-            return "test", rel
-        folders = file.path.relative_to(self.root).parts[:-1] if file.path.is_relative_to(self.root) else ()
-        if file.main_guard or any(p in _SCRIPT_DIRS for p in folders):
-            return "script", rel
-        return "module", rel if top_level else None
+        return self.reach.example_of(scope.file, scope.owner, scope.is_module)
 
     def _inherited(
         self,
-        target: _Target,
+        target: SiteTarget,
         mentioned: list[tuple[SourceFile, int]],
         passed: list[tuple[Ref, str]],
         depth: int,
@@ -886,218 +651,32 @@ class CallSiteFinder(Evaluator):
             parsed = file.parsed(i)
             name = _defined_name(parsed.node) if parsed is not None else None
             if name is not None and (file.path, name) != (target.path, target.word) and self._refers(file, i, target):
-                parents.append((file.path, name, f"{_relative(file.path, self.root)}:{file.statements[i].header + 1}"))
+                parents.append((file.path, name, f"{relative(file.path, self.root)}:{file.statements[i].header + 1}"))
         for ref, where in passed:
             if ref.path is not None and ref.name is not None:
                 parents.append((ref.path, ref.name.split(".", 1)[0], f"passed to it at {where}"))
         done: set[str] = set()
         for path, name, where in parents:
-            for site in self._reached(path, name, depth + 1, files, {(target.path, target.word)}):
+            for site in self.reach.reached(path, name, depth + 1, files, {(target.path, target.word)}):
                 if site.example is None or site.example in done:
                     continue
                 done.add(site.example)
                 yield replace(site, via=f"through {name} ({where})")
 
-    def _reached(
-        self, path: Path, name: str, depth: int, files: list[SourceFile], seen: set[tuple[Path, str]]
-    ) -> list[CallSite]:
-        """The runnable examples that use ``name`` (defined in ``path``), directly or through
-        definitions that use it, up to :data:`MAX_PARENT_DEPTH`: read from the code's names alone
-        (no values are worked out: a run will show whether the example really reaches it)."""
-        key = (path, name)
-        if key in self._memo_reached:
-            return self._memo_reached[key]
-        self._memo_reached[key] = []
-        seen = seen | {key}
-        words = {name}
-        aliases: set[tuple[Path, int]] = set()
-        for file in files:  # top-level aliases: ResNet18 = partial(ResNet, ...), Model = ResNet
-            if name in file.words and not is_test_file(file.path):
-                for alias, indexes in file.assigned().items():
-                    for i in indexes:
-                        if name in file.words_of(i) and _alias_of(file.text_of(i), alias, name):
-                            words.add(alias)
-                            aliases.add((file.path, i))
-        out: list[CallSite] = []
-        parents: list[tuple[Path, str]] = []
-        module = self.index.modules.module_name(path)
-        for file in files:
-            if not words & file.words or not self._sees(file, path, module):
-                continue
-            for i, st in enumerate(file.statements):
-                if not (words & file.words_of(i)):
-                    continue
-                text = file.text_of(i)
-                if _imports_only(text) or not _uses_names(text, words):
-                    continue
-                defined = _header_name(file.lines[st.header]) if file.defines(i) else None
-                if (defined is not None and (file.path, defined) in seen) or (file.path, i) in aliases:
-                    continue
-                if defined is not None and not is_test_file(file.path):
-                    parents.append((file.path, defined))
-                    continue
-                kind, example = self.example_of(file, self._test_owner(file, i, defined, words), defined is None)
-                if kind == "module" and not any(_called(w).search(text) for w in words):
-                    continue  # a module's statement that only names it does not run it (a script's may:
-                    # app.run(main))
-                if example is not None:
-                    out.append(CallSite(file.path, st.header + 1, kind, example, static=False, via="uses it here"))
-        if depth < MAX_PARENT_DEPTH:
-            for parent_path, parent in parents:
-                for site in self._reached(parent_path, parent, depth + 1, files, seen):
-                    out.append(replace(site, via=f"through {parent} ({_relative(parent_path, self.root)})"))
-        out = _dedupe(sorted(out, key=CallSite.rank))
-        self._memo_reached[key] = out
-        return out
-
-    def _sees(self, file: SourceFile, path: Path, module: str) -> bool:
-        """Whether ``file`` can name what ``path`` defines: it is that file, or imports its
-        module (or something from it); a file of the same folder defining its own ``Linear``
-        does not."""
-        if file.path == path:
-            return True
-        fs = file.summary
-        if fs is None:
-            return True
-        top = module.split(".", 1)[0]  # a package may re-export it: anything from the package counts
-        if top not in file.words and module.rsplit(".", 1)[-1] not in file.words:
-            return False
-        for b in (*(b for found in fs.bindings.values() for b in found), *fs.stars):
-            if b.how in ("import", "from", "star"):
-                absolute = self.index.modules.absolute(file.path, b.target, b.level)
-                if absolute == top or absolute.startswith(top + "."):
-                    return True
-        return False
-
-    def _test_owner(self, file: SourceFile, index: int, defined: str | None, words: set[str]) -> str:
-        """The test that statement ``index`` of a test file is: ``test_x``, ``TestX.test_y``
-        (the first test method of a class whose body uses a word; read from the lines, not
-        parsed), else the whole file."""
-        if defined is None or not is_test_file(file.path):
-            return ""
-        if defined.startswith("test"):
-            return defined
-        st = file.statements[index]
-        method: str | None = None
-        for line in file.lines[st.header + 1 : st.end + 1]:
-            found = _HEADER.match(line)
-            if found is not None and "class" not in line.split("(")[0]:
-                method = found.group(1)
-            elif method and method.startswith("test") and _uses_names(line, words):
-                return f"{defined}.{method}"
-        return ""
-
-    def _entry(self, path: Path, name: str) -> _Target | None:
+    def _entry(self, path: Path, name: str) -> SiteTarget | None:
         found = self.classifier.discover(path)
         for e in (*found.entrypoints, *found.drivers):
             if e.name == name:
                 return self._target(e)
-        return _Target(path, name, "function", None, None)
-
-    def _importing_tests(self, target: _Target, files: list[SourceFile], sites: list[CallSite]) -> Iterator[CallSite]:
-        """Test files that import the target's module, when nothing else reaches the target."""
-        if any(s.example for s in sites):
-            return
-        module = self.index.modules.module_name(target.path)
-        stem = module.rsplit(".", 1)[-1]
-        for file in files:
-            if not is_test_file(file.path) or stem not in file.words:
-                continue
-            fs = file.summary
-            if fs is None:
-                continue
-            for bindings in fs.bindings.values():
-                hit = False
-                for b in bindings:
-                    if b.how not in ("import", "from"):
-                        continue
-                    absolute = self.index.modules.absolute(file.path, b.target, b.level)
-                    if absolute == module or absolute.startswith(module + "."):
-                        hit = True
-                        break
-                if hit:
-                    yield CallSite(
-                        file.path, b.line + 1, "test", _relative(file.path, self.root), static=False,
-                        via=f"imports {module}",
-                    )  # fmt: skip
-                    break
+        return SiteTarget(path, name, "function", None, None)
 
 
-def is_test_file(path: Path) -> bool:
-    """pytest's default test files (``test_*.py``, ``*_test.py``) and ``conftest.py``."""
-    return bool(_TEST_FILE.fullmatch(path.name)) or path.name == "conftest.py"
-
-
-@functools.lru_cache(maxsize=4096)
-def _word(word: str) -> re.Pattern[str]:
-    return re.compile(rf"\b{re.escape(word)}\b")
-
-
-@functools.lru_cache(maxsize=4096)
-def _called(word: str) -> re.Pattern[str]:
-    return re.compile(rf"\b{re.escape(word)}\s*\(")
-
-
-def _mentions(text: str, words: Iterable[str]) -> bool:
-    return any(_word(w).search(text) for w in words)
-
-
-@functools.lru_cache(maxsize=4096)
-def _names_in_code(text: str) -> frozenset[str] | None:
-    """The names a statement uses as code, not in strings or comments. None when the text does
-    not tokenize (then a plain search decides)."""
-    try:
-        tokens = tokenize.generate_tokens(io.StringIO(text).readline)
-        return frozenset(t.string for t in tokens if t.type == tokenize.NAME)
-    except (tokenize.TokenError, IndentationError, SyntaxError):
-        return None
-
-
-def _uses_names(text: str, words: Iterable[str]) -> bool:
-    """Whether the statement ``text`` uses one of ``words`` as a name in its code."""
-    names = _names_in_code(text)
-    return _mentions(text, words) if names is None else any(w in names for w in words)
-
-
-def _defines_target(file: SourceFile, index: int, target: _Target) -> bool:
+def _defines_target(file: SourceFile, index: int, target: SiteTarget) -> bool:
     """Whether statement ``index`` is the target's own definition (its body uses its name)."""
     if file.path != target.path or not file.defines(index):
         return False
     header = file.lines[file.statements[index].header]
     return re.search(rf"\b(?:def|class)\s+{re.escape(target.word)}\b", header) is not None
-
-
-def _imports_only(text: str) -> bool:
-    return text.lstrip().startswith(("import ", "from "))
-
-
-def _importable(dotted: str | None) -> bool:
-    """Whether a name can be a recipe ``ref``: module attributes, classes nested in classes, enum
-    members (``mod.Enum.MEMBER``), never an attribute of an object (``FLAGS.config``, ``cfg.dim``):
-    once a part is capitalised, every later part must be too."""
-    capitalised = False
-    for part in (dotted or "").split("."):
-        if capitalised and not part[:1].isupper():
-            return False
-        capitalised = capitalised or part[:1].isupper()
-    return True
-
-
-_HEADER = re.compile(r"\s*(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)")
-
-
-def _alias_of(text: str, alias: str, name: str) -> bool:
-    """Whether the top-level statement ``text`` binds ``alias`` to ``name`` or a partial of it."""
-    head = rf"\s*{re.escape(alias)}\s*(?::[^=]*)?=\s*"
-    target = rf"(?:\w+\.)*{re.escape(name)}"
-    plain = re.match(rf"{head}{target}\s*(?:#.*)?$", text.strip("\n"))
-    partial = re.match(rf"{head}(?:functools\.)?partial\(\s*{target}\s*[,)]", text)
-    return plain is not None or partial is not None
-
-
-def _header_name(line: str) -> str | None:
-    found = _HEADER.match(line)
-    return found.group(1) if found else None
 
 
 def _class_body(node: cst.ClassDef) -> list[cst.BaseStatement]:
@@ -1138,52 +717,3 @@ def _unmapped(value: Value) -> Value:
     if isinstance(value, Map):
         return Map(tuple((k, _unmapped(v)) for k, v in value.items))
     return value
-
-
-def _generator_fits(gen: dict[str, Any], dtype: str) -> bool:
-    kind = gen.get("kind")
-    floating = dtype in ("float16", "bfloat16", "float32", "float64")
-    if kind in ("normal", "uniform"):
-        return floating
-    if kind == "randint":
-        return dtype.startswith(("int", "uint")) and "low" in gen and "high" in gen and gen["high"] > gen["low"]
-    if kind == "arange":
-        return dtype != "bool"
-    if kind == "full":
-        value = gen.get("value")
-        if dtype == "bool":
-            return isinstance(value, bool)
-        if dtype.startswith(("int", "uint")):
-            return isinstance(value, int) and not isinstance(value, bool)
-        return not isinstance(value, bool)
-    return kind in ("zeros", "ones")
-
-
-def _literal_default(text: str) -> Value | None:
-    import ast
-
-    try:
-        value = ast.literal_eval(text)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return None
-    if isinstance(value, (bool, int, float, str)):
-        return Lit(value)
-    if isinstance(value, (tuple, list)) and all(isinstance(v, (bool, int, float, str)) for v in value):
-        return Seq(tuple(Lit(v) for v in value))
-    return None
-
-
-def _dedupe(sites: list[CallSite]) -> list[CallSite]:
-    """One site per profile and example; no dynamic entry for an example a complete site covers."""
-    out: list[CallSite] = []
-    seen: set[tuple[Any, ...]] = set()
-    covered = {s.example for s in sites if s.complete}
-    for s in sites:
-        if not s.static and s.example in covered:
-            continue
-        key = (s.example, s.static, repr(s.init), repr(s.inputs), repr(s.extra)) if s.static else (s.example, s.static)
-        if key in seen:
-            continue
-        seen.add(key)
-        out.append(s)
-    return out

@@ -25,8 +25,8 @@ from jaxlsp.recipes.model import NeedsInput, Selected
 from jaxlsp.recipes.recipe import resolve_table
 
 if TYPE_CHECKING:
-    from jaxlsp.discovery.callsites import CallSite
     from jaxlsp.discovery.model import Entrypoint
+    from jaxlsp.discovery.sites import CallSite
     from jaxlsp.discovery.summary import SetupField
 
 _FILLED_BY_WORKER = {"nnx": "rngs", "equinox": "key"}  # constructor parameters the worker fills

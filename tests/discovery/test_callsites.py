@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from jaxlsp.discovery import Classifier, WorkspaceIndex
-from jaxlsp.discovery.callsites import CallSite, CallSiteFinder
+from jaxlsp.discovery.callsites import CallSiteFinder
 from jaxlsp.discovery.roots import project_root
+from jaxlsp.discovery.sites import CallSite
 
 REPO = Path(__file__).resolve().parents[1] / "workspaces" / "callsites_repo"
 
