@@ -378,7 +378,18 @@ def warm() -> None:
     import importlib
 
     versions()
-    for name in ("inputs", "loading", "targets", "build", "scopes", "jaxcompat", "limits"):
+    for name in (
+        "inputs",
+        "loading",
+        "targets",
+        "build",
+        "scopes",
+        "jaxcompat",
+        "limits",
+        "firstcall",
+        "runners",
+        "learned",
+    ):
         with contextlib.suppress(ImportError):
             importlib.import_module(f"jaxlsp.capture.worker.{name}")
     importlib.import_module("jaxlsp.graph.io")
