@@ -52,7 +52,7 @@ from jaxlsp.discovery.literals import (
 )
 from jaxlsp.discovery.model import Entrypoint
 from jaxlsp.discovery.namespaces import ParseCache, Scope, SourceFile, module_value, names_in
-from jaxlsp.discovery.reach import MAX_PARENT_DEPTH, Reach, imports_only, uses_names
+from jaxlsp.discovery.reach import MAX_PARENT_DEPTH, Reach, header_name, imports_only, uses_names
 from jaxlsp.discovery.sites import (
     CallSite,
     Missing,
@@ -505,10 +505,22 @@ class CallSiteFinder(Evaluator):
             if target.kind in ("nnx", "equinox") and not attr.startswith("_") and attr not in _NOT_CALLS:
                 if attr == "__call__":
                     return self._site(target, scope, line, built, (args, kwargs, maps), "call"), built
-                if target.method is None:
+                if target.method is None and self._defines_method(target, attr):
                     extra = {"method": attr}
                     return self._site(target, scope, line, built, (args, kwargs, maps), "call", extra), built
         return None
+
+    def _defines_method(self, target: SiteTarget, attr: str) -> bool:
+        """Whether the target class's own body defines ``attr`` (``model.encode(x)``), which the
+        library's methods (``model.eval()``, ``model.train()``, ``sow``...) are not."""
+        file = self.source(target.path)
+        if file is None:
+            return False
+        pattern = re.compile(rf"^\s+def\s+{re.escape(attr)}\s*\(", re.M)
+        for i in range(len(file.statements)):
+            if file.defines(i) and header_name(file.lines[file.statements[i].header]) == target.word:
+                return pattern.search(file.text_of(i)) is not None
+        return False
 
     # -- sites -------------------------------------------------------------------------------------------
     def _site(

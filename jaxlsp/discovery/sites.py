@@ -50,7 +50,7 @@ class CallSite:
     def complete(self) -> bool:
         return self.static and not self.missing and self.inputs is not None
 
-    def rank(self) -> tuple[int, int, int, int, int, int, int, str, int]:
+    def rank(self) -> tuple[int, int, int, int, int, int, int, int, str, int]:
         return (
             0 if self.complete else 1,
             KIND_RANK[self.kind],
@@ -58,6 +58,7 @@ class CallSite:
             0 if self.example is None or "::" in self.example else 1,  # one test before a whole file
             len(self.missing),
             1 if self.extra.get("mutable") is True else 0,  # an init call: apply's are what runs later
+            1 if self.extra.get("method") else 0,  # a class's own __call__ before its other methods
             self.elements,
             str(self.path),
             self.line,
