@@ -95,6 +95,7 @@ def test_config_dataclass_with_defaults_filled(finder: CallSiteFinder) -> None:
 
 
 def test_nnx_construction_drops_rngs(finder: CallSiteFinder) -> None:
+    assert not any(s.extra.get("method") for s in sites(finder, "zoo/rnn.py::GRUCell"))  # cell.eval() is Flax's
     site = best(finder, "zoo/rnn.py::GRUCell")
     assert site.init == {"args": [4, 8]}
     zeros = {"kind": "array", "shape": [2, 8], "generator": {"kind": "zeros"}}
