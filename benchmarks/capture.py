@@ -35,9 +35,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jaxlsp.capture.engine import TraceRequest, build_request, select
-from jaxlsp.capture.spare import SparePool
-from jaxlsp.capture.speculate import capture_speculatively, structure_of
+from jaxlsp.capture.engine import TraceRequest
+from jaxlsp.capture.options import CaptureOptions
+from jaxlsp.capture.service import CaptureService
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "benchmarks" / "models"
@@ -117,37 +117,31 @@ def cold_cli(case: Case) -> float:
     return time.perf_counter() - start
 
 
-def request_for(case: Case) -> dict[str, Any]:
-    req = TraceRequest(file=case.file, name=case.cls, workspace_root=case.folder, profile=case.profile)
-    resolved, recipe = select(req)
-    return build_request(req, resolved, recipe)
-
-
 async def warm_and_bare(cases: list[Case], repeat: int) -> dict[str, tuple[list[Run], list[Run]]]:
-    """Per case: the warm captures and the bare runs, alternating."""
-    pool = SparePool()
+    """Per case: the warm captures (the server's capture service: gate, queue, warm spare, each
+    capture hinting the next) and the bare runs, alternating."""
+    service = CaptureService()
     try:
-        if not await pool.start(sys.executable):
+        if not await service.pool.start(sys.executable):
             raise SystemExit("the warm spare did not start")
         out: dict[str, tuple[list[Run], list[Run]]] = {}
         for case in cases:
-            request = request_for(case)
+            request = TraceRequest(case.file, case.cls, case.folder, profile=case.profile, python=sys.executable)
+            prepared = service.prepare(request)
             warm_runs: list[Run] = []
             bare_runs: list[Run] = []
-            hint = None  # as in the server: each capture hints the next (capture/speculate.py)
             for _ in range(repeat):
                 bare_runs.append(await asyncio.to_thread(bare_once, case))
                 started = time.perf_counter()
-                outcome, _ = await capture_speculatively(pool, request, hint=hint, python=sys.executable, timeout=300)
+                outcome = await service.capture(prepared, CaptureOptions(timeout=300))
                 wall = time.perf_counter() - started
                 if not outcome.ok or outcome.via != "spare":
                     raise SystemExit(f"{case.label}: warm capture failed ({outcome.via}): {outcome.result}")
-                hint = structure_of(outcome)
                 warm_runs.append((wall, dict(outcome.result.get("timings", {}))))
             out[case.label] = (warm_runs, bare_runs)
         return out
     finally:
-        await pool.close()
+        await service.close()
 
 
 def main() -> int:

@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from jaxlsp.capture.options import CaptureOptions
 from jaxlsp.capture.spare import SparePool
 from jaxlsp.recipes.examples import parse_example
 
@@ -72,7 +73,7 @@ async def measure(root: Path, target: str, test: str, runs: int) -> tuple[list[f
         for _ in range(runs):
             bares.append(await asyncio.to_thread(bare, root, test))
             start = time.perf_counter()
-            outcome = await pool.capture(request(root, target, test), python=sys.executable, timeout=300)
+            outcome = await pool.capture(request(root, target, test), sys.executable, CaptureOptions(300))
             warms.append(time.perf_counter() - start)
             if not outcome.result.get("ok") or outcome.via != "spare":
                 raise SystemExit(f"the warm capture failed ({outcome.via}): {outcome.result.get('error')}")

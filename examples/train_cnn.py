@@ -11,8 +11,14 @@ from nnx_cnn import CNN, predict
 
 BATCH = 4
 
+
+def accuracy(logits, labels):
+    return jnp.mean(jnp.argmax(logits, axis=-1) == labels)
+
+
 if __name__ == "__main__":
     model = CNN(channels=8, rngs=nnx.Rngs(0))
     images = jnp.ones((BATCH, 28, 28, 1))
     print("logits", model(images).shape)
     print("classes", predict(model, images))
+    print("accuracy", accuracy(model(images), jnp.zeros((BATCH,), jnp.int32)))

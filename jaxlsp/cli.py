@@ -61,9 +61,11 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _trace(args: argparse.Namespace) -> int:
-    from jaxlsp.capture.engine import TraceFailure, TraceRequest, parse_target, trace, workspace_root_for
+    from jaxlsp.capture.engine import TraceFailure, TraceRequest, parse_target, workspace_root_for
+    from jaxlsp.capture.options import CaptureOptions
+    from jaxlsp.capture.service import trace_once
     from jaxlsp.graph import export, io
-    from jaxlsp.graph.summary import render_summary
+    from jaxlsp.graph.report import render_summary
 
     try:
         file, name = parse_target(args.target)
@@ -75,13 +77,15 @@ def _trace(args: argparse.Namespace) -> int:
             recipe=Path(args.recipe) if args.recipe else None,
             python=args.python,
             device=args.device,
+            devices=args.devices,
             limits=_limits(args),
+            paths_from_recipe=True,
             source=args.source,
             cwd=Path.cwd(),
             root=Path(args.root) if args.root else None,
-            **({"timeout": args.timeout} if args.timeout else {}),
         )
-        outcome = trace(req, notify=lambda line: print(line, flush=True))
+        options = CaptureOptions(timeout=args.timeout) if args.timeout else CaptureOptions()
+        outcome = trace_once(req, options, notify=lambda line: print(line, flush=True))
     except TraceFailure as failure:
         print(f"jaxlsp trace: {failure.paragraph()}", file=sys.stderr)
         if failure.needs is not None:
@@ -199,7 +203,7 @@ def _limits(args: argparse.Namespace) -> dict[str, int]:
 
 
 def _env(args: argparse.Namespace) -> int:
-    from jaxlsp.capture.environment import CACHE
+    from jaxlsp.capture.compatibility import CACHE
     from jaxlsp.capture.install import plan_install
     from jaxlsp.capture.interpreters import InterpreterError, select_interpreter
 
@@ -270,6 +274,12 @@ def parser() -> argparse.ArgumentParser:
         "--python", help="the interpreter to capture in (default: recipe, .venv, $CONDA_PREFIX, $VIRTUAL_ENV, this one)"
     )
     t.add_argument("--device", help="cpu or cuda:N (overrides the profile)")
+    t.add_argument(
+        "--devices",
+        type=int,
+        metavar="N",
+        help="trace with N virtual CPU devices, for pmap, shard_map and meshes (overrides the profile; CPU only)",
+    )
     t.add_argument("--timeout", type=float, help="seconds before the worker is killed (default 60)")
     t.add_argument("--max-equations", type=int, metavar="N", help="refuse graphs with more equations (200000)")
     t.add_argument("--max-values", type=int, metavar="N", help="refuse graphs with more values (400000)")

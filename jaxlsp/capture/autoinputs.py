@@ -23,7 +23,7 @@ from jaxlsp.recipes.examples import ExampleError, parse_example
 from jaxlsp.recipes.propose import propose_site
 
 if TYPE_CHECKING:
-    from jaxlsp.discovery.model import Entrypoint
+    from jaxlsp.discovery.entrypoints import Entrypoint
     from jaxlsp.discovery.sites import CallSite
 
 MAX_TESTS = 8  # tests tried in one run, in rank order

@@ -9,7 +9,7 @@ and failures of the process itself come back as protocol errors (``timeout``, ``
 ``crash``, ``refused``), never as exceptions; only cancellation raises.
 
 Memory: the cap is a soft ``RLIMIT_AS`` (address space) set by the bootstrap before anything is
-imported. Default :data:`DEFAULT_MEMORY_MB` = 8 GiB for CPU captures: importing jax + flax +
+imported. Default :data:`~jaxlsp.capture.options.DEFAULT_MEMORY_MB` = 8 GiB for CPU captures: importing jax + flax +
 equinox reserves ~0.5 GB of address space and initialising the XLA CPU client ~1.5 GB (17
 threads on 2 cores; more threads, hence more stacks, on larger machines); 1 GiB is too little
 (``std::bad_alloc``). CUDA reserves tens of GiB of address space at initialisation, so a
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import enum
 import functools
 import json
 import os
@@ -30,49 +29,15 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 from jaxlsp.capture import allowed_env, staging
+from jaxlsp.capture.options import DEFAULT_OPTIONS, CaptureOptions, Launch
 from jaxlsp.capture.staging import RefusedError, Stage
-from jaxlsp.capture.supervise import (
-    CaptureOutcome,
-    LogCallback,
-    PhaseCallback,
-    Pipes,
-    error_result,
-    settle,
-    supervise,
-)
+from jaxlsp.capture.supervise import CaptureOutcome, Pipes, error_result, settle, supervise
 from jaxlsp.capture.worker import forkserver
 
-__all__ = [
-    "DEFAULT",
-    "DEFAULT_MEMORY_MB",
-    "CaptureOutcome",
-    "MemoryLimit",
-    "capture_sync",
-    "resolve_memory_mb",
-    "run_capture",
-]
-
-DEFAULT_MEMORY_MB: Final = 8192
-DEFAULT_TIMEOUT: Final = 60.0
-
-
-class _Default(enum.Enum):
-    TOKEN = "default"
-
-
-#: ``memory_mb`` default: :data:`DEFAULT_MEMORY_MB` for CPU profiles, no cap for ``cuda:N``.
-DEFAULT: Final = _Default.TOKEN
-MemoryLimit = int | None | Literal[_Default.TOKEN]
-
-
-def resolve_memory_mb(request: Mapping[str, Any], memory_mb: MemoryLimit) -> int | None:
-    if memory_mb is not DEFAULT:
-        return memory_mb if memory_mb and memory_mb > 0 else None
-    device = str((request.get("profile") or {}).get("device") or "cpu")
-    return None if device.startswith(("cuda", "gpu", "rocm")) else DEFAULT_MEMORY_MB
+__all__ = ["CaptureOutcome", "capture_sync", "run_capture"]
 
 
 def working_directory(request: Mapping[str, Any], fallback: str) -> str:
@@ -98,55 +63,35 @@ async def prepare(python: str, stage: Stage | None) -> tuple[Stage, str]:
 
 async def run_capture(
     request_without_fd: Mapping[str, Any],
-    *,
     python: str,
-    timeout: float = DEFAULT_TIMEOUT,
-    memory_mb: MemoryLimit = DEFAULT,
-    on_log: LogCallback | None = None,
-    cancel: asyncio.Event | None = None,
+    options: CaptureOptions = DEFAULT_OPTIONS,
+    *,
     stage: Stage | None = None,
-    on_phase: PhaseCallback | None = None,
 ) -> CaptureOutcome:
-    """Capture in a fresh worker process of ``python``; see the module docstring.
+    """Capture in a fresh worker process of ``python``; see the module docstring and
+    :class:`~jaxlsp.capture.options.CaptureOptions`.
 
     ``request_without_fd`` is a ``WorkerRequest`` without ``resultFd`` (any given one is replaced).
-    ``on_log(stream, text)`` receives output as it arrives (the head of each stream only; the
-    outcome keeps head and tail). ``cancel`` set: the group is killed at once and
-    :class:`asyncio.CancelledError` raised; cancelling the calling task does the same.
-    ``stage`` overrides the staged worker (tests stage a stand-in). ``on_phase(name)`` hears the
-    worker start each phase (``import``, ``trace``, ``build``).
+    ``stage`` overrides the staged worker (tests stage a stand-in).
     """
     started = time.monotonic()
     try:
         staged, python = await prepare(python, stage)
     except RefusedError as exc:
         return refused_outcome(str(exc), python, started)
-    return await spawn_cold(
-        request_without_fd,
-        python=python,
-        staged=staged,
-        timeout=timeout,
-        memory_mb=resolve_memory_mb(request_without_fd, memory_mb),
-        on_log=on_log,
-        cancel=cancel,
-        started=started,
-        on_phase=on_phase,
-    )
+    return await spawn_cold(request_without_fd, python, staged, options, started)
 
 
 async def spawn_cold(
     request_without_fd: Mapping[str, Any],
-    *,
     python: str,
     staged: Stage,
-    timeout: float,
-    memory_mb: int | None,
-    on_log: LogCallback | None,
-    cancel: asyncio.Event | None,
+    options: CaptureOptions,
     started: float,
-    limit: float | None = None,
-    on_phase: PhaseCallback | None = None,
 ) -> CaptureOutcome:
+    """A fresh worker for the capture, supervised until its end; ``started`` is when the capture
+    began (time spent before, waiting for a spare, counts against ``options.timeout``)."""
+    memory_mb = options.memory_for(request_without_fd)
     loop = asyncio.get_running_loop()
     result_r, result_w = os.pipe()
     out_r, out_w = os.pipe()
@@ -186,22 +131,27 @@ async def spawn_cold(
     return await supervise(
         PopenChild(proc, cgroup),
         Pipes(stdout=out_r, stderr=err_r, result=result_r),
-        timeout=timeout,
-        memory_mb=memory_mb,
-        cancel=cancel,
-        on_log=on_log,
-        python=python,
-        via="cold",
-        started=started,
-        limit=limit,
+        options,
+        Launch(python, "cold", started, options.timeout, memory_mb),
         extra_tasks=(writer,),
-        on_phase=on_phase,
+        workspace=_workspace_of(request),
     )
 
 
-def capture_sync(request_without_fd: Mapping[str, Any], **kwargs: Any) -> CaptureOutcome:
-    """:func:`run_capture` for callers without an event loop (the CLI). Ctrl-C kills the worker."""
-    return asyncio.run(run_capture(request_without_fd, **kwargs))
+def _workspace_of(request: Mapping[str, Any]) -> str | None:
+    root = request.get("workspaceRoot")
+    return root if isinstance(root, str) and root else None
+
+
+def capture_sync(
+    request_without_fd: Mapping[str, Any],
+    python: str,
+    options: CaptureOptions = DEFAULT_OPTIONS,
+    *,
+    stage: Stage | None = None,
+) -> CaptureOutcome:
+    """:func:`run_capture` for callers without an event loop. Ctrl-C kills the worker."""
+    return asyncio.run(run_capture(request_without_fd, python, options, stage=stage))
 
 
 async def write_all(loop: asyncio.AbstractEventLoop, fd: int, data: bytes) -> None:

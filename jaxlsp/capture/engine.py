@@ -1,5 +1,5 @@
-"""From ``FILE::NAME`` to a graph: recipe, profile, interpreter, capture. Shared by the CLI and
-the server; no pygls here.
+"""From ``FILE::NAME`` to a worker request, and from a worker's result to a graph: recipe,
+profile, interpreter. The capture service (``service.py``) runs what lies between; no pygls here.
 
 Failures come back as :class:`TraceFailure` with the protocol's error kinds (``needs_input`` and
 ``refused`` for recipe problems, ``import``, ``trace``, ``timeout``, ``crash``, ``memory``), the
@@ -15,10 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jaxlsp.capture import allowed_env, autoinputs, environment, interpreters
+from jaxlsp.capture import allowed_env, autoinputs, compatibility, interpreters
 from jaxlsp.capture.autoinputs import Origin
-from jaxlsp.capture.client import DEFAULT_TIMEOUT, capture_sync
-from jaxlsp.capture.environment import Report
+from jaxlsp.capture.compatibility import Report
 from jaxlsp.capture.interpreters import InterpreterError, Selection, select_interpreter
 from jaxlsp.capture.supervise import CaptureOutcome
 from jaxlsp.capture.worker import limits
@@ -28,13 +27,14 @@ from jaxlsp.recipes import (
     NeedsInput,
     RecipeError,
     Resolved,
-    apply_answers,
+    fill,
     find_recipe,
     load_recipe,
     resolve_table,
     select_profile,
 )
 from jaxlsp.recipes.propose import new_profile_name
+from jaxlsp.recipes.schema import MAX_DEVICES
 
 
 @dataclass
@@ -50,11 +50,13 @@ class TraceRequest:
     setting_python: str | None = None  # the setting jaxlsp.python
     client_python: str | None = None  # the client's selected interpreter
     limits: dict[str, int] | None = None  # graph-size limits (worker/limits.py); None: the defaults
-    timeout: float = DEFAULT_TIMEOUT
     # How to find the target's entrypoint (for proposals); the server passes its warm index.
     find_entrypoint: Callable[[Path, str], Any] | None = None
     # Answers to an earlier needs-input (missing item path -> TOML-form value).
     answers: dict[str, Any] | None = None
+    # The graph's workspace paths relative to the recipe's folder (the CLI) instead of the root.
+    paths_from_recipe: bool = False
+    devices: int | None = None  # N virtual CPU devices (--devices), overriding the profile's
     # Where the inputs come from without a recipe profile: None or "auto" (capture/autoinputs.py),
     # or an example "PATH[::TEST] [ARGS]" to run (relative to ``cwd``), which overrides any profile.
     source: str | None = None
@@ -102,8 +104,10 @@ class TraceOutcome:
         if self.origin.how == "example" and self.origin.example is not None:
             callsite = self.capture.result.get("callsite") or {}
             path = str(callsite.get("path", self.origin.example["path"]))
-            rel = os.path.relpath(path, self.origin.root)
-            return f"inputs from {Path(rel).as_posix()}:{callsite.get('line', '?')} ({self.origin.example['kind']})"
+            if not os.path.isabs(path):
+                path = os.path.join(str(self.request.get("workspaceRoot") or self.origin.root), path)
+            rel = Path(os.path.relpath(path, self.origin.root)).as_posix()
+            return f"inputs from {rel}:{callsite.get('line', '?')} ({self.origin.example['kind']})"
         return self.origin.line()
 
     def learned(self) -> Resolved | None:
@@ -163,10 +167,11 @@ def select_with_origin(req: TraceRequest) -> tuple[Resolved, Path | None, Origin
         raise TraceFailure("refused", f"no such file: {req.file}")
     recipe_path = req.recipe.resolve() if req.recipe else find_recipe(file, req.workspace_root.resolve())
     try:
-        recipe = load_recipe(recipe_path) if recipe_path else None
+        # Lenient: a broken profile is reported when it is the one chosen, never for the others.
+        recipe = load_recipe(recipe_path, strict=False) if recipe_path else None
     except RecipeError as exc:
         raise TraceFailure("refused", str(exc), problems=list(exc.problems)) from None
-    find = req.find_entrypoint or (lambda path, name: _entrypoint(path, name, req.workspace_root))
+    find = req.find_entrypoint or (lambda path, name: find_entrypoint(path, name, req.workspace_root))
     entrypoint = find(file, req.name)
     base = recipe_path.parent if recipe_path is not None else req.workspace_root.resolve()
     if req.source not in (None, "auto"):
@@ -197,10 +202,14 @@ def select_with_origin(req: TraceRequest) -> tuple[Resolved, Path | None, Origin
         origin.base = base
     if isinstance(selected, NeedsInput) and req.answers:
         try:
-            selected = apply_answers(selected, req.answers)
+            # Typed text, parsed by the recipe's rules; one that does not parse is asked again.
+            selected = fill(selected, req.answers)
         except RecipeError as exc:
             raise TraceFailure("refused", f"the answers do not fit: {exc}", problems=list(exc.problems)) from None
     if isinstance(selected, NeedsInput):
+        if selected.errors:
+            wrong = "; ".join(f"{path}: {message}" for path, message in selected.errors.items())
+            raise TraceFailure("needs_input", f"{req.name}: answers to ask again: {wrong}", needs=selected)
         missing = "; ".join(str(m.get("message") or m.get("path")) for m in selected.missing)
         where = f" (recipe {recipe_path})" if recipe_path else " (no jaxlsp.toml profile for it: one was proposed)"
         raise TraceFailure(
@@ -240,7 +249,7 @@ def save_base(req: TraceRequest, recipe_path: Path | None) -> Path:
     return recipe_path.parent if recipe_path is not None else req.workspace_root.resolve()
 
 
-def _entrypoint(file: Path, name: str, root: Path) -> Any:
+def find_entrypoint(file: Path, name: str, root: Path) -> Any:
     from jaxlsp.discovery import Classifier, WorkspaceIndex
 
     found = Classifier(WorkspaceIndex([root])).discover(file)
@@ -270,17 +279,31 @@ def build_request(
     profile = dict(resolved.profile)
     if req.device:
         profile["device"] = req.device
+    if req.devices is not None:
+        if str(profile.get("device") or "cpu") != "cpu":
+            raise TraceFailure(
+                "refused", f"--devices {req.devices} makes virtual CPU devices, and the device is {profile['device']}"
+            )
+        if not 1 <= req.devices <= MAX_DEVICES:
+            raise TraceFailure("refused", f"--devices: expected a number from 1 to {MAX_DEVICES}, got {req.devices}")
+        profile["devices"] = req.devices
+    elif profile.get("devices") and str(profile.get("device") or "cpu") != "cpu":
+        raise TraceFailure(
+            "refused",
+            f"devices = {profile['devices']} makes virtual CPU devices, and the device is {profile['device']}",
+        )
+    # an example runs from the project root, as its user runs it (discovery/roots.py)
+    root = origin.root if origin is not None and "example" in profile else req.workspace_root.resolve()
     request: dict[str, Any] = {
         "target": target,
         "profile": profile,
-        # an example runs from the project root, as its user runs it (discovery/roots.py)
-        "workspaceRoot": str(
-            origin.root if origin is not None and "example" in profile else req.workspace_root.resolve()
-        ),
+        "workspaceRoot": str(root),
         "transport": "packed",  # frames once each; finish() reads it back (jaxlsp.graph.io)
     }
     if recipe_path is not None:
         request["recipePath"] = str(recipe_path)
+        if req.paths_from_recipe:
+            request["pathBase"] = str(recipe_path.parent)
     request["limits"] = limits.resolve(req.limits)
     names = resolved.profile.get("env")
     if names:
@@ -299,7 +322,6 @@ class Prepared:
     route: str = interpreters.OWN  # how ``python`` was chosen
     kind: str | None = None  # the target's kind when known (which packages the check asks for)
     origin: Origin | None = None  # where the inputs come from
-    timeout: float = DEFAULT_TIMEOUT
 
     def running(self) -> str | None:
         """``running PATH[::TEST] to learn the inputs`` before an example runs; else None."""
@@ -316,16 +338,16 @@ def prepare(req: TraceRequest) -> Prepared:
     request = build_request(req, resolved, recipe_path, origin)
     kind = request["target"].get("kind")
     if kind is None:  # inferred by the worker; discovery's kind says which packages the check needs
-        find = req.find_entrypoint or (lambda path, name: _entrypoint(path, name, req.workspace_root))
+        find = req.find_entrypoint or (lambda path, name: find_entrypoint(path, name, req.workspace_root))
         kind = getattr(find(req.file.resolve(), req.name), "kind", None)
-    return Prepared(request, selection.python, resolved, recipe_path, selection.route, kind, origin, req.timeout)
+    return Prepared(request, selection.python, resolved, recipe_path, selection.route, kind, origin)
 
 
 def check_environment(prepared: Prepared, refresh: bool = False) -> Report:
     """The (cached) compatibility check of the prepared capture's interpreter; it runs that
     interpreter, so only once the workspace is trusted (the CLI is an explicit user action)."""
     selection = Selection(prepared.python, prepared.route)
-    return environment.CACHE.check(
+    return compatibility.CACHE.check(
         selection, prepared.kind, str(prepared.request["profile"].get("device") or "cpu"), refresh
     )
 
@@ -338,25 +360,13 @@ def finish(prepared: Prepared, outcome: CaptureOutcome) -> TraceOutcome:
         message = error["message"]
         example = prepared.request["profile"].get("example")
         if example and error["kind"] in ("timeout", "memory", "crash"):
-            name = prepared.request["target"]["name"]
-            message = f"running {example['text']} did not reach {name}: {message}"
+            message = f"running {example['text']} did not reach {prepared.request['target']['name']}: {message}"
         raise TraceFailure(error["kind"], message, error.get("frame"), logs=outcome.logs[-4000:])
     graph_json = result.get("graph")
     if graph_json is None:
         raise TraceFailure("internal", "the worker reported success without a graph")
-    return TraceOutcome(
-        io.from_json(graph_json), outcome, prepared.resolved, prepared.request, prepared.route, prepared.origin
-    )
-
-
-def trace(req: TraceRequest, notify: Callable[[str], None] | None = None) -> TraceOutcome:
-    """Select, check the interpreter, capture in it (a fresh worker), decode; raises TraceFailure.
-    ``notify`` hears ``running PATH[::TEST] to learn the inputs`` before an example runs."""
-    prepared = prepare(req)
-    report = check_environment(prepared)
-    if not report.ok:  # before any user import: a missing package or backend is named, with its fix
-        raise TraceFailure("refused", report.message())
-    running = prepared.running()
-    if running and notify is not None:
-        notify(running)
-    return finish(prepared, capture_sync(prepared.request, python=prepared.python, timeout=req.timeout))
+    try:
+        graph = io.from_json(graph_json)
+    except ValueError as exc:  # a graph the format refuses: a bug of the worker, said as one
+        raise TraceFailure("internal", f"the worker's graph is not a valid jaxlsp graph: {exc}") from None
+    return TraceOutcome(graph, outcome, prepared.resolved, prepared.request, prepared.route, prepared.origin)

@@ -33,22 +33,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jaxlsp.capture import allowed_env, staging
-from jaxlsp.capture.client import (
-    DEFAULT,
-    DEFAULT_TIMEOUT,
-    MemoryLimit,
-    prepare,
-    refused_outcome,
-    resolve_memory_mb,
-    spawn_cold,
-    working_directory,
-)
+from jaxlsp.capture.client import prepare, refused_outcome, spawn_cold, working_directory
+from jaxlsp.capture.options import DEFAULT_OPTIONS, CaptureOptions, Launch
 from jaxlsp.capture.staging import RefusedError, Stage
 from jaxlsp.capture.supervise import (
     CaptureOutcome,
     LogBuffer,
-    LogCallback,
-    PhaseCallback,
     PipeReader,
     Pipes,
     group_alive,
@@ -179,7 +169,7 @@ class SpareProcess:
         elif kind == "started" and job is not None:
             job.started.set_result(int(event["pid"]))
             if job.abandoned:
-                self._spawn(self.kill(int(event["pid"])))
+                self.spawn_task(self.kill(int(event["pid"])))
         elif kind == "error" and job is not None:
             job.started.set_exception(SpareUnavailable(str(event.get("message"))))
         elif kind == "exited" and job is not None:
@@ -207,7 +197,7 @@ class SpareProcess:
             if self.on_death is not None:
                 self.on_death(self)
 
-    def _spawn(self, coro: Any) -> None:
+    def spawn_task(self, coro: Any) -> None:
         task = asyncio.ensure_future(coro)
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
@@ -261,16 +251,9 @@ class SpareProcess:
 
     # -- one capture ----------------------------------------------------------------------------------
     async def run(
-        self,
-        request_without_fd: Mapping[str, Any],
-        *,
-        timeout: float,
-        memory_mb: int | None,
-        on_log: LogCallback | None,
-        cancel: asyncio.Event | None,
-        started: float,
-        on_phase: PhaseCallback | None = None,
+        self, request_without_fd: Mapping[str, Any], options: CaptureOptions, started: float
     ) -> CaptureOutcome:
+        memory_mb = options.memory_for(request_without_fd)
         loop = asyncio.get_running_loop()
         ident = next(self._ids)
         job = _Job(loop.create_future(), loop.create_future())
@@ -306,15 +289,9 @@ class SpareProcess:
         return await supervise(
             ForkedCapture(self, pid, job),
             Pipes(stdout=out_r, stderr=err_r, result=result_r),
-            timeout=timeout - (time.monotonic() - started),
-            limit=timeout,
-            memory_mb=memory_mb,
-            cancel=cancel,
-            on_log=on_log,
-            python=self.python,
-            via="spare",
-            started=started,
-            on_phase=on_phase,
+            options,
+            Launch(self.python, "spare", started, options.timeout, memory_mb),
+            workspace=request.get("workspaceRoot") or None,
         )
 
 
@@ -405,7 +382,7 @@ class SparePool:
         if spare is not None and recently_failed and spare.stage == staged and not force:
             return spare
         if spare is not None:
-            spare._spawn(spare.close())
+            spare.spawn_task(spare.close())
         spare = SpareProcess(python, staged, self.preload, self.required, on_death=self._replace)
         self._spares[key] = spare
         spare.launch()
@@ -429,14 +406,10 @@ class SparePool:
     async def capture(
         self,
         request_without_fd: Mapping[str, Any],
-        *,
         python: str,
-        timeout: float = DEFAULT_TIMEOUT,
-        memory_mb: MemoryLimit = DEFAULT,
-        on_log: LogCallback | None = None,
-        cancel: asyncio.Event | None = None,
+        options: CaptureOptions = DEFAULT_OPTIONS,
+        *,
         warm: bool = True,
-        on_phase: PhaseCallback | None = None,
     ) -> CaptureOutcome:
         """Like :func:`jaxlsp.capture.client.run_capture`, through the spare when one is ready.
 
@@ -449,7 +422,6 @@ class SparePool:
             staged, python = await prepare(python, self.stage)
         except RefusedError as exc:
             return refused_outcome(str(exc), python, started)
-        memory = resolve_memory_mb(request_without_fd, memory_mb)
         spare = self._spares.get(self._key(python))
         if warm and not self._closed:
             was_dead = spare is None or spare.dead or spare.stage != staged
@@ -458,32 +430,13 @@ class SparePool:
                 spare = None  # just (re)started: it needs as long as a cold run; go cold now
         if spare is not None and not spare.dead and spare.stage == staged:
             if not spare.is_ready:
-                await self._await_ready(spare, timeout - (time.monotonic() - started))
+                await self._await_ready(spare, options.timeout - (time.monotonic() - started))
             if spare.is_ready:
                 try:
-                    return await spare.run(
-                        request_without_fd,
-                        timeout=timeout,
-                        memory_mb=memory,
-                        on_log=on_log,
-                        cancel=cancel,
-                        started=started,
-                        on_phase=on_phase,
-                    )
+                    return await spare.run(request_without_fd, options, started)
                 except SpareUnavailable as exc:
                     log.info("warm spare unavailable (%s): capturing cold", exc)
-        return await spawn_cold(
-            request_without_fd,
-            python=python,
-            staged=staged,
-            timeout=max(timeout - (time.monotonic() - started), 0.001),
-            limit=timeout,
-            memory_mb=memory,
-            on_log=on_log,
-            cancel=cancel,
-            started=started,
-            on_phase=on_phase,
-        )
+        return await spawn_cold(request_without_fd, python, staged, options, started)
 
     async def close(self) -> None:
         """Stop every spare (and with them any capture they are running)."""

@@ -15,32 +15,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
+from jaxlsp.capture.options import CaptureOptions
 from jaxlsp.capture.spare import SparePool
-from jaxlsp.capture.supervise import CaptureOutcome, PhaseCallback
+from jaxlsp.capture.supervise import CaptureOutcome
 
 
 async def capture_speculatively(
-    pool: SparePool,
-    request: Mapping[str, Any],
-    *,
-    hint: Any,
-    python: str,
-    timeout: float,
-    on_phase: PhaseCallback | None = None,
-    cancel: asyncio.Event | None = None,
+    pool: SparePool, request: Mapping[str, Any], python: str, options: CaptureOptions, *, hint: Any
 ) -> tuple[CaptureOutcome, bool]:
     """The capture's outcome, and whether the hint held (the init was skipped)."""
     if hint is None:
-        return await pool.capture(request, python=python, timeout=timeout, on_phase=on_phase, cancel=cancel), False
-    traced = asyncio.ensure_future(
-        pool.capture(
-            {**request, "structureHint": hint}, python=python, timeout=timeout, on_phase=on_phase, cancel=cancel
-        )
-    )
+        return await pool.capture(request, python, options), False
+    traced = asyncio.ensure_future(pool.capture({**request, "structureHint": hint}, python, options))
     checked = asyncio.ensure_future(
-        pool.capture({**request, "mode": "structure"}, python=python, timeout=timeout, cancel=cancel)
+        pool.capture({**request, "mode": "structure"}, python, replace(options, on_phase=None, on_log=None))
     )
     try:
         check = await checked
@@ -54,7 +45,7 @@ async def capture_speculatively(
             task.cancel()
         await asyncio.gather(traced, checked, return_exceptions=True)  # both groups killed first
         raise
-    return await pool.capture(request, python=python, timeout=timeout, on_phase=on_phase, cancel=cancel), False
+    return await pool.capture(request, python, options), False
 
 
 def structure_of(outcome: CaptureOutcome) -> Any:

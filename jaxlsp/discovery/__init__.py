@@ -6,8 +6,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from jaxlsp.discovery.classify import Classifier
+from jaxlsp.discovery.entrypoints import Discovery, Entrypoint, Span
 from jaxlsp.discovery.index import WorkspaceIndex, iter_python_files, may_matter
-from jaxlsp.discovery.model import Discovery, Entrypoint, Span
 from jaxlsp.discovery.summary import SetupField
 
 __all__ = [

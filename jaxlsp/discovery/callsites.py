@@ -34,6 +34,7 @@ from typing import Any
 import libcst as cst
 
 from jaxlsp.discovery.classify import Classifier
+from jaxlsp.discovery.entrypoints import Entrypoint
 from jaxlsp.discovery.index import WorkspaceIndex, iter_python_files
 from jaxlsp.discovery.literals import (
     CALL_WITH_REST,
@@ -50,7 +51,6 @@ from jaxlsp.discovery.literals import (
     Value,
     Wrapped,
 )
-from jaxlsp.discovery.model import Entrypoint
 from jaxlsp.discovery.namespaces import ParseCache, Scope, SourceFile, module_value, names_in
 from jaxlsp.discovery.reach import MAX_PARENT_DEPTH, Reach, header_name, imports_only, uses_names
 from jaxlsp.discovery.sites import (

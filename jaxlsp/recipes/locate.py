@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import tomllib
 
-from jaxlsp.recipes.errors import KeyPath
+from jaxlsp.recipes.problems import KeyPath
 
 _BARE_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 from jaxlsp.recipes import schema
 from jaxlsp.recipes.annotations import ArrayGuess, KeyGuess, RngsGuess, StaticGuess, guess
-from jaxlsp.recipes.errors import KeyPath, Problem, RecipeError, format_key_path, parse_key_path
-from jaxlsp.recipes.model import NeedsInput, Selected
+from jaxlsp.recipes.problems import KeyPath, Problem, RecipeError, format_key_path, parse_key_path
 from jaxlsp.recipes.recipe import resolve_table
+from jaxlsp.recipes.selection import NeedsInput, Selected
 
 if TYPE_CHECKING:
-    from jaxlsp.discovery.model import Entrypoint
+    from jaxlsp.discovery.entrypoints import Entrypoint
     from jaxlsp.discovery.sites import CallSite
     from jaxlsp.discovery.summary import SetupField
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from jaxlsp.recipes.errors import KeyPath, format_key_path, quote_key, toml_value
+from jaxlsp.recipes.problems import KeyPath, format_key_path, quote_key, toml_value
 from jaxlsp.recipes.schema import VERSION
 
 _SECTIONS = ("dims", "init", "inputs")  # profile keys written as sub-tables

@@ -20,11 +20,11 @@ from typing import Any
 import tomlkit
 from tomlkit.exceptions import TOMLKitError
 
-from jaxlsp.recipes.errors import RecipeError, parse_key_path
-from jaxlsp.recipes.model import Resolved
+from jaxlsp.recipes.problems import RecipeError, parse_key_path
 from jaxlsp.recipes.recipe import parse_recipe
 from jaxlsp.recipes.render import render_profile
 from jaxlsp.recipes.schema import RECIPE_FILE, VERSION
+from jaxlsp.recipes.selection import Resolved
 
 
 class SaveError(Exception):
@@ -73,7 +73,7 @@ def save_profile(
         head = text.rstrip("\n") + "\n\n" if text.strip() else f"version = {VERSION}\n\n"
         new_text = head + render_profile(resolved.name, resolved.table)
     _check(target, new_text, resolved.name)
-    _replace(target, new_text.encode("utf-8"), before)
+    replace_atomically(target, new_text.encode("utf-8"), before)
     return Saved(target, before is None, resolved.name)
 
 
@@ -117,14 +117,16 @@ def _assign(doc: Any, path: tuple[str | int, ...], value: Any, target: Path) -> 
 def _check(target: Path, text: str, profile: str) -> None:
     """The new text must be a valid recipe in which the profile resolves completely."""
     try:
-        recipe = parse_recipe(text, target)
+        recipe = parse_recipe(text, target, strict=False)  # another profile's problems are its own
     except RecipeError as exc:
         raise SaveError(f"the saved file would not be a valid recipe: {exc}") from None
+    if recipe.problems.get(profile):
+        raise SaveError(f"the saved file would not be a valid recipe: {RecipeError(recipe.problems[profile])}")
     if not isinstance(recipe.results.get(profile), Resolved):
         raise SaveError(f"profile {profile} would still be incomplete in {target}")
 
 
-def _replace(target: Path, data: bytes, before: bytes | None) -> None:
+def replace_atomically(target: Path, data: bytes, before: bytes | None) -> None:
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
         mode = target.stat().st_mode & 0o7777 if before is not None else 0o644

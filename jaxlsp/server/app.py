@@ -1,4 +1,6 @@
-"""The pygls server object, its protocol (which advertises ``experimental.jaxlsp``) and its wiring."""
+"""The pygls server object, its protocol (which advertises ``experimental.jaxlsp``), the server's
+lifecycle (initialize, initialized, shutdown, fanned out to the features) and its wiring:
+:func:`create_server` builds every feature with the services it needs, by type."""
 
 from __future__ import annotations
 
@@ -6,9 +8,9 @@ import asyncio
 import logging
 import sys
 import threading
-from collections.abc import Callable, Generator
+from collections.abc import Awaitable, Callable, Generator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import attrs
 from lsprotocol import types
@@ -23,14 +25,18 @@ from jaxlsp.server import transport, wire
 from jaxlsp.server.params import invalid, shown
 from jaxlsp.server.session import ClientSupport, Options, Session
 
+if TYPE_CHECKING:
+    from jaxlsp.server.features import Feature
+
 log = logging.getLogger(__name__)
 EXTENSIONS_VERSION = 1
 MAX_METHOD = 256  # characters in a method name
 METHOD_NOT_FOUND = -32601
 
 
-def experimental_capabilities() -> dict[str, wire.ExperimentalCapabilities]:
-    """What ``ServerCapabilities.experimental`` advertises (docs/lsp-extensions.md)."""
+def experimental_capabilities(commands: list[str]) -> dict[str, wire.ExperimentalCapabilities]:
+    """What ``ServerCapabilities.experimental`` advertises (docs/lsp-extensions.md); ``commands``
+    are the registered ones."""
     return {
         "jaxlsp": {
             "version": EXTENSIONS_VERSION,
@@ -38,13 +44,7 @@ def experimental_capabilities() -> dict[str, wire.ExperimentalCapabilities]:
             "traceGraph": True,
             "environment": True,
             "openGraph": True,
-            "commands": [
-                "jaxlsp.traceGraph",
-                "jaxlsp.listTrusted",
-                "jaxlsp.revokeTrust",
-                "jaxlsp.checkEnvironment",
-                "jaxlsp.openGraph",
-            ],
+            "commands": commands,
         }
     }
 
@@ -110,7 +110,7 @@ class JaxProtocol(LanguageServerProtocol):
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams) -> Generator[Any, Any, types.InitializeResult]:
         result: types.InitializeResult = yield from super().lsp_initialize(params)
-        result.capabilities.experimental = experimental_capabilities()
+        result.capabilities.experimental = experimental_capabilities(sorted(self.fm.commands))
         return result
 
 
@@ -118,14 +118,11 @@ class JaxServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__(name="jaxlsp", version=__version__, protocol_cls=JaxProtocol)
         self.session = Session()
-        self.index_task: object = None
-        self.tracer: Any = None  # features.tracing.Tracer
-        self.environment: Any = None  # features.environment.Environments
-        self.viewer: Any = None  # features.viewer.Viewers
+        # The lifecycle, fanned out: called once the client said initialized, and at shutdown.
+        self.on_initialized: list[Callable[[], None]] = []
+        self.on_shutdown: list[Callable[[], Awaitable[None]]] = []
         # Called with each file whose text changed (typed, closed, or changed on disk).
         self.edit_listeners: list[Callable[[Path], None]] = []
-        # What each file's "not analysed" diagnostics said last (documents.report_skips).
-        self.skips_said: dict[Path, tuple[tuple[int, str], ...]] = {}
 
     @property
     def jax_protocol(self) -> JaxProtocol:
@@ -209,12 +206,13 @@ class JaxServer(LanguageServer):
 
         return normalize_newlines(self.session.index.text(path) or "").split("\n")
 
-    def frame_location(self, frame: Any) -> tuple[str, types.Range]:
-        """A graph frame (1-based lines, code-point columns) as a URI and a range in client units."""
-        from jaxlsp.discovery.model import Span
+    def frame_location(self, frame: Any, path_text: str | None = None) -> tuple[str, types.Range]:
+        """A graph frame (1-based lines, code-point columns) as a URI and a range in client units;
+        ``path_text`` is the frame's absolute path (graph paths are relative: ``Trace.frame_path``)."""
+        from jaxlsp.discovery.entrypoints import Span
         from jaxlsp.server.convert import to_range
 
-        path = Path(frame.path)
+        path = Path(path_text if path_text is not None else frame.path)
         lines = self.lines(path)
         span = Span(frame.line - 1, frame.column, frame.end_line - 1, frame.end_column)
         return path.as_uri(), to_range(span, lines, self.workspace.position_codec)
@@ -244,10 +242,61 @@ def _log_show_failure(future: Any) -> None:
         log.info("window/showDocument failed: %s", future.exception())
 
 
+def register_lifecycle(server: JaxServer) -> None:
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: JaxServer, params: types.InitializeParams) -> None:
+        ls.configure(params)
+
+    @server.feature(types.INITIALIZED)
+    def initialized(ls: JaxServer, params: types.InitializedParams) -> None:
+        for started in ls.on_initialized:
+            started()
+
+    @server.feature(types.SHUTDOWN)
+    async def shutdown(ls: JaxServer, params: Any) -> None:
+        for stop in ls.on_shutdown:
+            try:
+                await stop()
+            except Exception:  # one feature that fails to stop must not keep the others running
+                log.exception("a feature failed to shut down")
+
+
 def create_server() -> JaxServer:
-    from jaxlsp.server.features import discover, documents, environment, lenses, tracing, viewer, views
+    """The server with every feature, each given the services it uses (esbonio's way, by type)."""
+    from jaxlsp.capture.service import CaptureService
+    from jaxlsp.server.features.discover import Discover
+    from jaxlsp.server.features.documents import Documents
+    from jaxlsp.server.features.environment import Environments
+    from jaxlsp.server.features.exporting import Export
+    from jaxlsp.server.features.graphs import Graphs
+    from jaxlsp.server.features.hover import Hover
+    from jaxlsp.server.features.lenses import Lenses
+    from jaxlsp.server.features.navigation import Navigation
+    from jaxlsp.server.features.tracing import Tracing
+    from jaxlsp.server.features.trust import TrustPrompt
+    from jaxlsp.server.features.viewer import Viewer
 
     server = JaxServer()
-    for feature in (documents, lenses, discover, tracing, environment, views, viewer):
+    register_lifecycle(server)
+    trust = TrustPrompt(server)
+    environments = Environments(server, trust)
+    capture = CaptureService(store=server.session.graphs, gate=environments.before_capture)
+    server.on_shutdown.append(capture.close)
+    navigation = Navigation(server)
+    viewer = Viewer(server, navigation)
+    features: list[Feature] = [
+        Documents(server),
+        Lenses(server),
+        Discover(server),
+        trust,
+        Tracing(server, trust, capture),
+        Graphs(server),
+        navigation,
+        Export(server, navigation),
+        Hover(server, viewer),
+        environments,
+        viewer,
+    ]
+    for feature in features:
         feature.register(server)
     return server

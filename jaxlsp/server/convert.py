@@ -11,8 +11,8 @@ from pygls.workspace.position_codec import PositionCodec
 from jaxlsp.discovery import Entrypoint, Span
 from jaxlsp.server import wire
 
-TRACE_COMMAND = "jaxlsp.traceGraph"
-OPEN_COMMAND = "jaxlsp.openGraph"
+TRACE_COMMAND = wire.TRACE_GRAPH_COMMAND
+OPEN_COMMAND = wire.OPEN_GRAPH_COMMAND
 LENS_TITLE = "Trace graph"
 OPEN_TITLE = "Open graph"
 

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any, Literal, NotRequired, Required, TypeVar, get_args, get_origin, get_type_hints
 from urllib.parse import unquote, urlsplit
 
-from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
 from jaxlsp.server.wire import Size
@@ -203,5 +202,10 @@ def file_path(uri: str, where: str) -> Path:
     return Path(path)
 
 
-def position(value: types.Position | None) -> int:
-    return value.line if value is not None else 0
+def local_path(uri: str) -> Path | None:
+    """The file a standard request's URI names, or None (not a ``file:`` URI, not local): standard
+    methods answer nothing for those rather than an error."""
+    try:
+        return file_path(uri, "uri")
+    except JsonRpcInvalidParams:
+        return None

@@ -8,9 +8,9 @@ from typing import Any
 
 from lsprotocol import types
 
-from jaxlsp.discovery import Classifier, Discovery, WorkspaceIndex
+from jaxlsp.discovery import Classifier, Discovery, Entrypoint, WorkspaceIndex
 from jaxlsp.graph.store import GraphStore
-from jaxlsp.trust import TrustStore
+from jaxlsp.trust_store import TrustStore
 
 
 @dataclass(frozen=True)
@@ -118,3 +118,8 @@ class Session:
         if revalidate and not self.support.watched_files_registration:
             self.index.revalidate()
         return self.classifier.discover(path)
+
+    def entrypoint(self, path: Path, name: str) -> Entrypoint | None:
+        """The entrypoint (or driver) ``name`` of ``path``, from the warm index."""
+        found = self.discover(path)
+        return next((e for e in (*found.entrypoints, *found.drivers) if e.name == name), None)

@@ -1,12 +1,14 @@
-"""The wire types of jaxlsp's LSP extensions, as TypedDicts.
+"""The wire types of jaxlsp's LSP extensions, as TypedDicts, each method's name beside its types
+(as rust-analyzer's ``lsp/ext.rs`` does).
 
-docs/lsp-extensions.md documents every type here and carries this file's hash; a test fails
-when this file changes without the doc.
+Handlers are annotated with these types, so ``mypy --strict`` checks every answer; ``params.parse``
+checks every request's params against them. docs/lsp-extensions.md documents every type here and
+carries this file's hash; a test fails when this file changes without the doc.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, NotRequired, TypedDict
+from typing import Annotated, Any, Final, Literal, NotRequired, TypedDict
 
 
 class Size:
@@ -57,6 +59,9 @@ class TextDocumentIdentifier(TypedDict):
     uri: str
 
 
+DISCOVER: Final = "jaxlsp/discover"
+
+
 class DiscoverParams(TypedDict):
     """``jaxlsp/discover`` request params."""
 
@@ -87,6 +92,9 @@ class DiscoverResult(TypedDict):
     drivers: list[EntrypointItem]
 
 
+TRACE_GRAPH_COMMAND: Final = "jaxlsp.traceGraph"
+
+
 class TraceGraphArguments(TypedDict):
     """The single argument of the ``jaxlsp.traceGraph`` command."""
 
@@ -98,10 +106,16 @@ class TraceGraphArguments(TypedDict):
     example: NotRequired[Annotated[str, Size(4096, least=1)]]
 
 
+OPEN_GRAPH_COMMAND: Final = "jaxlsp.openGraph"
+
+
 class OpenGraphArguments(TypedDict):
     """The single argument of the ``jaxlsp.openGraph`` command (the "Open graph" lens)."""
 
     traceId: Id
+
+
+TRACE: Final = "jaxlsp/trace"
 
 
 class TraceParams(TypedDict):
@@ -110,10 +124,10 @@ class TraceParams(TypedDict):
     textDocument: TextDocumentIdentifier
     name: Name
     profile: NotRequired[Name]
-    answers: NotRequired[Annotated[dict[Name, Any], Size(256)]]  # needs-input item path -> value
+    answers: NotRequired[Annotated[dict[Name, Any], Size(256)]]  # needs-input item path -> the typed text
     save: NotRequired[bool]  # write the completed profile to jaxlsp.toml
     # an example to run up to the target's first call, to learn its inputs: "PATH[::TEST] [ARGS]"
-    # relative to the workspace folder (a needs-input answer's examples[].from)
+    # relative to the workspace folder (a needs-input answer's examples[].example)
     example: NotRequired[Annotated[str, Size(4096, least=1)]]
 
 
@@ -154,12 +168,29 @@ class ExampleChoice(TypedDict):
     via: NotRequired[str]  # how it reaches the target: "through ResNet (passed to it at models.py:63)"
 
 
+class NeedsInputItem(TypedDict):
+    """One missing piece of a profile (docs/recipes.md, "Needs input")."""
+
+    path: str  # the key path to answer: profiles.mlp.dims.batch
+    kind: Literal["dimension", "shape", "value", "inputs"]
+    message: str
+    name: NotRequired[str]  # a dimension's name
+    usedAt: NotRequired[list[str]]  # where that dimension is used
+    param: NotRequired[str]  # a proposal's parameter
+    annotation: NotRequired[str | None]
+
+
 class NeedsInputResult(TypedDict):
     """``jaxlsp/trace`` response when the profile lacks inputs."""
 
-    needsInput: list[dict[str, Any]]
-    proposal: str
+    needsInput: list[NeedsInputItem]
+    proposal: str  # the profile to complete, as TOML text
+    profile: str  # its name
+    errors: NotRequired[dict[str, str]]  # answers that did not parse or check: path -> message
     examples: NotRequired[list[ExampleChoice]]  # runnable examples, best first (only when some exist)
+
+
+TRACE_FINISHED: Final = "jaxlsp/traceFinished"
 
 
 class TraceFinished(TypedDict):
@@ -170,6 +201,9 @@ class TraceFinished(TypedDict):
     ok: bool
     traceId: NotRequired[str]
     error: NotRequired[str]
+
+
+GRAPH: Final = "jaxlsp/graph"
 
 
 class GraphParams(TypedDict):
@@ -214,6 +248,9 @@ class GraphPage(TypedDict):
     nextCursor: NotRequired[str]
 
 
+NODE: Final = "jaxlsp/node"
+
+
 class NodeParams(TypedDict):
     traceId: Id
     nodeId: Id
@@ -237,6 +274,9 @@ class NodeDetail(TypedDict):
     frames: list[Location]
 
 
+NODES_AT: Final = "jaxlsp/nodesAt"
+
+
 class NodesAtParams(TypedDict):
     textDocument: TextDocumentIdentifier
     position: Position
@@ -247,6 +287,9 @@ class NodesAtResult(TypedDict):
     nodeIds: list[str]
 
 
+EXPORT: Final = "jaxlsp/export"
+
+
 class ExportParams(TypedDict):
     traceId: Id
     format: NotRequired[Literal["json", "dot", "html"]]
@@ -254,6 +297,9 @@ class ExportParams(TypedDict):
 
 class ExportResult(TypedDict):
     uri: str
+
+
+REVEAL_SOURCE: Final = "jaxlsp/revealSource"
 
 
 class RevealSourceParams(TypedDict):
@@ -266,6 +312,9 @@ class RevealSourceResult(TypedDict):
     location: Location
 
 
+OPEN_GRAPH: Final = "jaxlsp/openGraph"
+
+
 class OpenGraphParams(TypedDict):
     traceId: Id
 
@@ -274,11 +323,17 @@ class OpenGraphResult(TypedDict):
     url: str
 
 
+CURSOR_MOVED: Final = "jaxlsp/cursorMoved"
+
+
 class CursorMovedParams(TypedDict):
     """The ``jaxlsp/cursorMoved`` notification (client to server; no answer)."""
 
     textDocument: TextDocumentIdentifier
     position: Position
+
+
+ENVIRONMENT: Final = "jaxlsp/environment"
 
 
 class EnvironmentParams(TypedDict):
@@ -289,6 +344,9 @@ class EnvironmentParams(TypedDict):
     name: NotRequired[Name]
     device: NotRequired[Device]
     refresh: NotRequired[bool]
+
+
+CHECK_ENVIRONMENT_COMMAND: Final = "jaxlsp.checkEnvironment"
 
 
 class CheckEnvironmentArguments(TypedDict):
@@ -332,3 +390,7 @@ class LensData(TypedDict):
     uri: str
     name: str
     kind: EntrypointKind
+
+
+LIST_TRUSTED_COMMAND: Final = "jaxlsp.listTrusted"  # no argument; the folders trusted "Always"
+REVOKE_TRUST_COMMAND: Final = "jaxlsp.revokeTrust"  # one argument, a folder; true when it was trusted

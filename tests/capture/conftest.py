@@ -1,79 +1,126 @@
-"""Shared helpers of the capture worker tests: requests for the fixture workspace, in-process capture."""
+"""Fixtures for the capture client: a staged stand-in worker, interpreters, process-group checks."""
 
 from __future__ import annotations
 
+import asyncio
 import os
+import shutil
+import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-WORKSPACE = Path(__file__).resolve().parents[1] / "workspaces" / "capture"
+from jaxlsp.capture import staging
+from jaxlsp.capture.staging import Stage
+
+HERE = Path(__file__).parent
+STAND_IN = HERE / "stand_in_worker.py"
+SERVER_ONLY = ("pygls", "lsprotocol", "libcst")
 
 
-def array(*shape: int | str, dtype: str = "float32") -> dict[str, Any]:
-    return {"kind": "array", "shape": list(shape), "dtype": dtype, "generator": {"kind": "normal"}}
+@pytest.fixture(scope="session")
+def stand_in(tmp_path_factory: pytest.TempPathFactory) -> Stage:
+    """The real staging of our packages, plus the stand-in worker as the worker module."""
+    return staging.stage(
+        extra={"stand_in_worker.py": STAND_IN},
+        worker_module="stand_in_worker",
+        cache_dir=tmp_path_factory.mktemp("cache"),
+    )
 
 
-def static(value: Any) -> dict[str, Any]:
-    return {"kind": "static", "value": value}
+def _has_no_server_packages(python: str) -> bool:
+    probe = "import importlib.util as u, sys; sys.exit(any(u.find_spec(m) for m in %r) or sys.version_info < (3, 10))"
+    try:
+        return subprocess.run([python, "-I", "-c", probe % (SERVER_ONLY,)], timeout=30, check=False).returncode == 0
+    except OSError:
+        return False
 
 
-def request(
-    file: str,
-    name: str,
-    *args: Any,
-    kwargs: dict[str, Any] | None = None,
-    workspace: Path = WORKSPACE,
-    kind: str | None = None,
-    **profile: Any,
-) -> dict[str, Any]:
-    """A worker request for ``workspace/file::name`` with these call arguments (input specs);
-    ``kind`` names the target kind (None: the worker infers it), ``profile`` adds profile keys."""
-    prof: dict[str, Any] = {
-        "name": None,
-        "device": "cpu",
-        "seed": 0,
-        "x64": False,
-        "inputs": {"args": list(args), "kwargs": kwargs or {}},
-        "load": "module",
-    }
-    prof.update(profile)
-    target: dict[str, Any] = {"path": str(workspace / file), "name": name}
-    if kind is not None:
-        target["kind"] = kind
+@pytest.fixture(scope="session")
+def bare_python() -> str:
+    """An interpreter (>= 3.10) in which none of the server's dependencies is installed."""
+    candidates = [getattr(sys, "_base_executable", ""), "/usr/bin/python3", "/usr/local/bin/python3"]
+    candidates += [shutil.which(n) or "" for n in ("python3.13", "python3.12", "python3.11", "python3.10", "python3")]
+    for python in dict.fromkeys(c for c in candidates if c):
+        if os.path.exists(python) and _has_no_server_packages(python):
+            return python
+    pytest.skip("no interpreter without pygls / lsprotocol / libcst on this machine")
+
+
+def _jax_importable(python: str) -> bool:
+    done = subprocess.run(
+        [python, "-I", "-c", "import importlib.util as u, sys; sys.exit(u.find_spec('jax') is None)"],
+        timeout=30,
+        check=False,
+    )
+    return done.returncode == 0
+
+
+@pytest.fixture(scope="session")
+def jax_python() -> str:
+    """The test interpreter when jax is installed in it (for warm spares)."""
+    if not _jax_importable(sys.executable):
+        pytest.skip("jax is not installed in the test interpreter")
+    return sys.executable
+
+
+def make_request(behaviour: str, path: str = "/nowhere/model.py", **extra: Any) -> dict[str, Any]:
     return {
-        "target": target,
-        "profile": prof,
-        "workspaceRoot": str(workspace),
-        "resultFd": -1,
+        "target": {"path": path, "name": behaviour},
+        "profile": {"name": None, "device": "cpu", "seed": 0, "x64": False, "inputs": {}, "load": "module"},
+        "workspaceRoot": str(HERE),
+        **extra,
     }
 
 
 @pytest.fixture
-def run_capture() -> Iterator[Callable[[dict[str, Any]], dict[str, Any]]]:
-    """``capture()`` in this process, with ``sys.path``, ``sys.modules`` and the cwd restored after."""
-    from jaxlsp.capture.worker.main import capture
-
-    path, cwd = list(sys.path), os.getcwd()
-    modules = set(sys.modules)
-
-    def run(req: dict[str, Any]) -> dict[str, Any]:
-        return dict(capture(req))
-
-    yield run
-    sys.path[:] = path
-    os.chdir(cwd)
-    for name in set(sys.modules) - modules:
-        module = sys.modules.get(name)
-        file = str(getattr(module, "__file__", "") or "")
-        if file.startswith(str(WORKSPACE)):
-            del sys.modules[name]
+def request_for() -> Callable[..., dict[str, Any]]:
+    return make_request
 
 
-def graph_of(result: dict[str, Any]) -> dict[str, Any]:
-    assert result["ok"], result.get("error")
-    graph: dict[str, Any] = result["graph"]
-    return graph
+def live_members(pgid: int) -> list[int]:
+    """Non-zombie processes of group ``pgid`` (zombies are the init process's to reap)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return []
+    members = []
+    for name in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if name.isdigit():
+            try:
+                stat = Path(f"/proc/{name}/stat").read_bytes()
+            except OSError:
+                continue
+            fields = stat[stat.rfind(b")") + 2 :].split()
+            if fields[0] != b"Z" and int(fields[2]) == pgid:
+                members.append(int(name))
+    return members if os.path.isdir("/proc") else [pgid]
+
+
+def assert_group_gone(pgid: int | None) -> None:
+    assert pgid is not None and pgid > 1
+    assert live_members(pgid) == [], f"processes left in group {pgid}"
+
+
+def alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return False
+    return stat[stat.rfind(b")") + 2 :].split()[0] != b"Z"
+
+
+def watch_sleeper(event: asyncio.Event) -> tuple[list[int], Callable[[str, str], None]]:
+    """An ``on_log`` for the stand-in's ``sleep`` behaviour: when the worker says "sleeping in
+    group N", N goes into the returned list and ``event`` is set."""
+    pgid: list[int] = []
+
+    def on_log(stream: str, text: str) -> None:
+        if "sleeping in group" in text:
+            pgid.append(int(text.split()[-1]))
+            event.set()
+
+    return pgid, on_log

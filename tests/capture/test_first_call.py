@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from jaxlsp.capture.client import capture_sync
+from jaxlsp.capture.options import CaptureOptions
 from jaxlsp.capture.spare import SparePool
 from jaxlsp.recipes.examples import parse_example
 
@@ -35,7 +36,7 @@ def request(root: Path, target: str, example: str, kind: str | None = None) -> d
 
 
 def run(root: Path, target: str, example: str, timeout: float = 90) -> dict[str, Any]:
-    outcome = capture_sync(request(root, target, example), python=sys.executable, timeout=timeout)
+    outcome = capture_sync(request(root, target, example), sys.executable, CaptureOptions(timeout=timeout))
     result = dict(outcome.result)
     result["logs"] = outcome.logs
     return result
@@ -57,7 +58,7 @@ def test_a_pytest_test_through_its_conftest_fixture_and_config(repo: Path) -> No
     assert result["ok"], result.get("error")
     assert inputs(result) == [("args/0", [2, 3], "float32")]  # zoo_batch, a conftest.py fixture
     assert result["callsite"]["path"] == str(repo / "tests" / "test_models.py")
-    assert result["callsite"]["line"] == 74
+    assert result["callsite"]["line"] == 75
     assert result["learned"] == {
         "from": "tests/test_models.py::test_from_fixture",
         "table": {"kind": "function", "inputs": {"args": [{"kind": "array", "shape": [2, 3]}]}},
@@ -125,7 +126,7 @@ def test_an_example_that_fails_before_the_call(repo: Path) -> None:
     assert error["kind"] == "example"
     assert "running tests/test_models.py::test_fails_before failed before it called unreachable" in error["message"]
     assert "the batch is not what this test expects" in error["message"]
-    assert (error["frame"]["path"], error["frame"]["line"]) == (str(repo / "tests" / "test_models.py"), 100)
+    assert (error["frame"]["path"], error["frame"]["line"]) == (str(repo / "tests" / "test_models.py"), 101)
 
 
 def test_an_example_that_hangs_is_stopped_at_the_deadline(repo: Path) -> None:
@@ -149,7 +150,7 @@ def test_through_the_warm_spare(repo: Path) -> None:
         try:
             assert await pool.start(sys.executable)
             outcome = await pool.capture(
-                request(repo, "zoo/rnn.py::Block", "toy.py"), python=sys.executable, timeout=90
+                request(repo, "zoo/rnn.py::Block", "toy.py"), sys.executable, CaptureOptions(90)
             )
             assert outcome.via == "spare"
             return dict(outcome.result)

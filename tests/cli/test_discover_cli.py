@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.unit.helpers import write_tree
+from tests.discovery.helpers import write_tree
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -39,6 +39,7 @@ def test_examples_json(tmp_path: Path) -> None:
         ("examples/linen_mlp.py", "train_step", "function"),
         ("examples/nnx_cnn.py", "CNN", "nnx"),
         ("examples/nnx_cnn.py", "predict", "function"),
+        ("examples/train_cnn.py", "accuracy", "function"),
         ("examples/blocks/base.py", "ResidualBlock", "linen"),
         ("examples/blocks/tower.py", "Tower", "linen"),
     }

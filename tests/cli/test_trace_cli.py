@@ -12,7 +12,7 @@ import pytest
 
 from jaxlsp.graph import io
 from jaxlsp.graph.validate import SCHEMA_PATH, check
-from tests.unit.helpers import write_tree
+from tests.discovery.helpers import write_tree
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -54,7 +54,7 @@ def test_examples_of_a_partial_site_say_what_is_missing(repo: Path) -> None:
     result = run(["examples", "zoo/functions.py::unreachable", "--json"], cwd=repo)
     first = json.loads(result.stdout)[0]
     assert first["static"] and not first["complete"]
-    assert first["missing"] == [{"where": "inputs.args[0]", "why": "the result of make_batch(...) at line 93"}]
+    assert first["missing"] == [{"where": "inputs.args[0]", "why": "the result of make_batch(...) at line 94"}]
     assert "# needs input: profiles.unreachable.inputs.args[0]" in first["profile"]
 
 

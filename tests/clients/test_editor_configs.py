@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from jaxlsp.trust import TrustStore
+from jaxlsp.trust_store import TrustStore
 
 REPO = Path(__file__).resolve().parents[2]
 EDITORS = REPO / "editors"

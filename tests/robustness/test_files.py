@@ -2,7 +2,7 @@
 every byte of the user's text and leaves no temporary file, an unsaved editor buffer of the recipe
 is never overwritten, and a malformed recipe becomes a diagnostic on the recipe, not a crash.
 (The save module's own cases, a concurrent change between read and write included, are in
-``tests/unit/test_recipes_save.py``.)
+``tests/recipes/test_save.py``.)
 """
 
 from __future__ import annotations

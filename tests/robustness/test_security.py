@@ -204,7 +204,7 @@ def test_the_viewer_is_loopback_only_token_bound_and_stops_with_the_server(peer_
         "/../../../../etc/passwd",
         "/%2e%2e/%2e%2e/etc/passwd",
         "/..%2f..%2f..%2fetc%2fpasswd",
-        "/static/../../jaxlsp/trust.py",
+        "/static/../../jaxlsp/trust_store.py",
         "//etc/passwd",
     ):
         for suffix in ("", f"?token={token}"):

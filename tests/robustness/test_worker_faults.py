@@ -32,6 +32,8 @@ import pytest_asyncio
 from jaxlsp.capture import engine
 from jaxlsp.capture.client import run_capture
 from jaxlsp.capture.engine import TraceRequest
+from jaxlsp.capture.options import CaptureOptions
+from jaxlsp.capture.service import trace_once
 from jaxlsp.capture.spare import SparePool
 from jaxlsp.capture.supervise import CaptureOutcome
 from jaxlsp.capture.worker import forkserver
@@ -66,8 +68,8 @@ class Fault:
 FAULTS = [
     Fault("import_error.py", "import", ("ModuleNotFoundError", "jaxlsp_robust_no_such_module")),
     Fault("syntax_error.py", "import", ("SyntaxError",)),
-    Fault("busy_import.py", "timeout", ("did not finish within",), hang=True),
-    Fault("busy_trace.py", "timeout", ("did not finish within",), hang=True, cold=True),
+    Fault("busy_import.py", "timeout", ("did not finish within", "It was running <module> at"), hang=True),
+    Fault("busy_trace.py", "timeout", ("did not finish within", "It was running f at"), hang=True, cold=True),
     Fault("exit_import.py", "crash", ("exited with status 4",)),
     Fault("segv_trace.py", "crash", ("SIGSEGV",)),
     Fault("alloc.py", "memory", memory=True),
@@ -144,7 +146,7 @@ async def spare(sandbox: Path) -> AsyncIterator[SparePool]:
 
 
 async def good_after(pool: SparePool, sandbox: Path, info: dict[str, Any] | None, memory_mb: int | None) -> None:
-    good = await pool.capture(request(sandbox, "good.py"), python=PYTHON, memory_mb=memory_mb)
+    good = await pool.capture(request(sandbox, "good.py"), python=PYTHON, options=CaptureOptions(memory_mb=memory_mb))
     assert good.via == "spare" and good.ok, good.result
     assert pool.info(PYTHON) == info, "the spare was replaced"
     assert [n["primitive"] for n in good.result["graph"]["nodes"]] == ["sin", "mul"]
@@ -158,7 +160,9 @@ async def test_spare(fault: Fault, spare: SparePool, sandbox: Path) -> None:
     memory_mb = MEMORY_MB if fault.memory else None
     started = time.monotonic()
     outcome = await spare.capture(
-        request(sandbox, fault.file), python=PYTHON, timeout=HANG_TIMEOUT if fault.hang else 60.0, memory_mb=memory_mb
+        request(sandbox, fault.file),
+        python=PYTHON,
+        options=CaptureOptions(timeout=HANG_TIMEOUT if fault.hang else 60.0, memory_mb=memory_mb),
     )
     record(**{f"fault.spare.{fault.file.removesuffix('.py')}.seconds": round(time.monotonic() - started, 2)})
     assert outcome.via == "spare", outcome.result
@@ -171,7 +175,9 @@ async def test_spare(fault: Fault, spare: SparePool, sandbox: Path) -> None:
 @pytest.mark.parametrize("fault", [f for f in FAULTS if f.cold], ids=lambda f: f.file.removesuffix(".py"))
 async def test_cold(fault: Fault, sandbox: Path) -> None:
     outcome = await run_capture(
-        request(sandbox, fault.file), python=PYTHON, timeout=HANG_TIMEOUT if fault.hang else 60.0
+        request(sandbox, fault.file),
+        python=PYTHON,
+        options=CaptureOptions(timeout=HANG_TIMEOUT if fault.hang else 60.0),
     )
     assert outcome.via == "cold"
     check(fault, outcome)
@@ -212,7 +218,7 @@ async def test_fork_bomb_is_bounded_by_pids_max(sandbox: Path, monkeypatch: pyte
             pytest.fail("CI runs as root on Linux with the cgroup v1 pids controller: the cgroup must be usable")
         pytest.skip("no writable pids cgroup here (not root, or not Linux)")
     monkeypatch.setenv(forkserver.PIDS_MAX_ENV, "64")
-    outcome = await run_capture(request(sandbox, "fork_bomb.py"), python=PYTHON, timeout=60.0)
+    outcome = await run_capture(request(sandbox, "fork_bomb.py"), python=PYTHON, options=CaptureOptions(timeout=60.0))
     assert outcome.ok, outcome.result
     got = [int(n) for n in re.findall(r"^robust-forks: (\d+)$", outcome.stdout, flags=re.MULTILINE)]
     assert got and got[0] < 64, outcome.stdout[-500:]
@@ -224,11 +230,11 @@ async def test_fork_bomb_is_bounded_by_pids_max(sandbox: Path, monkeypatch: pyte
 def test_factory_that_raises(sandbox: Path) -> None:
     """A recipe factory that raises is the user's error, with its line, through the whole engine."""
     with pytest.raises(engine.TraceFailure) as info:
-        engine.trace(TraceRequest(sandbox / "factories.py", "f", sandbox, profile="factory_raises"))
+        trace_once(TraceRequest(sandbox / "factories.py", "f", sandbox, profile="factory_raises"), CaptureOptions())
     failure = info.value
     assert "robust: the checkpoint is corrupt" in failure.message + failure.logs, failure
     assert failure.kind in ("import", "trace"), failure
     assert (failure.frame or {}).get("path") == str(sandbox / "factories.py"), failure
-    good = engine.trace(TraceRequest(sandbox / "good.py", "f", sandbox, profile="good"))
+    good = trace_once(TraceRequest(sandbox / "good.py", "f", sandbox, profile="good"), CaptureOptions())
     assert [n.primitive for n in good.graph.nodes] == ["sin", "mul"]
     assert os.environ.get(forkserver.CGROUPS_ENV) != "0"

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from jaxlsp.server.bridge import MAX_BODY, Bridge, BridgeError, Callbacks
+from jaxlsp.server.viewer_http import MAX_BODY, Bridge, BridgeError, Callbacks
 
 
 class Fake:

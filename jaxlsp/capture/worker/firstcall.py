@@ -32,7 +32,7 @@ import types
 from typing import Any
 
 from jaxlsp.capture.worker import limits
-from jaxlsp.capture.worker.errors import CaptureError, Workspace, first_paragraph, from_exception, user_frame_of
+from jaxlsp.capture.worker.failures import CaptureError, Workspace, first_paragraph, from_exception, user_frame_of
 from jaxlsp.capture.worker.runners import HOOK_NAME, Delivered, Instrument, TargetFinder, run_example
 
 
@@ -193,19 +193,28 @@ class Hook:
             self.path,
             self.name,
         )
-        used = {**profile, "inputs": {}, "load": "module", "example": self.example, "callsite": callsite}
+        # The graph file holds relative paths only: the example as written (relative to the root)
+        # and the call's line relative to the root; the absolute ones go to the server beside it.
+        root = self.workspace.root
+        shown = {"path": _relative(callsite["path"], root), "line": callsite["line"], "function": callsite["function"]}
+        example = {"kind": self.example["kind"], "text": self.example["text"]}
+        used = {**profile, "inputs": {}, "load": "module", "example": example, "callsite": shown}
         from jaxlsp.graph import collector
 
         files = {callsite["path"], self.example_file()}
+        extra: dict[str, Any] = {}
         with collector.paused():
             graph = build_graph(
                 self.request, self.path, self.workspace, self.timings, time.perf_counter(), closed, out_shape,
-                plan, traced, files, used, kind,
+                plan, traced, files, used, kind, extra,
             )  # fmt: skip
         learned_profile: dict[str, Any] = {"from": self.example["text"]}
         if table is not None:
             learned_profile["table"] = table
-        return {"ok": True, "graph": graph, "callsite": callsite, "learned": learned_profile}
+        result = {"ok": True, "graph": graph, "callsite": callsite, "learned": learned_profile}
+        if extra.get("roots") is not None:
+            result["roots"] = extra["roots"]
+        return result
 
     def example_file(self) -> str:
         return str(self.example.get("path", ""))
@@ -378,7 +387,7 @@ def capture_at_first_call(
         if not result.get("ok"):
             error = result.get("error") or {}
             raise CaptureError(error.get("kind", "internal"), str(error.get("message", "")), error.get("frame"))
-        extra.update(callsite=result.get("callsite"), learned=result.get("learned"))
+        extra.update(callsite=result.get("callsite"), learned=result.get("learned"), roots=result.get("roots"))
         graph: dict[str, Any] = result["graph"]
         return graph
     raise _not_called(hook, outcome)

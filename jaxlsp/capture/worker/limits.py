@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from jaxlsp.capture.worker.errors import CaptureError
+from jaxlsp.capture.worker.failures import CaptureError
 
 DEFAULTS = {"equations": 200_000, "values": 400_000, "bytes": 256 * 1024 * 1024}
 # Where each limit is raised: the server setting and the CLI flag.

@@ -10,7 +10,7 @@ import sys
 from types import ModuleType
 from typing import Any, Literal
 
-from jaxlsp.capture.worker.errors import CaptureError, Workspace, from_exception
+from jaxlsp.capture.worker.failures import CaptureError, Workspace, from_exception
 
 
 def module_name_for(path: str) -> tuple[str, str]:

@@ -19,7 +19,7 @@ import sys
 import types
 from typing import Any, Protocol
 
-from jaxlsp.capture.worker.errors import CaptureError
+from jaxlsp.capture.worker.failures import CaptureError
 
 HOOK_NAME = "__jaxlsp_first_call__"
 

@@ -1,4 +1,5 @@
-"""Document sync, watched files and the background workspace index (with work-done progress)."""
+"""Document sync, watched files, the background workspace index (with work-done progress), and
+the "not analysed" diagnostics where discovery did not look."""
 
 from __future__ import annotations
 
@@ -10,29 +11,53 @@ import uuid
 from pathlib import Path
 
 from lsprotocol import types
-from pygls.uris import to_fs_path
 
 from jaxlsp.server.app import JaxServer
+from jaxlsp.server.params import local_path
 
 log = logging.getLogger(__name__)
-_REPORT_EVERY = 25
-_SLICE = 0.01  # seconds of indexing between two chances for requests (and cancels) to run
+REPORT_EVERY = 25  # files between two progress reports
+SLICE = 0.01  # seconds of indexing between two chances for requests (and cancels) to run
 
 
-def _path(uri: str) -> Path | None:
-    if not uri.startswith("file:"):
-        return None
-    fs = to_fs_path(uri)
-    return Path(fs) if fs else None
+class Documents:
+    def __init__(self, ls: JaxServer) -> None:
+        self.ls = ls
+        self.index_task: asyncio.Future[None] | None = None
+        self._said: dict[Path, tuple[tuple[int, str], ...]] = {}  # what each file's skips said last
 
+    def register(self, server: JaxServer) -> None:
+        server.on_initialized.append(self.initialized)
 
-def register(server: JaxServer) -> None:
-    @server.feature(types.INITIALIZE)
-    def initialize(ls: JaxServer, params: types.InitializeParams) -> None:
-        ls.configure(params)
+        @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+        def did_open(ls: JaxServer, params: types.DidOpenTextDocumentParams) -> None:
+            self.sync(params.text_document.uri)
 
-    @server.feature(types.INITIALIZED)
-    def initialized(ls: JaxServer, params: types.InitializedParams) -> None:
+        @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+        def did_change(ls: JaxServer, params: types.DidChangeTextDocumentParams) -> None:
+            self.sync(params.text_document.uri)
+
+        @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+        def did_close(ls: JaxServer, params: types.DidCloseTextDocumentParams) -> None:
+            path = local_path(params.text_document.uri)
+            if path is not None and ls.session.index.close(path):
+                ls.refresh_lenses()
+            if path is not None:
+                ls.edited(path)  # closing drops unsaved edits: the disk text counts again
+
+        @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+        def watched(ls: JaxServer, params: types.DidChangeWatchedFilesParams) -> None:
+            changed = False
+            for event in params.changes:
+                path = local_path(event.uri)
+                if path is not None and path.suffix == ".py":
+                    changed = ls.session.index.file_changed(path) or changed
+                    ls.edited(path)
+            if changed:
+                ls.refresh_lenses()
+
+    def initialized(self) -> None:
+        ls = self.ls
         if ls.session.support.watched_files_registration:
             options = types.DidChangeWatchedFilesRegistrationOptions(
                 watchers=[types.FileSystemWatcher(glob_pattern="**/*.py")]
@@ -41,105 +66,79 @@ def register(server: JaxServer) -> None:
                 id=str(uuid.uuid4()), method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES, register_options=options
             )
             ls.client_register_capability(types.RegistrationParams(registrations=[registration]))
-        ls.index_task = asyncio.ensure_future(_index_workspace(ls))
+        self.index_task = asyncio.ensure_future(self.index_workspace())
 
-    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
-    def did_open(ls: JaxServer, params: types.DidOpenTextDocumentParams) -> None:
-        _sync(ls, params.text_document.uri)
+    def sync(self, uri: str) -> None:
+        """Feed an open document's text to the index; other files' lenses may depend on it."""
+        path = local_path(uri)
+        if path is None or path.suffix not in (".py", ".pyi"):
+            return
+        doc = self.ls.workspace.get_text_document(uri)
+        if self.ls.session.index.set_text(path, doc.source):
+            self.ls.refresh_lenses()
+        self.ls.edited(path)
+        self.report_skips(path)
 
-    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
-    def did_change(ls: JaxServer, params: types.DidChangeTextDocumentParams) -> None:
-        _sync(ls, params.text_document.uri)
-
-    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
-    def did_close(ls: JaxServer, params: types.DidCloseTextDocumentParams) -> None:
-        path = _path(params.text_document.uri)
-        if path is not None and ls.session.index.close(path):
-            ls.refresh_lenses()
-        if path is not None:
-            ls.edited(path)  # closing drops unsaved edits: the disk text counts again
-
-    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
-    def watched(ls: JaxServer, params: types.DidChangeWatchedFilesParams) -> None:
-        changed = False
-        for event in params.changes:
-            path = _path(event.uri)
-            if path is not None and path.suffix == ".py":
-                changed = ls.session.index.file_changed(path) or changed
-                ls.edited(path)
-        if changed:
-            ls.refresh_lenses()
-
-
-def _sync(ls: JaxServer, uri: str) -> None:
-    """Feed an open document's text to the index; other files' lenses may depend on it."""
-    path = _path(uri)
-    if path is None or path.suffix not in (".py", ".pyi"):
-        return
-    doc = ls.workspace.get_text_document(uri)
-    if ls.session.index.set_text(path, doc.source):
-        ls.refresh_lenses()
-    ls.edited(path)
-    report_skips(ls, path)
-
-
-def report_skips(ls: JaxServer, path: Path) -> None:
-    """A warning diagnostic (and a log line) where discovery did not look: a file it did not read,
-    statements it did not parse (discovery/budget.py). Cleared once there is nothing to say."""
-    skips = ls.session.index.skips(path)
-    key = Path(os.path.abspath(path))
-    said = tuple((s.line, s.reason) for s in skips)
-    if ls.skips_said.get(key, ()) == said:
-        return
-    ls.skips_said[key] = said
-    for skip in skips:
-        log.warning("not analysed: %s:%d: %s", path, skip.line + 1, skip.reason)
-    diagnostics = [
-        types.Diagnostic(
-            range=types.Range(types.Position(skip.line, 0), types.Position(skip.line + 1, 0)),
-            message=f"jaxlsp did not analyse this {'file' if skip.whole_file else 'statement'}: {skip.reason}"
-            " (nothing defined here gets a lens)",
-            severity=types.DiagnosticSeverity.Warning,
-            source="jaxlsp",
-            code="not-analysed",
-        )
-        for skip in skips
-    ]
-    ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=key.as_uri(), diagnostics=diagnostics))
-
-
-async def _index_workspace(ls: JaxServer) -> None:
-    session = ls.session
-    token: str | None = None
-    if session.support.work_done_progress:
-        token = f"jaxlsp-index-{uuid.uuid4()}"
-        try:
-            await ls.work_done_progress.create_async(token)
-            ls.work_done_progress.begin(
-                token, types.WorkDoneProgressBegin(title="jaxlsp: indexing", message="scanning workspace", percentage=0)
+    def report_skips(self, path: Path) -> None:
+        """A warning diagnostic (and a log line) where discovery did not look: a file it did not
+        read, statements it did not parse (discovery/budget.py). Cleared once there is nothing to say."""
+        skips = self.ls.session.index.skips(path)
+        key = Path(os.path.abspath(path))
+        said = tuple((s.line, s.reason) for s in skips)
+        if self._said.get(key, ()) == said:
+            return
+        self._said[key] = said
+        for skip in skips:
+            log.warning("not analysed: %s:%d: %s", path, skip.line + 1, skip.reason)
+        diagnostics = [
+            types.Diagnostic(
+                range=types.Range(types.Position(skip.line, 0), types.Position(skip.line + 1, 0)),
+                message=f"jaxlsp did not analyse this {'file' if skip.whole_file else 'statement'}: {skip.reason}"
+                " (nothing defined here gets a lens)",
+                severity=types.DiagnosticSeverity.Warning,
+                source="jaxlsp",
+                code="not-analysed",
             )
-        except Exception:  # a client that refuses progress still gets an index
-            log.warning("work-done progress refused; indexing silently", exc_info=True)
-            token = None
-    count = 0
-    paused = time.monotonic()
-    try:
-        for done in session.index.scan():
-            if done is not None:
-                count += 1
-                if session.index.skips(done):
-                    report_skips(ls, done)
-                if token is not None and count % _REPORT_EVERY == 0:
-                    ls.work_done_progress.report(token, types.WorkDoneProgressReport(message=f"{count} files"))
-            if time.monotonic() - paused >= _SLICE:
-                await asyncio.sleep(0)  # let requests and cancels in, between statements
-                paused = time.monotonic()
-        for path in list(session.index.unread):
-            report_skips(ls, path)
-    except Exception:
-        log.exception("workspace indexing failed")
-    finally:
-        session.indexed = True
-        if token is not None:
-            ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=f"{count} files indexed"))
-    ls.refresh_lenses()
+            for skip in skips
+        ]
+        self.ls.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=key.as_uri(), diagnostics=diagnostics)
+        )
+
+    async def index_workspace(self) -> None:
+        ls = self.ls
+        session = ls.session
+        token: str | None = None
+        if session.support.work_done_progress:
+            token = f"jaxlsp-index-{uuid.uuid4()}"
+            try:
+                await ls.work_done_progress.create_async(token)
+                ls.work_done_progress.begin(
+                    token,
+                    types.WorkDoneProgressBegin(title="jaxlsp: indexing", message="scanning workspace", percentage=0),
+                )
+            except Exception:  # a client that refuses progress still gets an index
+                log.warning("work-done progress refused; indexing silently", exc_info=True)
+                token = None
+        count = 0
+        paused = time.monotonic()
+        try:
+            for done in session.index.scan():
+                if done is not None:
+                    count += 1
+                    if session.index.skips(done):
+                        self.report_skips(done)
+                    if token is not None and count % REPORT_EVERY == 0:
+                        ls.work_done_progress.report(token, types.WorkDoneProgressReport(message=f"{count} files"))
+                if time.monotonic() - paused >= SLICE:
+                    await asyncio.sleep(0)  # let requests and cancels in, between statements
+                    paused = time.monotonic()
+            for path in list(session.index.unread):
+                self.report_skips(path)
+        except Exception:
+            log.exception("workspace indexing failed")
+        finally:
+            session.indexed = True
+            if token is not None:
+                ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=f"{count} files indexed"))
+        ls.refresh_lenses()

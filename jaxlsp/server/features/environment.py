@@ -5,7 +5,7 @@ The check runs the selected interpreter, so it waits for the workspace folder's 
 does. A problem an install fixes is offered through ``window/showMessageRequest`` with the exact
 command; only the answer ``Install`` runs it, into the selected interpreter's environment, with
 work-done progress, every line in a log file under ``$XDG_CACHE_HOME/jaxlsp/logs/`` and the log
-sent as ``window/logMessage``. The logic lives in :mod:`jaxlsp.capture.environment` and
+sent as ``window/logMessage``. The logic lives in :mod:`jaxlsp.capture.compatibility` and
 :mod:`jaxlsp.capture.install`; this module only speaks LSP.
 """
 
@@ -15,34 +15,74 @@ import asyncio
 import logging
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from jaxlsp.capture import environment
+from jaxlsp.capture import compatibility
+from jaxlsp.capture.compatibility import Report
 from jaxlsp.capture.engine import Prepared, TraceFailure, TraceRequest, check_environment, choose_python, select
-from jaxlsp.capture.environment import Report
 from jaxlsp.capture.install import InstallPlan, InstallResult, plan_install, run_install
 from jaxlsp.capture.interpreters import InterpreterError, Selection, select_interpreter
 from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
+from jaxlsp.server.features.trust import TrustPrompt
 from jaxlsp.server.params import as_dict, file_path, invalid, parse
 
 log = logging.getLogger(__name__)
 REQUEST_FAILED = -32803
-CHECK_COMMAND = "jaxlsp.checkEnvironment"
 INSTALL, CANCEL = "Install", "Cancel"
 LOG_MESSAGE_LIMIT = 1024 * 1024  # characters of an install log sent as window/logMessage
 
 
 class Environments:
-    """The check, the install offer and the installs of one server."""
+    """The check, the install offer and the installs of one server; also the capture service's
+    gate (:meth:`before_capture`)."""
 
-    def __init__(self, ls: JaxServer) -> None:
+    def __init__(self, ls: JaxServer, trust: TrustPrompt) -> None:
         self.ls = ls
-        self.cache = environment.CACHE
+        self.trust = trust
+        self.cache = compatibility.CACHE
         self.install_lock = asyncio.Lock()  # one install at a time
+
+    def register(self, server: JaxServer) -> None:
+        @server.feature(wire.ENVIRONMENT)
+        async def check(ls: JaxServer, params: Any) -> wire.EnvironmentResult:
+            data = parse(params if params is not None else {}, wire.EnvironmentParams)
+            uri = data["textDocument"]["uri"] if "textDocument" in data else None
+            report = await self.check(
+                uri, data.get("name"), data.get("device"), "params.textDocument.uri", data.get("refresh", False)
+            )
+            return _result(report)
+
+        @server.command(wire.CHECK_ENVIRONMENT_COMMAND)
+        async def check_command(ls: JaxServer, *args: Any) -> wire.EnvironmentResult:
+            if len(args) > 1:
+                raise invalid(
+                    f"{wire.CHECK_ENVIRONMENT_COMMAND}: expected no argument or one {{uri?, name?, device?}},"
+                    f" got {len(args)}"
+                )
+            argument = as_dict(args[0]) if args and args[0] is not None else {}
+            data = parse(argument, wire.CheckEnvironmentArguments, "arguments[0]")
+            # asked for on demand: always re-run
+            report = await self.check(
+                data.get("uri"), data.get("name"), data.get("device"), "arguments[0].uri", refresh=True
+            )
+            installed = False
+            if not report.ok and report.requirements:
+                installed = await self.offer_install(report)
+                if installed:
+                    report = await asyncio.to_thread(
+                        self.cache.check, report.selection, report.kind, report.device, True
+                    )
+            if report.ok:
+                ls.window_show_message(types.ShowMessageParams(types.MessageType.Info, report.message()))
+            elif not report.requirements or installed:
+                ls.window_show_message(types.ShowMessageParams(types.MessageType.Error, report.message()))
+            result = _result(report)
+            result["installed"] = installed
+            return result
 
     # -- what a trace calls -------------------------------------------------------------------------
     async def before_capture(self, prepared: Prepared) -> TraceFailure | None:
@@ -125,7 +165,7 @@ class Environments:
         folder = session.folder_of(path) if path else (session.roots[0] if session.roots else Path.cwd())
         selection, kind, profile_device = self._select(folder, path, name, options)
         device = device or profile_device
-        if not await self.ls.tracer.ensure_trusted(folder):
+        if not await self.trust.ensure(folder):
             raise JsonRpcException(
                 f"not checked: {folder} is not trusted to run its code, and checking runs {selection.python}",
                 code=REQUEST_FAILED,
@@ -144,14 +184,14 @@ class Environments:
             workspace_root=folder,
             setting_python=options.python,
             client_python=options.selected_python,
-            find_entrypoint=self.ls.tracer._entrypoint,
+            find_entrypoint=self.ls.session.entrypoint,
         )
         if path is not None and name:
             try:
                 resolved, _ = select(req)
             except TraceFailure:
                 resolved = None  # no usable profile yet (needs input...): no recipe python either
-        entry = self.ls.tracer._entrypoint(path, name) if path is not None and name else None
+        entry = self.ls.session.entrypoint(path, name) if path is not None and name else None
         if resolved is None:
             try:
                 selection = select_interpreter(
@@ -180,45 +220,8 @@ async def _begin_progress(ls: JaxServer, title: str, message: str) -> str | None
     return token
 
 
-def register(server: JaxServer) -> None:
-    environments = Environments(server)
-    server.environment = environments
-
-    @server.feature("jaxlsp/environment")
-    async def check(ls: JaxServer, params: Any) -> dict[str, Any]:
-        data = parse(params if params is not None else {}, wire.EnvironmentParams)
-        uri = data["textDocument"]["uri"] if "textDocument" in data else None
-        report = await environments.check(
-            uri, data.get("name"), data.get("device"), "params.textDocument.uri", data.get("refresh", False)
-        )
-        return _result(report)
-
-    @server.command(CHECK_COMMAND)
-    async def check_command(ls: JaxServer, *args: Any) -> dict[str, Any]:
-        if len(args) > 1:
-            raise invalid(f"{CHECK_COMMAND}: expected no argument or one {{uri?, name?, device?}}, got {len(args)}")
-        argument = as_dict(args[0]) if args and args[0] is not None else {}
-        data = parse(argument, wire.CheckEnvironmentArguments, "arguments[0]")
-        # asked for on demand: always re-run
-        report = await environments.check(
-            data.get("uri"), data.get("name"), data.get("device"), "arguments[0].uri", refresh=True
-        )
-        installed = False
-        if not report.ok and report.requirements:
-            installed = await environments.offer_install(report)
-            if installed:
-                report = await asyncio.to_thread(
-                    environments.cache.check, report.selection, report.kind, report.device, True
-                )
-        if report.ok:
-            ls.window_show_message(types.ShowMessageParams(types.MessageType.Info, report.message()))
-        elif not report.requirements or installed:
-            ls.window_show_message(types.ShowMessageParams(types.MessageType.Error, report.message()))
-        return {**_result(report), "installed": installed}
-
-
-def _result(report: Report) -> dict[str, Any]:
-    data = report.to_json()
+def _result(report: Report) -> wire.EnvironmentResult:
+    data = cast(wire.EnvironmentResult, report.to_json())  # Report.to_json builds this shape
     if report.requirements:
         plan = plan_install(report.selection, report.requirements, has_pip=bool(report.probe.packages.get("pip")))
         data["install"] = plan.text

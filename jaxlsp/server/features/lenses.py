@@ -1,5 +1,6 @@
 """``textDocument/codeLens`` (+ resolve) and ``textDocument/codeAction``: one "Trace graph" per
-entrypoint, and once it is traced an "Open graph" beside it."""
+entrypoint, and once it is traced an "Open graph" beside it (as a code action too, for editors
+without lenses)."""
 
 from __future__ import annotations
 
@@ -8,68 +9,77 @@ from typing import Any
 
 from lsprotocol import types
 
-from jaxlsp.discovery import Discovery, Entrypoint
+from jaxlsp.discovery import Entrypoint
+from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
 from jaxlsp.server.convert import LENS_TITLE, OPEN_TITLE, open_command, to_range, trace_command
-from jaxlsp.server.features.documents import _path
-from jaxlsp.server.params import as_dict
+from jaxlsp.server.params import as_dict, local_path
 
 
-def _discover(ls: JaxServer, uri: str, revalidate: bool = False) -> Discovery | None:
-    path = _path(uri)
-    return ls.session.discover(path, revalidate) if path is not None else None
+class Lenses:
+    def __init__(self, ls: JaxServer) -> None:
+        self.ls = ls
 
+    def register(self, server: JaxServer) -> None:
+        @server.feature(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensOptions(resolve_provider=True))
+        def code_lens(ls: JaxServer, params: types.CodeLensParams) -> list[types.CodeLens]:
+            return self.lenses(params.text_document.uri)
 
-def register(server: JaxServer) -> None:
-    @server.feature(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensOptions(resolve_provider=True))
-    def code_lens(ls: JaxServer, params: types.CodeLensParams) -> list[types.CodeLens]:
-        uri = params.text_document.uri
-        path = _path(uri)
-        found = ls.session.discover(path, revalidate=True) if path is not None else None
-        if found is None or path is None:
+        @server.feature(types.CODE_LENS_RESOLVE)
+        def resolve(ls: JaxServer, lens: types.CodeLens) -> types.CodeLens:
+            return self.resolve(lens)
+
+        @server.feature(
+            types.TEXT_DOCUMENT_CODE_ACTION,
+            types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.Empty], resolve_provider=False),
+        )
+        def code_action(ls: JaxServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+            return self.actions(params.text_document.uri, params.range)
+
+    def lenses(self, uri: str) -> list[types.CodeLens]:
+        session = self.ls.session
+        path = local_path(uri)
+        if path is None:
             return []
-        lines = ls.lines(path)
-        codec = ls.workspace.position_codec
+        found = session.discover(path, revalidate=True)
+        lines = self.ls.lines(path)
+        codec = self.ls.workspace.position_codec
         lenses = []
         for e in found.entrypoints:
             where = to_range(e.header, lines, codec)
-            lenses.append(types.CodeLens(range=where, data={"uri": uri, "name": e.name, "kind": e.kind}))
-            if ls.session.support.opens_graphs and ls.session.graphs.latest(uri, e.name) is not None:
+            data: wire.LensData = {"uri": uri, "name": e.name, "kind": e.kind}
+            lenses.append(types.CodeLens(range=where, data=data))
+            if session.support.opens_graphs and session.graphs.latest(uri, e.name) is not None:
                 # traced: a second lens opens it
                 lenses.append(types.CodeLens(range=where, data={"uri": uri, "name": e.name, "open": True}))
         return lenses
 
-    @server.feature(types.CODE_LENS_RESOLVE)
-    def resolve(ls: JaxServer, lens: types.CodeLens) -> types.CodeLens:
+    def resolve(self, lens: types.CodeLens) -> types.CodeLens:
         data: Any = as_dict(lens.data)
         if not (isinstance(data, dict) and isinstance(data.get("uri"), str) and isinstance(data.get("name"), str)):
             return lens
         if data.get("open"):
-            trace = ls.session.graphs.latest(data["uri"], data["name"])
+            trace = self.ls.session.graphs.latest(data["uri"], data["name"])
             if trace is not None:
                 lens.command = open_command(trace.id)
             return lens
         lens.command = trace_command(data["uri"], data["name"])
-        lens.command.title = lens_title(ls, data["uri"], data["name"])
+        lens.command.title = self.title(data["uri"], data["name"])
         return lens
 
-    @server.feature(
-        types.TEXT_DOCUMENT_CODE_ACTION,
-        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.Empty], resolve_provider=False),
-    )
-    def code_action(ls: JaxServer, params: types.CodeActionParams) -> list[types.CodeAction]:
-        uri = params.text_document.uri
-        found = _discover(ls, uri)
-        if found is None:
+    def actions(self, uri: str, where: types.Range) -> list[types.CodeAction]:
+        session = self.ls.session
+        path = local_path(uri)
+        if path is None:
             return []
-        entry = _entry_at(found.entrypoints, params.range.start.line, params.range.end.line)
+        entry = _entry_at(session.discover(path).entrypoints, where.start.line, where.end.line)
         if entry is None:
             return []
         command = trace_command(uri, entry.name)
         actions = [
             types.CodeAction(title=f"{LENS_TITLE}: {entry.name}", kind=types.CodeActionKind.Empty, command=command)
         ]
-        trace = ls.session.graphs.latest(uri, entry.name) if ls.session.support.opens_graphs else None
+        trace = session.graphs.latest(uri, entry.name) if session.support.opens_graphs else None
         if trace is not None:  # the "Open graph" lens, for editors without lenses (eglot)
             opener = open_command(trace.id)
             actions.append(
@@ -77,16 +87,25 @@ def register(server: JaxServer) -> None:
             )
         return actions
 
+    def title(self, uri: str, name: str) -> str:
+        """``Trace graph``, or after a trace ``Trace graph · 1,234 ops · f32[2,10] +1`` (``Re-trace (stale)``)."""
+        session = self.ls.session
+        trace = session.graphs.latest(uri, name)
+        if trace is None:
+            return LENS_TITLE
+        figures = lens_figures(len(trace.graph.nodes), trace.output_types())
+        stale = trace.stale_sources(lambda p: session.index.text(Path(p)))
+        return f"Re-trace (stale) · {figures}" if stale else f"{LENS_TITLE} · {figures}"
 
-def lens_title(ls: JaxServer, uri: str, name: str) -> str:
-    """``Trace graph``, or after a trace ``Trace graph · 1,234 ops · f32[2,10]`` (``Re-trace (stale)``)."""
-    trace = ls.session.graphs.latest(uri, name)
-    if trace is None:
-        return LENS_TITLE
-    outputs = ", ".join(trace.output_types()[:2])
-    figures = f"{len(trace.graph.nodes):,} ops" + (f" · {outputs}" if outputs else "")
-    stale = trace.stale_sources(lambda p: ls.session.index.text(Path(p)))
-    return f"Re-trace (stale) · {figures}" if stale else f"{LENS_TITLE} · {figures}"
+
+LENS_OUTPUTS = 2
+
+
+def lens_figures(ops: int, outputs: list[str]) -> str:
+    """``1,234 ops · f32[2,10], f32[32] +1``: the first outputs' types, and how many are left out."""
+    shown = ", ".join(outputs[:LENS_OUTPUTS])
+    more = f" +{len(outputs) - LENS_OUTPUTS}" if len(outputs) > LENS_OUTPUTS else ""
+    return f"{ops:,} ops" + (f" · {shown}{more}" if shown else "")
 
 
 def _entry_at(entries: tuple[Entrypoint, ...], first: int, last: int) -> Entrypoint | None:

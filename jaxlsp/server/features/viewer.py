@@ -1,7 +1,7 @@
 """The graph viewer in the browser: ``jaxlsp/openGraph`` (starts the loopback bridge once and
 opens the page) and ``jaxlsp/cursorMoved`` (the editor's cursor highlights nodes in open pages).
 
-The bridge (``jaxlsp.server.bridge``) holds no server state: it calls back here for graphs,
+The bridge (``jaxlsp.server.viewer_http``) holds no server state: it calls back here for graphs,
 staleness and "go to source", which goes through ``jaxlsp/revealSource``'s code.
 """
 
@@ -20,26 +20,60 @@ from jaxlsp.graph.io import to_json
 from jaxlsp.graph.store import Trace
 from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
-from jaxlsp.server.bridge import Bridge, BridgeError, Callbacks
-from jaxlsp.server.convert import OPEN_COMMAND
-from jaxlsp.server.features.views import document_line, find_trace, reveal
+from jaxlsp.server.features.navigation import Navigation, document_line
 from jaxlsp.server.params import as_dict, invalid, parse
+from jaxlsp.server.viewer_http import Bridge, BridgeError, Callbacks
 
 GRAPH_CACHE = 4  # serialized graphs kept for pages that reload
 STALE_DELAY = 0.3  # seconds after the last edit before pages hear whether their graph is stale
 
 
-class Viewers:
+class Viewer:
     """The bridge (started on the first ``jaxlsp/openGraph``) and what open pages were told."""
 
-    def __init__(self, ls: JaxServer) -> None:
+    def __init__(self, ls: JaxServer, navigation: Navigation) -> None:
         self.ls = ls
+        self.navigation = navigation
         self.bridge: Bridge | None = None
         self._json: OrderedDict[str, bytes] = OrderedDict()
         self._served: dict[str, tuple[str, str]] = {}  # trace id -> (uri, name) of pages' graphs
         self._stale: dict[str, bool] = {}
         self._highlighted: str | None = None
         self._stale_timer: asyncio.TimerHandle | None = None
+
+    def register(self, server: JaxServer) -> None:
+        server.session.graphs.listeners.append(self.new_trace)
+        server.edit_listeners.append(self.edited)
+        server.on_shutdown.append(self.stop)
+
+        @server.feature(wire.OPEN_GRAPH)
+        async def open_graph(ls: JaxServer, params: Any) -> wire.OpenGraphResult:
+            return await self.open(parse(params, wire.OpenGraphParams))
+
+        @server.command(wire.OPEN_GRAPH_COMMAND)
+        async def open_graph_command(ls: JaxServer, *args: Any) -> wire.OpenGraphResult:
+            """The "Open graph" lens: the same as ``jaxlsp/openGraph``."""
+            if len(args) != 1:
+                raise invalid(f"{wire.OPEN_GRAPH_COMMAND}: expected one argument {{traceId}}, got {len(args)}")
+            return await self.open(parse(as_dict(args[0]), wire.OpenGraphArguments, "arguments[0]"))
+
+        @server.feature(wire.CURSOR_MOVED)
+        def cursor_moved(ls: JaxServer, params: Any) -> None:
+            try:
+                path, line = document_line(parse(params, wire.CursorMovedParams))
+            except JsonRpcException:
+                return  # a notification has no answer to carry the error; nothing to highlight
+            found = self.navigation.at(path, line)
+            if found is None:
+                self.highlight(None, [])
+            else:
+                self.highlight(found[0].id, [n.id for n in found[1]])
+
+    async def open(self, data: wire.OpenGraphParams) -> wire.OpenGraphResult:
+        """Serve the trace on the loopback bridge and ask the client to open it."""
+        url = await self.url(self.navigation.find(data["traceId"]))
+        self.ls.show_document(types.ShowDocumentParams(uri=url, external=True))
+        return {"url": url}
 
     async def url(self, trace: Trace) -> str:
         if self.bridge is None:
@@ -80,7 +114,7 @@ class Viewers:
         if frame is not None:
             data["frame"] = frame
         try:
-            return await reveal(self.ls, data)
+            return dict(self.navigation.reveal(data))
         except JsonRpcException as e:
             raise BridgeError(404, e.message) from e
 
@@ -105,7 +139,7 @@ class Viewers:
             return
         key = str(path.resolve())
         if not any(
-            (trace := self.ls.session.graphs.get(t)) is not None and key in trace.graph.sources for t in self._served
+            (trace := self.ls.session.graphs.get(t)) is not None and trace.has_source(key) for t in self._served
         ):
             return
         if self._stale_timer is not None:
@@ -133,41 +167,3 @@ class Viewers:
         for old, served in list(self._served.items()):
             if served == target and old != trace.id:
                 self.bridge.push("trace", {"traceId": trace.id, "replaces": old})
-
-
-def register(server: JaxServer) -> None:
-    viewers = Viewers(server)
-    server.viewer = viewers
-    server.session.graphs.listeners.append(viewers.new_trace)
-    server.edit_listeners.append(viewers.edited)
-
-    async def open_trace(ls: JaxServer, data: wire.OpenGraphParams) -> dict[str, Any]:
-        trace = find_trace(ls, data["traceId"])
-        url = await viewers.url(trace)
-        ls.show_document(types.ShowDocumentParams(uri=url, external=True))
-        return {"url": url}
-
-    @server.feature("jaxlsp/openGraph")
-    async def open_graph(ls: JaxServer, params: Any) -> dict[str, Any]:
-        return await open_trace(ls, parse(params, wire.OpenGraphParams))
-
-    @server.command(OPEN_COMMAND)
-    async def open_graph_command(ls: JaxServer, *args: Any) -> dict[str, Any]:
-        """The "Open graph" lens: the same as ``jaxlsp/openGraph``."""
-        if len(args) != 1:
-            raise invalid(f"{OPEN_COMMAND}: expected one argument {{traceId}}, got {len(args)}")
-        return await open_trace(ls, parse(as_dict(args[0]), wire.OpenGraphArguments, "arguments[0]"))
-
-    @server.feature("jaxlsp/cursorMoved")
-    def cursor_moved(ls: JaxServer, params: Any) -> None:
-        try:
-            path, line = document_line(parse(params, wire.CursorMovedParams))
-        except JsonRpcException:
-            return  # a notification has no answer to carry the error; nothing to highlight
-        key = str(path.resolve())
-        for trace in ls.session.graphs.covering(key):
-            nodes = trace.nodes_at(key, line + 1)
-            if nodes:
-                viewers.highlight(trace.id, [n.id for n in nodes])
-                return
-        viewers.highlight(None, [])

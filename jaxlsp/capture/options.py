@@ -1,0 +1,67 @@
+"""How one capture runs: its time limit, memory cap, callbacks and cancel event, as one value.
+
+Every layer that runs a capture (the capture service, the warm pool, a cold worker, the
+supervisor) takes a :class:`CaptureOptions` instead of the same five keywords each.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+DEFAULT_MEMORY_MB: Final = 8192
+DEFAULT_TIMEOUT: Final = 60.0
+
+LogCallback = Callable[[str, str], None]  # (stream "stdout" | "stderr", text)
+PhaseCallback = Callable[[str], None]  # the worker starts a phase: "import", "trace", "build"
+
+
+class _Default(enum.Enum):
+    TOKEN = "default"
+
+
+#: ``memory_mb`` default: :data:`DEFAULT_MEMORY_MB` for CPU profiles, no cap for ``cuda:N``.
+DEFAULT: Final = _Default.TOKEN
+MemoryLimit = int | None | Literal[_Default.TOKEN]
+
+
+@dataclass(frozen=True)
+class CaptureOptions:
+    """``timeout``: seconds before the worker is killed. ``memory_mb``: its address-space cap
+    (None: none). ``on_log(stream, text)`` hears output as it arrives (the head of each stream
+    only; the outcome keeps head and tail); ``on_phase(name)`` hears the worker start ``import``,
+    ``trace`` and ``build``. ``cancel`` set: the capture's process group is killed at once and
+    :class:`asyncio.CancelledError` raised (cancelling the calling task does the same)."""
+
+    timeout: float = DEFAULT_TIMEOUT
+    memory_mb: MemoryLimit = DEFAULT
+    on_log: LogCallback | None = None
+    on_phase: PhaseCallback | None = None
+    cancel: asyncio.Event | None = None
+
+    def memory_for(self, request: Mapping[str, Any]) -> int | None:
+        """The cap in MiB for ``request`` (its profile's device decides the default)."""
+        if self.memory_mb is not DEFAULT:
+            return self.memory_mb if self.memory_mb and self.memory_mb > 0 else None
+        device = str((request.get("profile") or {}).get("device") or "cpu")
+        return None if device.startswith(("cuda", "gpu", "rocm")) else DEFAULT_MEMORY_MB
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How one capture process was started, for the supervisor's report: the interpreter, the
+    route, when the capture began (``time.monotonic``), the time limit its error names, and the
+    resolved memory cap."""
+
+    python: str
+    via: Literal["cold", "spare"]
+    started: float
+    limit: float
+    memory_mb: int | None
+
+
+#: The defaults, as one shared value for signatures (the type is frozen).
+DEFAULT_OPTIONS: Final = CaptureOptions()

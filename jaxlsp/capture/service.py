@@ -1,0 +1,165 @@
+"""The capture service: from a trace request to a stored graph, for the server, the CLI and the
+benchmarks alike. No pygls here.
+
+A trace goes, in this order:
+
+1. :meth:`CaptureService.prepare`: recipe, profile (needs-input answers applied), interpreter and
+   worker request, all decided without running anything (``engine.prepare``);
+2. the gate: the interpreter's cached compatibility check, before any user import (the server's
+   gate may offer a reviewed install; the default refuses with the check's message);
+3. a place in line: at most ``max_running`` captures at once, ``max_waiting`` more waiting, and
+   beyond that :class:`Busy`;
+4. the capture: through the warm spare (started on first use) with the structure the target's
+   last capture reported as a hint (``speculate.py``), or a fresh cold worker;
+5. the graph decoded (``engine.finish``) and kept in the graph store, when there is one.
+
+Failures are :class:`~jaxlsp.capture.engine.TraceFailure` (or :class:`Busy`); cancelling the
+calling task kills the capture's processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from jaxlsp.capture.engine import Prepared, TraceFailure, TraceOutcome, TraceRequest, check_environment, finish, prepare
+from jaxlsp.capture.options import CaptureOptions
+from jaxlsp.capture.spare import SparePool
+from jaxlsp.capture.speculate import capture_speculatively, structure_of
+from jaxlsp.capture.supervise import CaptureOutcome
+from jaxlsp.graph.store import GraphStore, Trace
+
+MAX_RUNNING = 2  # captures at once; more wait in line
+MAX_WAITING = 8  # beyond this a request is refused rather than queued
+MAX_HINTS = 64  # targets whose variables structure is remembered
+
+#: Decides whether a prepared capture may run: None, or the refusal (nothing of the target ran).
+Gate = Callable[[Prepared], Awaitable[TraceFailure | None]]
+
+
+async def refuse_incompatible(prepared: Prepared) -> TraceFailure | None:
+    """The default gate: the interpreter's cached check; a problem is a refusal with its fix."""
+    report = await asyncio.to_thread(check_environment, prepared)
+    return None if report.ok else TraceFailure("refused", report.message())
+
+
+class Busy(Exception):
+    """Too many captures are waiting already; try again when some finish."""
+
+
+@dataclass
+class Captured:
+    """A finished capture: the decoded outcome, and its entry in the store (when there is one)."""
+
+    outcome: TraceOutcome
+    trace: Trace | None
+
+
+class CaptureService:
+    """Scheduling, the warm pool, speculation hints, the compatibility gate and storage.
+
+    ``warm=False`` never starts a spare (every capture is a fresh worker): the CLI's one-shot way.
+    """
+
+    def __init__(
+        self,
+        *,
+        store: GraphStore | None = None,
+        gate: Gate = refuse_incompatible,
+        warm: bool = True,
+        pool: SparePool | None = None,
+        max_running: int = MAX_RUNNING,
+        max_waiting: int = MAX_WAITING,
+    ) -> None:
+        self.store = store
+        self.gate = gate
+        self.warm = warm
+        self.pool = pool or SparePool()
+        self.max_waiting = max_waiting
+        self._slots = asyncio.Semaphore(max_running)
+        self._waiting = 0
+        # (file, name, profile) -> the variables structure its last capture found (speculate.py)
+        self._hints: OrderedDict[tuple[str, str, str], Any] = OrderedDict()
+
+    def prepare(self, req: TraceRequest) -> Prepared:
+        """Step 1 (no process runs); raises TraceFailure (refused, needs input)."""
+        return prepare(req)
+
+    async def capture(self, prepared: Prepared, options: CaptureOptions) -> CaptureOutcome:
+        """Steps 2 to 4: the gate, a place in line, the capture; the worker's outcome undecoded."""
+        refusal = await self.gate(prepared)
+        if refusal is not None:
+            raise refusal
+        if self._waiting >= self.max_waiting:
+            raise Busy("too many traces waiting: try again when some finish")
+        self._waiting += 1
+        try:
+            await self._slots.acquire()
+        finally:
+            self._waiting -= 1
+        try:
+            return await self._capture(prepared, options)
+        finally:
+            self._slots.release()
+
+    async def run(self, prepared: Prepared, options: CaptureOptions, meta: dict[str, Any] | None = None) -> Captured:
+        """Steps 2 to 5 for a prepared capture; ``meta`` labels the stored trace (the server's uri
+        and name), with the profile and the interpreter added."""
+        outcome = await self.capture(prepared, options)
+        traced = finish(prepared, outcome)
+        trace = None
+        if self.store is not None:
+            # The graph's paths are relative (worker/paths.py); the roots they are relative to stay
+            # with the stored trace, which resolves them (graph/store.py), never in the graph.
+            roots = outcome.result.get("roots") or {"base": str(prepared.request.get("workspaceRoot") or "")}
+            label = {**(meta or {}), "profile": traced.resolved.name, "interpreter": outcome.python, "roots": roots}
+            trace = self.store.add(traced.graph, label)
+        return Captured(traced, trace)
+
+    async def trace(self, req: TraceRequest, options: CaptureOptions, meta: dict[str, Any] | None = None) -> Captured:
+        """All five steps."""
+        return await self.run(self.prepare(req), options, meta)
+
+    async def _capture(self, prepared: Prepared, options: CaptureOptions) -> CaptureOutcome:
+        if not self.warm:
+            return await self.pool.capture(prepared.request, prepared.python, options, warm=False)
+        await self.pool.start(prepared.python)
+        target = prepared.request["target"]
+        key = (str(target["path"]), str(target["name"]), str(prepared.resolved.name))
+        outcome, _ = await capture_speculatively(
+            self.pool, prepared.request, prepared.python, options, hint=self._hints.get(key)
+        )
+        self._remember(key, structure_of(outcome))
+        return outcome
+
+    def _remember(self, key: tuple[str, str, str], structure: Any) -> None:
+        self._hints.pop(key, None)
+        if structure is not None:
+            self._hints[key] = structure
+            while len(self._hints) > MAX_HINTS:
+                self._hints.popitem(last=False)
+
+    async def close(self) -> None:
+        """Stop the warm spares (and any capture they run)."""
+        await self.pool.close()
+
+
+def trace_once(req: TraceRequest, options: CaptureOptions, notify: Callable[[str], None] | None = None) -> TraceOutcome:
+    """One cold capture for callers without an event loop (the CLI); raises TraceFailure.
+    ``notify`` hears ``running PATH[::TEST] to learn the inputs`` before an example runs."""
+
+    async def once() -> TraceOutcome:
+        service = CaptureService(warm=False)
+        try:
+            prepared = service.prepare(req)
+            running = prepared.running()
+            if running and notify is not None:
+                notify(running)
+            return (await service.run(prepared, options)).outcome
+        finally:
+            await service.close()
+
+    return asyncio.run(once())

@@ -1,0 +1,147 @@
+"""Structured capture errors and the user's source position of an exception (stdlib only)."""
+
+from __future__ import annotations
+
+import linecache
+import os
+import re
+import traceback
+from types import TracebackType
+from typing import Any
+
+from jaxlsp.capture.worker.protocol import ErrorInfo, ErrorKind
+
+_LIBRARY_PARTS = ("site-packages", "dist-packages")
+_MESSAGE_LIMIT = 1200
+# JAX names the function it was tracing: the worker's own wrapper, which means nothing to the user.
+_JAX_WHERE = re.compile(
+    r"The error occurred while tracing the function .*? for \w+\."
+    r"(?: This concrete value was not available in Python because it depends on the value of the argument[^.]*\.)?"
+)
+_TRACEBACK_LIMIT = 20000
+
+
+class CaptureError(Exception):
+    """A failure with a protocol error kind; ``frame`` is the user's position when known."""
+
+    def __init__(self, kind: ErrorKind, message: str, frame: dict[str, Any] | None = None, tb: str | None = None):
+        super().__init__(message)
+        self.kind: ErrorKind = kind
+        self.message = message
+        self.frame = frame
+        self.tb = tb
+
+    def info(self) -> ErrorInfo:
+        info: ErrorInfo = {"kind": self.kind, "message": self.message}
+        if self.frame is not None:
+            info["frame"] = self.frame
+        if self.tb:
+            info["traceback"] = self.tb[-_TRACEBACK_LIMIT:]
+        return info
+
+
+class Workspace:
+    """Which files belong to the user's workspace (under the root, outside installed packages)."""
+
+    def __init__(self, root: str):
+        self.root = os.path.realpath(root) if root else ""
+        self._cache: dict[str, bool] = {}
+
+    def contains(self, path: str) -> bool:
+        hit = self._cache.get(path)
+        if hit is None:
+            hit = self._contains(path)
+            self._cache[path] = hit
+        return hit
+
+    def _contains(self, path: str) -> bool:
+        if not self.root or not path or path.startswith("<"):
+            return False
+        real = os.path.realpath(path)
+        try:
+            if os.path.commonpath([real, self.root]) != self.root:
+                return False
+        except ValueError:
+            return False
+        rel = os.path.relpath(real, self.root)
+        parts = rel.split(os.sep)
+        return not any(p in _LIBRARY_PARTS for p in parts) and not any(
+            p.startswith(".venv") or p == "venv" for p in parts[:1]
+        )
+
+
+def code_points(path: str, line: int, byte_column: int) -> int:
+    """Convert a 0-based UTF-8 byte column on ``line`` (1-based) to a code-point column."""
+    if byte_column <= 0:
+        return max(byte_column, 0)
+    text = linecache.getline(path, line)
+    if not text or text.isascii():
+        return byte_column
+    return len(text.encode("utf-8")[:byte_column].decode("utf-8", errors="ignore"))
+
+
+def frame_dict(
+    path: str, line: int, column: int | None, end_line: int | None, end_column: int | None
+) -> dict[str, Any]:
+    """The protocol's frame object; byte columns (or None) converted to code points."""
+    col = code_points(path, line, column) if column is not None else 0
+    end_l = end_line if end_line is not None else line
+    if end_column is not None:
+        end_c = code_points(path, end_l, end_column)
+    else:
+        end_c = len(linecache.getline(path, line).rstrip("\r\n"))
+    return {"path": path, "line": line, "column": col, "endLine": end_l, "endColumn": end_c}
+
+
+def user_frame_of(exc: BaseException, workspace: Workspace) -> dict[str, Any] | None:
+    """The innermost workspace frame of ``exc`` (a SyntaxError's own position first), else None."""
+    if isinstance(exc, SyntaxError) and exc.filename and exc.lineno and workspace.contains(exc.filename):
+        offset = (exc.offset or 1) - 1
+        end_offset = (exc.end_offset or (offset + 2)) - 1
+        return {
+            "path": os.path.realpath(exc.filename),
+            "line": exc.lineno,
+            "column": max(offset, 0),
+            "endLine": exc.end_lineno or exc.lineno,
+            "endColumn": max(end_offset, offset + 1),
+        }
+    found: dict[str, Any] | None = None
+    for summary in _chain_frames(exc):
+        if summary.lineno and workspace.contains(summary.filename):
+            found = frame_dict(
+                os.path.realpath(summary.filename),
+                summary.lineno,
+                getattr(summary, "colno", None),
+                getattr(summary, "end_lineno", None),
+                getattr(summary, "end_colno", None),
+            )
+    return found
+
+
+def _chain_frames(exc: BaseException) -> list[traceback.FrameSummary]:
+    tb: TracebackType | None = exc.__traceback__
+    return list(traceback.extract_tb(tb)) if tb is not None else []
+
+
+def first_paragraph(exc: BaseException) -> str:
+    text = str(exc).strip()
+    para = text.split("\n\n", 1)[0].strip()
+    para = " ".join(line.strip() for line in para.splitlines())
+    para = " ".join(_JAX_WHERE.sub("", para).split())
+    if len(para) > _MESSAGE_LIMIT:
+        para = para[: _MESSAGE_LIMIT - 3] + "..."
+    return f"{type(exc).__name__}: {para}" if para else type(exc).__name__
+
+
+def format_tb(exc: BaseException) -> str:
+    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+
+
+def from_exception(kind: ErrorKind, exc: BaseException, workspace: Workspace, context: str = "") -> CaptureError:
+    """A CaptureError for ``exc`` naming its cause; the user's line is its ``frame`` (whoever shows
+    the message shows the frame with it, so the text does not repeat it)."""
+    frame = user_frame_of(exc, workspace)
+    message = first_paragraph(exc)
+    if context:
+        message = f"{context}: {message}"
+    return CaptureError(kind, message, frame, format_tb(exc))

@@ -1,0 +1,46 @@
+"""``jaxlsp/export``: a trace written as JSON, Graphviz DOT or one offline HTML page, into the user's
+cache (never into the workspace)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from jaxlsp.graph import export, io
+from jaxlsp.graph.store import Trace
+from jaxlsp.server import wire
+from jaxlsp.server.app import JaxServer
+from jaxlsp.server.features.navigation import Navigation
+from jaxlsp.server.params import parse
+
+SUFFIXES = {"json": ".json", "dot": ".dot", "html": ".html"}
+
+
+def export_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "jaxlsp" / "exports"
+
+
+def write_export(trace: Trace, fmt: str) -> Path:
+    target = export_dir() / f"{trace.id}{SUFFIXES[fmt]}"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if fmt == "json":
+        io.write(trace.graph, target)
+    else:
+        text = export.to_dot(trace.graph) if fmt == "dot" else export.to_html(trace.graph)
+        target.write_text(text, encoding="utf-8")
+    return target
+
+
+class Export:
+    def __init__(self, ls: JaxServer, navigation: Navigation) -> None:
+        self.ls = ls
+        self.navigation = navigation
+
+    def register(self, server: JaxServer) -> None:
+        @server.feature(wire.EXPORT)
+        def export_graph(ls: JaxServer, params: Any) -> wire.ExportResult:
+            data = parse(params, wire.ExportParams)
+            trace = self.navigation.find(data["traceId"])
+            return {"uri": write_export(trace, data.get("format", "json")).as_uri()}

@@ -1,0 +1,69 @@
+"""The graph methods: ``jaxlsp/graph`` (a page of one level of a trace) and ``jaxlsp/node`` (one
+node with its values and source frames)."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from pygls.exceptions import JsonRpcException
+
+from jaxlsp.graph.store import Trace
+from jaxlsp.server import wire
+from jaxlsp.server.app import JaxServer
+from jaxlsp.server.convert import range_json
+from jaxlsp.server.params import invalid, parse, shown
+
+REQUEST_FAILED = -32803
+MAX_PAGE = 5000
+
+
+class Graphs:
+    def __init__(self, ls: JaxServer) -> None:
+        self.ls = ls
+
+    def register(self, server: JaxServer) -> None:
+        @server.feature(wire.GRAPH)
+        def graph(ls: JaxServer, params: Any) -> wire.GraphPage:
+            return self.page(parse(params, wire.GraphParams))
+
+        @server.feature(wire.NODE)
+        def node(ls: JaxServer, params: Any) -> wire.NodeDetail:
+            return self.node(parse(params, wire.NodeParams))
+
+    def page(self, data: wire.GraphParams) -> wire.GraphPage:
+        cursor = data.get("cursor")
+        limit = data.get("limit", 200)
+        if not 1 <= limit <= MAX_PAGE:
+            raise invalid(f"params.limit: expected an integer from 1 to {MAX_PAGE}, got {shown(limit)}")
+        try:
+            page = self.ls.session.graphs.page(data["traceId"], data.get("group"), cursor, limit)
+        except KeyError as exc:
+            raise JsonRpcException(f"unknown trace or group: {shown(exc.args[0])}", code=REQUEST_FAILED) from None
+        except ValueError:
+            raise invalid(f"params.cursor: not a cursor of this trace: {shown(cursor)}") from None
+        return cast(wire.GraphPage, page)  # GraphStore.page builds this shape (jaxlsp.graph has no wire types)
+
+    def node(self, data: wire.NodeParams) -> wire.NodeDetail:
+        trace_id, node_id = data["traceId"], data["nodeId"]
+        stored = self.ls.session.graphs.get(trace_id)
+        if stored is None:
+            raise JsonRpcException(f"unknown trace: {shown(trace_id)}", code=REQUEST_FAILED)
+        found = stored.node(node_id)
+        if found is None:
+            raise JsonRpcException(f"unknown node {shown(node_id)} in trace {trace_id}", code=REQUEST_FAILED)
+        return {
+            "id": found.id,
+            "kind": "node",
+            "primitive": found.primitive,
+            "params": found.params,
+            "inputs": [cast(wire.ValueRef, stored.value_json(v)) for v in found.inputs],
+            "outputs": [cast(wire.ValueRef, stored.value_json(v)) for v in found.outputs],
+            "scope": found.scope,
+            "group": found.group,
+            "transforms": list(found.transforms),
+            "frames": [self.location(f, stored) for f in found.frames],
+        }
+
+    def location(self, frame: Any, trace: Trace) -> wire.Location:
+        uri, rng = self.ls.frame_location(frame, trace.frame_path(frame))  # graph paths are relative
+        return {"uri": uri, "range": range_json(rng)}

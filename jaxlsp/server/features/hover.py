@@ -1,0 +1,102 @@
+"""What a traced line produced, where the user reads code: hover (the operations at the line with
+their output types, marked stale after edits; it also highlights them in open viewer pages) and
+inlay hints (the type each assignment line binds, off unless ``inlayHints`` is set)."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+
+from jaxlsp.graph.report import shape_str
+from jaxlsp.graph.store import Trace
+from jaxlsp.server.app import JaxServer
+from jaxlsp.server.features.viewer import Viewer
+from jaxlsp.server.params import local_path
+
+HOVER_LINES = 12
+_ASSIGNMENT = re.compile(r"\s*[A-Za-z_][\w.,\s\[\]]*(?::[^=]+)?=(?!=)")
+
+
+class Hover:
+    def __init__(self, ls: JaxServer, viewer: Viewer) -> None:
+        self.ls = ls
+        self.viewer = viewer
+
+    def register(self, server: JaxServer) -> None:
+        @server.feature(types.TEXT_DOCUMENT_HOVER)
+        def hover(ls: JaxServer, params: types.HoverParams) -> types.Hover | None:
+            path = local_path(params.text_document.uri)
+            found = self.viewer.navigation.at(path, params.position.line) if path is not None else None
+            if found is None:
+                return None
+            trace, nodes = found
+            self.viewer.highlight(trace.id, [n.id for n in nodes])
+            return types.Hover(
+                contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=self.text(trace, nodes))
+            )
+
+        @server.feature(types.TEXT_DOCUMENT_INLAY_HINT)
+        def inlay_hint(ls: JaxServer, params: types.InlayHintParams) -> list[types.InlayHint]:
+            return self.inlay_hints(params.text_document.uri, params.range.start.line, params.range.end.line)
+
+    def inlay_hints(self, uri: str, first: int, last: int) -> list[types.InlayHint]:
+        """The type of the value each assignment line binds, from the freshest trace covering it."""
+        path = local_path(uri)
+        if path is None or not self.ls.session.options.inlay_hints:
+            return []
+        key = str(path.resolve())
+        traces = self.ls.session.graphs.covering(key)
+        if not traces:
+            return []
+        lines = self.ls.lines(path)
+        hints = []
+        for line in range(first, min(last, len(lines) - 1) + 1):
+            text = lines[line].rstrip("\r\n")
+            if not _ASSIGNMENT.match(text):
+                continue
+            nodes = [
+                n for n in traces[0].nodes_at(key, line + 1) if n.frames and traces[0].frame_path(n.frames[0]) == key
+            ]
+            if not nodes:
+                continue
+            last_node = max(nodes, key=lambda n: int(n.id[1:]) if n.id[1:].isdigit() else 0)
+            types_ = [shape_str(v) for o in last_node.outputs if (v := traces[0].value(o)) is not None]
+            if not types_:
+                continue
+            position = self.ls.workspace.position_codec.position_to_client_units(lines, types.Position(line, len(text)))
+            hints.append(
+                types.InlayHint(
+                    position=position, label=": " + ", ".join(types_), kind=types.InlayHintKind.Type, padding_left=True
+                )
+            )
+        return hints
+
+    def text(self, trace: Trace, nodes: list[Any]) -> str:
+        """Operations at the line with their output types, aggregated over repeated calls."""
+        counts: Counter[tuple[str, str]] = Counter()
+        for n in nodes:
+            outs = ", ".join(shape_str(value) for v in n.outputs if (value := trace.value(v)) is not None)
+            counts[(n.primitive, outs)] += 1
+        stale = trace.stale_sources(lambda p: self.ls.session.index.text(Path(p)))
+        meta = trace.meta
+        state = (
+            "**stale**: re-trace to update (changed: " + ", ".join(Path(p).name for p in stale) + ")"
+            if stale
+            else "fresh"
+        )
+        lines = [f"**jaxlsp** · `{meta.get('name')}` · profile `{meta.get('profile')}` · {state}", ""]
+        for (primitive, outs), count in counts.most_common(HOVER_LINES):
+            times = f" \u00d7{count}" if count > 1 else ""  # the multiplication sign: "x12"
+            lines.append(f"- `{primitive}` → `{outs}`{times}")
+        if len(counts) > HOVER_LINES:
+            lines.append(f"- … {len(counts) - HOVER_LINES} more")
+        scopes = sorted({n.scope for n in nodes if n.scope})
+        if scopes:
+            lines += ["", "scope: " + ", ".join(f"`{s}`" for s in scopes[:4])]
+        # No footer: a trace id or a method name means nothing to the reader, and a link would
+        # need a trusted command URI that not every editor renders.
+        return "\n".join(lines)

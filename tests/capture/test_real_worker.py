@@ -1,0 +1,86 @@
+"""End to end with the real worker (when present): the same tiny target, cold and through a spare."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import jaxlsp
+from jaxlsp.capture.client import run_capture
+from jaxlsp.capture.spare import SparePool
+from tests.capture.worker.conftest import request
+
+MODEL = """\
+import jax.numpy as jnp
+
+
+def f(x):
+    return jnp.sin(x) * 2
+"""
+
+pytestmark = pytest.mark.skipif(
+    not (Path(jaxlsp.__file__).parent / "capture" / "worker" / "main.py").exists(), reason="no worker yet"
+)
+
+
+def _request(root: Path) -> dict[str, Any]:
+    (root / "model.py").write_text(MODEL)
+    zeros = {"kind": "array", "shape": [3], "dtype": "float32", "generator": {"kind": "zeros"}}
+    return request("model.py", "f", zeros, workspace=root, kind="function")
+
+
+async def test_real_worker_cold_and_warm(tmp_path: Path, jax_python: str) -> None:
+    request = _request(tmp_path)
+    cold = await run_capture(request, python=jax_python)
+    assert cold.ok, cold.result
+    assert cold.result["graph"]["format"] == "jaxlsp.graph"
+    pool = SparePool()
+    try:
+        assert await pool.start(jax_python)
+        warm = await pool.capture(request, python=jax_python)
+    finally:
+        await pool.close()
+    assert warm.ok and warm.via == "spare", (warm.result, warm.stderr[-2000:])
+    primitives = sorted(n["primitive"] for n in warm.result["graph"]["nodes"])
+    assert primitives == sorted(n["primitive"] for n in cold.result["graph"]["nodes"])
+
+
+DEVICES = """\
+import jax
+
+
+def count(x):
+    return x * jax.device_count()
+"""
+
+
+async def test_one_spare_serves_every_device_count(tmp_path: Path, jax_python: str) -> None:
+    """The device count is fixed when an XLA backend starts; the spare never starts one, and each
+    forked capture starts its own with the count its profile asks for (devices = N): one warm spare
+    serves 2, then 4, then 1 device, and a cold worker does too."""
+    (tmp_path / "parallel.py").write_text(DEVICES)
+    ones = {"kind": "array", "shape": [3], "dtype": "float32", "generator": {"kind": "ones"}}
+
+    def scale(devices: int | None) -> dict[str, Any]:
+        extra = {"devices": devices} if devices is not None else {}
+        return request("parallel.py", "count", ones, workspace=tmp_path, kind="function", **extra)
+
+    pool = SparePool()
+    seen: list[tuple[str, Any]] = []
+    try:
+        assert await pool.start(jax_python)
+        for devices in (2, 4, None):
+            outcome = await pool.capture(scale(devices), python=jax_python)
+            assert outcome.ok and outcome.via == "spare", (outcome.result, outcome.stderr[-2000:])
+            (mul,) = outcome.result["graph"]["nodes"]
+            literal = next(v for v in outcome.result["graph"]["values"] if v["id"] == mul["inputs"][1])
+            seen.append((outcome.via, literal["literal"]))
+    finally:
+        await pool.close()
+    cold = await run_capture(scale(3), python=jax_python)
+    assert cold.ok, cold.result
+    (mul,) = cold.result["graph"]["nodes"]
+    seen.append(("cold", next(v for v in cold.result["graph"]["values"] if v["id"] == mul["inputs"][1])["literal"]))
+    assert seen == [("spare", 2), ("spare", 4), ("spare", 1), ("cold", 3)]

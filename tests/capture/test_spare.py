@@ -1,0 +1,151 @@
+"""Warm spares: captures fork from a process that already imported jax; hostile captures through
+the spare leave nothing behind; a dead spare is replaced; no spare means a cold capture."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from jaxlsp.capture.options import CaptureOptions
+from jaxlsp.capture.spare import SparePool
+from jaxlsp.capture.staging import Stage
+from tests.capture.conftest import alive, assert_group_gone, make_request, watch_sleeper
+
+
+@pytest.fixture
+async def pool(stand_in: Stage, jax_python: str) -> AsyncIterator[SparePool]:
+    spares = SparePool(stage=stand_in)
+    assert await spares.start(jax_python)
+    yield spares
+    await spares.close()
+
+
+async def test_captures_fork_from_a_spare_that_already_imported_jax(
+    pool: SparePool, jax_python: str, tmp_path: Path
+) -> None:
+    info = pool.info(jax_python)
+    assert info is not None and "jax" in info["preloaded"]
+    spare_pid = info["pid"]
+
+    jaxed = await pool.capture(make_request("jax"), python=jax_python)
+    assert jaxed.ok and jaxed.via == "spare", jaxed.result
+    graph = jaxed.result["graph"]
+    assert graph["jaxPreloaded"] is True and graph["jaxReady"] is True  # jax was in sys.modules already
+    assert graph["equations"] == 2
+    assert graph["pid"] == graph["pgid"] == graph["sid"] != spare_pid  # a fork in its own session
+    assert_group_gone(jaxed.pgid)
+
+    # Every capture is a fresh fork: user modules are imported anew and see edits.
+    user = tmp_path / "usermod.py"
+    user.write_text("VALUE = 1\n")
+    first = await pool.capture(make_request("user", path=str(user)), python=jax_python)
+    user.write_text("VALUE = 22\n")
+    second = await pool.capture(make_request("user", path=str(user)), python=jax_python)
+    assert first.via == second.via == "spare"
+    assert (first.result["graph"]["value"], second.result["graph"]["value"]) == (1, 22)
+    assert first.result["graph"]["alreadyImported"] is second.result["graph"]["alreadyImported"] is False
+    assert first.result["graph"]["pid"] != second.result["graph"]["pid"]
+
+    printed = await pool.capture(make_request("print"), python=jax_python)
+    assert printed.stdout == "hello from stdout\n" and printed.stderr == "hello from stderr\n" and printed.ok
+
+
+async def test_hostile_captures_through_the_spare_leave_nothing(pool: SparePool, jax_python: str) -> None:
+    spare_pid = pool.info(jax_python)["pid"]  # type: ignore[index]
+
+    hung = await pool.capture(make_request("sleep"), python=jax_python, options=CaptureOptions(timeout=1.5))
+    assert hung.result["error"]["kind"] == "timeout" and "1.5 s" in hung.result["error"]["message"]
+    assert_group_gone(hung.pgid)
+
+    exited = await pool.capture(make_request("exit3"), python=jax_python)
+    assert exited.result["error"]["kind"] == "crash" and "status 3" in exited.result["error"]["message"]
+
+    crashed = await pool.capture(make_request("segv"), python=jax_python)
+    assert crashed.result["error"]["kind"] == "crash" and "SIGSEGV" in crashed.result["error"]["message"]
+
+    hoarder = await pool.capture(make_request("alloc"), python=jax_python, options=CaptureOptions(memory_mb=1024))
+    assert hoarder.result["error"]["kind"] == "memory"
+
+    forker = await pool.capture(make_request("fork", children=50), python=jax_python)
+    assert forker.ok and len(forker.result["graph"]["children"]) == 50
+    assert not [pid for pid in forker.result["graph"]["children"] if alive(pid)]
+
+    garbage = await pool.capture(make_request("garbage"), python=jax_python)
+    assert garbage.result["error"]["kind"] == "crash"
+
+    flood = await pool.capture(make_request("flood"), python=jax_python)
+    assert flood.ok and flood.truncated and flood.stdout.endswith("THE END\n")
+
+    cancel = asyncio.Event()
+    pgid, on_log = watch_sleeper(cancel)
+
+    with pytest.raises(asyncio.CancelledError):
+        await pool.capture(
+            make_request("sleep"), python=jax_python, options=CaptureOptions(on_log=on_log, cancel=cancel)
+        )
+
+    for outcome in (hung, exited, crashed, hoarder, forker, garbage, flood):
+        assert outcome.via == "spare"
+        assert_group_gone(outcome.pgid)
+    assert_group_gone(pgid[0])
+    # The spare itself survived all of it and still serves.
+    assert pool.info(jax_python)["pid"] == spare_pid  # type: ignore[index]
+    assert (await pool.capture(make_request("echo"), python=jax_python)).via == "spare"
+
+
+async def test_a_spare_that_died_is_replaced(pool: SparePool, jax_python: str) -> None:
+    old = pool.info(jax_python)["pid"]  # type: ignore[index]
+    os.kill(old, signal.SIGKILL)
+    # Whether the death is noticed before or after this capture starts, the capture succeeds.
+    outcome = await pool.capture(make_request("echo"), python=jax_python)
+    assert outcome.ok
+    for _ in range(600):
+        info = pool.info(jax_python)
+        if info is not None and info["pid"] != old:
+            break
+        await asyncio.sleep(0.05)
+    else:
+        pytest.fail("no replacement spare became ready")
+    again = await pool.capture(make_request("echo"), python=jax_python)
+    assert again.ok and again.via == "spare"
+
+
+async def test_closing_the_pool_stops_a_running_capture(pool: SparePool, jax_python: str) -> None:
+    sleeping = asyncio.Event()
+    pgid, on_log = watch_sleeper(sleeping)
+
+    task = asyncio.ensure_future(
+        pool.capture(make_request("sleep"), python=jax_python, options=CaptureOptions(on_log=on_log, timeout=60))
+    )
+    await asyncio.wait_for(sleeping.wait(), 30)
+    spare_pid = pool.info(jax_python)["pid"]  # type: ignore[index]
+    await pool.close()
+    outcome = await asyncio.wait_for(task, 30)
+    assert not outcome.ok
+    assert_group_gone(pgid[0])
+    assert not alive(spare_pid)
+
+
+async def test_without_a_usable_spare_captures_run_cold(stand_in: Stage, jax_python: str) -> None:
+    pool = SparePool(stage=stand_in, preload=["no_such_module_anywhere"], required=["no_such_module_anywhere"])
+    try:
+        assert not await pool.start(jax_python)
+        assert pool.info(jax_python) is None
+        outcome = await pool.capture(make_request("echo"), python=jax_python)
+        assert outcome.ok and outcome.via == "cold"
+    finally:
+        await pool.close()
+
+
+async def test_concurrent_captures_each_get_their_own_fork(pool: SparePool, jax_python: str) -> None:
+    before = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
+    outcomes = await asyncio.gather(*(pool.capture(make_request("echo"), python=jax_python) for _ in range(4)))
+    assert all(o.ok and o.via == "spare" for o in outcomes)
+    assert len({o.result["graph"]["pid"] for o in outcomes}) == 4
+    if before is not None:
+        assert len(os.listdir("/proc/self/fd")) == before

@@ -1,0 +1,85 @@
+"""Re-traces that skip the abstract init (capture/speculate.py), through the real warm spare.
+
+The hinted capture must give exactly the graph an unhinted one gives; a hint that no longer holds
+(the model changed) or is garbage must be caught by the init run beside it, and the target then
+captured the usual way, with the new shapes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jaxlsp.capture.options import CaptureOptions
+from jaxlsp.capture.spare import SparePool
+from jaxlsp.capture.speculate import capture_speculatively, structure_of
+from tests.capture.worker.conftest import request
+
+pytest.importorskip("flax")
+
+MODEL = """\
+import flax.linen as nn
+
+
+class Net(nn.Module):
+    features: int = {features}
+
+    @nn.compact
+    def __call__(self, x):
+        x = nn.Dense(self.features)(x)
+        x = nn.BatchNorm(use_running_average=True)(x)
+        return nn.Dense(2)(nn.relu(x))
+"""
+
+
+def _request(root: Path, features: int) -> dict[str, Any]:
+    (root / "model.py").write_text(MODEL.format(features=features))
+    array = {"kind": "array", "shape": [4, 3], "dtype": "float32"}
+    return {**request("model.py", "Net", array, workspace=root, kind="linen", transform="grad"), "transport": "packed"}
+
+
+def _essence(outcome: Any) -> str:
+    graph = outcome.result["graph"]
+    return json.dumps({k: graph[k] for k in ("nodes", "values", "inputs", "outputs", "groups", "frameTable")})
+
+
+async def test_a_hinted_capture_is_the_same_graph_and_a_stale_hint_is_caught(tmp_path: Path, jax_python: str) -> None:
+    pool = SparePool()
+    try:
+        assert await pool.start(jax_python)
+        request = _request(tmp_path, 8)
+
+        first, used = await capture_speculatively(
+            pool, request, hint=None, python=jax_python, options=CaptureOptions(timeout=120)
+        )
+        assert first.ok and not used, first.result
+        hint = structure_of(first)
+        assert hint["params"]["Dense_0"]["kernel"] == [[3, 8], "float32", False]
+        assert hint["batch_stats"]["BatchNorm_0"]["mean"] == [[8], "float32", False]
+
+        again, used = await capture_speculatively(
+            pool, request, hint=hint, python=jax_python, options=CaptureOptions(timeout=120)
+        )
+        assert again.ok and used, again.result
+        assert _essence(again) == _essence(first)  # the very same graph
+
+        # The model changed since: the init beside the trace sees it, the usual capture runs.
+        changed = _request(tmp_path, 16)
+        fresh, used = await capture_speculatively(
+            pool, changed, hint=hint, python=jax_python, options=CaptureOptions(timeout=120)
+        )
+        assert fresh.ok and not used, fresh.result
+        kernels = [p for p in fresh.result["graph"]["inputs"] if p["label"] == "params/Dense_0/kernel"]
+        shapes = {v["id"]: v["shape"] for v in fresh.result["graph"]["values"]}
+        assert [shapes[p["value"]] for p in kernels] == [[3, 16]]
+        assert structure_of(fresh)["params"]["Dense_0"]["kernel"] == [[3, 16], "float32", False]
+
+        garbage, used = await capture_speculatively(
+            pool, changed, hint={"params": "nonsense"}, python=jax_python, options=CaptureOptions(timeout=120)
+        )
+        assert garbage.ok and not used and _essence(garbage) == _essence(fresh)
+    finally:
+        await pool.close()

@@ -1,0 +1,73 @@
+"""The adapter over private JAX modules still finds frames, name stacks and the backend flag."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("jax")
+
+
+def test_user_frames_and_name_stack() -> None:
+    import jax
+    import jax.numpy as jnp
+
+    from jaxlsp.capture.worker import jaxcompat
+
+    def f(x):
+        with jax.named_scope("outer"):
+            return jnp.sin(x)
+
+    closed = jax.make_jaxpr(jax.grad(f))(1.0)
+    eqn = closed.jaxpr.eqns[0]
+    frames = jaxcompat.user_frames(eqn.source_info)
+    assert frames and frames[0].file == __file__
+    assert frames[0].function.endswith("f")
+    assert frames[0].line > 0 and frames[0].end_column > frames[0].column
+    items = jaxcompat.name_stack_items(eqn.source_info)
+    assert ("scope", "outer") in items
+    assert ("transform", "jvp") in items
+    assert jaxcompat.user_frames(None) == []
+    assert jaxcompat.name_stack_items(None) == []
+    assert isinstance(jaxcompat.backends_initialized(), bool)
+
+
+def test_warm_compiles_the_user_frame_patterns_and_jax_still_rebuilds_them() -> None:
+    import os
+
+    from jax._src import source_info_util as siu
+
+    from jaxlsp.capture.worker import jaxcompat
+
+    siu._exclude_path_regex.cache_clear()
+    jaxcompat.warm()
+    assert siu._exclude_path_regex.cache_info().currsize == 1
+    assert siu._include_path_regex.cache_info().currsize == 1
+    # A library imported later by the user's code that hides its own frames is still honoured:
+    # JAX drops the compiled pattern when an exclusion is registered.
+    hidden = os.path.join(os.sep, "opt", "jaxlsp-test-hidden-lib") + os.sep
+    assert siu.is_user_filename(hidden + "layers.py")
+    siu.register_exclusion(hidden)
+    try:
+        assert not siu.is_user_filename(hidden + "layers.py")
+    finally:
+        siu._exclude_paths.remove(hidden)
+        siu._exclude_path_regex.cache_clear()
+        siu.is_user_filename.cache_clear()
+
+
+def test_the_same_code_in_two_files_keeps_each_files_frames() -> None:
+    """Found by the differential fuzzer: code objects compare by value, so a copied function in
+    another file (model.py and model_v2.py) got the first file's frames from the frame cache."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxlsp.capture.worker import jaxcompat
+
+    source = "def f(x):\n    return jnp.sin(x)\n"
+    files = []
+    for name in ("/tmp/jaxlsp_same_a.py", "/tmp/jaxlsp_same_b.py"):
+        namespace: dict[str, object] = {"jnp": jnp}
+        exec(compile(source, name, "exec"), namespace)
+        eqn = jax.make_jaxpr(namespace["f"])(1.0).jaxpr.eqns[0]
+        files.append(jaxcompat.user_frames(eqn.source_info)[0].file)
+    assert files == ["/tmp/jaxlsp_same_a.py", "/tmp/jaxlsp_same_b.py"]
