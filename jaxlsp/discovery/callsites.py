@@ -434,6 +434,19 @@ class CallSiteFinder(Evaluator):
         self, target: SiteTarget, scope: Scope, call: cst.Call, order: int, line: int
     ) -> tuple[CallSite, Built | None] | None:
         """The site made by ``call`` when it calls the target (or an instance of it)."""
+        found = self._call_site_of(target, scope, call, order, line)
+        if found is None or target.kind not in ("nnx", "equinox") or found[1] is None:
+            return found
+        changed = _changed_before(scope, call, order)
+        if changed is None:
+            return found
+        site = found[0]
+        why = f"the instance is changed before this call ({changed}): a run shows it as it is called"
+        return replace(site, missing=(*site.missing, Missing("init", why))), found[1]
+
+    def _call_site_of(
+        self, target: SiteTarget, scope: Scope, call: cst.Call, order: int, line: int
+    ) -> tuple[CallSite, Built | None] | None:
         callee = self.value(call.func, scope, order)
         got = self.arguments(call, scope, order, 0)
         if isinstance(got, Unknown):
@@ -689,6 +702,30 @@ def _defines_target(file: SourceFile, index: int, target: SiteTarget) -> bool:
         return False
     header = file.lines[file.statements[index].header]
     return re.search(rf"\b(?:def|class)\s+{re.escape(target.word)}\b", header) is not None
+
+
+def _root_name(expr: cst.BaseExpression) -> str | None:
+    while isinstance(expr, cst.Attribute):
+        expr = expr.value
+    return expr.value if isinstance(expr, cst.Name) else None
+
+
+def _changed_before(scope: Scope, call: cst.Call, order: int) -> str | None:
+    """An earlier call in the scope that may change the NNX or Equinox instance ``call`` uses:
+    one of its methods (``cell.eval()``: a mode switch) or a call it is given to
+    (``optimizer.update(model, grads)``); then the literal construction is not what is called."""
+    name = _root_name(call.func)
+    if name is None:
+        return None
+    for earlier in scope.calls:
+        if earlier.order >= order:
+            continue
+        func = earlier.node.func
+        if isinstance(func, cst.Attribute) and _root_name(func) == name and func is not call.func:
+            return f"{name}.{func.attr.value}() at line {earlier.line}"
+        if any(isinstance(a.value, cst.Name) and a.value.value == name for a in earlier.node.args):
+            return f"given to a call at line {earlier.line}"
+    return None
 
 
 def _class_body(node: cst.ClassDef) -> list[cst.BaseStatement]:

@@ -94,12 +94,17 @@ def test_config_dataclass_with_defaults_filled(finder: CallSiteFinder) -> None:
     }
 
 
-def test_nnx_construction_drops_rngs(finder: CallSiteFinder) -> None:
-    assert not any(s.extra.get("method") for s in sites(finder, "zoo/rnn.py::GRUCell"))  # cell.eval() is Flax's
-    site = best(finder, "zoo/rnn.py::GRUCell")
-    assert site.init == {"args": [4, 8]}
+def test_nnx_construction_drops_rngs_and_a_mode_switch_makes_it_a_run(finder: CallSiteFinder) -> None:
+    found = sites(finder, "zoo/rnn.py::GRUCell")
+    assert not any(s.extra.get("method") for s in found)  # cell.eval() is Flax's method, no call site
+    site = found[0]
+    assert site.init == {"args": [4, 8]}  # rngs=nnx.Rngs(0) left to the worker
     zeros = {"kind": "array", "shape": [2, 8], "generator": {"kind": "zeros"}}
     assert site.inputs == {"args": [zeros, ones(2, 4)]}
+    # cell.eval() changed the instance before the call: a fresh construction is not what runs
+    assert not site.complete and [m.where for m in site.missing] == ["init"]
+    assert "cell.eval() at line" in site.missing[0].why
+    assert any(s.example == "tests/test_models.py::test_gru" and not s.static for s in found)
 
 
 def test_equinox_positional_key_dropped_and_vmap_removes_the_leading_axis(finder: CallSiteFinder) -> None:
