@@ -100,6 +100,13 @@ def test_a_script_that_defines_the_target(repo: Path) -> None:
     assert result["learned"]["table"]["inputs"] == {"args": [{"kind": "array", "shape": [5, 2]}]}
 
 
+def test_a_jitted_target_keeps_its_static_arguments(repo: Path) -> None:
+    # flax/examples/seq2seq: decode is jax.jit(static_argnums=3) with a CharacterTable there
+    result = run(repo, "scripts/solo.py::widen", "scripts/solo.py 5")
+    assert result["ok"], result.get("error")
+    assert inputs(result) == [("args/0", [5, 2], "float32")]
+
+
 def test_a_module_level_run(repo: Path) -> None:
     result = run(repo, "zoo/eqx_models.py::Head", "zoo/demo_heads.py")
     assert result["ok"], result.get("error")

@@ -263,8 +263,8 @@ def _untied(fn: Any) -> Any:
     ``jax.jit`` of a copy of its function. The example's thread is paused inside the target's
     first trace, and JAX's jit cache holds that function's entry locked until the trace ends: the
     same wrapper traced here would wait on it forever (a deadlock, seen with ``@jax.jit def
-    train_step`` in flax/examples/nnx_toy_examples). A copy is another cache key; its static
-    arguments are closed over by the capture, so the jit's own static_argnums are not needed."""
+    train_step`` in flax/examples/nnx_toy_examples). A copy is another cache key; it keeps the
+    wrapper's static arguments (``static_argnums=3`` for a ``ctable`` in flax/examples/seq2seq)."""
     import inspect
 
     import jax
@@ -277,7 +277,12 @@ def _untied(fn: Any) -> Any:
     copy.__qualname__ = raw.__qualname__
     copy.__module__ = raw.__module__
     jitted = type(fn).__module__.startswith(("jax", "jaxlib")) and hasattr(fn, "lower")
-    return jax.jit(copy) if jitted else copy
+    if not jitted:
+        return copy
+    info = getattr(fn, "_jit_info", None)
+    numbers = tuple(getattr(info, "static_argnums", ()) or ())
+    names = tuple(getattr(info, "static_argnames", ()) or ())
+    return jax.jit(copy, static_argnums=numbers or None, static_argnames=names or None)
 
 
 def _without_defaults(
