@@ -72,6 +72,17 @@ def test_an_absl_parameterized_test_is_found_by_its_source_name(repo: Path) -> N
     assert inputs(result) == [("args/0", [2, 4], "float32")]
 
 
+def test_parameterized_tests_run_together_with_a_whole_file(repo: Path) -> None:
+    # auto runs the best sites' tests in one pytest run: absl's test_softsign (pytest knows only
+    # test_softsign0/1) beside a whole file; its node id alone selects nothing (flax ogbg_molpcba)
+    req = request(repo, "zoo/functions.py::softsign", "tests/test_absl_style.py::SoftsignTest::test_softsign")
+    example = req["profile"]["example"]
+    example["tests"] = [*example["tests"], str(repo / "tests" / "test_layers.py")]
+    outcome = capture_sync(req, sys.executable, CaptureOptions(timeout=90))
+    assert outcome.result["ok"], outcome.result.get("error")
+    assert inputs(dict(outcome.result)) == [("args/0", [2, 4], "float32")]
+
+
 def test_a_linen_block_reached_inside_its_owner_init(repo: Path) -> None:
     result = run(repo, "zoo/resnet.py::ResNetBlock", "tests/test_models.py::test_resnet18")
     assert result["ok"], result.get("error")

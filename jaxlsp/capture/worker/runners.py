@@ -242,16 +242,17 @@ def _selection(ids: list[str]) -> list[str]:
     """pytest arguments that select ``ids``: node ids of tests become their files and a ``-k`` of
     their names, so that a parametrized test (``test_x[a]``, absl's ``test_x0``) is found by the
     name written in the source, and a name pytest does not know selects nothing instead of
-    failing the whole run."""
-    if not ids or any("::" not in i for i in ids):
+    failing the whole run. A whole file among test ids (the runs of several sites together) is
+    selected by its module's name, which ``-k`` matches for every test in it."""
+    if not any("::" in i for i in ids):
         return ids
     files: list[str] = []
     names: list[str] = []
     for node in ids:
-        file, _, rest = node.partition("::")
+        file, sep, rest = node.partition("::")
         if file not in files:
             files.append(file)
-        name = rest.rsplit("::", 1)[-1]
+        name = rest.rsplit("::", 1)[-1] if sep else os.path.basename(file)
         if name not in names:
             names.append(name)
     return [*files, "-k", " or ".join(names)]
