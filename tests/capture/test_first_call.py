@@ -83,6 +83,17 @@ def test_parameterized_tests_run_together_with_a_whole_file(repo: Path) -> None:
     assert inputs(dict(outcome.result)) == [("args/0", [2, 4], "float32")]
 
 
+def test_a_target_file_that_another_import_hook_loads(tmp_path: Path) -> None:
+    # equinox's tests load equinox through jaxtyping's import hook (--jaxtyping-packages), put
+    # first in sys.meta_path after the run started: the target's file is still instrumented
+    root = tmp_path / "callsites_repo"
+    shutil.copytree(REPO, root, ignore=shutil.ignore_patterns("__pycache__"))
+    (root / "conftest.py").write_text("import jaxtyping\n\njaxtyping.install_import_hook(['zoo'], None)\n")
+    result = run(root, "zoo/functions.py::softsign", "tests/test_absl_style.py::SoftsignTest::test_softsign")
+    assert result["ok"], result.get("error")
+    assert inputs(result) == [("args/0", [2, 4], "float32")]
+
+
 def test_a_linen_block_reached_inside_its_owner_init(repo: Path) -> None:
     result = run(repo, "zoo/resnet.py::ResNetBlock", "tests/test_models.py::test_resnet18")
     assert result["ok"], result.get("error")

@@ -123,7 +123,9 @@ class TargetFinder:
             if spec is None:
                 continue
             origin = spec.origin
-            plain = type(spec.loader).__name__ == "SourceFileLoader"
+            # a source file, also when another import hook loads it (jaxtyping's loader is a
+            # SourceFileLoader that rewrites the file: the target's file is compiled ours alone)
+            plain = isinstance(spec.loader, importlib.machinery.SourceFileLoader)
             if origin and plain and os.path.realpath(origin) == self.hook.path:
                 loader = _HookedLoader(fullname, origin)
                 loader.hook = self.hook
@@ -209,6 +211,15 @@ class _Reporter:
     def pytest_collectreport(self, report: Any) -> None:
         if report.failed:
             self.failures.append((report.nodeid or "collection", "collect", None, str(report.longreprtext)))
+
+    def pytest_collection(self, session: Any) -> None:
+        """Before the test files import anything: import hooks that plugins or ``conftest.py``
+        files put first in ``sys.meta_path`` (jaxtyping's ``--jaxtyping-packages``, as equinox's
+        own tests use it) would load the target's file without the first-call hook; the
+        target's finder goes back in front of them."""
+        for finder in [f for f in sys.meta_path if isinstance(f, TargetFinder)]:
+            sys.meta_path.remove(finder)
+            sys.meta_path.insert(0, finder)
 
     def pytest_collection_finish(self, session: Any) -> None:
         self.collected = len(session.items)  # after -k deselected the others
