@@ -26,6 +26,10 @@ demo: install
 		echo; echo "== jaxlsp trace examples/$$target"; \
 		$(VENV)/bin/jaxlsp trace examples/$$target -o build/demo/$$name.json --html build/demo/$$name.html || exit 1; \
 	done
+	@echo; echo "== jaxlsp examples examples/nnx_cnn.py::CNN   (no profile in jaxlsp.toml: the workspace's own call sites)"
+	$(VENV)/bin/jaxlsp examples examples/nnx_cnn.py::CNN
+	@echo; echo "== jaxlsp trace examples/nnx_cnn.py::CNN   (inputs from examples/train_cnn.py's call)"
+	$(VENV)/bin/jaxlsp trace examples/nnx_cnn.py::CNN -o build/demo/CNN_from_call_site.json --html build/demo/CNN_from_call_site.html
 
 lint: install
 	$(VENV)/bin/ruff check jaxlsp tests benchmarks editors/jupyterlab/jaxlsp_jupyterlab
@@ -135,7 +139,7 @@ fuzz: install
 
 # Every benchmark runs and prints its figures; the target fails at the end if one missed its bar.
 bench: install
-	@status=0; for b in discovery server_memory capture costs lsp viewer; do \
+	@status=0; for b in discovery server_memory capture first_call costs lsp viewer; do \
 		echo "== benchmarks/$$b.py"; $(PY) benchmarks/$$b.py || status=1; \
 	done; exit $$status
 

@@ -1,5 +1,5 @@
-"""The ``jaxlsp`` command line: ``discover``, ``serve``, ``trace``, ``env``, ``diff`` and ``export``
-over one engine."""
+"""The ``jaxlsp`` command line: ``discover``, ``serve``, ``trace``, ``examples``, ``env``, ``diff`` and
+``export`` over one engine."""
 
 from __future__ import annotations
 
@@ -90,13 +90,21 @@ def _trace(args: argparse.Namespace) -> int:
             costs=bool(args.costs or args.xla_compare),
             xla_compare=bool(args.xla_compare),
             paths_from_recipe=True,
+            source=args.source,
+            cwd=Path.cwd(),
+            root=Path(args.root) if args.root else None,
         )
-        outcome = trace_once(req, CaptureOptions(timeout=args.timeout) if args.timeout else CaptureOptions())
+        options = CaptureOptions(timeout=args.timeout) if args.timeout else CaptureOptions()
+        outcome = trace_once(req, options, notify=lambda line: print(line, flush=True))
     except TraceFailure as failure:
         print(f"jaxlsp trace: {failure.paragraph()}", file=sys.stderr)
         if failure.needs is not None:
             print("\nA profile to complete and add to jaxlsp.toml:\n", file=sys.stderr)
             print(failure.needs.to_json().get("toml", ""), file=sys.stderr)
+        if failure.examples:
+            print("Or learn the inputs from a run of one of these (jaxlsp trace ... --from EXAMPLE):", file=sys.stderr)
+            for choice in failure.examples:
+                print(f"  {choice['example']}  ({choice['kind']}, {choice['path']})", file=sys.stderr)
         if failure.logs:
             print(f"\n--- worker output (tail) ---\n{failure.logs}", file=sys.stderr)
         return {"needs_input": 3, "refused": 2}.get(failure.kind, 1)
@@ -106,6 +114,9 @@ def _trace(args: argparse.Namespace) -> int:
     if args.html:
         Path(args.html).write_text(export.to_html(graph), encoding="utf-8")
     print(render_summary(graph))
+    line = outcome.inputs_line()
+    if line:
+        print(line)
     if args.costs or args.xla_compare or args.precision:
         from jaxlsp.graph.analysis import render_analysis
 
@@ -118,6 +129,86 @@ def _trace(args: argparse.Namespace) -> int:
     for label, path in (("graph", args.output), ("html", args.html)):
         if path:
             print(f"wrote {label}: {path}")
+    if args.save:
+        return _save(outcome)
+    return 0
+
+
+def _save(outcome: object) -> int:
+    """``--save``: the profile the inputs came from, written into jaxlsp.toml (format kept, atomic)."""
+    from jaxlsp.capture.engine import TraceOutcome
+    from jaxlsp.recipes.save import SaveError, save_profile
+
+    assert isinstance(outcome, TraceOutcome)
+    learned = outcome.learned()
+    if learned is None or outcome.origin is None:
+        print("nothing to save: the inputs came from a jaxlsp.toml profile already")
+        return 0
+    base = outcome.origin.base or outcome.origin.root
+    try:
+        saved = save_profile(learned, {}, base=base)
+    except SaveError as exc:
+        print(f"jaxlsp trace: not saved: {exc}", file=sys.stderr)
+        return 1
+    print(f"saved profile {saved.profile} in {saved.path}{' (new file)' if saved.created else ''}")
+    return 0
+
+
+def _examples(args: argparse.Namespace) -> int:
+    from jaxlsp.capture.engine import TraceFailure, parse_target, workspace_root_for
+    from jaxlsp.discovery import Classifier, WorkspaceIndex
+    from jaxlsp.discovery.callsites import CallSiteFinder
+    from jaxlsp.discovery.roots import project_root
+    from jaxlsp.recipes import NeedsInput, RecipeError, render_profile
+    from jaxlsp.recipes.propose import propose_site
+
+    try:
+        file, name = parse_target(args.target)
+    except TraceFailure as failure:
+        print(f"jaxlsp examples: {failure.message}", file=sys.stderr)
+        return 2
+    if not file.is_file():
+        print(f"jaxlsp examples: no such file: {file}", file=sys.stderr)
+        return 2
+    root = Path(args.root).resolve() if args.root else project_root(file, workspace_root_for(file, Path.cwd()))
+    index = WorkspaceIndex([root])
+    classifier = Classifier(index)
+    found = classifier.discover(file.resolve())
+    entry = next((e for e in (*found.entrypoints, *found.drivers) if e.name == name), None)
+    if entry is None:
+        print(f"jaxlsp examples: {name} is not a JAX function or module class in {file}", file=sys.stderr)
+        return 2
+    sites = CallSiteFinder(index, root, classifier).find(entry)
+    items: list[dict[str, object]] = []
+    for site in sites:
+        item = site.to_json(root)
+        if site.static:
+            try:
+                made = propose_site(entry, site, where=site.where(root), base=root)
+                table = made.proposal if isinstance(made, NeedsInput) else made.table
+                missing = made.missing if isinstance(made, NeedsInput) else []
+                item["profile"] = render_profile(name.replace(".", "_"), table, missing=missing)
+            except RecipeError as exc:
+                item["refused"] = str(exc)
+        items.append(item)
+    if args.json:
+        json.dump(items, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    if not items:
+        print(f"no call site of {name} under {root}")
+        return 0
+    for n, item in enumerate(items, 1):
+        state = "complete" if item["complete"] else ("run to learn" if not item["static"] else "partial")
+        example = f"  [{item['example']}]" if item["example"] else ""
+        via = f"  ({item['via']})" if item.get("via") else ""
+        print(f"{n}. {item['path']}:{item['line']} ({item['kind']}) {state}{example}{via}")
+        for missing in item["missing"]:  # type: ignore[attr-defined]
+            print(f"     missing {missing['where']}: {missing['why']}")
+        if item.get("refused"):
+            print(f"     refused: {item['refused']}")
+        if item.get("profile") and item["complete"]:
+            print("     " + str(item["profile"]).rstrip().replace("\n", "\n     "))
     return 0
 
 
@@ -247,7 +338,24 @@ def parser() -> argparse.ArgumentParser:
     )
     t.add_argument("-o", "--output", metavar="GRAPH.json", help="write the graph here")
     t.add_argument("--html", metavar="GRAPH.html", help="write an offline HTML view here")
+    t.add_argument(
+        "--from",
+        dest="source",
+        metavar="auto|PATH[::TEST]",
+        help="where the inputs come from: auto (the default without a profile: a call site in the workspace, "
+        "else a run of an example) or an example to run up to the target's first call (a test, or a script "
+        "with its arguments in one quoted string)",
+    )
+    t.add_argument("--save", action="store_true", help="save the profile the inputs came from into jaxlsp.toml")
+    t.add_argument("--root", help="the project root examples run from (default: the nearest folder with "
+                   "jaxlsp.toml, pyproject.toml, setup.py, setup.cfg or .git)")  # fmt: skip
     t.set_defaults(func=_trace)
+
+    x = sub.add_parser("examples", help="list the call sites of FILE::NAME in the workspace, ranked (nothing runs)")
+    x.add_argument("target", metavar="FILE::NAME", help="the file and the function or class")
+    x.add_argument("--json", action="store_true", help="print a JSON array")
+    x.add_argument("--root", help="the project root to search (default: as for trace --from)")
+    x.set_defaults(func=_examples)
 
     v = sub.add_parser("env", help="check the capture environment (interpreter, jax versions, backends)")
     v.add_argument("--python", help="the interpreter to check (default: .venv, $CONDA_PREFIX, $VIRTUAL_ENV, this one)")

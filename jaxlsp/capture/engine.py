@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jaxlsp.capture import allowed_env, compatibility, interpreters
+from jaxlsp.capture import allowed_env, autoinputs, compatibility, interpreters
+from jaxlsp.capture.autoinputs import Origin
 from jaxlsp.capture.compatibility import Report
 from jaxlsp.capture.interpreters import InterpreterError, Selection, select_interpreter
 from jaxlsp.capture.supervise import CaptureOutcome
@@ -29,8 +30,10 @@ from jaxlsp.recipes import (
     fill,
     find_recipe,
     load_recipe,
+    resolve_table,
     select_profile,
 )
+from jaxlsp.recipes.propose import new_profile_name
 from jaxlsp.recipes.schema import MAX_DEVICES
 
 
@@ -59,6 +62,16 @@ class TraceRequest:
     # A notebook target: the cell whose definition is meant (the server's lens knows it); None:
     # the last code cell that defines the name.
     cell: int | None = None
+    # Where the inputs come from without a recipe profile: None or "auto" (capture/autoinputs.py),
+    # or an example "PATH[::TEST] [ARGS]" to run (relative to ``cwd``), which overrides any profile.
+    source: str | None = None
+    cwd: Path | None = None  # what a --from path is relative to (the current folder)
+    # The project root examples run from (discovery/roots.py); None: found from the target.
+    root: Path | None = None
+    # The call sites of a target (the server passes its warm finder); None: a fresh index of the root.
+    find_sites: Callable[[Path, str, Any], list[Any]] | None = None
+    # auto may pick an example to run (the CLI); False (the editor): examples are offered as choices
+    run_examples: bool = True
 
 
 @dataclass
@@ -69,6 +82,7 @@ class TraceFailure(Exception):
     needs: NeedsInput | None = None
     logs: str = ""
     problems: list[Any] = field(default_factory=list)  # recipe problems (path, line, key_path, message)
+    examples: list[dict[str, Any]] = field(default_factory=list)  # runnable choices (needs-input)
 
     def paragraph(self) -> str:
         where = ""
@@ -87,6 +101,38 @@ class TraceOutcome:
     resolved: Resolved
     request: dict[str, Any] = field(default_factory=dict)
     route: str = interpreters.OWN  # how the interpreter that ran it was chosen
+    origin: Origin | None = None  # where the inputs came from (capture/autoinputs.py)
+
+    def inputs_line(self) -> str | None:
+        """``inputs from PATH:LINE (test|script|module)``: the call site the inputs came from."""
+        if self.origin is None:
+            return None
+        if self.origin.how == "example" and self.origin.example is not None:
+            callsite = self.capture.result.get("callsite") or {}
+            path = str(callsite.get("path", self.origin.example["path"]))
+            if not os.path.isabs(path):
+                path = os.path.join(str(self.request.get("workspaceRoot") or self.origin.root), path)
+            rel = Path(os.path.relpath(path, self.origin.root)).as_posix()
+            return f"inputs from {rel}:{callsite.get('line', '?')} ({self.origin.example['kind']})"
+        return self.origin.line()
+
+    def learned(self) -> Resolved | None:
+        """The profile to save: the static site's, or what the example run learned (its recipe
+        form when the call can be written as one, else ``from`` the example)."""
+        if self.origin is None or self.origin.how == "profile":
+            return None
+        if self.origin.how != "example":
+            return self.resolved if self.resolved.recipe is None else None
+        learned = self.capture.result.get("learned") or {}
+        table = dict(self.resolved.table)
+        if isinstance(learned.get("table"), dict):
+            table = {"target": table["target"], **learned["table"]}
+        base = self.origin.base or self.origin.root
+        try:
+            made = resolve_table(self.resolved.name, table, base)
+        except RecipeError:
+            made = resolve_table(self.resolved.name, self.resolved.table, base)
+        return made if isinstance(made, Resolved) else None
 
 
 def parse_target(spec: str) -> tuple[Path, str]:
@@ -95,6 +141,15 @@ def parse_target(spec: str) -> tuple[Path, str]:
     if not sep or not path or not name:
         raise TraceFailure("refused", f"expected FILE::NAME (e.g. model.py::MLP), got {spec!r}")
     return Path(path), name
+
+
+def project_root_for(req: TraceRequest) -> Path:
+    """The root examples run from: ``--root``, else the project root of the target (discovery/roots.py)."""
+    from jaxlsp.discovery.roots import project_root
+
+    if req.root is not None:
+        return req.root.resolve()
+    return project_root(req.file, req.workspace_root)
 
 
 def workspace_root_for(file: Path, cwd: Path) -> Path:
@@ -107,6 +162,12 @@ def workspace_root_for(file: Path, cwd: Path) -> Path:
 def select(req: TraceRequest) -> tuple[Resolved, Path | None]:
     """The resolved profile for the target (with ``req.answers`` filled in), or a TraceFailure
     (recipe errors, needs-input, answers that do not fit)."""
+    resolved, recipe_path, _ = select_with_origin(req)
+    return resolved, recipe_path
+
+
+def select_with_origin(req: TraceRequest) -> tuple[Resolved, Path | None, Origin]:
+    """:func:`select`, and where the inputs came from (a profile, a call site, an example run)."""
     file = req.file.resolve()
     if not file.is_file():
         raise TraceFailure("refused", f"no such file: {req.file}")
@@ -118,12 +179,33 @@ def select(req: TraceRequest) -> tuple[Resolved, Path | None]:
         raise TraceFailure("refused", str(exc), problems=list(exc.problems)) from None
     find = req.find_entrypoint or (lambda path, name: find_entrypoint(path, name, req.workspace_root))
     entrypoint = find(file, req.name)
+    base = recipe_path.parent if recipe_path is not None else req.workspace_root.resolve()
+    if req.source not in (None, "auto"):
+        return _explicit(req, entrypoint, recipe, recipe_path, base)
     try:
         selected = select_profile(
             recipe, file, req.name, req.profile, entrypoint=entrypoint, workspace_root=req.workspace_root.resolve()
         )
     except RecipeError as exc:  # no such profile, several candidates, a target file gone...
         raise TraceFailure("refused", str(exc), problems=list(exc.problems)) from None
+    root = project_root_for(req)
+    origin = Origin("profile", root)
+    if selected.recipe is None and req.profile is None:  # no profile: where else the inputs can come from
+        target_text = str(selected.proposal["target"] if isinstance(selected, NeedsInput) else selected.table["target"])
+        sites = req.find_sites or (lambda path, name, entry: autoinputs.find_sites(path, name, root, entry))
+        selected, origin = autoinputs.choose(
+            entrypoint,
+            selected,
+            file=file,
+            name=req.name,
+            base=base,
+            taken=list(recipe.tables) if recipe is not None else [],
+            root=root,
+            sites=lambda: sites(file, req.name, entrypoint),
+            target_text=target_text,
+            run_examples=req.run_examples,
+        )
+        origin.base = base
     if isinstance(selected, NeedsInput) and req.answers:
         try:
             # Typed text, parsed by the recipe's rules; one that does not parse is asked again.
@@ -136,8 +218,36 @@ def select(req: TraceRequest) -> tuple[Resolved, Path | None]:
             raise TraceFailure("needs_input", f"{req.name}: answers to ask again: {wrong}", needs=selected)
         missing = "; ".join(str(m.get("message") or m.get("path")) for m in selected.missing)
         where = f" (recipe {recipe_path})" if recipe_path else " (no jaxlsp.toml profile for it: one was proposed)"
-        raise TraceFailure("needs_input", f"{req.name}{where} needs input: {missing}", needs=selected)
-    return selected, recipe_path
+        raise TraceFailure(
+            "needs_input", f"{req.name}{where} needs input: {missing}", needs=selected, examples=origin.examples
+        )
+    return selected, recipe_path, origin
+
+
+def _explicit(
+    req: TraceRequest, entrypoint: Any, recipe: Any, recipe_path: Path | None, base: Path
+) -> tuple[Resolved, Path | None, Origin]:
+    """``--from PATH[::TEST]``: run that example, whatever the recipe says."""
+    from jaxlsp.recipes.examples import ExampleError
+    from jaxlsp.recipes.propose import target_text
+
+    root = project_root_for(req)
+    try:
+        example = autoinputs.from_text(str(req.source), (req.cwd or Path.cwd()).resolve())
+    except ExampleError as exc:
+        raise TraceFailure("refused", f"--from: {exc}") from None
+    taken = list(recipe.tables) if recipe is not None else []
+    name = new_profile_name(req.name, taken)
+    kind = getattr(entrypoint, "kind", None)
+    try:
+        made = autoinputs.example_profile(kind, target_text(req.file.resolve(), req.name, base), base, name, example)
+    except RecipeError as exc:
+        raise TraceFailure("refused", str(exc), problems=list(exc.problems)) from None
+    if not isinstance(made, Resolved):
+        raise TraceFailure("refused", f"--from {req.source}: not a runnable example")
+    origin = Origin("example", root, example=example)
+    origin.base = base
+    return made, recipe_path, origin
 
 
 def save_base(req: TraceRequest, recipe_path: Path | None) -> Path:
@@ -166,7 +276,9 @@ def choose_python(req: TraceRequest, resolved: Resolved) -> Selection:
         raise TraceFailure("refused", str(exc)) from None
 
 
-def build_request(req: TraceRequest, resolved: Resolved, recipe_path: Path | None) -> dict[str, Any]:
+def build_request(
+    req: TraceRequest, resolved: Resolved, recipe_path: Path | None, origin: Origin | None = None
+) -> dict[str, Any]:
     target: dict[str, Any] = {**resolved.target}
     path = Path(str(target["path"]))
     target["path"] = str(path if path.is_absolute() else req.file.resolve())
@@ -188,10 +300,12 @@ def build_request(req: TraceRequest, resolved: Resolved, recipe_path: Path | Non
             "refused",
             f"devices = {profile['devices']} makes virtual CPU devices, and the device is {profile['device']}",
         )
+    # an example runs from the project root, as its user runs it (discovery/roots.py)
+    root = origin.root if origin is not None and "example" in profile else req.workspace_root.resolve()
     request: dict[str, Any] = {
         "target": target,
         "profile": profile,
-        "workspaceRoot": str(req.workspace_root.resolve()),
+        "workspaceRoot": str(root),
         "transport": "packed",  # frames once each; finish() reads it back (jaxlsp.graph.io)
     }
     if recipe_path is not None:
@@ -222,20 +336,26 @@ class Prepared:
     recipe_path: Path | None = None
     route: str = interpreters.OWN  # how ``python`` was chosen
     kind: str | None = None  # the target's kind when known (which packages the check asks for)
+    origin: Origin | None = None  # where the inputs come from
+
+    def running(self) -> str | None:
+        """``running PATH[::TEST] to learn the inputs`` before an example runs; else None."""
+        example = self.request["profile"].get("example")
+        return f"running {example['text']} to learn the inputs" if example else None
 
 
 def prepare(req: TraceRequest) -> Prepared:
     """Select the profile and build the worker request; raises TraceFailure."""
     if sys.platform == "win32":
         raise TraceFailure("refused", "capture runs on Linux and macOS only; Windows is not supported yet")
-    resolved, recipe_path = select(req)
+    resolved, recipe_path, origin = select_with_origin(req)
     selection = choose_python(req, resolved)
-    request = build_request(req, resolved, recipe_path)
+    request = build_request(req, resolved, recipe_path, origin)
     kind = request["target"].get("kind")
     if kind is None:  # inferred by the worker; discovery's kind says which packages the check needs
         find = req.find_entrypoint or (lambda path, name: find_entrypoint(path, name, req.workspace_root))
         kind = getattr(find(req.file.resolve(), req.name), "kind", None)
-    return Prepared(request, selection.python, resolved, recipe_path, selection.route, kind)
+    return Prepared(request, selection.python, resolved, recipe_path, selection.route, kind, origin)
 
 
 def check_environment(prepared: Prepared, refresh: bool = False) -> Report:
@@ -252,7 +372,11 @@ def finish(prepared: Prepared, outcome: CaptureOutcome) -> TraceOutcome:
     result = outcome.result
     if not result.get("ok"):
         error = result.get("error") or {"kind": "internal", "message": "the worker returned no result"}
-        raise TraceFailure(error["kind"], error["message"], error.get("frame"), logs=outcome.logs[-4000:])
+        message = error["message"]
+        example = prepared.request["profile"].get("example")
+        if example and error["kind"] in ("timeout", "memory", "crash"):
+            message = f"running {example['text']} did not reach {prepared.request['target']['name']}: {message}"
+        raise TraceFailure(error["kind"], message, error.get("frame"), logs=outcome.logs[-4000:])
     graph_json = result.get("graph")
     if graph_json is None:
         raise TraceFailure("internal", "the worker reported success without a graph")
@@ -260,4 +384,4 @@ def finish(prepared: Prepared, outcome: CaptureOutcome) -> TraceOutcome:
         graph = io.from_json(graph_json)
     except ValueError as exc:  # a graph the format refuses: a bug of the worker, said as one
         raise TraceFailure("internal", f"the worker's graph is not a valid jaxlsp graph: {exc}") from None
-    return TraceOutcome(graph, outcome, prepared.resolved, prepared.request, prepared.route)
+    return TraceOutcome(graph, outcome, prepared.resolved, prepared.request, prepared.route, prepared.origin)

@@ -147,13 +147,18 @@ class CaptureService:
         await self.pool.close()
 
 
-def trace_once(req: TraceRequest, options: CaptureOptions) -> TraceOutcome:
-    """One cold capture for callers without an event loop (the CLI); raises TraceFailure."""
+def trace_once(req: TraceRequest, options: CaptureOptions, notify: Callable[[str], None] | None = None) -> TraceOutcome:
+    """One cold capture for callers without an event loop (the CLI); raises TraceFailure.
+    ``notify`` hears ``running PATH[::TEST] to learn the inputs`` before an example runs."""
 
     async def once() -> TraceOutcome:
         service = CaptureService(warm=False)
         try:
-            return (await service.trace(req, options)).outcome
+            prepared = service.prepare(req)
+            running = prepared.running()
+            if running and notify is not None:
+                notify(running)
+            return (await service.run(prepared, options)).outcome
         finally:
             await service.close()
 

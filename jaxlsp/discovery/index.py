@@ -348,6 +348,10 @@ class WorkspaceIndex:
         self._stamps[path] = (st.st_mtime_ns, st.st_size)
         return self._files.get(path)
 
+    def open_paths(self) -> frozenset[Path]:
+        """The open documents' paths (resolved): their text comes from the editor, not the disk."""
+        return frozenset(self._open)
+
     def text(self, path: Path) -> str | None:
         """A file's text: for a notebook, its module (the code cells' text, what a graph's
         ``sources`` hashes)."""

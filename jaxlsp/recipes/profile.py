@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from jaxlsp.capture.worker.protocol import CallSpec, ResolvedProfile, Target, TargetKind
-from jaxlsp.recipes import schema
+from jaxlsp.capture.worker.protocol import CallSpec, ExampleSpec, ResolvedProfile, Target, TargetKind
+from jaxlsp.recipes import examples, schema
 from jaxlsp.recipes.problems import KeyPath, format_key_path
 from jaxlsp.recipes.schema import show
 from jaxlsp.recipes.specs import Context, check_args, check_kwargs, check_ref_name, check_seed, is_int
@@ -88,12 +88,16 @@ def check_profile(name: str, table: object, base: Path, prefix: KeyPath | None =
             ctx.error((*path, "method"), 'method is for module targets, and kind = "function"')
     env = _names(ctx, (*path, "env"), table.get("env", []), "environment variable names")
     rngs = _names(ctx, (*path, "rngs"), table.get("rngs", []), "rng stream names")
-    mutable = _names(ctx, (*path, "mutable"), table.get("mutable", []), "collection names")
+    given_mutable = table.get("mutable", [])
+    mutable: list[str] | bool = (
+        True if given_mutable is True else _names(ctx, (*path, "mutable"), given_mutable, "collection names")
+    )
     for key, given in (("rngs", rngs), ("mutable", mutable)):
         if given and kind is not None and kind != "linen":
             ctx.error((*path, key), f'{key} is for Linen modules, and kind = "{kind}"')
 
     devices = _devices(ctx, (*path, "devices"), table.get("devices"), device)
+    example = _example(ctx, path, table, base)
     init: CallSpec | None = None
     if "init" in table:
         init = _call(ctx, (*path, "init"), table["init"])
@@ -134,6 +138,8 @@ def check_profile(name: str, table: object, base: Path, prefix: KeyPath | None =
         profile["devices"] = devices
     if env:
         profile["env"] = env
+    if example is not None:
+        profile["example"] = example
     out.profile = cast(ResolvedProfile, profile)
     out.target = target
     out.python = python
@@ -177,6 +183,24 @@ def _load(ctx: Context, path: KeyPath, value: object, target: Target | None) -> 
             ' only) or "cells" (runs the cells above the target first)',
         )
     return cast(str | None, load)
+
+
+def _example(ctx: Context, path: KeyPath, table: dict[str, Any], base: Path) -> ExampleSpec | None:
+    """``from``: an example to run instead of inputs (recipes/examples.py)."""
+    value = table.get("from")
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        ctx.error((*path, "from"), f"expected {examples.FORM}, got {show(value)}")
+        return None
+    for key in ("init", "inputs"):
+        if key in table:
+            ctx.error((*path, key), f"from learns the inputs from a run of {value}; drop {key} or from")
+    try:
+        return examples.parse_example(value, base, check=False)
+    except examples.ExampleError as exc:
+        ctx.error((*path, "from"), str(exc))
+        return None
 
 
 def _choice(ctx: Context, path: KeyPath, value: object, allowed: tuple[str, ...] | None) -> Any:

@@ -26,6 +26,7 @@ from jaxlsp.recipes.selection import NeedsInput, Selected
 
 if TYPE_CHECKING:
     from jaxlsp.discovery.entrypoints import Entrypoint
+    from jaxlsp.discovery.sites import CallSite
     from jaxlsp.discovery.summary import SetupField
 
 _FILLED_BY_WORKER = {"nnx": "rngs", "equinox": "key"}  # constructor parameters the worker fills
@@ -43,7 +44,7 @@ def _literal(default: str) -> int | float | bool | str | None:
     return value if isinstance(value, (int, float, bool, str)) else None
 
 
-def _profile_name(name: str, taken: Collection[str]) -> str:
+def new_profile_name(name: str, taken: Collection[str]) -> str:
     base = name.replace(".", "_")
     candidate, n = base, 2
     while candidate in taken:
@@ -51,7 +52,7 @@ def _profile_name(name: str, taken: Collection[str]) -> str:
     return candidate
 
 
-def _target_text(path: Path, name: str, base: Path) -> str:
+def target_text(path: Path, name: str, base: Path) -> str:
     rel = os.path.relpath(os.path.abspath(path), os.path.abspath(base))
     return f"{Path(rel).as_posix()}::{name}"
 
@@ -146,11 +147,11 @@ def propose(
     ``self``); without them the call inputs are asked for.
     """
     folder = Path(base) if base is not None else entrypoint.path.parent
-    profile_name = name or _profile_name(entrypoint.name, taken)
+    profile_name = name or new_profile_name(entrypoint.name, taken)
     prefix: KeyPath = ("profiles", profile_name)
     builder = _Builder(prefix)
     table: dict[str, Any] = {
-        "target": _target_text(entrypoint.path, entrypoint.name, folder),
+        "target": target_text(entrypoint.path, entrypoint.name, folder),
         "kind": entrypoint.kind,
     }
     if entrypoint.kind == "function":
@@ -169,6 +170,49 @@ def propose(
     return _combine(resolve_table(profile_name, table, folder), builder.pending, profile_name, table, folder, None)
 
 
+def propose_site(
+    entrypoint: Entrypoint,
+    site: CallSite,
+    *,
+    where: str,
+    base: str | os.PathLike[str] | None = None,
+    name: str | None = None,
+    taken: Collection[str] = (),
+) -> Selected:
+    """A profile made from a static call site (``discovery/callsites.py``): :class:`Resolved`
+    when the site fills every input, else :class:`NeedsInput` with what the site knows filled in
+    and each unknown value asked for (``where`` is the site's ``path:line``, for the messages).
+    Raises :class:`RecipeError` when the site's values do not check (limits, 64-bit)."""
+    folder = Path(base) if base is not None else entrypoint.path.parent
+    profile_name = name or new_profile_name(entrypoint.name, taken)
+    prefix: KeyPath = ("profiles", profile_name)
+    table: dict[str, Any] = {
+        "target": target_text(entrypoint.path, entrypoint.name, folder),
+        "kind": entrypoint.kind,
+    }
+    if entrypoint.kind != "function" and site.init:
+        table["init"] = copy.deepcopy(site.init)
+    if site.inputs is not None:
+        table["inputs"] = copy.deepcopy(site.inputs)
+    table.update(copy.deepcopy(site.extra))
+    pending: list[dict[str, Any]] = []
+    for missing in site.missing:
+        if missing.where == "inputs":
+            item = _inputs_item(prefix, entrypoint.name)
+            item["message"] = f"{item['message']} ({where}: {missing.why})"
+            pending.append(item)
+            continue
+        path = (*prefix, *parse_key_path(missing.where))
+        pending.append(
+            {
+                "path": format_key_path(path),
+                "kind": "value",
+                "message": f"a value for {missing.where} (at {where}: {missing.why}): an input spec",
+            }
+        )
+    return _combine(resolve_table(profile_name, table, folder), pending, profile_name, table, folder, None)
+
+
 def propose_target(
     path: str | os.PathLike[str],
     name: str,
@@ -178,8 +222,8 @@ def propose_target(
 ) -> NeedsInput:
     """A skeleton for a target discovery knows nothing about: its inputs are asked for."""
     folder = Path(base) if base is not None else Path(path).parent
-    profile_name = _profile_name(name, taken)
-    table: dict[str, Any] = {"target": _target_text(Path(path), name, folder)}
+    profile_name = new_profile_name(name, taken)
+    table: dict[str, Any] = {"target": target_text(Path(path), name, folder)}
     item = _inputs_item(("profiles", profile_name), name)
     return NeedsInput(profile_name, [item], table, folder, None, [item])
 

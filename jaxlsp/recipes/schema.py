@@ -37,6 +37,7 @@ PROFILE_KEYS: Final = (
     "symbolic",
     "devices",
     "env",
+    "from",
 )
 CALL_KEYS: Final = ("args", "kwargs", "factory")
 KINDS: Final = ("function", "linen", "nnx", "equinox")

@@ -108,6 +108,7 @@ class TraceGraphArguments(TypedDict):
     save: NotRequired[bool]
     costs: NotRequired[bool]  # measure XLA's costs of every equation (jaxlsp/costs)
     cell: NotRequired[int]  # a notebook's cell whose definition is meant (default: the last one)
+    example: NotRequired[Annotated[str, Size(4096, least=1)]]
 
 
 OPEN_GRAPH_COMMAND: Final = "jaxlsp.openGraph"
@@ -132,6 +133,9 @@ class TraceParams(TypedDict):
     save: NotRequired[bool]  # write the completed profile to jaxlsp.toml
     costs: NotRequired[bool]  # measure XLA's costs of every equation (jaxlsp/costs)
     cell: NotRequired[int]  # a notebook's cell whose definition is meant (default: the last one)
+    # an example to run up to the target's first call, to learn its inputs: "PATH[::TEST] [ARGS]"
+    # relative to the workspace folder (a needs-input answer's examples[].example)
+    example: NotRequired[Annotated[str, Size(4096, least=1)]]
 
 
 class TraceSummary(TypedDict):
@@ -158,6 +162,17 @@ class TraceResult(TypedDict):
     interpreterRoute: str
     profile: str | None
     saved: NotRequired[str]  # the jaxlsp.toml URI the profile was written to
+    inputsFrom: NotRequired[str]  # "tests/test_models.py:25 (test)": the call site the inputs came from
+
+
+class ExampleChoice(TypedDict):
+    """A runnable example that reaches the target: trace again with this ``example``."""
+
+    example: str  # "tests/test_models.py::test_resnet", "train.py", relative to the project root
+    kind: Literal["test", "script", "module"]
+    path: str  # "tests/test_models.py:25": where it uses the target, relative to the project root
+    static: bool  # its values are partly known without running it
+    via: NotRequired[str]  # how it reaches the target: "through ResNet (passed to it at models.py:63)"
 
 
 class NeedsInputItem(TypedDict):
@@ -179,6 +194,7 @@ class NeedsInputResult(TypedDict):
     proposal: str  # the profile to complete, as TOML text
     profile: str  # its name
     errors: NotRequired[dict[str, str]]  # answers that did not parse or check: path -> message
+    examples: NotRequired[list[ExampleChoice]]  # runnable examples, best first (only when some exist)
 
 
 TRACE_FINISHED: Final = "jaxlsp/traceFinished"

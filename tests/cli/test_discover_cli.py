@@ -40,6 +40,7 @@ def test_examples_json(tmp_path: Path) -> None:
         ("examples/linen_mlp.py", "train_step", "function"),
         ("examples/nnx_cnn.py", "CNN", "nnx"),
         ("examples/nnx_cnn.py", "predict", "function"),
+        ("examples/train_cnn.py", "accuracy", "function"),
         ("examples/blocks/base.py", "ResidualBlock", "linen"),
         ("examples/blocks/tower.py", "Tower", "linen"),
         ("examples/notebook_models.ipynb", "MLP", "linen"),

@@ -60,11 +60,19 @@ def test_main_prints_the_summary(bench: ModuleType, capsys: pytest.CaptureFixtur
     code = bench.main(["--scan", str(EXAMPLES), "--lines", "500", "--edits", "2", "--parses", "1", "--runs", "1"])
     assert code in (0, 1)  # tiny inputs prove nothing about speed
     out = capsys.readouterr().out
-    assert "(a) whole-tree scan" in out and "(b) one-line edit" in out
+    assert "(a) whole-tree scan" in out and "(b) one-line edit" in out and "(d) call sites" in out
     summary = out.strip().splitlines()[-1]
     assert summary.startswith("discovery scan ratio ") and "; edit ratio " in summary
-    assert "(target <= 2.0)" in summary and "(target <= 0.25)" in summary and "(target <= 1.05)" in summary
+    assert "; notebook per-line ratio " in summary and "; call-site ratio " in summary
+    assert "(target <= 2.0)" in summary and "(target <= 0.25)" in summary
+    assert "(target <= 1.05)" in summary and "(target <= 0.1)" in summary
     assert "(c) the model file as a notebook" in out
+
+
+def test_call_sites_of_the_examples(bench: ModuleType) -> None:
+    result = bench.measure_callsites([EXAMPLES], [EXAMPLES], sample=5)
+    assert result.entrypoints >= 10 and result.sampled == 5 and len(result.seconds) == 5
+    assert result.scan_seconds > 0 and result.ratio > 0
 
 
 def test_packages_are_found_without_importing_them() -> None:

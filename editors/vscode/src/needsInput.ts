@@ -6,7 +6,7 @@
  */
 
 import * as vscode from "vscode";
-import type { NeedsInputItem, NeedsInputResult } from "./wire";
+import type { ExampleChoice, NeedsInputItem, NeedsInputResult } from "./wire";
 
 function placeholder(item: NeedsInputItem): string {
   switch (item.kind) {
@@ -68,4 +68,28 @@ export async function askSave(result: Pick<NeedsInputResult, "profile">): Promis
     DONT_SAVE,
   );
   return answer === SAVE;
+}
+
+export const BY_HAND = "Enter the inputs by hand";
+
+/**
+ * When the server offers runnable examples, one pick among them (or the manual answers):
+ * the example's text, null for the manual answers, undefined when the user dismisses the pick.
+ */
+export async function pickExample(examples: readonly ExampleChoice[] | undefined, target: string): Promise<string | null | undefined> {
+  if (!examples || examples.length === 0) return null;
+  const items = [
+    ...examples.map((choice) => ({
+      label: choice.example,
+      description: `${choice.kind}, ${choice.path}`,
+      detail: choice.via ? `runs up to ${target}'s first call: ${choice.via}` : `runs up to ${target}'s first call`,
+      example: choice.example,
+    })),
+    { label: BY_HAND, description: "answer each missing value", example: null },
+  ];
+  const picked = (await vscode.window.showQuickPick(items, {
+    title: `jaxlsp: learn the inputs of ${target} from one of the workspace's examples?`,
+    ignoreFocusOut: true,
+  })) as { example: string | null } | undefined;
+  return picked === undefined ? undefined : picked.example;
 }

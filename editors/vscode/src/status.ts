@@ -6,7 +6,7 @@ import type { TraceFinished, TraceResult } from "./wire";
 export type StatusState =
   | { kind: "idle" }
   | { kind: "tracing"; name: string }
-  | { kind: "ok"; name: string; traceId: string; ops: number; outputs: string[] }
+  | { kind: "ok"; name: string; traceId: string; ops: number; outputs: string[]; inputsFrom?: string }
   | { kind: "stale"; name: string; traceId: string }
   | { kind: "failed"; name: string; error: string };
 
@@ -50,6 +50,7 @@ export class TraceStatus {
   succeeded(name: string, result: TraceResult): void {
     this.end(name);
     this.outcome = { kind: "ok", name, traceId: result.traceId, ops: result.summary.ops, outputs: result.summary.outputs };
+    if (result.inputsFrom) this.outcome.inputsFrom = result.inputsFrom;
     this.changed();
   }
 
@@ -97,9 +98,10 @@ export class TraceStatus {
       case "ok": {
         const figures = state.ops >= 0 ? ` · ${state.ops.toLocaleString("en-US")} ops` : "";
         const outputs = state.outputs.length ? `\nOutputs: ${state.outputs.join(", ")}` : "";
+        const inputs = state.inputsFrom ? `\nInputs from ${state.inputsFrom}` : "";
         return {
           text: `$(type-hierarchy) ${state.name}${figures}`,
-          tooltip: `jaxlsp: ${state.name} traced${outputs}\nClick to open the graph.`,
+          tooltip: `jaxlsp: ${state.name} traced${outputs}${inputs}\nClick to open the graph.`,
           command: "jaxlsp.showGraph",
           error: false,
           warning: false,

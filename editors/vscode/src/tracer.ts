@@ -1,7 +1,7 @@
 /** The trace flow: `jaxlsp/trace`, needs-input answers and the save question, status and the panel. */
 
 import * as vscode from "vscode";
-import { askSave, promptAnswers } from "./needsInput";
+import { askSave, pickExample, promptAnswers } from "./needsInput";
 import type { TraceStatus } from "./status";
 import type { DiscoverResult, EntrypointItem, LspClient, NeedsInputResult, TraceParams, TraceResult } from "./wire";
 import { errorMessage, isNeedsInput, isTraceResult } from "./wire";
@@ -65,6 +65,17 @@ export class Tracer {
       for (let round = 0; isNeedsInput(result); ) {
         const again = Object.keys(result.errors ?? {}).length > 0;
         if (!again && ++round > MAX_ROUNDS) throw new Error(`${target.name} still needs input after ${MAX_ROUNDS} rounds of answers`);
+        const example = round === 1 && !again ? await pickExample(result.examples, target.name) : null;
+        if (example === undefined) {
+          this.status.cancelled(target.name);
+          return undefined;
+        }
+        if (example !== null) {
+          // One pick, then trace: the run learns the inputs (saved on the user's yes).
+          save ??= await askSave(result);
+          result = await client.sendRequest<TraceResult | NeedsInputResult>("jaxlsp/trace", { ...params, example, save });
+          continue;
+        }
         const more = await promptAnswers(result, target.name, answers);
         if (more === undefined) {
           this.status.cancelled(target.name);

@@ -94,6 +94,7 @@ export interface TraceGraphArguments {
   save?: boolean;
   costs?: boolean;
   cell?: number;
+  example?: string;
 }
 
 export const OPEN_GRAPH_COMMAND = "jaxlsp.openGraph";
@@ -118,6 +119,7 @@ export interface TraceParams {
   save?: boolean;
   costs?: boolean;
   cell?: number;
+  example?: string;
 }
 
 export interface TraceSummary {
@@ -145,6 +147,18 @@ export interface TraceResult {
   interpreterRoute: string;
   profile: string | null;
   saved?: string;
+  inputsFrom?: string;
+}
+
+/**
+ * A runnable example that reaches the target: trace again with this `example`.
+ */
+export interface ExampleChoice {
+  example: string;
+  kind: "test" | "script" | "module";
+  path: string;
+  static: boolean;
+  via?: string;
 }
 
 /**
@@ -168,6 +182,7 @@ export interface NeedsInputResult {
   proposal: string;
   profile: string;
   errors?: Record<string, string>;
+  examples?: ExampleChoice[];
 }
 
 export const TRACE_FINISHED = "jaxlsp/traceFinished";

@@ -9,6 +9,7 @@ export type {
   DiscoverResult,
   EntrypointItem,
   EnvironmentResult,
+  ExampleChoice,
   Location,
   NeedsInputItem,
   NeedsInputResult,

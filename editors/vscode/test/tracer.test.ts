@@ -50,6 +50,34 @@ test("needs input: ask each item, ask to save, trace again with the answers", as
   assert.equal(tracer.last?.traceId, "t1");
 });
 
+test("runnable examples: one pick traces it, after the save question; the status says where the inputs came from", async () => {
+  const choices = { ...needs, examples: [{ example: "tests/test_m.py::test_mlp", kind: "test", path: "tests/test_m.py:12", static: false, via: "through Net" }] };
+  const learned = { ...done, inputsFrom: "models.py:40 (test)" };
+  const { client, status, tracer } = setup({ "jaxlsp/trace": [() => choices, () => learned] });
+  fake.quickPickAnswers = [(items) => items[0]];
+  fake.messageAnswers = ["Save"];
+  assert.equal((await tracer.trace({ uri: "file:///w/mlp.py", name: "mlp" }))?.traceId, "t1");
+  assert.deepEqual((fake.quickPicks[0] as { label: string }[]).map((i) => i.label), ["tests/test_m.py::test_mlp", "Enter the inputs by hand"]);
+  assert.deepEqual(client.requests[1].params, {
+    textDocument: { uri: "file:///w/mlp.py" },
+    name: "mlp",
+    example: "tests/test_m.py::test_mlp",
+    save: true,
+  });
+  assert.equal(fake.inputBoxes.length, 0);
+  assert.match(status.view()?.tooltip ?? "", /Inputs from models\.py:40 \(test\)/);
+});
+
+test("runnable examples: the manual answers stay one pick away", async () => {
+  const choices = { ...needs, examples: [{ example: "train.py", kind: "script", path: "train.py:3", static: false }] };
+  const { client, tracer } = setup({ "jaxlsp/trace": [() => choices, () => done] });
+  fake.quickPickAnswers = [(items) => items[1]];
+  fake.inputAnswers = ["8", "[8, 784]"];
+  fake.messageAnswers = ["Don't save"];
+  assert.equal((await tracer.trace({ uri: "file:///w/mlp.py", name: "mlp" }))?.traceId, "t1");
+  assert.equal((client.requests[1].params as { example?: string }).example, undefined);
+});
+
 test("declining to save sends save: false; a second round keeps the first answers", async () => {
   const more = { needsInput: [{ path: "profiles.mlp.dims.seq", kind: "dimension", message: "seq" }], proposal: "" };
   const { client, tracer } = setup({ "jaxlsp/trace": [() => needs, () => more, () => done] });

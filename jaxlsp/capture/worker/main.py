@@ -127,8 +127,9 @@ def capture(request: WorkerRequest | dict[str, Any], *, jax_ready: bool = False)
             result["graph"] = graph
         if extra.get("structure") is not None:
             result["structure"] = extra["structure"]
-        if extra.get("roots") is not None:
-            result["roots"] = extra["roots"]
+        for key in ("roots", "callsite", "learned"):
+            if extra.get(key) is not None:
+                result[key] = extra[key]
         return result
     except CaptureError as exc:
         return {"ok": False, "error": exc.info(), "timings": timings}
@@ -160,6 +161,12 @@ def _capture(
     x64 = bool(profile.get("x64", False))
     if sys.platform.startswith("win"):
         raise CaptureError("refused", "tracing is not supported on Windows yet")
+    if profile.get("example"):  # learn the inputs from a run of one of the workspace's own examples
+        from jaxlsp.capture.worker import firstcall
+
+        devices = profile.get("devices")
+        device = configure_jax(str(profile.get("device", "cpu")), x64, jax_ready, int(devices) if devices else None)
+        return firstcall.capture_at_first_call(request, workspace, timings, device, extra)
     wide = inputs_mod.wide_dtypes(profile.get("inputs"), profile.get("init"))
     if wide and not x64:
         raise CaptureError(
@@ -226,12 +233,28 @@ def _capture(
     from jaxlsp.graph import collector
 
     with collector.paused():  # the walk allocates many small objects and frees none
-        return _build(
-            request, path, workspace, timings, t0, closed, out_shape, plan, traced, loader, builder, kind, extra
+        used_profile = dict(profile)
+        if builder.generators:
+            used_profile["generators"] = builder.generators
+        return build_graph(
+            request,
+            path,
+            workspace,
+            timings,
+            t0,
+            closed,
+            out_shape,
+            plan,
+            traced,
+            loader.files,
+            used_profile,
+            kind,
+            extra,
+            loader.notebook,
         )
 
 
-def _build(
+def build_graph(
     request: dict[str, Any],
     path: str,
     workspace: Workspace,
@@ -241,18 +264,21 @@ def _build(
     out_shape: Any,
     plan: Any,
     traced: Any,
-    loader: Any,
-    builder: Any,
+    files: set[str],
+    used_profile: dict[str, Any],
     kind: str,
     extra: dict[str, Any],
+    notebook: Any = None,
 ) -> dict[str, Any]:
+    """The graph's JSON form from a traced jaxpr (``t0``: when building started); ``extra``
+    receives the roots its relative paths are relative to; ``notebook``: the loader's notebook
+    (its cell and notes) when the target is defined in one."""
     from jaxlsp.capture.worker import targets
     from jaxlsp.capture.worker.build import GraphBuilder, forwarded_outputs
     from jaxlsp.capture.worker.paths import Spelling
     from jaxlsp.graph.model import Graph
 
     target = request["target"]
-    profile = request["profile"]
     costs = request.get("costs")
     base = request.get("pathBase") or request.get("workspaceRoot") or os.path.dirname(path)
     spelling = Spelling(str(base), workspace)
@@ -262,18 +288,15 @@ def _build(
     unchanged = forwarded_outputs(closed)
     out_ports = [p for i, p in enumerate(out_ports) if not (p.role == "state" and i in unchanged)]
     sources = _sources(
-        {path, *gb.frame_files, *loader.files, *([request["recipePath"]] if request.get("recipePath") else [])},
+        {path, *gb.frame_files, *files, *([request["recipePath"]] if request.get("recipePath") else [])},
         spelling,
         {os.path.realpath(p): cells.digest() for p, cells in workspace.notebooks.items()},
     )
-    if loader.notebook is not None:
-        gb.coverage.notes.extend(loader.notebook.notes)
-    used_profile = dict(profile)
-    if builder.generators:
-        used_profile["generators"] = builder.generators
+    if notebook is not None:
+        gb.coverage.notes.extend(notebook.notes)
     graph = Graph(
         target={"path": spelling.relative(path), "name": str(target["name"]), "kind": kind}
-        | ({"cell": loader.notebook.cell} if loader.notebook is not None else {}),
+        | ({"cell": notebook.cell} if notebook is not None else {}),
         profile=used_profile,
         versions=dict(versions()),
         coverage=gb.coverage,
@@ -292,7 +315,9 @@ def _build(
         t0 = time.perf_counter()
         from jaxlsp.capture.worker.costs import measure
 
-        measure(graph, gb.eqns, closed, dict(costs), str(profile.get("device", "cpu")), bool(profile.get("x64")))
+        measure(
+            graph, gb.eqns, closed, dict(costs), str(used_profile.get("device", "cpu")), bool(used_profile.get("x64"))
+        )
         timings["costs"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     data = to_json(graph, packed=request.get("transport") == "packed")
@@ -462,7 +487,19 @@ def warm() -> None:
     import importlib
 
     versions()
-    for name in ("inputs", "loading", "targets", "build", "scopes", "jaxcompat", "limits", "costs"):
+    for name in (
+        "inputs",
+        "loading",
+        "targets",
+        "build",
+        "scopes",
+        "jaxcompat",
+        "limits",
+        "costs",
+        "firstcall",
+        "runners",
+        "learned",
+    ):
         with contextlib.suppress(ImportError):
             importlib.import_module(f"jaxlsp.capture.worker.{name}")
     importlib.import_module("jaxlsp.graph.io")

@@ -13,7 +13,9 @@ from __future__ import annotations
 from typing import Any, Literal, NotRequired, TypedDict
 
 TargetKind = Literal["function", "linen", "nnx", "equinox"]
-ErrorKind = Literal["import", "trace", "timeout", "crash", "memory", "refused", "needs_input", "internal"]
+ErrorKind = Literal[
+    "import", "trace", "timeout", "crash", "memory", "refused", "needs_input", "internal", "example"
+]  # fmt: skip
 
 
 class Generator(TypedDict):
@@ -99,6 +101,16 @@ class Target(TypedDict):
     cell: NotRequired[int]
 
 
+class ExampleSpec(TypedDict):
+    """One of the workspace's own examples, run up to the target's first call (worker/firstcall.py)."""
+
+    kind: Literal["test", "script", "module"]
+    path: str  # absolute: the test file (or folder), the script, the module's file
+    text: str  # as the user wrote it, relative to the root: "tests/test_m.py::test_x", "train.py --steps 1"
+    tests: NotRequired[list[str]]  # pytest node ids, relative to the root (a test example)
+    argv: NotRequired[list[str]]  # the script's arguments
+
+
 class ResolvedProfile(TypedDict):
     """A validated profile with everything the worker needs; what the graph records as ``profile``."""
 
@@ -111,13 +123,14 @@ class ResolvedProfile(TypedDict):
     inputs: CallSpec  # call arguments
     transform: NotRequired[Literal["grad", "value_and_grad"]]
     rngs: NotRequired[list[str]]  # extra Linen rng streams, seeded from ``seed``
-    mutable: NotRequired[list[str]]  # Linen mutable collections
+    mutable: NotRequired[list[str] | bool]  # Linen mutable collections; True: all of them, as init does
     method: NotRequired[str]  # a method other than __call__
     # module: import the file; definitions: only its definitions; cells (notebooks): the code
     # cells above the target's run in order, the target's own cell as definitions
     load: Literal["module", "definitions", "cells"]
     symbolic: NotRequired[list[str]]  # dimension names traced symbolically (one shared scope)
     env: NotRequired[list[str]]  # environment variables passed to the capture (names only)
+    example: NotRequired[ExampleSpec]  # learn the call from this example's run (inputs are then unused)
 
 
 class CostOptions(TypedDict):
@@ -162,3 +175,7 @@ class WorkerResult(TypedDict):
     # What the graph's relative paths are relative to: {base, packages: {package: sys.path entry}}
     # (worker/paths.py); the server resolves frames with it, the graph file never holds it.
     roots: NotRequired[dict[str, Any]]
+    # an example run: the user's line that made the call {path, line, function}, and the profile
+    # learned from it {from, table?} (table: the recipe form, when the call can be written as one)
+    callsite: NotRequired[dict[str, Any]]
+    learned: NotRequired[dict[str, Any]]

@@ -289,7 +289,8 @@ def _linen_plan(
     import jax
 
     streams = [str(s) for s in profile.get("rngs", [])]
-    mutable = [str(s) for s in profile.get("mutable", [])]
+    given = profile.get("mutable", [])
+    mutable: list[str] | bool = True if given is True else [str(s) for s in given or []]
     if is_constructor(model):
         model = model(*init_args, **init_kwargs)
     variables: Any = None
@@ -319,7 +320,10 @@ def _linen_plan(
     keys = {s: abstract_key(seed + 1 + i) for i, s in enumerate(streams)}
 
     def apply(params: Any, state: Any, keys: Any, args: list[Any], kwargs: dict[str, Any]) -> tuple[Any, Any]:
-        with _linen_params_as_initialised() if ours else contextlib.nullcontext():
+        with (
+            _linen_params_as_initialised() if ours else contextlib.nullcontext(),
+            _linen_initializing() if mutable is True else contextlib.nullcontext(),
+        ):
             out = model.apply(
                 {"params": params, **state},
                 *args,
@@ -380,6 +384,32 @@ def _linen_params_as_initialised() -> Iterator[None]:
         yield
     finally:
         Scope.param = original  # type: ignore[method-assign]
+
+
+@contextlib.contextmanager
+def _linen_initializing() -> Iterator[None]:
+    """``mutable = true``: apply the module as ``init`` runs it, every collection mutable and
+    ``is_initializing()`` true, with the parameters as inputs. A call site that is an ``init``
+    call traces what it ran: Flax's BatchNorm, for one, skips its cross-device mean while
+    initializing, so ``axis_name="batch"`` needs no mapped axis there (flax/examples/imagenet)."""
+    try:
+        from flax.core.scope import Scope
+    except ImportError:
+        yield
+        return
+    original = Scope.__dict__.get("get_flag")
+    if original is None:
+        yield
+        return
+
+    def get_flag(self: Any, key: str, default: Any = None) -> Any:
+        return True if key == "initializing" else original(self, key, default)
+
+    Scope.get_flag = get_flag  # type: ignore[method-assign]  # replaced for the block only
+    try:
+        yield
+    finally:
+        Scope.get_flag = original  # type: ignore[method-assign]
 
 
 def variables_structure(tree: Any) -> Any:

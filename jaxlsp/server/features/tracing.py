@@ -23,9 +23,11 @@ from pygls.exceptions import JsonRpcException
 from jaxlsp.capture.engine import Prepared, TraceFailure, TraceRequest, save_base
 from jaxlsp.capture.options import CaptureOptions
 from jaxlsp.capture.service import Busy, CaptureService
+from jaxlsp.discovery.callsites import CallSiteFinder
 from jaxlsp.graph.model import Frame
 from jaxlsp.graph.report import summarize
 from jaxlsp.graph.store import Trace
+from jaxlsp.recipes import Resolved
 from jaxlsp.recipes.save import SaveError, recipe_file, save_profile
 from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
@@ -36,7 +38,8 @@ from jaxlsp.server.views import OpenNotebooks
 log = logging.getLogger(__name__)
 REQUEST_FAILED = -32803
 # Work-done percentages at the start of each phase (the worker announces import, trace, build).
-PHASE_PERCENT = {"import": 10, "trace": 40, "build": 80, "costs": 85}
+# run: an example, to learn the inputs
+PHASE_PERCENT = {"run": 10, "import": 10, "trace": 40, "build": 80, "costs": 85}
 
 TraceAnswer = wire.TraceResult | wire.NeedsInputResult
 
@@ -53,6 +56,7 @@ class TraceArgs:
     save: bool = False  # write the completed profile to jaxlsp.toml
     costs: bool = False  # measure XLA's costs of every equation
     cell: int | None = None  # a notebook target's cell
+    example: str | None = None  # run this example to learn the inputs (capture/autoinputs.py)
 
     @classmethod
     def parse(cls, arg: Any, where: str, notebooks: OpenNotebooks) -> TraceArgs:
@@ -78,6 +82,7 @@ class TraceArgs:
             data.get("save", False),
             data.get("costs", False),
             ref.cell if ref is not None else cell,
+            data.get("example"),
         )
 
 
@@ -88,6 +93,7 @@ class Tracing:
         self.capture = capture
         self.running: dict[tuple[Path, str], asyncio.Task[TraceAnswer]] = {}
         self.diagnosed: dict[tuple[str, str], str] = {}  # (uri, name) -> the uri holding its diagnostic
+        self.finder: CallSiteFinder | None = None  # call sites through the session's index
 
     def register(self, server: JaxServer) -> None:
         @server.command(wire.TRACE_GRAPH_COMMAND)
@@ -136,6 +142,12 @@ class Tracing:
             answers=args.answers,
             costs=args.costs or options.costs,
             cell=args.cell,
+            # inputs from call sites (capture/autoinputs.py): a lens traces a complete static one at
+            # once; examples run only when the user picks one (``example``, from a needs-input answer)
+            source=args.example,
+            cwd=folder,
+            run_examples=False,
+            find_sites=self._sites,
         )
 
     async def _run(self, args: TraceArgs, folder: Path) -> TraceAnswer:
@@ -148,8 +160,12 @@ class Tracing:
             options = CaptureOptions(timeout=self.ls.session.options.timeout, on_phase=options.on_phase)
         try:
             prepared = self.capture.prepare(req)
-            if args.save:
+            learning = prepared.origin is not None and prepared.origin.how == "example"
+            if args.save and not learning:  # what an example run learns is saved once it is known
                 saved = self._save(prepared, req)
+            running = prepared.running()
+            if running:
+                progress.report(running, PHASE_PERCENT["run"])
             progress.report("start", 5)
             captured = await self.capture.run(prepared, options, {"uri": args.uri, "name": args.name})
         except TraceFailure as failure:
@@ -182,8 +198,13 @@ class Tracing:
             "interpreterRoute": prepared.route,
             "profile": captured.outcome.resolved.name,
         }
+        if args.save and learning:
+            saved = self._save_learned(captured.outcome.learned(), prepared, req)
         if saved is not None:
             result["saved"] = saved
+        line = captured.outcome.inputs_line()
+        if line:
+            result["inputsFrom"] = line.removeprefix("inputs from ")
         self._diagnose(args.uri, args.name, None)
         finished: wire.TraceFinished = {"uri": args.uri, "name": args.name, "ok": True, "traceId": trace.id}
         self.ls.protocol.notify(wire.TRACE_FINISHED, finished)
@@ -200,6 +221,8 @@ class Tracing:
             }
             if data.get("errors"):
                 answer["errors"] = data["errors"]  # answers that did not parse: shown, then asked again
+            if failure.examples:
+                answer["examples"] = failure.examples  # type: ignore[typeddict-item]  # one pick traces it
             return answer
         self._diagnose(args.uri, args.name, failure)
         finished: wire.TraceFinished = {"uri": args.uri, "name": args.name, "ok": False, "error": failure.paragraph()}
@@ -250,6 +273,34 @@ class Tracing:
         )
         self.ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=where, diagnostics=[diagnostic]))
         self.diagnosed[(uri, name)] = where
+
+    def _save_learned(self, learned: Resolved | None, prepared: Prepared, req: TraceRequest) -> str | None:
+        """Save what an example run learned (its recipe form, else ``from``) like a proposal."""
+        if learned is None:
+            return None
+        target = recipe_file(learned, save_base(req, prepared.recipe_path))
+        document = self.ls.workspace.text_documents.get(target.resolve().as_uri())
+        try:
+            saved = save_profile(
+                learned, {}, base=target.parent, editor_text=document.source if document is not None else None
+            )
+        except SaveError as exc:
+            self.ls.window_show_message(types.ShowMessageParams(types.MessageType.Warning, f"jaxlsp: {exc}"))
+            return None
+        return saved.path.resolve().as_uri()
+
+    def _sites(self, path: Path, name: str, entry: Any) -> list[Any]:
+        """The target's call sites, read through the server's warm index (nothing runs)."""
+        from jaxlsp.discovery.callsites import CallSiteFinder
+        from jaxlsp.discovery.roots import project_root
+
+        session = self.ls.session
+        if entry is None or session.classifier is None:
+            return []
+        root = project_root(path, session.folder_of(path))
+        if self.finder is None or self.finder.root != root:
+            self.finder = CallSiteFinder(session.index, root, session.classifier)
+        return self.finder.find(entry)
 
     def _save(self, prepared: Prepared, req: TraceRequest) -> str | None:
         """Write the completed profile to jaxlsp.toml (the client asked); the file's URI, or None

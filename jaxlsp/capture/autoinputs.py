@@ -1,0 +1,185 @@
+"""Where a trace's inputs come from when no recipe profile names them: ``--from auto``.
+
+In order: the best complete static call site of the target in the workspace (its values become
+the profile), else the profile proposed from the definition when it is complete (annotations say
+everything), else a run of the best runnable examples (the tests that reach the target, run in
+one pytest session in rank order, or else one script or module) up to the target's first call,
+else a needs-input answer (pre-filled from the best partial call site when there is one) that also
+lists the runnable examples as choices. ``--from PATH[::TEST]`` runs that example. Nothing here
+runs user code: the worker does, later, and only what this chose.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from jaxlsp.capture.worker.protocol import ExampleSpec
+from jaxlsp.recipes import NeedsInput, RecipeError, Resolved, resolve_table
+from jaxlsp.recipes.examples import ExampleError, parse_example
+from jaxlsp.recipes.propose import propose_site
+
+if TYPE_CHECKING:
+    from jaxlsp.discovery.entrypoints import Entrypoint
+    from jaxlsp.discovery.sites import CallSite
+
+MAX_TESTS = 8  # tests tried in one run, in rank order
+
+
+@dataclass
+class Origin:
+    """Where the inputs came from: ``profile`` (a recipe), ``site`` (a static call site),
+    ``proposal`` (the definition), ``example`` (a run of ``example``)."""
+
+    how: str
+    root: Path
+    site: CallSite | None = None
+    example: ExampleSpec | None = None
+    examples: list[dict[str, Any]] = field(default_factory=list)  # runnable choices, for needs-input
+    base: Path | None = None  # the folder a profile made from it is saved in (the recipe's)
+
+    def line(self) -> str | None:
+        """``inputs from PATH:LINE (KIND)`` for a static site (runs say theirs when they are done)."""
+        if self.site is not None:
+            return f"inputs from {self.site.where(self.root)} ({self.site.kind})"
+        return None
+
+
+def find_sites(file: Path, name: str, root: Path, entry: Entrypoint | None) -> list[CallSite]:
+    """The call sites of ``name`` in ``file``, read from the workspace under ``root`` (a fresh index)."""
+    from jaxlsp.discovery import Classifier, WorkspaceIndex
+    from jaxlsp.discovery.callsites import CallSiteFinder
+
+    if entry is None:
+        return []
+    index = WorkspaceIndex([root])
+    return CallSiteFinder(index, root, Classifier(index)).find(entry)
+
+
+def choices(sites: Sequence[CallSite], root: Path) -> list[dict[str, Any]]:
+    """The runnable examples among ``sites``, best first, once each: what a needs-input offers."""
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for s in sites:
+        if s.example is None or s.example in seen:
+            continue
+        seen.add(s.example)
+        item: dict[str, Any] = {"example": s.example, "kind": s.kind, "path": s.where(root), "static": s.static}
+        if s.via:
+            item["via"] = s.via
+        out.append(item)
+    return out
+
+
+def example_for(sites: Sequence[CallSite], root: Path) -> ExampleSpec | None:
+    """One run for the best runnable examples: the tests among the best ones together (pytest
+    runs them in this order and the first call stops it), else the best script or module."""
+    runnable = [s for s in sites if s.example is not None]
+    if not runnable:
+        return None
+    best = runnable[0]
+    if best.kind != "test":
+        return _parse(str(best.example), root, best.kind)
+    tests: list[str] = []
+    for s in runnable:
+        if s.kind == "test" and s.example not in tests:
+            tests.append(str(s.example))
+    tests = tests[:MAX_TESTS]
+    spec = _parse(tests[0], root, "test")
+    if spec is None:
+        return None
+    ids: list[str] = []
+    for text in tests:
+        one = _parse(text, root, "test")
+        if one is not None:
+            ids += one.get("tests", [])
+    spec["tests"] = ids
+    spec["text"] = tests[0] if len(tests) == 1 else f"{tests[0]} (and {len(tests) - 1} more)"
+    return spec
+
+
+def _parse(text: str, root: Path, kind: str) -> ExampleSpec | None:
+    try:
+        return parse_example(text, root, kind=kind)
+    except ExampleError:
+        return None
+
+
+def from_text(text: str, cwd: Path) -> ExampleSpec:
+    """``--from PATH[::TEST] [ARGS]`` on the command line, relative to ``cwd``; raises ExampleError."""
+    return parse_example(text, cwd)
+
+
+def example_profile(
+    entry_kind: str | None, target: str, base: Path, name: str, example: ExampleSpec
+) -> Resolved | NeedsInput:
+    """A profile that runs ``example`` (the recipe form: ``from``, relative to ``base``)."""
+    table: dict[str, Any] = {"target": target, "from": relative_from(example, base)}
+    if entry_kind:
+        table["kind"] = entry_kind
+    result = resolve_table(name, table, base)
+    if isinstance(result, Resolved):
+        result.profile["example"] = example  # the combined tests and the text as chosen
+    return result
+
+
+def relative_from(example: ExampleSpec, base: Path) -> str:
+    """The ``from`` text of ``example`` relative to ``base`` (a recipe's folder)."""
+    import shlex
+
+    path = Path(example["path"])
+    rel = Path(os.path.relpath(path, base)).as_posix()
+    tests = example.get("tests") or []
+    if example["kind"] == "test" and tests:
+        first = tests[0]
+        _, sep, test = first.partition("::")
+        return f"{rel}::{test}" if sep else rel
+    return " ".join([rel, *(shlex.quote(a) for a in example.get("argv", []))])
+
+
+def choose(
+    entry: Entrypoint | None,
+    proposal: Resolved | NeedsInput,
+    *,
+    file: Path,
+    name: str,
+    base: Path,
+    taken: Sequence[str],
+    root: Path,
+    sites: Callable[[], list[CallSite]],
+    target_text: str,
+    run_examples: bool = True,
+) -> tuple[Resolved | NeedsInput, Origin]:
+    """``auto`` for a target with no recipe profile; see the module docstring. Without
+    ``run_examples`` (the editor) no example is chosen to run: they are offered as choices."""
+    found = sites()
+    kind = entry.kind if entry is not None else None
+    for site in found:
+        if not site.complete or entry is None:
+            continue
+        try:
+            made = propose_site(entry, site, where=site.where(root), base=base, taken=taken)
+        except RecipeError:
+            continue  # over the limits, 64-bit: the next site may fit
+        if isinstance(made, Resolved):
+            return made, Origin("site", root, site=site)
+    if isinstance(proposal, Resolved):
+        return proposal, Origin("proposal", root)
+    example = example_for(found, root) if run_examples else None
+    if example is not None:
+        made_example = example_profile(kind, target_text, base, proposal.name, example)
+        if isinstance(made_example, Resolved):
+            return made_example, Origin("example", root, example=example)
+    options = choices(found, root)
+    partial = next((s for s in found if s.static and entry is not None), None)
+    if partial is not None and entry is not None:
+        try:
+            prefilled = propose_site(entry, partial, where=partial.where(root), base=base, taken=taken)
+        except RecipeError:
+            prefilled = proposal
+        if isinstance(prefilled, NeedsInput):
+            return prefilled, Origin("site", root, site=partial, examples=options)
+    return proposal, Origin("proposal", root, examples=options)

@@ -1,0 +1,216 @@
+"""Which runnable examples reach a definition, read from names alone (no values worked out).
+
+A target used inside another definition (``Block(...)`` in ``ResNet``, ``loss_fn`` in
+``train_step``) or passed to one is reached when that definition runs: :class:`Reach` follows
+such uses up to :data:`MAX_PARENT_DEPTH` definitions, through files that import the target's
+package (a file of the same folder defining its own ``Linear`` is not one), and returns the tests,
+scripts and modules that run them. Only the code's names are looked at (tokens, not strings or
+comments), so it is cheap; whether an example really reaches the target, a run shows.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import re
+import tokenize
+from collections.abc import Iterable, Iterator
+from dataclasses import replace
+from pathlib import Path
+
+from jaxlsp.discovery.index import WorkspaceIndex
+from jaxlsp.discovery.namespaces import SourceFile
+from jaxlsp.discovery.sites import SCRIPT_FOLDERS, CallSite, SiteKind, SiteTarget, dedupe, is_test_file, relative
+
+MAX_PARENT_DEPTH = 4  # ResNetBlock <- ResNet <- create_model <- train_and_evaluate <- a test
+_HEADER = re.compile(r"\s*(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)")
+
+
+class Reach:
+    """Examples that reach definitions of the workspace under ``root`` (memoized per search)."""
+
+    def __init__(self, index: WorkspaceIndex, root: Path) -> None:
+        self.index = index
+        self.root = root
+        self.memo: dict[tuple[Path, str], list[CallSite]] = {}
+
+    def example_of(self, file: SourceFile, owner: str, top_level: bool) -> tuple[SiteKind, str | None]:
+        """The kind of example a scope belongs to, and the example to run to reach it."""
+        rel = relative(file.path, self.root)
+        if is_test_file(file.path):
+            if file.path.name == "conftest.py":
+                return "test", relative(file.path.parent, self.root)
+            parts = owner.split(".") if owner else []
+            if parts and parts[-1].startswith("test") and len(parts) <= 2:
+                return "test", rel + "::" + "::".join(parts)
+            return "test", rel
+        folders = file.path.relative_to(self.root).parts[:-1] if file.path.is_relative_to(self.root) else ()
+        if file.main_guard or any(p in SCRIPT_FOLDERS for p in folders):
+            return "script", rel
+        return "module", rel if top_level else None
+
+    def reached(
+        self, path: Path, name: str, depth: int, files: list[SourceFile], seen: set[tuple[Path, str]]
+    ) -> list[CallSite]:
+        """The runnable examples that use ``name`` (defined in ``path``), directly or through
+        definitions that use it, up to :data:`MAX_PARENT_DEPTH`: read from the code's names alone
+        (no values are worked out: a run will show whether the example really reaches it)."""
+        key = (path, name)
+        if key in self.memo:
+            return self.memo[key]
+        self.memo[key] = []
+        seen = seen | {key}
+        words = {name}
+        aliases: set[tuple[Path, int]] = set()
+        for file in files:  # top-level aliases: ResNet18 = partial(ResNet, ...), Model = ResNet
+            if name in file.words and not is_test_file(file.path):
+                for alias, indexes in file.assigned().items():
+                    for i in indexes:
+                        if name in file.words_of(i) and alias_of(file.text_of(i), alias, name):
+                            words.add(alias)
+                            aliases.add((file.path, i))
+        out: list[CallSite] = []
+        parents: list[tuple[Path, str]] = []
+        module = self.index.modules.module_name(path)
+        for file in files:
+            if not words & file.words or not self._sees(file, path, module):
+                continue
+            for i, st in enumerate(file.statements):
+                if not (words & file.words_of(i)):
+                    continue
+                text = file.text_of(i)
+                if imports_only(text) or not uses_names(text, words):
+                    continue
+                defined = header_name(file.lines[st.header]) if file.defines(i) else None
+                if (defined is not None and (file.path, defined) in seen) or (file.path, i) in aliases:
+                    continue
+                if defined is not None and not is_test_file(file.path):
+                    parents.append((file.path, defined))
+                    continue
+                kind, example = self.example_of(file, self._test_owner(file, i, defined, words), defined is None)
+                if kind == "module" and not any(_called(w).search(text) for w in words):
+                    continue  # a module's statement that only names it does not run it (a script's may:
+                    # app.run(main))
+                if example is not None:
+                    out.append(CallSite(file.path, st.header + 1, kind, example, static=False, via="uses it here"))
+        if depth < MAX_PARENT_DEPTH:
+            for parent_path, parent in parents:
+                for site in self.reached(parent_path, parent, depth + 1, files, seen):
+                    out.append(replace(site, via=f"through {parent} ({relative(parent_path, self.root)})"))
+        out = dedupe(sorted(out, key=CallSite.rank))
+        self.memo[key] = out
+        return out
+
+    def _sees(self, file: SourceFile, path: Path, module: str) -> bool:
+        """Whether ``file`` can name what ``path`` defines: it is that file, or imports its
+        module (or something from it); a file of the same folder defining its own ``Linear``
+        does not."""
+        if file.path == path:
+            return True
+        fs = file.summary
+        if fs is None:
+            return True
+        top = module.split(".", 1)[0]  # a package may re-export it: anything from the package counts
+        if top not in file.words and module.rsplit(".", 1)[-1] not in file.words:
+            return False
+        for b in (*(b for found in fs.bindings.values() for b in found), *fs.stars):
+            if b.how in ("import", "from", "star"):
+                absolute = self.index.modules.absolute(file.path, b.target, b.level)
+                if absolute == top or absolute.startswith(top + "."):
+                    return True
+        return False
+
+    def _test_owner(self, file: SourceFile, index: int, defined: str | None, words: set[str]) -> str:
+        """The test that statement ``index`` of a test file is: ``test_x``, ``TestX.test_y``
+        (the first test method of a class whose body uses a word; read from the lines, not
+        parsed), else the whole file."""
+        if defined is None or not is_test_file(file.path):
+            return ""
+        if defined.startswith("test"):
+            return defined
+        st = file.statements[index]
+        method: str | None = None
+        for line in file.lines[st.header + 1 : st.end + 1]:
+            found = _HEADER.match(line)
+            if found is not None and "class" not in line.split("(")[0]:
+                method = found.group(1)
+            elif method and method.startswith("test") and uses_names(line, words):
+                return f"{defined}.{method}"
+        return ""
+
+    def importing_tests(self, target: SiteTarget, files: list[SourceFile], sites: list[CallSite]) -> Iterator[CallSite]:
+        """Test files that import the target's module, when nothing else reaches the target."""
+        if any(s.example for s in sites):
+            return
+        module = self.index.modules.module_name(target.path)
+        stem = module.rsplit(".", 1)[-1]
+        for file in files:
+            if not is_test_file(file.path) or stem not in file.words:
+                continue
+            fs = file.summary
+            if fs is None:
+                continue
+            for bindings in fs.bindings.values():
+                hit = False
+                for b in bindings:
+                    if b.how not in ("import", "from"):
+                        continue
+                    absolute = self.index.modules.absolute(file.path, b.target, b.level)
+                    if absolute == module or absolute.startswith(module + "."):
+                        hit = True
+                        break
+                if hit:
+                    yield CallSite(
+                        file.path, b.line + 1, "test", relative(file.path, self.root), static=False,
+                        via=f"imports {module}",
+                    )  # fmt: skip
+                    break
+
+
+@functools.lru_cache(maxsize=4096)
+def _word(word: str) -> re.Pattern[str]:
+    return re.compile(rf"\b{re.escape(word)}\b")
+
+
+@functools.lru_cache(maxsize=4096)
+def _called(word: str) -> re.Pattern[str]:
+    return re.compile(rf"\b{re.escape(word)}\s*\(")
+
+
+def mentions(text: str, words: Iterable[str]) -> bool:
+    return any(_word(w).search(text) for w in words)
+
+
+@functools.lru_cache(maxsize=4096)
+def names_in_code(text: str) -> frozenset[str] | None:
+    """The names a statement uses as code, not in strings or comments. None when the text does
+    not tokenize (then a plain search decides)."""
+    try:
+        tokens = tokenize.generate_tokens(io.StringIO(text).readline)
+        return frozenset(t.string for t in tokens if t.type == tokenize.NAME)
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return None
+
+
+def uses_names(text: str, words: Iterable[str]) -> bool:
+    """Whether the statement ``text`` uses one of ``words`` as a name in its code."""
+    names = names_in_code(text)
+    return mentions(text, words) if names is None else any(w in names for w in words)
+
+
+def imports_only(text: str) -> bool:
+    return text.lstrip().startswith(("import ", "from "))
+
+
+def alias_of(text: str, alias: str, name: str) -> bool:
+    """Whether the top-level statement ``text`` binds ``alias`` to ``name`` or a partial of it."""
+    head = rf"\s*{re.escape(alias)}\s*(?::[^=]*)?=\s*"
+    target = rf"(?:\w+\.)*{re.escape(name)}"
+    plain = re.match(rf"{head}{target}\s*(?:#.*)?$", text.strip("\n"))
+    partial = re.match(rf"{head}(?:functools\.)?partial\(\s*{target}\s*[,)]", text)
+    return plain is not None or partial is not None
+
+
+def header_name(line: str) -> str | None:
+    found = _HEADER.match(line)
+    return found.group(1) if found else None

@@ -1,0 +1,196 @@
+"""Captures at a call site: the real worker runs one of a repository's own examples (a pytest test
+with its conftest.py and configuration, a script with arguments, a module-level run) up to the
+target's first call, traces that call and stops. Runs on a copy of tests/workspaces/
+callsites_repo, since its examples print and write files in their current folder."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jaxlsp.capture.client import capture_sync
+from jaxlsp.capture.options import CaptureOptions
+from jaxlsp.capture.spare import SparePool
+from jaxlsp.recipes.examples import parse_example
+
+REPO = Path(__file__).resolve().parents[1] / "workspaces" / "callsites_repo"
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("repo") / "callsites_repo"
+    shutil.copytree(REPO, root, ignore=shutil.ignore_patterns("__pycache__"))
+    return root
+
+
+def request(root: Path, target: str, example: str, kind: str | None = None) -> dict[str, Any]:
+    rel, _, name = target.partition("::")
+    profile = {"name": None, "device": "cpu", "seed": 0, "x64": False, "inputs": {}, "load": "module"}
+    profile["example"] = parse_example(example, root)
+    return {"target": {"path": str(root / rel), "name": name}, "profile": profile, "workspaceRoot": str(root)}
+
+
+def run(root: Path, target: str, example: str, timeout: float = 90) -> dict[str, Any]:
+    outcome = capture_sync(request(root, target, example), sys.executable, CaptureOptions(timeout=timeout))
+    result = dict(outcome.result)
+    result["logs"] = outcome.logs
+    return result
+
+
+def inputs(result: dict[str, Any]) -> list[tuple[str, list[int], str]]:
+    graph = result["graph"]
+    values = {v["id"]: v for v in graph["values"]}
+    out = []
+    for port in graph["inputs"]:
+        value = values[port["value"]]
+        if port["role"] == "input":
+            out.append((port["label"], value["shape"], value["dtype"]))
+    return out
+
+
+def test_a_pytest_test_through_its_conftest_fixture_and_config(repo: Path) -> None:
+    result = run(repo, "zoo/functions.py::never_called_statically", "tests/test_models.py::test_from_fixture")
+    assert result["ok"], result.get("error")
+    assert inputs(result) == [("args/0", [2, 3], "float32")]  # zoo_batch, a conftest.py fixture
+    assert result["callsite"]["path"] == str(repo / "tests" / "test_models.py")
+    assert result["callsite"]["line"] == 75
+    assert result["learned"] == {
+        "from": "tests/test_models.py::test_from_fixture",
+        "table": {"kind": "function", "inputs": {"args": [{"kind": "array", "shape": [2, 3]}]}},
+    }
+    assert result["graph"]["profile"]["example"]["text"] == "tests/test_models.py::test_from_fixture"
+
+
+def test_an_absl_parameterized_test_is_found_by_its_source_name(repo: Path) -> None:
+    result = run(repo, "zoo/functions.py::softsign", "tests/test_absl_style.py::SoftsignTest::test_softsign")
+    assert result["ok"], result.get("error")  # pytest knows test_softsign0 and test_softsign1 only
+    assert inputs(result) == [("args/0", [2, 4], "float32")]
+
+
+def test_parameterized_tests_run_together_with_a_whole_file(repo: Path) -> None:
+    # auto runs the best sites' tests in one pytest run: absl's test_softsign (pytest knows only
+    # test_softsign0/1) beside a whole file; its node id alone selects nothing (flax ogbg_molpcba)
+    req = request(repo, "zoo/functions.py::softsign", "tests/test_absl_style.py::SoftsignTest::test_softsign")
+    example = req["profile"]["example"]
+    example["tests"] = [*example["tests"], str(repo / "tests" / "test_layers.py")]
+    outcome = capture_sync(req, sys.executable, CaptureOptions(timeout=90))
+    assert outcome.result["ok"], outcome.result.get("error")
+    assert inputs(dict(outcome.result)) == [("args/0", [2, 4], "float32")]
+
+
+def test_a_target_file_that_another_import_hook_loads(tmp_path: Path) -> None:
+    # equinox's tests load equinox through jaxtyping's import hook (--jaxtyping-packages), put
+    # first in sys.meta_path after the run started: the target's file is still instrumented
+    root = tmp_path / "callsites_repo"
+    shutil.copytree(REPO, root, ignore=shutil.ignore_patterns("__pycache__"))
+    (root / "conftest.py").write_text("import jaxtyping\n\njaxtyping.install_import_hook(['zoo'], None)\n")
+    result = run(root, "zoo/functions.py::softsign", "tests/test_absl_style.py::SoftsignTest::test_softsign")
+    assert result["ok"], result.get("error")
+    assert inputs(result) == [("args/0", [2, 4], "float32")]
+
+
+def test_a_linen_block_reached_inside_its_owner_init(repo: Path) -> None:
+    result = run(repo, "zoo/resnet.py::ResNetBlock", "tests/test_models.py::test_resnet18")
+    assert result["ok"], result.get("error")
+    assert inputs(result) == [("args/0", [2, 8, 8, 4], "float32")]  # the first block's input
+    assert result["callsite"]["path"] == str(repo / "zoo" / "resnet.py")  # ResNet.__call__ calls it
+    table = result["learned"]["table"]
+    assert table["kind"] == "linen" and table["mutable"] is True  # called inside init
+    assert table["init"]["kwargs"]["filters"] == 4
+    assert table["init"]["kwargs"]["act"] == {"ref": "jax.nn:relu"}
+    assert table["init"]["kwargs"]["conv"]["args"] == [{"ref": "flax.linen:Conv"}]
+    primitives = {n["primitive"] for n in result["graph"]["nodes"]}
+    assert "conv_general_dilated" in primitives
+
+
+def test_a_script_with_arguments(repo: Path) -> None:
+    result = run(repo, "zoo/functions.py::normalize", "train.py --batch-size 3 --steps 1")
+    assert result["ok"], result.get("error")
+    assert inputs(result) == [("args/0", [3, 7], "float32")]
+    assert result["learned"]["table"]["inputs"] == {"args": [{"kind": "array", "shape": [3, 7]}]}  # eps left out
+
+
+def test_a_script_that_defines_the_target(repo: Path) -> None:
+    result = run(repo, "scripts/solo.py::step", "scripts/solo.py 5")
+    assert result["ok"], result.get("error")
+    assert inputs(result) == [("args/0", [5, 2], "float32")]
+    assert result["learned"]["table"]["inputs"] == {"args": [{"kind": "array", "shape": [5, 2]}]}
+
+
+def test_a_jitted_target_keeps_its_static_arguments(repo: Path) -> None:
+    # flax/examples/seq2seq: decode is jax.jit(static_argnums=3) with a CharacterTable there
+    result = run(repo, "scripts/solo.py::widen", "scripts/solo.py 5")
+    assert result["ok"], result.get("error")
+    assert inputs(result) == [("args/0", [5, 2], "float32")]
+
+
+def test_a_module_level_run(repo: Path) -> None:
+    result = run(repo, "zoo/eqx_models.py::Head", "zoo/demo_heads.py")
+    assert result["ok"], result.get("error")
+    assert inputs(result) == [("args/0", [8], "float32")]
+    assert result["learned"]["table"] == {
+        "kind": "equinox",
+        "init": {"kwargs": {"in_size": 8, "out_size": 2}},
+        "inputs": {"args": [{"kind": "array", "shape": [8]}]},
+    }
+
+
+def test_an_example_that_never_reaches_the_target(repo: Path) -> None:
+    result = run(repo, "zoo/functions.py::unreachable", "tests/test_models.py::test_never_reaches")
+    assert not result["ok"]
+    assert result["error"]["kind"] == "example"
+    assert result["error"]["message"].startswith(
+        "running tests/test_models.py::test_never_reaches finished without calling unreachable (pytest: 1 test(s): 1 passed)"
+    )
+
+
+def test_an_example_that_fails_before_the_call(repo: Path) -> None:
+    result = run(repo, "zoo/functions.py::unreachable", "tests/test_models.py::test_fails_before")
+    error = result["error"]
+    assert error["kind"] == "example"
+    assert "running tests/test_models.py::test_fails_before failed before it called unreachable" in error["message"]
+    assert "the batch is not what this test expects" in error["message"]
+    assert (error["frame"]["path"], error["frame"]["line"]) == (str(repo / "tests" / "test_models.py"), 101)
+
+
+def test_an_example_that_hangs_is_stopped_at_the_deadline(repo: Path) -> None:
+    result = run(repo, "zoo/functions.py::slow_to_reach", "tests/test_models.py::test_hangs_before", timeout=12)
+    assert result["error"]["kind"] == "timeout"
+
+
+def test_an_example_that_prints_and_writes_runs_in_the_root(repo: Path) -> None:
+    written = repo / "written_by_test.txt"
+    written.unlink(missing_ok=True)
+    result = run(repo, "zoo/functions.py::never_called_statically", "tests/test_models.py::test_prints_and_writes")
+    assert result["ok"], result.get("error")
+    assert written.read_text() == str(repo)  # its current folder was the workspace root
+    assert "hello from the test" in result["logs"]  # its prints are the worker's output, not the result
+    assert inputs(result) == [("args/0", [3, 5], "float32")]
+
+
+def test_through_the_warm_spare(repo: Path) -> None:
+    async def go() -> dict[str, Any]:
+        pool = SparePool()
+        try:
+            assert await pool.start(sys.executable)
+            outcome = await pool.capture(
+                request(repo, "zoo/rnn.py::Block", "toy.py"), sys.executable, CaptureOptions(90)
+            )
+            assert outcome.via == "spare"
+            return dict(outcome.result)
+        finally:
+            await pool.close()
+
+    result = asyncio.run(go())
+    assert result["ok"], result.get("error")
+    assert inputs(result) == [("args/0", [3, 10], "float32")]
+    assert result["learned"]["table"] == {
+        "kind": "nnx",
+        "init": {"kwargs": {"dim": 10}},
+        "inputs": {"args": [{"kind": "array", "shape": [3, 10]}]},
+    }

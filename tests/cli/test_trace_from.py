@@ -1,0 +1,129 @@
+"""``jaxlsp examples`` and ``jaxlsp trace --from auto|PATH[::TEST] [--save]`` through the console
+script, on a copy of a repository laid out like a real one (tests/workspaces/callsites_repo)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from jaxlsp.graph.validate import SCHEMA_PATH
+
+REPO = Path(__file__).resolve().parents[1] / "workspaces" / "callsites_repo"
+
+
+def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "jaxlsp", *args], cwd=cwd, capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "callsites_repo"
+    shutil.copytree(REPO, root, ignore=shutil.ignore_patterns("__pycache__"))
+    return root
+
+
+def test_examples_lists_ranked_call_sites(repo: Path) -> None:
+    result = run(["examples", "zoo/resnet.py::ResNet"], cwd=repo)
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stdout.splitlines() if line[:1].isdigit()]
+    assert (
+        lines[0]
+        == "1. tests/test_models.py:26 (test) complete  [tests/test_models.py::test_resnet18]  (a functools.partial of it)"
+    )
+    assert any(line.startswith("3. train.py:16 (script) complete  [train.py]") for line in lines)
+    assert 'block_cls = { ref = "zoo.resnet:ResNetBlock" }' in result.stdout
+    block = run(["examples", "zoo/resnet.py::ResNetBlock", "--json"], cwd=repo)
+    items = json.loads(block.stdout)
+    assert [(i["example"], i["kind"], i["static"], i["complete"]) for i in items] == [
+        ("tests/test_models.py::test_resnet18", "test", False, False),
+        ("train.py", "script", False, False),
+    ]
+    assert items[0]["via"].startswith("through ResNet (passed to it at zoo/resnet.py:63)")
+
+
+def test_examples_of_a_partial_site_say_what_is_missing(repo: Path) -> None:
+    result = run(["examples", "zoo/functions.py::unreachable", "--json"], cwd=repo)
+    first = json.loads(result.stdout)[0]
+    assert first["static"] and not first["complete"]
+    assert first["missing"] == [{"where": "inputs.args[0]", "why": "the result of make_batch(...) at line 94"}]
+    assert "# needs input: profiles.unreachable.inputs.args[0]" in first["profile"]
+
+
+def test_auto_traces_the_best_static_call_site(repo: Path) -> None:
+    result = run(["trace", "zoo/transformer.py::TransformerLM", "-o", "lm.json"], cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert "inputs from tests/test_models.py:35 (test)" in result.stdout.splitlines()
+    assert "to learn the inputs" not in result.stdout  # nothing of the workspace ran but the model
+    data = json.loads((repo / "lm.json").read_text())
+    jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text())).validate(data)
+    ports = {p["label"]: p for p in data["inputs"]}
+    assert ports["args/0"]["role"] == "input"
+
+
+def test_auto_runs_an_example_then_save_writes_the_learned_profile(repo: Path) -> None:
+    result = run(["trace", "zoo/rnn.py::Block", "--save", "-o", "block.json"], cwd=repo)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "running toy.py to learn the inputs"
+    assert "inputs from zoo/rnn.py:36 (module)" in lines
+    assert f"saved profile Block in {repo / 'jaxlsp.toml'} (new file)" in lines
+    data = json.loads((repo / "block.json").read_text())
+    jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text())).validate(data)
+    saved = tomllib.loads((repo / "jaxlsp.toml").read_text())
+    assert saved["profiles"]["Block"] == {
+        "target": "zoo/rnn.py::Block",
+        "kind": "nnx",
+        "init": {"kwargs": {"dim": 10}},
+        "inputs": {"args": [{"kind": "array", "shape": [3, 10]}]},
+    }
+    again = run(["trace", "zoo/rnn.py::Block"], cwd=repo)  # now from the profile: nothing runs
+    assert again.returncode == 0, again.stderr
+    assert "to learn the inputs" not in again.stdout and "inputs from" not in again.stdout
+
+
+def test_from_an_explicit_test_and_a_profile_that_keeps_from(repo: Path) -> None:
+    (repo / "jaxlsp.toml").write_text("# the team's recipes\nversion = 1\n")
+    result = run(
+        ["trace", "zoo/resnet.py::ResNetBlock", "--from", "tests/test_models.py::test_resnet18", "--save"], cwd=repo
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0] == "running tests/test_models.py::test_resnet18 to learn the inputs"
+    assert "inputs from zoo/resnet.py:57 (test)" in result.stdout
+    text = (repo / "jaxlsp.toml").read_text()
+    assert text.startswith("# the team's recipes\nversion = 1\n\n[profiles.ResNetBlock]\n")  # appended, kept
+    saved = tomllib.loads(text)["profiles"]["ResNetBlock"]
+    assert saved["mutable"] is True and saved["init"]["kwargs"]["filters"] == 4
+
+    # A call that cannot be written as input specs is saved as from = ..., and re-runs the example.
+    (repo / "jaxlsp.toml").write_text(
+        'version = 1\n\n[profiles.loss]\ntarget = "zoo/layers.py::classify_loss"\n'
+        'from = "tests/test_layers.py::test_classifier_nnx_jit"\n'
+    )
+    rerun = run(["trace", "zoo/layers.py::classify_loss"], cwd=repo)
+    assert rerun.returncode == 0, rerun.stderr
+    assert rerun.stdout.splitlines()[0] == "running tests/test_layers.py::test_classifier_nnx_jit to learn the inputs"
+
+
+def test_from_an_example_that_never_reaches_the_target(repo: Path) -> None:
+    result = run(
+        ["trace", "zoo/functions.py::unreachable", "--from", "tests/test_models.py::test_never_reaches"], cwd=repo
+    )
+    assert result.returncode == 1
+    assert "example: running tests/test_models.py::test_never_reaches finished without calling unreachable" in (
+        result.stderr
+    )
+
+
+def test_no_call_site_and_no_example_asks_for_input(repo: Path) -> None:
+    result = run(["trace", "zoo/functions.py::apply_layers"], cwd=repo)
+    assert result.returncode == 3, result.stderr
+    assert "needs input" in result.stderr and "Or learn the inputs" not in result.stderr
