@@ -35,6 +35,9 @@ class Value:
     producer: str | None = None  # node id, or None for graph inputs, literals and constants
     literal: Any = None  # small constant values inline (JSON-safe), else None
     kind: str = "var"  # var | literal | const
+    # Statistics of the value on real inputs (a values run; docs/graph-format.md "Statistics"),
+    # None in a shapes-only graph and for values a run did not compute (keys, untaken branches).
+    stats: dict[str, Any] | None = None
 
 
 @dataclass
@@ -91,6 +94,9 @@ class Graph:
     nodes: list[Node]
     values: list[Value]
     groups: list[Group]
+    # What a values run found (docs/graph-format.md "Execution"): validation, the first non-finite
+    # value, executed regions, gradient norms. None in a shapes-only graph.
+    execution: dict[str, Any] | None = None
     format: str = FORMAT
     version: int = VERSION
     backend: str = "jaxpr"

@@ -25,7 +25,7 @@ from jaxlsp.graph.model import Coverage, Frame, Group, Node, Port, Value
 INLINE_LIMIT = 16  # elements of a literal or constant shown inline
 CONTROL_FLOW_NOTE = "control-flow bodies (cond, while, scan) are traced, not executed"
 
-_ONE_TO_ONE = {
+ONE_TO_ONE = {
     "jit": "jit",
     "pjit": "jit",
     "closed_call": "jit",
@@ -51,6 +51,30 @@ class Region:
 
 
 @dataclass
+class Step:
+    """One equation as walked: what a values run evaluates (``values/interpret.py``)."""
+
+    eqn: Any
+    node: Node
+    regions: list[Walked]  # the equation's regions in the order the builder made them
+
+
+@dataclass
+class Walked:
+    """One walk of a jaxpr (a region at one call site): its variables' value ids and its steps.
+
+    ``fresh`` lists the invars that got values of their own (loop carries, slices of scanned
+    arrays), by index; the others read the enclosing values directly."""
+
+    jaxpr: Any
+    consts: list[Any] | None
+    group: str | None
+    env: dict[Any, str]
+    steps: list[Step]
+    fresh: list[int]
+
+
+@dataclass
 class Context:
     group: str | None
     base_scope: tuple[str, ...]
@@ -60,8 +84,10 @@ class Context:
 
 
 class GraphBuilder:
-    def __init__(self, workspace: Workspace, scope_mode: str = "stack"):
+    def __init__(self, workspace: Workspace, scope_mode: str = "stack", record: bool = False):
         self.workspace = workspace
+        self.record = record  # keep the walk (``self.walked``) for a values run
+        self.walked: Walked | None = None
         self.scope_mode = scope_mode
         self.nodes: list[Node] = []
         self.values: list[Value] = []
@@ -104,7 +130,7 @@ class GraphBuilder:
         return self.new_value(var.aval, kind="const", literal=small_array(const))
 
     def read(self, env: dict[Any, str], atom: Any) -> str:
-        if _is_literal(atom):
+        if is_literal(atom):
             return self.literal_value(atom)
         vid = env.get(atom)
         if vid is None:
@@ -128,7 +154,9 @@ class GraphBuilder:
             env[var] = vid
             label, role = input_labels[i] if i < len(input_labels) else (f"in/{i}", "input")
             inputs.append(Port(value=vid, label=label, role=role))
-        self.walk(jaxpr, env, Context(None, (), [], None, []))
+        top = Walked(jaxpr, list(closed.consts), None, env, [], []) if self.record else None
+        self.walked = top
+        self.walk(jaxpr, env, Context(None, (), [], None, []), top)
         outputs: list[Port] = []
         for i, atom in enumerate(jaxpr.outvars):
             vid = self.read(env, atom)
@@ -139,11 +167,11 @@ class GraphBuilder:
 
     # --- equations --------------------------------------------------------------------------------
 
-    def walk(self, jaxpr: Any, env: dict[Any, str], ctx: Context) -> None:
+    def walk(self, jaxpr: Any, env: dict[Any, str], ctx: Context, rec: Walked | None = None) -> None:
         for eqn in jaxpr.eqns:
-            self.equation(eqn, env, ctx)
+            self.equation(eqn, env, ctx, rec)
 
-    def equation(self, eqn: Any, env: dict[Any, str], ctx: Context) -> None:
+    def equation(self, eqn: Any, env: dict[Any, str], ctx: Context, rec: Walked | None = None) -> None:
         items = ctx.prefix + jaxcompat.name_stack_items(eqn.source_info)
         chain = self.scope_chain(items)
         scope = list(chain[-1]) if chain else []
@@ -173,14 +201,23 @@ class GraphBuilder:
 
         regions, param_refs = self.regions(eqn, node, inputs, group)
         node.params = self.params(eqn.params, param_refs, nid)
+        step = Step(eqn, node, []) if rec is not None else None
         for region in regions:
             sub_env: dict[Any, str] = {}
             for var, const in zip(region.jaxpr.constvars, region.consts or [], strict=False):
                 sub_env[var] = self.const_value(var, const)
+            fresh: list[int] = []
             for i, var in enumerate(region.jaxpr.invars):
                 outer = region.inputs.get(i)
+                if outer is None:
+                    fresh.append(i)
                 sub_env[var] = outer if outer is not None else self.new_value(var.aval)
-            self.walk(region.jaxpr, sub_env, Context(region.group, tuple(scope), items, source, frames))
+            sub = Walked(region.jaxpr, region.consts, region.group, sub_env, [], fresh) if step is not None else None
+            if step is not None and sub is not None:
+                step.regions.append(sub)
+            self.walk(region.jaxpr, sub_env, Context(region.group, tuple(scope), items, source, frames), sub)
+        if rec is not None and step is not None:
+            rec.steps.append(step)
         for var in eqn.outvars:
             vid = self.new_value(var.aval, producer=nid)
             env[var] = vid
@@ -204,7 +241,7 @@ class GraphBuilder:
         params = eqn.params
         refs: dict[int, Any] = {}
         regions: list[Region] = []
-        kind = _ONE_TO_ONE.get(prim)
+        kind = ONE_TO_ONE.get(prim)
         if kind is not None and len(found) == 1:
             _, obj = found[0]
             jaxpr, consts = _open(obj)
@@ -373,7 +410,7 @@ def _func_name(jaxpr: Any) -> str | None:
     return None
 
 
-def _is_literal(atom: Any) -> bool:
+def is_literal(atom: Any) -> bool:
     return type(atom).__name__ == "Literal" and hasattr(atom, "val")
 
 

@@ -47,11 +47,15 @@ def wide_dtypes(*call_specs: Any) -> list[str]:
 
 
 class InputBuilder:
-    """Turns specs into values; all symbolic dimension names share one scope."""
+    """Turns specs into values; all symbolic dimension names share one scope.
 
-    def __init__(self, loader: Loader, symbolic: list[str], seed: int):
+    ``concrete``: arrays are made by their generators and keys are real keys (a values run);
+    otherwise both are abstract (shapes and dtypes only, no device work)."""
+
+    def __init__(self, loader: Loader, symbolic: list[str], seed: int, concrete: bool = False):
         self.loader = loader
         self.seed = seed
+        self.concrete = concrete
         self.symbolic_names = list(symbolic)
         self._dims: dict[str, Any] = {}
         self._scope: Any = None
@@ -96,10 +100,18 @@ class InputBuilder:
             sds: Any = jax.ShapeDtypeStruct
             shape = tuple(self.dim(d) for d in spec.get("shape", []))
             dtype = jnp.dtype(spec.get("dtype", "float32"))
-            self.generators.append(dict(spec.get("generator", {})))
+            generator = dict(spec.get("generator", {}))
+            self.generators.append(generator)
+            if self.concrete:
+                return generate(generator, shape, dtype, self.seed)
             return sds(shape, dtype)
         if kind == "key":
-            return abstract_key(int(spec.get("seed", self.seed)))
+            seed = int(spec.get("seed", self.seed))
+            if self.concrete:
+                import jax
+
+                return jax.random.key(seed)
+            return abstract_key(seed)
         if kind == "none":
             return None
         if kind == "static":
@@ -124,7 +136,8 @@ class InputBuilder:
         if not call:
             return [], {}
         if "factory" in call:
-            result = call_abstractly(self.loader.resolve(str(call["factory"])))
+            factory = self.loader.resolve(str(call["factory"]))
+            result = factory() if self.concrete else call_abstractly(factory)
             if isinstance(result, dict) and set(result) <= {"args", "kwargs"} and result:
                 return list(result.get("args", [])), dict(result.get("kwargs", {}))
             if isinstance(result, dict):
@@ -137,6 +150,46 @@ class InputBuilder:
         args = [self.build(s) for s in call.get("args", [])]
         kwargs = {str(k): self.build(v) for k, v in call.get("kwargs", {}).items()}
         return args, kwargs
+
+
+def generate(generator: dict[str, Any], shape: tuple[int, ...], dtype: Any, seed: int) -> Any:
+    """The array a generator spec describes (docs/recipes.md), made on the default device.
+
+    Seeded generators draw from ``jax.random.key(seed)``: ``normal`` is
+    ``jax.random.normal(key, shape, dtype) * std + mean``, ``uniform``
+    ``jax.random.uniform(key, shape, dtype, low, high)``, ``randint``
+    ``jax.random.randint(key, shape, low, high, dtype)``; ``arange`` fills in row-major order."""
+    import jax
+    import jax.numpy as jnp
+
+    for d in shape:
+        if not isinstance(d, int):
+            raise CaptureError("needs_input", f"a values run needs every dimension's size; {d!r} is symbolic")
+    kind = generator.get("kind", "normal" if jnp.issubdtype(dtype, jnp.inexact) else "zeros")
+    key = jax.random.key(int(generator.get("seed", seed)))
+    if kind == "normal":
+        x = jax.random.normal(key, shape, dtype)
+        std, mean = generator.get("std", 1.0), generator.get("mean", 0.0)
+        if std != 1.0 or mean != 0.0:
+            x = (x * std + mean).astype(dtype)
+        return x
+    if kind == "uniform":
+        return jax.random.uniform(key, shape, dtype, generator.get("low", 0.0), generator.get("high", 1.0))
+    if kind == "randint":
+        return jax.random.randint(key, shape, generator["low"], generator["high"], dtype)
+    if kind == "full":
+        return jnp.full(shape, generator["value"], dtype)
+    if kind == "zeros":
+        return jnp.zeros(shape, dtype)
+    if kind == "ones":
+        return jnp.ones(shape, dtype)
+    if kind == "arange":
+        size = 1
+        for d in shape:
+            size *= d
+        start, step = generator.get("start", 0), generator.get("step", 1)
+        return (start + step * jnp.arange(size)).astype(dtype).reshape(shape)
+    raise CaptureError("needs_input", f"unknown generator kind {kind!r}")
 
 
 def _plain_static(leaf: Any) -> bool:

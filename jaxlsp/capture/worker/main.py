@@ -21,6 +21,7 @@ import tempfile
 import time
 import traceback
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from jaxlsp.capture.worker import limits
@@ -117,7 +118,7 @@ def capture(request: WorkerRequest | dict[str, Any], *, jax_ready: bool = False)
     """Capture the request's target into a graph; errors come back structured, never raised."""
     sys.dont_write_bytecode = True
     timings: dict[str, float] = {}
-    extra: dict[str, Any] = {}
+    extra: dict[str, Any] = {"started": time.monotonic()}
     workspace = Workspace(str(request.get("workspaceRoot", "")))
     try:
         with _scratch_dir(dict(request.get("env") or {})), _gc_relaxed():
@@ -127,6 +128,9 @@ def capture(request: WorkerRequest | dict[str, Any], *, jax_ready: bool = False)
             result["graph"] = graph
         if extra.get("structure") is not None:
             result["structure"] = extra["structure"]
+        for key in ("arrays", "saved"):  # a values run's payloads
+            if key in extra:
+                result[key] = extra[key]  # type: ignore[literal-required,unused-ignore]  # the two keys above
         return result
     except CaptureError as exc:
         return {"ok": False, "error": exc.info(), "timings": timings}
@@ -149,6 +153,48 @@ def _capture(
 ) -> dict[str, Any] | None:
     """The graph's JSON form; with ``mode = "structure"`` only the target's variables structure
     (in ``extra``, and no graph): the check of a structure hint (capture/speculate.py)."""
+    found = trace_target(request, workspace, timings, jax_ready, extra)
+    if found is None:
+        return None
+    graph, gb = build_graph(request, found, workspace, timings)
+    if found.concrete:
+        announce(request, "values")
+        t0 = time.perf_counter()
+        from jaxlsp.capture.worker.values import run as values_run
+
+        values_run.run(graph, gb, found.traced, request, found.device, float(extra["started"]), extra)
+        timings["values"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    data = to_json(graph, packed=request.get("transport") == "packed")
+    timings["serialize"] = time.perf_counter() - t0
+    return data
+
+
+@dataclass
+class Traced:
+    """A traced target: its jaxpr, and what made it (for the graph and a values run)."""
+
+    path: str
+    kind: str
+    closed: Any
+    out_shape: Any
+    plan: Any
+    traced: Any  # targets.Traceable: ``fn`` and its ``operands`` (concrete in a values run)
+    loader: Any
+    builder: Any
+    device: Any  # None: the CPU
+    concrete: bool
+
+
+def trace_target(
+    request: dict[str, Any],
+    workspace: Workspace,
+    timings: dict[str, float],
+    jax_ready: bool = False,
+    extra: dict[str, Any] | None = None,
+) -> Traced | None:
+    """Load, initialise and trace the request's target (None in ``structure`` mode, whose
+    structure goes into ``extra``); raises CaptureError."""
     from jaxlsp.capture.worker import inputs as inputs_mod
     from jaxlsp.capture.worker import loading, targets
 
@@ -182,21 +228,33 @@ def _capture(
     t0 = time.perf_counter()
     obj, method = targets.resolve_target(module, str(target["name"]), profile.get("method"))
     kind = str(target.get("kind") or targets.infer_kind(obj))
-    builder = inputs_mod.InputBuilder(loader, list(profile.get("symbolic", [])), int(profile.get("seed", 0)))
+    # A values run (values/run.py) makes every input for real: generators, a seeded init.
+    concrete = request.get("values") is not None and request.get("mode") != "structure"
+    symbolic = list(profile.get("symbolic", []))
+    if concrete and symbolic:
+        raise CaptureError(
+            "needs_input",
+            f"a values run needs the sizes of the symbolic dimensions {', '.join(symbolic)} "
+            "(the CLI's --dim NAME=SIZE, jaxlsp/trace's dims)",
+        )
+    builder = inputs_mod.InputBuilder(loader, symbolic, int(profile.get("seed", 0)), concrete=concrete)
     transform = profile.get("transform")
+    on_device = jax.default_device(device) if device is not None else contextlib.nullcontext()
     try:
-        made = targets.construction(obj, kind, profile, builder)
-        call_args = builder.call_args(profile.get("inputs"))
-        if request.get("mode") == "structure":
-            with contextlib.suppress(OSError, AttributeError):
-                os.nice(10)  # the check beside a hinted trace: the trace has the core first
-        hint = request.get("structureHint") if request.get("mode") != "structure" else None
-        plan = targets.make_plan(kind, made, profile, method, call_args, hint)
-        extra["structure"] = plan.structure
+        with on_device if concrete else contextlib.nullcontext():
+            made = targets.construction(obj, kind, profile, builder)
+            call_args = builder.call_args(profile.get("inputs"))
+            if request.get("mode") == "structure":
+                with contextlib.suppress(OSError, AttributeError):
+                    os.nice(10)  # the check beside a hinted trace: the trace has the core first
+            hint = request.get("structureHint") if request.get("mode") != "structure" and not concrete else None
+            plan = targets.make_plan(kind, made, profile, method, call_args, hint, concrete)
+        if extra is not None:
+            extra["structure"] = plan.structure
         if request.get("mode") == "structure":
             timings["init"] = time.perf_counter() - t0
             return None
-        traced = targets.traceable(plan, call_args[0], call_args[1], transform)
+        traced = targets.traceable(plan, call_args[0], call_args[1], transform, concrete)
         if not x64:
             _refuse_wide(traced.operands)
         timings["init"] = time.perf_counter() - t0
@@ -213,13 +271,32 @@ def _capture(
         raise error from None
     timings["trace"] = time.perf_counter() - t0
     limits.check_jaxpr(closed, request.get("limits"))  # before building: refused, never truncated
+    return Traced(path, kind, closed, out_shape, plan, traced, loader, builder, device, concrete)
 
+
+def build_graph(
+    request: dict[str, Any], found: Traced, workspace: Workspace, timings: dict[str, float]
+) -> tuple[Any, Any]:
+    """The graph of a traced target, and its builder (with the walk recorded for a values run)."""
     announce(request, "build")
     t0 = time.perf_counter()
     from jaxlsp.graph import collector
 
     with collector.paused():  # the walk allocates many small objects and frees none
-        return _build(request, path, workspace, timings, t0, closed, out_shape, plan, traced, loader, builder, kind)
+        return _build(
+            request,
+            found.path,
+            workspace,
+            timings,
+            t0,
+            found.closed,
+            found.out_shape,
+            found.plan,
+            found.traced,
+            found.loader,
+            found.builder,
+            found.kind,
+        )
 
 
 def _build(
@@ -235,14 +312,15 @@ def _build(
     loader: Any,
     builder: Any,
     kind: str,
-) -> dict[str, Any]:
+) -> tuple[Any, Any]:
+    """The graph, and its builder (which recorded the walk when a values run follows)."""
     from jaxlsp.capture.worker import targets
     from jaxlsp.capture.worker.build import GraphBuilder
     from jaxlsp.graph.model import Graph
 
     target = request["target"]
     profile = request["profile"]
-    gb = GraphBuilder(workspace, plan.scope_mode)
+    gb = GraphBuilder(workspace, plan.scope_mode, record=request.get("values") is not None)
     in_ports, out_ports = gb.build(closed, traced.input_labels, targets.output_labels(plan, traced, out_shape))
     sources = _sources(
         {path, *gb.frame_files, *loader.files, *([request["recipePath"]] if request.get("recipePath") else [])}
@@ -263,10 +341,7 @@ def _build(
         groups=gb.groups,
     )
     timings["build"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    data = to_json(graph, packed=request.get("transport") == "packed")
-    timings["serialize"] = time.perf_counter() - t0
-    return data
+    return graph, gb
 
 
 @contextlib.contextmanager
@@ -370,7 +445,7 @@ def warm() -> None:
     import importlib
 
     versions()
-    for name in ("inputs", "loading", "targets", "build", "scopes", "jaxcompat", "limits"):
+    for name in ("inputs", "loading", "targets", "build", "scopes", "jaxcompat", "limits", "values.run"):
         with contextlib.suppress(ImportError):
             importlib.import_module(f"jaxlsp.capture.worker.{name}")
     importlib.import_module("jaxlsp.graph.io")

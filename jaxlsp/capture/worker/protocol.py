@@ -109,6 +109,15 @@ class ResolvedProfile(TypedDict):
     env: NotRequired[list[str]]  # environment variables passed to the capture (names only)
 
 
+class ValuesRequest(TypedDict):
+    """A values run (``values/run.py``): the graph evaluated on the profile's concrete inputs."""
+
+    timeout: NotRequired[float]  # the capture's time limit: the run stops, naming its node, before it
+    save: NotRequired[str]  # an absolute path: write the selected values there (.npz)
+    nodes: NotRequired[list[str]]  # what ``save`` writes: node ids, value ids, port labels (default: ports)
+    inline: NotRequired[list[str]]  # value ids whose arrays come back in ``WorkerResult.arrays``
+
+
 class WorkerRequest(TypedDict):
     target: Target
     profile: ResolvedProfile
@@ -123,6 +132,7 @@ class WorkerRequest(TypedDict):
     structureHint: NotRequired[Any]
     mode: NotRequired[Literal["structure"]]
     limits: NotRequired[dict[str, int]]  # graph-size limits {equations, values, bytes} (worker/limits.py)
+    values: NotRequired[ValuesRequest]  # also evaluate the graph: statistics on every value
 
 
 class ErrorInfo(TypedDict):
@@ -138,3 +148,5 @@ class WorkerResult(TypedDict):
     error: NotRequired[ErrorInfo]
     timings: NotRequired[dict[str, float]]  # seconds: import, trace, build, serialize
     structure: NotRequired[Any]  # Linen: the variables' structure, a hint for the next capture
+    arrays: NotRequired[dict[str, Any]]  # values run: value id -> {shape, dtype, data | omitted | error}
+    saved: NotRequired[dict[str, Any]]  # values run: {path, keys, missing} of the written .npz
