@@ -33,6 +33,27 @@ from jaxlsp.recipes import (
 
 
 @dataclass
+class ValuesOptions:
+    """A values run (``jaxlsp trace --values``, ``values: true``): what to keep of the arrays."""
+
+    save: Path | None = None  # write the selected values to this .npz
+    nodes: list[str] = field(default_factory=list)  # what ``save`` writes (node ids, value ids, port labels)
+    inline: list[str] = field(default_factory=list)  # value ids returned as arrays (at most 4,096 elements)
+    dims: dict[str, int] = field(default_factory=dict)  # sizes of the profile's symbolic dimensions
+
+    def request(self) -> dict[str, Any]:
+        """The worker request's ``values`` object (``protocol.ValuesRequest``)."""
+        out: dict[str, Any] = {}
+        if self.save is not None:
+            out["save"] = str(self.save.resolve())
+        if self.nodes:
+            out["nodes"] = list(self.nodes)
+        if self.inline:
+            out["inline"] = list(self.inline)
+        return out
+
+
+@dataclass
 class TraceRequest:
     file: Path
     name: str
@@ -49,6 +70,7 @@ class TraceRequest:
     find_entrypoint: Callable[[Path, str], Any] | None = None
     # Answers to an earlier needs-input (missing item path -> TOML-form value).
     answers: dict[str, Any] | None = None
+    values: ValuesOptions | None = None  # also run the graph on the profile's inputs (statistics)
 
 
 @dataclass
@@ -59,6 +81,7 @@ class TraceFailure(Exception):
     needs: NeedsInput | None = None
     logs: str = ""
     problems: list[Any] = field(default_factory=list)  # recipe problems (path, line, key_path, message)
+    dims: list[str] = field(default_factory=list)  # symbolic dimensions a values run needs sizes for
 
     def paragraph(self) -> str:
         where = ""
@@ -157,6 +180,8 @@ def build_request(req: TraceRequest, resolved: Resolved, recipe_path: Path | Non
     profile = dict(resolved.profile)
     if req.device:
         profile["device"] = req.device
+    if req.values is not None and profile.get("symbolic"):
+        profile = with_sizes(profile, req.values.dims)
     request: dict[str, Any] = {
         "target": target,
         "profile": profile,
@@ -166,10 +191,39 @@ def build_request(req: TraceRequest, resolved: Resolved, recipe_path: Path | Non
     if recipe_path is not None:
         request["recipePath"] = str(recipe_path)
     request["limits"] = limits.resolve(req.limits)
+    if req.values is not None:
+        request["values"] = req.values.request()
     names = resolved.profile.get("env")
     if names:
         request["env"] = allowed_env.named(names)
     return request
+
+
+def with_sizes(profile: dict[str, Any], sizes: dict[str, int]) -> dict[str, Any]:
+    """The profile with its symbolic dimensions given sizes (a values run needs concrete arrays);
+    a TraceFailure (needs input) names the dimensions that have none."""
+    names = [str(n) for n in profile.get("symbolic", [])]
+    missing = [n for n in names if not (isinstance(sizes.get(n), int) and sizes[n] > 0)]
+    if missing:
+        raise TraceFailure(
+            "needs_input",
+            f"a values run needs sizes for the symbolic dimension{'s' if len(missing) > 1 else ''} "
+            f"{', '.join(missing)} (the graph is traced for any size; the run needs arrays): give them "
+            f"with {' '.join(f'--dim {n}=SIZE' for n in missing)} on the command line, or dims in jaxlsp/trace",
+            dims=missing,
+        )
+
+    def sized(spec: Any) -> Any:
+        if isinstance(spec, list):
+            return [sized(s) for s in spec]
+        if not isinstance(spec, dict):
+            return spec
+        out = {k: sized(v) for k, v in spec.items()}
+        if spec.get("kind") == "array" and isinstance(spec.get("shape"), list):
+            out["shape"] = [sizes[d] if isinstance(d, str) and d in names else d for d in spec["shape"]]
+        return out
+
+    return {k: (sized(v) if k in ("inputs", "init") else v) for k, v in profile.items() if k != "symbolic"}
 
 
 @dataclass

@@ -44,6 +44,7 @@ def experimental_capabilities(commands: list[str]) -> dict[str, wire.Experimenta
             "traceGraph": True,
             "environment": True,
             "openGraph": True,
+            "values": True,
             "commands": commands,
         }
     }
@@ -273,6 +274,7 @@ def create_server() -> JaxServer:
     from jaxlsp.server.features.navigation import Navigation
     from jaxlsp.server.features.tracing import Tracing
     from jaxlsp.server.features.trust import TrustPrompt
+    from jaxlsp.server.features.values import Values
     from jaxlsp.server.features.viewer import Viewer
 
     server = JaxServer()
@@ -283,12 +285,14 @@ def create_server() -> JaxServer:
     server.on_shutdown.append(capture.close)
     navigation = Navigation(server)
     viewer = Viewer(server, navigation)
+    tracing = Tracing(server, trust, capture)
     features: list[Feature] = [
         Documents(server),
         Lenses(server),
         Discover(server),
         trust,
-        Tracing(server, trust, capture),
+        tracing,
+        Values(server, tracing, capture),
         Graphs(server),
         navigation,
         Export(server, navigation),

@@ -137,15 +137,20 @@ async def test_code_actions(client: JaxClient) -> None:
     found: dict[str, str | None] = {}
     for case, (line, character, expected) in ACTION_CASES.items():
         actions = await client.actions(uri, line, character)
-        assert len(actions) <= 1, case
         if not actions:
             found[case] = None
             continue
-        (action,) = actions
-        assert isinstance(action, types.CodeAction), case
+        action, values = actions  # "Trace graph" and "Trace with values" on every entrypoint
+        assert isinstance(action, types.CodeAction) and isinstance(values, types.CodeAction), case
         assert action.title == f"Trace graph: {expected}", case
+        assert values.title == f"Trace with values: {expected}", case
         name = action.command.arguments[0]["name"] if action.command and action.command.arguments else None
         assert command_of(action.command) == trace_command(uri, str(name)), case
+        assert command_of(values.command) == (
+            "Trace with values",
+            "jaxlsp.traceWithValues",
+            [{"uri": uri, "name": name}],
+        )
         found[case] = name
     assert found == {case: expected for case, (_, _, expected) in ACTION_CASES.items()}
 
@@ -153,10 +158,10 @@ async def test_code_actions(client: JaxClient) -> None:
 async def test_code_action_for_a_range_over_a_body(client: JaxClient) -> None:
     uri = client.open("mixed.py")
     actions = await client.actions(uri, 16, 0, end=(18, 20))
-    assert [a.title for a in actions] == ["Trace graph: Dense"]
+    assert [a.title for a in actions] == ["Trace graph: Dense", "Trace with values: Dense"]
     # A range that reaches from a plain class into a def line touches that def line.
     actions = await client.actions(uri, 22, 0, end=(28, 0))
-    assert [a.title for a in actions] == ["Trace graph: scale"]
+    assert [a.title for a in actions] == ["Trace graph: scale", "Trace with values: scale"]
 
 
 # -- jaxlsp/discover ---------------------------------------------------------------------------

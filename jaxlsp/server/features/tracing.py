@@ -10,6 +10,7 @@ target superseding the running one, saving a completed profile, the failure diag
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gc
 import logging
 import uuid
@@ -20,7 +21,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from jaxlsp.capture.engine import Prepared, TraceFailure, TraceRequest, save_base
+from jaxlsp.capture.engine import Prepared, TraceFailure, TraceRequest, ValuesOptions, save_base
 from jaxlsp.capture.options import CaptureOptions
 from jaxlsp.capture.service import Busy, CaptureService
 from jaxlsp.graph.report import summarize
@@ -28,13 +29,15 @@ from jaxlsp.graph.store import Trace
 from jaxlsp.recipes.save import SaveError, recipe_file, save_profile
 from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
+from jaxlsp.server.convert import range_json
 from jaxlsp.server.features.trust import TrustPrompt
 from jaxlsp.server.params import file_path, invalid, parse
 
 log = logging.getLogger(__name__)
 REQUEST_FAILED = -32803
 # Work-done percentages at the start of each phase (the worker announces import, trace, build).
-PHASE_PERCENT = {"import": 10, "trace": 40, "build": 80}
+PHASE_PERCENT = {"import": 10, "trace": 40, "build": 70, "values": 80}
+NON_FINITE = "non-finite"  # the code of a values run's first non-finite diagnostic
 
 TraceAnswer = wire.TraceResult | wire.NeedsInputResult
 
@@ -49,6 +52,8 @@ class TraceArgs:
     profile: str | None = None
     answers: dict[str, Any] | None = None  # needs-input item path -> value
     save: bool = False  # write the completed profile to jaxlsp.toml
+    values: bool = False  # also run the graph on the profile's inputs
+    dims: dict[str, int] | None = None  # sizes of symbolic dimensions, for a values run
 
     @classmethod
     def parse(cls, arg: Any, where: str) -> TraceArgs:
@@ -67,6 +72,8 @@ class TraceArgs:
             data.get("profile"),
             data.get("answers") or None,
             data.get("save", False),
+            data.get("values", False),
+            data.get("dims") or None,
         )
 
 
@@ -86,6 +93,14 @@ class Tracing:
                     f"{wire.TRACE_GRAPH_COMMAND}: expected one argument {{uri, name, profile?}}, got {len(args)}"
                 )
             return await self.trace(TraceArgs.parse(args[0], "arguments[0]"))
+
+        @server.command(wire.TRACE_WITH_VALUES_COMMAND)
+        async def trace_with_values(ls: JaxServer, *args: Any) -> TraceAnswer:
+            if len(args) != 1:
+                raise invalid(
+                    f"{wire.TRACE_WITH_VALUES_COMMAND}: expected one argument {{uri, name, profile?}}, got {len(args)}"
+                )
+            return await self.trace(dataclasses.replace(TraceArgs.parse(args[0], "arguments[0]"), values=True))
 
         @server.feature(wire.TRACE)
         async def trace(ls: JaxServer, params: Any) -> TraceAnswer:
@@ -123,6 +138,7 @@ class Tracing:
             limits=options.limits,
             find_entrypoint=self.ls.session.entrypoint,
             answers=args.answers,
+            values=ValuesOptions(dims=dict(args.dims or {})) if args.values else None,
         )
 
     async def _run(self, args: TraceArgs, folder: Path) -> TraceAnswer:
@@ -138,7 +154,8 @@ class Tracing:
             if args.save:
                 saved = self._save(prepared, req)
             progress.report("start", 5)
-            captured = await self.capture.run(prepared, options, {"uri": args.uri, "name": args.name})
+            meta = {"uri": args.uri, "name": args.name, "answers": args.answers, "dims": args.dims}
+            captured = await self.capture.run(prepared, options, meta)
         except TraceFailure as failure:
             return self._failed(args, failure)
         except Busy as exc:
@@ -164,6 +181,9 @@ class Tracing:
         if saved is not None:
             result["saved"] = saved
         self._diagnose(args.uri, args.name, None)
+        if graph.execution is not None:
+            result["values"] = self.values_summary(trace)
+            self.diagnose_values(args.uri, args.name, trace)
         finished: wire.TraceFinished = {"uri": args.uri, "name": args.name, "ok": True, "traceId": trace.id}
         self.ls.protocol.notify(wire.TRACE_FINISHED, finished)
         self.ls.refresh_lenses()  # titles now carry the trace's figures
@@ -176,7 +196,10 @@ class Tracing:
         self._diagnose(args.uri, args.name, failure)
         finished: wire.TraceFinished = {"uri": args.uri, "name": args.name, "ok": False, "error": failure.paragraph()}
         self.ls.protocol.notify(wire.TRACE_FINISHED, finished)
-        raise JsonRpcException(failure.paragraph(), code=REQUEST_FAILED, data={"kind": failure.kind})
+        why: dict[str, Any] = {"kind": failure.kind}
+        if failure.dims:
+            why["dims"] = failure.dims  # a values run asks for the sizes of these dimensions
+        raise JsonRpcException(failure.paragraph(), code=REQUEST_FAILED, data=why)
 
     def _diagnose(self, uri: str, name: str, failure: TraceFailure | None) -> None:
         """One diagnostic at the failing user line, or recipe problems at their jaxlsp.toml lines;
@@ -223,6 +246,68 @@ class Tracing:
         )
         self.ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=where, diagnostics=[diagnostic]))
         self.diagnosed[(uri, name)] = where
+
+    def values_summary(self, trace: Trace) -> wire.ValuesSummary:
+        """The trace's values run in brief (its graph has an ``execution``)."""
+        execution = trace.graph.execution or {}
+        validation = execution.get("validation") or {}
+        summary: wire.ValuesSummary = {
+            "values": sum(1 for v in trace.graph.values if v.stats is not None),
+            "seconds": float(execution.get("seconds") or 0.0),
+            "validation": validation.get("status", "mismatch"),
+        }
+        mismatch = validation.get("mismatch") or {}
+        if validation.get("status") == "mismatch":
+            summary["mismatch"] = str(mismatch.get("message") or validation.get("message") or validation.get("error"))
+        first = self.first_non_finite(trace)
+        if first is not None:
+            summary["firstNonFinite"] = first
+        gradients = execution.get("gradients")
+        if gradients is not None:
+            summary["zeroGradients"] = list(gradients.get("zero") or [])
+        return summary
+
+    def first_non_finite(self, trace: Trace) -> wire.FirstNonFinite | None:
+        first = (trace.graph.execution or {}).get("firstNonFinite")
+        if not first:
+            return None
+        out: wire.FirstNonFinite = {
+            "nodeId": str(first["node"]),
+            "valueId": str(first["value"]),
+            "primitive": str(first["primitive"]),
+            "kind": str(first["kind"]),
+            "message": str(first["message"]),
+        }
+        node = trace.node(str(first["node"]))
+        frame = node.source if node is not None else None
+        if frame is not None:
+            uri, rng = self.ls.frame_location(frame)
+            out["location"] = {"uri": uri, "range": range_json(rng)}
+        return out
+
+    def diagnose_values(self, uri: str, name: str, trace: Trace) -> None:
+        """A warning at the first non-finite value's line, with the summary line's text; its code
+        action (``lenses.py``) reveals the node in the graph."""
+        first = self.first_non_finite(trace)
+        if first is None or "location" not in first:
+            return
+        location = first["location"]
+        rng = location["range"]
+        diagnostic = types.Diagnostic(
+            range=types.Range(
+                types.Position(rng["start"]["line"], rng["start"]["character"]),
+                types.Position(rng["end"]["line"], rng["end"]["character"]),
+            ),
+            message=first["message"],
+            severity=types.DiagnosticSeverity.Warning,
+            source="jaxlsp",
+            code=NON_FINITE,
+            data={"traceId": trace.id, "nodeId": first["nodeId"]},
+        )
+        self.ls.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=location["uri"], diagnostics=[diagnostic])
+        )
+        self.diagnosed[(uri, name)] = location["uri"]
 
     def _save(self, prepared: Prepared, req: TraceRequest) -> str | None:
         """Write the completed profile to jaxlsp.toml (the client asked); the file's URI, or None
