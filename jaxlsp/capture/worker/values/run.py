@@ -45,9 +45,11 @@ def run(
     device: Any,
     started: float,
     result: dict[str, Any],
+    budget: Budget | None = None,
 ) -> None:
     """Evaluate ``graph`` on ``traced.operands`` (concrete); fills ``stats``, ``execution`` and
-    the payload keys of ``result`` (``arrays``, ``saved``). Raises CaptureError when stopped."""
+    the payload keys of ``result`` (``arrays``, ``saved``). Raises CaptureError when stopped.
+    ``budget``: when to stop (default: 90% of the request's time limit, the memory cap)."""
     import contextlib
 
     import jax
@@ -60,7 +62,7 @@ def run(
     values = {v.id: v for v in graph.values}
     keep, saved_keys = _selection(graph, nodes, values, options)
     t0 = time.monotonic()
-    budget = Budget(deadline=_deadline(options, started), memory=_memory_check(device))
+    budget = budget or Budget(deadline=_deadline(options, started), memory=_memory_check(device))
     interp = Interpreter(on_host=device is None or device.platform == "cpu", budget=budget, keep=keep)
     operands = jax.tree_util.tree_leaves(traced.operands)
     scope = jax.default_device(device) if device is not None else contextlib.nullcontext()
@@ -154,9 +156,10 @@ def _stopped(stop: Stopped, graph: Graph, request: dict[str, Any], seconds: floa
     where = describe_node(node, str(request.get("workspaceRoot", ""))) if node is not None else "its start"
     if stop.kind == "timeout":
         limit = (request.get("values") or {}).get("timeout")
+        within = f"the {limit:g} s time limit" if isinstance(limit, (int, float)) else "its time limit"
         message = (
-            f"the values run stopped at {where} after {seconds:.1f} s: it would not finish within the "
-            f"{limit:g} s time limit (raise it with --timeout or the setting jaxlsp.timeout)"
+            f"the values run stopped at {where} after {seconds:.1f} s: it would not finish within "
+            f"{within} (raise it with --timeout or the setting jaxlsp.timeout)"
         )
     else:
         message = f"the values run stopped at {where}: {stop.reason} (raise the memory cap, or trace smaller inputs)"
