@@ -24,6 +24,8 @@ demo: install
 		echo; echo "== jaxlsp trace examples/$$target"; \
 		$(VENV)/bin/jaxlsp trace examples/$$target -o build/demo/$$name.json --html build/demo/$$name.html || exit 1; \
 	done
+	@echo; echo "== jaxlsp trace examples/eqx_scan.py::ScanRNN --values"
+	$(VENV)/bin/jaxlsp trace examples/eqx_scan.py::ScanRNN --values -o build/demo/ScanRNN-values.json
 
 lint: install
 	$(VENV)/bin/ruff check jaxlsp tests benchmarks
@@ -84,7 +86,7 @@ test: install lint system-deps $(TEST_DEPS)
 
 # Every benchmark runs and prints its figures; the target fails at the end if one missed its bar.
 bench: install
-	@status=0; for b in discovery server_memory capture lsp viewer; do \
+	@status=0; for b in discovery server_memory capture lsp viewer values; do \
 		echo "== benchmarks/$$b.py"; $(PY) benchmarks/$$b.py || status=1; \
 	done; exit $$status
 

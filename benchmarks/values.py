@@ -199,13 +199,17 @@ def measure(case: Case, runs: int, sampler: HeapSampler) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5, help="alternating runs per side (median)")
-    parser.add_argument("--quick", action="store_true", help="one run per side, the RNN only (the tests' smoke run)")
+    parser.add_argument(
+        "--quick", action="store_true", help="one run per side, the example's small RNN only (the tests' smoke run)"
+    )
     args = parser.parse_args(argv)
     from jaxlsp.capture.worker.main import configure_jax
 
     configure_jax("cpu", False, False)
     sampler = HeapSampler()
-    cases = [c for c in CASES if c.label == "eqx scan rnn"] if args.quick else CASES
+    # The quick mode (the tests' smoke run): the example's own small profile, one run per side.
+    quick = Case("eqx scan rnn", ROOT / "examples" / "eqx_scan.py", "ScanRNN", "rnn")
+    cases = [quick] if args.quick else CASES
     runs = 1 if args.quick else args.runs
     print(f"values runs against eager calls ({runs} alternating runs per side, medians)")
     ok = True
