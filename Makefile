@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTEST_WORKERS ?= 2
 
-.PHONY: install demo test lint bench clean system-deps
+.PHONY: install demo test lint bench fuzz clean system-deps
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -39,10 +39,16 @@ SYSTEM_DEPS += chromium:chromium
 # Emacs batch tests of editors/emacs: emacs-nox, and eglot 1.9 from Debian's elpa-eglot.
 SYSTEM_DEPS += emacs:emacs-nox
 SYSTEM_DEPS += /usr/share/emacs/site-lisp/elpa-src/eglot-1.9:elpa-eglot
+# code-server (real VS Code in a browser) for tests/clients/vscode: its npm postinstall builds
+# native modules (a C++ tool chain, the Kerberos headers) and takes ripgrep from Debian.
+SYSTEM_DEPS += g++:build-essential
+SYSTEM_DEPS += /usr/include/krb5.h:libkrb5-dev
+SYSTEM_DEPS += rg:ripgrep
 # Targets that build or check something before the suite (each part adds its own).
 TEST_DEPS :=
 TEST_DEPS += viewer
 TEST_DEPS += vscode
+TEST_DEPS += code-server
 
 system-deps:
 	@missing=""; for pair in $(SYSTEM_DEPS); do \
@@ -68,21 +74,39 @@ viewer:
 viewer-build:
 	cd editors/web && npm ci --no-audit --no-fund --loglevel=error && node build.mjs
 
-# The VS Code extension (editors/vscode): type-check and bundle it, run its tests (the vscode API
-# faked; the real server and the panel's page with the real viewer in headless Chromium), then
-# package build/jaxlsp.vsix and check that the viewer is inside.
+# The VS Code extension (editors/vscode): check its wire types against jaxlsp/server/wire.py,
+# type-check and bundle it, run its unit tests (the vscode API faked, for logic real VS Code
+# cannot reach quickly), then package build/jaxlsp.vsix and check that the viewer is inside. The
+# extension itself is tested in real VS Code (code-server) by tests/clients/vscode in the suite.
 .PHONY: vscode
 vscode: install system-deps
+	$(PY) editors/vscode/scripts/wire_ts.py --check
 	cd editors/vscode && npm ci --no-audit --no-fund --loglevel=error
-	cd editors/vscode && npm run build && JAXLSP_PYTHON=$(abspath $(PY)) npm test
+	cd editors/vscode && npm run build && npm test
 	@mkdir -p build
 	cd editors/vscode && npm run package
 	$(PY) -c "import sys, zipfile; names = zipfile.ZipFile('build/jaxlsp.vsix').namelist(); \
 		missing = [n for n in ('extension/dist/extension.js', 'extension/dist/viewer/viewer.js') if n not in names]; \
 		sys.exit(f'build/jaxlsp.vsix lacks {missing}' if missing else 0)"
 
+# code-server from the npm registry, installed once into build/code-server/VERSION (about 1.5 min
+# on 2 cores; later runs find its stamp and return at once). 4.100.3 is the newest on Node 20.
+CODE_SERVER_VERSION := 4.100.3
+.PHONY: code-server
+code-server: install system-deps
+	$(PY) tests/clients/vscode/install_code_server.py $(CODE_SERVER_VERSION) build/code-server/$(CODE_SERVER_VERSION)
+
 test: install lint system-deps $(TEST_DEPS)
 	$(PY) -m pytest -n $(PYTEST_WORKERS) -q
+
+# The differential fuzzer (tests/fuzz) at length: random JAX programs traced by the worker and
+# checked against make_jaxpr; `make test` runs it with a small budget. FUZZ_EXAMPLES sets the count.
+FUZZ_EXAMPLES ?= 5000
+fuzz: install
+	@mkdir -p build
+	JAXLSP_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) JAXLSP_FUZZ_REPORT=build/fuzz-report.json \
+		$(PY) -m pytest tests/fuzz -q -p no:cacheprovider --hypothesis-show-statistics
+	@cat build/fuzz-report.json
 
 # Every benchmark runs and prints its figures; the target fails at the end if one missed its bar.
 bench: install

@@ -89,8 +89,10 @@ def _trace(args: argparse.Namespace) -> int:
             recipe=Path(args.recipe) if args.recipe else None,
             python=args.python,
             device=args.device,
+            devices=args.devices,
             limits=_limits(args),
             values=values,
+            paths_from_recipe=True,
         )
         outcome = trace_once(req, CaptureOptions(timeout=args.timeout) if args.timeout else CaptureOptions())
     except TraceFailure as failure:
@@ -216,6 +218,12 @@ def parser() -> argparse.ArgumentParser:
         "--python", help="the interpreter to capture in (default: recipe, .venv, $CONDA_PREFIX, $VIRTUAL_ENV, this one)"
     )
     t.add_argument("--device", help="cpu or cuda:N (overrides the profile)")
+    t.add_argument(
+        "--devices",
+        type=int,
+        metavar="N",
+        help="trace with N virtual CPU devices, for pmap, shard_map and meshes (overrides the profile; CPU only)",
+    )
     t.add_argument("--timeout", type=float, help="seconds before the worker is killed (default 60)")
     t.add_argument("--max-equations", type=int, metavar="N", help="refuse graphs with more equations (200000)")
     t.add_argument("--max-values", type=int, metavar="N", help="refuse graphs with more values (400000)")

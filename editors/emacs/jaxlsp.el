@@ -37,7 +37,8 @@
   :prefix "jaxlsp-")
 
 (defcustom jaxlsp-command '("jaxlsp" "serve")
-  "The server command: `jaxlsp' must be on the variable `exec-path'."
+  "The server command: `jaxlsp' must be on the variable `exec-path'.
+A command that runs \"python -m jaxlsp\" gets \"-I\" (isolated mode)."
   :type '(repeat string))
 
 (defcustom jaxlsp-modes '(python-mode python-ts-mode)
@@ -85,9 +86,57 @@ Default: the recipe's, else the workspace .venv, else the server's."
 
 ;;;; Registration
 
+(defun jaxlsp--isolated (command)
+  "COMMAND with \"-I\" after the interpreter when it runs \"-m jaxlsp\" without it.
+eglot starts a server in the project's root, and Python run with -m puts
+its current directory first on `sys.path': isolated mode (-I) does not."
+  (let ((at (cl-loop for (a b) on command for i from 0
+                     when (and (equal a "-m") (equal b "jaxlsp")) return i)))
+    (if (and at (> at 0) (not (member "-I" (cl-subseq command 1 at))))
+        (append (list (car command) "-I") (cdr command))
+      command)))
+
+(defun jaxlsp--inside-p (file directory)
+  "Whether FILE is DIRECTORY or lies below it (links resolved)."
+  (and file directory
+       (string-prefix-p (file-name-as-directory (file-truename directory))
+                        (file-name-as-directory (file-truename file)))))
+
+(defun jaxlsp--program-inside (program root)
+  "The path of PROGRAM when it lies inside ROOT (itself, a link's target or its #! interpreter)."
+  (let ((found (and program root (executable-find program))))
+    (when found
+      (let ((interpreter (with-temp-buffer
+                           (ignore-errors (insert-file-contents-literally found nil 0 256))
+                           (goto-char (point-min))
+                           (and (looking-at "#![ \t]*\\(/[^ \t\n]+\\)") (match-string 1)))))
+        (when (or (jaxlsp--inside-p found root) (jaxlsp--inside-p interpreter root))
+          found)))))
+
+(defun jaxlsp--stored-trust-p (root)
+  "Whether ROOT is below a folder trusted \"Always\" through the server's prompt.
+That store is the user's, outside every workspace ($XDG_CONFIG_HOME/jaxlsp/trusted.json)."
+  (let* ((base (or (getenv "XDG_CONFIG_HOME") (expand-file-name "~/.config")))
+         (file (expand-file-name "jaxlsp/trusted.json" base))
+         (data (ignore-errors
+                 (with-temp-buffer
+                   (insert-file-contents file)
+                   (json-parse-buffer :object-type 'plist :array-type 'list)))))
+    (cl-some (lambda (folder) (and (stringp folder) (jaxlsp--inside-p root folder)))
+             (plist-get data :folders))))
+
 (defun jaxlsp-contact (&optional _interactive)
-  "The eglot contact for jaxlsp: the server class and `jaxlsp-command'."
-  (cons 'jaxlsp-server jaxlsp-command))
+  "The eglot contact for jaxlsp: the server class and `jaxlsp-command'.
+A \"-m jaxlsp\" command runs isolated (-I); a command that lies inside an
+untrusted project is refused, since starting it would run the project's code."
+  (let* ((command (jaxlsp--isolated jaxlsp-command))
+         (project (project-current))
+         (root (if project (project-root project) default-directory))
+         (inside (jaxlsp--program-inside (car command) root)))
+    (when (and inside (not (jaxlsp-trusted-p root)) (not (jaxlsp--stored-trust-p root)))
+      (user-error "jaxlsp: not started for %s: the server command %s lies inside it, which is not trusted (its code would run before you decide); install jaxlsp outside it or add the folder to `jaxlsp-trusted-directories'"
+                  root inside))
+    (cons 'jaxlsp-server command)))
 
 ;;;###autoload
 (defun jaxlsp-setup ()
@@ -197,32 +246,27 @@ With ASK, or when point is in none, choose one."
           (t (completing-read "jaxlsp: trace which entrypoint? "
                               (mapcar (lambda (e) (plist-get e :name)) entries) nil t)))))
 
-(defun jaxlsp-parse-answer (kind text)
-  "TEXT typed for a needs-input item of KIND, as the server wants it.
-A dimension is an integer, a shape a vector (`3, 4', `[3, 4]',
-`batch 4'), anything else JSON."
-  (let ((text (string-trim (or text ""))))
-    (pcase kind
-      ("dimension"
-       (if (string-match-p "\\`[1-9][0-9]*\\'" text)
-           (string-to-number text)
-         (user-error "jaxlsp: expected a positive integer, got %S" text)))
-      ("shape"
-       (vconcat (mapcar (lambda (part) (if (string-match-p "\\`[0-9]+\\'" part) (string-to-number part) part))
-                        (split-string (string-trim text "\\[" "\\]") "[, \t]+" t))))
-      (_ (condition-case nil
-             (json-parse-string text :object-type 'plist :null-object nil :false-object :json-false)
-           (error (user-error "jaxlsp: expected JSON (the TOML value as JSON), got %S" text)))))))
-
-(defun jaxlsp--ask-inputs (name result)
-  "Read each needs-input item of RESULT for NAME.
-Return (ANSWERS . SAVE), ANSWERS a hash table of path to value."
-  (let ((answers (make-hash-table :test #'equal)))
+(defun jaxlsp--ask-inputs (result typed)
+  "Read the needs-input items of RESULT that still need an answer.
+TYPED is a hash table of what the user typed before, by item path: the
+text is sent as typed, and the server parses it (the same rules in every
+editor).  An item the server could not parse (RESULT's `errors') is read
+again, starting from the text typed before, with the server's message.
+Return TYPED, updated."
+  (let ((errors (plist-get result :errors)))
     (seq-doseq (item (plist-get result :needsInput))
-      (let* ((prompt (format "jaxlsp: %s: " (or (plist-get item :message) (plist-get item :path))))
-             (value (jaxlsp-parse-answer (plist-get item :kind) (read-from-minibuffer prompt))))
-        (puthash (plist-get item :path) value answers)))
-    (cons answers (y-or-n-p (format "jaxlsp: save the profile for %s to jaxlsp.toml? " name)))))
+      (let* ((path (plist-get item :path))
+             (problem (plist-get errors (intern (concat ":" path))))
+             (before (gethash path typed)))
+        (when (or problem (not before))
+          (when problem (message "jaxlsp: %s: %s" path problem))
+          (puthash path
+                   (read-from-minibuffer
+                    (format "jaxlsp: %s%s: " (or (plist-get item :message) path)
+                            (if problem (format " [%s]" problem) ""))
+                    before)
+                   typed))))
+    typed))
 
 (defun jaxlsp--describe (result)
   (let ((summary (plist-get result :summary)))
@@ -234,10 +278,12 @@ Return (ANSWERS . SAVE), ANSWERS a hash table of path to value."
 (cl-defun jaxlsp-trace (&optional name &key uri profile server callback answers save)
   "Trace the entrypoint NAME: interactively, the one at point.
 With a prefix argument, choose one.
-Missing recipe inputs are read from the minibuffer, then the profile may
-be saved.  URI, PROFILE and SERVER default to the current buffer's;
-CALLBACK gets (ERROR RESULT) when the trace is done; ANSWERS and SAVE
-are sent as `jaxlsp/trace' takes them."
+Missing recipe inputs are read from the minibuffer (sent as typed: the
+server parses them, and asks again with its message when one does not
+parse), then the profile may be saved.  URI, PROFILE and SERVER default
+to the current buffer's; CALLBACK gets (ERROR RESULT) when the trace is
+done; ANSWERS (a hash table of typed text by path) and SAVE are sent as
+`jaxlsp/trace' takes them."
   (interactive (list (jaxlsp--entry-at-point (jaxlsp--server) current-prefix-arg)))
   (let* ((server (or server (jaxlsp--server)))
          (uri (or uri (jaxlsp--uri)))
@@ -257,9 +303,14 @@ are sent as `jaxlsp/trace' takes them."
            (run-at-time 0 nil
                         (lambda ()
                           (condition-case err
-                              (let ((asked (jaxlsp--ask-inputs name result)))
+                              (let* ((typed (jaxlsp--ask-inputs
+                                             result (or answers (make-hash-table :test #'equal))))
+                                     ;; Whether to save is asked once, with the first answers.
+                                     (keep (if answers save
+                                             (y-or-n-p (format "jaxlsp: save the profile for %s to jaxlsp.toml? "
+                                                               name)))))
                                 (jaxlsp-trace name :uri uri :profile profile :server server :callback callback
-                                              :answers (car asked) :save (cdr asked)))
+                                              :answers typed :save keep))
                             ((quit user-error)
                              (message "jaxlsp: trace cancelled: %s" (error-message-string err))
                              (funcall done (error-message-string err) nil)))))

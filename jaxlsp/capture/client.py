@@ -134,7 +134,13 @@ async def spawn_cold(
         options,
         Launch(python, "cold", started, options.timeout, memory_mb),
         extra_tasks=(writer,),
+        workspace=_workspace_of(request),
     )
+
+
+def _workspace_of(request: Mapping[str, Any]) -> str | None:
+    root = request.get("workspaceRoot")
+    return root if isinstance(root, str) and root else None
 
 
 def capture_sync(

@@ -25,11 +25,12 @@ from jaxlsp.recipes import (
     NeedsInput,
     RecipeError,
     Resolved,
-    apply_answers,
+    fill,
     find_recipe,
     load_recipe,
     select_profile,
 )
+from jaxlsp.recipes.schema import MAX_DEVICES
 
 
 @dataclass
@@ -71,6 +72,9 @@ class TraceRequest:
     # Answers to an earlier needs-input (missing item path -> TOML-form value).
     answers: dict[str, Any] | None = None
     values: ValuesOptions | None = None  # also run the graph on the profile's inputs (statistics)
+    # The graph's workspace paths relative to the recipe's folder (the CLI) instead of the root.
+    paths_from_recipe: bool = False
+    devices: int | None = None  # N virtual CPU devices (--devices), overriding the profile's
 
 
 @dataclass
@@ -124,7 +128,8 @@ def select(req: TraceRequest) -> tuple[Resolved, Path | None]:
         raise TraceFailure("refused", f"no such file: {req.file}")
     recipe_path = req.recipe.resolve() if req.recipe else find_recipe(file, req.workspace_root.resolve())
     try:
-        recipe = load_recipe(recipe_path) if recipe_path else None
+        # Lenient: a broken profile is reported when it is the one chosen, never for the others.
+        recipe = load_recipe(recipe_path, strict=False) if recipe_path else None
     except RecipeError as exc:
         raise TraceFailure("refused", str(exc), problems=list(exc.problems)) from None
     find = req.find_entrypoint or (lambda path, name: find_entrypoint(path, name, req.workspace_root))
@@ -137,10 +142,14 @@ def select(req: TraceRequest) -> tuple[Resolved, Path | None]:
         raise TraceFailure("refused", str(exc), problems=list(exc.problems)) from None
     if isinstance(selected, NeedsInput) and req.answers:
         try:
-            selected = apply_answers(selected, req.answers)
+            # Typed text, parsed by the recipe's rules; one that does not parse is asked again.
+            selected = fill(selected, req.answers)
         except RecipeError as exc:
             raise TraceFailure("refused", f"the answers do not fit: {exc}", problems=list(exc.problems)) from None
     if isinstance(selected, NeedsInput):
+        if selected.errors:
+            wrong = "; ".join(f"{path}: {message}" for path, message in selected.errors.items())
+            raise TraceFailure("needs_input", f"{req.name}: answers to ask again: {wrong}", needs=selected)
         missing = "; ".join(str(m.get("message") or m.get("path")) for m in selected.missing)
         where = f" (recipe {recipe_path})" if recipe_path else " (no jaxlsp.toml profile for it: one was proposed)"
         raise TraceFailure("needs_input", f"{req.name}{where} needs input: {missing}", needs=selected)
@@ -182,6 +191,19 @@ def build_request(req: TraceRequest, resolved: Resolved, recipe_path: Path | Non
         profile["device"] = req.device
     if req.values is not None and profile.get("symbolic"):
         profile = with_sizes(profile, req.values.dims)
+    if req.devices is not None:
+        if str(profile.get("device") or "cpu") != "cpu":
+            raise TraceFailure(
+                "refused", f"--devices {req.devices} makes virtual CPU devices, and the device is {profile['device']}"
+            )
+        if not 1 <= req.devices <= MAX_DEVICES:
+            raise TraceFailure("refused", f"--devices: expected a number from 1 to {MAX_DEVICES}, got {req.devices}")
+        profile["devices"] = req.devices
+    elif profile.get("devices") and str(profile.get("device") or "cpu") != "cpu":
+        raise TraceFailure(
+            "refused",
+            f"devices = {profile['devices']} makes virtual CPU devices, and the device is {profile['device']}",
+        )
     request: dict[str, Any] = {
         "target": target,
         "profile": profile,
@@ -190,6 +212,8 @@ def build_request(req: TraceRequest, resolved: Resolved, recipe_path: Path | Non
     }
     if recipe_path is not None:
         request["recipePath"] = str(recipe_path)
+        if req.paths_from_recipe:
+            request["pathBase"] = str(recipe_path.parent)
     request["limits"] = limits.resolve(req.limits)
     if req.values is not None:
         request["values"] = req.values.request()
@@ -270,4 +294,8 @@ def finish(prepared: Prepared, outcome: CaptureOutcome) -> TraceOutcome:
     graph_json = result.get("graph")
     if graph_json is None:
         raise TraceFailure("internal", "the worker reported success without a graph")
-    return TraceOutcome(io.from_json(graph_json), outcome, prepared.resolved, prepared.request, prepared.route)
+    try:
+        graph = io.from_json(graph_json)
+    except ValueError as exc:  # a graph the format refuses: a bug of the worker, said as one
+        raise TraceFailure("internal", f"the worker's graph is not a valid jaxlsp graph: {exc}") from None
+    return TraceOutcome(graph, outcome, prepared.resolved, prepared.request, prepared.route)

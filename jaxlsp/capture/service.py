@@ -112,7 +112,10 @@ class CaptureService:
         traced = finish(prepared, outcome)
         trace = None
         if self.store is not None:
-            label = {**(meta or {}), "profile": traced.resolved.name, "interpreter": outcome.python}
+            # The graph's paths are relative (worker/paths.py); the roots they are relative to stay
+            # with the stored trace, which resolves them (graph/store.py), never in the graph.
+            roots = outcome.result.get("roots") or {"base": str(prepared.request.get("workspaceRoot") or "")}
+            label = {**(meta or {}), "profile": traced.resolved.name, "interpreter": outcome.python, "roots": roots}
             trace = self.store.add(traced.graph, label)
         return Captured(traced, trace)
 

@@ -291,6 +291,7 @@ class SpareProcess:
             Pipes(stdout=out_r, stderr=err_r, result=result_r),
             options,
             Launch(self.python, "spare", started, options.timeout, memory_mb),
+            workspace=request.get("workspaceRoot") or None,
         )
 
 

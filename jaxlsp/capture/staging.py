@@ -74,8 +74,9 @@ BOOTSTRAP = (
     + """\
 memory, fd, module = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 del sys.argv[1:]
-import faulthandler
+import faulthandler, signal
 faulthandler.enable()  # a segfault in user code prints the Python stack (with the user's line) on stderr
+faulthandler.register(signal.SIGUSR1, all_threads=True)  # at the deadline: where it is (supervise.py)
 try:  # orphans of user code come back to this leader; whichever way it exits, it kills them first
     from jaxlsp.capture.worker.forkserver import kill_orphans, set_subreaper
     if set_subreaper():

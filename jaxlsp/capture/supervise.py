@@ -23,6 +23,7 @@ import glob
 import json
 import logging
 import os
+import re
 import shutil
 import signal
 import sys
@@ -306,10 +307,13 @@ async def supervise(
     options: CaptureOptions,
     launch: Launch,
     extra_tasks: tuple[asyncio.Future[Any], ...] = (),
+    workspace: str | None = None,
 ) -> CaptureOutcome:
     """Run ``child`` to its end (or the deadline, or ``options.cancel``) and say what it produced.
 
-    The deadline is ``launch.limit`` seconds after ``launch.started``. Raises
+    The deadline is ``launch.limit`` seconds after ``launch.started``. At the deadline the worker is
+    asked where it is (``SIGUSR1``: faulthandler prints its Python stack on stderr) before it is
+    killed, and the timeout names its innermost line under ``workspace``. Raises
     :class:`asyncio.CancelledError` when the cancel event is set or the calling task is cancelled,
     in both cases only after the whole group is gone.
     """
@@ -351,6 +355,8 @@ async def supervise(
             if loop.time() >= until:
                 lingered, timed_out = result_at is not None, result_at is None
                 break
+        if timed_out and not exited.done():
+            await _ask_where(child, err, exited)
         await child.kill()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(asyncio.shield(exited), timeout=GROUP_GONE_TIMEOUT)
@@ -380,6 +386,7 @@ async def supervise(
         timeout=launch.limit,
         memory_mb=launch.memory_mb,
         via=launch.via,
+        workspace=workspace,
     )
     remove_scratch(child.pgid)
     return CaptureOutcome(
@@ -458,6 +465,72 @@ def describe_exit(code: int | None) -> str:
     return f"exited with status {code}"
 
 
+async def _ask_where(child: Child, err: _StreamSink, exited: asyncio.Future[None]) -> None:
+    """Ask a worker that ran out of time for its Python stack (``SIGUSR1``, which the worker's
+    faulthandler answers on stderr, even from inside C code) and wait a moment for it."""
+    before = err.buffer.text().count(STACK_MARK)
+    try:
+        os.kill(child.pgid, signal.SIGUSR1)  # the group's leader is the worker, not yet reaped
+    except (ProcessLookupError, PermissionError, OSError):
+        return
+    deadline = time.monotonic() + WHERE_GRACE
+    delay = 0.005
+    while time.monotonic() < deadline and not exited.done():
+        if err.buffer.text().count(STACK_MARK) > before:
+            await asyncio.sleep(0.02)  # the rest of the dump is a few writes behind its first line
+            return
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.05)
+
+
+STACK_MARK = "(most recent call first):"  # faulthandler's heading of each thread's stack
+WHERE_GRACE = 1.0  # seconds a timed-out worker has to print where it is
+_DUMP_LINE = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+) in (?P<function>\S+)')
+
+
+def where_from_stack(stderr: str, workspace: str | None) -> dict[str, Any] | None:
+    """The innermost frame under ``workspace`` in the last stack faulthandler printed, as the
+    protocol's frame (plus ``function``), or None."""
+    if not workspace or STACK_MARK not in stderr:
+        return None
+    root = os.path.realpath(workspace)
+    # One block per thread, innermost frame first; the main thread (the user's code) comes last.
+    for block in reversed(stderr.split(STACK_MARK)[1:]):
+        where = _first_workspace_frame(block, root)
+        if where is not None:
+            return where
+    return None
+
+
+def _first_workspace_frame(block: str, root: str) -> dict[str, Any] | None:
+    for line in block.splitlines():
+        found = _DUMP_LINE.match(line)
+        if found is None:
+            continue
+        path = os.path.realpath(found.group("path"))
+        rel = os.path.relpath(path, root) if path.startswith(root + os.sep) else None
+        parts = rel.split(os.sep) if rel is not None else []
+        if rel is None or any(p in ("site-packages", "dist-packages") or p.startswith(".venv") for p in parts):
+            continue
+        number = int(found.group("line"))
+        text = ""
+        with contextlib.suppress(OSError, UnicodeDecodeError), open(path, encoding="utf-8") as f:
+            for i, source in enumerate(f, 1):
+                if i == number:
+                    text = source.rstrip("\r\n")
+                    break
+        column = len(text) - len(text.lstrip())
+        return {
+            "path": path,
+            "line": number,
+            "column": column,
+            "endLine": number,
+            "endColumn": max(len(text), column + 1),
+            "function": found.group("function"),
+        }
+    return None
+
+
 def _classify(
     res: _ResultSink,
     *,
@@ -468,6 +541,7 @@ def _classify(
     timeout: float,
     memory_mb: int | None,
     via: str,
+    workspace: str | None = None,
 ) -> WorkerResult:
     tail = stderr[-STDERR_TAIL_CHARS:].strip()
     lines = [line.strip() for line in tail.splitlines() if line.strip()]
@@ -497,12 +571,19 @@ def _classify(
             "crash", f"The capture worker sent a result that is not a WorkerResult object.{said}", tail or None
         )
     if timed_out:
-        return error_result(
+        where = where_from_stack(stderr, workspace)
+        at = ""
+        if where is not None:
+            at = f" It was running {where.pop('function')} at {where['path']}:{where['line']} when the time ran out."
+        result = error_result(
             "timeout",
             f"The capture did not finish within {timeout:g} s (the time limit); the worker and every "
-            "process it started were stopped. Raise the timeout if the target is slow to import or trace.",
+            f"process it started were stopped.{at} Raise the timeout if the target is slow to import or trace.",
             tail or None,
         )
+        if where is not None:
+            result["error"]["frame"] = where
+        return result
     killed_outside = exit_code == -signal.SIGKILL
     if any(marker in tail for marker in _MEMORY_MARKERS) or killed_outside:
         limit = f"the limit is {memory_mb:,} MiB of address space" if memory_mb else "no limit was set"

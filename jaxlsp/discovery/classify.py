@@ -8,14 +8,17 @@ generation, so an edit elsewhere that changes a base class is seen at once.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from jaxlsp.discovery import ecosystem as eco
 from jaxlsp.discovery.entrypoints import Discovery, Entrypoint, Span
 from jaxlsp.discovery.index import FileSummary, WorkspaceIndex
-from jaxlsp.discovery.summary import Binding, ClassInfo, FunctionInfo, SetupField
+from jaxlsp.discovery.summary import Binding, ClassInfo, FunctionDetail, FunctionInfo, SetupField
 
+# An assertion that compares arrays: a test's (a model function asserts shapes, not values).
+_COMPARES = re.compile(r"(^|\.)(allclose|isclose|array_equal|assert_\w+|testing\.\w+)$")
 _ALWAYS_TRIGGERS = frozenset({"jax", "jnp", "lax", "flax", "nnx", "eqx", "equinox", "optax", "jit", "vmap"})
 _BUILTIN_IO = frozenset({"open", "input", "exit", "quit"})
 _KIND_REASON = {
@@ -292,11 +295,14 @@ class Classifier:
         if not transforms and not core and not plumbing:
             return None
         plumbing_only = not core
+        signals = [] if transforms else self._driver_signals(fs, detail, local, seen)
         driver = not transforms and (
-            (strong_io and (detail.has_loop or plumbing_only)) or (detail.has_loop and plumbing_only)
+            bool(signals) or (strong_io and (detail.has_loop or plumbing_only)) or (detail.has_loop and plumbing_only)
         )
         if transforms:
             reason = "decorated with " + ", ".join(transforms)
+        elif signals:
+            reason = "driver: " + "; ".join(signals)
         else:
             reason = "computes with " + ", ".join(sorted(set(core or plumbing))[:4])
         header = start + fn.header
@@ -311,6 +317,163 @@ class Classifier:
             reason=reason,
             driver=driver,
         )
+
+    def _driver_signals(
+        self, fs: FileSummary, detail: FunctionDetail, local: dict[str, Binding], seen: frozenset[str]
+    ) -> list[str]:
+        """Why a function drives a program rather than being one, judged by its own body (never
+        by its name): it loops around a step or over a data iterator, makes optimizer state
+        without computing gradients, reads or writes checkpoints and parameter files, is a test or
+        a benchmark, or parses flags and configs (docs/discovery.md)."""
+        found: dict[str, str] = {}
+        gradients = False
+        for ref in sorted(detail.refs):
+            q = self.qualify(fs, ref, None, local)
+            if q is None:
+                head = ref.partition(".")[0]
+                if head not in fs.bindings and head not in local and head == "open":
+                    found.setdefault("checkpoint", "opens files")
+                continue
+            if q.callee is not None:
+                continue  # a method of an object made at the top level (tx.update): not a constructor
+            gradients = gradients or eco.is_gradient(q.name)
+            signal = eco.driver_signal(q.name)
+            if signal is not None:
+                found.setdefault(signal, ref)
+        signals: list[str] = []
+        if "checkpoint" in found:
+            signals.append(f"reads or writes checkpoints or files ({found['checkpoint']})")
+        if "entry" in found:
+            signals.append(f"parses flags or configs ({found['entry']})")
+        if "setup" in found and not gradients:
+            signals.append(f"makes optimizer state without computing gradients ({found['setup']})")
+        testing = "test" in found or (
+            "timing" in found and (detail.has_loop or any(r.endswith("block_until_ready") for r in detail.refs))
+        )
+        required = [p for p in detail.params if p.default is None and p.kind not in ("var_positional", "var_keyword")]
+        if detail.has_assert and (not required or any(_COMPARES.search(r) for r in detail.assert_refs)):
+            testing = True  # a model function asserts shapes of its inputs; a test asserts values
+        if testing:
+            signals.append("is a test or a benchmark (assertions, a testing library, timing)")
+        if "checkpoint" not in found:
+            loaded = self._calls_checkpoint_driver(fs, detail, local, seen)
+            if loaded is not None:
+                signals.insert(0, f"reads or writes checkpoints or files (through {loaded})")
+        if not signals:
+            driver = self._calls_driver(fs, detail, local, seen)
+            if driver is not None:
+                signals.append(f"calls the driver {driver}")
+        step = self._loop_step(fs, detail, local, seen)
+        if step is not None:
+            signals.append(f"loops around a step ({step})")
+        return signals
+
+    def _loop_step(
+        self, fs: FileSummary, detail: FunctionDetail, local: dict[str, Binding], seen: frozenset[str]
+    ) -> str | None:
+        """What the body's own loops drive: a jitted (transformed) workspace step, a step the
+        function made with a transform (``p_step = jax.pmap(step)``), or a data iterator
+        (``next(batches)``); None when its loops only compute (a Python loop over layers)."""
+        if not detail.loop_refs:
+            return None
+        made = {
+            name
+            for name, decorators in detail.nested_defs
+            if any(
+                (target := self._decorator_target(fs, d.callee, d.first_arg, local)) is not None
+                and eco.is_transform(target)
+                for d in decorators
+            )
+        }
+        for name, callee in detail.local_calls:
+            q = self.qualify(fs, callee, None, local)
+            if q is not None and q.callee is None and eco.is_transform(q.name):
+                made.add(name)
+        for ref in sorted(detail.loop_refs):
+            head = ref.partition(".")[0]
+            if head in made:
+                return ref
+            if ref == "next" and "next" not in fs.bindings and "next" not in local:
+                return "next() of a data iterator"
+            q = self.qualify(fs, ref, None, local)
+            if q is None or q.callee is not None or eco.is_library_name(q.name):
+                continue
+            if self._is_step(q.name, fs.path, seen):
+                return ref
+        return None
+
+    def _is_step(self, qualname: str, importer: Path, seen: frozenset[str]) -> bool:
+        """A workspace function decorated with a JAX transform (a jitted training or eval step)."""
+        located = self._locate(qualname, importer)
+        if located is None or len(located[1]) != 1:
+            return False
+        fs, (name,) = located
+        found = next((fn for _, fn in fs.functions() if fn.name == name), None)
+        detail = found.detail if found is not None else None
+        if detail is None:
+            return False
+        local = {b.name: b for b in detail.local_bindings}
+        return any(
+            (target := self._decorator_target(fs, dec.callee, dec.first_arg, local)) is not None
+            and eco.is_transform(target)
+            for dec in detail.decorators
+        )
+
+    def _calls_checkpoint_driver(
+        self, fs: FileSummary, detail: FunctionDetail, local: dict[str, Binding], seen: frozenset[str]
+    ) -> str | None:
+        """A workspace function this one calls whose own body reads or writes checkpoints or files
+        (``load_and_format_params`` calling ``load_params``, which restores with orbax)."""
+        for ref in sorted(detail.refs):
+            q = self.qualify(fs, ref, None, local)
+            if q is None or q.callee is not None or eco.is_library_name(q.name) or f"fn:{q.name}" in seen:
+                continue
+            located = self._locate(q.name, fs.path)
+            if located is None or len(located[1]) != 1:
+                continue
+            other, (name,) = located
+            found = next((fn for _, fn in other.functions() if fn.name == name), None)
+            inner = found.detail if found is not None else None
+            if inner is not None and self._checkpoint_ref(other, inner) is not None:
+                return ref
+        return None
+
+    def _calls_driver(
+        self, fs: FileSummary, detail: FunctionDetail, local: dict[str, Binding], seen: frozenset[str]
+    ) -> str | None:
+        """A workspace driver this function calls (setting up a state with ``init_train_state``,
+        which makes optimizer state, is setting up too)."""
+        for ref in sorted(detail.refs):
+            q = self.qualify(fs, ref, None, local)
+            if q is None or q.callee is not None or eco.is_library_name(q.name) or f"fn:{q.name}" in seen:
+                continue
+            entry = self._workspace_entry(q.name, fs.path, seen)
+            if entry is not None and entry.driver:
+                return ref
+        return None
+
+    def _workspace_entry(self, qualname: str, importer: Path, seen: frozenset[str]) -> Entrypoint | None:
+        located = self._locate(qualname, importer)
+        if located is None or len(located[1]) != 1 or len(seen) > 50:
+            return None
+        fs, (name,) = located
+        found = next(((st, fn) for st, fn in fs.functions() if fn.name == name), None)
+        if found is None:
+            return None
+        return self.function_entry(fs, found[0], found[1], seen | {f"fn:{qualname}"})
+
+    def _checkpoint_ref(self, fs: FileSummary, detail: FunctionDetail) -> str | None:
+        """The first reference of a body to a checkpoint or file API (``open`` included)."""
+        local = {b.name: b for b in detail.local_bindings}
+        for ref in sorted(detail.refs):
+            q = self.qualify(fs, ref, None, local)
+            if q is None:
+                if ref == "open" and "open" not in fs.bindings and "open" not in local:
+                    return ref
+                continue
+            if q.callee is None and eco.driver_signal(q.name) == "checkpoint":
+                return ref
+        return None
 
     def _decorator_target(
         self, fs: FileSummary, callee: str | None, first_arg: str | None, local: dict[str, Binding]

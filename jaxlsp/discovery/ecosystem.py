@@ -3,7 +3,7 @@
 Everything here is a rule over names, never an import: which library classes are modules, which
 decorators are JAX transforms, which references are computation and which are only types,
 configuration or I/O. The module-class rule is checked against the real exports of the installed
-flax and equinox by ``tests/unit/test_library_rule.py``.
+flax and equinox by ``tests/discovery/test_library_rule.py``.
 """
 
 from __future__ import annotations
@@ -86,6 +86,8 @@ _NON_COMPUTE_NAMES = frozenset({
 # on their own (``jax.tree.map(np.asarray, batch)`` converts data).
 _NEUTRAL = (
     "jax.tree", "jax.device_get", "jax.device_put", "jax.block_until_ready",
+    "jax.make_array_from_process_local_data", "jax.make_array_from_callback",
+    "jax.make_array_from_single_device_arrays",
 )  # fmt: skip
 _INCIDENTAL = (
     "jax.random.PRNGKey", "jax.random.key", "jax.random.split", "jax.random.fold_in",
@@ -114,6 +116,78 @@ _DRIVER_PREFIXES = (
     "numpy.save", "numpy.load", "matplotlib.", "time.time", "time.perf_counter", "sys.exit",
     "csv.", "zipfile.", "tarfile.", "gzip.",
 )  # fmt: skip
+
+
+# The driver rule's signals (docs/discovery.md, "Drivers"): references that show a function runs
+# a program rather than being one.
+_CHECKPOINT_PREFIXES = (
+    "orbax.", "flax.serialization.", "flax.training.checkpoints.", "pickle.", "cloudpickle.", "dill.",
+    "joblib.", "numpy.save", "numpy.load", "jax.numpy.save", "jax.numpy.load", "safetensors.",
+    "msgpack.", "h5py.", "torch.load", "torch.save", "tensorflow.io.", "tensorflow.train.Checkpoint",
+    "etils.epath.", "json.dump", "json.load", "flax.traverse_util.", "flax.nnx.to_flat_state",
+    "flax.nnx.from_flat_state", "equinox.tree_serialise_leaves", "equinox.tree_deserialise_leaves",
+    "PIL.", "imageio.", "cv2.imwrite", "cv2.imread", "matplotlib.pyplot.savefig",
+)  # fmt: skip
+_TESTING_PREFIXES = (
+    "pytest.", "numpy.testing.", "chex.assert", "absl.testing.", "unittest.", "jax.test_util.",
+    "jax._src.test_util.", "timeit.", "hypothesis.", "jax.numpy.testing.",
+)  # fmt: skip
+_TIMING = ("time.perf_counter", "time.time", "time.monotonic", "time.process_time")
+_ENTRY_PREFIXES = (
+    "argparse.", "absl.flags.", "absl.app.", "ml_collections.config_flags.", "sys.argv", "fire.",
+    "hydra.", "tyro.", "click.", "gin.", "omegaconf.", "jax.distributed.initialize",
+)  # fmt: skip
+_GRADIENTS = frozenset({
+    "jax.grad", "jax.value_and_grad", "jax.vjp", "jax.jvp", "jax.jacfwd", "jax.jacrev", "jax.jacobian",
+    "jax.hessian", "jax.linearize", "flax.nnx.grad", "flax.nnx.value_and_grad", "flax.linen.grad",
+    "flax.linen.value_and_grad", "flax.linen.vjp", "equinox.filter_grad", "equinox.filter_value_and_grad",
+    "equinox.filter_vjp", "equinox.filter_jvp",
+})  # fmt: skip
+# Optimizer state is made with these (outside optax, whose constructors are below).
+_OPTIMIZER_SETUP = (
+    "flax.training.train_state.TrainState.create", "flax.nnx.Optimizer", "flax.nnx.ModelAndOptimizer",
+    "flax.nnx.training.optimizer.Optimizer",
+)  # fmt: skip
+# optax names that are computation in a step (losses, updates), not optimizer construction.
+_OPTAX_STEP_WORDS = ("loss", "entropy", "cosine_similarity", "cosine_distance", "log_cosh", "kl_divergence",
+                     "hinge", "squared_error", "smooth_labels", "convex_", "poly_loss", "ctc")  # fmt: skip
+_OPTAX_STEP_NAMES = frozenset({
+    "apply_updates", "incremental_update", "periodic_update", "global_norm", "safe_norm", "safe_root_mean_squares",
+    "tree_utils", "tree", "losses", "projections", "GradientTransformation", "OptState", "Params", "Updates",
+    "EmptyState", "ScalarOrSchedule", "Schedule",
+})  # fmt: skip
+
+
+def driver_signal(qualname: str) -> str | None:
+    """The driver signal a reference to ``qualname`` gives: ``checkpoint`` (serialise, load or
+    convert checkpoints and parameter files), ``test`` (a testing library), ``entry`` (flags,
+    command-line or config parsing), ``setup`` (making optimizer state: an optax optimizer or
+    schedule, ``TrainState.create``, ``nnx.Optimizer``), ``timing``; else None."""
+    if qualname.startswith(_CHECKPOINT_PREFIXES):
+        return "checkpoint"
+    if qualname.startswith(_TESTING_PREFIXES):
+        return "test"
+    if qualname.startswith(_ENTRY_PREFIXES):
+        return "entry"
+    if qualname.startswith(_TIMING):
+        return "timing"
+    if qualname.startswith(_OPTIMIZER_SETUP) or _optax_setup(qualname):
+        return "setup"
+    return None
+
+
+def _optax_setup(qualname: str) -> bool:
+    """An optax optimizer or schedule constructor (``optax.adam``, ``optax.chain``,
+    ``optax.linear_schedule``), not a loss or an update helper used inside a step."""
+    if not qualname.startswith("optax.") or qualname.startswith(("optax.losses.", "optax.tree")):
+        return False
+    name = qualname.split(".")[1]
+    return name not in _OPTAX_STEP_NAMES and not any(word in name for word in _OPTAX_STEP_WORDS)
+
+
+def is_gradient(qualname: str) -> bool:
+    """A transform that differentiates (a training step computes its own gradients)."""
+    return qualname in _GRADIENTS
 
 
 def _last(name: str) -> str:

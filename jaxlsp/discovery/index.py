@@ -69,9 +69,12 @@ class FileSummary:
         return self.line_lengths[line] if 0 <= line < len(self.line_lengths) else 0
 
     def functions(self) -> Iterator[tuple[int, FunctionInfo]]:
+        """Module-level functions: top-level ``def``s and those inside if/else, try or with blocks."""
         for start, info in self.chunks:
             if info.fn is not None:
                 yield start, info.fn
+            for _, nested in info.defs:
+                yield start, nested
 
 
 class ChunkCache:
@@ -155,6 +158,9 @@ def summarize_steps(path: Path, module: str, text: str, cache: ChunkCache) -> Ge
             line = start + info.fn.header
             fs.bindings.setdefault(info.fn.name, []).append(Binding(info.fn.name, line, "local", "def"))
             exported.append(("def", info.fn.name))
+        for offset, nested in info.defs:
+            fs.bindings.setdefault(nested.name, []).append(Binding(nested.name, start + offset, "local", "def"))
+            exported.append(("def", nested.name))
     fs.exports = hash((module, tuple(exported)))
     return fs
 

@@ -139,17 +139,37 @@ def _bindings_of(node: cst.CSTNode, line: int, out: list[Binding]) -> None:
                 out.append(Binding(name, line, "alias", aliased))
 
 
-def _collect_bindings(stmt: cst.CSTNode, line: int, out: list[Binding]) -> None:
-    """Bindings of a statement, looking inside ``if``/``try``/``with`` but never into defs."""
+def _collect_bindings(
+    stmt: cst.CSTNode, line: int, out: list[Binding], defs: list[cst.FunctionDef] | None = None
+) -> None:
+    """Bindings of a statement, looking inside ``if``/``try``/``with`` but never into defs.
+
+    The body of ``if TYPE_CHECKING:`` runs only for type checkers: its imports and stubs bind
+    nothing at run time (its ``else`` branch does). ``def``s nested in these blocks are collected
+    into ``defs`` when it is given (a module-level function all the same)."""
     if isinstance(stmt, cst.SimpleStatementLine):
         for small in stmt.body:
             _bindings_of(small, line, out)
         return
-    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+    if isinstance(stmt, cst.FunctionDef):
+        if defs is not None:
+            defs.append(stmt)
+        return
+    if isinstance(stmt, cst.ClassDef):
+        return
+    if isinstance(stmt, cst.If) and _is_type_checking(stmt.test):
+        if stmt.orelse is not None:
+            _collect_bindings(stmt.orelse, line, out, defs)
         return
     for child in stmt.children:
         if isinstance(child, (cst.BaseSuite, cst.BaseStatement, cst.ExceptHandler, cst.Else, cst.Finally, cst.If)):
-            _collect_bindings(child, line, out)
+            _collect_bindings(child, line, out, defs)
+
+
+def _is_type_checking(test: cst.BaseExpression) -> bool:
+    """``TYPE_CHECKING`` or ``typing.TYPE_CHECKING`` (any module spelling)."""
+    name = dotted(test)
+    return name is not None and (name == "TYPE_CHECKING" or name.endswith(".TYPE_CHECKING"))
 
 
 def _fields_of_params(params: cst.Parameters, skip_self: bool) -> tuple[SetupField, ...]:
@@ -281,6 +301,11 @@ class FunctionInfo:
             local_bindings=tuple(walker.bindings),
             has_yield=walker.has_yield,
             has_loop=walker.has_loop,
+            loop_refs=frozenset(walker.loop_refs),
+            assert_refs=frozenset(walker.assert_refs),
+            has_assert=walker.has_assert,
+            local_calls=tuple(walker.local_calls),
+            nested_defs=tuple(walker.nested_defs),
         )
 
 
@@ -326,6 +351,14 @@ class FunctionDetail:
     local_bindings: tuple[Binding, ...]  # imports inside the body
     has_yield: bool
     has_loop: bool
+    # For the driver rule (docs/discovery.md): names used inside the body's own loops (the loop's
+    # iterable included) and inside its assert statements, whether it asserts, and the body's own
+    # ``name = callee(...)`` assignments (a step made in the function: ``p_step = jax.pmap(step)``).
+    loop_refs: frozenset[str] = frozenset()
+    assert_refs: frozenset[str] = frozenset()
+    has_assert: bool = False
+    local_calls: tuple[tuple[str, str], ...] = ()
+    nested_defs: tuple[tuple[str, tuple[Decorator, ...]], ...] = ()  # the body's own defs, decorated
 
 
 _WHITESPACE = (
@@ -345,6 +378,7 @@ _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 _OWN, _LAMBDA, _NESTED_DEF = 0, 1, 2
+_IN_LOOP, _IN_ASSERT = 1, 2  # flags of a node: inside one of the body's own loops / assert statements
 
 
 class _BodyWalker:
@@ -357,45 +391,67 @@ class _BodyWalker:
     def __init__(self) -> None:
         self.refs: set[str] = set()
         self.nested_refs: set[str] = set()
+        self.loop_refs: set[str] = set()
+        self.assert_refs: set[str] = set()
         self.bindings: list[Binding] = []
+        self.local_calls: list[tuple[str, str]] = []
+        self.nested_defs: list[tuple[str, tuple[Decorator, ...]]] = []
         self.has_yield = False
         self.has_loop = False
+        self.has_assert = False
+
+    def _add(self, name: str, scope: int, flags: int) -> None:
+        if scope == _NESTED_DEF:
+            self.nested_refs.add(name)
+            return
+        self.refs.add(name)
+        if flags & _IN_LOOP:
+            self.loop_refs.add(name)
+        if flags & _IN_ASSERT:
+            self.assert_refs.add(name)
 
     def walk(self, root: cst.CSTNode) -> None:
-        stack: list[tuple[cst.CSTNode, int]] = [(root, _OWN)]
+        stack: list[tuple[cst.CSTNode, int, int]] = [(root, _OWN, 0)]
         while stack:
-            node, scope = stack.pop()
-            refs = self.refs if scope != _NESTED_DEF else self.nested_refs
+            node, scope, flags = stack.pop()
             t = type(node)
             if t is cst.Name:
-                refs.add(node.value)  # type: ignore[attr-defined]
+                self._add(node.value, scope, flags)  # type: ignore[attr-defined]
                 continue
             if t is cst.Attribute:
                 name = dotted(node)  # type: ignore[arg-type]
                 if name is not None:
-                    refs.add(name)
+                    self._add(name, scope, flags)
                 else:
-                    stack.append((node.value, scope))  # type: ignore[attr-defined]
+                    stack.append((node.value, scope, flags))  # type: ignore[attr-defined]
                 continue
             if t is cst.Annotation or isinstance(node, _WHITESPACE):
                 continue
             if t is cst.Arg:
-                stack.append((node.value, scope))  # type: ignore[attr-defined]
+                stack.append((node.value, scope, flags))  # type: ignore[attr-defined]
                 continue
             if t is cst.Param:
                 if node.default is not None:  # type: ignore[attr-defined]
-                    stack.append((node.default, scope))  # type: ignore[attr-defined]
+                    stack.append((node.default, scope, flags))  # type: ignore[attr-defined]
                 continue
             if t is cst.Yield and scope == _OWN:
                 self.has_yield = True
             elif t in (cst.For, cst.While) and scope == _OWN:
                 self.has_loop = True
+                flags |= _IN_LOOP
+            elif t is cst.Assert and scope == _OWN:
+                self.has_assert = True
+                flags |= _IN_ASSERT
+            elif t is cst.Assign and scope == _OWN:
+                self._local_call(node)  # type: ignore[arg-type]
             elif t in (cst.Import, cst.ImportFrom):
                 _bindings_of(node, 0, self.bindings)
                 continue
             elif t is cst.Lambda and scope == _OWN:
                 scope = _LAMBDA
             elif t in (cst.FunctionDef, cst.ClassDef):
+                if t is cst.FunctionDef and scope == _OWN:
+                    self.nested_defs.append((node.name.value, _decorators(node.decorators)))  # type: ignore[attr-defined]
                 scope = _NESTED_DEF
             names = _FIELDS.get(t)
             if names is None:
@@ -403,11 +459,21 @@ class _BodyWalker:
             for name in names:
                 value = getattr(node, name)
                 if isinstance(value, cst.CSTNode):
-                    stack.append((value, scope))
+                    stack.append((value, scope, flags))
                 elif isinstance(value, (tuple, list)):
                     for item in value:
                         if isinstance(item, cst.CSTNode):
-                            stack.append((item, scope))
+                            stack.append((item, scope, flags))
+
+    def _local_call(self, node: cst.Assign) -> None:
+        """``name = callee(...)`` in the body (``p_train_step = jax.pmap(train_step)``)."""
+        if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name):
+            return
+        value = node.value
+        if isinstance(value, cst.Call):
+            callee = dotted(value.func)
+            if callee is not None:
+                self.local_calls.append((node.targets[0].target.value, callee))
 
 
 @dataclass(slots=True)
@@ -419,6 +485,9 @@ class ChunkInfo:
     cls: ClassInfo | None = None
     fn: FunctionInfo | None = None
     words: frozenset[str] = field(default_factory=frozenset)
+    # module-level functions defined inside an if/else, try or with block (the run-time branch
+    # of ``if TYPE_CHECKING``): judged like any function when called, never given a lens
+    defs: tuple[tuple[int, FunctionInfo], ...] = ()  # (line of the def, relative to the statement)
     skipped: Refusal | None = None  # why the statement was not parsed (discovery/budget.py)
     cost: int = 0  # what it costs its file's budget for long expressions
 
@@ -454,14 +523,15 @@ def _summarize(text: str, word: str, header: int) -> ChunkInfo:
         cls = summarize_class(text, header, 0)
         return ChunkInfo("class", cls=cls) if cls is not None else ChunkInfo("error")
     if word in ("if", "try", "with"):
-        if "import" not in text and "=" not in text:
+        if "import" not in text and "=" not in text and "def " not in text:
             return ChunkInfo("compound")
         stmt = _parse(text)
         if stmt is None:
             return ChunkInfo("error")
         out = []
-        _collect_bindings(stmt, 0, out)
-        return ChunkInfo("compound", tuple(out))
+        nested: list[cst.FunctionDef] = []
+        _collect_bindings(stmt, 0, out, nested)
+        return ChunkInfo("compound", tuple(out), defs=tuple(_nested_defs(text, nested)))
     if _ASSIGN.match(text):
         stmt = _parse(text)
         if stmt is None:
@@ -470,6 +540,25 @@ def _summarize(text: str, word: str, header: int) -> ChunkInfo:
         _collect_bindings(stmt, 0, out)
         return ChunkInfo("assign", tuple(out))
     return ChunkInfo("other")
+
+
+def _nested_defs(text: str, nodes: list[cst.FunctionDef]) -> list[tuple[int, FunctionInfo]]:
+    """A FunctionInfo for each ``def`` of a compound statement, with the line of its ``def``
+    keyword in the statement (the last one of that name: a run-time ``else`` branch comes after
+    the ``if TYPE_CHECKING`` stubs)."""
+    lines = text.split("\n")
+    out = []
+    for node in nodes:
+        name = node.name.value
+        own = code_of(node)
+        header = next((i for i, ln in enumerate(own.split("\n")) if _DEF_NAME.match(ln.lstrip())), 0)
+        pattern = re.compile(rf"\s*(?:async\s+)?def\s+{re.escape(name)}\b")
+        line = max((i for i, ln in enumerate(lines) if pattern.match(ln)), default=0)
+        words = frozenset(map(sys.intern, _WORD.findall(own)))
+        out.append(
+            (line, FunctionInfo(name, header, own.count("\n"), words, node.asynchronous is not None, own + "\n"))
+        )
+    return out
 
 
 def _shift(cls: ClassInfo, delta: int) -> None:

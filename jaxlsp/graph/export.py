@@ -36,7 +36,9 @@ def to_dot(graph: Graph) -> str:
     """Graphviz source: groups as nested clusters, nodes labelled by primitive, edges by shape/dtype.
 
     Graph inputs and outputs are ellipses (``in:N`` / ``out:N``); literals and constants draw no
-    edge. A group whose parent is missing (or part of a cycle) is drawn at the top level.
+    edge. A loop body's parameters (its carry) come from the node owning the loop, so a scan or
+    while body is connected. A group whose parent is missing (or part of a cycle) is drawn at the
+    top level.
     """
     values = {v.id: v for v in graph.values}
     groups = {g.id: g for g in graph.groups}
@@ -101,6 +103,19 @@ def to_dot(graph: Graph) -> str:
         label = shape_str(value) if value else vid
         lines.append(f"  {src} -> {dst} [label={_dot_str(label)}];")
 
+    nodes = {n.id for n in graph.nodes}
+
+    def owner(gid: str | None) -> str | None:
+        """The equation owning the innermost region around ``gid`` (a loop body's scan/while)."""
+        seen: set[str] = set()
+        while gid is not None and gid in groups and gid not in seen:
+            seen.add(gid)
+            found = groups[gid].node
+            if found is not None and found in nodes:
+                return found
+            gid = groups[gid].parent
+        return None
+
     for n in graph.nodes:
         for vid in n.inputs:
             value = values.get(vid)
@@ -108,6 +123,12 @@ def to_dot(graph: Graph) -> str:
                 edge(_node_id(value.producer), _node_id(n.id), vid)
             elif vid in port_of:
                 edge(_dot_str(port_of[vid]), _node_id(n.id), vid)
+            elif value is not None and value.kind == "var":
+                # A region's own parameter (a scan or while body's carry, a shard_map body's shard):
+                # the loop feeds it, so it is drawn coming from the node that owns the region.
+                source = owner(n.group)
+                if source is not None and source != n.id:
+                    edge(_node_id(source), _node_id(n.id), vid)
     for i, port in enumerate(graph.outputs):
         value = values.get(port.value)
         if value is not None and value.producer is not None:

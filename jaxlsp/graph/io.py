@@ -74,6 +74,8 @@ def _frame_json(frame: Frame) -> dict[str, Any]:
     }
     if frame.function is not None:
         out["function"] = frame.function
+    if frame.package is not None:
+        out["package"] = frame.package
     return out
 
 
@@ -107,6 +109,10 @@ def _value_json(value: Value) -> dict[str, Any]:
     }
     if value.literal is not None:
         out["literal"] = _jsonable(value.literal)
+    if value.per_device:
+        out["perDevice"] = True
+    if value.global_shape is not None:
+        out["globalShape"] = list(value.global_shape)
     if value.stats is not None:
         out["stats"] = _jsonable(value.stats)
     return out
@@ -319,12 +325,14 @@ def _json_copy(data: Any, path: str) -> Any:
 # Fast paths: the common, well-formed record is built with inline checks; anything else goes to
 # the checked reader, which finds the first problem and names its key path.
 
+_FRAME_OPTIONAL_KEYS = ("function", "package")
+_FRAME_OPTIONAL = frozenset(_FRAME_OPTIONAL_KEYS)
 _NODE_KEYS = ("id", "primitive", "params", "inputs", "outputs", "scope", "group", "source", "frames", "transforms")
 _NODE_KEY_SET = frozenset(_NODE_KEYS)
 
 
 def _frame_fast(d: Any) -> Frame | None:
-    if type(d) is not dict or not 5 <= len(d) <= 6 or (len(d) == 6 and "function" not in d):
+    if type(d) is not dict or not 5 <= len(d) <= 7 or len(d.keys() - _FRAME_OPTIONAL) != 5:
         return None
     get: Any = d.get
     p, line, col, end_line, end_col = (
@@ -335,6 +343,7 @@ def _frame_fast(d: Any) -> Frame | None:
         get("endColumn"),
     )
     fn = get("function")
+    package = get("package")
     if (
         type(p) is str
         and p
@@ -347,8 +356,9 @@ def _frame_fast(d: Any) -> Frame | None:
         and type(end_col) is int
         and end_col >= 0
         and (fn is None or type(fn) is str)
+        and (package is None or (type(package) is str and package))
     ):
-        return Frame(p, line, col, end_line, end_col, fn)
+        return Frame(p, line, col, end_line, end_col, fn, package)
     return None
 
 
@@ -409,7 +419,7 @@ def _node_fast(d: Any, path: str, table: list[Frame] | None = None) -> Node | No
 
 def _value_fast(d: Any, path: str) -> Value | None:
     if type(d) is not dict or not 6 <= len(d) <= 8 or len(d) - 6 != ("literal" in d) + ("stats" in d):
-        return None
+        return None  # optional keys other than literal and stats (perDevice, globalShape): the checked reader
     get: Any = d.get
     vid, shape, dtype, weak, producer, kind = (
         get("id"),
@@ -439,11 +449,11 @@ def _value_fast(d: Any, path: str) -> Value | None:
     stats = get("stats")
     if stats is not None:
         stats = _stats(stats, _join(path, "stats"))
-    return Value(vid, list(shape), dtype, weak, producer, literal, kind, stats)
+    return Value(vid, list(shape), dtype, weak, producer, literal, kind, stats=stats)
 
 
 def _frame(data: Any, path: str) -> Frame:
-    d = _obj(data, path, ("path", "line", "column", "endLine", "endColumn"), ("function",))
+    d = _obj(data, path, ("path", "line", "column", "endLine", "endColumn"), _FRAME_OPTIONAL_KEYS)
     return Frame(
         path=_str(d["path"], _join(path, "path"), nonempty=True),
         line=_int(d["line"], _join(path, "line"), 1),
@@ -451,6 +461,7 @@ def _frame(data: Any, path: str) -> Frame:
         end_line=_int(d["endLine"], _join(path, "endLine"), 1),
         end_column=_int(d["endColumn"], _join(path, "endColumn"), 0),
         function=_opt_str(d.get("function"), _join(path, "function")),
+        package=_opt_str(d.get("package"), _join(path, "package"), nonempty=True),
     )
 
 
@@ -503,7 +514,14 @@ def _shape(data: Any, path: str) -> list[int | str]:
 
 
 def _value(data: Any, path: str) -> Value:
-    d = _obj(data, path, ("id", "shape", "dtype", "weakType", "producer", "kind"), ("literal", "stats"))
+    d = _obj(
+        data,
+        path,
+        ("id", "shape", "dtype", "weakType", "producer", "kind"),
+        ("literal", "perDevice", "globalShape", "stats"),
+    )
+    per_device = _bool(d["perDevice"], _join(path, "perDevice")) if "perDevice" in d else False
+    global_shape = _shape(d["globalShape"], _join(path, "globalShape")) if "globalShape" in d else None
     stats = d.get("stats")
     return Value(
         id=_str(d["id"], _join(path, "id"), nonempty=True),
@@ -513,6 +531,8 @@ def _value(data: Any, path: str) -> Value:
         producer=_opt_str(d["producer"], _join(path, "producer"), nonempty=True),
         literal=_json_copy(d.get("literal"), _join(path, "literal")),
         kind=_enum(d["kind"], _join(path, "kind"), VALUE_KINDS),
+        per_device=per_device,
+        global_shape=global_shape,
         stats=None if stats is None else _stats(stats, _join(path, "stats")),
     )
 

@@ -24,6 +24,10 @@ class Frame:
     end_line: int
     end_column: int
     function: str | None = None
+    # A library frame: its top-level package (``flax``); ``path`` is then relative to that
+    # package's ``sys.path`` entry (``flax/linen/linear.py``). None for workspace frames, whose
+    # path is relative to the workspace root.
+    package: str | None = None
 
 
 @dataclass
@@ -35,6 +39,10 @@ class Value:
     producer: str | None = None  # node id, or None for graph inputs, literals and constants
     literal: Any = None  # small constant values inline (JSON-safe), else None
     kind: str = "var"  # var | literal | const
+    # Inside a shard_map (pmap) body: ``shape`` is one device's part; ``global_shape`` the whole
+    # array's where known (the body's inputs and results).
+    per_device: bool = False
+    global_shape: list[int | str] | None = None
     # Statistics of the value on real inputs (a values run; docs/graph-format.md "Statistics"),
     # None in a shapes-only graph and for values a run did not compute (keys, untaken branches).
     stats: dict[str, Any] | None = None

@@ -7,21 +7,27 @@ at most ``limit`` graphs; the oldest goes first.
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from jaxlsp.graph.model import Graph, Node, Value
+from jaxlsp.graph.model import Frame, Graph, Node, Value
 from jaxlsp.graph.report import shape_str
 
 
 @dataclass
 class Trace:
+    """A kept graph. Its paths are as the file spells them (relative: workspace files to the base,
+    library files to their ``sys.path`` entry); ``meta["roots"]`` (the worker's
+    ``{base, packages}``) resolves them again, and every method here takes and gives absolute
+    paths."""
+
     id: str
     graph: Graph
-    meta: dict[str, Any]  # uri, name, profile, interpreter...
+    meta: dict[str, Any]  # uri, name, profile, interpreter, roots {base, packages}...
     _levels: dict[str | None, list[dict[str, Any]]] = field(default_factory=dict)
     _values: dict[str, Value] = field(default_factory=dict)
     _nodes: dict[str, Node] = field(default_factory=dict)
@@ -31,6 +37,33 @@ class Trace:
     def __post_init__(self) -> None:
         self._values = {v.id: v for v in self.graph.values}
         self._nodes = {n.id: n for n in self.graph.nodes}
+        roots = self.meta.get("roots") if isinstance(self.meta.get("roots"), dict) else {}
+        base = roots.get("base") if isinstance(roots, dict) else None
+        self._base = str(base) if isinstance(base, str) and base else None
+        packages = roots.get("packages") if isinstance(roots, dict) else None
+        self._packages = {str(k): str(v) for k, v in packages.items()} if isinstance(packages, dict) else {}
+
+    # -- paths: the graph's spelling <-> absolute ----------------------------------------------
+    def resolve(self, path: str, package: str | None = None) -> str:
+        """The absolute path of a path as the graph spells it (as is when already absolute, or
+        when the trace does not know its roots)."""
+        if os.path.isabs(path) or path.startswith("<"):
+            return path
+        root = self._packages.get(package) if package else self._base
+        return os.path.normpath(os.path.join(root, path)) if root else path
+
+    def frame_path(self, frame: Frame) -> str:
+        return self.resolve(frame.path, frame.package)
+
+    def key(self, path: str) -> str:
+        """How the graph spells the workspace file at the absolute ``path``."""
+        if self._base is None or not os.path.isabs(path):
+            return path
+        return os.path.relpath(os.path.normpath(path), self._base).replace(os.sep, "/")
+
+    def has_source(self, path: str) -> bool:
+        """Whether the file at the absolute ``path`` contributed to the graph."""
+        return self.key(path) in self.graph.sources
 
     def forget_pages(self) -> None:
         """Drop the cached levels (their items carry values' statistics, which changed)."""
@@ -52,20 +85,23 @@ class Trace:
         that wrote the operation, or the call in this file that led to it.
         """
         found: list[tuple[int, int, Node]] = []
+        path = self.key(path)
         for index, n in enumerate(self.graph.nodes):
             for depth, frame in enumerate(n.frames):
-                if frame.path == path:
+                if frame.path == path and frame.package is None:
                     if frame.line <= line <= frame.end_line:
                         found.append((depth, index, n))
                     break
         return [n for _, _, n in sorted(found, key=lambda item: (item[0], item[1]))]
 
     def stale_sources(self, read: Any) -> list[str]:
-        """Source files whose text now differs from the traced one (``read(path) -> str | None``)."""
+        """Source files (absolute) whose text now differs from the traced one (``read(absolute
+        path) -> str | None``)."""
         import hashlib
 
         stale = []
-        for path, digest in self.graph.sources.items():
+        for spelled, digest in self.graph.sources.items():
+            path = self.resolve(spelled)
             text = read(path)
             if text is None or hashlib.sha256(text.encode("utf-8")).hexdigest() != digest:
                 stale.append(path)
@@ -199,7 +235,7 @@ class GraphStore:
 
     def covering(self, path: str) -> list[Trace]:
         """Traces with nodes from ``path``, newest first."""
-        return [t for t in reversed(self._traces.values()) if path in t.graph.sources]
+        return [t for t in reversed(self._traces.values()) if t.has_source(path)]
 
     def page(self, trace_id: str, group: str | None, cursor: str | None, limit: int) -> dict[str, Any]:
         """``{items, nextCursor?}``: raises KeyError for an unknown trace or group, ValueError for a bad cursor."""

@@ -7,6 +7,7 @@ See ``docs/recipes.md`` for the file format.
 
 from __future__ import annotations
 
+from jaxlsp.recipes.answers import AnswerError, fill, parse_answer
 from jaxlsp.recipes.problems import Problem, RecipeError, format_key_path, parse_key_path
 from jaxlsp.recipes.propose import apply_answers, propose, propose_target
 from jaxlsp.recipes.recipe import Recipe, find_recipe, load_recipe, parse_recipe, resolve_table, select_profile
@@ -18,6 +19,7 @@ __all__ = [
     "MAX_ARRAYS",
     "MAX_ELEMENTS",
     "RECIPE_FILE",
+    "AnswerError",
     "NeedsInput",
     "Problem",
     "Recipe",
@@ -25,9 +27,11 @@ __all__ = [
     "Resolved",
     "Selected",
     "apply_answers",
+    "fill",
     "find_recipe",
     "format_key_path",
     "load_recipe",
+    "parse_answer",
     "parse_key_path",
     "parse_recipe",
     "propose",

@@ -36,11 +36,15 @@ JAXTYPING_DTYPES: dict[str, str] = {
     "Int16": "int16",
     "Int32": "int32",
     "Int64": "int64",
-    "UInt": "uint8",
+    "UInt": "uint32",
     "UInt8": "uint8",
+    "UInt16": "uint16",
+    "UInt32": "uint32",
+    "UInt64": "uint64",
     "Bool": "bool",
     "Complex": "complex64",
     "Complex64": "complex64",
+    "Complex128": "complex128",
 }
 
 Dim = int | str  # a size, or a dimension name

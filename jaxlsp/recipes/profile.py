@@ -93,11 +93,16 @@ def check_profile(name: str, table: object, base: Path, prefix: KeyPath | None =
         if given and kind is not None and kind != "linen":
             ctx.error((*path, key), f'{key} is for Linen modules, and kind = "{kind}"')
 
+    devices = _devices(ctx, (*path, "devices"), table.get("devices"), device)
     init: CallSpec | None = None
     if "init" in table:
         init = _call(ctx, (*path, "init"), table["init"])
-        if kind == "function":
-            ctx.error((*path, "init"), 'init is for module targets, and kind = "function"')
+        if kind == "function" and "factory" not in init:
+            ctx.error(
+                (*path, "init"),
+                'init arguments are for module targets, and kind = "function"; a function target takes '
+                'init = { factory = "module:function" }, a function returning the callable to trace',
+            )
     inputs = _call(ctx, (*path, "inputs"), table.get("inputs", {}))
 
     _limits(ctx, path, x64)
@@ -125,6 +130,8 @@ def check_profile(name: str, table: object, base: Path, prefix: KeyPath | None =
     profile["load"] = load
     if symbolic:
         profile["symbolic"] = symbolic
+    if devices is not None:
+        profile["devices"] = devices
     if env:
         profile["env"] = env
     out.profile = cast(ResolvedProfile, profile)
@@ -166,6 +173,24 @@ def _choice(ctx: Context, path: KeyPath, value: object, allowed: tuple[str, ...]
     if value not in allowed:
         ctx.error(path, f"expected one of {schema.one_of(allowed)}, got {show(value)}")
         return None
+    return value
+
+
+def _devices(ctx: Context, path: KeyPath, value: object, device: object) -> int | None:
+    """``devices = N``: N virtual CPU devices for the capture (pmap, shard_map, meshes)."""
+    if value is None:
+        return None
+    if not is_int(value) or not 1 <= value <= schema.MAX_DEVICES:  # type: ignore[operator]
+        ctx.error(path, f"expected a number of devices from 1 to {schema.MAX_DEVICES}, got {show(value)}")
+        return None
+    if isinstance(device, str) and device != "cpu":
+        ctx.error(
+            path,
+            f'devices = {value} makes virtual CPU devices, and device = "{device}"; '
+            'use device = "cpu" (the default) or drop devices',
+        )
+        return None
+    assert isinstance(value, int)
     return value
 
 

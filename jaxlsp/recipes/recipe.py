@@ -12,7 +12,7 @@ import os
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +39,9 @@ class Recipe:
     tables: dict[str, dict[str, Any]]  # profile name -> TOML-form table
     results: dict[str, Selected]  # profile name -> Resolved | NeedsInput
     lines: dict[KeyPath, int]  # key path -> 1-based line
+    # profile name -> its problems, kept by a lenient parse (parse_recipe(strict=False)): they are
+    # raised when that profile is chosen, and never stop the file's other profiles.
+    problems: dict[str, list[Problem]] = field(default_factory=dict)
 
     @property
     def folder(self) -> Path:
@@ -50,7 +53,8 @@ class Recipe:
     def targets(self) -> dict[str, tuple[Path, str]]:
         """Profile name -> (absolute target path, target name)."""
         out: dict[str, tuple[Path, str]] = {}
-        for name, result in self.results.items():
+        for name in self.tables:
+            result = self.results.get(name)  # None: a profile with problems (a lenient parse)
             if isinstance(result, Resolved):
                 out[name] = (Path(result.target["path"]), result.target["name"])
             else:
@@ -64,8 +68,13 @@ def _problem(path: Path | None, lines: dict[KeyPath, int], key_path: KeyPath, me
     return Problem(path, line_of(lines, key_path), format_key_path(key_path), message)
 
 
-def parse_recipe(text: str, path: Path) -> Recipe:
-    """Check the text of a ``jaxlsp.toml`` at ``path`` (targets are relative to its folder)."""
+def parse_recipe(text: str, path: Path, *, strict: bool = True) -> Recipe:
+    """Check the text of a ``jaxlsp.toml`` at ``path`` (targets are relative to its folder).
+
+    ``strict``: any problem anywhere raises (checking a file, saving into it). Otherwise only the
+    file's own problems (TOML, ``version``, top-level keys) raise, and each profile's problems are
+    kept in :attr:`Recipe.problems`, raised when that profile is chosen: one broken profile does
+    not refuse the others (tracing)."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -88,12 +97,16 @@ def parse_recipe(text: str, path: Path) -> Recipe:
     profiles = data.get("profiles", {})
     tables: dict[str, dict[str, Any]] = {}
     results: dict[str, Selected] = {}
+    kept: dict[str, list[tuple[KeyPath, str]]] = {}
     if not isinstance(profiles, dict):
         found.append((("profiles",), f"expected [profiles.NAME] tables, got {show(profiles)}"))
         profiles = {}
     for name, table in profiles.items():
         checked = check_profile(name, table, path.parent)
-        found += checked.problems
+        if strict or not isinstance(table, dict):
+            found += checked.problems
+        elif checked.problems:
+            kept[name] = list(checked.problems)
         if not isinstance(table, dict):
             continue
         tables[name] = table
@@ -102,11 +115,15 @@ def parse_recipe(text: str, path: Path) -> Recipe:
         elif checked.missing and not checked.problems:
             results[name] = NeedsInput(name, checked.missing, copy.deepcopy(table), path.parent, path)
     if found:
-        problems = [_problem(path, lines, key_path, message) for key_path, message in found]
-        problems = [p if p.line is not None else replace(p, line=1) for p in problems]  # a missing top-level key
-        problems.sort(key=lambda p: p.line or 0)
-        raise RecipeError(problems)
-    return Recipe(path, text, tables, results, lines)
+        raise RecipeError(_problems(path, lines, found))
+    return Recipe(path, text, tables, results, lines, {name: _problems(path, lines, p) for name, p in kept.items()})
+
+
+def _problems(path: Path, lines: dict[KeyPath, int], found: list[tuple[KeyPath, str]]) -> list[Problem]:
+    problems = [_problem(path, lines, key_path, message) for key_path, message in found]
+    problems = [p if p.line is not None else replace(p, line=1) for p in problems]  # a missing top-level key
+    problems.sort(key=lambda p: p.line or 0)
+    return problems
 
 
 MAX_RECIPE_BYTES = 1024 * 1024
@@ -143,13 +160,14 @@ def _deepest_line(text: str) -> int:
     return best_line
 
 
-def load_recipe(path: str | os.PathLike[str]) -> Recipe:
-    """Read and check a ``jaxlsp.toml``; raises :class:`RecipeError` listing every problem."""
+def load_recipe(path: str | os.PathLike[str], *, strict: bool = True) -> Recipe:
+    """Read and check a ``jaxlsp.toml``; raises :class:`RecipeError` listing every problem (with
+    ``strict = False``, only the file's own: see :func:`parse_recipe`)."""
     recipe_path = Path(path)
     text = read_text(recipe_path, MAX_RECIPE_BYTES)
     if isinstance(text, Unreadable):
         raise RecipeError([Problem(recipe_path, None, "", f"cannot read the recipe: {text}")])
-    return parse_recipe(text, recipe_path)
+    return parse_recipe(text, recipe_path, strict=strict)
 
 
 def _inside(path: Path, root: Path) -> bool:
@@ -292,6 +310,9 @@ def _by_name(recipe: Recipe | None, wanted: Path | None, name: str | None, profi
 
 
 def _checked_result(recipe: Recipe, profile_name: str) -> Selected:
+    problems = recipe.problems.get(profile_name)
+    if problems:
+        raise RecipeError(problems)
     result = recipe.results[profile_name]
     if isinstance(result, Resolved) and not Path(result.target["path"]).is_file():
         key = ("profiles", profile_name, "target")

@@ -117,9 +117,11 @@ def _assign(doc: Any, path: tuple[str | int, ...], value: Any, target: Path) -> 
 def _check(target: Path, text: str, profile: str) -> None:
     """The new text must be a valid recipe in which the profile resolves completely."""
     try:
-        recipe = parse_recipe(text, target)
+        recipe = parse_recipe(text, target, strict=False)  # another profile's problems are its own
     except RecipeError as exc:
         raise SaveError(f"the saved file would not be a valid recipe: {exc}") from None
+    if recipe.problems.get(profile):
+        raise SaveError(f"the saved file would not be a valid recipe: {RecipeError(recipe.problems[profile])}")
     if not isinstance(recipe.results.get(profile), Resolved):
         raise SaveError(f"profile {profile} would still be incomplete in {target}")
 

@@ -35,6 +35,7 @@ PROFILE_KEYS: Final = (
     "load",
     "dims",
     "symbolic",
+    "devices",
     "env",
 )
 CALL_KEYS: Final = ("args", "kwargs", "factory")
@@ -43,21 +44,36 @@ TRANSFORMS: Final = ("grad", "value_and_grad")
 LOADS: Final = ("module", "definitions")
 SPEC_KINDS: Final = ("array", "key", "none")
 ARRAY_KEYS: Final = ("kind", "shape", "dtype", "generator")
-KEY_KEYS: Final = ("kind", "seed")
+KEY_KEYS: Final = ("kind", "seed", "impl", "legacy")
+KEY_IMPLS: Final = ("threefry2x32", "rbg", "unsafe_rbg")
+MAX_DEVICES: Final = 256  # virtual CPU devices (devices = N)
 NONE_KEYS: Final = ("kind",)
 REF_KEYS: Final = ("ref", "args", "kwargs")
 
 FLOAT_DTYPES: Final = ("float16", "bfloat16", "float32", "float64")
-INT_DTYPES: Final = ("int8", "int16", "int32", "int64", "uint8")
-COMPLEX_DTYPES: Final = ("complex64",)
+INT_DTYPES: Final = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+COMPLEX_DTYPES: Final = ("complex64", "complex128")
 DTYPES: Final = (*FLOAT_DTYPES, *INT_DTYPES, "bool", *COMPLEX_DTYPES)
-WIDE_DTYPES: Final = ("float64", "int64")  # refused without x64 = true
+WIDE_DTYPES: Final = ("float64", "int64", "uint64", "complex128")  # refused without x64 = true
 INT_RANGES: Final = {
     "int8": (-(2**7), 2**7 - 1),
     "int16": (-(2**15), 2**15 - 1),
     "int32": (-(2**31), 2**31 - 1),
     "int64": (-(2**63), 2**63 - 1),
     "uint8": (0, 2**8 - 1),
+    "uint16": (0, 2**16 - 1),
+    "uint32": (0, 2**32 - 1),
+    "uint64": (0, 2**64 - 1),
+}
+# Keys people bring from other frameworks, and what jaxlsp takes instead.
+KEY_HINTS: Final = {
+    "requires_grad": 'gradients are asked with transform = "grad" or "value_and_grad"',
+    "grad": 'gradients are asked with transform = "grad" or "value_and_grad"',
+    "backward": 'gradients are asked with transform = "grad" or "value_and_grad"',
+    "value_and_grad": 'gradients are asked with transform = "value_and_grad"',
+    "jit": "the graph is what make_jaxpr sees: a target traces the same with or without jit",
+    "num_devices": "the number of virtual CPU devices is devices = N",
+    "device_count": "the number of virtual CPU devices is devices = N",
 }
 
 # Generator kind -> (required keys, optional keys).
@@ -78,7 +94,13 @@ DEVICE: Final = re.compile(r"cpu|cuda:(0|[1-9][0-9]*)")
 
 
 def suggest(key: str, allowed: tuple[str, ...] | list[str]) -> str:
-    """``unknown key (did you mean "device"?)`` or the allowed keys when nothing is close."""
+    """``unknown key (did you mean "device"?)`` or the allowed keys when nothing is close; a key
+    known from elsewhere (``requires_grad``) points to the key that does the job (``transform``)."""
+    hint = KEY_HINTS.get(key)
+    if hint is not None:
+        target = "transform" if "transform" in hint else "devices" if "devices" in hint else None
+        if target is not None and target in allowed:
+            return f"unknown key (did you mean {target}? {hint})"
     close = difflib.get_close_matches(key, list(allowed), n=1, cutoff=0.6)
     if close:
         return f"unknown key (did you mean {close[0]}?)"

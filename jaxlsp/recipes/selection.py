@@ -24,6 +24,8 @@ class Resolved:
     python: str | None  # the ``python`` key: an absolute path, or a command name as written
     table: dict[str, Any]  # the TOML-form profile table
     recipe: Path | None  # the jaxlsp.toml it came from; None for a proposal
+    # The needs-input answers filled in, parsed (key path -> TOML-form value): what saving writes.
+    answers: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,16 +45,21 @@ class NeedsInput:
     base: Path  # the folder the target is relative to (the recipe's folder)
     recipe: Path | None = None  # the jaxlsp.toml it came from; None for a proposal
     pending: list[dict[str, Any]] = field(default_factory=list)  # items only a proposal knows
+    # Answers that did not parse or check, by item path (jaxlsp.recipes.answers.fill): ask again.
+    errors: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         from jaxlsp.recipes.render import render_profile
 
-        return {
+        data: dict[str, Any] = {
             "needsInput": self.missing,
             "profile": self.name,
             "proposal": self.proposal,
             "toml": render_profile(self.name, self.proposal, missing=self.missing),
         }
+        if self.errors:
+            data["errors"] = dict(self.errors)
+        return data
 
 
 Selected = Resolved | NeedsInput

@@ -132,7 +132,21 @@ def _key(ctx: Context, path: KeyPath, table: dict[str, Any]) -> Any:
     seed: int | None = ctx.seed
     if "seed" in table:
         seed = check_seed(ctx, (*path, "seed"), table["seed"])
-    return {"kind": "key", "seed": seed}
+    out: dict[str, Any] = {"kind": "key", "seed": seed}
+    legacy = table.get("legacy", False)
+    if not isinstance(legacy, bool):
+        ctx.error((*path, "legacy"), f"expected true or false, got {show(legacy)}")
+    elif legacy:
+        out["legacy"] = True
+    if "impl" in table:
+        impl = table["impl"]
+        if impl not in schema.KEY_IMPLS:
+            ctx.error((*path, "impl"), f"expected one of {schema.one_of(schema.KEY_IMPLS)}, got {show(impl)}")
+        elif legacy is True:
+            ctx.error((*path, "impl"), "a legacy key is a raw uint32[2] threefry key; drop impl or legacy")
+        else:
+            out["impl"] = impl
+    return out
 
 
 def _array(ctx: Context, path: KeyPath, table: dict[str, Any]) -> Any:

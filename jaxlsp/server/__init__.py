@@ -17,9 +17,17 @@ def _shorten(record: logging.LogRecord) -> bool:
     return True
 
 
+def _routine_cancel(record: logging.LogRecord) -> bool:
+    """Drops pygls' warning about ``$/cancelRequest`` for a request already answered: editors send
+    it routinely (VS Code for every superseded hover or lens) and show the server's stderr as
+    errors, so the warning would read as a fault."""
+    return not str(record.msg).startswith("Cancel notification for unknown message id")
+
+
 def serve(tcp: tuple[str, int] | None = None) -> None:
     """Run the server on stdio (the default) or TCP. Nothing but protocol ever reaches stdout."""
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="jaxlsp %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("pygls.protocol.json_rpc").addFilter(_routine_cancel)
     for handler in logging.getLogger().handlers:
         handler.addFilter(_shorten)
     from jaxlsp.server.app import create_server

@@ -207,12 +207,13 @@ class JaxServer(LanguageServer):
 
         return normalize_newlines(self.session.index.text(path) or "").split("\n")
 
-    def frame_location(self, frame: Any) -> tuple[str, types.Range]:
-        """A graph frame (1-based lines, code-point columns) as a URI and a range in client units."""
+    def frame_location(self, frame: Any, path_text: str | None = None) -> tuple[str, types.Range]:
+        """A graph frame (1-based lines, code-point columns) as a URI and a range in client units;
+        ``path_text`` is the frame's absolute path (graph paths are relative: ``Trace.frame_path``)."""
         from jaxlsp.discovery.entrypoints import Span
         from jaxlsp.server.convert import to_range
 
-        path = Path(frame.path)
+        path = Path(path_text if path_text is not None else frame.path)
         lines = self.lines(path)
         span = Span(frame.line - 1, frame.column, frame.end_line - 1, frame.end_column)
         return path.as_uri(), to_range(span, lines, self.workspace.position_codec)

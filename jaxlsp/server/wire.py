@@ -133,7 +133,7 @@ class TraceParams(TypedDict):
     textDocument: TextDocumentIdentifier
     name: Name
     profile: NotRequired[Name]
-    answers: NotRequired[Annotated[dict[Name, Any], Size(256)]]  # needs-input item path -> value
+    answers: NotRequired[Annotated[dict[Name, Any], Size(256)]]  # needs-input item path -> the typed text
     save: NotRequired[bool]  # write the completed profile to jaxlsp.toml
     values: NotRequired[bool]  # also run the graph on the profile's inputs: statistics on every value
     dims: NotRequired[Dims]  # sizes of the profile's symbolic dimensions (a values run needs them)
@@ -188,11 +188,25 @@ class TraceResult(TypedDict):
     values: NotRequired[ValuesSummary]  # with ``values``: what the run found
 
 
+class NeedsInputItem(TypedDict):
+    """One missing piece of a profile (docs/recipes.md, "Needs input")."""
+
+    path: str  # the key path to answer: profiles.mlp.dims.batch
+    kind: Literal["dimension", "shape", "value", "inputs"]
+    message: str
+    name: NotRequired[str]  # a dimension's name
+    usedAt: NotRequired[list[str]]  # where that dimension is used
+    param: NotRequired[str]  # a proposal's parameter
+    annotation: NotRequired[str | None]
+
+
 class NeedsInputResult(TypedDict):
     """``jaxlsp/trace`` response when the profile lacks inputs."""
 
-    needsInput: list[dict[str, Any]]
-    proposal: str
+    needsInput: list[NeedsInputItem]
+    proposal: str  # the profile to complete, as TOML text
+    profile: str  # its name
+    errors: NotRequired[dict[str, str]]  # answers that did not parse or check: path -> message
 
 
 TRACE_FINISHED: Final = "jaxlsp/traceFinished"

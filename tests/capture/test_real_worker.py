@@ -45,3 +45,42 @@ async def test_real_worker_cold_and_warm(tmp_path: Path, jax_python: str) -> Non
     assert warm.ok and warm.via == "spare", (warm.result, warm.stderr[-2000:])
     primitives = sorted(n["primitive"] for n in warm.result["graph"]["nodes"])
     assert primitives == sorted(n["primitive"] for n in cold.result["graph"]["nodes"])
+
+
+DEVICES = """\
+import jax
+
+
+def count(x):
+    return x * jax.device_count()
+"""
+
+
+async def test_one_spare_serves_every_device_count(tmp_path: Path, jax_python: str) -> None:
+    """The device count is fixed when an XLA backend starts; the spare never starts one, and each
+    forked capture starts its own with the count its profile asks for (devices = N): one warm spare
+    serves 2, then 4, then 1 device, and a cold worker does too."""
+    (tmp_path / "parallel.py").write_text(DEVICES)
+    ones = {"kind": "array", "shape": [3], "dtype": "float32", "generator": {"kind": "ones"}}
+
+    def scale(devices: int | None) -> dict[str, Any]:
+        extra = {"devices": devices} if devices is not None else {}
+        return request("parallel.py", "count", ones, workspace=tmp_path, kind="function", **extra)
+
+    pool = SparePool()
+    seen: list[tuple[str, Any]] = []
+    try:
+        assert await pool.start(jax_python)
+        for devices in (2, 4, None):
+            outcome = await pool.capture(scale(devices), python=jax_python)
+            assert outcome.ok and outcome.via == "spare", (outcome.result, outcome.stderr[-2000:])
+            (mul,) = outcome.result["graph"]["nodes"]
+            literal = next(v for v in outcome.result["graph"]["values"] if v["id"] == mul["inputs"][1])
+            seen.append((outcome.via, literal["literal"]))
+    finally:
+        await pool.close()
+    cold = await run_capture(scale(3), python=jax_python)
+    assert cold.ok, cold.result
+    (mul,) = cold.result["graph"]["nodes"]
+    seen.append(("cold", next(v for v in cold.result["graph"]["values"] if v["id"] == mul["inputs"][1])["literal"]))
+    assert seen == [("spare", 2), ("spare", 4), ("spare", 1), ("cold", 3)]

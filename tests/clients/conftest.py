@@ -91,3 +91,34 @@ def nvim_failure(proc: subprocess.CompletedProcess[str], report: dict[str, Any],
         f"report: {json.dumps(report, indent=1, ensure_ascii=False)[:6000]}\n"
         f"stdout: {proc.stdout[-2000:]}\nstderr: {proc.stderr[-2000:]}\nlsp.log tail:\n{tail}"
     )
+
+
+# Modules the server imports at start (or that `python -m jaxlsp` would find first in the
+# current folder): a workspace holding them must never see them run before it is trusted.
+HOSTILE_MODULES = ("jaxlsp/__init__.py", "lsprotocol.py", "cattrs.py", "pygls.py")
+HOSTILE_PROGRAMS = (".venv/bin/python", ".venv/bin/python3", ".venv/bin/jaxlsp")
+
+
+def make_hostile(root: Path) -> list[Path]:
+    """Turn the workspace ``root`` into a hostile one: modules that shadow the server's own
+    imports, and a ``.venv`` whose programs record being run; each writes a ``RAN-*`` sentinel
+    into ``root`` (by absolute path, whatever the current folder) and exits. Returns where the
+    sentinels would appear (``sentinels(root)`` lists those that did)."""
+    for module in HOSTILE_MODULES:
+        path = root / module
+        path.parent.mkdir(parents=True, exist_ok=True)
+        flag = root / f"RAN-{module.replace('/', '-')}"
+        path.write_text(f"open({str(flag)!r}, 'w').write('imported')\nraise SystemExit(3)\n")
+    for program in HOSTILE_PROGRAMS:
+        path = root / program
+        path.parent.mkdir(parents=True, exist_ok=True)
+        flag = root / f"RAN-{program.replace('/', '-')}"
+        path.write_text(f"#!/bin/sh\necho \"$0 $*\" > '{flag}'\nexit 3\n")
+        path.chmod(0o755)
+    (root / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\ninclude-system-site-packages = false\n")
+    return [root / f"RAN-{m.replace('/', '-')}" for m in (*HOSTILE_MODULES, *HOSTILE_PROGRAMS)]
+
+
+def sentinels(root: Path) -> list[str]:
+    """The ``RAN-*`` files a hostile workspace's code left: empty when nothing of it ran."""
+    return sorted(p.name for p in root.glob("RAN-*"))

@@ -7,6 +7,7 @@
 ;; `jaxlsp-outline' (RET on the jit group, RET on dot_general), hover, `jaxlsp-node-at-point',
 ;; `jaxlsp-open-graph', `jaxlsp-trace' on an entrypoint that needs input.
 ;; mode "trust": no trusted directories; the server's trust prompt is answered "Cancel".
+;; mode "hostile": a project that shadows the server's modules and holds a recording .venv.
 ;; Only the user's side is stubbed (minibuffer answers, `browse-url').  Writes a JSON report and
 ;; exits 0 on success, 1 on failure.
 
@@ -181,7 +182,8 @@ HOW `start': `jaxlsp-start' (nothing registered); else `jaxlsp-setup' and `M-x e
 
     ;; An entrypoint that needs input: the shape read from the minibuffer, then save.
     (goto-line0 (1+ (plist-get config :needs_line)))
-    (setq traced nil minibuffer-answers '("3" "y"))
+    ;; "1.5" does not parse: the server says so and the shape is read again ("3"); saved once.
+    (setq traced nil minibuffer-answers '("1.5" "y" "3"))
     (let ((done nil))
       (jaxlsp-trace nil :callback (lambda (err _result) (setq done (or err t))))
       (wait-for "the needs-input trace" 60 (lambda () done))
@@ -197,6 +199,29 @@ HOW `start': `jaxlsp-start' (nothing registered); else `jaxlsp-setup' and `M-x e
     (jaxlsp-trace "predict" :callback (lambda (err _result) (setq done (or err t))))
     (wait-for "the refused trace" 30 (lambda () done))
     (rput "trace_error" (if (stringp done) done nil)))
+  (step "refused"))
+
+(defun run-hostile ()
+  "The project shadows the server's modules and holds a recording .venv (the test made it so).
+A user command \"python -m jaxlsp serve\" starts isolated and offers the trace action; the
+project's own .venv/bin/jaxlsp is refused before trust."
+  (setq jaxlsp-trusted-directories nil
+        jaxlsp-command (list (plist-get config :python) "-m" "jaxlsp" "serve"))
+  (let ((server (start-eglot)))
+    (rput "command" (vconcat (process-command (jsonrpc--process server))))
+    (goto-line0 (plist-get config :predict_def_line))
+    (wait-for "the trace code action" 30
+              (lambda () (cl-some (lambda (a) (equal (plist-get a :title) "Trace graph: predict"))
+                                  (eglot-code-actions (point) (point)))))
+    (rput "actions" (vconcat (mapcar (lambda (a) (plist-get a :title)) (eglot-code-actions (point) (point)))))
+    (step "isolated server")
+    (eglot-shutdown server))
+  (setq jaxlsp-command (list (expand-file-name ".venv/bin/jaxlsp" (plist-get config :root)) "serve"))
+  (rput "refused" (condition-case err
+                      (progn (apply #'eglot (eglot--guess-contact)) nil)
+                    (user-error (error-message-string err))))
+  (rput "servers_after" (cl-count-if #'jsonrpc-running-p
+                                     (apply #'append (hash-table-values eglot--servers-by-project))))
   (step "refused"))
 
 (defun finish (ok &optional why)
@@ -219,7 +244,10 @@ HOW `start': `jaxlsp-start' (nothing registered); else `jaxlsp-setup' and `M-x e
 
 (condition-case err
     (progn
-      (if (equal (plist-get config :mode) "trust") (run-trust) (run-full))
+      (pcase (plist-get config :mode)
+        ("trust" (run-trust))
+        ("hostile" (run-hostile))
+        (_ (run-full)))
       (finish t))
   ((error quit) (finish nil (format "%s: %s" (car err) (error-message-string err)))))
 

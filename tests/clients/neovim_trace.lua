@@ -52,8 +52,9 @@ local function main()
 
   local client_id = vim.lsp.start({
     name = "jaxlsp",
-    cmd = { cfg.python, "-m", "jaxlsp", "serve" },
-    cmd_cwd = cfg.root,
+    -- As editors/nvim/README.md says to: isolated (-I), started outside the workspace.
+    cmd = { cfg.python, "-I", "-m", "jaxlsp", "serve" },
+    cmd_cwd = cfg.xdg.cache,
     cmd_env = env,
     root_dir = cfg.root,
     init_options = { jaxlsp = { trusted = true } },

@@ -6,6 +6,8 @@
 -- lens run (its client-side command), :JaxOutline (expand the jit group, <CR> on dot_general),
 -- hover, :JaxNodeAt, :JaxGraph, :JaxTrace on an entrypoint that needs input, :checkhealth.
 -- mode "trust": model.py open before setup({}); the trace asks for trust and "Cancel" runs nothing.
+-- mode "hostile": a workspace that shadows the server's modules and holds a recording .venv.
+-- mode "enable": no setup() at all, only vim.lsp.enable("jaxlsp") (lsp/jaxlsp.lua).
 -- Only the user's side is stubbed: vim.ui.select / vim.ui.input answer as a user would, and
 -- vim.ui.open records the URL instead of starting a browser. Writes a JSON report; exits with
 -- `:qall!` on success and `:cquit 1` on failure, after stopping the clients.
@@ -238,8 +240,9 @@ local function full()
   report.graph_opens = vim.list_slice(report.opened, opened + 1)
   step("graph")
 
-  -- :JaxTrace on an entrypoint that needs input: asked with vim.ui.input, then whether to save.
-  answers.input = { "3" }
+  -- :JaxTrace on an entrypoint that needs input: asked with vim.ui.input, then whether to save;
+  -- "1.5" is refused by the server (it parses the typed text) and asked again with its message.
+  answers.input = { "1.5", "3" }
   answers.select.save = "Trace and save to jaxlsp.toml"
   vim.api.nvim_win_set_cursor(0, { cfg.needs_line + 1, 4 })
   traced = jaxlsp.state.traced
@@ -250,7 +253,7 @@ local function full()
       return true
     end
     for i = before + 1, #report.notes do
-      if report.notes[i].level == vim.log.levels.WARN then
+      if report.notes[i].level == vim.log.levels.WARN and report.notes[i].msg:match("^jaxlsp: tracing") then
         return true
       end
     end
@@ -288,4 +291,60 @@ local function trust()
   step("refused")
 end
 
-H.finish(cfg.mode == "trust" and trust or full)
+--- Wait for the jaxlsp client of `bufnr` (`what` started it) and for its "Trace graph" lens on
+--- predict; the client, and whether the lens showed (both recorded in the report).
+local function attached_with_lens(bufnr, what)
+  wait_for("the jaxlsp client (" .. what .. ")", 15000, function()
+    local c = attached_client(bufnr)
+    return c ~= nil and c.initialized
+  end)
+  local client = attached_client(bufnr)
+  record_client(client)
+  report.cmd_cwd = client.config.cmd_cwd
+  local waited = vim.wait(20000, function()
+    return lens_on(bufnr, cfg.predict_def_line, "Trace graph") ~= nil
+  end, 20)
+  report.lenses = lens_snapshot(bufnr)
+  return client, waited
+end
+
+-- mode "hostile" -------------------------------------------------------------------------------
+-- The workspace shadows the server's imports and holds a .venv that records being run (the test
+-- made it so). A user command `python -m jaxlsp serve` starts isolated, outside the folder: the
+-- lens appears and nothing of the folder runs; a command inside the untrusted folder is refused.
+local function hostile()
+  start_common()
+  local jaxlsp = require("jaxlsp")
+  jaxlsp.setup({ cmd = { cfg.python, "-m", "jaxlsp", "serve" } })
+  vim.cmd.edit(vim.fn.fnameescape(cfg.file))
+  local client, waited = attached_with_lens(vim.api.nvim_get_current_buf(), "python -m jaxlsp serve, made isolated")
+  check(waited, "no Trace graph lens in the hostile workspace")
+  step("isolated server")
+  client:stop(true)
+  wait_for("the first client to stop", 10000, function()
+    return #vim.lsp.get_clients({ name = "jaxlsp" }) == 0
+  end)
+
+  -- The workspace's own jaxlsp script: setup() revisits the open buffer (the 0.10 path), and a
+  -- newly opened file goes through 0.11's root_dir; neither starts it.
+  jaxlsp.setup({ cmd = { cfg.root .. "/.venv/bin/jaxlsp", "serve" } })
+  vim.cmd.edit(vim.fn.fnameescape(cfg.root .. "/other.py"))
+  report.refused = require("jaxlsp.launch").refused
+  report.clients_after = #vim.lsp.get_clients({ name = "jaxlsp", _uninitialized = true })
+  step("refused")
+end
+
+-- mode "enable" --------------------------------------------------------------------------------
+-- Neovim 0.11's own way, with no setup(): the plugin on the runtimepath, vim.lsp.enable("jaxlsp").
+local function enable()
+  start_common()
+  vim.lsp.enable("jaxlsp")
+  vim.cmd.edit(vim.fn.fnameescape(cfg.file))
+  local _, waited = attached_with_lens(vim.api.nvim_get_current_buf(), "lsp/jaxlsp.lua, vim.lsp.enable")
+  check(waited, "no Trace graph lens (the plugin refreshes them on attach)")
+  report.commands = vim.fn.exists(":JaxTrace") == 2 and vim.fn.exists(":JaxOutline") == 2
+  step("enabled")
+end
+
+local modes = { full = full, trust = trust, hostile = hostile, enable = enable }
+H.finish(modes[cfg.mode])

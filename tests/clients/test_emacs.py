@@ -17,13 +17,22 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import textwrap
 import tomllib
 from pathlib import Path
 
 import pytest
 
-from tests.clients.conftest import graph_url_ok, line_of, missing_tool, run_editor, with_venv_on_path
+from tests.clients.conftest import (
+    graph_url_ok,
+    line_of,
+    make_hostile,
+    missing_tool,
+    run_editor,
+    sentinels,
+    with_venv_on_path,
+)
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -52,9 +61,12 @@ class Run:
     def __init__(self, emacs: str, tmp_path: Path, mode: str) -> None:
         self.tmp = tmp_path
         self.root = Path(shutil.copytree(WORKSPACES / "lsp_trace", tmp_path / "lsp_trace")).resolve()
+        if mode == "hostile":
+            make_hostile(self.root)
         self.model = self.root / "model.py"
         source = self.model.read_text()
         config = {
+            "python": sys.executable,
             "plugin": str(PACKAGE),
             "root": str(self.root),
             "file": str(self.model),
@@ -106,10 +118,11 @@ def test_eglot_code_action_trace_outline_reveal_hover(emacs: str, tmp_path: Path
     assert not [p for p in report["prompts"] if "Trust" in p], why
     assert (run.root / "IMPORTED").exists()
 
-    # jaxlsp-outline through jaxlsp/graph: the jit call and its group, expanded by RET.
+    # jaxlsp-outline through jaxlsp/graph: the jit region (the call inside it), expanded by RET.
     assert report["outline_mode"] == "jaxlsp-outline-mode", why
     top = report["outline_top"][2:]
-    assert len(top) == 2 and " jit → f32[2]" in top[0] and top[1].startswith("▸ jit"), why
+    assert len(top) == 1 and top[0].startswith("▸ jit"), why
+    assert any(" jit → f32[2]" in line for line in report["outline_expanded"]), why
     dot = [line for line in report["outline_expanded"] if "dot_general" in line]
     assert len(dot) == 1 and "dot_general → f32[2,4]" in dot[0] and "model.py:12" in dot[0], why
 
@@ -124,8 +137,11 @@ def test_eglot_code_action_trace_outline_reveal_hover(emacs: str, tmp_path: Path
     assert report["cursor_moved"] == 1 and report["cursor_hook"] is True, why
     assert report["opened"] == [report["graph_url"]] and graph_url_ok(report["graph_url"]), why
 
-    # needs(x: jax.Array): the shape read from the minibuffer ("3" -> [3]), saved to jaxlsp.toml.
-    assert any("shape of x" in p for p in report["prompts"]), why
+    # needs(x: jax.Array): the shape read from the minibuffer as typed; "1.5" is refused by the
+    # server and read again with its message, then "3" (the server's [3]) is saved to jaxlsp.toml.
+    shape_prompts = [p for p in report["prompts"] if "shape of x" in p]
+    assert len(shape_prompts) == 2, why
+    assert '"1.5" is neither a positive integer nor a dimension name' in shape_prompts[1], why
     assert any("save the profile for needs" in p for p in report["prompts"]), why
     assert report["needs_error"] is None and report["needs_trace"]["outputs"] == ["f32[3]"], why
     recipe = tomllib.loads((run.root / "jaxlsp.toml").read_text())
@@ -142,6 +158,22 @@ def test_eglot_package_never_trusts_on_its_own(emacs: str, tmp_path: Path) -> No
     assert [p for p in report["prompts"] if "Trust" in p], why  # the server asked, through eglot
     assert "not trusted" in report["trace_error"], why
     assert not (run.root / "IMPORTED").exists()
+
+
+def test_eglot_package_runs_nothing_of_a_hostile_project(emacs: str, tmp_path: Path) -> None:
+    """eglot starts servers in the project's root, which here shadows ``jaxlsp``, ``lsprotocol``,
+    ``cattrs`` and ``pygls`` and holds a recording ``.venv``: ``python -m jaxlsp serve`` runs with
+    ``-I`` (the trace action is offered, nothing ran), and the project's own ``.venv/bin/jaxlsp``
+    is refused before trust."""
+    run = Run(emacs, tmp_path, "hostile")
+    report, why = run.report, run.why()
+    assert report, f"emacs wrote no report\n{why}"
+    assert report["ok"] is True and run.proc.returncode == 0, why
+    assert report["command"] == [sys.executable, "-I", "-m", "jaxlsp", "serve"], why
+    assert "Trace graph: predict" in report["actions"], why
+    assert "not started for" in report["refused"] and ".venv/bin/jaxlsp" in report["refused"], why
+    assert report["servers_after"] == 0, why
+    assert sentinels(run.root) == [], why
 
 
 PAGE_CHECK = """

@@ -16,11 +16,21 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import textwrap
 import tomllib
 from pathlib import Path
 
-from tests.clients.conftest import graph_url_ok, line_of, luafile_command, nvim_failure, run_editor, with_venv_on_path
+from tests.clients.conftest import (
+    graph_url_ok,
+    line_of,
+    luafile_command,
+    make_hostile,
+    nvim_failure,
+    run_editor,
+    sentinels,
+    with_venv_on_path,
+)
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -36,6 +46,9 @@ class Run:
     def __init__(self, nvim: str, tmp_path: Path, mode: str) -> None:
         self.tmp = tmp_path
         self.root = Path(shutil.copytree(WORKSPACES / "lsp_trace", tmp_path / "lsp_trace")).resolve()
+        if mode == "hostile":
+            make_hostile(self.root)
+            (self.root / "other.py").write_text("import jax\n\n\n@jax.jit\ndef other(x):\n    return x\n")
         self.model = self.root / "model.py"
         source = self.model.read_text()
         xdg = {kind: tmp_path / "xdg" / kind for kind in ("state", "config", "cache", "data")}
@@ -46,6 +59,7 @@ class Run:
             "root": str(self.root),
             "file": str(self.model),
             "mode": mode,
+            "python": sys.executable,
             "predict_def_line": line_of(source, "def predict("),
             "needs_line": line_of(source, "def needs("),
             "report": str(tmp_path / "report.json"),
@@ -101,12 +115,13 @@ def test_plugin_lens_trace_outline_reveal_hover(nvim: str, tmp_path: Path) -> No
     assert not [s for s in report["selects"] if "Trust" in (s["prompt"] or "")], why
     assert (run.root / "IMPORTED").exists()
 
-    # :JaxOutline through jaxlsp/graph: the jit call, its collapsed group, expanded by <CR>.
+    # :JaxOutline through jaxlsp/graph: the jit region collapsed (the call inside it), expanded by <CR>.
     assert report["outline_filetype"] == "jaxlsp-outline", why
     top = report["outline_top"][2:]
-    assert len(top) == 2 and " jit → f32[2]" in top[0] and top[1].startswith("▸ jit"), why
+    assert len(top) == 1 and top[0].startswith("▸ jit"), why
     expanded = report["outline_expanded"]
     assert any(line.startswith("▾ jit") for line in expanded), why
+    assert any(" jit → f32[2]" in line for line in expanded), why
     dot = [line for line in expanded if "dot_general" in line]
     assert len(dot) == 1 and "dot_general → f32[2,4]" in dot[0] and "model.py:12" in dot[0], why
 
@@ -126,10 +141,12 @@ def test_plugin_lens_trace_outline_reveal_hover(nvim: str, tmp_path: Path) -> No
     # :JaxGraph opened the graph once (the server's showDocument went through the plugin).
     assert len(report["graph_opens"]) == 1 and graph_url_ok(report["graph_opens"][0]), why
 
-    # :JaxTrace in needs(x: jax.Array): the shape asked with vim.ui.input ("3" -> [3]), then
-    # whether to save; saved, the profile lands in jaxlsp.toml.
-    (asked,) = report["inputs"]
-    assert "shape of x" in asked, why
+    # :JaxTrace in needs(x: jax.Array): the shape asked with vim.ui.input and sent as typed; the
+    # server refuses "1.5" and it is asked again with the server's message; "3" (the server's [3])
+    # traces, and, as chosen, the profile lands in jaxlsp.toml.
+    first, again = report["inputs"]
+    assert "shape of x" in first and "shape of x" in again, why
+    assert '"1.5" is neither a positive integer nor a dimension name' in again, why
     assert [s["prompt"] for s in report["selects"]] == ["jaxlsp: save the profile for needs?"], why
     needs = report["needs_trace"]
     assert needs and needs["name"] == "needs" and needs["summary"]["outputs"] == ["f32[3]"], why
@@ -155,6 +172,39 @@ def test_plugin_never_trusts_on_its_own(nvim: str, tmp_path: Path) -> None:
     assert prompt["items"] == ["Trust once", "Always", "Cancel"], why
     assert "not trusted" in report["trace_error"], why
     assert not (run.root / "IMPORTED").exists()  # Cancel: no user code ran
+
+
+def test_plugin_runs_nothing_of_a_hostile_workspace(nvim: str, tmp_path: Path) -> None:
+    """The workspace shadows ``jaxlsp``, ``lsprotocol``, ``cattrs``, ``pygls`` and holds a ``.venv``
+    whose programs record being run; Neovim itself runs in that folder. A user command
+    ``python -m jaxlsp serve`` gets ``-I`` and a working folder outside the workspace: the lens
+    shows and nothing ran. The workspace's own ``.venv/bin/jaxlsp`` is refused before trust."""
+    run = Run(nvim, tmp_path, "hostile")
+    report, why = run.report, run.why()
+    assert report, f"nvim wrote no report\n{why}"
+    assert report["ok"] is True and run.proc.returncode == 0, why
+    assert report["cmd"] == [sys.executable, "-I", "-m", "jaxlsp", "serve"], why
+    assert not Path(report["cmd_cwd"]).resolve().is_relative_to(run.root), why
+    assert any(lens["title"] == "Trace graph" for lens in report["lenses"]), why
+    assert report["refused"] == {str(run.root): str(run.root / ".venv" / "bin" / "jaxlsp")}, why
+    assert report["clients_after"] == 0, why
+    assert any("not started for" in note["msg"] for note in report["notes"]), why
+    assert sentinels(run.root) == [], why
+
+
+def test_vim_lsp_enable_alone_starts_the_plugin_client(nvim: str, tmp_path: Path) -> None:
+    """``lsp/jaxlsp.lua``: ``vim.lsp.enable("jaxlsp")`` with no ``setup()`` starts the plugin's
+    client with its defaults (the script from PATH, outside the workspace, no trust), refreshes
+    the lenses and brings the :Jax* commands."""
+    run = Run(nvim, tmp_path, "enable")
+    report, why = run.report, run.why()
+    assert report, f"nvim wrote no report\n{why}"
+    assert report["ok"] is True and run.proc.returncode == 0, why
+    assert report["cmd"] == ["jaxlsp", "serve"] and report["init_options"] == {"jaxlsp": {}}, why
+    assert Path(report["root_dir"]) == run.root, why
+    assert not Path(report["cmd_cwd"]).resolve().is_relative_to(run.root), why
+    assert any(lens["title"] == "Trace graph" for lens in report["lenses"]), why
+    assert report["commands"] is True, why
 
 
 PAGE_CHECK = r"""

@@ -146,7 +146,27 @@ FUNCTIONS = {
     "linen functional op": "import flax.linen as nn\ndef f(x):\n    return nn.gelu(x)\n",
     "nnx op": "from flax import nnx\ndef f(x):\n    return nnx.relu(x)\n",
     "eqx op": "import equinox as eqx\ndef f(model, x):\n    return eqx.filter_vmap(model)(x)\n",
-    "optax": "import optax\ndef f(lr):\n    return optax.adam(lr)\n",
+    "optax loss in a step": (
+        "import jax, optax\ndef f(params, x, y):\n    grads = jax.grad(lambda p: optax.l2_loss(p * x, y).sum())(params)\n"
+        "    return grads\n"
+    ),
+    "optax update in a step that computes gradients": (
+        "import jax, optax\ntx = optax.adam(1e-3)\ndef f(params, opt_state, x):\n"
+        "    grads = jax.grad(lambda p: (p * x).sum())(params)\n"
+        "    updates, opt_state = tx.update(grads, opt_state)\n    return optax.apply_updates(params, updates), opt_state\n"
+    ),
+    "assert on a shape": (
+        "import jax.numpy as jnp\ndef f(x, w):\n    assert x.shape[-1] == w.shape[0]\n    return jnp.tanh(x @ w)\n"
+    ),
+    "loop over layers calling an undecorated helper": (
+        "import jax.numpy as jnp\ndef relu(x):\n    return jnp.maximum(x, 0)\n"
+        "def f(params, x):\n    for w, b in params:\n        x = relu(jnp.dot(x, w) + b)\n    return x\n"
+    ),
+    "TYPE_CHECKING helper that computes": (
+        "from typing import TYPE_CHECKING\nimport jax.numpy as jnp\nif TYPE_CHECKING:\n"
+        "    def clip(x, lo, hi): ...\nelse:\n    def clip(x, lo, hi):\n        return jnp.clip(x, lo, hi)\n"
+        "def f(x):\n    return clip(x, 0, 1)\n"
+    ),
     "train_step computing a loss": "import jax.numpy as jnp\ndef train_step(p, x):\n    return jnp.mean((p - x) ** 2)\n",
     "module instance global": (
         "import flax.linen as nn\nclass M(nn.Module):\n    pass\nmodel = M()\n"
@@ -282,6 +302,120 @@ DRIVERS = {
                 logging.info("loss %s", jnp.mean(loss))
             return state
     """,
+    # -- issue 14: JAX in the body does not make a driver a program --------------------------------
+    "epoch loop around a jitted step, metrics with jnp": """
+        import jax
+        import jax.numpy as jnp
+        @jax.jit
+        def train_step(state, batch):
+            return state, jnp.mean(batch)
+        def f(state, batches, epochs):
+            history = []
+            for epoch in range(epochs):
+                for batch in batches:
+                    state, loss = train_step(state, batch)
+                history.append(jnp.mean(jnp.stack([loss])))
+            return state, history
+    """,
+    "loop around a step made in the function": """
+        import jax
+        import jax.numpy as jnp
+        def step(params, x):
+            return params - 0.1 * jnp.mean(x)
+        def f(params, data):
+            p_step = jax.pmap(step)
+            for x in data:
+                params = p_step(params, jnp.asarray(x) * 2.0)
+            return params
+    """,
+    "loop around a nested jitted step": """
+        import equinox as eqx
+        import jax.numpy as jnp
+        def f(model, loader, steps):
+            @eqx.filter_jit
+            def make_step(model, x):
+                return model, jnp.mean(model(x))
+            for step, x in zip(range(steps), loader):
+                model, loss = make_step(model, x)
+            return model
+    """,
+    "data iterator": """
+        import jax.numpy as jnp
+        def f(state, it, steps):
+            while steps:
+                batch = next(it)
+                state = state + jnp.sum(batch)
+                steps -= 1
+            return state
+    """,
+    "optax optimizer and train state": """
+        import jax
+        import jax.numpy as jnp
+        import optax
+        from flax.training import train_state
+        def f(model, key, lr):
+            params = model.init(key, jnp.ones((1, 28, 28, 1)))["params"]
+            tx = optax.adam(lr)
+            return train_state.TrainState.create(apply_fn=model.apply, params=params, tx=tx)
+    """,
+    "optax schedule": """
+        import optax
+        def f(base, steps):
+            warmup = optax.linear_schedule(0.0, base, steps)
+            decay = optax.cosine_decay_schedule(base, steps)
+            return optax.join_schedules([warmup, decay], [steps])
+    """,
+    "checkpoint restore with compute": """
+        import jax.numpy as jnp
+        import orbax.checkpoint as ocp
+        def f(path):
+            params = ocp.PyTreeCheckpointer().restore(path)
+            return {k: jnp.asarray(v) * 1.0 for k, v in params.items()}
+    """,
+    "parameter conversion": """
+        import jax.numpy as jnp
+        from flax import traverse_util
+        def f(variables):
+            flat = traverse_util.flatten_dict(variables)
+            return {k: jnp.swapaxes(v, 0, 1) for k, v in flat.items()}
+    """,
+    "pytest-style test": """
+        import jax.numpy as jnp
+        import numpy as np
+        def f():
+            x = jnp.ones(3)
+            np.testing.assert_allclose(jnp.sin(x), np.sin(np.ones(3)))
+    """,
+    "plain assert test": """
+        import jax.numpy as jnp
+        def f():
+            x = jnp.arange(3.0)
+            assert jnp.allclose(jnp.cumsum(x), jnp.array([0.0, 1.0, 3.0]))
+    """,
+    "benchmark": """
+        import time
+        import jax.numpy as jnp
+        def f(x, repeats=10):
+            start = time.perf_counter()
+            for _ in range(repeats):
+                jnp.dot(x, x).block_until_ready()
+            return (time.perf_counter() - start) / repeats
+    """,
+    "main parsing flags": """
+        import jax.numpy as jnp
+        from absl import flags
+        FLAGS = flags.FLAGS
+        def f(argv):
+            x = jnp.ones(FLAGS.size)
+            return jnp.sum(x)
+    """,
+    "main parsing argv with argparse": """
+        import argparse
+        import jax.numpy as jnp
+        def f():
+            args = argparse.ArgumentParser().parse_args()
+            return jnp.zeros(args.n)
+    """,
 }
 
 
@@ -291,6 +425,43 @@ def test_drivers_are_reported_separately(tmp_path: Path, case: str) -> None:
     assert "f" not in [e.name for e in result.entrypoints]
     assert [e.name for e in result.drivers] == ["f"]
     assert result.drivers[0].driver
+
+
+def test_a_function_calling_a_driver_is_a_driver(tmp_path: Path) -> None:
+    source = """
+        import jax.numpy as jnp
+        import optax
+        def make_tx(lr):
+            return optax.adam(lr)
+        def f(params, lr):
+            tx = make_tx(lr)
+            return tx.init(jnp.asarray(params))
+    """
+    result = discover(tmp_path, {"main.py": source})
+    assert [(e.name, e.reason) for e in result.drivers] == [
+        ("make_tx", "driver: makes optimizer state without computing gradients (optax.adam)"),
+        ("f", "driver: calls the driver make_tx"),
+    ]
+    assert not result.entrypoints
+
+
+def test_a_type_checking_stub_binds_nothing(tmp_path: Path) -> None:
+    """A helper whose TYPE_CHECKING branch imports a JAX name and whose else branch defines it in
+    plain Python is the plain function at run time: its callers compute nothing with JAX."""
+    helper = """
+        from typing import TYPE_CHECKING
+        if TYPE_CHECKING:
+            from jax.numpy import clip
+        else:
+            def clip(values, low, high):
+                return [min(max(v, low), high) for v in values]
+        def local_user(rows):
+            return clip(rows, 0, 1)
+    """
+    user = "from utils import clip\nimport utils\ndef normalise(rows):\n    return clip(rows, 0.0, 1.0)\n"
+    result = discover(tmp_path, {"utils.py": helper, "main.py": user}, target="utils.py")
+    assert not result.entrypoints and not result.drivers
+    assert not discover(tmp_path, {"utils.py": helper, "main.py": user}, target="main.py").entrypoints
 
 
 def test_a_transform_always_gets_a_lens_even_in_a_driver(tmp_path: Path) -> None:

@@ -210,6 +210,47 @@ def test_static_values_pytrees_refs_keys_and_none(tmp_path: Path) -> None:
     ]
 
 
+def test_legacy_and_other_keys(tmp_path: Path) -> None:
+    """A raw uint32[2] key (``jax.random.PRNGKey``) is written ``legacy = true`` or as a uint32 array;
+    a typed key may name its implementation."""
+    specs = inputs(
+        tmp_path,
+        """\
+        inputs.args = [
+            { kind = "key", legacy = true },
+            { kind = "key", seed = 3, impl = "rbg" },
+            { kind = "array", shape = [2], dtype = "uint32", generator = { kind = "randint", low = 0, high = 4294967296 } },
+        ]
+        """,
+    )
+    assert specs == [
+        {"kind": "key", "seed": 0, "legacy": True},
+        {"kind": "key", "seed": 3, "impl": "rbg"},
+        {
+            "kind": "array",
+            "shape": [2],
+            "dtype": "uint32",
+            "generator": {"kind": "randint", "low": 0, "high": 4294967296, "seed": 0},
+        },
+    ]
+
+
+def test_wide_unsigned_and_complex_need_x64(tmp_path: Path) -> None:
+    for dtype in ("uint64", "complex128"):
+        found = problems(tmp_path, HEADER + f'inputs.args = [{{ kind = "array", shape = [2], dtype = "{dtype}" }}]\n')
+        assert found == [
+            f"5: profiles.p.inputs.args[0].dtype: {dtype} needs x64 = true in this profile (64-bit values are "
+            "refused, never narrowed)"
+        ]
+
+
+def test_devices_and_a_function_targets_init_factory(tmp_path: Path) -> None:
+    result = profile(tmp_path, 'devices = 4\nkind = "function"\ninit = { factory = "configs:make_f" }\n')
+    assert result["devices"] == 4
+    assert result["init"] == {"factory": "configs:make_f"}
+    assert "devices" not in profile(tmp_path, "seed = 1\n")
+
+
 def test_array_defaults(tmp_path: Path) -> None:
     (spec,) = inputs(tmp_path, 'inputs.args = [{ kind = "array", shape = [2, 3] }]\n')
     assert spec == {"kind": "array", "shape": [2, 3], "dtype": "float32", "generator": {"kind": "normal", "seed": 0}}
@@ -219,7 +260,7 @@ def test_array_defaults(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_every_dtype_and_its_default_generator(tmp_path: Path, dtype: str) -> None:
-    wide = dtype in ("float64", "int64")
+    wide = dtype in ("float64", "int64", "uint64", "complex128")
     body = (
         "x64 = true\n" if wide else ""
     ) + f'seed = 2\ninputs.args = [{{ kind = "array", shape = [4], dtype = "{dtype}" }}]\n'
@@ -232,7 +273,7 @@ def test_every_dtype_and_its_default_generator(tmp_path: Path, dtype: str) -> No
 def test_an_unknown_dtype_lists_the_allowed_ones(tmp_path: Path) -> None:
     assert problems(tmp_path, HEADER + 'inputs.args = [{ kind = "array", shape = [4], dtype = "float128" }]\n') == [
         '5: profiles.p.inputs.args[0].dtype: unsupported dtype "float128" (allowed: float16, bfloat16, float32, '
-        "float64, int8, int16, int32, int64, uint8, bool, complex64)"
+        "float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64, bool, complex64, complex128)"
     ]
 
 
@@ -313,7 +354,8 @@ def test_every_generator(tmp_path: Path, dtype: str, generator: str, expected: d
         (
             '{ kind = "array", shape = [2], dtype = "int32", generator = { kind = "normal" } }',
             "generator.kind",
-            "the normal generator cannot fill a int32 array (it fills float16, bfloat16, float32, float64, complex64)",
+            "the normal generator cannot fill a int32 array (it fills float16, bfloat16, float32, float64, complex64, "
+            "complex128)",
         ),
         (
             '{ kind = "array", shape = [2], dtype = "int32", generator = { kind = "uniform" } }',
@@ -323,12 +365,14 @@ def test_every_generator(tmp_path: Path, dtype: str, generator: str, expected: d
         (
             '{ kind = "array", shape = [2], generator = { kind = "randint", low = 0, high = 2 } }',
             "generator.kind",
-            "the randint generator cannot fill a float32 array (it fills int8, int16, int32, int64, uint8)",
+            "the randint generator cannot fill a float32 array (it fills int8, int16, int32, int64, uint8, uint16, "
+            "uint32, uint64)",
         ),
         (
             '{ kind = "array", shape = [2], dtype = "bool", generator = { kind = "arange" } }',
             "generator.kind",
-            "the arange generator cannot fill a bool array (it fills float16, bfloat16, float32, float64, int8, int16, int32, int64, uint8)",
+            "the arange generator cannot fill a bool array (it fills float16, bfloat16, float32, float64, int8, int16, "
+            "int32, int64, uint8, uint16, uint32, uint64)",
         ),
         (
             '{ kind = "array", shape = [2], dtype = "uint8", generator = { kind = "full", value = -1 } }',
@@ -567,7 +611,7 @@ def test_64_bit_needs_x64(tmp_path: Path, dtype: str) -> None:
         (
             "zzz = 1",
             "profiles.p.zzz: unknown key (expected one of: target, kind, device, seed, x64, python, init, "
-            "inputs, transform, rngs, mutable, method, load, dims, symbolic, env)",
+            "inputs, transform, rngs, mutable, method, load, dims, symbolic, devices, env)",
         ),
         ('kind = "torch"', 'profiles.p.kind: expected one of "function", "linen", "nnx", "equinox", got "torch"'),
         ('device = "gpu"', 'profiles.p.device: expected "cpu" or "cuda:N" (N a device number), got "gpu"'),
@@ -605,7 +649,27 @@ def test_64_bit_needs_x64(tmp_path: Path, dtype: str) -> None:
         ),
         (
             'kind = "function"\ninit = { args = [] }',
-            'profiles.p.init: init is for module targets, and kind = "function"',
+            'profiles.p.init: init arguments are for module targets, and kind = "function"; a function target '
+            'takes init = { factory = "module:function" }, a function returning the callable to trace',
+        ),
+        (
+            "requires_grad = true",
+            "profiles.p.requires_grad: unknown key (did you mean transform? gradients are asked with "
+            'transform = "grad" or "value_and_grad")',
+        ),
+        ("devices = 0", "profiles.p.devices: expected a number of devices from 1 to 256, got 0"),
+        (
+            'device = "cuda:0"\ndevices = 2',
+            'profiles.p.devices: devices = 2 makes virtual CPU devices, and device = "cuda:0"; use device = "cpu" '
+            "(the default) or drop devices",
+        ),
+        (
+            'inputs.args = [{ kind = "key", impl = "philox" }]',
+            'profiles.p.inputs.args[0].impl: expected one of "threefry2x32", "rbg", "unsafe_rbg", got "philox"',
+        ),
+        (
+            'inputs.args = [{ kind = "key", impl = "rbg", legacy = true }]',
+            "profiles.p.inputs.args[0].impl: a legacy key is a raw uint32[2] threefry key; drop impl or legacy",
         ),
         ('kind = "function"\nmethod = "m"', 'profiles.p.method: method is for module targets, and kind = "function"'),
         ('kind = "nnx"\nrngs = ["dropout"]', 'profiles.p.rngs: rngs is for Linen modules, and kind = "nnx"'),

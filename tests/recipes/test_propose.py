@@ -335,7 +335,8 @@ def test_variadic_and_expression_dims_ask_for_the_shape() -> None:
         ("n", "int", StaticGuess("int")),
         ("s", "'str'", StaticGuess("str")),
         ("c", "Config", UnknownGuess()),
-        ("c", 'UInt32[Array, "2"]', UnknownGuess()),
+        ("c", 'UInt32[Array, "2"]', ArrayGuess("uint32", [2])),
+        ("c", 'Complex128[Array, "2"]', ArrayGuess("complex128", [2])),
         ("c", None, UnknownGuess()),
     ],
 )

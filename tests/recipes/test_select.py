@@ -389,3 +389,43 @@ def _leaf_paths(prefix: tuple[str | int, ...], value: Any) -> list[tuple[str | i
 @given(st.text(alphabet="ab=[]{},.\"'#\n \\13", max_size=40))
 def test_the_locator_never_hangs_on_broken_text(text: str) -> None:
     locate(text)
+
+
+# -- one broken profile does not refuse the others ----------------------------------------------
+
+BROKEN_BESIDE_GOOD = """\
+version = 1
+
+[profiles.good]
+target = "model.py::f"
+inputs.args = [{ kind = "array", shape = [2] }]
+
+[profiles.broken]
+target = "model.py::g"
+requires_grad = true
+inputs.args = [{ kind = "array", shape = [2], dtype = "float128" }]
+"""
+
+
+def test_a_broken_profile_refuses_only_itself(tmp_path: Path) -> None:
+    path = write(tmp_path, BROKEN_BESIDE_GOOD)
+    with pytest.raises(RecipeError):  # checking the file (strict) still lists every problem
+        load_recipe(path)
+    recipe = load_recipe(path, strict=False)
+    good = select_profile(recipe, tmp_path / "model.py", "f")
+    assert isinstance(good, Resolved) and good.name == "good"
+    with pytest.raises(RecipeError) as info:
+        select_profile(recipe, tmp_path / "model.py", "g")
+    assert [(p.line, p.key_path) for p in info.value.problems] == [
+        (9, "profiles.broken.requires_grad"),
+        (10, "profiles.broken.inputs.args[0].dtype"),
+    ]
+    with pytest.raises(RecipeError) as named:
+        select_profile(recipe, tmp_path / "model.py", "g", "broken")
+    assert "transform" in str(named.value)
+
+
+def test_file_level_problems_still_refuse_the_file(tmp_path: Path) -> None:
+    with pytest.raises(RecipeError) as info:
+        load_recipe(write(tmp_path, "version = 2\n" + BROKEN_BESIDE_GOOD.split("\n", 1)[1]), strict=False)
+    assert [p.key_path for p in info.value.problems] == ["version"]

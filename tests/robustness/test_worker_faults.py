@@ -68,8 +68,8 @@ class Fault:
 FAULTS = [
     Fault("import_error.py", "import", ("ModuleNotFoundError", "jaxlsp_robust_no_such_module")),
     Fault("syntax_error.py", "import", ("SyntaxError",)),
-    Fault("busy_import.py", "timeout", ("did not finish within",), hang=True),
-    Fault("busy_trace.py", "timeout", ("did not finish within",), hang=True, cold=True),
+    Fault("busy_import.py", "timeout", ("did not finish within", "It was running <module> at"), hang=True),
+    Fault("busy_trace.py", "timeout", ("did not finish within", "It was running f at"), hang=True, cold=True),
     Fault("exit_import.py", "crash", ("exited with status 4",)),
     Fault("segv_trace.py", "crash", ("SIGSEGV",)),
     Fault("alloc.py", "memory", memory=True),

@@ -23,7 +23,7 @@ import pytest
 import pytest_lsp
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient as BaseLanguageClient
-from pygls.protocol import default_converter
+from pygls.protocol import JsonRPCResponseMessage, default_converter
 from pytest_lsp import ClientServerConfig, LanguageClient
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
@@ -65,6 +65,9 @@ def _client_converter() -> Any:
         return converter.structure(obj, types.CodeAction)
 
     converter.register_structure_hook(Union[types.Command, types.CodeAction], command_or_action)  # noqa: UP007
+    # Results of jaxlsp's own requests stay JSON: pygls' namedtuples would rename keys that are
+    # not identifiers (needs-input ``errors`` are keyed by paths such as ``profiles.p.dims.batch``).
+    converter.register_structure_hook(JsonRPCResponseMessage, lambda obj, cls: cls(**obj))
     return converter
 
 

@@ -80,13 +80,44 @@ async def test_unsaved_editor_buffer_is_never_overwritten(trusted: JaxClient) ->
     await client.wait_until(lambda: any("unsaved changes" in m.message for m in client.messages))
 
 
+async def test_typed_answers_are_parsed_by_the_server_and_asked_again_with_errors(trusted: JaxClient) -> None:
+    """Clients send what the user typed; the server parses it by the recipe's rules (one behaviour
+    in every editor) and answers needs-input again, with the message by path, when it does not parse."""
+    client = trusted
+    again = await _trace(client, "needs", answers={SHAPE: "1.5, 4"})
+    assert [item["path"] for item in again["needsInput"]] == [SHAPE]
+    assert set(again["errors"]) == {SHAPE} and '"1.5"' in again["errors"][SHAPE], again
+    assert "positive integer nor a dimension name" in again["errors"][SHAPE]
+    result = await _trace(client, "needs", answers={SHAPE: "(2, 5)"})
+    assert result["summary"]["outputs"] == ["f32[2,5]"]
+    # Saved, the profile holds the parsed value, never the typed text.
+    saved = await _trace(client, "needs", answers={SHAPE: "2 5"}, save=True)
+    assert "saved" in saved
+    assert tomllib.loads(_recipe(client).read_text())["profiles"]["needs"]["inputs"]["args"][0]["shape"] == [2, 5]
+
+
+async def test_a_typed_dimension_is_parsed_and_saved_as_a_number(trusted: JaxClient) -> None:
+    client = trusted
+    recipe = _recipe(client)
+    recipe.write_text(recipe.read_text() + DIMMED)
+    batch = "profiles.dimmed.dims.batch"
+    again = await _trace(client, "predict", profile="dimmed", answers={batch: "two"})
+    assert again["errors"] == {batch: 'expected a positive integer (the dimension\'s size), got "two"'}
+    result = await _trace(client, "predict", profile="dimmed", answers={batch: " 2 "}, save=True)
+    assert result["summary"]["outputs"] == ["f32[2]"] and "saved" in result
+    assert tomllib.loads(recipe.read_text())["profiles"]["dimmed"]["dims"] == {"batch": 2}
+
+
 async def test_answers_that_do_not_fit_are_refused_by_key(trusted: JaxClient) -> None:
     client = trusted
     uri = client.uri("model.py")
+    # A value that parses but does not check comes back by its path, to be asked again.
+    again = await _trace(client, "needs", answers={SHAPE: [-2]})
+    assert list(again["errors"]) == [SHAPE] and "positive integer" in again["errors"][SHAPE], again
     error = await _error(
-        client, "jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "needs", "answers": {SHAPE: [-2]}}
+        client, "jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "needs", "answers": {"profiles.x.y": "3"}}
     )
-    assert SHAPE in error.message
+    assert "profiles.x.y" in error.message and "not asked for" in error.message
     error = await _error(client, "jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "needs", "answers": [1]})
     assert error.code == INVALID_PARAMS and "params.answers" in error.message
     error = await _error(client, "jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "needs", "save": "yes"})

@@ -237,6 +237,8 @@ def test_raw_stdio_carries_only_framed_messages(workspace: Path) -> None:
             "params": {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}},
         },
         {"jsonrpc": "2.0", "id": 2, "method": "textDocument/codeLens", "params": {"textDocument": {"uri": uri}}},
+        # A cancel for a request already answered (VS Code sends them routinely): no noise on stderr.
+        {"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": 99}},
         {"jsonrpc": "2.0", "id": 3, "method": "shutdown"},
         {"jsonrpc": "2.0", "method": "exit"},
     ]
@@ -264,6 +266,7 @@ def test_raw_stdio_carries_only_framed_messages(workspace: Path) -> None:
     # A client with no capabilities gets no server requests (progress, registration, refresh).
     assert [m["method"] for m in messages if "method" in m and "id" in m] == []
     assert proc.returncode == 0, stderr.decode("utf-8", "replace")[-2000:]
+    assert b"Cancel notification" not in stderr, stderr.decode("utf-8", "replace")[-2000:]
 
 
 # -- never import JAX ---------------------------------------------------------------------------

@@ -81,12 +81,12 @@ async def test_trust_once_then_trace_page_and_node(untrusted: JaxClient) -> None
     assert len(client.trust_prompts) == 1 and again["traceId"] != result["traceId"]
 
     top = client.plain(await client.request("jaxlsp/graph", {"traceId": result["traceId"]}))
-    # @jax.jit: one call at the top level, followed by its region collapsed into a group.
-    node, group = top["items"]
-    assert (node["kind"], node["primitive"]) == ("node", "jit")
-    assert (group["kind"], group["groupKind"]) == ("group", "jit") and group["counts"]["nodes"] >= 3
+    # @jax.jit: one box at the top level, the call inside its own region (not a jit node beside it).
+    (group,) = top["items"]
+    assert (group["kind"], group["groupKind"]) == ("group", "jit") and group["counts"]["nodes"] >= 4
     body = client.plain(await client.request("jaxlsp/graph", {"traceId": result["traceId"], "group": group["id"]}))
     assert {item["kind"] for item in body["items"]} <= {"node", "group"} and body["items"]
+    assert (body["items"][0]["kind"], body["items"][0]["primitive"]) == ("node", "jit")
     inner = await _all_nodes(client, result["traceId"])
     primitives = [n["primitive"] for n in inner]
     assert "dot_general" in primitives and "tanh" in primitives
@@ -210,6 +210,8 @@ async def test_views_of_a_trace(trusted: JaxClient) -> None:
     assert hover is not None
     text = hover.contents.value  # type: ignore[union-attr]
     assert "`dot_general` → `f32[2,4]`" in text and "`tanh` → `f32[2,4]`" in text and "fresh" in text
+    # The first line names jaxlsp; no line is a method name or an internal id.
+    assert text.startswith("**jaxlsp** · `predict`") and "jaxlsp/" not in text and trace_id not in text, text
     client.edit(uri, (11, 4), (11, 4), "# ")  # an unsaved edit of a traced file makes the trace stale
     stale = await client.within(
         client.text_document_hover_async(
@@ -253,7 +255,18 @@ async def test_a_failed_trace_is_a_diagnostic_on_the_users_line(trusted: JaxClie
     await client.wait_until(lambda: bool(client.diagnostics.get(uri)))
     (diagnostic,) = client.diagnostics[uri]
     assert diagnostic.range.start.line == 20 and diagnostic.source == "jaxlsp" and diagnostic.code == "trace"
+    # said once: not "tracing bad failed (trace): tracing bad failed: ... (at .../model.py:21)"
+    assert diagnostic.message.startswith("tracing bad failed (trace): TracerBoolConversionError"), diagnostic.message
+    assert diagnostic.message.count("tracing bad failed") == 1 and "(at " not in diagnostic.message
     assert any(f.get("ok") is False and f.get("name") == "bad" for f in client.finished)
+
+
+async def test_a_target_returning_a_key_traces(trusted: JaxClient) -> None:
+    """Once a -32603 with a raw traceback (outputs[0].role: expected one of output, state, got "key")."""
+    client = trusted
+    result = await _trace_uri(client, client.uri("keys.py"), "sampler")
+    assert result["summary"]["outputs"] == ["key<fry>[]", "f32[3]"]
+    await client.wait_until(lambda: any(f.get("traceId") == result["traceId"] for f in client.finished))
 
 
 async def test_lens_titles_carry_the_last_trace(trusted: JaxClient) -> None:

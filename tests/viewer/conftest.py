@@ -47,10 +47,13 @@ def require_browser() -> None:
 
 
 class Browser:
-    """One page in headless Chromium; each call sends one command and waits for its answer."""
+    """One page in headless Chromium (``editors/web/test/driver.mjs``); each call sends one
+    command and waits for its answer. ``frame="viewer"`` acts inside the frame running the viewer
+    (a VS Code webview). Screenshots go to ``shots``."""
 
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
+    def __init__(self, process: asyncio.subprocess.Process, shots: Path = ARTIFACTS) -> None:
         self.process = process
+        self.shots = shots
 
     async def send(self, cmd: str, timeout: float = 60, **args: Any) -> Any:
         assert self.process.stdin is not None and self.process.stdout is not None
@@ -61,49 +64,67 @@ class Browser:
             raise AssertionError(f"the browser driver exited during {cmd}")
         answer = json.loads(line)
         if not answer["ok"]:
-            raise AssertionError(f"{cmd} {args}: {answer['error']}\npage log: {answer.get('logs')}")
+            raise AssertionError(
+                f"{cmd} {args}: {answer['error']}\npage log: {answer.get('logs')}{await self.failed(cmd)}"
+            )
         return answer.get("value")
 
-    async def eval(self, expr: str) -> Any:
-        return await self.send("eval", expr=expr)
+    async def failed(self, cmd: str) -> str:
+        """What to add to a failed command's message (a subclass takes a screenshot)."""
+        return ""
 
-    async def wait(self, expr: str, timeout: float = 30) -> Any:
+    async def eval(self, expr: str, frame: str | None = None) -> Any:
+        return await self.send("eval", expr=expr, frame=frame)
+
+    async def wait(self, expr: str, timeout: float = 30, frame: str | None = None) -> Any:
         """Poll ``expr`` in the page until it is truthy (a deadline, not a pace); its value."""
-        return await self.send("wait", timeout=timeout + 10, expr=expr, ms=int(timeout * 1000))
+        return await self.send("wait", timeout=timeout + 15, expr=expr, frame=frame, ms=int(timeout * 1000))
 
     async def screenshot(self, name: str) -> Path:
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        path = ARTIFACTS / name
+        self.shots.mkdir(parents=True, exist_ok=True)
+        path = self.shots / name
         await self.send("screenshot", path=str(path))
         return path
 
 
-@pytest.fixture
-async def browser() -> AsyncIterator[Browser]:
-    require_browser()
+async def start_browser(viewport: tuple[int, int] | None = None) -> asyncio.subprocess.Process:
+    """The driver process, once it said it is ready (its Chromium is up)."""
     node = shutil.which("node")
     assert node is not None
+    env = {**os.environ, "JAXLSP_CHROMIUM": CHROMIUM}
+    if viewport is not None:
+        env |= {"JAXLSP_VIEWPORT_WIDTH": str(viewport[0]), "JAXLSP_VIEWPORT_HEIGHT": str(viewport[1])}
     process = await asyncio.create_subprocess_exec(
         node,
         str(DRIVER),
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
-        env={**os.environ, "JAXLSP_CHROMIUM": CHROMIUM},
+        env=env,
         cwd=WEB,
         limit=64 * 1024 * 1024,  # answers carry exported images
     )
     assert process.stdout is not None
     ready = await asyncio.wait_for(process.stdout.readline(), 60)
-    assert json.loads(ready)["ok"], ready
-    page = Browser(process)
+    assert ready and json.loads(ready)["ok"], ready
+    return process
+
+
+async def close_browser(process: asyncio.subprocess.Process) -> None:
     try:
-        yield page
+        await Browser(process).send("close", timeout=20)
+    except Exception:
+        process.kill()
+    await process.wait()
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Browser]:
+    require_browser()
+    process = await start_browser()
+    try:
+        yield Browser(process)
     finally:
-        try:
-            await page.send("close", timeout=20)
-        except Exception:
-            process.kill()
-        await process.wait()
+        await close_browser(process)
 
 
 @pytest_lsp.fixture(config=CONFIG, params=["visual-studio-code"])

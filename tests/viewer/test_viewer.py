@@ -72,7 +72,12 @@ async def test_open_click_highlight_in_the_browser(traced: JaxClient, browser: B
     # The model group opens by itself; its three identical layers are one roll-up box.
     rollups = await browser.eval("[...document.querySelectorAll('.jx-rollup .jx-t1')].map(e => e.textContent)")
     assert rollups == ["Layer_* \u00d73"]
-    assert await browser.eval("document.querySelectorAll('.jx-ports').length") == 2  # parameters, inputs
+    # Inputs are a box; the weights are listed inside the cards that use them (no edges).
+    assert await browser.eval("[...document.querySelectorAll('.jx-ports .jx-t1')].map(e => e.textContent)") == [
+        "inputs \u00d71"
+    ]
+    weights = await browser.eval("[...document.querySelectorAll('.jx-rollup .jx-param')].map(e => e.textContent)")
+    assert weights == ["Dense_0/kernel f32[8,8]", "Dense_0/bias f32[8]"], weights
     labels = await browser.eval("[...document.querySelectorAll('.jx-edge-label')].map(e => e.textContent)")
     assert "f32[2,8]" in labels
     _non_empty_png(await browser.screenshot("stack-collapsed.png"))
@@ -101,7 +106,7 @@ async def test_open_click_highlight_in_the_browser(traced: JaxClient, browser: B
 
     # A click on a node puts the editor's cursor on its source line.
     shown = len(client.shown)
-    await browser.send("click", selector=".jx-node[data-id=n7]")
+    await browser.send("click", selector=".jx-op[data-id=n7]")
     await client.wait_until(lambda: len(client.shown) > shown)
     reveal = client.shown[-1]
     assert reveal.uri == client.uri("model.py") and not reveal.external and reveal.take_focus
@@ -138,12 +143,12 @@ async def test_open_click_highlight_in_the_browser(traced: JaxClient, browser: B
 
     # Expand all, keyboard, theme, exports.
     await browser.send("click", selector="[data-action=expand-all]")
-    await browser.wait("document.querySelectorAll('.jx-node').length === 13 && !document.querySelector('.jx-group')")
+    await browser.wait("document.querySelectorAll('.jx-op').length === 13 && !document.querySelector('.jx-group')")
     await browser.wait("document.querySelector('.jx-canvas').dataset.engine === 'elk'")
     _non_empty_png(await browser.screenshot("stack-expanded.png"))
     await browser.send("press", key="Escape")
     await browser.send("click", selector="[data-action=collapse-all]")
-    await browser.wait("!document.querySelector('.jx-node[data-id=n0]') && !!document.querySelector('.jx-rollup')")
+    await browser.wait("!document.querySelector('.jx-op[data-id=n0]') && !!document.querySelector('.jx-rollup')")
     await browser.send("press", key="ArrowRight")
     await browser.wait("!!document.querySelector('.jx-selected')")
     # Headless Chromium prefers light; "t" cycles auto -> light -> dark -> auto.
@@ -260,7 +265,7 @@ async def test_the_static_export_is_the_same_viewer(tmp_path: Path, browser: Bro
     assert await browser.eval("document.querySelector('.jx-canvas').dataset.engine") == "elk"
     banner = await browser.eval("document.querySelector('.jx-banner-file').textContent")
     assert "Loaded from a file" in banner and "language server" in banner
-    await browser.send("click", selector=".jx-node")
+    await browser.send("click", selector=".jx-op")
     status = await browser.wait(
         "document.querySelector('.jx-status').textContent.includes('needs the language server') && document.querySelector('.jx-status').textContent"
     )
@@ -297,14 +302,19 @@ window.JAXLSP_VIEWER = {{mode: "webview", traceId: "t1"}};
 """
 
 
-async def test_the_webview_contract(tmp_path: Path, browser: Browser) -> None:
-    """VS Code mode: ready, graph, highlight, stale, theme in; reveal and save out (docs/viewer.md)."""
+def webview_page(tmp_path: Path) -> str:
+    """The committed viewer in a page that stands in for a VS Code webview (``window.posted``)."""
     viewer = Path(__file__).resolve().parents[2] / "jaxlsp" / "viewer"
     page = tmp_path / "webview.html"
     page.write_text(
         WEBVIEW.format(css=(viewer / "viewer.css").as_uri(), js=(viewer / "viewer.js").as_uri()), encoding="utf-8"
     )
-    await browser.send("goto", url=page.as_uri())
+    return page.as_uri()
+
+
+async def test_the_webview_contract(tmp_path: Path, browser: Browser) -> None:
+    """VS Code mode: ready, graph, highlight, stale, theme in; reveal and save out (docs/viewer.md)."""
+    await browser.send("goto", url=webview_page(tmp_path))
     assert await browser.wait("window.posted.length && window.posted[0].type") == "ready"
     graph = json.dumps(io.to_json(small_graph()))
     await browser.eval(f"window.postMessage({{type: 'graph', traceId: 't1', graph: {graph}, stale: true}}, '*')")
@@ -314,9 +324,28 @@ async def test_the_webview_contract(tmp_path: Path, browser: Browser) -> None:
     await browser.eval("document.body.className = 'vscode-light'")
     await browser.wait("document.querySelector('.jx-app').dataset.theme === 'light'")
 
-    await browser.send("click", selector=".jx-node")
+    await browser.send("click", selector=".jx-op")
     reveal = await browser.wait("window.posted.find((m) => m.type === 'reveal')")
     assert reveal["traceId"] == "t1" and reveal["nodeId"].startswith("n") and "frame" not in reveal
+    # The host answers every reveal (by its id), and the footer says how it went.
+    assert await browser.eval("document.querySelector('.jx-status').textContent") == "opening the source\u2026"
+    where = {
+        "uri": "file:///w/my%20model.py",
+        "range": {"start": {"line": 4, "character": 0}, "end": {"line": 4, "character": 3}},
+    }
+    await browser.eval(
+        f"window.postMessage({{type: 'revealed', id: {reveal['id']}, ok: true, location: {json.dumps(where)}}}, '*')"
+    )
+    await browser.wait("document.querySelector('.jx-status').textContent === 'opened my model.py:5'")
+    await browser.send("click", selector=".jx-op")
+    again = await browser.wait("window.posted.filter((m) => m.type === 'reveal')[1]")
+    await browser.eval(
+        f"window.postMessage({{type: 'revealed', id: {again['id']}, ok: false, error: 'the server is not running'}}, '*')"
+    )
+    await browser.wait(
+        "document.querySelector('.jx-status').textContent === 'go to source failed: the server is not running'"
+    )
+    assert await browser.eval("document.querySelector('.jx-status').classList.contains('jx-error')")
     await browser.eval("window.postMessage({type: 'highlight', traceId: 't1', nodeIds: ['n6']}, '*')")
     await browser.wait("document.querySelector('.jx-canvas').dataset.highlighted === '1'")
     await browser.eval("window.postMessage({type: 'stale', traceId: 't1', stale: false}, '*')")

@@ -50,7 +50,6 @@ if (tests) {
     format: "cjs",
     target: "node18",
     alias: { vscode: join(testDir, "fake", "vscode.ts") },
-    external: ["playwright-core"],
     sourcemap: true,
     logLevel: "warning",
   });

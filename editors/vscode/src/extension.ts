@@ -3,6 +3,7 @@
  * status-bar item, needs-input prompts and the graph panel on top of the language client.
  */
 
+import * as os from "node:os";
 import * as vscode from "vscode";
 import type { ShowDocumentParams, ShowDocumentResult } from "vscode-languageclient";
 import { LanguageClient, State, TransportKind, type LanguageClientOptions, type ServerOptions } from "vscode-languageclient/node";
@@ -10,7 +11,7 @@ import { checkEnvironment, exportGraph, externalUri, openInBrowser } from "./com
 import { CursorTracker } from "./cursor";
 import { Gate, routeShowDocument } from "./gate";
 import { GraphPanel } from "./panel";
-import { type PythonApi, initializationOptions, readSettings, resolveLaunch, selectedInterpreter } from "./server";
+import { type PythonApi, initializationOptions, readSettings, resolveLaunch, safeCwd, selectedInterpreter, which } from "./server";
 import { isSource } from "./stale";
 import { TraceStatus, TraceStatusItem } from "./status";
 import { Tracer, isTarget } from "./tracer";
@@ -25,6 +26,18 @@ async function pythonApi(): Promise<PythonApi | undefined> {
   if (extension === undefined) return undefined;
   try {
     return extension.isActive ? extension.exports : await extension.activate();
+  } catch {
+    return undefined;
+  }
+}
+
+/** The extension's global storage folder, created: the server's working folder (never a workspace folder). */
+async function storageFolder(context: vscode.ExtensionContext): Promise<string | undefined> {
+  const uri = context.globalStorageUri;
+  if (uri?.scheme !== "file") return undefined;
+  try {
+    await vscode.workspace.fs.createDirectory(uri);
+    return uri.fsPath;
   } catch {
     return undefined;
   }
@@ -77,10 +90,20 @@ export async function activate(context: vscode.ExtensionContext): Promise<Jaxlsp
     const settings = readSettings(vscode.workspace.getConfiguration("jaxlsp"));
     const trusted = vscode.workspace.isTrusted;
     const folders = (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath);
-    const launch = resolveLaunch(settings, await selectedInterpreter(await pythonApi()), trusted, folders);
-    const serverOptions: ServerOptions = { command: launch.server.command, args: launch.server.args, transport: TransportKind.stdio };
-    output?.info(`starting ${launch.server.command} ${launch.server.args.join(" ")} (from ${launch.server.source}; trusted: ${trusted})`);
-    if (launch.withheldPython) output?.info(`the selected interpreter ${launch.withheldPython} waits for workspace trust`);
+    // The Python extension's choice is read only once the workspace is trusted: workspace settings can make it.
+    const selected = trusted ? await selectedInterpreter(await pythonApi()) : undefined;
+    const cwd = safeCwd([await storageFolder(context), os.tmpdir()], folders);
+    const launch = resolveLaunch(settings, { selected, trusted, folders, cwd, find: (command) => which(command, process.env, cwd) });
+    // Without a cwd the client would start the server in the first workspace folder.
+    const serverOptions: ServerOptions = {
+      command: launch.server.command,
+      args: launch.server.args,
+      transport: TransportKind.stdio,
+      options: { cwd: launch.cwd },
+    };
+    output?.info(`starting ${launch.server.command} ${launch.server.args.join(" ")} in ${launch.cwd} (from ${launch.server.source}; trusted: ${trusted})`);
+    for (const reason of launch.withheld) output?.info(`not started: ${reason}`);
+    if (!trusted) output?.info("the Python extension's interpreter is not asked for before the workspace is trusted");
     const next = new LanguageClient("jaxlsp", "jaxlsp", serverOptions, clientOptions(initializationOptions(settings, launch, trusted)));
     next.onNotification("jaxlsp/traceFinished", (note: TraceFinished) => status.finished(note));
     client = next;
@@ -200,7 +223,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<Jaxlsp
   );
 
   const python = await pythonApi();
-  const changed = python?.environments?.onDidChangeActiveEnvironmentPath?.(() => void restart());
+  // Before trust the selection is not used, so changing it changes nothing.
+  const changed = python?.environments?.onDidChangeActiveEnvironmentPath?.(() => {
+    if (vscode.workspace.isTrusted) void restart();
+  });
   if (changed) context.subscriptions.push(changed);
   lifecycle = start();
   await lifecycle;

@@ -80,13 +80,13 @@ const SAVE_FILTERS: Record<string, Record<string, string[]>> = {
 };
 
 export function isViewMessage(value: unknown): value is ViewMessage {
-  const message = value as { type?: unknown; traceId?: unknown; nodeId?: unknown; filename?: unknown; base64?: unknown } | null;
+  const message = value as { type?: unknown; id?: unknown; traceId?: unknown; nodeId?: unknown; filename?: unknown; base64?: unknown } | null;
   if (typeof message !== "object" || message === null) return false;
   switch (message.type) {
     case "ready":
       return true;
     case "reveal":
-      return typeof message.traceId === "string" && typeof message.nodeId === "string";
+      return typeof message.traceId === "string" && typeof message.nodeId === "string" && (message.id === undefined || typeof message.id === "number");
     case "save":
       return typeof message.filename === "string" && typeof message.base64 === "string";
     default:
@@ -177,7 +177,7 @@ export class GraphPanel implements vscode.Disposable {
           await this.sendGraph();
           return;
         case "reveal":
-          await this.reveal(message.traceId, message.nodeId, message.frame);
+          await this.answerReveal(message.id, message.traceId, message.nodeId, message.frame);
           return;
         case "save":
           await this.save(message.filename, message.mime, message.base64);
@@ -209,6 +209,17 @@ export class GraphPanel implements vscode.Disposable {
       this.post({ type: "graph", traceId: source.traceId, graph, stale: this.stale, origin: "server" });
     } else {
       this.post({ type: "graph", traceId: "", graph, origin: "file" });
+    }
+  }
+
+  /** A reveal the view asked for, answered (done or failed, with the reason) so its footer can say so. */
+  private async answerReveal(id: number | undefined, traceId: string, nodeId: string, frame?: number): Promise<void> {
+    try {
+      const location = await this.reveal(traceId, nodeId, frame);
+      if (id !== undefined && location) this.post({ type: "revealed", id, ok: true, location });
+    } catch (error) {
+      if (id === undefined) throw error;
+      this.post({ type: "revealed", id, ok: false, error: errorMessage(error) });
     }
   }
 

@@ -1,5 +1,13 @@
-/** How the server is started: which interpreter or executable, and the initialization options. */
+/**
+ * How the server is started: which program, from which folder, and the initialization options.
+ *
+ * Nothing of an untrusted workspace may run (docs/security.md): the server starts from a folder
+ * outside every workspace folder, Python ignores the current folder (`-I`), and no program that
+ * lies inside a workspace folder, or that the workspace chose (the Python extension's selection,
+ * which `.vscode/settings.json` can set), starts before the workspace is trusted.
+ */
 
+import * as fs from "node:fs";
 import * as path from "node:path";
 
 /** The `jaxlsp.*` settings that shape the server. */
@@ -16,20 +24,26 @@ export const DEFAULT_SETTINGS: Settings = { python: "", serverPath: "", timeout:
 export interface ServerCommand {
   command: string;
   args: string[];
-  /** Where the command came from, for messages: `setting`, `serverPath`, `python extension`, `default`. */
+  /** Where the command came from, for messages: `jaxlsp.serverPath`, `jaxlsp.python`, `Python extension`, `jaxlsp on PATH`, `default`. */
   source: string;
 }
 
 /** What the server is started with, and what the extension tells it. */
 export interface Launch {
   server: ServerCommand;
-  /** The Python extension's interpreter, when it is known and may be used. */
+  /** The server's working folder: outside every workspace folder. */
+  cwd: string;
+  /** The Python extension's interpreter, when it may be used (trusted workspaces only). */
   selectedPython?: string;
-  /** A selected interpreter held back until the workspace is trusted (it is workspace code). */
-  withheldPython?: string;
+  /** Candidates passed over until the workspace is trusted, each with the reason (for the log). */
+  withheld: string[];
 }
 
-function inside(file: string, folders: readonly string[]): boolean {
+/** `-I`: isolated mode, so neither the current folder nor PYTHON* variables nor the user site can shadow jaxlsp. */
+export const PYTHON_ARGS = ["-I", "-m", "jaxlsp", "serve"];
+
+/** Whether `file` is one of `folders` or lies inside one (a sibling with a common prefix does not). */
+export function inside(file: string, folders: readonly string[]): boolean {
   const resolved = path.resolve(file);
   return folders.some((folder) => {
     const rel = path.relative(path.resolve(folder), resolved);
@@ -38,37 +52,126 @@ function inside(file: string, folders: readonly string[]): boolean {
 }
 
 /**
- * The server command, in order: the `jaxlsp.serverPath` executable, the `jaxlsp.python`
- * interpreter, the interpreter selected in the Python extension, `python3`.
- *
- * An untrusted workspace never starts a program that lies inside it (a selected `.venv` is
- * workspace code): the selected interpreter is withheld until trust is granted. The settings are
- * safe to use as they are, since VS Code reads `restrictedConfigurations` only from user settings
- * in restricted mode.
+ * A command as the operating system would find it: a name without a separator through the
+ * absolute entries of PATH (relative entries such as `.` would depend on the folder), a path as
+ * it is (absolute, from the safe working folder). Undefined when nothing executable is there.
  */
-export function resolveLaunch(
-  settings: Settings,
-  selected: string | undefined,
-  trusted: boolean,
-  folders: readonly string[],
-): Launch {
-  let selectedPython = selected || undefined;
-  let withheldPython: string | undefined;
-  if (selectedPython && !trusted && inside(selectedPython, folders)) {
-    withheldPython = selectedPython;
-    selectedPython = undefined;
+export function which(command: string, env: NodeJS.ProcessEnv = process.env, cwd = "/"): string | undefined {
+  const executable = (file: string): boolean => {
+    try {
+      fs.accessSync(file, fs.constants.X_OK);
+      return fs.statSync(file).isFile();
+    } catch {
+      return false;
+    }
+  };
+  if (command.includes("/") || command.includes(path.sep)) {
+    const file = path.resolve(cwd, command);
+    return executable(file) ? file : undefined;
   }
-  let server: ServerCommand;
-  if (settings.serverPath) {
-    server = { command: settings.serverPath, args: ["serve"], source: "jaxlsp.serverPath" };
-  } else if (settings.python) {
-    server = { command: settings.python, args: ["-m", "jaxlsp", "serve"], source: "jaxlsp.python" };
-  } else if (selectedPython) {
-    server = { command: selectedPython, args: ["-m", "jaxlsp", "serve"], source: "Python extension" };
-  } else {
-    server = { command: "python3", args: ["-m", "jaxlsp", "serve"], source: "default" };
+  for (const dir of (env.PATH ?? "").split(path.delimiter)) {
+    if (!dir || !path.isAbsolute(dir)) continue;
+    const file = path.join(dir, command);
+    if (executable(file)) return file;
   }
-  return { server, selectedPython, withheldPython };
+  return undefined;
+}
+
+/** The path and, for a link, its target; for a script, its `#!` interpreter too (all must be outside the workspace). */
+function programFiles(file: string): string[] {
+  const files = [file];
+  try {
+    files.push(fs.realpathSync(file));
+    const head = Buffer.alloc(256);
+    const fd = fs.openSync(file, "r");
+    const read = fs.readSync(fd, head, 0, head.length, 0);
+    fs.closeSync(fd);
+    const first = head.subarray(0, read).toString("latin1").split("\n", 1)[0];
+    const interpreter = first.startsWith("#!") ? first.slice(2).trim().split(/\s+/, 1)[0] : "";
+    if (interpreter.startsWith("/")) files.push(interpreter, ...(fs.existsSync(interpreter) ? [fs.realpathSync(interpreter)] : []));
+  } catch {
+    // unreadable: the path itself is checked
+  }
+  return files;
+}
+
+/** Whether a program (its path, link target or script interpreter) lies in a workspace folder (as given or resolved). */
+export function inWorkspace(file: string, folders: readonly string[]): boolean {
+  const all = folders.flatMap((folder) => {
+    try {
+      return [folder, fs.realpathSync(folder)];
+    } catch {
+      return [folder];
+    }
+  });
+  return programFiles(file).some((f) => inside(f, all));
+}
+
+/** The first of `candidates` (the extension's global storage, the temporary folder, `/`) outside every workspace folder. */
+export function safeCwd(candidates: readonly (string | undefined)[], folders: readonly string[]): string {
+  for (const candidate of candidates) {
+    if (candidate && path.isAbsolute(candidate) && !inside(candidate, folders)) return candidate;
+  }
+  return path.parse(process.cwd()).root;
+}
+
+export interface LaunchContext {
+  /** The Python extension's interpreter, if it is installed and one is selected. */
+  selected: string | undefined;
+  trusted: boolean;
+  /** Workspace folders (file system paths). */
+  folders: readonly string[];
+  /** The server's working folder (see `safeCwd`). */
+  cwd: string;
+  /** Finds a command as the system would (see `which`); tests pass their own. */
+  find: (command: string) => string | undefined;
+}
+
+/**
+ * The server command: the first of
+ * 1. `jaxlsp.serverPath` (a `jaxlsp` executable, `serve`);
+ * 2. `jaxlsp.python` (`<python> -I -m jaxlsp serve`);
+ * 3. in a trusted workspace only, the interpreter selected in the Python extension;
+ * 4. the `jaxlsp` console script on PATH;
+ * 5. `python3 -I -m jaxlsp serve`.
+ * Before trust, a candidate that lies inside a workspace folder is passed over (a `.venv` there is
+ * workspace code); VS Code reads `jaxlsp.python` and `jaxlsp.serverPath` only from user settings
+ * in restricted mode (`restrictedConfigurations`), so a workspace cannot name them either.
+ * Commands are resolved to absolute paths here, so the server's PATH search never meets a
+ * relative entry.
+ */
+export function resolveLaunch(settings: Settings, context: LaunchContext): Launch {
+  const { trusted, folders } = context;
+  const withheld: string[] = [];
+  let selectedPython: string | undefined;
+  if (context.selected && !trusted) {
+    withheld.push(`the Python extension's interpreter ${context.selected} waits for workspace trust (a workspace can select it)`);
+  } else if (context.selected) {
+    selectedPython = context.selected;
+  }
+  const candidates: { command: string; args: string[]; source: string }[] = [];
+  if (settings.serverPath) candidates.push({ command: settings.serverPath, args: ["serve"], source: "jaxlsp.serverPath" });
+  if (settings.python) candidates.push({ command: settings.python, args: PYTHON_ARGS, source: "jaxlsp.python" });
+  if (selectedPython) candidates.push({ command: selectedPython, args: PYTHON_ARGS, source: "Python extension" });
+  candidates.push({ command: "jaxlsp", args: ["serve"], source: "jaxlsp on PATH" });
+  candidates.push({ command: "python3", args: PYTHON_ARGS, source: "default" });
+  for (const [index, candidate] of candidates.entries()) {
+    const found = context.find(candidate.command);
+    const last = index === candidates.length - 1;
+    if (found === undefined) {
+      // A setting that names nothing is still the user's choice: its start fails with a message.
+      if (candidate.source.startsWith("jaxlsp.") || last) return { server: candidate, cwd: context.cwd, selectedPython, withheld };
+      continue;
+    }
+    if (!trusted && inWorkspace(found, folders)) {
+      withheld.push(`${found} (from ${candidate.source}) lies inside the workspace and waits for workspace trust`);
+      if (candidate.source === "Python extension" && selectedPython === found) selectedPython = undefined;
+      continue;
+    }
+    return { server: { ...candidate, command: found }, cwd: context.cwd, selectedPython, withheld };
+  }
+  // Unreachable (the last candidate always returns), kept for the type checker.
+  return { server: candidates[candidates.length - 1], cwd: context.cwd, selectedPython, withheld };
 }
 
 /** `initializationOptions.jaxlsp`: only what is set, so the server keeps its own defaults. */

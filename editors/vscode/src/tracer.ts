@@ -60,10 +60,12 @@ export class Tracer {
       if (target.profile !== undefined) params.profile = target.profile;
       let result = await client.sendRequest<TraceResult | NeedsInputResult>("jaxlsp/trace", params);
       let save: boolean | undefined;
-      const answers: Record<string, unknown> = {};
-      for (let round = 0; isNeedsInput(result); round++) {
-        if (round >= MAX_ROUNDS) throw new Error(`${target.name} still needs input after ${MAX_ROUNDS} rounds of answers`);
-        const more = await promptAnswers(result.needsInput, target.name);
+      const answers: Record<string, string> = {};
+      // Rounds that ask new items are bounded; rounds that ask again what did not parse are the user's.
+      for (let round = 0; isNeedsInput(result); ) {
+        const again = Object.keys(result.errors ?? {}).length > 0;
+        if (!again && ++round > MAX_ROUNDS) throw new Error(`${target.name} still needs input after ${MAX_ROUNDS} rounds of answers`);
+        const more = await promptAnswers(result, target.name, answers);
         if (more === undefined) {
           this.status.cancelled(target.name);
           return undefined;
@@ -123,11 +125,10 @@ export class Tracer {
 }
 
 /** Entrypoints enclosing the line first (innermost first), then the rest in file order. */
-export function orderByCursor(entrypoints: readonly (EntrypointItem & { bodyRange?: EntrypointItem["range"] })[], line: number): EntrypointItem[] {
-  const span = (e: EntrypointItem & { bodyRange?: EntrypointItem["range"] }) => e.bodyRange ?? e.range;
+export function orderByCursor<T extends Pick<EntrypointItem, "range" | "bodyRange">>(entrypoints: readonly T[], line: number): T[] {
   const enclosing = entrypoints
-    .filter((e) => span(e).start.line <= line && line <= span(e).end.line)
-    .sort((a, b) => span(a).end.line - span(a).start.line - (span(b).end.line - span(b).start.line));
+    .filter((e) => e.bodyRange.start.line <= line && line <= e.bodyRange.end.line)
+    .sort((a, b) => a.bodyRange.end.line - a.bodyRange.start.line - (b.bodyRange.end.line - b.bodyRange.start.line));
   return [...enclosing, ...entrypoints.filter((e) => !enclosing.includes(e))];
 }
 

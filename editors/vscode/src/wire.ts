@@ -1,94 +1,26 @@
 /** The jaxlsp LSP extensions the extension uses (docs/lsp-extensions.md), and the webview messages. */
 
-export interface Position {
-  line: number;
-  character: number;
-}
+// The server's wire types, generated from jaxlsp/server/wire.py (scripts/wire_ts.py; a test fails
+// when they drift). Below them only what the server does not define: the webview's messages and
+// the client seam the tests fill in.
+export type {
+  DiscoverResult,
+  EntrypointItem,
+  EnvironmentResult,
+  Location,
+  NeedsInputItem,
+  NeedsInputResult,
+  NodesAtResult,
+  Position,
+  Range,
+  TraceFinished,
+  TraceParams,
+  TraceResult,
+  TraceSummary,
+} from "./wire.generated";
+import type { ExportParams, Location, NeedsInputResult, TraceResult } from "./wire.generated";
 
-export interface Range {
-  start: Position;
-  end: Position;
-}
-
-export interface Location {
-  uri: string;
-  range: Range;
-}
-
-export interface EntrypointItem {
-  name: string;
-  kind: string;
-  range: Range;
-  reason: string;
-}
-
-export interface DiscoverResult {
-  entrypoints: EntrypointItem[];
-  drivers: EntrypointItem[];
-}
-
-export interface TraceSummary {
-  ops: number;
-  values: number;
-  groups: number;
-  parameters: number;
-  outputs: string[];
-}
-
-export interface TraceResult {
-  traceId: string;
-  summary: TraceSummary;
-  coverage: { complete: boolean; notes: string[] };
-  freshness: string;
-  interpreter: string;
-  /** How the interpreter was chosen (docs/environments.md). */
-  interpreterRoute?: string;
-  profile: string | null;
-  /** With `save`: the jaxlsp.toml the profile was written to. */
-  saved?: string;
-}
-
-/** One missing piece of a profile (docs/recipes.md, "Needs input"). */
-export interface NeedsInputItem {
-  path: string;
-  kind: string;
-  message: string;
-  name?: string;
-  [key: string]: unknown;
-}
-
-export interface NeedsInputResult {
-  needsInput: NeedsInputItem[];
-  /** The proposed profile: TOML text, or the table itself. */
-  proposal?: unknown;
-  profile?: string;
-  toml?: string;
-}
-
-export interface TraceParams {
-  textDocument: { uri: string };
-  name: string;
-  profile?: string;
-  /** Key path → answer, for the items of a needs-input answer. */
-  answers?: Record<string, unknown>;
-  /** Write the completed profile to jaxlsp.toml. */
-  save?: boolean;
-}
-
-export interface TraceFinished {
-  uri: string;
-  name: string;
-  ok: boolean;
-  traceId?: string;
-  error?: string;
-}
-
-export interface NodesAtResult {
-  traceId: string | null;
-  nodeIds: string[];
-}
-
-export type ExportFormat = "json" | "dot" | "html";
+export type ExportFormat = NonNullable<ExportParams["format"]>;
 
 export function isNeedsInput(value: unknown): value is NeedsInputResult {
   return typeof value === "object" && value !== null && Array.isArray((value as NeedsInputResult).needsInput);
@@ -101,7 +33,7 @@ export function isTraceResult(value: unknown): value is TraceResult {
 /** View → host messages (the viewer contract, "webview" mode). */
 export type ViewMessage =
   | { type: "ready" }
-  | { type: "reveal"; traceId: string; nodeId: string; frame?: number }
+  | { type: "reveal"; id?: number; traceId: string; nodeId: string; frame?: number }
   | { type: "save"; filename: string; mime: string; base64: string };
 
 /** Host → view messages. */
@@ -109,7 +41,10 @@ export type HostMessage =
   | { type: "graph"; traceId: string; graph: unknown; stale?: boolean; origin?: "server" | "file" }
   | { type: "highlight"; traceId: string; nodeIds: string[] }
   | { type: "stale"; traceId: string; stale: boolean }
-  | { type: "theme"; kind: "light" | "dark" };
+  | { type: "theme"; kind: "light" | "dark" }
+  /** The answer to the view's reveal `id`: where the editor went, or why it did not. */
+  | { type: "revealed"; id: number; ok: true; location: Location }
+  | { type: "revealed"; id: number; ok: false; error: string };
 
 /** The part of vscode-languageclient's client the logic needs: tests pass a fake or a raw connection. */
 export interface LspClient {

@@ -6,7 +6,7 @@ import * as path from "node:path";
 import { test } from "node:test";
 import { Gate, routeShowDocument } from "../src/gate";
 import { DEFAULT_SETTINGS } from "../src/server";
-import { extensionRoot } from "./realServer";
+import { extensionRoot } from "./paths";
 
 const manifest = JSON.parse(fs.readFileSync(path.join(extensionRoot, "package.json"), "utf8"));
 const source = fs.readFileSync(path.join(extensionRoot, "src", "extension.ts"), "utf8");
@@ -16,10 +16,9 @@ test("every registered command is contributed, and no contributed command is mis
   const contributed = (manifest.contributes.commands as { command: string }[]).map((c) => c.command).sort();
   assert.deepEqual(registered, contributed);
   // The server registers its own commands through vscode-languageclient: ours must not collide.
-  // Read from the server's own list (jaxlsp/server/app.py), so a new server command cannot collide unseen.
-  const app = fs.readFileSync(path.join(extensionRoot, "..", "..", "jaxlsp", "server", "app.py"), "utf8");
-  const listed = app.slice(app.indexOf('"commands": ['), app.indexOf("]", app.indexOf('"commands": [')));
-  const serverCommands = [...listed.matchAll(/"(jaxlsp\.[A-Za-z]+)"/g)].map((m) => m[1]);
+  // Read from the server's own constants (jaxlsp/server/wire.py), so a new server command cannot collide unseen.
+  const wire = fs.readFileSync(path.join(extensionRoot, "..", "..", "jaxlsp", "server", "wire.py"), "utf8");
+  const serverCommands = [...wire.matchAll(/^[A-Z_]+_COMMAND: Final = "(jaxlsp\.[A-Za-z]+)"/gm)].map((m) => m[1]);
   assert.ok(serverCommands.includes("jaxlsp.openGraph") && serverCommands.length >= 5, String(serverCommands));
   for (const serverCommand of serverCommands) {
     assert.ok(!contributed.includes(serverCommand), serverCommand);

@@ -109,6 +109,21 @@ test("a failed reveal is shown, not thrown", async () => {
   assert.deepEqual(fake.messages.map((m) => m.message), ["jaxlsp: unknown node n99 in trace t1"]);
 });
 
+test("a reveal with an id is answered: where the editor went, or why not (the view's footer says it)", async () => {
+  const { panel, webview } = open({ "jaxlsp/revealSource": () => ({ location }) });
+  await panel.receive({ type: "reveal", id: 7, traceId: "t1", nodeId: "n12" });
+  assert.deepEqual(webview.posted.at(-1), { type: "revealed", id: 7, ok: true, location });
+  fake.reset();
+  const failing = open({
+    "jaxlsp/revealSource": () => {
+      throw new Error("unknown node n99 in trace t1");
+    },
+  });
+  await failing.panel.receive({ type: "reveal", id: 8, traceId: "t1", nodeId: "n99" });
+  assert.deepEqual(failing.webview.posted.at(-1), { type: "revealed", id: 8, ok: false, error: "unknown node n99 in trace t1" });
+  assert.deepEqual(fake.messages, [], "answered in the view, not as a pop-up");
+});
+
 test("save → the user picks a file and gets the bytes", async () => {
   const { panel } = open();
   const target = Uri.file(path.join(tmp, "out.svg"));

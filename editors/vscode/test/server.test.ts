@@ -1,48 +1,138 @@
-/** Which server command starts, with which initialization options. */
+/** Which server command starts, from which folder, with which initialization options. */
 
 import assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
 import { test } from "node:test";
-import { DEFAULT_SETTINGS, initializationOptions, readSettings, resolveLaunch, selectedInterpreter } from "../src/server";
+import {
+  DEFAULT_SETTINGS,
+  type LaunchContext,
+  PYTHON_ARGS,
+  inWorkspace,
+  initializationOptions,
+  readSettings,
+  resolveLaunch,
+  safeCwd,
+  selectedInterpreter,
+  which,
+} from "../src/server";
 
 const folders = ["/home/u/project"];
-
-test("jaxlsp.serverPath, then jaxlsp.python, then the Python extension, then python3", () => {
-  const all = { ...DEFAULT_SETTINGS, serverPath: "/opt/bin/jaxlsp", python: "/usr/bin/python3.11" };
-  assert.deepEqual(resolveLaunch(all, "/env/bin/python", true, folders).server, { command: "/opt/bin/jaxlsp", args: ["serve"], source: "jaxlsp.serverPath" });
-  const python = { ...DEFAULT_SETTINGS, python: "/usr/bin/python3.11" };
-  assert.deepEqual(resolveLaunch(python, "/env/bin/python", true, folders).server, {
-    command: "/usr/bin/python3.11",
-    args: ["-m", "jaxlsp", "serve"],
-    source: "jaxlsp.python",
-  });
-  assert.deepEqual(resolveLaunch(DEFAULT_SETTINGS, "/env/bin/python", true, folders).server, {
-    command: "/env/bin/python",
-    args: ["-m", "jaxlsp", "serve"],
-    source: "Python extension",
-  });
-  assert.deepEqual(resolveLaunch(DEFAULT_SETTINGS, undefined, true, folders).server, { command: "python3", args: ["-m", "jaxlsp", "serve"], source: "default" });
+const onPath = (names: Record<string, string>) => (command: string) => (command.startsWith("/") ? command : names[command]);
+const context = (over: Partial<LaunchContext> = {}): LaunchContext => ({
+  selected: undefined,
+  trusted: true,
+  folders,
+  cwd: "/home/u/.vscode/globalStorage/jaxlsp.jaxlsp",
+  find: onPath({ jaxlsp: "/home/u/.local/bin/jaxlsp", python3: "/usr/bin/python3" }),
+  ...over,
 });
 
-test("an untrusted workspace never starts the interpreter inside it", () => {
-  const venv = "/home/u/project/.venv/bin/python";
-  const untrusted = resolveLaunch(DEFAULT_SETTINGS, venv, false, folders);
-  assert.equal(untrusted.server.command, "python3");
+test("jaxlsp.serverPath, jaxlsp.python, the Python extension (trusted), jaxlsp on PATH, then python3 -I", () => {
+  const all = { ...DEFAULT_SETTINGS, serverPath: "/opt/bin/jaxlsp", python: "/usr/bin/python3.11" };
+  assert.deepEqual(resolveLaunch(all, context({ selected: "/env/bin/python" })).server, { command: "/opt/bin/jaxlsp", args: ["serve"], source: "jaxlsp.serverPath" });
+  const python = { ...DEFAULT_SETTINGS, python: "/usr/bin/python3.11" };
+  assert.deepEqual(resolveLaunch(python, context({ selected: "/env/bin/python" })).server, {
+    command: "/usr/bin/python3.11",
+    args: ["-I", "-m", "jaxlsp", "serve"],
+    source: "jaxlsp.python",
+  });
+  assert.deepEqual(resolveLaunch(DEFAULT_SETTINGS, context({ selected: "/env/bin/python" })).server, {
+    command: "/env/bin/python",
+    args: PYTHON_ARGS,
+    source: "Python extension",
+  });
+  assert.deepEqual(resolveLaunch(DEFAULT_SETTINGS, context()).server, { command: "/home/u/.local/bin/jaxlsp", args: ["serve"], source: "jaxlsp on PATH" });
+  const bare = context({ find: onPath({ python3: "/usr/bin/python3" }) });
+  assert.deepEqual(resolveLaunch(DEFAULT_SETTINGS, bare).server, { command: "/usr/bin/python3", args: PYTHON_ARGS, source: "default" });
+  // Nothing found at all: python3 as it is, and its start fails with the usual message.
+  assert.deepEqual(resolveLaunch(DEFAULT_SETTINGS, context({ find: () => undefined })).server, { command: "python3", args: PYTHON_ARGS, source: "default" });
+  // Every Python start is isolated: the current folder never comes first on sys.path.
+  assert.deepEqual(PYTHON_ARGS.slice(0, 1), ["-I"]);
+});
+
+test("before trust the Python extension's interpreter is not used at all, even outside the workspace", () => {
+  const outside = "/opt/envs/ml/bin/python";
+  const untrusted = resolveLaunch(DEFAULT_SETTINGS, context({ selected: outside, trusted: false }));
+  assert.equal(untrusted.server.source, "jaxlsp on PATH");
   assert.equal(untrusted.selectedPython, undefined);
-  assert.equal(untrusted.withheldPython, venv);
-  const trusted = resolveLaunch(DEFAULT_SETTINGS, venv, true, folders);
-  assert.equal(trusted.server.command, venv);
-  assert.equal(trusted.selectedPython, venv);
-  // outside every folder it is not workspace code; a sibling folder with a common prefix is outside
-  assert.equal(resolveLaunch(DEFAULT_SETTINGS, "/home/u/project-env/bin/python", false, folders).server.command, "/home/u/project-env/bin/python");
+  assert.match(untrusted.withheld.join("\n"), /Python extension's interpreter \/opt\/envs\/ml\/bin\/python waits for workspace trust/);
+  assert.deepEqual(initializationOptions(DEFAULT_SETTINGS, untrusted, false), { jaxlsp: { trusted: false, inlayHints: false } });
+  // Once trusted (the extension restarts the server then), it is used and passed on.
+  const trusted = resolveLaunch(DEFAULT_SETTINGS, context({ selected: outside, trusted: true }));
+  assert.equal(trusted.server.command, outside);
+  assert.equal(trusted.selectedPython, outside);
+});
+
+test("before trust no program inside a workspace folder starts, whatever named it", () => {
+  const venv = "/home/u/project/.venv/bin/python";
+  const settings = { ...DEFAULT_SETTINGS, python: venv, serverPath: "/home/u/project/.venv/bin/jaxlsp" };
+  const inWs = context({ trusted: false, find: onPath({ jaxlsp: "/home/u/project/bin/jaxlsp", python3: "/usr/bin/python3" }) });
+  const launch = resolveLaunch(settings, inWs);
+  assert.deepEqual(launch.server, { command: "/usr/bin/python3", args: PYTHON_ARGS, source: "default" });
+  assert.equal(launch.withheld.length, 3, launch.withheld.join("\n"));
+  // Trusted, the same settings win.
+  assert.equal(resolveLaunch(settings, { ...inWs, trusted: true }).server.command, "/home/u/project/.venv/bin/jaxlsp");
+  // A sibling folder with a common prefix is outside.
+  const sibling = resolveLaunch({ ...DEFAULT_SETTINGS, python: "/home/u/project-env/bin/python" }, context({ trusted: false }));
+  assert.equal(sibling.server.command, "/home/u/project-env/bin/python");
+});
+
+test("a link or a script whose interpreter lies in the workspace counts as inside it", (t) => {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), "jaxlsp-launch-"));
+  t.after(() => fs.rmSync(root, { recursive: true, force: true }));
+  const ws = path.join(root, "ws");
+  const bin = path.join(root, "bin");
+  fs.mkdirSync(path.join(ws, ".venv", "bin"), { recursive: true });
+  fs.mkdirSync(bin);
+  const python = path.join(ws, ".venv", "bin", "python");
+  fs.writeFileSync(python, "#!/bin/sh\n", { mode: 0o755 });
+  const script = path.join(bin, "jaxlsp");
+  fs.writeFileSync(script, `#!${python}\nimport sys\n`, { mode: 0o755 });
+  const link = path.join(bin, "python3");
+  fs.symlinkSync(python, link);
+  const plain = path.join(bin, "tool");
+  fs.writeFileSync(plain, "#!/bin/sh\n", { mode: 0o755 });
+  assert.equal(inWorkspace(script, [ws]), true);
+  assert.equal(inWorkspace(link, [ws]), true);
+  assert.equal(inWorkspace(plain, [ws]), false);
+  // The workspace opened through a link to it is the same workspace.
+  const wsLink = path.join(root, "ws-link");
+  fs.symlinkSync(ws, wsLink);
+  assert.equal(inWorkspace(python, [wsLink]), true);
+  const launch = resolveLaunch(DEFAULT_SETTINGS, context({ trusted: false, folders: [ws], find: (c) => which(c, { PATH: bin }) }));
+  assert.equal(launch.server.source, "default", "both jaxlsp and python3 on PATH lead into the workspace");
+  assert.equal(launch.server.command, "python3");
+});
+
+test("which: absolute PATH entries only; paths as they are", (t) => {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), "jaxlsp-which-"));
+  t.after(() => fs.rmSync(root, { recursive: true, force: true }));
+  const tool = path.join(root, "jaxlsp");
+  fs.writeFileSync(tool, "#!/bin/sh\n", { mode: 0o755 });
+  fs.writeFileSync(path.join(root, "data"), "", { mode: 0o644 });
+  assert.equal(which("jaxlsp", { PATH: `relative${path.delimiter}${root}` }), tool);
+  assert.equal(which("jaxlsp", { PATH: "." }, root), undefined, "a relative PATH entry is never searched");
+  assert.equal(which("data", { PATH: root }), undefined, "not executable");
+  assert.equal(which(tool, {}), tool);
+  assert.equal(which("./jaxlsp", {}, root), tool);
+});
+
+test("the working folder is never a workspace folder", () => {
+  assert.equal(safeCwd(["/home/u/.config/Code/globalStorage/jaxlsp.jaxlsp", "/tmp"], folders), "/home/u/.config/Code/globalStorage/jaxlsp.jaxlsp");
+  assert.equal(safeCwd(["/home/u/project/.storage", "/tmp"], folders), "/tmp");
+  assert.equal(safeCwd([undefined, "relative", "/tmp"], folders), "/tmp");
+  assert.equal(safeCwd(["/tmp"], ["/tmp"]), "/");
 });
 
 test("initializationOptions carry trust and only the settings that are set", () => {
-  const launch = resolveLaunch(DEFAULT_SETTINGS, "/env/bin/python", true, folders);
+  const launch = resolveLaunch(DEFAULT_SETTINGS, context({ selected: "/env/bin/python" }));
   assert.deepEqual(initializationOptions(DEFAULT_SETTINGS, launch, true), {
     jaxlsp: { trusted: true, inlayHints: false, selectedPython: "/env/bin/python" },
   });
   const settings = { ...DEFAULT_SETTINGS, python: "/usr/bin/python3", timeout: 30, device: "cuda:0", inlayHints: true };
-  const other = resolveLaunch(settings, undefined, false, folders);
+  const other = resolveLaunch(settings, context({ trusted: false }));
   assert.deepEqual(initializationOptions(settings, other, false), {
     jaxlsp: { trusted: false, inlayHints: true, python: "/usr/bin/python3", timeout: 30, device: "cuda:0" },
   });

@@ -14,6 +14,7 @@ const result = (traceId: string, ops = 1234): TraceResult => ({
   coverage: { complete: true, notes: [] },
   freshness: "fresh",
   interpreter: "/usr/bin/python3",
+  interpreterRoute: "server's own interpreter",
   profile: "mlp",
 });
 

@@ -40,7 +40,7 @@ test("needs input: ask each item, ask to save, trace again with the answers", as
       {
         textDocument: { uri: "file:///w/mlp.py" },
         name: "mlp",
-        answers: { "profiles.mlp.dims.batch": 8, "profiles.mlp.inputs.args[0].shape": [8, 784] },
+        answers: { "profiles.mlp.dims.batch": "8", "profiles.mlp.inputs.args[0].shape": "[8, 784]" },
         save: true,
       },
     ],
@@ -61,8 +61,22 @@ test("declining to save sends save: false; a second round keeps the first answer
     textDocument: { uri: "file:///w/mlp.py" },
     name: "mlp",
     profile: "mlp",
-    answers: { "profiles.mlp.dims.batch": 8, "profiles.mlp.inputs.args[0].shape": [8, 784], "profiles.mlp.dims.seq": 16 },
+    answers: { "profiles.mlp.dims.batch": "8", "profiles.mlp.inputs.args[0].shape": "[8, 784]", "profiles.mlp.dims.seq": "16" },
     save: false,
+  });
+});
+
+test("answers the server could not parse are asked again, and all answers sent again", async () => {
+  const refused = { ...needs, errors: { "profiles.mlp.dims.batch": 'expected a positive integer (the dimension\'s size), got "1.5"' } };
+  const { client, tracer } = setup({ "jaxlsp/trace": [() => needs, () => refused, () => done] });
+  fake.inputAnswers = ["1.5", "[8, 784]", "8"];
+  fake.messageAnswers = ["Don't save"];
+  assert.equal((await tracer.trace({ uri: "file:///w/mlp.py", name: "mlp" }))?.traceId, "t1");
+  assert.equal(fake.inputBoxes.length, 3);
+  assert.equal(fake.inputBoxes[2].value, "1.5");
+  assert.deepEqual((client.requests[2].params as { answers: unknown }).answers, {
+    "profiles.mlp.dims.batch": "8",
+    "profiles.mlp.inputs.args[0].shape": "[8, 784]",
   });
 });
 
@@ -137,7 +151,7 @@ test("the palette's pick lists the entrypoint at the cursor first", async () => 
 });
 
 test("one entrypoint needs no pick; none says so", async () => {
-  const one = [{ name: "mlp", kind: "function", range: range(3, 3), reason: "jax" }];
+  const one = [{ name: "mlp", kind: "function", range: range(3, 3), bodyRange: range(3, 6), reason: "jax" }];
   const { tracer } = setup({ "jaxlsp/discover": [() => ({ entrypoints: one, drivers: [] }), () => ({ entrypoints: [], drivers: [] })] });
   const editor = { document: { uri: Uri.parse("file:///w/m.py"), languageId: "python" }, selection: new Selection(new Position(0, 0), new Position(0, 0)) };
   assert.deepEqual(await tracer.pickTarget(editor as never), { uri: "file:///w/m.py", name: "mlp" });

@@ -13,12 +13,28 @@ export interface HostEvents {
   error(message: string): void;
 }
 
+/** What going to a node's source came to, for the footer: "opened model.py:12", or why not. */
+export interface RevealAnswer {
+  ok: boolean;
+  message: string;
+}
+
+interface LocationLike {
+  uri: string;
+  range: { start: { line: number } };
+}
+
+/** "opened model.py:12" for a location the host went to. */
+export function opened(location: LocationLike): RevealAnswer {
+  return { ok: true, message: `opened ${decodeURIComponent(location.uri.split("/").pop() ?? "")}:${location.range.start.line + 1}` };
+}
+
 export interface Host {
   readonly mode: Config["mode"];
   start(events: HostEvents): void;
   load(traceId: string): void;
-  /** Go to the node's source; resolves to a message for the status line. */
-  reveal(traceId: string | null, nodeId: string, frame?: number): Promise<string>;
+  /** Go to the node's source; resolves once the host has answered, done or failed with the reason. */
+  reveal(traceId: string | null, nodeId: string, frame?: number): Promise<RevealAnswer>;
   save(filename: string, mime: string, data: Blob): void;
 }
 
@@ -69,7 +85,7 @@ class HttpHost implements Host {
       .catch((e) => this.events.error(`could not load trace ${traceId}: ${e}`));
   }
 
-  async reveal(traceId: string | null, nodeId: string, frame?: number): Promise<string> {
+  async reveal(traceId: string | null, nodeId: string, frame?: number): Promise<RevealAnswer> {
     const body: Record<string, unknown> = { traceId, nodeId };
     if (frame !== undefined) body.frame = frame;
     const r = await fetch(this.url("/reveal"), {
@@ -77,9 +93,9 @@ class HttpHost implements Host {
       headers: { "Content-Type": "application/json" },
       body: JSON.stringify(body),
     });
-    const data = (await r.json()) as { location?: { uri: string; range: { start: { line: number } } }; error?: string };
-    if (!r.ok || !data.location) return `go to source failed: ${data.error ?? r.status}`;
-    return `opened ${data.location.uri.split("/").pop()}:${data.location.range.start.line + 1}`;
+    const data = (await r.json()) as { location?: LocationLike; error?: string };
+    if (!r.ok || !data.location) return { ok: false, message: `go to source failed: ${data.error ?? r.status}` };
+    return opened(data.location);
   }
 
   save(filename: string, _mime: string, data: Blob): void {
@@ -95,6 +111,9 @@ declare function acquireVsCodeApi(): VsCodeApi;
 class WebviewHost implements Host {
   readonly mode = "webview" as const;
   private api: VsCodeApi = acquireVsCodeApi();
+  /** Reveals waiting for the host's "revealed" answer, by request id. */
+  private reveals = new Map<number, (answer: RevealAnswer) => void>();
+  private nextReveal = 1;
 
   start(events: HostEvents): void {
     window.addEventListener("message", (ev: MessageEvent) => {
@@ -113,6 +132,14 @@ class WebviewHost implements Host {
         case "theme":
           events.theme(m.kind === "light" ? "light" : "dark");
           break;
+        case "revealed": {
+          const done = this.reveals.get(Number(m.id));
+          this.reveals.delete(Number(m.id));
+          const location = m.location as LocationLike | undefined;
+          if (m.ok === true && location) done?.(opened(location));
+          else done?.({ ok: false, message: `go to source failed: ${String(m.error ?? "no answer")}` });
+          break;
+        }
       }
     });
     this.api.postMessage({ type: "ready" });
@@ -122,11 +149,14 @@ class WebviewHost implements Host {
     this.api.postMessage({ type: "ready" });
   }
 
-  async reveal(traceId: string | null, nodeId: string, frame?: number): Promise<string> {
-    const m: Record<string, unknown> = { type: "reveal", traceId, nodeId };
+  reveal(traceId: string | null, nodeId: string, frame?: number): Promise<RevealAnswer> {
+    const id = this.nextReveal++;
+    const m: Record<string, unknown> = { type: "reveal", id, traceId, nodeId };
     if (frame !== undefined) m.frame = frame;
-    this.api.postMessage(m);
-    return "opening the source…";
+    return new Promise((resolve) => {
+      this.reveals.set(id, resolve);
+      this.api.postMessage(m);
+    });
   }
 
   save(filename: string, mime: string, data: Blob): void {
@@ -150,8 +180,8 @@ class StaticHost implements Host {
 
   load(): void {}
 
-  async reveal(): Promise<string> {
-    return "going to source needs the language server: open the graph from the editor (jaxlsp/openGraph)";
+  async reveal(): Promise<RevealAnswer> {
+    return { ok: false, message: "going to source needs the language server: open the graph from the editor (jaxlsp/openGraph)" };
   }
 
   save(filename: string, _mime: string, data: Blob): void {

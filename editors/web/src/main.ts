@@ -5,11 +5,25 @@
 import { Elk, quickLayout, type Layout } from "./layout";
 import { makeHost, type Host } from "./host";
 import { Model, typeStr } from "./model";
-import { buildView, descendants, rollupKey, type Item, type State, type View } from "./view";
+import { MAX_PARAMS, PARAM_LINE, buildView, descendants, paramsTop, rollupKey, type Item, type State, type View } from "./view";
+import { Minimap } from "./minimap";
+import { placeLabels } from "./labels";
 import type { Config, Graph } from "./types";
 
 const SVG = "http://www.w3.org/2000/svg";
 const EXPAND_ALL_LIMIT = 4000; // visible items "expand all" stops at, to stay fluid
+/** Node titles are 13 px: at this zoom they are 11 px on screen, the least that reads well. */
+const READABLE = 11 / 13;
+/** Zoom levels of detail: below BOXES_ONLY no text; below FULL_DETAIL titles only; edge labels from LABELS. */
+const BOXES_ONLY = 0.25;
+const FULL_DETAIL = 0.6;
+const LABELS = 0.8;
+/** Below this panel width the details pane starts collapsed. */
+const NARROW = 900;
+
+function detailLevel(k: number): 0 | 1 | 2 | 3 {
+  return k < BOXES_ONLY ? 0 : k < FULL_DETAIL ? 1 : k < LABELS ? 2 : 3;
+}
 
 declare global {
   interface Window {
@@ -40,6 +54,12 @@ export interface Marks {
   full?: number;
   layouts: number;
   fullLayouts: number;
+  /** At first paint: the zoom, the panel's width, how many node titles were drawn and the smallest
+   * one's on-screen font size (px). */
+  firstPaintK?: number;
+  firstPaintWidth?: number;
+  firstPaintTitles?: number;
+  firstPaintTitlePx?: number;
   /** The last refresh: view building, quick layout, drawing; the last ELK layout (worker time included). */
   buildMs?: number;
   quickMs?: number;
@@ -63,9 +83,13 @@ class Viewer {
   private canvasSize = { w: 800, h: 600 };
   private drawn: { x0: number; y0: number; x1: number; y1: number } | null = null;
   private drawnScale = 1;
+  /** Boxes and group headers drawn last: edge labels are placed around them. */
+  private obstacles: { x: number; y: number; w: number; h: number }[] = [];
   private redrawQueued = false;
   private version = 0;
   private transform = { x: 20, y: 20, k: 1 };
+  /** The user panned, zoomed or went somewhere: a layout that arrives later keeps the view. */
+  private moved = false;
   private banners: { stale: boolean; file: boolean; partial: boolean; newer: string | null } = {
     stale: false, file: false, partial: false, newer: null,
   };
@@ -74,10 +98,15 @@ class Viewer {
 
   // DOM
   private readonly app = el("div", "jx-app");
-  private readonly titleEl = el("span", "jx-title", "jaxlsp");
+  private readonly titleEl = el("span", "jx-title");
+  private readonly titlePath = el("span", "jx-title-path");
+  private readonly titleName = el("span", "jx-title-name", "jaxlsp");
   private readonly search = el("input", "jx-search");
   private readonly bannerEl = el("div", "jx-banners");
+  private readonly stage = el("div", "jx-stage");
   private readonly svgEl = svg("svg", { class: "jx-canvas", tabindex: 0, role: "application" });
+  private readonly minimap = new Minimap((x, y) => this.lookAt(x, y));
+  private readonly detailsButton: HTMLButtonElement;
   private readonly viewport = svg("g", { class: "jx-viewport" });
   private readonly side = el("aside", "jx-side");
   private readonly details = el("div", "jx-details");
@@ -86,6 +115,7 @@ class Viewer {
 
   constructor(config: Config) {
     this.host = makeHost(config);
+    this.detailsButton = this.button("Details", "Show or hide the details pane (D)", () => this.toggleSide());
     this.buildShell();
     this.host.start({
       graph: (traceId, graph, stale, origin) => this.setGraph(traceId, graph, stale, origin),
@@ -135,12 +165,18 @@ class Viewer {
       }
       if (e.key === "Escape") this.svgEl.focus();
     });
+    // The target's name never shrinks; a long path is cut at its start ("…/models/cnn.py").
+    const inner = document.createElement("bdi");
+    inner.dir = "ltr";
+    this.titlePath.append(inner);
+    this.titleEl.append(this.titlePath, this.titleName);
     bar.append(
       this.titleEl,
       this.search,
       this.button("Expand all", "Expand every group (E)", () => this.expandAll()),
       this.button("Collapse all", "Collapse every group (C)", () => this.collapseAll()),
       this.button("Fit", "Fit the graph in the window (F)", () => this.fit()),
+      this.detailsButton,
       this.button("Theme", "Light, dark or the editor's theme (T)", () => this.cycleTheme()),
       this.button("SVG", "Export as SVG", () => this.exportSvg()),
       this.button("PNG", "Export as PNG", () => void this.exportPng()),
@@ -151,11 +187,19 @@ class Viewer {
     defs.append(marker);
     this.svgEl.append(defs, this.viewport);
     const main = el("main", "jx-main");
-    this.side.append(this.results, this.details);
-    main.append(this.svgEl, this.side);
+    const close = this.button("×", "Hide the details pane (D)", () => this.toggleSide(false));
+    close.classList.add("jx-side-close");
+    this.side.append(close, this.results, this.details);
+    this.stage.append(this.svgEl, this.minimap.element);
+    main.append(this.stage, this.side);
     this.app.append(bar, this.bannerEl, main, this.statusEl);
     document.body.append(this.app);
-    this.details.append(el("p", "jx-muted", "Click a box for details; double-click (or Enter) a group to expand it."));
+    this.clearDetails();
+    this.toggleSide(this.app.clientWidth >= NARROW);
+    // A narrower or wider panel: draw what is now visible (the zoom stays).
+    new ResizeObserver(() => {
+      if (this.layout) this.applyTransform();
+    }).observe(this.svgEl);
     this.bindCanvas();
     this.bindKeys();
     this.applyTheme();
@@ -176,13 +220,20 @@ class Viewer {
     this.traceId = traceId;
     this.banners = { stale, file: origin === "file", partial: graph.coverage?.complete === false, newer: null };
     this.state = this.initialState();
+    // A new graph: nothing of the old one stays selected, highlighted or found.
     this.selected = null;
     this.highlighted.clear();
+    this.matches.clear();
+    this.clearDetails();
+    this.moved = false;
     const t = graph.target ?? {};
-    this.titleEl.textContent = `${t.path ?? "?"}::${t.name ?? "?"}`;
+    (this.titlePath.firstChild as HTMLElement).textContent = t.path ?? "?";
+    this.titleName.textContent = `::${t.name ?? "?"}`;
+    this.titleEl.title = `${t.path ?? "?"}::${t.name ?? "?"}`;
     document.title = `jaxlsp · ${t.name ?? "graph"}`;
     this.renderBanners();
-    this.refresh(null, true);
+    this.refresh(null, "entry");
+    if (this.search.value.trim()) this.runSearch();
     this.setStatus(`${graph.nodes.length.toLocaleString()} ops · ${graph.groups.length} groups${traceId ? ` · trace ${traceId}` : ""}`);
   }
 
@@ -201,8 +252,9 @@ class Viewer {
   }
 
   // -- layout and drawing -------------------------------------------------------------------------
-  /** Rebuild the view; keep ``anchor`` where it is on screen (or fit when asked). */
-  refresh(anchor: string | null, fit = false): void {
+  /** Rebuild the view; keep ``anchor`` where it is on screen, or fit it all, or show its entry
+   * at a readable zoom (a new graph). */
+  refresh(anchor: string | null, how: "keep" | "fit" | "entry" = "keep"): void {
     if (!this.model) return;
     const version = ++this.version;
     const before = anchor && this.layout ? this.layout.boxes.get(this.repFor(anchor) ?? anchor) : undefined;
@@ -212,7 +264,7 @@ class Viewer {
     const quick = quickLayout(this.view);
     this.marks.buildMs = t1 - t0;
     this.marks.quickMs = performance.now() - t1;
-    this.apply(quick, anchor, before, fit);
+    this.apply(quick, anchor, before, how);
     if (this.selected) {
       const rep = this.repFor(this.selected);
       if (rep) this.showDetails(rep);
@@ -220,7 +272,14 @@ class Viewer {
     this.marks.layouts++;
     this.afterPaint(() => {
       this.marks.quick = performance.now();
-      this.marks.firstPaint ??= this.marks.quick;
+      if (this.marks.firstPaint === undefined) {
+        this.marks.firstPaint = this.marks.quick;
+        const titles = this.titleSizes();
+        this.marks.firstPaintK = this.transform.k;
+        this.marks.firstPaintWidth = this.app.clientWidth;
+        this.marks.firstPaintTitles = titles.length;
+        this.marks.firstPaintTitlePx = titles.length ? Math.min(...titles) : 0;
+      }
     });
     if (!this.elk) this.elk = new Elk();
     const view = this.view;
@@ -231,7 +290,7 @@ class Viewer {
       .then((full) => {
         if (version !== this.version) return; // a newer state was drawn meanwhile
         this.marks.elkMs = performance.now() - sent;
-        this.apply(full, anchor, anchorBox, fit);
+        this.apply(full, anchor, anchorBox, how);
         this.marks.fullLayouts++;
         this.afterPaint(() => {
           this.marks.full = performance.now();
@@ -257,27 +316,93 @@ class Viewer {
     return null;
   }
 
-  private apply(layout: Layout, anchor: string | null, before: { x: number; y: number } | undefined, fit: boolean): void {
+  /** The on-screen font size (px) of every node title drawn (``g.jx-node``'s first text). */
+  titleSizes(): number[] {
+    const out: number[] = [];
+    for (const g of this.viewport.querySelectorAll<SVGGElement>("g.jx-node")) {
+      const t = g.querySelector("text");
+      const m = t?.getScreenCTM();
+      if (t && m) out.push(m.a * parseFloat(getComputedStyle(t).fontSize));
+    }
+    return out;
+  }
+
+  private apply(layout: Layout, anchor: string | null, before: { x: number; y: number } | undefined, how: "keep" | "fit" | "entry"): void {
     this.layout = layout;
     const after = anchor ? layout.boxes.get(this.repFor(anchor) ?? anchor) : undefined;
     if (before && after) {
       this.transform.x += (before.x - after.x) * this.transform.k;
       this.transform.y += (before.y - after.y) * this.transform.k;
     }
-    if (fit) this.fit(false);
+    if (how === "fit" && !this.moved) this.fit(false, false);
+    if (how === "entry" && !this.moved) this.showEntry();
+    this.minimap.setLayout(layout, this.view!);
     this.draw();
+  }
+
+  /** A new graph's first view: all of it when that reads (titles >= 11 px), else its entry — the
+   * inputs and the first boxes — at a readable zoom, never "fit everything" below it. */
+  private showEntry(): void {
+    const layout = this.layout;
+    const view = this.view;
+    if (!layout || !view) return;
+    const r = this.svgEl.getBoundingClientRect();
+    const w = r.width || 800;
+    const h = r.height || 600;
+    const fitK = Math.min((w - 40) / Math.max(layout.width, 1), (h - 40) / Math.max(layout.height, 1));
+    if (fitK >= READABLE) {
+      this.fit(false, false);
+      return;
+    }
+    const k = 1;
+    // The entry: input boxes and the first few boxes of the outermost open level, in program order.
+    const entry: Item[] = [];
+    let level = view.root;
+    for (;;) {
+      const open = level.children.filter((c) => c.kind === "container");
+      if (open.length !== 1 || level.children.some((c) => c.kind !== "container" && c.kind !== "ports" && c.kind !== "outputs")) break;
+      level = open[0];
+    }
+    for (const item of view.root.children) if (item.kind === "ports") entry.push(item);
+    entry.push(...level.children.filter((c) => c.kind !== "ports" && c.kind !== "outputs").slice(0, 3));
+    let x0 = Infinity, y0 = Infinity, x1 = -Infinity;
+    for (const item of entry) {
+      const b = layout.boxes.get(item.id);
+      if (!b) continue;
+      x0 = Math.min(x0, b.x);
+      y0 = Math.min(y0, b.y);
+      x1 = Math.max(x1, b.x + b.w);
+    }
+    if (!Number.isFinite(x0)) x0 = y0 = x1 = 0;
+    // Layouts start at y = 0 with the inputs; the frames of open groups begin above their boxes.
+    const top = y0 < h / k / 2 ? 0 : y0 - 60;
+    const x = (x1 - x0) * k <= w - 40 ? (w - (x1 - x0) * k) / 2 - x0 * k : 20 - x0 * k;
+    this.transform = { k, x, y: 20 - top * k };
+    this.applyTransform(false);
   }
 
   /** The part of the layout (world coordinates) the canvas shows now. */
   private visibleRect(): { x0: number; y0: number; x1: number; y1: number } {
+    return this.visibleRectFor(this.canvasSize.w, this.canvasSize.h);
+  }
+
+  private visibleRectFor(w: number, h: number): { x0: number; y0: number; x1: number; y1: number } {
     const { x, y, k } = this.transform;
-    const w = this.canvasSize.w;
-    const h = this.canvasSize.h;
     return { x0: -x / k, y0: -y / k, x1: (w - x) / k, y1: (h - y) / k };
   }
 
+  /** Center the view on a point of the layout (the minimap's clicks), at the same zoom. */
+  private lookAt(wx: number, wy: number): void {
+    const r = this.svgEl.getBoundingClientRect();
+    const k = this.transform.k;
+    this.moved = true;
+    this.transform = { k, x: r.width / 2 - wx * k, y: r.height / 2 - wy * k };
+    this.applyTransform();
+  }
+
   /** Draw what lies in and around the visible part only: a 1,000-node group is mostly off screen,
-   * and a pan or zoom past the drawn margin draws again (at most once a frame). */
+   * and a pan or zoom past the drawn margin draws again (at most once a frame). What is drawn
+   * depends on the zoom: boxes only, titles, then subtitles and weights, then edge labels. */
   private draw(): void {
     const view = this.view!;
     const layout = this.layout!;
@@ -292,46 +417,72 @@ class Viewer {
     this.drawnScale = this.transform.k;
     const inside = (x0: number, y0: number, x1: number, y1: number): boolean =>
       x1 >= area.x0 && x0 <= area.x1 && y1 >= area.y0 && y0 <= area.y1;
-    const detail = this.transform.k >= 0.25; // below this, text is unreadable: boxes and edges only
+    const level = detailLevel(this.transform.k);
     const groupsLayer = svg("g", { class: "jx-containers" });
-    const edgesLayer = svg("g", { class: "jx-edges" });
-    const labelsLayer = svg("g", { class: "jx-edge-labels" });
     const itemsLayer = svg("g", { class: "jx-items" });
-    const showLabels = view.edges.length <= 3000;
-    const incoming = new Map<string, number>();
-    for (const e of view.edges) incoming.set(e.target, (incoming.get(e.target) ?? 0) + 1);
     let drawnItems = 0;
+    const obstacles: { x: number; y: number; w: number; h: number }[] = [];
     for (const item of descendants(view.root)) {
       const box = layout.boxes.get(item.id);
       if (!box || !inside(box.x, box.y, box.x + box.w, box.y + box.h)) continue;
       drawnItems++;
-      const g = svg("g", { class: `jx-item jx-${item.kind}`, "data-id": item.id, transform: `translate(${box.x},${box.y})` });
+      const kind = item.kind === "node" ? "jx-op" : `jx-${item.kind}`;
       if (item.kind === "container") {
+        const g = svg("g", { class: `jx-item ${kind}`, "data-id": item.id, transform: `translate(${box.x},${box.y})` });
         g.append(svg("rect", { class: "jx-frame", width: box.w, height: box.h, rx: 6 }));
-        const head = svg("text", { class: "jx-head", x: 22, y: 17 });
-        head.textContent = `${item.title}  ·  ${item.sub}`;
-        const toggle = svg("text", { class: "jx-toggle", x: 7, y: 17, "data-toggle": item.id });
-        toggle.textContent = "−";
-        g.append(head, toggle);
+        if (level > 0) {
+          const head = svg("text", { class: "jx-head", x: 22, y: 17 });
+          head.textContent = `${item.title}  ·  ${item.sub}`;
+          const toggle = svg("text", { class: "jx-toggle", x: 7, y: 17, "data-toggle": item.id });
+          toggle.textContent = "−";
+          g.append(head, toggle);
+        }
+        obstacles.push({ x: box.x, y: box.y, w: box.w, h: 24 });
         groupsLayer.append(g);
         continue;
       }
+      obstacles.push(box);
+      // Every box is a g.jx-node whose first text is its title (docs/viewer.md, test hooks).
+      const g = svg("g", { class: `jx-item jx-node ${kind}`, "data-id": item.id, transform: `translate(${box.x},${box.y})` });
       if (item.kind === "rollup") {
         g.append(svg("rect", { class: "jx-stack", x: 6, y: 6, width: box.w, height: box.h, rx: 5 }));
         g.append(svg("rect", { class: "jx-stack", x: 3, y: 3, width: box.w, height: box.h, rx: 5 }));
       }
       g.append(svg("rect", { class: "jx-box", width: box.w, height: box.h, rx: item.kind === "node" ? 4 : 6 }));
-      if (!detail) {
+      const tip = svg("title");
+      tip.textContent = this.tooltip(item);
+      if (level === 0) {
+        g.append(tip);
         itemsLayer.append(g);
         continue;
       }
-      const t1 = svg("text", { class: "jx-t1", x: box.w / 2, y: item.kind === "node" ? 16 : 19 });
+      const full = level >= 2;
+      const titleY = full ? (item.kind === "node" ? 18 : 21) : Math.min(box.h / 2 + 5, item.kind === "node" ? 25 : 29);
+      const t1 = svg("text", { class: "jx-t1", x: box.w / 2, y: titleY });
       t1.textContent = item.title;
-      const t2 = svg("text", { class: "jx-t2", x: box.w / 2, y: item.kind === "node" ? 30 : 35 });
-      t2.textContent = item.sub;
-      const tip = svg("title");
-      tip.textContent = this.tooltip(item);
-      g.append(t1, t2, tip);
+      g.append(t1);
+      if (full) {
+        const t2 = svg("text", { class: "jx-t2", x: box.w / 2, y: item.kind === "node" ? 34 : 38 });
+        t2.textContent = item.sub;
+        g.append(t2);
+        const top = paramsTop(item);
+        item.params.slice(0, MAX_PARAMS).forEach((p, i) => {
+          const line = svg("text", { class: `jx-param jx-param-${p.role}`, x: 10, y: top + i * PARAM_LINE + 8, "data-value": p.value });
+          const name = svg("tspan", { class: "jx-param-name" });
+          name.textContent = p.name;
+          const type = svg("tspan", { class: "jx-param-type" });
+          type.textContent = ` ${p.type}`;
+          line.append(name, type);
+          g.append(line);
+        });
+        if (item.params.length > MAX_PARAMS) {
+          const more = svg("text", { class: "jx-param jx-param-more", x: 10, y: top + MAX_PARAMS * PARAM_LINE + 8 });
+          more.textContent = `+${item.params.length - MAX_PARAMS} more`;
+          g.append(more);
+        }
+        if (item.params.length) g.append(svg("line", { class: "jx-param-rule", x1: 6, x2: box.w - 6, y1: top - 7, y2: top - 7 }));
+      }
+      g.append(tip);
       if (item.kind === "group" || item.kind === "rollup") {
         const toggle = svg("text", { class: "jx-toggle", x: 7, y: 15, "data-toggle": item.id });
         toggle.textContent = "+";
@@ -339,6 +490,31 @@ class Viewer {
       }
       itemsLayer.append(g);
     }
+    this.obstacles = obstacles;
+    this.viewport.replaceChildren(groupsLayer, svg("g", { class: "jx-edges" }), itemsLayer, svg("g", { class: "jx-edge-labels" }));
+    this.drawEdges();
+    this.svgEl.dataset.engine = layout.engine;
+    this.svgEl.dataset.items = String(view.items.size);
+    this.svgEl.dataset.drawn = String(drawnItems);
+    this.svgEl.dataset.detail = String(level);
+    this.applyTransform(false);
+    this.decorate();
+    this.marks.drawMs = performance.now() - t0;
+  }
+
+  /** The edges (and their labels) in the drawn area; the selection's edges are marked and labelled
+   * first. Redrawn alone when the selection changes, so the boxes under the pointer stay (a
+   * double-click needs its two clicks on one element). */
+  private drawEdges(): void {
+    const view = this.view!;
+    const layout = this.layout!;
+    const area = this.drawn!;
+    const inside = (x0: number, y0: number, x1: number, y1: number): boolean =>
+      x1 >= area.x0 && x0 <= area.x1 && y1 >= area.y0 && y0 <= area.y1;
+    const edgesLayer = svg("g", { class: "jx-edges" });
+    const labelsLayer = svg("g", { class: "jx-edge-labels" });
+    const sel = this.selected ? this.repFor(this.selected) : null;
+    const paths: { id: string; pts: { x: number; y: number }[]; label: string; priority: boolean }[] = [];
     for (const e of view.edges) {
       const pts = layout.routes.get(e.id);
       if (!pts || pts.length < 2) continue;
@@ -348,27 +524,28 @@ class Viewer {
       }
       if (!inside(ex0, ey0, ex1, ey1)) continue;
       const d = pts.map((p, i) => `${i ? "L" : "M"}${p.x.toFixed(1)},${p.y.toFixed(1)}`).join(" ");
-      const path = svg("path", { class: "jx-edge", d, "marker-end": "url(#jx-arrow)", "data-edge": e.id });
+      const touches = sel !== null && (e.source === sel || e.target === sel);
+      const g = svg("g", { class: touches ? "jx-link jx-link-selected" : "jx-link", "data-edge": e.id });
+      // A wide invisible twin makes the edge easy to hover: its tooltip is the value's type.
+      const hit = svg("path", { class: "jx-edge-hit", d });
+      const path = svg("path", { class: "jx-edge", d, "marker-end": "url(#jx-arrow)" });
       const tip = svg("title");
       tip.textContent = e.label;
-      path.append(tip);
-      edgesLayer.append(path);
-      // Many edges into one box would pile their labels up: those keep theirs as a tooltip.
-      if (detail && showLabels && (incoming.get(e.target) ?? 0) <= 4) {
-        // Next to the arrow head: edges into one box fan out there, so labels rarely overlap.
-        const end = pts[pts.length - 1];
-        const label = svg("text", { class: "jx-edge-label", x: end.x + 4, y: end.y - 6 });
-        label.textContent = e.label;
-        labelsLayer.append(label);
+      g.append(path, hit, tip);
+      edgesLayer.append(g);
+      paths.push({ id: e.id, pts, label: e.label, priority: touches });
+    }
+    // One label per edge, along its path where it overlaps no box and no other label; an edge
+    // whose path has no free spot keeps its type as a tooltip (and shows it when selected).
+    if (detailLevel(this.drawnScale) >= 3 && paths.length <= 4000) {
+      for (const l of placeLabels(paths, this.obstacles)) {
+        const text = svg("text", { class: l.priority ? "jx-edge-label jx-edge-label-selected" : "jx-edge-label", x: l.x, y: l.y, "data-edge": l.id });
+        text.textContent = l.label;
+        labelsLayer.append(text);
       }
     }
-    this.viewport.replaceChildren(groupsLayer, edgesLayer, itemsLayer, labelsLayer);
-    this.svgEl.dataset.engine = layout.engine;
-    this.svgEl.dataset.items = String(view.items.size);
-    this.svgEl.dataset.drawn = String(drawnItems);
-    this.applyTransform(false);
-    this.decorate();
-    this.marks.drawMs = performance.now() - t0;
+    this.viewport.querySelector(".jx-edges")?.replaceWith(edgesLayer);
+    this.viewport.querySelector(".jx-edge-labels")?.replaceWith(labelsLayer);
   }
 
   private tooltip(item: Item): string {
@@ -406,10 +583,12 @@ class Viewer {
   private applyTransform(redraw = true): void {
     const { x, y, k } = this.transform;
     this.viewport.setAttribute("transform", `translate(${x},${y}) scale(${k})`);
+    const r = this.svgEl.getBoundingClientRect();
+    this.minimap.setView(this.visibleRectFor(r.width || 800, r.height || 600));
     if (!redraw || !this.layout || this.redrawQueued) return;
     const vis = this.visibleRect();
     const d = this.drawn;
-    const detailChanged = (k >= 0.25) !== (this.drawnScale >= 0.25);
+    const detailChanged = detailLevel(k) !== detailLevel(this.drawnScale);
     if (detailChanged || !d || vis.x0 < d.x0 || vis.y0 < d.y0 || vis.x1 > d.x1 || vis.y1 > d.y1) {
       this.redrawQueued = true;
       requestAnimationFrame(() => {
@@ -419,23 +598,26 @@ class Viewer {
     }
   }
 
-  fit(redraw = true): void {
+  /** Fit the whole graph in the canvas (the Fit button, `f`): it may then be too small to read. */
+  fit(redraw = true, byUser = true): void {
     if (!this.layout) return;
+    if (byUser) this.moved = true;
     const r = this.svgEl.getBoundingClientRect();
     const w = Math.max(this.layout.width, 1);
     const h = Math.max(this.layout.height, 1);
     // A very tall graph (a long chain) fits its width, not its height: boxes stay readable.
-    const k = Math.min(1.2, Math.max(0.3, Math.min((r.width - 40) / w, (r.height - 40) / h)));
+    const k = Math.min(1.2, Math.max(0.05, Math.min((r.width - 40) / w, (r.height - 40) / h)));
     this.transform = { k, x: Math.max(20, (r.width - w * k) / 2), y: 20 };
     this.applyTransform(redraw);
   }
 
-  /** Bring a visible box to the middle of the canvas (readable zoom). */
+  /** Bring a visible box to the middle of the canvas, at a readable zoom. */
   center(id: string): void {
     const box = this.layout?.boxes.get(id);
     if (!box) return;
+    this.moved = true;
     const r = this.svgEl.getBoundingClientRect();
-    const k = Math.max(this.transform.k, 0.6);
+    const k = Math.max(this.transform.k, READABLE);
     this.transform = { k, x: r.width / 2 - (box.x + box.w / 2) * k, y: r.height / 2 - (box.y + box.h / 2) * k };
     this.applyTransform();
   }
@@ -452,6 +634,7 @@ class Viewer {
       const dy = e.clientY - drag.y;
       if (Math.abs(dx) + Math.abs(dy) > 3) drag.moved = true;
       if (drag.moved) {
+        this.moved = true;
         this.transform.x = drag.tx + dx;
         this.transform.y = drag.ty + dy;
         this.applyTransform();
@@ -483,6 +666,7 @@ class Viewer {
   }
 
   private zoom(factor: number, cx: number, cy: number): void {
+    this.moved = true;
     const k = Math.min(4, Math.max(0.03, this.transform.k * factor));
     const f = k / this.transform.k;
     this.transform = { k, x: cx - (cx - this.transform.x) * f, y: cy - (cy - this.transform.y) * f };
@@ -499,6 +683,7 @@ class Viewer {
         case "e": this.expandAll(); break;
         case "c": this.collapseAll(); break;
         case "t": this.cycleTheme(); break;
+        case "d": this.toggleSide(); break;
         case "+": case "=": this.zoom(1.25, r.width / 2, r.height / 2); break;
         case "-": this.zoom(0.8, r.width / 2, r.height / 2); break;
         case "Enter": case " ":
@@ -554,13 +739,18 @@ class Viewer {
 
   select(id: string): void {
     this.selected = id;
+    // The selection's edges are marked and carry their labels first.
+    if (this.layout && this.drawn) this.drawEdges();
     this.decorate();
     this.showDetails(id);
   }
 
+  /** Go to a node's source; the footer says what the host answered (opened where, or why not). */
   async reveal(nodeId: string, frame?: number): Promise<void> {
+    this.setStatus("opening the source…");
     try {
-      this.setStatus(await this.host.reveal(this.traceId, nodeId, frame));
+      const answer = await this.host.reveal(this.traceId, nodeId, frame);
+      this.setStatus(answer.message, !answer.ok);
     } catch (e) {
       this.setStatus(`go to source failed: ${e}`, true);
     }
@@ -651,13 +841,14 @@ class Viewer {
       }
       frontier = next;
     }
-    this.refresh(null, true);
+    this.refresh(null, "entry");
     if (stopped) this.setStatus(`expanded as far as ${EXPAND_ALL_LIMIT.toLocaleString()} boxes; expand the rest group by group`);
   }
 
   collapseAll(): void {
     this.state = this.initialState();
-    this.refresh(null, true);
+    this.moved = false;
+    this.refresh(null, "entry");
   }
 
   setHighlight(nodeIds: string[]): void {
@@ -667,9 +858,24 @@ class Viewer {
     if (first) this.center(first);
   }
 
+  // -- the details pane ---------------------------------------------------------------------------
+  /** Show or hide the details pane (``open`` forces it); it stays so for the next graphs. */
+  toggleSide(open?: boolean): void {
+    const next = open ?? !this.app.classList.contains("jx-side-open");
+    this.app.classList.toggle("jx-side-open", next);
+    this.detailsButton.setAttribute("aria-pressed", String(next));
+    if (this.layout) this.applyTransform();
+  }
+
+  private clearDetails(): void {
+    this.details.replaceChildren(el("p", "jx-muted", "Click a box for details; double-click (or Enter) a group to expand it."));
+  }
+
   // -- search -------------------------------------------------------------------------------------
   private runSearch(): void {
     if (!this.model) return;
+    // Results live in the details pane: searching opens it.
+    if (this.search.value.trim() && !this.app.classList.contains("jx-side-open")) this.toggleSide(true);
     const found = this.model.search(this.search.value);
     this.matches = new Set(found.map((f) => f.id));
     this.results.replaceChildren();
@@ -747,6 +953,10 @@ class Viewer {
     const g = model.groups.get(item.ref)!;
     d.append(el("h3", "", item.title));
     row("kind", g.kind);
+    if (item.params.length) {
+      d.append(el("h4", "", item.kind === "rollup" ? "weights (each)" : "weights"));
+      for (const p of item.params.slice(0, 500)) row(p.name, p.type);
+    }
     if (item.members) row("members", item.members.map((m) => model.groups.get(m)!.label).join(", "));
     row("ops", String(model.counts.get(g.id) ?? 0));
     const prims = new Map<string, number>();
@@ -831,16 +1041,19 @@ class Viewer {
     const v = (name: string): string => cs.getPropertyValue(name).trim();
     const style = document.createElementNS(SVG, "style");
     style.textContent = `
-      text { font: 12px ui-sans-serif, system-ui, sans-serif; fill: ${v("--fg")}; }
+      text { font: 13px ui-sans-serif, system-ui, sans-serif; fill: ${v("--fg")}; }
+      .jx-param { font: 11px ui-monospace, monospace; } .jx-param-type, .jx-param-more { fill: ${v("--muted")}; }
+      .jx-param-rule { stroke: ${v("--border")}; stroke-opacity: 0.5; }
+      .jx-edge-hit { fill: none; stroke: none; }
       .jx-box { fill: ${v("--node")}; stroke: ${v("--border")}; }
       .jx-group .jx-box, .jx-rollup .jx-box { fill: ${v("--group")}; }
       .jx-stack { fill: ${v("--group")}; stroke: ${v("--border")}; }
       .jx-ports .jx-box, .jx-outputs .jx-box { fill: ${v("--ports")}; }
       .jx-frame { fill: ${v("--frame")}; stroke: ${v("--border")}; }
-      .jx-t1 { text-anchor: middle; font-weight: 600; } .jx-t2 { text-anchor: middle; font-size: 10px; fill: ${v("--muted")}; }
+      .jx-t1 { text-anchor: middle; font-weight: 600; } .jx-t2 { text-anchor: middle; font-size: 11px; fill: ${v("--muted")}; }
       .jx-head { font-weight: 600; } .jx-toggle { font-weight: 700; }
       .jx-edge { fill: none; stroke: ${v("--edge")}; } .jx-arrowhead { fill: ${v("--edge")}; }
-      .jx-edge-label { font-size: 9px; fill: ${v("--muted")}; }`;
+      .jx-edge-label { font-size: 10px; fill: ${v("--muted")}; }`;
     const bg = document.createElementNS(SVG, "rect");
     bg.setAttribute("width", "100%");
     bg.setAttribute("height", "100%");

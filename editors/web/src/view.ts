@@ -5,6 +5,14 @@ import { Model, typeStr } from "./model";
 
 export type ItemKind = "node" | "group" | "container" | "rollup" | "ports" | "outputs";
 
+/** A weight (or state, or constant) drawn inside the card of the box that uses it. */
+export interface ParamLine {
+  value: string;
+  name: string;
+  type: string;
+  role: string;
+}
+
 export interface Item {
   id: string;
   kind: ItemKind;
@@ -15,6 +23,8 @@ export interface Item {
   sub: string;
   parent: Item | null;
   children: Item[];
+  /** Weights, state and constants this box uses (first use first); the first MAX_PARAMS are drawn inside it. */
+  params: ParamLine[];
   /** Program order within the parent. */
   order: number;
   width: number;
@@ -43,15 +53,37 @@ export interface State {
   unrolled: Set<string>;
 }
 
-const CHAR = 7.2;
-const MAX_FANOUT = 6;
+const CHAR = 7.6; // px per character of a 13 px title
+const MONO = 6.4; // px per character of an 11 px monospace parameter line
 export const HEADER = 26;
+export const PARAM_LINE = 15;
+/** Parameter lines a card shows; the rest are counted on one more line. */
+export const MAX_PARAMS = 4;
+/** Input roles drawn inside the cards that use them instead of as boxes with edges (Netron's way):
+ * weights reach almost every box, and their edges would hide the data flow. */
+export const INSIDE_ROLES = new Set(["parameter", "state", "constant"]);
+
+/** The y of the first parameter line in a box (below the title and the subtitle). */
+export function paramsTop(item: Item): number {
+  return item.kind === "node" ? 42 : 50;
+}
 
 function size(item: Item): void {
-  const text = Math.max(item.title.length, item.sub.length);
   const toggle = item.kind === "group" || item.kind === "rollup" ? 28 : 0; // room for the "+" left of the title
-  item.width = Math.min(340, Math.max(item.kind === "node" ? 70 : 110, Math.ceil(text * CHAR) + 22 + toggle));
-  item.height = item.kind === "node" ? 38 : 46;
+  let width = Math.ceil(Math.max(item.title.length, item.sub.length * 0.85) * CHAR) + 24 + toggle;
+  for (const p of item.params.slice(0, MAX_PARAMS)) width = Math.max(width, Math.ceil((p.name.length + p.type.length + 1) * MONO) + 20);
+  item.width = Math.min(380, Math.max(item.kind === "node" ? 80 : 120, width));
+  const lines = Math.min(item.params.length, MAX_PARAMS) + (item.params.length > MAX_PARAMS ? 1 : 0);
+  item.height = (item.kind === "node" ? 42 : 50) + (lines ? lines * PARAM_LINE + 4 : 0);
+}
+
+/** ``params/Block_0/Dense_0/kernel`` shown in the card of ``Block_0`` as ``Dense_0/kernel``: the
+ * path below the card's own module, else without its collection (``params``, ``batch_stats``). */
+export function paramName(label: string, owner: string): string {
+  const parts = label.split("/").filter((p) => p !== "");
+  const at = owner ? parts.lastIndexOf(owner) : -1;
+  if (at >= 0 && at < parts.length - 1) return parts.slice(at + 1).join("/");
+  return parts.length > 1 ? parts.slice(1).join("/") : label;
 }
 
 export function rollupKey(container: string | null, first: string): string {
@@ -74,19 +106,23 @@ export function buildView(model: Model, state: State): View {
   const items = new Map<string, Item>();
   const groupRep = new Map<string, string>();
   const root: Item = {
-    id: "root", kind: "container", ref: "", title: "", sub: "", parent: null, children: [], order: 0, width: 0, height: 0,
+    id: "root", kind: "container", ref: "", title: "", sub: "", parent: null, children: [], params: [],
+    order: 0, width: 0, height: 0,
   };
 
   const make = (id: string, kind: ItemKind, ref: string, title: string, sub: string, parent: Item): Item => {
-    const item: Item = { id, kind, ref, title, sub, parent, children: [], order: parent.children.length, width: 0, height: 0 };
+    const item: Item = {
+      id, kind, ref, title, sub, parent, children: [], params: [], order: parent.children.length, width: 0, height: 0,
+    };
     parent.children.push(item);
     items.set(id, item);
     if (kind !== "container") size(item);
     return item;
   };
 
-  // Graph inputs, one box per role (parameters, inputs, state, keys, constants).
+  // Graph inputs, one box per role (inputs, keys); weights, state and constants go inside cards.
   for (const role of model.roles) {
+    if (INSIDE_ROLES.has(role)) continue;
     const ports = model.graph.inputs.filter((p) => p.role === role);
     const name = role === "parameter" ? "parameters" : role === "input" ? "inputs" : role;
     const sub = ports.length === 1 ? typeStr(model.values.get(ports[0].value)) : `${ports.length} arrays`;
@@ -176,29 +212,40 @@ export function buildView(model: Model, state: State): View {
     const v = model.values.get(vid);
     if (v?.producer) return repOf(v.producer);
     const port = model.portOf.get(vid);
-    return port ? `in:${port.port.role}` : null;
+    return port && !INSIDE_ROLES.has(port.port.role) ? `in:${port.port.role}` : null;
   };
+  // Each weight is listed in the card of every box that uses it (a roll-up: its first member's).
+  const owned = new Map<string, Set<string>>();
   for (const n of model.graph.nodes) {
     const target = repOf(n.id);
-    for (const vid of n.inputs) add(from(vid), target, vid);
-  }
-  for (const p of model.graph.outputs) add(from(p.value), "out", p.value);
-  // Weights feed almost every box: past a handful, their edges would hide the data flow (and
-  // slow the layout), so the parameters box says how many boxes it feeds instead.
-  const fanout = new Map<string, number>();
-  for (const e of edges) if (e.source.startsWith("in:")) fanout.set(e.source, (fanout.get(e.source) ?? 0) + 1);
-  const hidden = new Set<string>();
-  for (const role of ["parameter", "state", "constant"]) {
-    const n = fanout.get(`in:${role}`) ?? 0;
-    const box = items.get(`in:${role}`);
-    if (n > MAX_FANOUT && box) {
-      hidden.add(box.id);
-      box.sub = `${box.sub} → ${n} boxes`;
-      size(box);
+    for (const vid of n.inputs) {
+      const port = model.portOf.get(vid);
+      if (port && INSIDE_ROLES.has(port.port.role)) {
+        if (target === null) continue;
+        const item = items.get(target)!;
+        if (item.kind === "rollup" && !model.ancestors(n.id).includes(item.ref)) continue;
+        let set = owned.get(target);
+        if (!set) owned.set(target, (set = new Set()));
+        set.add(vid);
+        continue;
+      }
+      add(from(vid), target, vid);
     }
   }
-  const shown = hidden.size ? edges.filter((e) => !hidden.has(e.source)) : edges;
-  return { root, items, edges: shown, repOf };
+  for (const p of model.graph.outputs) add(from(p.value), "out", p.value);
+  for (const [id, values] of owned) {
+    const item = items.get(id)!;
+    // Named from the card's own module: a node's is the open group around it.
+    const group = item.kind === "node" ? (item.parent?.kind === "container" ? item.parent.ref : "") : item.ref;
+    const owner = model.groups.get(group)?.label ?? "";
+    const lines = [...values].map((vid) => {
+      const port = model.portOf.get(vid)!.port;
+      return { value: vid, name: paramName(port.label, owner), type: typeStr(model.values.get(vid)), role: port.role };
+    });
+    item.params = lines;
+    size(item);
+  }
+  return { root, items, edges, repOf };
 }
 
 /** Every item under ``item`` (not itself), depth first. */

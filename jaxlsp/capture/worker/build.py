@@ -14,11 +14,13 @@ import dataclasses
 import enum
 import operator
 import os
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from jaxlsp.capture.worker import jaxcompat
 from jaxlsp.capture.worker.failures import Workspace, code_points
+from jaxlsp.capture.worker.paths import Spelling, is_own
 from jaxlsp.capture.worker.scopes import SCOPE_MARK
 from jaxlsp.graph.model import Coverage, Frame, Group, Node, Port, Value
 
@@ -37,6 +39,42 @@ ONE_TO_ONE = {
     "custom_vjp_call": "custom_vjp",
     "custom_vjp_call_jaxpr": "custom_vjp",
 }
+# Primitives whose computation is outside the graph: the opaque regions of coverage.
+OPAQUE_PRIMITIVES = {
+    "pure_callback": "pure_callback: calls back into Python; what it computes is not in the graph",
+    "io_callback": "io_callback: calls back into Python; what it computes is not in the graph",
+    "callback": "callback: calls back into Python; what it computes is not in the graph",
+    "ffi_call": "ffi_call: a foreign (C++/CUDA) function; what it computes is not in the graph",
+    "custom_call": "custom_call: an XLA custom call; what it computes is not in the graph",
+}
+# Params that hold a sub-program: one that is not a jaxpr the walk can enter is an opaque region.
+_BODY_PARAMS = frozenset(
+    {"jaxpr", "call_jaxpr", "fun_jaxpr", "body_jaxpr", "cond_jaxpr", "branches", "jaxprs", "kernel_jaxpr"}
+)
+_EFFECT_NAMES = {
+    "DebugEffect": "debug_callback",
+    "OrderedDebugEffect": "debug_callback (ordered)",
+    "IOEffect": "io_callback",
+    "OrderedIOEffect": "io_callback (ordered)",
+}
+_EFFECT_NOTES = {
+    "debug_callback": "debug_callback (jax.debug.print, jax.debug.callback) runs at run time and returns nothing "
+    "the program uses: a note, not a gap",
+    "named_axis": "named axes (pmap, shard_map, vmap with axis_name): collectives over them are traced once, "
+    "as each device runs them",
+}
+
+
+def effect_name(effect: Any) -> str:
+    """A stable name for a jaxpr effect: ``debug_callback``, ``io_callback``, ``named_axis(i)``."""
+    tname = type(effect).__name__
+    if tname == "NamedAxisEffect":
+        return f"named_axis({getattr(effect, 'name', '?')})"
+    return _EFFECT_NAMES.get(tname, str(effect))
+
+
+# Primitives whose body runs once per device, on per-device shapes (jax.pmap traces as shard_map).
+MANUAL_PRIMITIVES = frozenset({"shard_map", "xla_pmap"})
 _RULE_PARAMS = frozenset(
     {"jvp", "jvp_jaxpr_fun", "jvp_jaxpr_thunk", "fwd_jaxpr_thunk", "bwd", "out_trees", "fwd", "transpose"}
 )
@@ -84,20 +122,25 @@ class Context:
 
 
 class GraphBuilder:
-    def __init__(self, workspace: Workspace, scope_mode: str = "stack", record: bool = False):
+    def __init__(
+        self, workspace: Workspace, scope_mode: str = "stack", spelling: Spelling | None = None, record: bool = False
+    ):
         self.workspace = workspace
         self.record = record  # keep the walk (``self.walked``) for a values run
         self.walked: Walked | None = None
+        self.spelling = spelling if spelling is not None else Spelling(workspace.root, workspace)
         self.scope_mode = scope_mode
         self.nodes: list[Node] = []
         self.values: list[Value] = []
         self.groups: list[Group] = []
         self.coverage = Coverage()
         self.frame_files: set[str] = set()
-        self._frames: dict[jaxcompat.RawFrame, Frame] = {}
+        self._frames: dict[jaxcompat.RawFrame, Frame | None] = {}  # None: a frame of jaxlsp itself
+        self._workspace_frames: set[int] = set()  # ids of the frames in workspace files
         self._module_groups: dict[tuple[str | None, tuple[str, ...]], str] = {}
         self._effects: set[str] = set()
         self._dtypes: dict[Any, str] = {}
+        self._manual = 0  # > 0 while walking a shard_map (pmap) body: values there are per device
 
     # --- values ---------------------------------------------------------------------------------
 
@@ -119,9 +162,13 @@ class GraphBuilder:
                 producer=producer,
                 literal=literal,
                 kind=kind,
+                per_device=self._manual > 0,
             )
         )
         return vid
+
+    def value(self, vid: str) -> Value:
+        return self.values[int(vid[1:])]
 
     def literal_value(self, lit: Any) -> str:
         return self.new_value(lit.aval, kind="literal", literal=small_array(lit.val))
@@ -178,7 +225,7 @@ class GraphBuilder:
         transforms = [name for kind, name in items if kind == "transform"]
         group = self.module_group(ctx.group, ctx.base_scope, chain)
         frames = self.frames_of(eqn.source_info)
-        source = next((f for f in frames if self.workspace.contains(f.path)), None) or ctx.source
+        source = next((f for f in frames if id(f) in self._workspace_frames), None) or ctx.source
         if not frames:
             frames = ctx.frames
         nid = f"n{len(self.nodes)}"
@@ -197,31 +244,64 @@ class GraphBuilder:
         )
         self.nodes.append(node)
         for effect in getattr(eqn, "effects", ()) or ():
-            self._effects.add(str(effect))
+            self.effect(effect)
 
+        before = len(self.groups)
         regions, param_refs = self.regions(eqn, node, inputs, group)
         node.params = self.params(eqn.params, param_refs, nid)
+        self.opaque(eqn, nid, bool(regions))
+        if len(self.groups) > before:
+            # The equation sits inside the region it owns: a call and its body are one box at the
+            # parent's level (not a jit node beside its jit(f) group), and the region's results,
+            # which are this node's outputs, leave that box.
+            node.group = self.groups[before].id
+        manual = eqn.primitive.name in MANUAL_PRIMITIVES
+        bodies: list[tuple[Region, dict[Any, str]]] = []
         step = Step(eqn, node, []) if rec is not None else None
         for region in regions:
             sub_env: dict[Any, str] = {}
-            for var, const in zip(region.jaxpr.constvars, region.consts or [], strict=False):
-                sub_env[var] = self.const_value(var, const)
             fresh: list[int] = []
-            for i, var in enumerate(region.jaxpr.invars):
-                outer = region.inputs.get(i)
-                if outer is None:
-                    fresh.append(i)
-                sub_env[var] = outer if outer is not None else self.new_value(var.aval)
-            sub = Walked(region.jaxpr, region.consts, region.group, sub_env, [], fresh) if step is not None else None
-            if step is not None and sub is not None:
-                step.regions.append(sub)
-            self.walk(region.jaxpr, sub_env, Context(region.group, tuple(scope), items, source, frames), sub)
+            self._manual += manual
+            try:
+                for var, const in zip(region.jaxpr.constvars, region.consts or [], strict=False):
+                    sub_env[var] = self.const_value(var, const)
+                for i, var in enumerate(region.jaxpr.invars):
+                    outer = region.inputs.get(i)
+                    if outer is None:
+                        fresh.append(i)
+                    sub_env[var] = outer if outer is not None else self.new_value(var.aval)
+                    if manual and outer is None and i < len(inputs):
+                        self.value(sub_env[var]).global_shape = list(self.value(inputs[i]).shape)
+                sub = Walked(region.jaxpr, region.consts, region.group, sub_env, [], fresh) if step else None
+                if step is not None and sub is not None:
+                    step.regions.append(sub)
+                self.walk(region.jaxpr, sub_env, Context(region.group, tuple(scope), items, source, frames), sub)
+            finally:
+                self._manual -= manual
+            bodies.append((region, sub_env))
         if rec is not None and step is not None:
             rec.steps.append(step)
         for var in eqn.outvars:
             vid = self.new_value(var.aval, producer=nid)
             env[var] = vid
             node.outputs.append(vid)
+        if manual:  # a shard_map body's results are one device's part of the node's outputs
+            for region, sub_env in bodies:
+                for j, atom in enumerate(region.jaxpr.outvars):
+                    body_vid = None if is_literal(atom) else sub_env.get(atom)
+                    if body_vid is not None and j < len(node.outputs):
+                        self.value(body_vid).global_shape = list(self.value(node.outputs[j]).shape)
+
+    def effect(self, effect: Any) -> None:
+        """Name an effect once, and say in the notes what it means for the graph (effects are not
+        gaps: a debug print computes nothing the program uses)."""
+        name = effect_name(effect)
+        if name in self._effects:
+            return
+        self._effects.add(name)
+        note = _EFFECT_NOTES.get(name.split("(")[0].split(" ")[0])
+        if note is not None and note not in self.coverage.notes:
+            self.coverage.notes.append(note)
 
     # --- regions ----------------------------------------------------------------------------------
 
@@ -245,7 +325,11 @@ class GraphBuilder:
         if kind is not None and len(found) == 1:
             _, obj = found[0]
             jaxpr, consts = _open(obj)
-            gid = self.new_group(kind, parent, _region_label(kind, params, jaxpr), node.id)
+            label = _region_label(kind, params, jaxpr)
+            axes = _pmap_axes(jaxpr) if kind == "jit" else None
+            if axes is not None:  # jax.pmap: a jit of a shard_map over its own one-axis mesh
+                kind, label = "pmap", f"pmap({axes})"
+            gid = self.new_group(kind, parent, label, node.id)
             refs[id(obj)] = {"group": gid}
             one_to_one = len(jaxpr.invars) == len(inputs)
             mapping = dict(enumerate(inputs)) if one_to_one else {}
@@ -289,6 +373,9 @@ class GraphBuilder:
         kind = {"shard_map": "shard_map", "custom_linear_solve": "custom_linear_solve"}.get(prim, prim)
         name = params.get("name")
         label = f"{prim}({name})" if isinstance(name, str) else prim
+        mesh = mesh_axes(params.get("mesh"))
+        if mesh:
+            label = f"{prim}({_axes_text(mesh)})"
         gid = self.new_group(kind, parent, label, node.id)
         for label_, obj in found:
             jaxpr, consts = _open(obj)
@@ -349,41 +436,120 @@ class GraphBuilder:
         return gid
 
     def frames_of(self, source_info: Any) -> list[Frame]:
+        """The equation's user frames, innermost first, their paths spelled for the graph
+        (worker/paths.py); jaxlsp's own frames (the worker's wrappers) are left out."""
         out: list[Frame] = []
         for raw in jaxcompat.user_frames(source_info):
-            frame = self._frames.get(raw)
-            if frame is None:
-                frame = Frame(
-                    path=raw.file,
-                    line=raw.line,
-                    column=code_points(raw.file, raw.line, raw.column),
-                    end_line=raw.end_line,
-                    end_column=code_points(raw.file, raw.end_line, raw.end_column),
-                    function=raw.function or None,
-                )
-                self._frames[raw] = frame
-                if self.workspace.contains(raw.file):
-                    self.frame_files.add(os.path.realpath(raw.file))
-            out.append(frame)
+            if raw in self._frames:
+                frame = self._frames[raw]
+            else:
+                frame = self._frames[raw] = self._frame(raw)
+            if frame is not None:
+                out.append(frame)
         return out
+
+    def _frame(self, raw: jaxcompat.RawFrame) -> Frame | None:
+        if is_own(raw.file):
+            return None
+        path, package = self.spelling.spell(raw.file)
+        frame = Frame(
+            path=path,
+            line=raw.line,
+            column=code_points(raw.file, raw.line, raw.column),
+            end_line=raw.end_line,
+            end_column=code_points(raw.file, raw.end_line, raw.end_column),
+            function=raw.function or None,
+            package=package,
+        )
+        if self.workspace.contains(raw.file):
+            self.frame_files.add(os.path.realpath(raw.file))
+            self._workspace_frames.add(id(frame))
+        return frame
 
     # --- params -----------------------------------------------------------------------------------
 
     def params(self, params: dict[str, Any], refs: dict[int, Any], nid: str) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for key, value in params.items():
-            reasons: list[str] = []
-            out[str(key)] = jsonable(value, refs, reasons, str(key))
-            for reason in reasons:
-                self.coverage.opaque.append({"node": nid, "reason": reason})
-                self.coverage.complete = False
-        return out
+        return {str(key): jsonable(value, refs, str(key)) for key, value in params.items()}
+
+    def opaque(self, eqn: Any, nid: str, walked: bool) -> None:
+        """Record the equation as an opaque region when its inside is not in the graph: a call back
+        into Python or a foreign function, or a sub-program held in a form the capture cannot walk."""
+        prim = eqn.primitive.name
+        reason = OPAQUE_PRIMITIVES.get(prim)
+        if reason is None and not walked:
+            held = [k for k, v in eqn.params.items() if k in _BODY_PARAMS and v is not None and not find_jaxprs({k: v})]
+            if held:
+                reason = f"{prim}: its sub-program ({', '.join(held)}) is not a jaxpr the capture can walk"
+        if reason is not None:
+            self.coverage.opaque.append({"node": nid, "reason": reason})
+            self.coverage.complete = False
+
+
+_PASS_THROUGH = frozenset({"jit", "pjit", "closed_call", "core_call", "remat2", "checkpoint"})
+
+
+def forwarded_outputs(closed: Any) -> set[int]:
+    """Indices of the program's results that are one of its inputs passed through unchanged,
+    directly or out of ``jit`` calls (``nnx.jit`` returns every Variable of the model, changed or
+    not): an in-place update that wrote the value it read is no update."""
+    jaxpr = closed.jaxpr
+    cache: dict[int, tuple[dict[int, int], dict[int, tuple[Any, int]]]] = {}
+    return {i for i, atom in enumerate(jaxpr.outvars) if _forwarded_input(jaxpr, atom, 0, cache) is not None}
+
+
+def _forwarded_input(
+    jaxpr: Any, atom: Any, depth: int, cache: dict[int, tuple[dict[int, int], dict[int, tuple[Any, int]]]]
+) -> int | None:
+    """The index of the input of ``jaxpr`` that ``atom`` (one of its values) is, else None.
+    ``cache`` keeps each jaxpr's input positions and producers (by variable identity)."""
+    if depth > 32 or is_literal(atom):
+        return None
+    found = cache.get(id(jaxpr))
+    if found is None:
+        positions = {id(v): i for i, v in enumerate(jaxpr.invars)}
+        producers = {id(v): (e, i) for e in jaxpr.eqns for i, v in enumerate(e.outvars)}
+        found = cache[id(jaxpr)] = (positions, producers)
+    positions, producers = found
+    if id(atom) in positions:
+        return positions[id(atom)]
+    produced = producers.get(id(atom))
+    if produced is None:
+        return None
+    eqn, index = produced
+    inner_obj = eqn.params.get("jaxpr") if eqn.primitive.name in _PASS_THROUGH else None
+    if inner_obj is None or not _is_jaxpr(inner_obj):
+        return None
+    inner, _ = _open(inner_obj)
+    if index >= len(inner.outvars) or len(inner.invars) != len(eqn.invars):
+        return None
+    j = _forwarded_input(inner, inner.outvars[index], depth + 1, cache)
+    if j is None or is_literal(eqn.invars[j]):
+        return None
+    return _forwarded_input(jaxpr, eqn.invars[j], depth + 1, cache)
 
 
 def _add_note(notes: list[str], prim: str) -> list[str]:
     if prim in ("cond", "while", "scan") and CONTROL_FLOW_NOTE not in notes:
         return [*notes, CONTROL_FLOW_NOTE]
     return notes
+
+
+def _axes_text(axes: list[tuple[str, int]]) -> str:
+    return ", ".join(f"{name}: {size}" for name, size in axes)
+
+
+def _pmap_axes(jaxpr: Any) -> str | None:
+    """``i: 2`` when ``jaxpr`` (a jit's body) is how ``jax.pmap`` traces: a jit of a function made
+    in jax's own pmap.py holding a ``shard_map`` over the mapped axis; else None."""
+    src = str(getattr(getattr(jaxpr, "debug_info", None), "func_src_info", "") or "")
+    if not src.replace("\\", "/").rstrip("0123456789:").endswith("jax/_src/pmap.py"):
+        return None
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "shard_map":
+            axes = mesh_axes(eqn.params.get("mesh"))
+            if axes:
+                return _axes_text(axes)
+    return None
 
 
 def _region_label(kind: str, params: dict[str, Any], jaxpr: Any) -> str:
@@ -474,8 +640,10 @@ def _finite(x: Any) -> Any:
     return x
 
 
-def jsonable(value: Any, refs: dict[int, Any], reasons: list[str], where: str, depth: int = 0) -> Any:
-    """A JSON-safe form of an equation param; unknown objects become ``{"opaque": repr}``."""
+def jsonable(value: Any, refs: dict[int, Any], where: str, depth: int = 0) -> Any:
+    """A JSON-safe form of an equation param. What has no JSON form is written as readable text
+    (``P('x', None)``, ``cpu:0``, ``b``, a function's name): a parameter is data about the
+    equation, never a region of the program, so it never makes the graph incomplete."""
     if id(value) in refs:
         return refs[id(value)]
     if value is None or isinstance(value, bool | int | str):
@@ -483,7 +651,7 @@ def jsonable(value: Any, refs: dict[int, Any], reasons: list[str], where: str, d
     if isinstance(value, float):
         return value
     if depth > 6:
-        return {"repr": repr(value)[:200]}
+        return _text(value)
     tname = type(value).__name__
     if _is_jaxpr(value):
         return {"jaxpr": str(len(getattr(value, "eqns", getattr(getattr(value, "jaxpr", None), "eqns", ()))))}
@@ -493,24 +661,29 @@ def jsonable(value: Any, refs: dict[int, Any], reasons: list[str], where: str, d
         # the PRNG implementation of random_seed / random_wrap (threefry, rbg): its fields are jax's own
         # functions, not opaque user code
         return {"type": tname, "name": str(getattr(value, "name", "")), "tag": str(getattr(value, "tag", ""))}
+    if tname in ("Mesh", "AbstractMesh") and hasattr(value, "axis_names"):
+        return _mesh(value)
+    if tname in ("PartitionSpec", "P") or (module_of(value).startswith("jax") and tname.endswith("Spec")):
+        return repr(value)  # P('x', None)
+    if hasattr(value, "platform") and hasattr(value, "id") and "Device" in tname:
+        return f"{value.platform}:{value.id}"  # cpu:0
+    if tname == "_DimExpr" or (module_of(value).startswith("jax") and "shape_poly" in module_of(value)):
+        return str(value)  # a symbolic dimension: b, 2*b
     if isinstance(value, tuple | list):
         fields = getattr(value, "_fields", None)
         if fields:
-            return {
-                str(f): jsonable(v, refs, reasons, f"{where}.{f}", depth + 1)
-                for f, v in zip(fields, value, strict=False)
-            }
-        return [jsonable(v, refs, reasons, where, depth + 1) for v in value]
+            return {str(f): jsonable(v, refs, f"{where}.{f}", depth + 1) for f, v in zip(fields, value, strict=False)}
+        return [jsonable(v, refs, where, depth + 1) for v in value]
     if isinstance(value, frozenset | set):
         return sorted(str(v) for v in value)
     if isinstance(value, dict):
-        return {str(k): jsonable(v, refs, reasons, f"{where}.{k}", depth + 1) for k, v in value.items()}
+        return {str(k): jsonable(v, refs, f"{where}.{k}", depth + 1) for k, v in value.items()}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {
-            f.name: jsonable(getattr(value, f.name, None), refs, reasons, f"{where}.{f.name}", depth + 1)
+            f.name: jsonable(getattr(value, f.name, None), refs, f"{where}.{f.name}", depth + 1)
             for f in dataclasses.fields(value)
         }
-    module = type(value).__module__ or ""
+    module = module_of(value)
     if tname.endswith("DType") or tname == "dtype" or (module.startswith("numpy") and hasattr(value, "kind")):
         return str(value)
     if isinstance(value, type):
@@ -522,14 +695,61 @@ def jsonable(value: Any, refs: dict[int, Any], reasons: list[str], where: str, d
         return {"shape": [_dim(d) for d in value.shape], "dtype": str(value.dtype)}
     if tname == "PyTreeDef" and len(text := str(value)) <= 2000:  # a structure its text spells out whole
         return {"treedef": text}
-    if tname in ("UnspecifiedValue", "AUTO") or tname.endswith(("Sharding", "Mesh", "Layout", "Format", "Spec")):
+    if tname in ("UnspecifiedValue", "AUTO") or tname.endswith(("Sharding", "Layout", "Format")):
         return {"type": tname, "repr": repr(value)[:200]}
-    if where.split(".")[0] in _RULE_PARAMS:
-        return {"callable": getattr(value, "__name__", tname)}
+    if where.split(".")[0] in _RULE_PARAMS or callable(value):
+        return {"callable": _callable_name(value)}
     if hasattr(value, "item") and not hasattr(value, "shape"):
         try:
             return _finite(value.item())
         except Exception:
             pass
-    reasons.append(f"param {where}: {tname}")
-    return {"opaque": repr(value)[:200]}
+    return _text(value)
+
+
+def module_of(value: Any) -> str:
+    return str(getattr(type(value), "__module__", "") or "")
+
+
+def _text(value: Any) -> str:
+    """Readable text of a value without a JSON form: its ``str`` (``b``, ``cpu:0``), cut to 200
+    characters, without a memory address (which would make equal graphs differ)."""
+    try:
+        text = str(value)
+    except Exception:
+        text = type(value).__name__
+    text = _ADDRESS.sub("", text)
+    return text[:200]
+
+
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def _callable_name(value: Any) -> str:
+    name = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
+    if not isinstance(name, str):
+        inner = getattr(value, "func", None) or getattr(value, "__wrapped__", None)
+        name = getattr(inner, "__qualname__", None) or type(value).__name__
+    return str(name)
+
+
+def _mesh(mesh: Any) -> dict[str, Any]:
+    """A mesh with its axis names and sizes (``{"axis_names": ["i"], "axis_sizes": [2]}``)."""
+    names = [str(n) for n in getattr(mesh, "axis_names", ())]
+    sizes = getattr(mesh, "axis_sizes", None)
+    if sizes is None:
+        shape = getattr(mesh, "shape", {}) or {}
+        sizes = [shape.get(n) for n in getattr(mesh, "axis_names", ())]
+    out: dict[str, Any] = {"type": type(mesh).__name__, "axis_names": names, "axis_sizes": [int(x) for x in sizes]}
+    types = getattr(mesh, "axis_types", None)
+    if types is not None:
+        out["axis_types"] = [getattr(t, "name", str(t)) for t in types]
+    return out
+
+
+def mesh_axes(mesh: Any) -> list[tuple[str, int]]:
+    """``[(axis name, size)]`` of a mesh param ([] when it is not one)."""
+    if mesh is None or not hasattr(mesh, "axis_names"):
+        return []
+    data = _mesh(mesh)
+    return list(zip(data["axis_names"], data["axis_sizes"], strict=False))

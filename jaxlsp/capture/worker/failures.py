@@ -138,11 +138,10 @@ def format_tb(exc: BaseException) -> str:
 
 
 def from_exception(kind: ErrorKind, exc: BaseException, workspace: Workspace, context: str = "") -> CaptureError:
-    """A CaptureError for ``exc`` naming its cause and the user's line."""
+    """A CaptureError for ``exc`` naming its cause; the user's line is its ``frame`` (whoever shows
+    the message shows the frame with it, so the text does not repeat it)."""
     frame = user_frame_of(exc, workspace)
     message = first_paragraph(exc)
     if context:
         message = f"{context}: {message}"
-    if frame is not None:
-        message += f" (at {frame['path']}:{frame['line']})"
     return CaptureError(kind, message, frame, format_tb(exc))

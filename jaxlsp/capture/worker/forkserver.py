@@ -224,6 +224,8 @@ class ForkServer:
                 import faulthandler
 
                 faulthandler.enable()
+                # At a capture's deadline the server asks where it is (capture/supervise.py).
+                faulthandler.register(signal.SIGUSR1, all_threads=True)
             except Exception:
                 pass
             _limit_memory(int(message.get("memory") or 0))

@@ -60,6 +60,22 @@ class InputBuilder:
         self._dims: dict[str, Any] = {}
         self._scope: Any = None
         self.generators: list[dict[str, Any]] = []
+        # id -> (the abstract key, its seed, impl, legacy): what :meth:`concrete_keys` makes real
+        self.keys: dict[int, tuple[Any, int, str | None, bool]] = {}
+
+    def concrete_keys(self, tree: Any) -> Any:
+        """``tree`` with the abstract keys this builder made replaced by real ones (same seed and
+        implementation), for values that are closed over instead of traced (Linen module fields)."""
+        import jax
+
+        def real(leaf: Any) -> Any:
+            found = self.keys.get(id(leaf))
+            if found is None or found[0] is not leaf:
+                return leaf
+            _, seed, impl, legacy = found
+            return real_key(seed, impl, legacy)
+
+        return jax.tree_util.tree_map(real, tree)
 
     def _symbolic_dims(self) -> dict[str, Any]:
         if self.symbolic_names and not self._dims:
@@ -107,11 +123,13 @@ class InputBuilder:
             return sds(shape, dtype)
         if kind == "key":
             seed = int(spec.get("seed", self.seed))
+            impl = spec.get("impl")
+            legacy = bool(spec.get("legacy", False))
             if self.concrete:
-                import jax
-
-                return jax.random.key(seed)
-            return abstract_key(seed)
+                return real_key(seed, str(impl) if impl else None, legacy)
+            key = abstract_key(seed, impl=str(impl) if impl else None, legacy=legacy)
+            self.keys[id(key)] = (key, seed, str(impl) if impl else None, legacy)
+            return key
         if kind == "none":
             return None
         if kind == "static":
@@ -234,10 +252,24 @@ def call_abstractly(fn: Callable[[], Any]) -> Any:
     )
 
 
-def abstract_key(seed: int) -> Any:
-    """A typed PRNG key as a ShapeDtypeStruct (no device work)."""
+def real_key(seed: int, impl: str | None = None, legacy: bool = False) -> Any:
+    """The key a key spec describes (a values run): typed, another implementation, or legacy."""
     import jax
 
+    if legacy:
+        return jax.random.PRNGKey(seed)
+    return jax.random.key(seed, impl=impl) if impl else jax.random.key(seed)
+
+
+def abstract_key(seed: int, *, impl: str | None = None, legacy: bool = False) -> Any:
+    """A PRNG key as a ShapeDtypeStruct (no device work): a typed key (``key<fry>``, or another
+    implementation such as ``rbg``), or with ``legacy`` a raw ``uint32[2]`` key (``PRNGKey``)."""
+    import jax
+
+    if legacy:
+        return jax.eval_shape(lambda: jax.random.PRNGKey(seed))
+    if impl:
+        return jax.eval_shape(lambda: jax.random.key(seed, impl=impl))
     return jax.eval_shape(lambda: jax.random.key(seed))
 
 

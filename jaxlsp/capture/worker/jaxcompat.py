@@ -20,7 +20,9 @@ class RawFrame(NamedTuple):
     end_column: int
 
 
-_FRAME_CACHE: dict[tuple[Any, int], RawFrame | None] = {}
+# Keyed by (code, file, instruction): code objects compare by value, and two files holding the
+# same function (a copied model file) have equal code objects that differ only in co_filename.
+_FRAME_CACHE: dict[tuple[Any, str, int], RawFrame | None] = {}
 _TRACEBACK_CACHE: dict[Any, list[RawFrame]] = {}
 
 
@@ -50,7 +52,7 @@ def user_frames(source_info: Any) -> list[RawFrame]:
         return _user_frames_slow(traceback)
     out: list[RawFrame] = []
     for code, lasti in zip(codes, lastis, strict=False):
-        key = (code, lasti)
+        key = (code, code.co_filename, lasti)
         if key in _FRAME_CACHE:
             frame = _FRAME_CACHE[key]
         else:

@@ -128,6 +128,8 @@ def capture(request: WorkerRequest | dict[str, Any], *, jax_ready: bool = False)
             result["graph"] = graph
         if extra.get("structure") is not None:
             result["structure"] = extra["structure"]
+        if extra.get("roots") is not None:
+            result["roots"] = extra["roots"]
         for key in ("arrays", "saved"):  # a values run's payloads
             if key in extra:
                 result[key] = extra[key]  # type: ignore[literal-required,unused-ignore]  # the two keys above
@@ -156,7 +158,7 @@ def _capture(
     found = trace_target(request, workspace, timings, jax_ready, extra)
     if found is None:
         return None
-    graph, gb = build_graph(request, found, workspace, timings)
+    graph, gb = build_graph(request, found, workspace, timings, extra)
     if found.concrete:
         announce(request, "values")
         t0 = time.perf_counter()
@@ -212,7 +214,8 @@ def trace_target(
             "JAX would silently narrow them to 32 bits",
         )
     t0 = time.perf_counter()
-    device = configure_jax(str(profile.get("device", "cpu")), x64, jax_ready)
+    devices = profile.get("devices")
+    device = configure_jax(str(profile.get("device", "cpu")), x64, jax_ready, int(devices) if devices else None)
     timings["jax"] = time.perf_counter() - t0
 
     loading.setup_sys_path(path, str(request.get("workspaceRoot", "")))
@@ -243,6 +246,8 @@ def trace_target(
     try:
         with on_device if concrete else contextlib.nullcontext():
             made = targets.construction(obj, kind, profile, builder)
+            if kind == "function" and made.factory and not target.get("kind"):
+                kind = targets.infer_kind(made.model)  # a factory of a function target may make a module
             call_args = builder.call_args(profile.get("inputs"))
             if request.get("mode") == "structure":
                 with contextlib.suppress(OSError, AttributeError):
@@ -254,7 +259,7 @@ def trace_target(
         if request.get("mode") == "structure":
             timings["init"] = time.perf_counter() - t0
             return None
-        traced = targets.traceable(plan, call_args[0], call_args[1], transform, concrete)
+        traced = targets.traceable(plan, call_args[0], call_args[1], transform, frozenset(builder.keys), concrete)
         if not x64:
             _refuse_wide(traced.operands)
         timings["init"] = time.perf_counter() - t0
@@ -267,7 +272,7 @@ def trace_target(
         if isinstance(exc, KeyboardInterrupt | MemoryError):
             raise
         error = from_exception("trace", exc, workspace, f"tracing {target['name']} failed")
-        error.message += loader.skipped_hint(exc) + _linen_hint(exc)
+        error.message += loader.skipped_hint(exc) + _linen_hint(exc) + _devices_hint(exc, error.tb or "")
         raise error from None
     timings["trace"] = time.perf_counter() - t0
     limits.check_jaxpr(closed, request.get("limits"))  # before building: refused, never truncated
@@ -275,9 +280,14 @@ def trace_target(
 
 
 def build_graph(
-    request: dict[str, Any], found: Traced, workspace: Workspace, timings: dict[str, float]
+    request: dict[str, Any],
+    found: Traced,
+    workspace: Workspace,
+    timings: dict[str, float],
+    extra: dict[str, Any] | None = None,
 ) -> tuple[Any, Any]:
-    """The graph of a traced target, and its builder (with the walk recorded for a values run)."""
+    """The graph of a traced target, and its builder (with the walk recorded for a values run);
+    ``extra`` gets the roots its relative paths are relative to."""
     announce(request, "build")
     t0 = time.perf_counter()
     from jaxlsp.graph import collector
@@ -296,6 +306,7 @@ def build_graph(
             found.loader,
             found.builder,
             found.kind,
+            extra if extra is not None else {},
         )
 
 
@@ -312,24 +323,32 @@ def _build(
     loader: Any,
     builder: Any,
     kind: str,
+    extra: dict[str, Any],
 ) -> tuple[Any, Any]:
     """The graph, and its builder (which recorded the walk when a values run follows)."""
     from jaxlsp.capture.worker import targets
-    from jaxlsp.capture.worker.build import GraphBuilder
+    from jaxlsp.capture.worker.build import GraphBuilder, forwarded_outputs
+    from jaxlsp.capture.worker.paths import Spelling
     from jaxlsp.graph.model import Graph
 
     target = request["target"]
     profile = request["profile"]
-    gb = GraphBuilder(workspace, plan.scope_mode, record=request.get("values") is not None)
+    base = request.get("pathBase") or request.get("workspaceRoot") or os.path.dirname(path)
+    spelling = Spelling(str(base), workspace)
+    gb = GraphBuilder(workspace, plan.scope_mode, spelling, record=request.get("values") is not None)
     in_ports, out_ports = gb.build(closed, traced.input_labels, targets.output_labels(plan, traced, out_shape))
+    # State outputs are updates: one that is its input passed through changed nothing.
+    unchanged = forwarded_outputs(closed)
+    out_ports = [p for i, p in enumerate(out_ports) if not (p.role == "state" and i in unchanged)]
     sources = _sources(
-        {path, *gb.frame_files, *loader.files, *([request["recipePath"]] if request.get("recipePath") else [])}
+        {path, *gb.frame_files, *loader.files, *([request["recipePath"]] if request.get("recipePath") else [])},
+        spelling,
     )
     used_profile = dict(profile)
     if builder.generators:
         used_profile["generators"] = builder.generators
     graph = Graph(
-        target={"path": path, "name": str(target["name"]), "kind": kind},
+        target={"path": spelling.relative(path), "name": str(target["name"]), "kind": kind},
         profile=used_profile,
         versions=dict(versions()),
         coverage=gb.coverage,
@@ -340,6 +359,8 @@ def _build(
         values=gb.values,
         groups=gb.groups,
     )
+    # Where the relative paths are relative to: for the server's own use, never in the graph file.
+    extra["roots"] = {"base": spelling.base, "packages": dict(sorted(spelling.roots.items()))}
     timings["build"] = time.perf_counter() - t0
     return graph, gb
 
@@ -360,15 +381,24 @@ def _gc_relaxed() -> Iterator[None]:
         gc.unfreeze()
 
 
-def configure_jax(device: str, x64: bool, jax_ready: bool) -> Any:
-    """Set x64 and the platform before any user import; an unavailable device is ``refused``.
+def configure_jax(device: str, x64: bool, jax_ready: bool, devices: int | None = None) -> Any:
+    """Set x64, the platform and the number of CPU devices before any user import; an
+    unavailable device is ``refused``.
 
+    ``devices``: N virtual CPU devices (``--xla_force_host_platform_device_count``), which only
+    take effect before the XLA backend starts. A forked capture of the warm spare starts its own
+    backend (the spare never does), so every capture gets the count it asks for; a process whose
+    backend already runs with another count refuses rather than trace with the wrong one.
     Returns the device to trace under (None for the CPU: tracing needs no backend at all).
     """
     from jaxlsp.capture.worker import jaxcompat
 
     if device != "cpu" and not (device.startswith("cuda:") and device[5:].isdigit()):
         raise CaptureError("refused", f"unknown device {device!r}: expected 'cpu' or 'cuda:N'")
+    if devices is not None and device != "cpu":
+        raise CaptureError(
+            "refused", f"devices = {devices} makes virtual CPU devices; the profile's device is {device}"
+        )
     try:
         import jax
     except ImportError as exc:
@@ -376,6 +406,8 @@ def configure_jax(device: str, x64: bool, jax_ready: bool) -> Any:
     config: Any = jax.config
     config.update("jax_enable_x64", bool(x64))
     initialised = jaxcompat.backends_initialized()
+    if devices is not None:
+        _cpu_devices(config, devices, initialised)
     if device == "cpu":
         if not initialised:
             config.update("jax_platforms", "cpu")
@@ -384,12 +416,56 @@ def configure_jax(device: str, x64: bool, jax_ready: bool) -> Any:
     if not initialised:
         config.update("jax_platforms", "cuda")
     try:
-        devices = jax.devices("cuda")
+        found = jax.devices("cuda")
     except Exception as exc:
         raise CaptureError("refused", f"device {device} is unavailable: {type(exc).__name__}: {exc}") from None
-    if index >= len(devices):
-        raise CaptureError("refused", f"device {device} is unavailable: only {len(devices)} CUDA device(s) found")
-    return devices[index]
+    if index >= len(found):
+        raise CaptureError("refused", f"device {device} is unavailable: only {len(found)} CUDA device(s) found")
+    return found[index]
+
+
+DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
+
+
+def _cpu_devices(config: Any, devices: int, initialised: bool) -> None:
+    """Ask XLA for ``devices`` CPU devices (before its backend starts), or check the running one."""
+    if initialised:
+        import jax
+
+        have = jax.device_count("cpu")
+        if have != devices:
+            raise CaptureError(
+                "refused",
+                f"devices = {devices}, but this worker's XLA backend already started with {have} CPU device(s); "
+                "the count is fixed when the backend starts: trace in a fresh worker",
+            )
+        return
+    flags = [f for f in os.environ.get("XLA_FLAGS", "").split() if not f.startswith(DEVICE_COUNT_FLAG)]
+    os.environ["XLA_FLAGS"] = " ".join([*flags, f"{DEVICE_COUNT_FLAG}={devices}"])
+    with contextlib.suppress(AttributeError, KeyError, ValueError, TypeError):
+        config.update("jax_num_cpu_devices", devices)  # jax >= 0.4.35; XLA_FLAGS alone before that
+
+
+def _devices_hint(exc: BaseException, tb: str) -> str:
+    """What to set when ``jax.pmap`` maps over more elements than the capture has devices."""
+    import re
+
+    found = re.search(r"cannot select an axis to squeeze out .*?got shape=\((\d+)", str(exc))
+    if found is None or "pmap" not in tb:
+        return ""
+    size = int(found.group(1))
+    try:
+        import jax
+
+        have = jax.device_count()
+    except Exception:
+        return ""
+    if size <= have:
+        return ""
+    return (
+        f"; jax.pmap runs one device per element of its mapped axis ({size} here) and this capture has {have} "
+        f"CPU device(s): set devices = {size} in the profile (or jaxlsp trace --devices {size})"
+    )
 
 
 def _linen_hint(exc: BaseException) -> str:
@@ -426,12 +502,13 @@ def _refuse_wide(operands: Any) -> None:
             )
 
 
-def _sources(paths: set[str]) -> dict[str, str]:
+def _sources(paths: set[str], spelling: Any) -> dict[str, str]:
+    """Spelled path (as frames spell it: relative to the base) -> sha256 of each file."""
     out: dict[str, str] = {}
     for p in sorted(paths):
         try:
             with open(p, "rb") as f:
-                out[p] = hashlib.sha256(f.read()).hexdigest()
+                out[spelling.relative(p)] = hashlib.sha256(f.read()).hexdigest()
         except OSError:
             continue
     return out

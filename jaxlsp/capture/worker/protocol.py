@@ -34,13 +34,18 @@ class Generator(TypedDict):
 class ArraySpec(TypedDict):
     kind: Literal["array"]
     shape: list[int | str]  # a str only for a dimension traced symbolically (see ``symbolic``)
-    dtype: str  # float16 bfloat16 float32 float64 int8 int16 int32 int64 uint8 bool complex64
+    dtype: str  # recipes/schema.py DTYPES: float16 ... float64, int8 ... int64, uint8 ... uint64, bool, complex64/128
     generator: Generator
 
 
 class KeySpec(TypedDict):
+    """A typed PRNG key (``key<fry>``; ``impl`` names another implementation: ``rbg``,
+    ``unsafe_rbg``, ``threefry2x32``), or with ``legacy`` a raw ``uint32[2]`` key."""
+
     kind: Literal["key"]
     seed: int
+    impl: NotRequired[str]
+    legacy: NotRequired[bool]
 
 
 class NoneSpec(TypedDict):
@@ -86,7 +91,7 @@ class CallSpec(TypedDict):
 
 
 class Target(TypedDict):
-    path: str  # absolute path of the target's file
+    path: str  # absolute path of the target's file (the graph spells it relative: worker/paths.py)
     name: str  # "MLP", "Outer.Inner", "Class.method"
     kind: NotRequired[TargetKind]  # absent: inferred in the worker (a plain callable is a function)
 
@@ -96,6 +101,7 @@ class ResolvedProfile(TypedDict):
 
     name: str | None  # the profile's name in jaxlsp.toml, None for a proposed or CLI-made one
     device: str  # "cpu" | "cuda:N"
+    devices: NotRequired[int]  # N virtual CPU devices (pmap, shard_map, meshes); CPU only
     seed: int
     x64: bool
     init: NotRequired[CallSpec]  # constructor / Linen init arguments (module targets)
@@ -133,6 +139,9 @@ class WorkerRequest(TypedDict):
     mode: NotRequired[Literal["structure"]]
     limits: NotRequired[dict[str, int]]  # graph-size limits {equations, values, bytes} (worker/limits.py)
     values: NotRequired[ValuesRequest]  # also evaluate the graph: statistics on every value
+    # The folder the graph's workspace paths are relative to (worker/paths.py); default workspaceRoot.
+    # The CLI sends the recipe's folder.
+    pathBase: NotRequired[str]
 
 
 class ErrorInfo(TypedDict):
@@ -150,3 +159,6 @@ class WorkerResult(TypedDict):
     structure: NotRequired[Any]  # Linen: the variables' structure, a hint for the next capture
     arrays: NotRequired[dict[str, Any]]  # values run: value id -> {shape, dtype, data | omitted | error}
     saved: NotRequired[dict[str, Any]]  # values run: {path, keys, missing} of the written .npz
+    # What the graph's relative paths are relative to: {base, packages: {package: sys.path entry}}
+    # (worker/paths.py); the server resolves frames with it, the graph file never holds it.
+    roots: NotRequired[dict[str, Any]]

@@ -119,16 +119,49 @@ class Construction:
 
 
 def construction(obj: Any, kind: str, profile: dict[str, Any], builder: InputBuilder) -> Construction:
-    """Runs the init factory or builds the init arguments (before the call inputs are built)."""
+    """Runs the init factory or builds the init arguments (before the call inputs are built).
+
+    A function target's ``init.factory`` supplies the callable to trace (a configured
+    ``functools.partial``, a closure over a config, a module instance). Init arguments are abstract
+    (keys and arrays as ShapeDtypeStructs) and traced inside the abstract init of NNX and Equinox
+    modules; Linen fields are closed over, so the keys among them are made real."""
     init = profile.get("init") or {}
-    if kind == "function":
-        return Construction(obj, False)
     if "factory" in init:
-        return Construction(builder.loader.resolve(str(init["factory"]))(), True)
+        factory = builder.loader.resolve(str(init["factory"]))
+        if not callable(factory):
+            what = type(factory).__name__
+            raise CaptureError("needs_input", f"init.factory {init['factory']} is a {what}, not a function")
+        return Construction(factory(), True)
+    if kind == "function":
+        if init.get("args") or init.get("kwargs"):
+            raise CaptureError(
+                "refused",
+                f"the profile gives init arguments, but the target is a function ({type(obj).__name__}), not a "
+                'module class; give the function its values in inputs, or use init = { factory = "module:function" } '
+                "returning the callable to trace",
+            )
+        return Construction(obj, False)
     if not is_constructor(obj):
         return Construction(obj, True)
     args, kwargs = builder.call_args(init)
+    if kind == "linen":
+        args, kwargs = builder.concrete_keys((args, kwargs))
     return Construction(obj, False, args, kwargs)
+
+
+def _build_abstractly(
+    evaluate: Callable[..., Any], build: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]
+) -> Any:
+    """``build(*args, **kwargs)`` under an abstract evaluation (``nnx.eval_shape``,
+    ``eqx.filter_eval_shape``), with the abstract arrays and keys among the arguments passed in as
+    traced values rather than closed over (``jax.random.split(key)`` needs a traced key)."""
+    dyn, rebuild = split_dynamic((args, kwargs))
+
+    def run(*leaves: Any) -> Any:
+        a, kw = rebuild(list(leaves))
+        return build(*a, **kw)
+
+    return evaluate(run, *dyn)
 
 
 def make_plan(
@@ -181,14 +214,18 @@ def _function_plan(fn: Any, profile: dict[str, Any], call_args: Any) -> Plan:
 
     def apply(params: Any, state: Any, keys: Any, args: list[Any], kwargs: dict[str, Any]) -> tuple[Any, Any]:
         modules = _module_args(args, kwargs)
-        if not modules:
-            return fn(*args, **kwargs), None
+        # NNX objects among the arguments (models, and optimizers holding them, such as an
+        # nnx.ModelAndOptimizer passed alone) are updated in place: what changed is an output.
         before = _nnx_arg_leaves(args, kwargs)
-        # A function of models (``train_step(model, batch)``): their calls get module scopes too.
-        root = _ModuleArgs()
-        with module_scopes(root, functools.partial(_module_arg_paths, root, modules)):
+        if modules:
+            # A function of models (``train_step(model, batch)``): their calls get module scopes too.
+            root = _ModuleArgs()
+            with module_scopes(root, functools.partial(_module_arg_paths, root, modules)):
+                out = fn(*args, **kwargs)
+        else:
             out = fn(*args, **kwargs)
-        # NNX updates models and optimizers in place: what changed is an output of the program.
+        if not before:
+            return out, None
         return out, _changed(before, _nnx_arg_leaves(args, kwargs))
 
     return Plan(kind="function", apply=apply, params_role="input", arg_names=_positional_names(fn))
@@ -232,6 +269,9 @@ def _module_walker(value: Any) -> Walker | None:
     nnx = sys.modules.get("flax.nnx")
     if nnx is not None and isinstance(value, nnx.Module):
         return nnx_module_paths
+    pytree = getattr(nnx, "Pytree", None) if nnx is not None else None
+    if isinstance(pytree, type) and isinstance(value, pytree) and nnx_module_paths(value):
+        return nnx_module_paths  # an optimizer holding the model (nnx.ModelAndOptimizer): ``model/...``
     eqx = sys.modules.get("equinox")
     if eqx is not None and isinstance(value, eqx.Module) and not isinstance(value, eqx.nn.State):
         return equinox_module_paths
@@ -426,11 +466,19 @@ def _nnx_plan(
 
     if is_constructor(model):
         cls = model
-        build = nnx.eval_shape if not concrete else (lambda make: make())
-        if _needs(cls, "rngs", init_kwargs):
-            model = build(lambda: cls(*init_args, **{**init_kwargs, "rngs": nnx.Rngs(seed)}))
+        fill = _needs(cls, "rngs", init_kwargs)
+
+        def build(*args: Any, **kwargs: Any) -> Any:
+            if fill:
+                kwargs["rngs"] = nnx.Rngs(seed)
+            elif _is_key(kwargs.get("rngs")):  # a key given for rngs (a recipe's { kind = "key" })
+                kwargs["rngs"] = nnx.Rngs(kwargs["rngs"])
+            return cls(*args, **kwargs)
+
+        if concrete:  # a values run: the real module, initialised with the seed
+            model = build(*init_args, **init_kwargs)
         else:
-            model = build(lambda: cls(*init_args, **init_kwargs))
+            model = _build_abstractly(nnx.eval_shape, build, init_args, init_kwargs)
     split: Any = nnx.split
     graphdef, params, state = split(model, nnx.Param, ...)
     if not concrete:
@@ -482,11 +530,17 @@ def _equinox_plan(
 
     if is_constructor(model):
         cls = model
-        build = eqx.filter_eval_shape if not concrete else (lambda make: make())
-        if _needs(cls, "key", init_kwargs):
-            model = build(lambda: cls(*init_args, key=jax.random.key(seed), **init_kwargs))
+        fill = _needs(cls, "key", init_kwargs)
+
+        def build(*args: Any, **kwargs: Any) -> Any:
+            if fill:
+                kwargs["key"] = jax.random.key(seed)
+            return cls(*args, **kwargs)
+
+        if concrete:  # a values run: the real module, initialised with the seed
+            model = build(*init_args, **init_kwargs)
         else:
-            model = build(lambda: cls(*init_args, **init_kwargs))
+            model = _build_abstractly(eqx.filter_eval_shape, build, init_args, init_kwargs)
     params, static = eqx.partition(model, lambda x: eqx.is_array(x) or isinstance(x, jax.ShapeDtypeStruct))
     if not concrete:
         params = abstractify(params)
@@ -576,7 +630,7 @@ def _named_role(path: tuple[Any, ...], arg_names: tuple[str, ...]) -> str | None
     return None
 
 
-def call_roles(tree: Any, arg_names: tuple[str, ...] = ()) -> list[str]:
+def call_roles(tree: Any, arg_names: tuple[str, ...] = (), key_ids: frozenset[int] = frozenset()) -> list[str]:
     """The role of each traced leaf of ``(args, kwargs)``, in :func:`split_dynamic`'s order: ``key``
     for keys; inside modules and state holders, theirs; in a Flax ``TrainState``, ``parameter`` for
     its ``params`` and ``state`` for the rest (step, optimizer state); else what the argument's
@@ -594,7 +648,7 @@ def call_roles(tree: Any, arg_names: tuple[str, ...] = ()) -> list[str]:
         for rest, leaf in jax.tree_util.tree_flatten_with_path(sub)[0] if container(sub) else [((), sub)]:
             if not is_dynamic(leaf):
                 continue
-            if _is_key(leaf):
+            if _is_key(leaf) or id(leaf) in key_ids:  # key_ids: raw uint32[2] keys a recipe made
                 role = "key"
             elif inside is not None:
                 role = inside
@@ -615,9 +669,15 @@ class Traceable:
 
 
 def traceable(
-    plan: Plan, args: list[Any], kwargs: dict[str, Any], transform: str | None, concrete: bool = False
+    plan: Plan,
+    args: list[Any],
+    kwargs: dict[str, Any],
+    transform: str | None,
+    key_ids: frozenset[int] = frozenset(),
+    concrete: bool = False,
 ) -> Traceable:
     """One function of ``(params, state, keys, dyn)`` returning ``(out, grads, new_state)``;
+    ``key_ids`` are the ids of leaves that are keys whatever their dtype (legacy ``uint32[2]``);
     ``concrete`` keeps the call's arrays as they are (a values run) instead of their shapes."""
     import jax
     import jax.numpy as jnp
@@ -627,7 +687,7 @@ def traceable(
     dyn, rebuild = split_dynamic((args, kwargs))
     paths = dynamic_paths((args, kwargs))
     call_labels = [label_of(("args" if p[0].idx == 0 else "kwargs", *_variable_path(p[1:]))) for p in paths]
-    roles = call_roles((args, kwargs), plan.arg_names)
+    roles = call_roles((args, kwargs), plan.arg_names, key_ids)
     params = plan.params
     wrt_count = 0
     if plan.kind == "function" and transform:
@@ -731,17 +791,20 @@ def output_labels(plan: Plan, traced: Traceable, out_shape: Any) -> list[tuple[s
     import jax
 
     out, grads, new_state = out_shape
-    labels = leaf_labels(out, "out", "output", False)
+    # Outputs have the roles output and state only: a key a step returns (``return key, y``) is an
+    # output like any other, its value's dtype (``key<fry>``) says that it is a key.
+    labels = leaf_labels(out, "out", "output", False, keys=False)
     n_grads = len(jax.tree_util.tree_leaves(grads))
     if n_grads == len(traced.grad_labels):
         labels += [(label, "output") for label in traced.grad_labels]
     else:
-        labels += leaf_labels(grads, "grad", "output", plan.strip_value)
-    labels += leaf_labels(new_state, "", "state", plan.strip_value)
+        labels += leaf_labels(grads, "grad", "output", plan.strip_value, keys=False)
+    labels += leaf_labels(new_state, "", "state", plan.strip_value, keys=False)
     return labels
 
 
-def leaf_labels(tree: Any, prefix: str, role: str, strip_value: bool) -> list[tuple[str, str]]:
+def leaf_labels(tree: Any, prefix: str, role: str, strip_value: bool, *, keys: bool = True) -> list[tuple[str, str]]:
+    """``(label, role)`` per leaf of ``tree``; with ``keys`` (inputs) a PRNG key's role is ``key``."""
     import jax
 
     if tree is None:
@@ -754,7 +817,7 @@ def leaf_labels(tree: Any, prefix: str, role: str, strip_value: bool) -> list[tu
             parts = parts[:-1]
         label = label_of(tuple(parts))
         label = f"{prefix}/{label}" if prefix and label else (prefix or label or "out")
-        out.append((label, "key" if _is_key(leaf) else role))
+        out.append((label, "key" if keys and _is_key(leaf) else role))
     return out
 
 

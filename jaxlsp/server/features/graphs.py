@@ -7,6 +7,7 @@ from typing import Any, cast
 
 from pygls.exceptions import JsonRpcException
 
+from jaxlsp.graph.store import Trace
 from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
 from jaxlsp.server.convert import range_json
@@ -60,9 +61,9 @@ class Graphs:
             "scope": found.scope,
             "group": found.group,
             "transforms": list(found.transforms),
-            "frames": [self.location(f) for f in found.frames],
+            "frames": [self.location(f, stored) for f in found.frames],
         }
 
-    def location(self, frame: Any) -> wire.Location:
-        uri, rng = self.ls.frame_location(frame)
+    def location(self, frame: Any, trace: Trace) -> wire.Location:
+        uri, rng = self.ls.frame_location(frame, trace.frame_path(frame))  # graph paths are relative
         return {"uri": uri, "range": range_json(rng)}

@@ -58,7 +58,9 @@ class Hover:
             text = lines[line].rstrip("\r\n")
             if not _ASSIGNMENT.match(text):
                 continue
-            nodes = [n for n in traces[0].nodes_at(key, line + 1) if n.frames and n.frames[0].path == key]
+            nodes = [
+                n for n in traces[0].nodes_at(key, line + 1) if n.frames and traces[0].frame_path(n.frames[0]) == key
+            ]
             if not nodes:
                 continue
             last_node = max(nodes, key=lambda n: int(n.id[1:]) if n.id[1:].isdigit() else 0)
@@ -113,5 +115,6 @@ class Hover:
         scopes = sorted({n.scope for n in nodes if n.scope})
         if scopes:
             lines += ["", "scope: " + ", ".join(f"`{s}`" for s in scopes[:4])]
-        lines += ["", f"trace `{trace.id}` · node `{nodes[0].id}` (jaxlsp/revealSource)"]
+        # No footer: a trace id or a method name means nothing to the reader, and a link would
+        # need a trusted command URI that not every editor renders.
         return "\n".join(lines)

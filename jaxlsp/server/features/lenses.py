@@ -137,15 +137,24 @@ class Lenses:
         return actions
 
     def title(self, uri: str, name: str) -> str:
-        """``Trace graph``, or after a trace ``Trace graph · 1,234 ops · f32[2,10]`` (``Re-trace (stale)``)."""
+        """``Trace graph``, or after a trace ``Trace graph · 1,234 ops · f32[2,10] +1`` (``Re-trace (stale)``)."""
         session = self.ls.session
         trace = session.graphs.latest(uri, name)
         if trace is None:
             return LENS_TITLE
-        outputs = ", ".join(trace.output_types()[:2])
-        figures = f"{len(trace.graph.nodes):,} ops" + (f" · {outputs}" if outputs else "")
+        figures = lens_figures(len(trace.graph.nodes), trace.output_types())
         stale = trace.stale_sources(lambda p: session.index.text(Path(p)))
         return f"Re-trace (stale) · {figures}" if stale else f"{LENS_TITLE} · {figures}"
+
+
+LENS_OUTPUTS = 2
+
+
+def lens_figures(ops: int, outputs: list[str]) -> str:
+    """``1,234 ops · f32[2,10], f32[32] +1``: the first outputs' types, and how many are left out."""
+    shown = ", ".join(outputs[:LENS_OUTPUTS])
+    more = f" +{len(outputs) - LENS_OUTPUTS}" if len(outputs) > LENS_OUTPUTS else ""
+    return f"{ops:,} ops" + (f" · {shown}{more}" if shown else "")
 
 
 def _entry_at(entries: tuple[Entrypoint, ...], first: int, last: int) -> Entrypoint | None:

@@ -76,6 +76,6 @@ class Navigation:
         frames = node.frames or ([node.source] if node.source else [])
         if frame_index >= len(frames):
             raise JsonRpcException(f"node {node_id} has no frame {frame_index}", code=REQUEST_FAILED)
-        uri, selection = self.ls.frame_location(frames[frame_index])
+        uri, selection = self.ls.frame_location(frames[frame_index], trace.frame_path(frames[frame_index]))
         self.ls.show_document(types.ShowDocumentParams(uri=uri, selection=selection, take_focus=True))
         return {"location": {"uri": uri, "range": range_json(selection)}}

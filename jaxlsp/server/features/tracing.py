@@ -160,6 +160,11 @@ class Tracing:
             return self._failed(args, failure)
         except Busy as exc:
             raise JsonRpcException(str(exc), code=REQUEST_FAILED) from None
+        except (JsonRpcException, asyncio.CancelledError):
+            raise
+        except Exception as exc:  # a bug of ours: still a finished trace and a diagnostic, never a bare -32603
+            log.exception("tracing %s failed", args.name)
+            return self._failed(args, TraceFailure("internal", f"jaxlsp failed: {type(exc).__name__}: {exc}"))
         finally:
             progress.end()
         trace = captured.trace
@@ -192,7 +197,14 @@ class Tracing:
     def _failed(self, args: TraceArgs, failure: TraceFailure) -> wire.NeedsInputResult:
         if failure.needs is not None:
             data = failure.needs.to_json()
-            return {"needsInput": data.get("needsInput", []), "proposal": data.get("toml", "")}
+            answer: wire.NeedsInputResult = {
+                "needsInput": data.get("needsInput", []),
+                "proposal": data.get("toml", ""),
+                "profile": data.get("profile", ""),
+            }
+            if data.get("errors"):
+                answer["errors"] = data["errors"]  # answers that did not parse: shown, then asked again
+            return answer
         self._diagnose(args.uri, args.name, failure)
         finished: wire.TraceFinished = {"uri": args.uri, "name": args.name, "ok": False, "error": failure.paragraph()}
         self.ls.protocol.notify(wire.TRACE_FINISHED, finished)
@@ -237,9 +249,12 @@ class Tracing:
         end_column = int(frame.get("endColumn", column + 1) or column + 1)
         if not frame:
             line, column, end_line, end_column = 0, 0, 0, 0
+        said = failure.message
+        own = f"tracing {name} failed: "  # the worker's own context: said once, not twice
+        said = said[len(own) :] if said.startswith(own) else said
         diagnostic = types.Diagnostic(
             range=types.Range(types.Position(line, column), types.Position(end_line, end_column)),
-            message=f"tracing {name} failed ({failure.kind}): {failure.message}",
+            message=f"tracing {name} failed ({failure.kind}): {said}",
             severity=types.DiagnosticSeverity.Error,
             source="jaxlsp",
             code=failure.kind,
@@ -281,7 +296,7 @@ class Tracing:
         node = trace.node(str(first["node"]))
         frame = node.source if node is not None else None
         if frame is not None:
-            uri, rng = self.ls.frame_location(frame)
+            uri, rng = self.ls.frame_location(frame, trace.frame_path(frame))  # graph paths are relative
             out["location"] = {"uri": uri, "range": range_json(rng)}
         return out
 
@@ -313,14 +328,14 @@ class Tracing:
         """Write the completed profile to jaxlsp.toml (the client asked); the file's URI, or None
         when it was there already. A refusal is told to the user and the trace goes on."""
         resolved = prepared.resolved
-        if resolved.recipe is not None and not req.answers:
+        if resolved.recipe is not None and not resolved.answers:
             return None  # the profile is in the file as it stands
         target = recipe_file(resolved, save_base(req, prepared.recipe_path))
         document = self.ls.workspace.text_documents.get(target.resolve().as_uri())
         try:
             saved = save_profile(
                 resolved,
-                req.answers or {},
+                resolved.answers,  # as parsed, never the typed text
                 base=target.parent,
                 editor_text=document.source if document is not None else None,
             )

@@ -149,7 +149,7 @@ class Viewer:
             return
         key = str(path.resolve())
         if not any(
-            (trace := self.ls.session.graphs.get(t)) is not None and key in trace.graph.sources for t in self._served
+            (trace := self.ls.session.graphs.get(t)) is not None and trace.has_source(key) for t in self._served
         ):
             return
         if self._stale_timer is not None:

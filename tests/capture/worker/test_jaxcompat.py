@@ -53,3 +53,21 @@ def test_warm_compiles_the_user_frame_patterns_and_jax_still_rebuilds_them() -> 
         siu._exclude_paths.remove(hidden)
         siu._exclude_path_regex.cache_clear()
         siu.is_user_filename.cache_clear()
+
+
+def test_the_same_code_in_two_files_keeps_each_files_frames() -> None:
+    """Found by the differential fuzzer: code objects compare by value, so a copied function in
+    another file (model.py and model_v2.py) got the first file's frames from the frame cache."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxlsp.capture.worker import jaxcompat
+
+    source = "def f(x):\n    return jnp.sin(x)\n"
+    files = []
+    for name in ("/tmp/jaxlsp_same_a.py", "/tmp/jaxlsp_same_b.py"):
+        namespace: dict[str, object] = {"jnp": jnp}
+        exec(compile(source, name, "exec"), namespace)
+        eqn = jax.make_jaxpr(namespace["f"])(1.0).jaxpr.eqns[0]
+        files.append(jaxcompat.user_frames(eqn.source_info)[0].file)
+    assert files == ["/tmp/jaxlsp_same_a.py", "/tmp/jaxlsp_same_b.py"]

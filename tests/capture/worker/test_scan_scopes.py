@@ -35,7 +35,11 @@ def _group_path(graph: dict[str, Any], gid: str | None) -> list[tuple[str, str]]
 
 def _inside_scan(graph: dict[str, Any]) -> list[dict[str, Any]]:
     scan = next(g for g in graph["groups"] if g["kind"] == "scan")
-    return [n for n in graph["nodes"] if n["group"] is not None and scan["id"] in _ancestors(graph, n["group"])]
+    return [
+        n
+        for n in graph["nodes"]
+        if n["group"] is not None and scan["id"] in _ancestors(graph, n["group"]) and n["id"] != scan["node"]
+    ]
 
 
 def _ancestors(graph: dict[str, Any], gid: str | None) -> set[str]:

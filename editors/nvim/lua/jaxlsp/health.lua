@@ -43,6 +43,10 @@ function M.check()
     health.info("trust: " .. which)
   end
 
+  for root, program in pairs(require("jaxlsp.launch").refused) do
+    health.warn(("not started for %s: %s lies inside it and it is not trusted"):format(root, program))
+  end
+
   local clients = vim.lsp.get_clients({ name = jaxlsp.name })
   if #clients == 0 then
     health.info("no jaxlsp client running (open a Python file)")

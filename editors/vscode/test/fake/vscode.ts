@@ -199,7 +199,7 @@ export const fake = {
     this.emitters[name]?.fire(event);
   },
   inputAnswers: [] as (string | undefined)[],
-  inputBoxes: [] as { prompt?: string; title?: string; validateInput?: (value: string) => string | undefined }[],
+  inputBoxes: [] as { prompt?: string; title?: string; value?: string; validateInput?: (value: string) => string | undefined }[],
   messageAnswers: [] as (string | undefined)[],
   messages: [] as Shown[],
   quickPickAnswers: [] as ((items: unknown[]) => unknown)[],
@@ -309,7 +309,7 @@ export const window = {
     fake.statusItems.push(item);
     return item;
   },
-  async showInputBox(options: { prompt?: string; title?: string; validateInput?: (value: string) => string | undefined }): Promise<string | undefined> {
+  async showInputBox(options: { prompt?: string; title?: string; value?: string; validateInput?: (value: string) => string | undefined }): Promise<string | undefined> {
     fake.inputBoxes.push(options);
     const answer = fake.inputAnswers.shift();
     // like VS Code: an answer the validator refuses cannot be accepted

@@ -70,6 +70,9 @@ def run(
         try:
             outputs = interp.run(walked, operands)
             SCRATCH.clear()
+            # The graph's output ports by value id: a state output that only passes its input
+            # through has no port, so ports and the program's results need not line up.
+            produced = output_ids(walked)
         except Stopped as stop:
             raise _stopped(stop, graph, request, time.monotonic() - t0) from None
         except CaptureError:
@@ -82,7 +85,7 @@ def run(
         execution: dict[str, Any] = {
             "device": "cpu" if device is None else f"{device.platform}:{device.id}",
             "seconds": 0.0,
-            "validation": validate(graph, nodes, interp, outputs, traced, operands),
+            "validation": validate(graph, nodes, interp, outputs, produced, traced),
             "executed": dict(
                 sorted(interp.executed.items(), key=lambda kv: int(kv[0][1:]) if kv[0][1:].isdigit() else 0)
             ),
@@ -90,8 +93,9 @@ def run(
         if interp.origin is not None:
             execution["firstNonFinite"] = describe_origin(interp.origin, str(request.get("workspaceRoot", "")))
         if request.get("profile", {}).get("transform"):
-            execution["gradients"] = gradients(graph, outputs)
-        result.update(_payloads(graph, nodes, values, interp.kept, outputs, options, keep, saved_keys))
+            execution["gradients"] = gradients(graph, dict(zip(produced, outputs, strict=True)))
+        by_id = dict(zip(produced, outputs, strict=True))
+        result.update(_payloads(graph, nodes, values, interp.kept, by_id, options, keep, saved_keys))
     execution["seconds"] = round(time.monotonic() - t0, 4)
     graph.execution = execution
 
@@ -163,7 +167,14 @@ def _stopped(stop: Stopped, graph: Graph, request: dict[str, Any], seconds: floa
         )
     else:
         message = f"the values run stopped at {where}: {stop.reason} (raise the memory cap, or trace smaller inputs)"
-    frame = _frame_json(node.source) if node is not None and node.source is not None else None
+    frame = None
+    if node is not None and node.source is not None:
+        frame = _frame_json(node.source)
+        # Graph paths are relative (to the recipe's folder or the workspace root); an error's frame
+        # is absolute, as for every other failure.
+        base = str(request.get("pathBase") or request.get("workspaceRoot") or "")
+        if base and not os.path.isabs(frame["path"]):
+            frame["path"] = os.path.normpath(os.path.join(base, frame["path"]))
     return CaptureError("timeout" if stop.kind == "timeout" else "memory", message, frame)
 
 
@@ -273,8 +284,15 @@ def _input_json(vid: str, s: Summary | None, literal: bool) -> dict[str, Any]:
 # --- replay validation -----------------------------------------------------------------------------
 
 
+def output_ids(walked: Any) -> list[str]:
+    """The value id of each result of the program (``""`` for a literal result)."""
+    from jaxlsp.capture.worker.build import is_literal
+
+    return ["" if is_literal(v) else walked.env.get(v, "") for v in walked.jaxpr.outvars]
+
+
 def validate(
-    graph: Graph, nodes: dict[str, Node], interp: Interpreter, outputs: list[Any], traced: Any, operands: list[Any]
+    graph: Graph, nodes: dict[str, Node], interp: Interpreter, outputs: list[Any], produced: list[str], traced: Any
 ) -> dict[str, Any]:
     """The interpreter's outputs against a direct call of the target on the same inputs.
 
@@ -297,21 +315,22 @@ def validate(
         out.update(status="mismatch", message=f"a direct call gave {len(direct)} outputs, the graph {len(outputs)}")
         return out
     values = {v.id: v for v in graph.values}
+    ports = {p.value: p.label for p in graph.outputs}
     for i, (mine, theirs) in enumerate(zip(outputs, direct, strict=True)):
         found = compare(mine, theirs)
         out["maxAbsError"] = max(out["maxAbsError"], found["maxAbsError"])
         out["maxRelError"] = max(out["maxRelError"], found["maxRelError"])
         if found["mismatched"] and out["status"] != "mismatch":
-            port = graph.outputs[i] if i < len(graph.outputs) else None
-            value = values.get(port.value) if port is not None else None
+            vid = produced[i] if i < len(produced) else ""
+            value = values.get(vid)
             producer = value.producer if value is not None else None
             node = nodes.get(producer) if producer else None
-            where = f" (value {port.value}, made by {describe_node(node, '')})" if node is not None and port else ""
-            label = port.label if port is not None else f"out/{i}"
+            where = f" (value {vid}, made by {describe_node(node, '')})" if node is not None else ""
+            label = ports.get(vid) or f"out/{i}"
             out["status"] = "mismatch"
             out["mismatch"] = {
                 "output": label,
-                "value": port.value if port is not None else None,
+                "value": vid or None,
                 "node": producer,
                 "elements": found["mismatched"],
                 "of": found["size"],
@@ -384,15 +403,16 @@ def module_of(label: str) -> list[str]:
     return parts[:-1]
 
 
-def gradients(graph: Graph, outputs: list[Any]) -> dict[str, Any]:
+def gradients(graph: Graph, outputs: dict[str, Any]) -> dict[str, Any]:
     """Norms of the gradient outputs (``grad/...``) per parameter and per module (each level of
     the path, and ``""`` for all), and the parameters whose gradient is zero everywhere."""
     import numpy as np
 
     params: list[dict[str, Any]] = []
     sums: dict[str, list[float]] = {}
-    for port, array in zip(graph.outputs, outputs, strict=False):
-        if not port.label.startswith("grad/") or not numeric(getattr(array, "dtype", None)):
+    for port in graph.outputs:
+        array = outputs.get(port.value)
+        if not port.label.startswith("grad/") or array is None or not numeric(getattr(array, "dtype", None)):
             continue
         label = port.label[len("grad/") :]
         a = np.asarray(array)
@@ -466,7 +486,7 @@ def _payloads(
     nodes: dict[str, Node],
     values: dict[str, Any],
     kept: dict[str, Any],
-    outputs: list[Any],
+    outputs: dict[str, Any],
     options: dict[str, Any],
     keep: set[str],
     saved_keys: dict[str, str],
@@ -474,8 +494,9 @@ def _payloads(
     import numpy as np
 
     out: dict[str, Any] = {}
-    for port, array in zip(graph.outputs, outputs, strict=False):
-        kept.setdefault(port.value, array)
+    for vid, array in outputs.items():
+        if vid:
+            kept.setdefault(vid, array)
     inline = [str(v) for v in options.get("inline") or []]
     if inline:
         arrays: dict[str, Any] = {}

@@ -1,0 +1,453 @@
+// Generated from jaxlsp/server/wire.py by editors/vscode/scripts/wire_ts.py: do not edit.
+// Run `python editors/vscode/scripts/wire_ts.py` after changing wire.py (a test checks it).
+
+export type Name = string;
+
+export type Dims = Record<Name, number>;
+
+export type Id = string;
+
+export type Device = string;
+
+export type EntrypointKind = "function" | "linen" | "nnx" | "equinox";
+
+export type FieldKind = "field" | "positionalOnly" | "positional" | "varPositional" | "keywordOnly" | "varKeyword";
+
+export interface Position {
+  line: number;
+  character: number;
+}
+
+export interface Range {
+  start: Position;
+  end: Position;
+}
+
+/**
+ * `ClientCapabilities.experimental.jaxlsp`: the client's opt-ins.
+ */
+export interface ClientExperimentalCapabilities {
+  openGraph?: boolean;
+}
+
+/**
+ * `ServerCapabilities.experimental.jaxlsp`.
+ */
+export interface ExperimentalCapabilities {
+  version: number;
+  discover: boolean;
+  traceGraph: boolean;
+  environment: boolean;
+  openGraph: boolean;
+  values: boolean;
+  commands: string[];
+}
+
+export interface TextDocumentIdentifier {
+  uri: string;
+}
+
+export const DISCOVER = "jaxlsp/discover";
+
+/**
+ * `jaxlsp/discover` request params.
+ */
+export interface DiscoverParams {
+  textDocument: TextDocumentIdentifier;
+}
+
+export interface SetupField {
+  name: string;
+  annotation: string | null;
+  default: string | null;
+  kind: FieldKind;
+}
+
+export interface EntrypointItem {
+  name: string;
+  kind: EntrypointKind;
+  range: Range;
+  bodyRange: Range;
+  decorators: string[];
+  fields: SetupField[];
+  reason: string;
+}
+
+/**
+ * `jaxlsp/discover` response.
+ */
+export interface DiscoverResult {
+  entrypoints: EntrypointItem[];
+  drivers: EntrypointItem[];
+}
+
+export const TRACE_GRAPH_COMMAND = "jaxlsp.traceGraph";
+
+/**
+ * The single argument of the `jaxlsp.traceGraph` command.
+ */
+export interface TraceGraphArguments {
+  uri: string;
+  name: Name;
+  profile?: Name;
+  answers?: Record<Name, unknown>;
+  save?: boolean;
+  values?: boolean;
+  dims?: Dims;
+}
+
+export const TRACE_WITH_VALUES_COMMAND = "jaxlsp.traceWithValues";
+
+export const OPEN_GRAPH_COMMAND = "jaxlsp.openGraph";
+
+/**
+ * The single argument of the `jaxlsp.openGraph` command (the "Open graph" lens, and the
+ * code action on a non-finite value's diagnostic, which selects its node).
+ */
+export interface OpenGraphArguments {
+  traceId: Id;
+  nodeId?: Id;
+}
+
+export const TRACE = "jaxlsp/trace";
+
+/**
+ * `jaxlsp/trace` request params.
+ */
+export interface TraceParams {
+  textDocument: TextDocumentIdentifier;
+  name: Name;
+  profile?: Name;
+  answers?: Record<Name, unknown>;
+  save?: boolean;
+  values?: boolean;
+  dims?: Dims;
+}
+
+export interface TraceSummary {
+  ops: number;
+  values: number;
+  groups: number;
+  parameters: number;
+  outputs: string[];
+}
+
+export interface TraceCoverage {
+  complete: boolean;
+  notes: string[];
+}
+
+/**
+ * The first equation whose inputs are finite and whose output is not.
+ */
+export interface FirstNonFinite {
+  nodeId: string;
+  valueId: string;
+  primitive: string;
+  kind: string;
+  message: string;
+  location?: Location;
+}
+
+/**
+ * What a values run found (`jaxlsp/trace` with `values`).
+ */
+export interface ValuesSummary {
+  values: number;
+  seconds: number;
+  validation: "verified" | "partial" | "mismatch";
+  mismatch?: string;
+  firstNonFinite?: FirstNonFinite;
+  zeroGradients?: string[];
+}
+
+/**
+ * `jaxlsp/trace` response (and `jaxlsp.traceGraph`'s) when a graph was made.
+ */
+export interface TraceResult {
+  traceId: string;
+  summary: TraceSummary;
+  coverage: TraceCoverage;
+  freshness: string;
+  interpreter: string;
+  interpreterRoute: string;
+  profile: string | null;
+  saved?: string;
+  values?: ValuesSummary;
+}
+
+/**
+ * One missing piece of a profile (docs/recipes.md, "Needs input").
+ */
+export interface NeedsInputItem {
+  path: string;
+  kind: "dimension" | "shape" | "value" | "inputs";
+  message: string;
+  name?: string;
+  usedAt?: string[];
+  param?: string;
+  annotation?: string | null;
+}
+
+/**
+ * `jaxlsp/trace` response when the profile lacks inputs.
+ */
+export interface NeedsInputResult {
+  needsInput: NeedsInputItem[];
+  proposal: string;
+  profile: string;
+  errors?: Record<string, string>;
+}
+
+export const TRACE_FINISHED = "jaxlsp/traceFinished";
+
+/**
+ * The `jaxlsp/traceFinished` notification.
+ */
+export interface TraceFinished {
+  uri: string;
+  name: string;
+  ok: boolean;
+  traceId?: string;
+  error?: string;
+}
+
+export const GRAPH = "jaxlsp/graph";
+
+export interface GraphParams {
+  traceId: Id;
+  group?: Id;
+  cursor?: Id;
+  limit?: number;
+}
+
+export interface ValueRef {
+  id: string;
+  shape: (number | string)[];
+  dtype: string;
+  weakType: boolean;
+  type: string;
+  stats?: Record<string, unknown>;
+}
+
+export interface NodeItem {
+  id: string;
+  kind: "node";
+  primitive: string;
+  scope: string;
+  outputs: ValueRef[];
+  source?: Record<string, unknown>;
+}
+
+export interface GroupCounts {
+  nodes: number;
+  groups: number;
+}
+
+export interface GroupItem {
+  id: string;
+  kind: "group";
+  groupKind: string;
+  label: string;
+  counts: GroupCounts;
+}
+
+export interface GraphPage {
+  items: (NodeItem | GroupItem)[];
+  nextCursor?: string;
+}
+
+export const NODE = "jaxlsp/node";
+
+export interface NodeParams {
+  traceId: Id;
+  nodeId: Id;
+}
+
+export interface Location {
+  uri: string;
+  range: Range;
+}
+
+export interface NodeDetail {
+  id: string;
+  kind: "node";
+  primitive: string;
+  params: Record<string, unknown>;
+  inputs: ValueRef[];
+  outputs: ValueRef[];
+  scope: string;
+  group: string | null;
+  transforms: string[];
+  frames: Location[];
+}
+
+export const VALUES = "jaxlsp/values";
+
+/**
+ * `jaxlsp/values` request params: statistics (and small arrays) of an existing trace's
+ * values; the trace's target runs again with values when the trace has none yet.
+ */
+export interface ValuesParams {
+  traceId: Id;
+  values?: Id[];
+  nodes?: Id[];
+  inline?: boolean;
+  dims?: Dims;
+}
+
+export interface InlineArray {
+  shape: number[];
+  dtype: string;
+  data?: unknown;
+  omitted?: string;
+  error?: string;
+}
+
+export interface GradientNorm {
+  module: string;
+  norm: number;
+  parameters: number;
+  zero: number;
+}
+
+export interface Gradients {
+  parameters: Record<string, unknown>[];
+  modules: GradientNorm[];
+  zero: string[];
+}
+
+/**
+ * `jaxlsp/values` response.
+ */
+export interface ValuesResult {
+  traceId: string;
+  seconds: number;
+  validation: Record<string, unknown>;
+  executed: Record<string, number>;
+  stats: Record<string, Record<string, unknown> | null>;
+  firstNonFinite?: FirstNonFinite;
+  gradients?: Gradients;
+  arrays?: Record<string, InlineArray>;
+}
+
+export const NODES_AT = "jaxlsp/nodesAt";
+
+export interface NodesAtParams {
+  textDocument: TextDocumentIdentifier;
+  position: Position;
+}
+
+export interface NodesAtResult {
+  traceId: string | null;
+  nodeIds: string[];
+}
+
+export const EXPORT = "jaxlsp/export";
+
+export interface ExportParams {
+  traceId: Id;
+  format?: "json" | "dot" | "html";
+}
+
+export interface ExportResult {
+  uri: string;
+}
+
+export const REVEAL_SOURCE = "jaxlsp/revealSource";
+
+export interface RevealSourceParams {
+  traceId: Id;
+  nodeId: Id;
+  frame?: number;
+}
+
+export interface RevealSourceResult {
+  location: Location;
+}
+
+export const OPEN_GRAPH = "jaxlsp/openGraph";
+
+export interface OpenGraphParams {
+  traceId: Id;
+  nodeId?: Id;
+}
+
+export interface OpenGraphResult {
+  url: string;
+}
+
+export const CURSOR_MOVED = "jaxlsp/cursorMoved";
+
+/**
+ * The `jaxlsp/cursorMoved` notification (client to server; no answer).
+ */
+export interface CursorMovedParams {
+  textDocument: TextDocumentIdentifier;
+  position: Position;
+}
+
+export const ENVIRONMENT = "jaxlsp/environment";
+
+/**
+ * `jaxlsp/environment` request params (all optional); also the `jaxlsp.checkEnvironment`
+ * command's single optional argument, with `uri` for `textDocument`.
+ */
+export interface EnvironmentParams {
+  textDocument?: TextDocumentIdentifier;
+  name?: Name;
+  device?: Device;
+  refresh?: boolean;
+}
+
+export const CHECK_ENVIRONMENT_COMMAND = "jaxlsp.checkEnvironment";
+
+/**
+ * The `jaxlsp.checkEnvironment` command's single optional argument.
+ */
+export interface CheckEnvironmentArguments {
+  uri?: string;
+  name?: Name;
+  device?: Device;
+}
+
+export interface EnvironmentProblem {
+  severity: "error" | "warning";
+  message: string;
+  fix: string;
+  package?: string;
+  requirement?: string;
+}
+
+/**
+ * `jaxlsp/environment` response (and `jaxlsp.checkEnvironment`'s).
+ */
+export interface EnvironmentResult {
+  python: string;
+  route: string;
+  ok: boolean;
+  pythonVersion: string | null;
+  packages: Record<string, string | null>;
+  backends: string[];
+  plugins: string[];
+  device: string;
+  needs: string[];
+  problems: EnvironmentProblem[];
+  message: string;
+  cached: boolean;
+  install?: string;
+  installed?: boolean;
+}
+
+/**
+ * `CodeLens.data` between `textDocument/codeLens` and `codeLens/resolve`.
+ */
+export interface LensData {
+  uri: string;
+  name: string;
+  kind: EntrypointKind;
+}
+
+export const LIST_TRUSTED_COMMAND = "jaxlsp.listTrusted";
+
+export const REVOKE_TRUST_COMMAND = "jaxlsp.revokeTrust";
