@@ -9,6 +9,7 @@ import { MAX_PARAMS, PARAM_LINE, buildView, descendants, paramsTop, rollupKey, t
 import { Minimap } from "./minimap";
 import { placeLabels } from "./labels";
 import type { Config, Graph } from "./types";
+import { OVERLAYS, Overlays, statsBlock, type Overlay } from "./values";
 
 const SVG = "http://www.w3.org/2000/svg";
 const EXPAND_ALL_LIMIT = 4000; // visible items "expand all" stops at, to stay fluid
@@ -95,6 +96,11 @@ class Viewer {
   };
   private themeChoice: "auto" | "light" | "dark" = "auto";
   private hostTheme: "light" | "dark" | null = null;
+  /** A values run's overlays (null: the graph has no statistics) and the chosen mode. */
+  overlays: Overlays | null = null;
+  overlay: Overlay = "none";
+  private pendingNode: string | null = null;
+  private readonly overlaySelect = el("select", "jx-overlay");
 
   // DOM
   private readonly app = el("div", "jx-app");
@@ -115,6 +121,7 @@ class Viewer {
 
   constructor(config: Config) {
     this.host = makeHost(config);
+    this.pendingNode = typeof config.nodeId === "string" ? config.nodeId : null;
     this.detailsButton = this.button("Details", "Show or hide the details pane (D)", () => this.toggleSide());
     this.buildShell();
     this.host.start({
@@ -176,11 +183,22 @@ class Viewer {
       this.button("Expand all", "Expand every group (E)", () => this.expandAll()),
       this.button("Collapse all", "Collapse every group (C)", () => this.collapseAll()),
       this.button("Fit", "Fit the graph in the window (F)", () => this.fit()),
+      this.overlaySelect,
       this.detailsButton,
       this.button("Theme", "Light, dark or the editor's theme (T)", () => this.cycleTheme()),
       this.button("SVG", "Export as SVG", () => this.exportSvg()),
       this.button("PNG", "Export as PNG", () => void this.exportPng()),
     );
+    // Colour boxes by a statistic of a values run (shown only for graphs that have one).
+    this.overlaySelect.title = "Colour boxes by a statistic of their values";
+    this.overlaySelect.setAttribute("aria-label", "overlay");
+    for (const o of OVERLAYS) {
+      const option = el("option", "", o.label);
+      option.value = o.mode;
+      this.overlaySelect.append(option);
+    }
+    this.overlaySelect.hidden = true;
+    this.overlaySelect.addEventListener("change", () => this.setOverlay(this.overlaySelect.value as Overlay));
     const defs = svg("defs");
     const marker = svg("marker", { id: "jx-arrow", viewBox: "0 0 8 8", refX: 8, refY: 4, markerWidth: 7, markerHeight: 7, orient: "auto" });
     marker.append(svg("path", { d: "M0,0 L8,4 L0,8 z", class: "jx-arrowhead" }));
@@ -219,6 +237,11 @@ class Viewer {
     }
     this.traceId = traceId;
     this.banners = { stale, file: origin === "file", partial: graph.coverage?.complete === false, newer: null };
+    this.overlays = graph.execution ? new Overlays(this.model) : null;
+    this.overlay = "none";
+    this.overlaySelect.value = "none";
+    this.overlaySelect.hidden = this.overlays === null;
+    for (const option of this.overlaySelect.options) option.hidden = option.value === "grad" && !this.overlays?.hasGradients;
     this.state = this.initialState();
     // A new graph: nothing of the old one stays selected, highlighted or found.
     this.selected = null;
@@ -235,6 +258,18 @@ class Viewer {
     this.refresh(null, "entry");
     if (this.search.value.trim()) this.runSearch();
     this.setStatus(`${graph.nodes.length.toLocaleString()} ops · ${graph.groups.length} groups${traceId ? ` · trace ${traceId}` : ""}`);
+    // The page was opened at a node (a non-finite value's code action): go there once.
+    const pending = this.pendingNode;
+    this.pendingNode = null;
+    if (pending && this.model.nodes.has(pending)) this.goTo(pending);
+  }
+
+  /** Colour boxes by ``mode`` (a values run's statistic), or not at all. */
+  setOverlay(mode: Overlay): void {
+    this.overlay = this.overlays ? mode : "none";
+    this.overlaySelect.value = this.overlay;
+    if (this.layout) this.draw();
+    this.setStatus(this.overlays && this.overlay !== "none" ? this.overlays.legend(this.overlay) : this.status);
   }
 
   /** Everything collapsed, except that a level whose only group is the model itself (a few loose
@@ -430,6 +465,7 @@ class Viewer {
       if (item.kind === "container") {
         const g = svg("g", { class: `jx-item ${kind}`, "data-id": item.id, transform: `translate(${box.x},${box.y})` });
         g.append(svg("rect", { class: "jx-frame", width: box.w, height: box.h, rx: 6 }));
+        if (this.overlays?.unrun(item)) g.classList.add("jx-unrun");
         if (level > 0) {
           const head = svg("text", { class: "jx-head", x: 22, y: 17 });
           head.textContent = `${item.title}  ·  ${item.sub}`;
@@ -448,7 +484,9 @@ class Viewer {
         g.append(svg("rect", { class: "jx-stack", x: 6, y: 6, width: box.w, height: box.h, rx: 5 }));
         g.append(svg("rect", { class: "jx-stack", x: 3, y: 3, width: box.w, height: box.h, rx: 5 }));
       }
-      g.append(svg("rect", { class: "jx-box", width: box.w, height: box.h, rx: item.kind === "node" ? 4 : 6 }));
+      const rect = svg("rect", { class: "jx-box", width: box.w, height: box.h, rx: item.kind === "node" ? 4 : 6 });
+      g.append(rect);
+      if (this.overlays) this.paint(g, rect, item);
       const tip = svg("title");
       tip.textContent = this.tooltip(item);
       if (level === 0) {
@@ -500,6 +538,16 @@ class Viewer {
     this.applyTransform(false);
     this.decorate();
     this.marks.drawMs = performance.now() - t0;
+  }
+
+  /** A values run on a box: dashed when it never ran, filled by the overlay's figure. */
+  private paint(g: SVGGElement, rect: SVGElement, item: Item): void {
+    const overlays = this.overlays!;
+    if (overlays.unrun(item)) g.classList.add("jx-unrun");
+    const v = overlays.of(item, this.overlay);
+    if (v === null) return;
+    rect.style.fill = overlays.colour(v, this.overlay);
+    g.dataset.overlay = String(v);
   }
 
   /** The edges (and their labels) in the drawn area; the selection's edges are marked and labelled
@@ -927,6 +975,7 @@ class Viewer {
       if (n.transforms.length) row("transforms", n.transforms.join(", "));
       row("inputs", n.inputs.map((v) => typeStr(model.values.get(v))).join(", ") || "—");
       row("outputs", model.outputTypes(n) || "—");
+      if (this.overlays) this.valueDetails(n.id, item);
       const params = el("pre", "jx-params", JSON.stringify(n.params, null, 1));
       d.append(el("h4", "", "params"), params);
       d.append(el("h4", "", "frames"));
@@ -974,6 +1023,24 @@ class Viewer {
     d.append(this.button(action, `${action} this group`, () => this.toggle(item.id)));
   }
 
+  /** A values run's statistics of a node's outputs (and its inputs'), with their histograms. */
+  private valueDetails(nodeId: string, item: Item): void {
+    const model = this.model!;
+    const n = model.nodes.get(nodeId)!;
+    if (this.overlays!.unrun(item)) {
+      this.details.append(el("p", "jx-muted jx-unrun-note", "never ran: a branch not taken, or a loop that did not turn"));
+      return;
+    }
+    n.outputs.forEach((v, i) => {
+      const value = model.values.get(v);
+      if (value?.stats) this.details.append(statsBlock(`output ${n.outputs.length > 1 ? i + 1 : ""} ${typeStr(value)}`.replace("  ", " "), value.stats));
+    });
+    n.inputs.forEach((v, i) => {
+      const value = model.values.get(v);
+      if (value?.stats && value.kind === "var") this.details.append(statsBlock(`input ${i + 1} ${typeStr(value)}`, value.stats));
+    });
+  }
+
   // -- banners, status, theme ---------------------------------------------------------------------
   private renderBanners(): void {
     const b = this.bannerEl;
@@ -993,6 +1060,18 @@ class Viewer {
       add("jx-banner-partial", `Partial coverage: ${opaque.length} opaque region(s) are not in the graph${opaque.length ? ` (${opaque.map((o) => o.reason).slice(0, 3).join("; ")})` : ""}.`);
     }
     if (this.banners.stale) add("jx-banner-stale", "Stale: a source file changed since this trace. Re-trace to update.");
+    const execution = this.model?.graph.execution;
+    if (execution) {
+      const status = execution.validation.status;
+      if (status === "mismatch") {
+        add("jx-banner-mismatch", `Replay mismatch: ${execution.validation.mismatch?.message ?? execution.validation.message ?? "the outputs differ from a direct call"}`);
+      }
+      const first = execution.firstNonFinite;
+      if (first) {
+        const e = add("jx-banner-nonfinite", `${first.message} `);
+        e.append(this.button("Show", "Select the node and bring it into view", () => this.goTo(first.node)));
+      }
+    }
     if (this.banners.newer) {
       const e = add("jx-banner-newer", "A newer trace of this target is ready. ");
       const id = this.banners.newer;

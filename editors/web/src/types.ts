@@ -22,6 +22,27 @@ export interface GNode {
   transforms: string[];
 }
 
+/** A number of the graph file: a non-finite one is ``{"float": "nan" | "inf" | "-inf"}``. */
+export type GNumber = number | { float: string };
+
+/** A value's statistics from a values run (docs/graph-format.md "Statistics"). */
+export interface GStats {
+  count: number;
+  finite: number;
+  nan: number;
+  posInf: number;
+  negInf: number;
+  zeros: GNumber;
+  min: GNumber | null;
+  max: GNumber | null;
+  mean: GNumber | null;
+  std: GNumber | null;
+  meanAbs: GNumber | null;
+  histogram: { lo: GNumber; hi: GNumber; counts: number[]; approximate?: boolean; sampled?: boolean } | null;
+  iterations?: number;
+  firstNonFiniteIteration?: number[];
+}
+
 export interface GValue {
   id: string;
   shape: (number | string)[];
@@ -30,6 +51,17 @@ export interface GValue {
   producer: string | null;
   kind: string;
   literal?: unknown;
+  stats?: GStats;
+}
+
+/** What a values run found (docs/graph-format.md "Execution"). */
+export interface Execution {
+  device: string;
+  seconds: GNumber;
+  validation: { status: "verified" | "partial" | "mismatch"; mismatch?: { message?: string }; message?: string; partialCount?: number };
+  executed: Record<string, number>;
+  firstNonFinite?: { node: string; value: string; primitive: string; kind: string; message: string };
+  gradients?: { parameters: { label: string; value: string; norm: GNumber; zero: boolean }[]; zero: string[] };
 }
 
 export interface GGroup {
@@ -58,6 +90,7 @@ export interface Graph {
   nodes: GNode[];
   values: GValue[];
   groups: GGroup[];
+  execution?: Execution;
 }
 
 export type Mode = "http" | "webview" | "static";
@@ -67,4 +100,6 @@ export interface Config {
   token?: string;
   traceId?: string;
   graph?: Graph;
+  /** The node to select and bring into view once the graph is shown (``&node=`` of the page). */
+  nodeId?: string;
 }

@@ -224,8 +224,9 @@ class Interpreter:
             if item.vid not in ranges:
                 acc = self.accumulators.get(item.vid)
                 ranges[item.vid] = acc.within if acc is not None else None
-            joined = joined_range(lo, hi, ranges[item.vid])
-            ranges[item.vid] = joined
+            seen = ranges[item.vid]
+            joined = joined_range(lo, hi, seen)
+            ranges[item.vid] = (lo, hi) if seen is None else (min(lo, seen[0]), max(hi, seen[1]))
             return joined
 
         for item, summary in zip(batch, summarize_batch([b.array for b in batch], within), strict=True):

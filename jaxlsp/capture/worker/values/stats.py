@@ -490,8 +490,9 @@ class Accumulator:
 
     @property
     def within(self) -> tuple[float, float] | None:
-        """The histogram's range so far (the next observation is binned over it, widened)."""
-        return (self.hist_lo, self.hist_hi) if self.counts is not None else None
+        """The finite elements' range so far: the next observation is binned over it, joined with
+        its own (``joined_range``)."""
+        return (self.lo, self.hi) if self.lo is not None and self.hi is not None else None
 
     def add(self, s: Summary, iteration: list[int] | None) -> None:
         self.observations += 1
@@ -519,19 +520,26 @@ class Accumulator:
             self._bin(s.hist, s.hist_lo, s.hist_hi)
 
     def _bin(self, hist: list[int], lo: float, hi: float) -> None:
+        """Add an observation's histogram over [lo, hi]; the counts are kept over the range of
+        every element so far (``add`` updated it), earlier counts re-binned when it widened."""
+        assert self.lo is not None and self.hi is not None
+        target = hist_range(self.lo, self.hi)
         if self.counts is None:
             self.counts, self.hist_lo, self.hist_hi = [float(c) for c in hist], lo, hi
-            return
-        if (lo, hi) != (self.hist_lo, self.hist_hi):
-            wlo, whi = min(lo, self.hist_lo), max(hi, self.hist_hi)
-            if (wlo, whi) != (self.hist_lo, self.hist_hi):
+        else:
+            if (self.hist_lo, self.hist_hi) != target:
                 self.approximate = self.approximate or any(self.counts)
-                self.counts = _rebin(self.counts, self.hist_lo, self.hist_hi, wlo, whi)
-                self.hist_lo, self.hist_hi = wlo, whi
-            if (lo, hi) != (wlo, whi):
+                self.counts = _rebin(self.counts, self.hist_lo, self.hist_hi, *target)
+                self.hist_lo, self.hist_hi = target
+            if (lo, hi) != target:
                 self.approximate = self.approximate or any(hist)
-                hist = _rebin(hist, lo, hi, wlo, whi)  # type: ignore[assignment]
-        self.counts = [a + b for a, b in zip(self.counts, hist, strict=True)]
+                hist = _rebin(hist, lo, hi, *target)  # type: ignore[assignment]
+            self.counts = [a + b for a, b in zip(self.counts, hist, strict=True)]
+            return
+        if (lo, hi) != target:  # a first observation binned over a wider range than its own
+            self.approximate = self.approximate or any(self.counts)
+            self.counts = _rebin(self.counts, lo, hi, *target)
+            self.hist_lo, self.hist_hi = target
 
     def stats(self) -> dict[str, Any]:
         has = self.finite > 0 and self.lo is not None and self.hi is not None
@@ -564,8 +572,9 @@ class Accumulator:
 
 
 def _rebin(counts: list[float] | list[int], lo: float, hi: float, wlo: float, whi: float) -> list[float]:
-    """``counts`` over [lo, hi] spread over 32 bins of [wlo, whi] (which holds it), each source
-    bin's count in proportion to its overlap with each destination bin."""
+    """``counts`` over [lo, hi] spread over 32 bins of [wlo, whi], each source bin's count in
+    proportion to its overlap with each destination bin; what falls outside [wlo, whi] (a
+    single value's padded range) goes to the nearest end bin, so the total stays."""
     out = [0.0] * BINS
     width = (whi - wlo) / BINS
     source = (hi - lo) / BINS
@@ -573,15 +582,20 @@ def _rebin(counts: list[float] | list[int], lo: float, hi: float, wlo: float, wh
         if not c:
             continue
         a, b = lo + k * source, lo + (k + 1) * source
-        first = min(max(int((a - wlo) / width), 0), BINS - 1)
-        last = min(max(int((b - wlo) / width), 0), BINS - 1)
-        if first == last or b <= a:
-            out[first] += c
-            continue
-        for j in range(first, last + 1):
-            left, right = max(a, wlo + j * width), min(b, wlo + (j + 1) * width)
-            if right > left:
-                out[j] += c * (right - left) / (b - a)
+        placed = 0.0
+        if b > a and width > 0:
+            first = min(max(int((a - wlo) / width), 0), BINS - 1)
+            last = min(max(int((b - wlo) / width), 0), BINS - 1)
+            for j in range(first, last + 1):
+                left, right = max(a, wlo + j * width), min(b, wlo + (j + 1) * width)
+                if right > left:
+                    share = c * (right - left) / (b - a)
+                    out[j] += share
+                    placed += share
+        rest = c - placed
+        if rest > 1e-9:
+            middle = (a + b) / 2
+            out[min(max(int((middle - wlo) / width), 0), BINS - 1) if width > 0 else 0] += rest
     return out
 
 
