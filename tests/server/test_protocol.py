@@ -29,6 +29,7 @@ COMMANDS = [  # sorted, as advertised: derived from the registered commands
     "jaxlsp.openGraph",
     "jaxlsp.revokeTrust",
     "jaxlsp.traceGraph",
+    "jaxlsp.traceWithValues",
 ]
 
 
@@ -47,6 +48,7 @@ async def test_server_capabilities(client: JaxClient) -> None:
             "traceGraph": True,
             "environment": True,
             "openGraph": True,
+            "values": True,
             "commands": COMMANDS,
         }
     }
