@@ -309,3 +309,45 @@ def test_a_run_that_would_pass_the_memory_cap_stops_before_the_allocation(run_va
     error = info.value
     assert error.kind == "memory" and "4294967296 bytes would pass the cap" in error.message
     assert "the values run stopped at node n" in error.message and "values_targets.py:" in error.message
+
+
+# --- the accelerator's way, checked on the CPU ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: jax.random.normal(jax.random.key(1), (5, 7)),
+        lambda: jnp.array([1.0, jnp.nan, -jnp.inf, 0.0, 2.5, jnp.inf, 0.0], jnp.float32),
+        lambda: jnp.arange(-3, 9, dtype=jnp.int32),
+        lambda: jnp.array([True, False, True, True]),
+        lambda: (jax.random.normal(jax.random.key(2), (40,)) * 3).astype(jnp.bfloat16),
+        lambda: jnp.array([3 + 4j, -1j, 0j], jnp.complex64),
+        lambda: jnp.full((6,), 2.0),
+        lambda: jnp.zeros((0, 3)),
+    ],
+)
+def test_statistics_on_the_device_match_those_on_the_host(make: Callable[[], Any]) -> None:
+    """On an accelerator the figures come from jax operations on the device (only scalars and the
+    bin counts come back); run that way on the CPU, they agree with the numpy way."""
+    from jaxlsp.capture.worker.values.stats import Accumulator, summarize
+
+    x = make()
+    found = []
+    for on_host in (True, False):
+        summary = summarize(x, on_host=on_host)
+        assert summary is not None
+        acc = Accumulator()
+        acc.add(summary, None)
+        found.append(acc.stats())
+    host, device = found
+    for key in ("count", "finite", "nan", "posInf", "negInf", "zeros"):
+        assert host[key] == device[key], key
+    for key in ("min", "max", "mean", "std", "meanAbs"):
+        if host[key] is None:
+            assert device[key] is None, key
+        else:
+            assert device[key] == pytest.approx(host[key], rel=1e-5, abs=1e-6), key
+    if host["histogram"] is not None:
+        assert device["histogram"]["counts"] == host["histogram"]["counts"]
+        assert device["histogram"]["lo"] == pytest.approx(host["histogram"]["lo"])
