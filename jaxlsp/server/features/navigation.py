@@ -70,12 +70,18 @@ class Navigation:
         node = trace.node(node_id)
         if node is None:
             raise JsonRpcException(f"unknown node {shown(node_id)} in trace {trace.id}", code=REQUEST_FAILED)
-        frame_index = data.get("frame", 0)
-        if frame_index < 0:
-            raise invalid(f"params.frame: expected a frame index, got {frame_index}")
+        frame_index = data.get("frame")
         frames = node.frames or ([node.source] if node.source else [])
-        if frame_index >= len(frames):
+        if frame_index is None:  # the user's own line (innermost workspace frame), not a library's
+            frame = node.source or (frames[0] if frames else None)
+            if frame is None:
+                raise JsonRpcException(f"node {node_id} has no source frame", code=REQUEST_FAILED)
+        elif frame_index < 0:
+            raise invalid(f"params.frame: expected a frame index, got {frame_index}")
+        elif frame_index >= len(frames):
             raise JsonRpcException(f"node {node_id} has no frame {frame_index}", code=REQUEST_FAILED)
-        uri, selection = self.ls.frame_location(frames[frame_index], trace.frame_path(frames[frame_index]))
+        else:
+            frame = frames[frame_index]
+        uri, selection = self.ls.frame_location(frame, trace.frame_path(frame))
         self.ls.show_document(types.ShowDocumentParams(uri=uri, selection=selection, take_focus=True))
         return {"location": {"uri": uri, "range": range_json(selection)}}
