@@ -35,12 +35,16 @@ Run = Callable[..., tuple[Graph, dict[str, Any]]]
 @pytest.fixture
 def run_values() -> Iterator[Run]:
     """A values run of ``values_targets.py::NAME`` in this process, with every value's array returned
-    inline (the graph's ids are known once it is built); ``sys.path``, the modules and the
-    working directory are restored afterwards."""
+    inline (the graph's ids are known once it is built), stopped by ``budget`` or ``seconds`` after
+    its start; ``sys.path``, the modules and the working directory are restored afterwards."""
     path, cwd, modules = list(sys.path), os.getcwd(), set(sys.modules)
 
     def run(
-        name: str, *args: Any, budget: interpret.Budget | None = None, **profile: Any
+        name: str,
+        *args: Any,
+        budget: interpret.Budget | None = None,
+        seconds: float | None = None,
+        **profile: Any,
     ) -> tuple[Graph, dict[str, Any]]:
         req = request("values_targets.py", name, *args, workspace=VALUES, **profile)
         req["values"] = {}
@@ -51,6 +55,8 @@ def run_values() -> Iterator[Run]:
         graph, builder = main.build_graph(req, found, workspace, timings)
         req["values"] = {"inline": [v.id for v in graph.values]}
         extra: dict[str, Any] = {}
+        if seconds is not None:  # from the run's start: tracing on a busy machine must not use it up
+            budget = interpret.Budget(deadline=time.monotonic() + seconds)
         values_run.run(graph, builder, found.traced, req, found.device, time.monotonic(), extra, budget)
         return graph, extra.get("arrays", {})
 
@@ -227,6 +233,36 @@ def test_custom_jvp_and_custom_vjp_bodies_are_evaluated(run_values: Run) -> None
     assert graph.execution["validation"]["status"] == "verified"
 
 
+def test_a_loop_value_that_never_changes_has_a_histogram_around_its_one_value(run_values: Run) -> None:
+    # Every iteration sees the same range, a single point: the histogram is centred on it, as for
+    # an array of one value outside a loop, not a range of width zero (a division by zero).
+    graph, _ = run_values("steady", {**array(3), "generator": {"kind": "full", "value": 2.0}})
+    (scan_body,) = [g.id for g in graph.groups if g.kind == "scan"]
+    body = [n for n in graph.nodes if n.group == scan_body and n.primitive != "scan"]
+    inside = [v for v in graph.values if any(v.id in n.outputs for n in body)]
+    assert len(inside) == 3
+    for value in inside:
+        assert value.stats is not None and value.stats["iterations"] == 5
+        hist = value.stats["histogram"]
+        assert value.stats["min"] == value.stats["max"]
+        assert hist["lo"] == value.stats["min"] - 0.5 and hist["hi"] == value.stats["max"] + 0.5
+        assert sum(hist["counts"]) == value.stats["count"] == 5 * 3 and hist["counts"][16] == 5 * 3
+
+
+@pytest.mark.parametrize("on_host", [True, False])
+def test_a_loop_range_of_one_point_is_widened_like_a_single_value(on_host: bool) -> None:
+    from jaxlsp.capture.worker.values.stats import joined_range, summarize, summarize_batch
+
+    assert joined_range(1.0, 1.0, (1.0, 1.0)) == (0.5, 1.5)
+    ones = jnp.ones(3)
+    summaries = [summarize(ones, on_host=on_host, within=(1.0, 1.0))]
+    if on_host:
+        summaries += summarize_batch([np.ones(3, np.float32)], lambda i, lo, hi: joined_range(lo, hi, (1.0, 1.0)))
+    for summary in summaries:
+        assert summary is not None and (summary.hist_lo, summary.hist_hi) == (0.5, 1.5)
+        assert summary.hist is not None and summary.hist[16] == 3 and sum(summary.hist) == 3
+
+
 # --- gradients -----------------------------------------------------------------------------------
 
 
@@ -295,7 +331,7 @@ def test_a_callback_makes_the_validation_partial(run_values: Run) -> None:
 
 def test_a_run_past_its_deadline_stops_naming_the_node_it_reached(run_values: Run) -> None:
     with pytest.raises(CaptureError) as info:
-        run_values("forever", array(2), budget=interpret.Budget(deadline=time.monotonic() + 0.5))
+        run_values("forever", array(2), seconds=0.5)
     error = info.value
     line = next(i for i, text in enumerate(TARGETS.read_text().splitlines(), 1) if "lax.while_loop" in text)
     assert error.kind == "timeout" and "the values run stopped at node n" in error.message

@@ -95,3 +95,12 @@ def forever(x):
 
 def huge(x):
     return jnp.zeros((1 << 30,), jnp.float32) + x[0]
+
+
+def steady(x):
+    # Values that stay the same in every iteration (a constant flag, an unchanged carry): their
+    # histogram range over the iterations is a single point.
+    def step(c, _):
+        return c, (jnp.ones_like(c) > 0, c * 1.0)
+
+    return lax.scan(step, x, None, length=5)[1]

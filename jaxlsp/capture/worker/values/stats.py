@@ -137,7 +137,9 @@ def joined_range(lo: float, hi: float, within: tuple[float, float] | None) -> tu
     if within is None:
         return hist_range(lo, hi)
     wlo, whi = within
-    if wlo <= lo and hi <= whi:
+    # The range so far is the elements' own (unpadded): one point when every iteration held the
+    # same value, which gets hist_range's padding as a single array would, never a zero width.
+    if wlo <= lo and hi <= whi and wlo < whi:
         return wlo, whi
     return hist_range(min(lo, wlo), max(hi, whi))
 
