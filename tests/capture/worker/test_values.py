@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxlsp.capture.worker import main
+from jaxlsp.capture.worker import build, main
 from jaxlsp.capture.worker.failures import CaptureError, Workspace
 from jaxlsp.capture.worker.values import interpret
 from jaxlsp.capture.worker.values import run as values_run
@@ -193,6 +193,7 @@ def test_only_the_taken_cond_branch_runs_and_is_marked_executed(run_values: Run)
     assert all(values[o].stats is None for n in inside["branch 0"] for o in n.outputs)  # never ran
     np.testing.assert_allclose(by_label(graph, arrays, "out"), np.exp(np.full(3, 0.5)), rtol=1e-6)
     assert groups[branches["branch 1"]].kind == "cond_branch"
+    assert values_run.RAN_NOTE in graph.coverage.notes and build.CONTROL_FLOW_NOTE not in graph.coverage.notes
 
 
 def test_a_nan_in_the_seventh_iteration_of_a_scan_is_found_with_its_line(run_values: Run) -> None:

@@ -16,12 +16,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from jaxlsp.capture.worker.build import GraphBuilder
+from jaxlsp.capture.worker.build import CONTROL_FLOW_NOTE, GraphBuilder
 from jaxlsp.capture.worker.failures import CaptureError
 from jaxlsp.capture.worker.values.interpret import Budget, Interpreter, Origin, Stopped
 from jaxlsp.capture.worker.values.stats import SCRATCH, Summary, numeric
 from jaxlsp.graph.model import Frame, Graph, Node
 
+RAN_NOTE = "control-flow bodies (cond, while, scan) ran on these inputs: execution.executed counts each region's runs"
 INLINE_LIMIT = 4096  # elements of an array returned inline (jaxlsp/values)
 PARTIAL_SHOWN = 100  # partial nodes listed in the validation
 # Relative tolerance of the replay comparison per dtype: |a - b| <= rtol * (|b| + max |b|).
@@ -98,6 +99,8 @@ def run(
         result.update(_payloads(graph, nodes, values, interp.kept, by_id, options, keep, saved_keys))
     execution["seconds"] = round(time.monotonic() - t0, 4)
     graph.execution = execution
+    # The shapes-only note would now be wrong: the taken branch and every iteration ran.
+    graph.coverage.notes = [RAN_NOTE if n == CONTROL_FLOW_NOTE else n for n in graph.coverage.notes]
 
 
 # --- limits ----------------------------------------------------------------------------------------
