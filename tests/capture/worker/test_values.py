@@ -388,3 +388,28 @@ def test_statistics_on_the_device_match_those_on_the_host(make: Callable[[], Any
     if host["histogram"] is not None:
         assert device["histogram"]["counts"] == host["histogram"]["counts"]
         assert device["histogram"]["lo"] == pytest.approx(host["histogram"]["lo"])
+
+
+@pytest.mark.parametrize(
+    "values",
+    [[3e38, 2e38, 3e38, 1e38], [3e38, -3e38, 3e38, 3e38], [np.inf, -np.inf, 1.0], [-3.4e38] * 7 + [0.5]],
+)
+def test_float32_sums_that_overflow_are_redone_in_float64_without_a_warning(values: list[float]) -> None:
+    """A float32 sum past the largest float32 (an attention mask of ``finfo.min``) is expected and
+    redone in float64: the figures are numpy's in float64, and numpy says nothing on stderr."""
+    import warnings
+
+    from jaxlsp.capture.worker.values.stats import Accumulator, summarize
+
+    a = np.array(values, np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        summary = summarize(a, on_host=True)
+    assert summary is not None
+    acc = Accumulator()
+    acc.add(summary, None)
+    stats, expected = acc.stats(), numpy_stats(a)
+    for key in ("count", "finite", "nan", "posInf", "negInf"):
+        assert stats[key] == expected[key], key
+    for key in ("min", "max", "mean", "std", "meanAbs"):
+        assert stats[key] == pytest.approx(expected[key], rel=1e-6), key

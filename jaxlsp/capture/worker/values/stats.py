@@ -192,7 +192,8 @@ def _sum(a: Any) -> float:
     """Pairwise sum in the array's dtype; again in float64 when that overflowed."""
     import numpy as np
 
-    total = float(a.sum())
+    with np.errstate(over="ignore"):  # an overflow is expected here, and answered below
+        total = float(a.sum())
     if not math.isfinite(total):
         total = float(a.sum(dtype=np.float64))
     return total
@@ -230,7 +231,10 @@ def _chunk(flat: Any) -> Summary:
     n = int(flat.size)
     mask = SCRATCH.get(n, np.bool_)
     zeros = int(np.count_nonzero(np.equal(flat, 0, out=mask)))
-    total = float(flat.sum())
+    # A sum that overflows (a mask of finfo.min) or meets +Inf and -Inf is expected, and redone
+    # below in float64 over the finite elements: numpy need not warn on the worker's stderr.
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = float(flat.sum())
     nan = posinf = neginf = 0
     f = flat
     if not math.isfinite(total):  # a finite sum means every element is finite: no isfinite pass
@@ -301,8 +305,9 @@ def _m2(f: Any, mean: float, tmp: Any) -> float:
         m2: float = squares - n * mean * mean
         if m2 > 1e-3 * squares:  # little cancellation: the one-pass figure is accurate
             return m2
-    np.subtract(f, mean, out=tmp)
-    m2 = float(np.einsum("i,i->", tmp, tmp))
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is redone in float64 below
+        np.subtract(f, mean, out=tmp)
+        m2 = float(np.einsum("i,i->", tmp, tmp))
     if not math.isfinite(m2):
         d = f.astype(np.float64) - mean
         m2 = float(np.einsum("i,i->", d, d))
