@@ -327,6 +327,14 @@ def test_a_callback_makes_the_validation_partial(run_values: Run) -> None:
     np.testing.assert_allclose(by_label(graph, arrays, "out"), x * 2.0 + 1.0, rtol=1e-6)
 
 
+def test_a_scatter_add_combiner_leaves_the_validation_verified(run_values: Run) -> None:
+    graph, arrays = run_values("scattered", array(3))
+    assert any(g.kind == "scatter-add" for g in graph.groups)  # the combiner is in the graph
+    assert graph.execution is not None and graph.execution["validation"]["status"] == "verified"
+    x = by_label(graph, arrays, "args/0")
+    np.testing.assert_allclose(by_label(graph, arrays, "out"), [x[0], 0.0, x[1] + x[2], 0.0, 0.0], rtol=1e-6)
+
+
 # --- limits --------------------------------------------------------------------------------------
 
 

@@ -104,3 +104,8 @@ def steady(x):
         return c, (jnp.ones_like(c) > 0, c * 1.0)
 
     return lax.scan(step, x, None, length=5)[1]
+
+
+def scattered(x):
+    # A scatter-add (as an embedding's gradient is): its combiner body runs inside the primitive.
+    return jnp.zeros(5).at[jnp.array([0, 2, 2])].add(x)

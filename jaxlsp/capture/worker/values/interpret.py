@@ -6,7 +6,9 @@ run whole, so every value inside gets statistics: ``jit``, ``remat`` and ``custo
 ``custom_vjp`` bodies (their operands map 1:1), the *taken* ``cond`` branch (counted in
 ``executed``), and ``scan`` / ``while`` bodies once per iteration. Anything else with a body
 (``shard_map``, ``custom_linear_solve``) runs whole: the values inside get no statistics and its
-nodes are *partial* for the replay validation, as are callbacks.
+nodes are *partial* for the replay validation, as are callbacks. A scatter's or a generic
+reduction's combiner (``COMBINERS``) runs whole too, but is not partial: it is how two elements
+combine, nothing the validation could check apart from the primitive's own output.
 
 Values are keyed by the graph's value ids (the builder recorded which id each variable got at
 each call site), freed after their last use, and summarised as they are made (``stats.py``).
@@ -30,6 +32,13 @@ from jaxlsp.capture.worker.build import ONE_TO_ONE, Step, Walked, is_literal
 from jaxlsp.capture.worker.values.stats import SMALL, Accumulator, Summary, joined_range, summarize, summarize_batch
 
 CALLBACKS = frozenset({"pure_callback", "io_callback", "debug_callback", "callback"})
+# Primitives whose body only says how two elements combine (a scatter-add's ``add``, a generic
+# reduction's monoid): it runs inside the primitive, on scalars, and checks nothing of its own, so
+# its nodes leave the replay validation whole (a Linen embedding's gradient is a scatter-add).
+COMBINERS = frozenset(
+    {"scatter", "scatter-add", "scatter-sub", "scatter-mul", "scatter-min", "scatter-max", "scatter_apply"}
+    | {"reduce", "reduce_window", "select_and_scatter"}
+)
 # Primitives whose output holds exactly its operand's elements, rearranged (the same statistics),
 # and broadcast_in_dim, which repeats each of them out.size / in.size times: summarised from the
 # operand's figures instead of another pass over the array.
@@ -357,8 +366,9 @@ class Interpreter:
                 return self.scan(step, regions[0], ins), True
             if prim == "while" and len(regions) == 2:
                 return self.while_loop(step, regions[0], regions[1], ins), True
-            for region in regions:
-                self._mark_partial(region, f"inside {prim}, which ran whole")
+            if prim not in COMBINERS:
+                for region in regions:
+                    self._mark_partial(region, f"inside {prim}, which ran whole")
         return self.bind(step, ins), False
 
     def region(self, w: Walked, args: list[Any]) -> list[Any]:
