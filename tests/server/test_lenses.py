@@ -248,7 +248,7 @@ async def test_incremental_edits_add_and_remove_entrypoints(client: JaxClient) -
     # And back: the lens returns, and a code action finds the new function at its new line.
     client.edit(uri, (12, 12), (12, 18), "nn.Module")
     assert await client.lens_names(uri) == shifted
-    assert [a.title for a in await client.actions(uri, 98, 4)] == ["Trace graph: added"]
+    assert [a.title for a in await client.actions(uri, 98, 4)] == ["Trace graph: added", "Trace with values: added"]
 
     # Turn a JAX-free function into a JAX one within its body.
     client.edit(uri, (35, 17), (35, 18), "jnp.sum(i)")  # "total += i" -> "total += jnp.sum(i)"
@@ -292,7 +292,10 @@ async def test_base_class_edit_in_open_document_changes_subclass_lenses(client: 
     client.edit(base, (BASE_LINE, 11), (BASE_LINE, 17), "nn.Module")
     seen = await _expect_refresh(client, seen)
     assert await client.lens_names(sub) == SUB_LENSES
-    assert [a.title for a in await client.actions(sub, 5, 4)] == ["Trace graph: ViaPackage"]
+    assert [a.title for a in await client.actions(sub, 5, 4)] == [
+        "Trace graph: ViaPackage",
+        "Trace with values: ViaPackage",
+    ]
     _assert_refresh_policy(client)
 
 
