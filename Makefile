@@ -30,6 +30,8 @@ demo: install
 	$(VENV)/bin/jaxlsp examples examples/nnx_cnn.py::CNN
 	@echo; echo "== jaxlsp trace examples/nnx_cnn.py::CNN   (inputs from examples/train_cnn.py's call)"
 	$(VENV)/bin/jaxlsp trace examples/nnx_cnn.py::CNN -o build/demo/CNN_from_call_site.json --html build/demo/CNN_from_call_site.html
+	@echo; echo "== jaxlsp trace examples/eqx_scan.py::ScanRNN --values"
+	$(VENV)/bin/jaxlsp trace examples/eqx_scan.py::ScanRNN --values -o build/demo/ScanRNN-values.json
 
 lint: install
 	$(VENV)/bin/ruff check jaxlsp tests benchmarks editors/jupyterlab/jaxlsp_jupyterlab
@@ -139,7 +141,7 @@ fuzz: install
 
 # Every benchmark runs and prints its figures; the target fails at the end if one missed its bar.
 bench: install
-	@status=0; for b in discovery server_memory capture first_call costs lsp viewer; do \
+	@status=0; for b in discovery server_memory capture first_call costs lsp viewer values; do \
 		echo "== benchmarks/$$b.py"; $(PY) benchmarks/$$b.py || status=1; \
 	done; exit $$status
 

@@ -69,12 +69,24 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _trace(args: argparse.Namespace) -> int:
-    from jaxlsp.capture.engine import TraceFailure, TraceRequest, parse_target, workspace_root_for
+    from jaxlsp.capture.engine import TraceFailure, TraceRequest, ValuesOptions, parse_target, workspace_root_for
     from jaxlsp.capture.options import CaptureOptions
     from jaxlsp.capture.service import trace_once
     from jaxlsp.graph import export, io
-    from jaxlsp.graph.report import render_summary
+    from jaxlsp.graph.report import render_summary, render_values
 
+    values = None
+    if args.values or args.save_values or args.nodes or args.dim:
+        if (args.nodes or args.dim) and not (args.values or args.save_values):
+            print("jaxlsp trace: --nodes and --dim go with --values (or --save-values)", file=sys.stderr)
+            return 2
+        try:
+            dims = _dims(args.dim or [])
+        except ValueError as exc:
+            print(f"jaxlsp trace: {exc}", file=sys.stderr)
+            return 2
+        save = Path(args.save_values) if args.save_values else None
+        values = ValuesOptions(save=save, nodes=list(args.nodes or []), dims=dims)
     try:
         file, name = parse_target(args.target)
         req = TraceRequest(
@@ -89,6 +101,7 @@ def _trace(args: argparse.Namespace) -> int:
             limits=_limits(args),
             costs=bool(args.costs or args.xla_compare),
             xla_compare=bool(args.xla_compare),
+            values=values,
             paths_from_recipe=True,
             source=args.source,
             cwd=Path.cwd(),
@@ -122,6 +135,9 @@ def _trace(args: argparse.Namespace) -> int:
 
         print()
         print(render_analysis(graph, bool(args.costs or args.xla_compare), bool(args.precision)))
+    if graph.execution is not None:
+        print()
+        print(render_values(graph))
     capture = outcome.capture
     timings = capture.result.get("timings", {})
     phases = ", ".join(f"{k} {v:.2f}s" for k, v in timings.items())
@@ -129,6 +145,14 @@ def _trace(args: argparse.Namespace) -> int:
     for label, path in (("graph", args.output), ("html", args.html)):
         if path:
             print(f"wrote {label}: {path}")
+    saved = capture.result.get("saved")
+    if saved:
+        missing = (
+            f" ({len(saved['missing'])} not computed: {', '.join(saved['missing'][:5])})"
+            if saved.get("missing")
+            else ""
+        )
+        print(f"wrote values: {args.save_values} ({len(saved.get('keys', []))} arrays){missing}")
     if args.save:
         return _save(outcome)
     return 0
@@ -210,6 +234,17 @@ def _examples(args: argparse.Namespace) -> int:
         if item.get("profile") and item["complete"]:
             print("     " + str(item["profile"]).rstrip().replace("\n", "\n     "))
     return 0
+
+
+def _dims(items: list[str]) -> dict[str, int]:
+    """``--dim NAME=SIZE`` items as a mapping; ValueError naming a malformed one."""
+    out: dict[str, int] = {}
+    for item in items:
+        name, sep, size = item.partition("=")
+        if not sep or not name.isidentifier() or not size.isdigit() or int(size) <= 0:
+            raise ValueError(f"--dim expects NAME=SIZE with a positive size, got {item!r}")
+        out[name] = int(size)
+    return out
 
 
 def _limits(args: argparse.Namespace) -> dict[str, int]:
@@ -338,6 +373,29 @@ def parser() -> argparse.ArgumentParser:
     )
     t.add_argument("-o", "--output", metavar="GRAPH.json", help="write the graph here")
     t.add_argument("--html", metavar="GRAPH.html", help="write an offline HTML view here")
+    t.add_argument(
+        "--values",
+        action="store_true",
+        help="also run the graph on the profile's inputs: statistics on every value, the first NaN's line, "
+        "a replay check and (gradient profiles) gradient norms",
+    )
+    t.add_argument(
+        "--save-values",
+        metavar="OUT.npz",
+        help="with --values: write values to this .npz, by label (the graph's inputs and outputs, or --nodes)",
+    )
+    t.add_argument(
+        "--nodes",
+        nargs="+",
+        metavar="ID",
+        help="what --save-values writes: node ids (their outputs), value ids or port labels",
+    )
+    t.add_argument(
+        "--dim",
+        action="append",
+        metavar="NAME=SIZE",
+        help="with --values: a size for a symbolic dimension of the profile (repeatable)",
+    )
     t.add_argument(
         "--from",
         dest="source",

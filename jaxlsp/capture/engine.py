@@ -38,6 +38,27 @@ from jaxlsp.recipes.schema import MAX_DEVICES
 
 
 @dataclass
+class ValuesOptions:
+    """A values run (``jaxlsp trace --values``, ``values: true``): what to keep of the arrays."""
+
+    save: Path | None = None  # write the selected values to this .npz
+    nodes: list[str] = field(default_factory=list)  # what ``save`` writes (node ids, value ids, port labels)
+    inline: list[str] = field(default_factory=list)  # value ids returned as arrays (at most 4,096 elements)
+    dims: dict[str, int] = field(default_factory=dict)  # sizes of the profile's symbolic dimensions
+
+    def request(self) -> dict[str, Any]:
+        """The worker request's ``values`` object (``protocol.ValuesRequest``)."""
+        out: dict[str, Any] = {}
+        if self.save is not None:
+            out["save"] = str(self.save.resolve())
+        if self.nodes:
+            out["nodes"] = list(self.nodes)
+        if self.inline:
+            out["inline"] = list(self.inline)
+        return out
+
+
+@dataclass
 class TraceRequest:
     file: Path
     name: str
@@ -56,6 +77,7 @@ class TraceRequest:
     answers: dict[str, Any] | None = None
     costs: bool = False  # measure XLA's costs of every equation (worker/costs.py)
     xla_compare: bool = False  # and XLA's whole-program cost and memory analysis (implies costs)
+    values: ValuesOptions | None = None  # also run the graph on the profile's inputs (statistics)
     # The graph's workspace paths relative to the recipe's folder (the CLI) instead of the root.
     paths_from_recipe: bool = False
     devices: int | None = None  # N virtual CPU devices (--devices), overriding the profile's
@@ -83,6 +105,7 @@ class TraceFailure(Exception):
     logs: str = ""
     problems: list[Any] = field(default_factory=list)  # recipe problems (path, line, key_path, message)
     examples: list[dict[str, Any]] = field(default_factory=list)  # runnable choices (needs-input)
+    dims: list[str] = field(default_factory=list)  # symbolic dimensions a values run needs sizes for
 
     def paragraph(self) -> str:
         where = ""
@@ -287,6 +310,8 @@ def build_request(
     profile = dict(resolved.profile)
     if req.device:
         profile["device"] = req.device
+    if req.values is not None and profile.get("symbolic"):
+        profile = with_sizes(profile, req.values.dims)
     if req.devices is not None:
         if str(profile.get("device") or "cpu") != "cpu":
             raise TraceFailure(
@@ -315,6 +340,8 @@ def build_request(
     request["limits"] = limits.resolve(req.limits)
     if req.costs or req.xla_compare:
         request["costs"] = {"cacheDir": str(cost_cache_dir()), "xlaCompare": req.xla_compare}
+    if req.values is not None:
+        request["values"] = req.values.request()
     names = resolved.profile.get("env")
     if names:
         request["env"] = allowed_env.named(names)
@@ -324,6 +351,33 @@ def build_request(
 def cost_cache_dir() -> Path:
     """Where the worker keeps XLA's per-equation figures: ``$XDG_CACHE_HOME/jaxlsp/costs``."""
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "jaxlsp" / "costs"
+
+
+def with_sizes(profile: dict[str, Any], sizes: dict[str, int]) -> dict[str, Any]:
+    """The profile with its symbolic dimensions given sizes (a values run needs concrete arrays);
+    a TraceFailure (needs input) names the dimensions that have none."""
+    names = [str(n) for n in profile.get("symbolic", [])]
+    missing = [n for n in names if not (isinstance(sizes.get(n), int) and sizes[n] > 0)]
+    if missing:
+        raise TraceFailure(
+            "needs_input",
+            f"a values run needs sizes for the symbolic dimension{'s' if len(missing) > 1 else ''} "
+            f"{', '.join(missing)} (the graph is traced for any size; the run needs arrays): give them "
+            f"with {' '.join(f'--dim {n}=SIZE' for n in missing)} on the command line, or dims in jaxlsp/trace",
+            dims=missing,
+        )
+
+    def sized(spec: Any) -> Any:
+        if isinstance(spec, list):
+            return [sized(s) for s in spec]
+        if not isinstance(spec, dict):
+            return spec
+        out = {k: sized(v) for k, v in spec.items()}
+        if spec.get("kind") == "array" and isinstance(spec.get("shape"), list):
+            out["shape"] = [sizes[d] if isinstance(d, str) and d in names else d for d in spec["shape"]]
+        return out
+
+    return {k: (sized(v) if k in ("inputs", "init") else v) for k, v in profile.items() if k != "symbolic"}
 
 
 @dataclass

@@ -124,9 +124,14 @@ class CaptureService:
         return await self.run(self.prepare(req), options, meta)
 
     async def _capture(self, prepared: Prepared, options: CaptureOptions) -> CaptureOutcome:
+        request = prepared.request
+        if "values" in request:  # the run stops, naming where it was, before the time limit kills it
+            request = {**request, "values": {**request["values"], "timeout": options.timeout}}
         if not self.warm:
-            return await self.pool.capture(prepared.request, prepared.python, options, warm=False)
+            return await self.pool.capture(request, prepared.python, options, warm=False)
         await self.pool.start(prepared.python)
+        if "values" in request:  # a values run initialises for real: no structure hint to use
+            return await self.pool.capture(request, prepared.python, options)
         target = prepared.request["target"]
         key = (str(target["path"]), str(target["name"]), str(prepared.resolved.name))
         outcome, _ = await capture_speculatively(

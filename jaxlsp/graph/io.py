@@ -46,7 +46,7 @@ _TOP_KEYS = (
     "values",
     "groups",
 )
-_OPTIONAL_TOP_KEYS = ("costs",)
+_OPTIONAL_TOP_KEYS = ("costs", "execution")
 # The graph's ``costs``: how the per-node figures were measured (docs/graph-format.md).
 _GRAPH_COST_KEYS = ("equations", "measured", "unique", "cached", "lowered", "unknown", "seconds", "xla")
 _NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
@@ -122,6 +122,8 @@ def _value_json(value: Value) -> dict[str, Any]:
         out["perDevice"] = True
     if value.global_shape is not None:
         out["globalShape"] = list(value.global_shape)
+    if value.stats is not None:
+        out["stats"] = _jsonable(value.stats)
     return out
 
 
@@ -132,7 +134,7 @@ def _group_json(group: Group) -> dict[str, Any]:
 def to_json(graph: Graph) -> dict[str, Any]:
     """The JSON form of ``graph`` (plain dicts and lists, keys in the format's order)."""
     cov = graph.coverage
-    return {
+    data = {
         "format": graph.format,
         "version": graph.version,
         "backend": graph.backend,
@@ -154,6 +156,9 @@ def to_json(graph: Graph) -> dict[str, Any]:
         "groups": [_group_json(g) for g in graph.groups],
         **({} if graph.costs is None else {"costs": _jsonable(graph.costs)}),
     }
+    if graph.execution is not None:
+        data["execution"] = _jsonable(graph.execution)
+    return data
 
 
 def to_transport(graph: Graph) -> dict[str, Any]:
@@ -431,8 +436,8 @@ def _node_fast(d: Any, path: str, table: list[Frame] | None = None) -> Node | No
 
 
 def _value_fast(d: Any, path: str) -> Value | None:
-    if type(d) is not dict or not 6 <= len(d) <= 7 or (len(d) == 7 and "literal" not in d):
-        return None  # optional keys other than literal (perDevice, globalShape): the checked reader
+    if type(d) is not dict or not 6 <= len(d) <= 8 or len(d) - 6 != ("literal" in d) + ("stats" in d):
+        return None  # optional keys other than literal and stats (perDevice, globalShape): the checked reader
     get: Any = d.get
     vid, shape, dtype, weak, producer, kind = (
         get("id"),
@@ -459,7 +464,10 @@ def _value_fast(d: Any, path: str) -> Value | None:
     literal = get("literal")
     if literal is not None:
         literal = _json_copy(literal, _join(path, "literal"))
-    return Value(vid, list(shape), dtype, weak, producer, literal, kind)
+    stats = get("stats")
+    if stats is not None:
+        stats = _stats(stats, _join(path, "stats"))
+    return Value(vid, list(shape), dtype, weak, producer, literal, kind, stats=stats)
 
 
 def _frame(data: Any, path: str) -> Frame:
@@ -543,10 +551,14 @@ def _shape(data: Any, path: str) -> list[int | str]:
 
 def _value(data: Any, path: str) -> Value:
     d = _obj(
-        data, path, ("id", "shape", "dtype", "weakType", "producer", "kind"), ("literal", "perDevice", "globalShape")
+        data,
+        path,
+        ("id", "shape", "dtype", "weakType", "producer", "kind"),
+        ("literal", "perDevice", "globalShape", "stats"),
     )
     per_device = _bool(d["perDevice"], _join(path, "perDevice")) if "perDevice" in d else False
     global_shape = _shape(d["globalShape"], _join(path, "globalShape")) if "globalShape" in d else None
+    stats = d.get("stats")
     return Value(
         id=_str(d["id"], _join(path, "id"), nonempty=True),
         shape=_shape(d["shape"], _join(path, "shape")),
@@ -557,7 +569,97 @@ def _value(data: Any, path: str) -> Value:
         kind=_enum(d["kind"], _join(path, "kind"), VALUE_KINDS),
         per_device=per_device,
         global_shape=global_shape,
+        stats=None if stats is None else _stats(stats, _join(path, "stats")),
     )
+
+
+# Statistics and execution (a values run): optional everywhere, so shapes-only graphs are unchanged.
+
+STATS_COUNTS = ("count", "finite", "nan", "posInf", "negInf")
+STATS_NUMBERS = ("min", "max", "mean", "std", "meanAbs")
+HISTOGRAM_BINS = 32
+VALIDATION_STATUSES = ("verified", "partial", "mismatch")
+
+
+def _number(data: Any, path: str, *, nullable: bool = False) -> float | None:
+    """A JSON number, or a non-finite one spelled ``{"float": ...}``; null when ``nullable``."""
+    if data is None and nullable:
+        return None
+    if isinstance(data, dict) and len(data) == 1 and data.get("float") in _NONFINITE:
+        return _NONFINITE[data["float"]]
+    if isinstance(data, bool) or not isinstance(data, (int, float)):
+        raise _fail(path, f"expected a number{' or null' if nullable else ''}, got {_kind(data)}")
+    if isinstance(data, float) and not math.isfinite(data):
+        raise _fail(path, 'non-finite number: write it as {"float": "nan" | "inf" | "-inf"}')
+    return float(data)
+
+
+def _stats(data: Any, path: str) -> dict[str, Any]:
+    """A value's ``stats`` object (docs/graph-format.md "Statistics"), non-finite numbers as floats."""
+    optional = ("iterations", "firstNonFiniteIteration")
+    d = _obj(data, path, (*STATS_COUNTS, "zeros", *STATS_NUMBERS, "histogram"), optional)
+    out: dict[str, Any] = {}
+    for key in STATS_COUNTS:
+        out[key] = _int(d[key], _join(path, key), 0)
+    zeros = _number(d["zeros"], _join(path, "zeros"))
+    if zeros is None or not 0 <= zeros <= 1:
+        raise _fail(_join(path, "zeros"), f"expected a fraction from 0 to 1, got {zeros}")
+    out["zeros"] = zeros
+    for key in STATS_NUMBERS:
+        out[key] = _number(d[key], _join(path, key), nullable=True)
+    hist = d["histogram"]
+    if hist is None:
+        out["histogram"] = None
+    else:
+        hp = _join(path, "histogram")
+        h = _obj(hist, hp, ("lo", "hi", "counts"), ("approximate", "sampled"))
+        counts = _list(h["counts"], _join(hp, "counts"))
+        if len(counts) != HISTOGRAM_BINS:
+            raise _fail(_join(hp, "counts"), f"expected {HISTOGRAM_BINS} bins, got {len(counts)}")
+        out["histogram"] = {
+            "lo": _number(h["lo"], _join(hp, "lo")),
+            "hi": _number(h["hi"], _join(hp, "hi")),
+            "counts": [_int(c, f"{_join(hp, 'counts')}[{i}]", 0) for i, c in enumerate(counts)],
+        }
+        for flag in ("approximate", "sampled"):
+            if flag in h:
+                out["histogram"][flag] = _bool(h[flag], _join(hp, flag))
+    if "iterations" in d:
+        out["iterations"] = _int(d["iterations"], _join(path, "iterations"), 1)
+    if "firstNonFiniteIteration" in d:
+        where = _join(path, "firstNonFiniteIteration")
+        out["firstNonFiniteIteration"] = [
+            _int(i, f"{where}[{k}]", 1) for k, i in enumerate(_list(d["firstNonFiniteIteration"], where))
+        ]
+    return out
+
+
+def _execution(data: Any, path: str) -> dict[str, Any]:
+    """The ``execution`` object of a values run: checked where readers rely on it, copied whole."""
+    d = _obj(
+        data,
+        path,
+        ("device", "seconds", "validation", "executed"),
+        ("firstNonFinite", "gradients"),
+    )
+    _str(d["device"], _join(path, "device"))
+    _number(d["seconds"], _join(path, "seconds"))
+    vp = _join(path, "validation")
+    validation = _open_obj(d["validation"], vp, ("status",))
+    _enum(validation["status"], _join(vp, "status"), VALIDATION_STATUSES)
+    executed = d["executed"]
+    if not isinstance(executed, dict):
+        raise _fail(_join(path, "executed"), f"expected an object, got {_kind(executed)}")
+    for key, count in executed.items():
+        _int(count, f"{_join(path, 'executed')}[{json.dumps(key)}]", 0)
+    first = d.get("firstNonFinite")
+    if first is not None:
+        fp = _join(path, "firstNonFinite")
+        f = _open_obj(first, fp, ("node", "value", "primitive", "kind", "message"))
+        for key in ("node", "value", "primitive", "kind", "message"):
+            _str(f[key], _join(fp, key), nonempty=True)
+    copied: dict[str, Any] = _json_copy(d, path)
+    return copied
 
 
 def _group(data: Any, path: str) -> Group:
@@ -655,6 +757,7 @@ def _from_json(data: Any) -> Graph:
         values=_items(d, "values", _value_fast, _value),
         groups=_items(d, "groups", lambda _d, _p: None, _group),
         costs=_graph_costs(d.get("costs")),
+        execution=None if d.get("execution") is None else _execution(d["execution"], "execution"),
         format=FORMAT,
         version=VERSION,
         backend=BACKEND,

@@ -47,6 +47,9 @@ class Value:
     # array's where known (the body's inputs and results).
     per_device: bool = False
     global_shape: list[int | str] | None = None
+    # Statistics of the value on real inputs (a values run; docs/graph-format.md "Statistics"),
+    # None in a shapes-only graph and for values a run did not compute (keys, untaken branches).
+    stats: dict[str, Any] | None = None
 
 
 @dataclass
@@ -107,6 +110,9 @@ class Graph:
     values: list[Value]
     groups: list[Group]
     costs: dict[str, Any] | None = None  # how the per-node costs were measured (jaxlsp.graph.costs)
+    # What a values run found (docs/graph-format.md "Execution"): validation, the first non-finite
+    # value, executed regions, gradient norms. None in a shapes-only graph.
+    execution: dict[str, Any] | None = None
     format: str = FORMAT
     version: int = VERSION
     backend: str = "jaxpr"

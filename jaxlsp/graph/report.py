@@ -154,6 +154,111 @@ def _ports(title: str, ports: list[dict[str, str]], width: int) -> list[str]:
     return lines
 
 
+def figure(x: Any) -> str:
+    """A statistic as text: six significant digits (``0.0``, ``-1.5``, ``3.2e-05``); ``none``."""
+    if x is None:
+        return "none"
+    if isinstance(x, float) and x != x:  # NaN
+        return "nan"
+    if isinstance(x, float) and x in (float("inf"), float("-inf")):
+        return str(x)
+    return repr(float(f"{float(x):.6g}"))
+
+
+def stats_text(stats: dict[str, Any]) -> str:
+    """``mean 0.01 · std 0.98 · 0 NaN`` (and infinities when there are any): hover's figures."""
+    parts = []
+    if stats.get("mean") is not None:
+        parts.append(f"mean {figure(stats['mean'])}")
+    if stats.get("std") is not None:
+        parts.append(f"std {figure(stats['std'])}")
+    parts.append(f"{_count(int(stats.get('nan', 0)))} NaN")
+    infinities = int(stats.get("posInf", 0)) + int(stats.get("negInf", 0))
+    if infinities:
+        parts.append(f"{_count(infinities)} Inf")
+    return " · ".join(parts)
+
+
+def merge_stats(items: list[dict[str, Any]]) -> dict[str, Any]:
+    """The counts, mean and std of several values' statistics taken together (a line run by
+    every layer): Chan's formula over their finite elements."""
+    out: dict[str, Any] = {"count": 0, "finite": 0, "nan": 0, "posInf": 0, "negInf": 0, "mean": None, "std": None}
+    mean = m2 = 0.0
+    for s in items:
+        for key in ("count", "nan", "posInf", "negInf"):
+            out[key] += int(s.get(key, 0))
+        n = int(s.get("finite", 0))
+        if not n or s.get("mean") is None or s.get("std") is None:
+            continue
+        total = out["finite"] + n
+        delta = float(s["mean"]) - mean
+        mean += delta * n / total
+        m2 += float(s["std"]) ** 2 * n + delta * delta * out["finite"] * n / total
+        out["finite"] = total
+    if out["finite"]:
+        out["mean"], out["std"] = mean, (max(m2, 0.0) / out["finite"]) ** 0.5
+    return out
+
+
+GRADIENT_ROWS = 16
+ZERO_SHOWN = 8
+
+
+def render_values(graph: Graph) -> str:
+    """What a values run found, under the summary: the replay validation, the first non-finite
+    value's line (``first non-finite (-inf): log at nan.py:8, scan iteration 4, input min 0.0``)
+    and, for gradient profiles, the gradient norms per module and the all-zero gradients."""
+    execution = graph.execution
+    if execution is None:
+        return ""
+    counted = sum(1 for v in graph.values if v.stats is not None)
+    validation = execution.get("validation") or {}
+    status = validation.get("status")
+    seconds = float(execution.get("seconds") or 0.0)
+    lines = [f"values: {_plural(counted, 'value')} on {execution.get('device', '?')} in {seconds:.2f}s"]
+    if status == "verified":
+        outputs = _plural(int(validation.get("outputs", 0)), "output")
+        errors = (
+            f"max abs error {figure(validation.get('maxAbsError'))}, "
+            f"max rel error {figure(validation.get('maxRelError'))}"
+        )
+        lines.append(f"replay: verified against a direct call ({outputs}, {errors})")
+    elif status == "partial":
+        unchecked = _plural(int(validation.get("partialCount", 0)), "node")
+        lines.append(f"replay: partial: the outputs agree with a direct call, but {unchecked} ran unchecked")
+        lines.extend(f"  {p.get('node')}: {p.get('reason')}" for p in (validation.get("partial") or [])[:3])
+    else:
+        mismatch = validation.get("mismatch") or {}
+        lines.append(
+            f"replay: MISMATCH: {mismatch.get('message') or validation.get('message') or validation.get('error')}"
+        )
+    first = execution.get("firstNonFinite")
+    lines.append(str(first["message"]) if first else "no NaN or Inf in any value")
+    gradients = execution.get("gradients")
+    if gradients:
+        modules = list(gradients.get("modules") or [])
+        if modules:
+            lines.append("gradient norms by module:")
+            width = min(40, max(len(m["module"] or "(all)") for m in modules[:GRADIENT_ROWS]))
+            for m in modules[:GRADIENT_ROWS]:
+                name = m["module"] or "(all)"
+                zero = f", {m['zero']} all-zero" if m.get("zero") else ""
+                lines.append(
+                    f"  {name:<{width}}  {figure(m['norm']):>12}  ({_plural(int(m['parameters']), 'parameter')}{zero})"
+                )
+            if len(modules) > GRADIENT_ROWS:
+                lines.append(f"  ... and {len(modules) - GRADIENT_ROWS} more modules")
+        zeros = list(gradients.get("zero") or [])
+        if zeros:
+            shown = ", ".join(zeros[:ZERO_SHOWN]) + (
+                f", +{len(zeros) - ZERO_SHOWN} more" if len(zeros) > ZERO_SHOWN else ""
+            )
+            lines.append(f"all-zero gradients: {shown}")
+        else:
+            lines.append("all-zero gradients: none")
+    return "\n".join(lines)
+
+
 def render_summary(graph: Graph) -> str:
     """A one-screen text summary of ``graph`` (about 25 lines at most, no trailing newline)."""
     s = summarize(graph)

@@ -68,6 +68,10 @@ class Trace:
         """Whether the file at the absolute ``path`` contributed to the graph."""
         return self.key(path) in self.graph.sources
 
+    def forget_pages(self) -> None:
+        """Drop the cached levels (their items carry values' statistics, which changed)."""
+        self._levels.clear()
+
     def node(self, node_id: str) -> Node | None:
         return self._nodes.get(node_id)
 
@@ -118,7 +122,10 @@ class Trace:
         v = self._values.get(value_id)
         if v is None:
             return {"id": value_id}
-        return {"id": v.id, "shape": list(v.shape), "dtype": v.dtype, "weakType": v.weak_type, "type": shape_str(v)}
+        out = {"id": v.id, "shape": list(v.shape), "dtype": v.dtype, "weakType": v.weak_type, "type": shape_str(v)}
+        if v.stats is not None:
+            out["stats"] = dict(v.stats)
+        return out
 
     def level(self, group: str | None) -> list[dict[str, Any]]:
         """Every item of one level (cached): nodes in ``group`` and its child groups."""
@@ -212,6 +219,7 @@ class GraphStore:
         self.limit = limit
         self._traces: OrderedDict[str, Trace] = OrderedDict()
         self.listeners: list[Callable[[Trace], None]] = []
+        self.update_listeners: list[Callable[[Trace], None]] = []  # a kept trace gained statistics
 
     def add(self, graph: Graph, meta: dict[str, Any]) -> Trace:
         trace = Trace(uuid.uuid4().hex[:16], graph, meta)
@@ -221,6 +229,12 @@ class GraphStore:
         for listener in self.listeners:
             listener(trace)
         return trace
+
+    def touch(self, trace: Trace) -> None:
+        """``trace``'s graph changed in place (a values run added statistics): cached pages go."""
+        trace.forget_pages()
+        for listener in self.update_listeners:
+            listener(trace)
 
     def get(self, trace_id: str) -> Trace | None:
         return self._traces.get(trace_id)

@@ -55,6 +55,7 @@ def experimental_capabilities(commands: list[str]) -> dict[str, wire.Experimenta
             "openGraph": True,
             "costs": True,
             "diff": True,
+            "values": True,
             "commands": commands,
         }
     }
@@ -325,6 +326,7 @@ def create_server() -> JaxServer:
     from jaxlsp.server.features.notebooks import Notebooks
     from jaxlsp.server.features.tracing import Tracing
     from jaxlsp.server.features.trust import TrustPrompt
+    from jaxlsp.server.features.values import Values
     from jaxlsp.server.features.viewer import Viewer
 
     server = JaxServer()
@@ -336,13 +338,15 @@ def create_server() -> JaxServer:
     navigation = Navigation(server)
     viewer = Viewer(server, navigation)
     documents = Documents(server)
+    tracing = Tracing(server, trust, capture)
     features: list[Feature] = [
         documents,
         Notebooks(server, documents),
         Lenses(server),
         Discover(server),
         trust,
-        Tracing(server, trust, capture),
+        tracing,
+        Values(server, tracing, capture),
         Graphs(server),
         Costs(server),
         Diff(server),

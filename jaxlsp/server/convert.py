@@ -13,9 +13,11 @@ from jaxlsp.server import wire
 from jaxlsp.server.views import View
 
 TRACE_COMMAND = wire.TRACE_GRAPH_COMMAND
+VALUES_COMMAND = wire.TRACE_WITH_VALUES_COMMAND
 OPEN_COMMAND = wire.OPEN_GRAPH_COMMAND
 LENS_TITLE = "Trace graph"
 OPEN_TITLE = "Open graph"
+VALUES_TITLE = "Trace with values"
 
 
 def to_range(span: Span, lines: Sequence[str], codec: PositionCodec) -> types.Range:
@@ -38,8 +40,16 @@ def trace_command(uri: str, entry_name: str) -> types.Command:
     return types.Command(title=LENS_TITLE, command=TRACE_COMMAND, arguments=[argument])
 
 
-def open_command(trace_id: str) -> types.Command:
+def values_command(uri: str, entry_name: str) -> types.Command:
+    """The "Trace with values" lens: a trace with ``values`` (statistics on every value)."""
+    argument: wire.TraceGraphArguments = {"uri": uri, "name": entry_name}
+    return types.Command(title=VALUES_TITLE, command=VALUES_COMMAND, arguments=[argument])
+
+
+def open_command(trace_id: str, node_id: str | None = None) -> types.Command:
     argument: wire.OpenGraphArguments = {"traceId": trace_id}
+    if node_id is not None:
+        argument["nodeId"] = node_id
     return types.Command(title=OPEN_TITLE, command=OPEN_COMMAND, arguments=[argument])
 
 

@@ -86,8 +86,10 @@ class Bridge:
         atexit.register(self._close_now)
         log.info("viewer bridge on http://%s:%d", HOST, self.port)
 
-    def url(self, trace_id: str) -> str:
-        return f"http://{HOST}:{self.port}/?{urlencode({'token': self.token, 'trace': trace_id})}"
+    def url(self, trace_id: str, node_id: str | None = None) -> str:
+        """The page of a trace; with ``node_id`` the page selects and reveals that node."""
+        query = {"token": self.token, "trace": trace_id, **({"node": node_id} if node_id else {})}
+        return f"http://{HOST}:{self.port}/?{urlencode(query)}"
 
     def push(self, event: str, data: dict[str, Any]) -> None:
         """Send one server-sent event to every open page."""
@@ -152,7 +154,7 @@ class Bridge:
             return
         path = url.path
         if method == "GET" and path == "/":
-            await self._page(writer, query.get("trace", [""])[0])
+            await self._page(writer, query.get("trace", [""])[0], query.get("node", [""])[0])
         elif method == "GET" and path in ("/viewer.js", "/viewer.css"):
             name = path[1:]
             await self._send_bytes(writer, 200, asset(name), TYPES[name[name.rindex(".") :]])
@@ -169,8 +171,11 @@ class Bridge:
         else:
             await self._send(writer, 404, {"error": f"no such path: {path}"})
 
-    async def _page(self, writer: asyncio.StreamWriter, trace_id: str) -> None:
-        config = _script_json({"mode": "http", "token": self.token, "traceId": trace_id})
+    async def _page(self, writer: asyncio.StreamWriter, trace_id: str, node_id: str = "") -> None:
+        settings = {"mode": "http", "token": self.token, "traceId": trace_id}
+        if node_id:
+            settings["nodeId"] = node_id
+        config = _script_json(settings)
         page = asset("index.html").decode("utf-8").replace("$TOKEN", self.token).replace("$CONFIG", config)
         await self._send_bytes(
             writer, 200, page.encode("utf-8"), "text/html; charset=utf-8", {"Content-Security-Policy": PAGE_CSP}

@@ -21,6 +21,7 @@ class Size:
 
 
 Name = Annotated[str, Size(1024, least=1)]  # a target's qualified name, a profile, a needs-input path
+Dims = Annotated[dict[Name, int], Size(64)]  # sizes of symbolic dimensions, for a values run
 Id = Annotated[str, Size(256, least=1)]  # trace, node, group ids and page cursors
 Device = Annotated[str, Size(64)]  # cpu | cuda:N
 
@@ -54,6 +55,7 @@ class ExperimentalCapabilities(TypedDict):
     openGraph: bool
     costs: bool
     diff: bool
+    values: bool  # jaxlsp/values, and values on jaxlsp/trace
     commands: list[str]
 
 
@@ -109,15 +111,23 @@ class TraceGraphArguments(TypedDict):
     costs: NotRequired[bool]  # measure XLA's costs of every equation (jaxlsp/costs)
     cell: NotRequired[int]  # a notebook's cell whose definition is meant (default: the last one)
     example: NotRequired[Annotated[str, Size(4096, least=1)]]
+    values: NotRequired[bool]  # also run the graph on the profile's inputs ("Trace with values")
+    dims: NotRequired[Dims]
 
+
+TRACE_WITH_VALUES_COMMAND: Final = "jaxlsp.traceWithValues"
+"""The "Trace with values" lens and code action: ``jaxlsp.traceGraph``'s argument, run with
+``values`` (its own name, so that clients which run ``jaxlsp.traceGraph`` themselves pass it on)."""
 
 OPEN_GRAPH_COMMAND: Final = "jaxlsp.openGraph"
 
 
 class OpenGraphArguments(TypedDict):
-    """The single argument of the ``jaxlsp.openGraph`` command (the "Open graph" lens)."""
+    """The single argument of the ``jaxlsp.openGraph`` command (the "Open graph" lens, and the
+    code action on a non-finite value's diagnostic, which selects its node)."""
 
     traceId: Id
+    nodeId: NotRequired[Id]
 
 
 TRACE: Final = "jaxlsp/trace"
@@ -136,6 +146,8 @@ class TraceParams(TypedDict):
     # an example to run up to the target's first call, to learn its inputs: "PATH[::TEST] [ARGS]"
     # relative to the workspace folder (a needs-input answer's examples[].example)
     example: NotRequired[Annotated[str, Size(4096, least=1)]]
+    values: NotRequired[bool]  # also run the graph on the profile's inputs: statistics on every value
+    dims: NotRequired[Dims]  # sizes of the profile's symbolic dimensions (a values run needs them)
 
 
 class TraceSummary(TypedDict):
@@ -151,6 +163,28 @@ class TraceCoverage(TypedDict):
     notes: list[str]
 
 
+class FirstNonFinite(TypedDict):
+    """The first equation whose inputs are finite and whose output is not."""
+
+    nodeId: str
+    valueId: str
+    primitive: str
+    kind: str  # nan | inf | -inf | inf/-inf
+    message: str  # "first non-finite (-inf): log at nan.py:8, scan iteration 4, input min 0.0"
+    location: NotRequired[Location]
+
+
+class ValuesSummary(TypedDict):
+    """What a values run found (``jaxlsp/trace`` with ``values``)."""
+
+    values: int  # values with statistics
+    seconds: float
+    validation: Literal["verified", "partial", "mismatch"]
+    mismatch: NotRequired[str]  # the first diverging output, in words
+    firstNonFinite: NotRequired[FirstNonFinite]
+    zeroGradients: NotRequired[list[str]]  # gradient profiles: parameters whose gradient is all zero
+
+
 class TraceResult(TypedDict):
     """``jaxlsp/trace`` response (and ``jaxlsp.traceGraph``'s) when a graph was made."""
 
@@ -163,6 +197,7 @@ class TraceResult(TypedDict):
     profile: str | None
     saved: NotRequired[str]  # the jaxlsp.toml URI the profile was written to
     inputsFrom: NotRequired[str]  # "tests/test_models.py:25 (test)": the call site the inputs came from
+    values: NotRequired[ValuesSummary]  # with ``values``: what the run found
 
 
 class ExampleChoice(TypedDict):
@@ -226,6 +261,7 @@ class ValueRef(TypedDict):
     dtype: str
     weakType: bool
     type: str
+    stats: NotRequired[dict[str, Any]]  # a values run's statistics (docs/graph-format.md)
 
 
 class NodeItem(TypedDict):
@@ -281,6 +317,54 @@ class NodeDetail(TypedDict):
     frames: list[Location]
 
 
+VALUES: Final = "jaxlsp/values"
+
+
+class ValuesParams(TypedDict):
+    """``jaxlsp/values`` request params: statistics (and small arrays) of an existing trace's
+    values; the trace's target runs again with values when the trace has none yet."""
+
+    traceId: Id
+    values: NotRequired[Annotated[list[Id], Size(4096)]]  # value ids
+    nodes: NotRequired[Annotated[list[Id], Size(4096)]]  # node ids: their inputs and outputs
+    inline: NotRequired[bool]  # also the arrays of those values (at most 4,096 elements each)
+    dims: NotRequired[Dims]
+
+
+class InlineArray(TypedDict):
+    shape: list[int]
+    dtype: str
+    data: NotRequired[Any]  # nested lists; non-finite numbers as {"float": "nan" | "inf" | "-inf"}
+    omitted: NotRequired[str]  # why the data is not here (too large, not numeric)
+    error: NotRequired[str]  # the value was not computed (a branch not taken)
+
+
+class GradientNorm(TypedDict):
+    module: str  # "" for the whole model
+    norm: float
+    parameters: int
+    zero: int
+
+
+class Gradients(TypedDict):
+    parameters: list[dict[str, Any]]  # {label, value, norm, zero, size}
+    modules: list[GradientNorm]
+    zero: list[str]
+
+
+class ValuesResult(TypedDict):
+    """``jaxlsp/values`` response."""
+
+    traceId: str
+    seconds: float
+    validation: dict[str, Any]  # {status, outputs, maxAbsError, maxRelError, mismatch?, partial?}
+    executed: dict[str, int]  # group id -> times run (a taken cond branch, a loop body's iterations)
+    stats: dict[str, dict[str, Any] | None]  # value id -> statistics; null when not computed
+    firstNonFinite: NotRequired[FirstNonFinite]
+    gradients: NotRequired[Gradients]
+    arrays: NotRequired[dict[str, InlineArray]]
+
+
 NODES_AT: Final = "jaxlsp/nodesAt"
 
 
@@ -324,6 +408,7 @@ OPEN_GRAPH: Final = "jaxlsp/openGraph"
 
 class OpenGraphParams(TypedDict):
     traceId: Id
+    nodeId: NotRequired[Id]  # the node the page selects and reveals
 
 
 class OpenGraphResult(TypedDict):

@@ -147,9 +147,10 @@ local function full()
   -- After the trace the plugin asks for lenses again: the title carries the figures.
   local refreshed = vim.wait(10000, function()
     local lens = lens_on(bufnr, cfg.predict_def_line, "Trace graph ·")
-    -- and the traced entrypoint's second lens, "Open graph", resolved too
+    -- and the traced entrypoint's other lenses, "Open graph" and "Trace with values", resolved too
     return lens ~= nil and lens.command.title:find("ops", 1, true) ~= nil
       and lens_on(bufnr, cfg.predict_def_line, "Open graph") ~= nil
+      and lens_on(bufnr, cfg.predict_def_line, "Trace with values") ~= nil
   end, 20)
   report.lenses_after = lens_snapshot(bufnr)
   check(refreshed, "the lens title did not follow the trace")

@@ -103,8 +103,8 @@ def test_plugin_lens_trace_outline_reveal_hover(nvim: str, tmp_path: Path) -> No
     predict_line = line_of(source, "def predict(")
     assert [lens["title"] for lens in report["lenses"] if lens["line"] == predict_line] == ["Trace graph"], why
     after = [lens["title"] for lens in report["lenses_after"] if lens["line"] == predict_line]
-    assert len(after) == 2 and after[0].startswith("Trace graph · ") and "ops · f32[2]" in after[0], why
-    assert after[1] == "Open graph", why  # the traced entrypoint's second lens
+    assert len(after) == 3 and after[0].startswith("Trace graph · ") and "ops · f32[2]" in after[0], why
+    assert after[1:] == ["Open graph", "Trace with values"], why  # the traced entrypoint's other lenses
 
     assert report["completion"] == ["predict", "needs"], why  # :JaxTrace <Tab>
 

@@ -356,3 +356,79 @@ def test_an_object_with_a_float_key_that_is_not_a_spelling_stays_an_object() -> 
     graph = small_graph()
     graph.target["extra"] = {"float": []}  # found by hypothesis: once a TypeError (unhashable list)
     assert io.loads(io.dumps(graph)).target["extra"] == {"float": []}
+
+
+# --- statistics and execution (a values run): optional, round-tripped, checked -------------------
+
+
+def _stats(**over: Any) -> dict[str, Any]:
+    stats: dict[str, Any] = {
+        "count": 6,
+        "finite": 5,
+        "nan": 1,
+        "posInf": 0,
+        "negInf": 0,
+        "zeros": 1 / 6,
+        "min": -1.5,
+        "max": 2.0,
+        "mean": 0.25,
+        "std": 1.1,
+        "meanAbs": 0.9,
+        "histogram": {"lo": -1.5, "hi": 2.0, "counts": [1] + [0] * 30 + [4]},
+        "iterations": 3,
+        "firstNonFiniteIteration": [2],
+    }
+    stats.update(over)
+    return stats
+
+
+def _with_values(graph: Graph) -> Graph:
+    graph.values[0].stats = _stats()
+    graph.values[1].stats = _stats(mean=math.inf, histogram=None, iterations=1)
+    graph.execution = {
+        "device": "cpu",
+        "seconds": 0.5,
+        "validation": {"status": "verified", "outputs": 1, "maxAbsError": 0.0, "maxRelError": 0.0},
+        "executed": {"g0": 1},
+        "firstNonFinite": {"node": "n0", "value": "v0", "primitive": "log", "kind": "nan", "message": "first"},
+    }
+    return graph
+
+
+def test_statistics_and_execution_round_trip_and_validate() -> None:
+    graph = _with_values(small_graph())
+    data = io.to_json(graph)
+    assert schema_errors(data) == []
+    assert data["values"][1]["stats"]["mean"] == {"float": "inf"}
+    assert list(data)[-1] == "execution"
+    assert io.from_json(data) == graph
+    assert io.from_json(json.loads(io.dumps(graph))) == graph
+    # A graph without them writes neither key, and reads back without them.
+    plain = io.to_json(small_graph())
+    assert "execution" not in plain and all("stats" not in v for v in plain["values"])
+    assert io.from_json(plain).execution is None
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "message"),
+    [
+        ("values[0].stats.nan", -1, "values[0].stats.nan: expected an integer >= 0, got -1"),
+        ("values[0].stats.zeros", 1.5, "values[0].stats.zeros: expected a fraction from 0 to 1"),
+        ("values[0].stats.histogram.counts", [1, 2], "values[0].stats.histogram.counts: expected 32 bins, got 2"),
+        ("values[0].stats.mean", "high", "values[0].stats.mean: expected a number or null, got a string"),
+        ("values[0].stats.extra", 1, "values[0].stats.extra: unknown key"),
+        ("execution.validation.status", "fine", "execution.validation.status: expected one of verified, partial"),
+        ("execution.executed.g0", -2, 'execution.executed["g0"]: expected an integer >= 0, got -2'),
+    ],
+)
+def test_malformed_statistics_name_the_key_path(where: str, value: Any, message: str) -> None:
+    data = io.to_json(_with_values(small_graph()))
+    node: Any = data
+    *parents, last = re.split(r"\.(?![^\[]*\])", where)
+    for part in parents:
+        name, _, index = part.partition("[")
+        node = node[name][int(index[:-1])] if index else node[name]
+    node[last] = value
+    with pytest.raises(ValueError) as info:
+        io.from_json(data)
+    assert str(info.value).startswith(message), str(info.value)

@@ -40,7 +40,9 @@ def hostile_workspace(tmp: Path) -> tuple[Path, Path]:
 
 def lens_names(peer: Peer, uri: str) -> list[str]:
     lenses = peer.call("textDocument/codeLens", {"textDocument": {"uri": uri}}, timeout=ANSWER_WITHIN)
-    return [lens["data"]["name"] for lens in lenses or [] if not lens["data"].get("open")]
+    return [
+        lens["data"]["name"] for lens in lenses or [] if not lens["data"].get("open") and not lens["data"].get("values")
+    ]
 
 
 def diagnostics(peer: Peer) -> dict[str, list[dict[str, Any]]]:

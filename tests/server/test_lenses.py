@@ -138,15 +138,20 @@ async def test_code_actions(client: JaxClient) -> None:
     found: dict[str, str | None] = {}
     for case, (line, character, expected) in ACTION_CASES.items():
         actions = await client.actions(uri, line, character)
-        assert len(actions) <= 1, case
         if not actions:
             found[case] = None
             continue
-        (action,) = actions
-        assert isinstance(action, types.CodeAction), case
+        action, values = actions  # "Trace graph" and "Trace with values" on every entrypoint
+        assert isinstance(action, types.CodeAction) and isinstance(values, types.CodeAction), case
         assert action.title == f"Trace graph: {expected}", case
+        assert values.title == f"Trace with values: {expected}", case
         name = action.command.arguments[0]["name"] if action.command and action.command.arguments else None
         assert command_of(action.command) == trace_command(uri, str(name)), case
+        assert command_of(values.command) == (
+            "Trace with values",
+            "jaxlsp.traceWithValues",
+            [{"uri": uri, "name": name}],
+        )
         found[case] = name
     assert found == {case: expected for case, (_, _, expected) in ACTION_CASES.items()}
 
@@ -154,10 +159,10 @@ async def test_code_actions(client: JaxClient) -> None:
 async def test_code_action_for_a_range_over_a_body(client: JaxClient) -> None:
     uri = client.open("mixed.py")
     actions = await client.actions(uri, 16, 0, end=(18, 20))
-    assert [a.title for a in actions] == ["Trace graph: Dense"]
+    assert [a.title for a in actions] == ["Trace graph: Dense", "Trace with values: Dense"]
     # A range that reaches from a plain class into a def line touches that def line.
     actions = await client.actions(uri, 22, 0, end=(28, 0))
-    assert [a.title for a in actions] == ["Trace graph: scale"]
+    assert [a.title for a in actions] == ["Trace graph: scale", "Trace with values: scale"]
 
 
 # -- jaxlsp/discover ---------------------------------------------------------------------------
@@ -243,7 +248,7 @@ async def test_incremental_edits_add_and_remove_entrypoints(client: JaxClient) -
     # And back: the lens returns, and a code action finds the new function at its new line.
     client.edit(uri, (12, 12), (12, 18), "nn.Module")
     assert await client.lens_names(uri) == shifted
-    assert [a.title for a in await client.actions(uri, 98, 4)] == ["Trace graph: added"]
+    assert [a.title for a in await client.actions(uri, 98, 4)] == ["Trace graph: added", "Trace with values: added"]
 
     # Turn a JAX-free function into a JAX one within its body.
     client.edit(uri, (35, 17), (35, 18), "jnp.sum(i)")  # "total += i" -> "total += jnp.sum(i)"
@@ -287,7 +292,10 @@ async def test_base_class_edit_in_open_document_changes_subclass_lenses(client: 
     client.edit(base, (BASE_LINE, 11), (BASE_LINE, 17), "nn.Module")
     seen = await _expect_refresh(client, seen)
     assert await client.lens_names(sub) == SUB_LENSES
-    assert [a.title for a in await client.actions(sub, 5, 4)] == ["Trace graph: ViaPackage"]
+    assert [a.title for a in await client.actions(sub, 5, 4)] == [
+        "Trace graph: ViaPackage",
+        "Trace with values: ViaPackage",
+    ]
     _assert_refresh_policy(client)
 
 

@@ -304,7 +304,11 @@ async def test_lens_titles_carry_the_last_trace(trusted: JaxClient) -> None:
     source = (client.workspace / "model.py").read_text().splitlines()
     def_line = next(i for i, line in enumerate(source) if line.startswith("def predict("))
     actions = [(a.title, a.command.command) for a in await client.actions(uri, def_line)]
-    assert actions == [("Trace graph: predict", "jaxlsp.traceGraph"), ("Open graph: predict", "jaxlsp.openGraph")]
+    assert actions == [
+        ("Trace graph: predict", "jaxlsp.traceGraph"),
+        ("Open graph: predict", "jaxlsp.openGraph"),
+        ("Trace with values: predict", "jaxlsp.traceWithValues"),
+    ]
     client.edit(uri, (11, 4), (11, 4), "# ")
     assert (await title()).startswith("Re-trace (stale) · ")
 

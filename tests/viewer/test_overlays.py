@@ -80,7 +80,10 @@ async def test_overlays_and_details_in_a_static_diff_page(
     page.write_text(to_html(graph, base=base), encoding="utf-8")
     await browser.send("goto", url=page.as_uri())
     await browser.wait("window.__jaxlsp && window.__jaxlsp.marks.firstFull")
-    options = await browser.eval("[...document.querySelectorAll('.jx-overlay option')].map(o => [o.value, o.disabled])")
+    # the values run's modes share the menu, listed only for a graph with statistics
+    options = await browser.eval(
+        "[...document.querySelectorAll('.jx-overlay option')].filter(o => !o.hidden).map(o => [o.value, o.disabled])"
+    )
     assert options == [
         ["none", False],
         ["flops", False],
@@ -168,7 +171,13 @@ async def test_modes_without_data_are_disabled(browser: Browser, tmp_path: Path)
         "pass": True,
         "memory": False,
         "diff": True,
+        "absmax": True,  # a values run's modes: hidden and disabled without statistics
+        "std": True,
+        "nonfinite": True,
+        "grad": True,
     }
+    hidden = await browser.eval("[...document.querySelectorAll('.jx-overlay option')].filter(o => o.hidden).length")
+    assert hidden == 4
     await browser.eval("window.__jaxlsp.setOverlay('flops')")
     assert await browser.eval("document.querySelector('.jx-canvas').dataset.overlay") == "none"
     assert "trace it with costs" in await browser.eval("window.__jaxlsp.status")

@@ -3,6 +3,8 @@
 
 export type Name = string;
 
+export type Dims = Record<Name, number>;
+
 export type Id = string;
 
 export type Device = string;
@@ -39,6 +41,7 @@ export interface ExperimentalCapabilities {
   openGraph: boolean;
   costs: boolean;
   diff: boolean;
+  values: boolean;
   commands: string[];
 }
 
@@ -95,15 +98,21 @@ export interface TraceGraphArguments {
   costs?: boolean;
   cell?: number;
   example?: string;
+  values?: boolean;
+  dims?: Dims;
 }
+
+export const TRACE_WITH_VALUES_COMMAND = "jaxlsp.traceWithValues";
 
 export const OPEN_GRAPH_COMMAND = "jaxlsp.openGraph";
 
 /**
- * The single argument of the `jaxlsp.openGraph` command (the "Open graph" lens).
+ * The single argument of the `jaxlsp.openGraph` command (the "Open graph" lens, and the
+ * code action on a non-finite value's diagnostic, which selects its node).
  */
 export interface OpenGraphArguments {
   traceId: Id;
+  nodeId?: Id;
 }
 
 export const TRACE = "jaxlsp/trace";
@@ -120,6 +129,8 @@ export interface TraceParams {
   costs?: boolean;
   cell?: number;
   example?: string;
+  values?: boolean;
+  dims?: Dims;
 }
 
 export interface TraceSummary {
@@ -136,6 +147,30 @@ export interface TraceCoverage {
 }
 
 /**
+ * The first equation whose inputs are finite and whose output is not.
+ */
+export interface FirstNonFinite {
+  nodeId: string;
+  valueId: string;
+  primitive: string;
+  kind: string;
+  message: string;
+  location?: Location;
+}
+
+/**
+ * What a values run found (`jaxlsp/trace` with `values`).
+ */
+export interface ValuesSummary {
+  values: number;
+  seconds: number;
+  validation: "verified" | "partial" | "mismatch";
+  mismatch?: string;
+  firstNonFinite?: FirstNonFinite;
+  zeroGradients?: string[];
+}
+
+/**
  * `jaxlsp/trace` response (and `jaxlsp.traceGraph`'s) when a graph was made.
  */
 export interface TraceResult {
@@ -148,6 +183,7 @@ export interface TraceResult {
   profile: string | null;
   saved?: string;
   inputsFrom?: string;
+  values?: ValuesSummary;
 }
 
 /**
@@ -213,6 +249,7 @@ export interface ValueRef {
   dtype: string;
   weakType: boolean;
   type: string;
+  stats?: Record<string, unknown>;
 }
 
 export interface NodeItem {
@@ -267,6 +304,55 @@ export interface NodeDetail {
   frames: Location[];
 }
 
+export const VALUES = "jaxlsp/values";
+
+/**
+ * `jaxlsp/values` request params: statistics (and small arrays) of an existing trace's
+ * values; the trace's target runs again with values when the trace has none yet.
+ */
+export interface ValuesParams {
+  traceId: Id;
+  values?: Id[];
+  nodes?: Id[];
+  inline?: boolean;
+  dims?: Dims;
+}
+
+export interface InlineArray {
+  shape: number[];
+  dtype: string;
+  data?: unknown;
+  omitted?: string;
+  error?: string;
+}
+
+export interface GradientNorm {
+  module: string;
+  norm: number;
+  parameters: number;
+  zero: number;
+}
+
+export interface Gradients {
+  parameters: Record<string, unknown>[];
+  modules: GradientNorm[];
+  zero: string[];
+}
+
+/**
+ * `jaxlsp/values` response.
+ */
+export interface ValuesResult {
+  traceId: string;
+  seconds: number;
+  validation: Record<string, unknown>;
+  executed: Record<string, number>;
+  stats: Record<string, Record<string, unknown> | null>;
+  firstNonFinite?: FirstNonFinite;
+  gradients?: Gradients;
+  arrays?: Record<string, InlineArray>;
+}
+
 export const NODES_AT = "jaxlsp/nodesAt";
 
 export interface NodesAtParams {
@@ -306,6 +392,7 @@ export const OPEN_GRAPH = "jaxlsp/openGraph";
 
 export interface OpenGraphParams {
   traceId: Id;
+  nodeId?: Id;
 }
 
 export interface OpenGraphResult {

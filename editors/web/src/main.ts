@@ -11,9 +11,11 @@ import { Minimap } from "./minimap";
 import { placeLabels } from "./labels";
 import type { Analysis, Config, DiffInfo, Graph } from "./types";
 import { frameWhere } from "./types";
+import { OVERLAYS, Overlays, statsBlock, type Overlay as ValueMode } from "./values";
 
 const SVG = "http://www.w3.org/2000/svg";
 const EXPAND_ALL_LIMIT = 4000; // visible items "expand all" stops at, to stay fluid
+const VALUE_MODES: ReadonlySet<string> = new Set(OVERLAYS.map((o) => o.mode).filter((m) => m !== "none"));
 /** Node titles are 13 px: at this zoom they are 11 px on screen, the least that reads well. */
 const READABLE = 11 / 13;
 /** Zoom levels of detail: below BOXES_ONLY no text; below FULL_DETAIL titles only; edge labels from LABELS. */
@@ -83,7 +85,11 @@ class Viewer {
   status = "";
   /** The costs / precision / pass / memory / changes overlays (overlay.ts) and the mode shown. */
   overlay: Overlay | null = null;
-  overlayMode: OverlayMode = "none";
+  /** The overlay shown: one of the costs / changes modes (overlay.ts) or a values run's (values.ts). */
+  overlayMode: OverlayMode | ValueMode = "none";
+  /** A values run's overlays (null: the graph has no statistics). */
+  overlays: Overlays | null = null;
+  private pendingNode: string | null = null;
   private analysis: Analysis | null = null;
   private diffInfo: DiffInfo | null = null;
   private elk: Elk | null = null;
@@ -123,6 +129,7 @@ class Viewer {
 
   constructor(config: Config) {
     this.host = makeHost(config);
+    this.pendingNode = typeof config.nodeId === "string" ? config.nodeId : null;
     this.detailsButton = this.button("Details", "Show or hide the details pane (D)", () => this.toggleSide());
     this.buildShell();
     this.host.start({
@@ -183,12 +190,14 @@ class Viewer {
     this.titleEl.append(this.titlePath, this.titleName);
     this.overlaySelect.title = "Colour the boxes by costs, precision, pass, memory or changes";
     this.overlaySelect.setAttribute("aria-label", "overlay");
-    for (const { mode, label } of MODES) {
+    // One menu: the costs and changes modes, then a values run's statistics (shown when the graph has them).
+    for (const { mode, label } of [...MODES, ...OVERLAYS.filter((o) => o.mode !== "none")]) {
       const option = el("option", "", label);
       option.value = mode;
+      if (VALUE_MODES.has(mode)) option.dataset.values = "1";
       this.overlaySelect.append(option);
     }
-    this.overlaySelect.addEventListener("change", () => this.setOverlay(this.overlaySelect.value as OverlayMode));
+    this.overlaySelect.addEventListener("change", () => this.setOverlay(this.overlaySelect.value as OverlayMode | ValueMode));
     bar.append(
       this.titleEl,
       this.search,
@@ -241,6 +250,7 @@ class Viewer {
     this.analysis = null;
     this.diffInfo = null;
     this.overlay = new Overlay(this.model);
+    this.overlays = graph.execution ? new Overlays(this.model) : null;
     this.syncOverlayChoices();
     this.banners = { stale, file: origin === "file", partial: graph.coverage?.complete === false, newer: null };
     this.state = this.initialState();
@@ -259,6 +269,10 @@ class Viewer {
     this.refresh(null, "entry");
     if (this.search.value.trim()) this.runSearch();
     this.setStatus(`${graph.nodes.length.toLocaleString()} ops · ${graph.groups.length} groups${traceId ? ` · trace ${traceId}` : ""}`);
+    // The page was opened at a node (a non-finite value's code action): go there once.
+    const pending = this.pendingNode;
+    this.pendingNode = null;
+    if (pending && this.model.nodes.has(pending)) this.goTo(pending);
   }
 
   /** The analysis and the changes of the graph shown, when its host has them. */
@@ -277,23 +291,40 @@ class Viewer {
   }
 
   /** Show ``mode`` (an overlay with nothing to show falls back to none, and says why). */
-  setOverlay(mode: OverlayMode): void {
-    const why = this.overlay?.unavailable(mode) ?? null;
+  setOverlay(mode: OverlayMode | ValueMode): void {
+    const why = this.unavailable(mode);
     this.overlayMode = why ? "none" : mode;
     this.overlaySelect.value = this.overlayMode;
     this.svgEl.dataset.overlay = this.overlayMode;
     if (why) this.setStatus(`${mode}: ${why}`);
     if (this.layout) this.draw();
     this.renderBanners();
+    const values = this.valueMode();
+    if (values && this.overlays) this.setStatus(this.overlays.legend(values));
+  }
+
+  /** Why ``mode`` has nothing to show for this graph (null: it has). */
+  private unavailable(mode: OverlayMode | ValueMode): string | null {
+    if (!VALUE_MODES.has(mode)) return this.overlay?.unavailable(mode as OverlayMode) ?? null;
+    if (!this.overlays) return "the graph has no values: Trace with values (jaxlsp trace --values)";
+    if (mode === "grad" && !this.overlays.hasGradients) return "not a gradient profile";
+    return null;
+  }
+
+  /** The values overlay shown, if one is. */
+  private valueMode(): ValueMode | null {
+    return VALUE_MODES.has(this.overlayMode) ? (this.overlayMode as ValueMode) : null;
   }
 
   private syncOverlayChoices(): void {
     for (const option of this.overlaySelect.options) {
-      const why = this.overlay?.unavailable(option.value as OverlayMode) ?? null;
+      const why = this.unavailable(option.value as OverlayMode | ValueMode);
       option.disabled = why !== null;
       option.title = why ?? "";
+      // a values run's modes are listed only for graphs that have one
+      if (option.dataset.values) option.hidden = why !== null;
     }
-    if (this.overlay?.unavailable(this.overlayMode)) this.overlayMode = "none";
+    if (this.unavailable(this.overlayMode)) this.overlayMode = "none";
     this.overlaySelect.value = this.overlayMode;
     this.svgEl.dataset.overlay = this.overlayMode;
   }
@@ -487,7 +518,8 @@ class Viewer {
       const box = layout.boxes.get(item.id);
       return box !== undefined && inside(box.x, box.y, box.x + box.w, box.y + box.h);
     });
-    const marks = this.overlay && this.overlayMode !== "none" ? this.overlay.marks(this.overlayMode, shown) : new Map<string, Mark>();
+    const costsMode = this.valueMode() === null && this.overlayMode !== "none" ? (this.overlayMode as OverlayMode) : null;
+    const marks = this.overlay && costsMode ? this.overlay.marks(costsMode, shown) : new Map<string, Mark>();
     for (const item of shown) {
       const box = layout.boxes.get(item.id)!;
       drawnItems++;
@@ -498,6 +530,7 @@ class Viewer {
         if (mark?.cls) g.classList.add(mark.cls);
         g.append(svg("rect", { class: "jx-frame", width: box.w, height: box.h, rx: 6 }));
         if (mark?.heat !== undefined) g.append(this.heat(box.w, box.h, mark.heat, 6));
+        if (this.overlays?.unrun(item)) g.classList.add("jx-unrun");
         if (level > 0) {
           const head = svg("text", { class: "jx-head", x: 22, y: 17 });
           head.textContent = `${item.title}  ·  ${item.sub}${mark?.badge ? `  ·  ${mark.badge}` : ""}`;
@@ -517,7 +550,9 @@ class Viewer {
         g.append(svg("rect", { class: "jx-stack", x: 6, y: 6, width: box.w, height: box.h, rx: 5 }));
         g.append(svg("rect", { class: "jx-stack", x: 3, y: 3, width: box.w, height: box.h, rx: 5 }));
       }
-      g.append(svg("rect", { class: "jx-box", width: box.w, height: box.h, rx: item.kind === "node" ? 4 : 6 }));
+      const rect = svg("rect", { class: "jx-box", width: box.w, height: box.h, rx: item.kind === "node" ? 4 : 6 });
+      g.append(rect);
+      if (this.overlays) this.paint(g, rect, item);
       if (mark?.heat !== undefined) g.append(this.heat(box.w, box.h, mark.heat, item.kind === "node" ? 4 : 6));
       if (mark?.split !== undefined) {
         const w = Math.max(0, box.w - 8);
@@ -584,6 +619,18 @@ class Viewer {
     this.applyTransform(false);
     this.decorate();
     this.marks.drawMs = performance.now() - t0;
+  }
+
+  /** A values run on a box: dashed when it never ran, filled by the values overlay's figure. */
+  private paint(g: SVGGElement, rect: SVGElement, item: Item): void {
+    const overlays = this.overlays!;
+    if (overlays.unrun(item)) g.classList.add("jx-unrun");
+    const mode = this.valueMode();
+    if (mode === null) return;
+    const v = overlays.of(item, mode);
+    if (v === null) return;
+    rect.style.fill = overlays.colour(v, mode);
+    g.dataset.overlay = String(v);
   }
 
   /** The edges (and their labels) in the drawn area; the selection's edges are marked and labelled
@@ -1016,6 +1063,7 @@ class Viewer {
       if (n.transforms.length) row("transforms", n.transforms.join(", "));
       row("inputs", n.inputs.map((v) => typeStr(model.values.get(v))).join(", ") || "—");
       row("outputs", model.outputTypes(n) || "—");
+      if (this.overlays) this.valueDetails(n.id, item);
       const params = el("pre", "jx-params", JSON.stringify(n.params, null, 1));
       d.append(el("h4", "", "params"), params);
       d.append(el("h4", "", "frames"));
@@ -1065,6 +1113,24 @@ class Viewer {
     d.append(this.button(action, `${action} this group`, () => this.toggle(item.id)));
   }
 
+  /** A values run's statistics of a node's outputs (and its inputs'), with their histograms. */
+  private valueDetails(nodeId: string, item: Item): void {
+    const model = this.model!;
+    const n = model.nodes.get(nodeId)!;
+    if (this.overlays!.unrun(item)) {
+      this.details.append(el("p", "jx-muted jx-unrun-note", "never ran: a branch not taken, or a loop that did not turn"));
+      return;
+    }
+    n.outputs.forEach((v, i) => {
+      const value = model.values.get(v);
+      if (value?.stats) this.details.append(statsBlock(`output ${n.outputs.length > 1 ? i + 1 : ""} ${typeStr(value)}`.replace("  ", " "), value.stats));
+    });
+    n.inputs.forEach((v, i) => {
+      const value = model.values.get(v);
+      if (value?.stats && value.kind === "var") this.details.append(statsBlock(`input ${i + 1} ${typeStr(value)}`, value.stats));
+    });
+  }
+
   /** The overlays' figures for a box: costs, forward and backward side by side, precision,
    * memory and changes (each when the graph or the server says something about it). */
   private overlayDetails(item: Item): void {
@@ -1099,6 +1165,17 @@ class Viewer {
       add("jx-banner-partial", `Partial coverage: ${opaque.length} opaque region(s) are not in the graph${opaque.length ? ` (${opaque.map((o) => o.reason).slice(0, 3).join("; ")})` : ""}.`);
     }
     if (this.banners.stale) add("jx-banner-stale", "Stale: a source file changed since this trace. Re-trace to update.");
+    const execution = this.model?.graph.execution;
+    if (execution) {
+      if (execution.validation.status === "mismatch") {
+        add("jx-banner-mismatch", `Replay mismatch: ${execution.validation.mismatch?.message ?? execution.validation.message ?? "the outputs differ from a direct call"}`);
+      }
+      const first = execution.firstNonFinite;
+      if (first) {
+        const e = add("jx-banner-nonfinite", `${first.message} `);
+        e.append(this.button("Show", "Select the node and bring it into view", () => this.goTo(first.node)));
+      }
+    }
     const changes = this.diffInfo;
     if (changes && !changes.same) {
       const e = add("jx-banner-diff", `Changed since the previous trace: ${changes.summary}. `);

@@ -42,6 +42,27 @@ export interface NodeCosts {
   unknown?: string;
 }
 
+/** A number of the graph file: a non-finite one is ``{"float": "nan" | "inf" | "-inf"}``. */
+export type GNumber = number | { float: string };
+
+/** A value's statistics from a values run (docs/graph-format.md "Statistics"). */
+export interface GStats {
+  count: number;
+  finite: number;
+  nan: number;
+  posInf: number;
+  negInf: number;
+  zeros: GNumber;
+  min: GNumber | null;
+  max: GNumber | null;
+  mean: GNumber | null;
+  std: GNumber | null;
+  meanAbs: GNumber | null;
+  histogram: { lo: GNumber; hi: GNumber; counts: number[]; approximate?: boolean; sampled?: boolean } | null;
+  iterations?: number;
+  firstNonFiniteIteration?: number[];
+}
+
 export interface GValue {
   id: string;
   shape: (number | string)[];
@@ -50,6 +71,17 @@ export interface GValue {
   producer: string | null;
   kind: string;
   literal?: unknown;
+  stats?: GStats;
+}
+
+/** What a values run found (docs/graph-format.md "Execution"). */
+export interface Execution {
+  device: string;
+  seconds: GNumber;
+  validation: { status: "verified" | "partial" | "mismatch"; mismatch?: { message?: string }; message?: string; partialCount?: number };
+  executed: Record<string, number>;
+  firstNonFinite?: { node: string; value: string; primitive: string; kind: string; message: string };
+  gradients?: { parameters: { label: string; value: string; norm: GNumber; zero: boolean }[]; zero: string[] };
 }
 
 export interface GGroup {
@@ -79,6 +111,7 @@ export interface Graph {
   values: GValue[];
   groups: GGroup[];
   costs?: Record<string, unknown>;
+  execution?: Execution;
 }
 
 /** What the server derives from a graph (jaxlsp/costs' answer, docs/lsp-extensions.md): the
@@ -113,4 +146,6 @@ export interface Config {
   /** Static pages: the graph's analysis and, for `jaxlsp diff --html`, the changes from its base. */
   analysis?: Analysis;
   diff?: DiffInfo;
+  /** The node to select and bring into view once the graph is shown (``&node=`` of the page). */
+  nodeId?: string;
 }

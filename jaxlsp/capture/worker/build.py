@@ -27,7 +27,7 @@ from jaxlsp.graph.model import Coverage, Frame, Group, Node, Port, Value
 INLINE_LIMIT = 16  # elements of a literal or constant shown inline
 CONTROL_FLOW_NOTE = "control-flow bodies (cond, while, scan) are traced, not executed"
 
-_ONE_TO_ONE = {
+ONE_TO_ONE = {
     "jit": "jit",
     "pjit": "jit",
     "closed_call": "jit",
@@ -92,6 +92,30 @@ class Region:
 
 
 @dataclass
+class Step:
+    """One equation as walked: what a values run evaluates (``values/interpret.py``)."""
+
+    eqn: Any
+    node: Node
+    regions: list[Walked]  # the equation's regions in the order the builder made them
+
+
+@dataclass
+class Walked:
+    """One walk of a jaxpr (a region at one call site): its variables' value ids and its steps.
+
+    ``fresh`` lists the invars that got values of their own (loop carries, slices of scanned
+    arrays), by index; the others read the enclosing values directly."""
+
+    jaxpr: Any
+    consts: list[Any] | None
+    group: str | None
+    env: dict[Any, str]
+    steps: list[Step]
+    fresh: list[int]
+
+
+@dataclass
 class Context:
     group: str | None
     base_scope: tuple[str, ...]
@@ -107,8 +131,11 @@ class GraphBuilder:
         scope_mode: str = "stack",
         spelling: Spelling | None = None,
         keep_equations: bool = False,
+        record: bool = False,
     ):
         self.workspace = workspace
+        self.record = record  # keep the walk (``self.walked``) for a values run
+        self.walked: Walked | None = None
         self.spelling = spelling if spelling is not None else Spelling(workspace.root, workspace)
         self.scope_mode = scope_mode
         self.nodes: list[Node] = []
@@ -161,7 +188,7 @@ class GraphBuilder:
         return self.new_value(var.aval, kind="const", literal=small_array(const))
 
     def read(self, env: dict[Any, str], atom: Any) -> str:
-        if _is_literal(atom):
+        if is_literal(atom):
             return self.literal_value(atom)
         vid = env.get(atom)
         if vid is None:
@@ -185,7 +212,9 @@ class GraphBuilder:
             env[var] = vid
             label, role = input_labels[i] if i < len(input_labels) else (f"in/{i}", "input")
             inputs.append(Port(value=vid, label=label, role=role))
-        self.walk(jaxpr, env, Context(None, (), [], None, []))
+        top = Walked(jaxpr, list(closed.consts), None, env, [], []) if self.record else None
+        self.walked = top
+        self.walk(jaxpr, env, Context(None, (), [], None, []), top)
         outputs: list[Port] = []
         for i, atom in enumerate(jaxpr.outvars):
             vid = self.read(env, atom)
@@ -196,11 +225,11 @@ class GraphBuilder:
 
     # --- equations --------------------------------------------------------------------------------
 
-    def walk(self, jaxpr: Any, env: dict[Any, str], ctx: Context) -> None:
+    def walk(self, jaxpr: Any, env: dict[Any, str], ctx: Context, rec: Walked | None = None) -> None:
         for eqn in jaxpr.eqns:
-            self.equation(eqn, env, ctx)
+            self.equation(eqn, env, ctx, rec)
 
-    def equation(self, eqn: Any, env: dict[Any, str], ctx: Context) -> None:
+    def equation(self, eqn: Any, env: dict[Any, str], ctx: Context, rec: Walked | None = None) -> None:
         items = ctx.prefix + jaxcompat.name_stack_items(eqn.source_info)
         chain = self.scope_chain(items)
         scope = list(chain[-1]) if chain else []
@@ -246,21 +275,30 @@ class GraphBuilder:
             node.group = self.groups[before].id
         manual = eqn.primitive.name in MANUAL_PRIMITIVES
         bodies: list[tuple[Region, dict[Any, str]]] = []
+        step = Step(eqn, node, []) if rec is not None else None
         for region in regions:
             sub_env: dict[Any, str] = {}
+            fresh: list[int] = []
             self._manual += manual
             try:
                 for var, const in zip(region.jaxpr.constvars, region.consts or [], strict=False):
                     sub_env[var] = self.const_value(var, const)
                 for i, var in enumerate(region.jaxpr.invars):
                     outer = region.inputs.get(i)
+                    if outer is None:
+                        fresh.append(i)
                     sub_env[var] = outer if outer is not None else self.new_value(var.aval)
                     if manual and outer is None and i < len(inputs):
                         self.value(sub_env[var]).global_shape = list(self.value(inputs[i]).shape)
-                self.walk(region.jaxpr, sub_env, Context(region.group, tuple(scope), items, source, frames))
+                sub = Walked(region.jaxpr, region.consts, region.group, sub_env, [], fresh) if step else None
+                if step is not None and sub is not None:
+                    step.regions.append(sub)
+                self.walk(region.jaxpr, sub_env, Context(region.group, tuple(scope), items, source, frames), sub)
             finally:
                 self._manual -= manual
             bodies.append((region, sub_env))
+        if rec is not None and step is not None:
+            rec.steps.append(step)
         for var in eqn.outvars:
             vid = self.new_value(var.aval, producer=nid)
             env[var] = vid
@@ -268,7 +306,7 @@ class GraphBuilder:
         if manual:  # a shard_map body's results are one device's part of the node's outputs
             for region, sub_env in bodies:
                 for j, atom in enumerate(region.jaxpr.outvars):
-                    body_vid = None if _is_literal(atom) else sub_env.get(atom)
+                    body_vid = None if is_literal(atom) else sub_env.get(atom)
                     if body_vid is not None and j < len(node.outputs):
                         self.value(body_vid).global_shape = list(self.value(node.outputs[j]).shape)
 
@@ -301,7 +339,7 @@ class GraphBuilder:
         params = eqn.params
         refs: dict[int, Any] = {}
         regions: list[Region] = []
-        kind = _ONE_TO_ONE.get(prim)
+        kind = ONE_TO_ONE.get(prim)
         if kind is not None and len(found) == 1:
             _, obj = found[0]
             jaxpr, consts = _open(obj)
@@ -502,7 +540,7 @@ def _forwarded_input(
 ) -> int | None:
     """The index of the input of ``jaxpr`` that ``atom`` (one of its values) is, else None.
     ``cache`` keeps each jaxpr's input positions and producers (by variable identity)."""
-    if depth > 32 or _is_literal(atom):
+    if depth > 32 or is_literal(atom):
         return None
     found = cache.get(id(jaxpr))
     if found is None:
@@ -523,7 +561,7 @@ def _forwarded_input(
     if index >= len(inner.outvars) or len(inner.invars) != len(eqn.invars):
         return None
     j = _forwarded_input(inner, inner.outvars[index], depth + 1, cache)
-    if j is None or _is_literal(eqn.invars[j]):
+    if j is None or is_literal(eqn.invars[j]):
         return None
     return _forwarded_input(jaxpr, eqn.invars[j], depth + 1, cache)
 
@@ -576,7 +614,7 @@ def _func_name(jaxpr: Any) -> str | None:
     return None
 
 
-def _is_literal(atom: Any) -> bool:
+def is_literal(atom: Any) -> bool:
     return type(atom).__name__ == "Literal" and hasattr(atom, "val")
 
 

@@ -142,7 +142,7 @@ class Hook:
 
         from jaxlsp.capture.worker import learned, targets
         from jaxlsp.capture.worker.inputs import abstractify
-        from jaxlsp.capture.worker.main import announce, build_graph
+        from jaxlsp.capture.worker.main import announce, graph_from_jaxpr, graph_json
 
         t0 = time.perf_counter()
         profile: dict[str, Any] = {"name": None, "device": self.request["profile"].get("device", "cpu")}
@@ -217,10 +217,11 @@ class Hook:
         files = {callsite["path"], self.example_file()}
         extra: dict[str, Any] = {}
         with collector.paused():
-            graph = build_graph(
+            built, _ = graph_from_jaxpr(
                 self.request, self.path, self.workspace, self.timings, time.perf_counter(), closed, out_shape,
                 plan, traced, files, used, kind, extra,
             )  # fmt: skip
+            graph = graph_json(built, self.request, self.timings)
         learned_profile: dict[str, Any] = {"from": self.example["text"]}
         if table is not None:
             learned_profile["table"] = table

@@ -47,11 +47,15 @@ def wide_dtypes(*call_specs: Any) -> list[str]:
 
 
 class InputBuilder:
-    """Turns specs into values; all symbolic dimension names share one scope."""
+    """Turns specs into values; all symbolic dimension names share one scope.
 
-    def __init__(self, loader: Loader, symbolic: list[str], seed: int):
+    ``concrete``: arrays are made by their generators and keys are real keys (a values run);
+    otherwise both are abstract (shapes and dtypes only, no device work)."""
+
+    def __init__(self, loader: Loader, symbolic: list[str], seed: int, concrete: bool = False):
         self.loader = loader
         self.seed = seed
+        self.concrete = concrete
         self.symbolic_names = list(symbolic)
         self._dims: dict[str, Any] = {}
         self._scope: Any = None
@@ -69,9 +73,7 @@ class InputBuilder:
             if found is None or found[0] is not leaf:
                 return leaf
             _, seed, impl, legacy = found
-            if legacy:
-                return jax.random.PRNGKey(seed)
-            return jax.random.key(seed, impl=impl) if impl else jax.random.key(seed)
+            return real_key(seed, impl, legacy)
 
         return jax.tree_util.tree_map(real, tree)
 
@@ -114,12 +116,17 @@ class InputBuilder:
             sds: Any = jax.ShapeDtypeStruct
             shape = tuple(self.dim(d) for d in spec.get("shape", []))
             dtype = jnp.dtype(spec.get("dtype", "float32"))
-            self.generators.append(dict(spec.get("generator", {})))
+            generator = dict(spec.get("generator", {}))
+            self.generators.append(generator)
+            if self.concrete:
+                return generate(generator, shape, dtype, self.seed)
             return sds(shape, dtype)
         if kind == "key":
             seed = int(spec.get("seed", self.seed))
             impl = spec.get("impl")
             legacy = bool(spec.get("legacy", False))
+            if self.concrete:
+                return real_key(seed, str(impl) if impl else None, legacy)
             key = abstract_key(seed, impl=str(impl) if impl else None, legacy=legacy)
             self.keys[id(key)] = (key, seed, str(impl) if impl else None, legacy)
             return key
@@ -147,7 +154,8 @@ class InputBuilder:
         if not call:
             return [], {}
         if "factory" in call:
-            result = call_abstractly(self.loader.resolve(str(call["factory"])))
+            factory = self.loader.resolve(str(call["factory"]))
+            result = factory() if self.concrete else call_abstractly(factory)
             if isinstance(result, dict) and set(result) <= {"args", "kwargs"} and result:
                 return list(result.get("args", [])), dict(result.get("kwargs", {}))
             if isinstance(result, dict):
@@ -160,6 +168,46 @@ class InputBuilder:
         args = [self.build(s) for s in call.get("args", [])]
         kwargs = {str(k): self.build(v) for k, v in call.get("kwargs", {}).items()}
         return args, kwargs
+
+
+def generate(generator: dict[str, Any], shape: tuple[int, ...], dtype: Any, seed: int) -> Any:
+    """The array a generator spec describes (docs/recipes.md), made on the default device.
+
+    Seeded generators draw from ``jax.random.key(seed)``: ``normal`` is
+    ``jax.random.normal(key, shape, dtype) * std + mean``, ``uniform``
+    ``jax.random.uniform(key, shape, dtype, low, high)``, ``randint``
+    ``jax.random.randint(key, shape, low, high, dtype)``; ``arange`` fills in row-major order."""
+    import jax
+    import jax.numpy as jnp
+
+    for d in shape:
+        if not isinstance(d, int):
+            raise CaptureError("needs_input", f"a values run needs every dimension's size; {d!r} is symbolic")
+    kind = generator.get("kind", "normal" if jnp.issubdtype(dtype, jnp.inexact) else "zeros")
+    key = jax.random.key(int(generator.get("seed", seed)))
+    if kind == "normal":
+        x = jax.random.normal(key, shape, dtype)
+        std, mean = generator.get("std", 1.0), generator.get("mean", 0.0)
+        if std != 1.0 or mean != 0.0:
+            x = (x * std + mean).astype(dtype)
+        return x
+    if kind == "uniform":
+        return jax.random.uniform(key, shape, dtype, generator.get("low", 0.0), generator.get("high", 1.0))
+    if kind == "randint":
+        return jax.random.randint(key, shape, generator["low"], generator["high"], dtype)
+    if kind == "full":
+        return jnp.full(shape, generator["value"], dtype)
+    if kind == "zeros":
+        return jnp.zeros(shape, dtype)
+    if kind == "ones":
+        return jnp.ones(shape, dtype)
+    if kind == "arange":
+        size = 1
+        for d in shape:
+            size *= d
+        start, step = generator.get("start", 0), generator.get("step", 1)
+        return (start + step * jnp.arange(size)).astype(dtype).reshape(shape)
+    raise CaptureError("needs_input", f"unknown generator kind {kind!r}")
 
 
 def _plain_static(leaf: Any) -> bool:
@@ -202,6 +250,15 @@ def call_abstractly(fn: Callable[[], Any]) -> Any:
     return jax.tree_util.tree_unflatten(
         seen["treedef"], [next(it) if m else leaf for leaf, m in zip(seen["leaves"], seen["mask"], strict=True)]
     )
+
+
+def real_key(seed: int, impl: str | None = None, legacy: bool = False) -> Any:
+    """The key a key spec describes (a values run): typed, another implementation, or legacy."""
+    import jax
+
+    if legacy:
+        return jax.random.PRNGKey(seed)
+    return jax.random.key(seed, impl=impl) if impl else jax.random.key(seed)
 
 
 def abstract_key(seed: int, *, impl: str | None = None, legacy: bool = False) -> Any:

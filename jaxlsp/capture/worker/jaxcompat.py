@@ -107,6 +107,16 @@ def name_stack_items(source_info: Any) -> list[tuple[str, str]]:
     return items
 
 
+def equation_context(eqn: Any) -> Any:
+    """The context an equation runs under when evaluated (``eqn.ctx.manager``: the PRNG
+    implementation's partitioning, XLA metadata), as ``jax.core.eval_jaxpr`` enters it; a null
+    context when this jax has none."""
+    import contextlib
+
+    manager = getattr(getattr(eqn, "ctx", None), "manager", None)
+    return manager if manager is not None else contextlib.nullcontext()
+
+
 def backends_initialized() -> bool:
     """Whether an XLA backend exists in this process (forking after that is unsafe)."""
     try:

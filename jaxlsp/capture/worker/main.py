@@ -21,6 +21,7 @@ import tempfile
 import time
 import traceback
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from jaxlsp.capture.worker import limits
@@ -117,7 +118,7 @@ def capture(request: WorkerRequest | dict[str, Any], *, jax_ready: bool = False)
     """Capture the request's target into a graph; errors come back structured, never raised."""
     sys.dont_write_bytecode = True
     timings: dict[str, float] = {}
-    extra: dict[str, Any] = {}
+    extra: dict[str, Any] = {"started": time.monotonic()}
     workspace = Workspace(str(request.get("workspaceRoot", "")))
     try:
         with _scratch_dir(dict(request.get("env") or {})), _gc_relaxed():
@@ -130,6 +131,9 @@ def capture(request: WorkerRequest | dict[str, Any], *, jax_ready: bool = False)
         for key in ("roots", "callsite", "learned"):
             if extra.get(key) is not None:
                 result[key] = extra[key]
+        for key in ("arrays", "saved"):  # a values run's payloads
+            if key in extra:
+                result[key] = extra[key]  # type: ignore[literal-required,unused-ignore]  # the two keys above
         return result
     except CaptureError as exc:
         return {"ok": False, "error": exc.info(), "timings": timings}
@@ -152,6 +156,60 @@ def _capture(
 ) -> dict[str, Any] | None:
     """The graph's JSON form; with ``mode = "structure"`` only the target's variables structure
     (in ``extra``, and no graph): the check of a structure hint (capture/speculate.py)."""
+    profile = request["profile"]
+    if profile.get("example"):  # learn the inputs from a run of one of the workspace's own examples
+        if request.get("values") is not None:
+            raise CaptureError(
+                "refused",
+                "a values run needs its inputs written in a profile, not learned from a run of "
+                f"{profile['example'].get('text', 'an example')}: save the learned profile (--save, or "
+                "save from the editor) and run with values on that profile",
+            )
+        from jaxlsp.capture.worker import firstcall
+
+        devices = profile.get("devices")
+        x64 = bool(profile.get("x64", False))
+        device = configure_jax(str(profile.get("device", "cpu")), x64, jax_ready, int(devices) if devices else None)
+        return firstcall.capture_at_first_call(request, workspace, timings, device, extra)
+    found = trace_target(request, workspace, timings, jax_ready, extra)
+    if found is None:
+        return None
+    graph, gb = build_graph(request, found, workspace, timings, extra)
+    if found.concrete:
+        announce(request, "values")
+        t0 = time.perf_counter()
+        from jaxlsp.capture.worker.values import run as values_run
+
+        values_run.run(graph, gb, found.traced, request, found.device, float(extra["started"]), extra)
+        timings["values"] = time.perf_counter() - t0
+    return graph_json(graph, request, timings)
+
+
+@dataclass
+class Traced:
+    """A traced target: its jaxpr, and what made it (for the graph and a values run)."""
+
+    path: str
+    kind: str
+    closed: Any
+    out_shape: Any
+    plan: Any
+    traced: Any  # targets.Traceable: ``fn`` and its ``operands`` (concrete in a values run)
+    loader: Any
+    builder: Any
+    device: Any  # None: the CPU
+    concrete: bool
+
+
+def trace_target(
+    request: dict[str, Any],
+    workspace: Workspace,
+    timings: dict[str, float],
+    jax_ready: bool = False,
+    extra: dict[str, Any] | None = None,
+) -> Traced | None:
+    """Load, initialise and trace the request's target (None in ``structure`` mode, whose
+    structure goes into ``extra``); raises CaptureError."""
     from jaxlsp.capture.worker import inputs as inputs_mod
     from jaxlsp.capture.worker import loading, targets
 
@@ -161,12 +219,6 @@ def _capture(
     x64 = bool(profile.get("x64", False))
     if sys.platform.startswith("win"):
         raise CaptureError("refused", "tracing is not supported on Windows yet")
-    if profile.get("example"):  # learn the inputs from a run of one of the workspace's own examples
-        from jaxlsp.capture.worker import firstcall
-
-        devices = profile.get("devices")
-        device = configure_jax(str(profile.get("device", "cpu")), x64, jax_ready, int(devices) if devices else None)
-        return firstcall.capture_at_first_call(request, workspace, timings, device, extra)
     wide = inputs_mod.wide_dtypes(profile.get("inputs"), profile.get("init"))
     if wide and not x64:
         raise CaptureError(
@@ -194,23 +246,35 @@ def _capture(
     t0 = time.perf_counter()
     obj, method = targets.resolve_target(module, str(target["name"]), profile.get("method"))
     kind = str(target.get("kind") or targets.infer_kind(obj))
-    builder = inputs_mod.InputBuilder(loader, list(profile.get("symbolic", [])), int(profile.get("seed", 0)))
+    # A values run (values/run.py) makes every input for real: generators, a seeded init.
+    concrete = request.get("values") is not None and request.get("mode") != "structure"
+    symbolic = list(profile.get("symbolic", []))
+    if concrete and symbolic:
+        raise CaptureError(
+            "needs_input",
+            f"a values run needs the sizes of the symbolic dimensions {', '.join(symbolic)} "
+            "(the CLI's --dim NAME=SIZE, jaxlsp/trace's dims)",
+        )
+    builder = inputs_mod.InputBuilder(loader, symbolic, int(profile.get("seed", 0)), concrete=concrete)
     transform = profile.get("transform")
+    on_device = jax.default_device(device) if device is not None else contextlib.nullcontext()
     try:
-        made = targets.construction(obj, kind, profile, builder)
-        if kind == "function" and made.factory and not target.get("kind"):
-            kind = targets.infer_kind(made.model)  # a factory of a function target may make a module
-        call_args = builder.call_args(profile.get("inputs"))
-        if request.get("mode") == "structure":
-            with contextlib.suppress(OSError, AttributeError):
-                os.nice(10)  # the check beside a hinted trace: the trace has the core first
-        hint = request.get("structureHint") if request.get("mode") != "structure" else None
-        plan = targets.make_plan(kind, made, profile, method, call_args, hint)
-        extra["structure"] = plan.structure
+        with on_device if concrete else contextlib.nullcontext():
+            made = targets.construction(obj, kind, profile, builder)
+            if kind == "function" and made.factory and not target.get("kind"):
+                kind = targets.infer_kind(made.model)  # a factory of a function target may make a module
+            call_args = builder.call_args(profile.get("inputs"))
+            if request.get("mode") == "structure":
+                with contextlib.suppress(OSError, AttributeError):
+                    os.nice(10)  # the check beside a hinted trace: the trace has the core first
+            hint = request.get("structureHint") if request.get("mode") != "structure" and not concrete else None
+            plan = targets.make_plan(kind, made, profile, method, call_args, hint, concrete)
+        if extra is not None:
+            extra["structure"] = plan.structure
         if request.get("mode") == "structure":
             timings["init"] = time.perf_counter() - t0
             return None
-        traced = targets.traceable(plan, call_args[0], call_args[1], transform, frozenset(builder.keys))
+        traced = targets.traceable(plan, call_args[0], call_args[1], transform, frozenset(builder.keys), concrete)
         if not x64:
             _refuse_wide(traced.operands)
         timings["init"] = time.perf_counter() - t0
@@ -227,34 +291,45 @@ def _capture(
         raise error from None
     timings["trace"] = time.perf_counter() - t0
     limits.check_jaxpr(closed, request.get("limits"))  # before building: refused, never truncated
+    return Traced(path, kind, closed, out_shape, plan, traced, loader, builder, device, concrete)
 
+
+def build_graph(
+    request: dict[str, Any],
+    found: Traced,
+    workspace: Workspace,
+    timings: dict[str, float],
+    extra: dict[str, Any] | None = None,
+) -> tuple[Any, Any]:
+    """The graph of a traced target, and its builder (with the walk recorded for a values run);
+    ``extra`` gets the roots its relative paths are relative to."""
     announce(request, "build")
     t0 = time.perf_counter()
     from jaxlsp.graph import collector
 
     with collector.paused():  # the walk allocates many small objects and frees none
-        used_profile = dict(profile)
-        if builder.generators:
-            used_profile["generators"] = builder.generators
-        return build_graph(
+        used_profile = dict(request["profile"])
+        if found.builder.generators:
+            used_profile["generators"] = found.builder.generators
+        return graph_from_jaxpr(
             request,
-            path,
+            found.path,
             workspace,
             timings,
             t0,
-            closed,
-            out_shape,
-            plan,
-            traced,
-            loader.files,
+            found.closed,
+            found.out_shape,
+            found.plan,
+            found.traced,
+            found.loader.files,
             used_profile,
-            kind,
-            extra,
-            loader.notebook,
+            found.kind,
+            extra if extra is not None else {},
+            found.loader.notebook,
         )
 
 
-def build_graph(
+def graph_from_jaxpr(
     request: dict[str, Any],
     path: str,
     workspace: Workspace,
@@ -269,8 +344,9 @@ def build_graph(
     kind: str,
     extra: dict[str, Any],
     notebook: Any = None,
-) -> dict[str, Any]:
-    """The graph's JSON form from a traced jaxpr (``t0``: when building started); ``extra``
+) -> tuple[Any, Any]:
+    """The graph from a traced jaxpr (``t0``: when building started), with XLA's costs when the
+    request asks, and its builder (which recorded the walk when a values run follows); ``extra``
     receives the roots its relative paths are relative to; ``notebook``: the loader's notebook
     (its cell and notes) when the target is defined in one."""
     from jaxlsp.capture.worker import targets
@@ -282,7 +358,9 @@ def build_graph(
     costs = request.get("costs")
     base = request.get("pathBase") or request.get("workspaceRoot") or os.path.dirname(path)
     spelling = Spelling(str(base), workspace)
-    gb = GraphBuilder(workspace, plan.scope_mode, spelling, keep_equations=bool(costs))
+    gb = GraphBuilder(
+        workspace, plan.scope_mode, spelling, keep_equations=bool(costs), record=request.get("values") is not None
+    )
     in_ports, out_ports = gb.build(closed, traced.input_labels, targets.output_labels(plan, traced, out_shape))
     # State outputs are updates: one that is its input passed through changed nothing.
     unchanged = forwarded_outputs(closed)
@@ -319,6 +397,11 @@ def build_graph(
             graph, gb.eqns, closed, dict(costs), str(used_profile.get("device", "cpu")), bool(used_profile.get("x64"))
         )
         timings["costs"] = time.perf_counter() - t0
+    return graph, gb
+
+
+def graph_json(graph: Any, request: dict[str, Any], timings: dict[str, float]) -> dict[str, Any]:
+    """The graph's JSON form (as the server reads it), timed as ``serialize``."""
     t0 = time.perf_counter()
     data = to_json(graph, packed=request.get("transport") == "packed")
     timings["serialize"] = time.perf_counter() - t0
@@ -496,6 +579,7 @@ def warm() -> None:
         "jaxcompat",
         "limits",
         "costs",
+        "values.run",
         "firstcall",
         "runners",
         "learned",

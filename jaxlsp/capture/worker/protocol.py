@@ -138,6 +138,15 @@ class CostOptions(TypedDict):
     xlaCompare: NotRequired[bool]  # also XLA's whole-program cost and memory analysis
 
 
+class ValuesRequest(TypedDict):
+    """A values run (``values/run.py``): the graph evaluated on the profile's concrete inputs."""
+
+    timeout: NotRequired[float]  # the capture's time limit: the run stops, naming its node, before it
+    save: NotRequired[str]  # an absolute path: write the selected values there (.npz)
+    nodes: NotRequired[list[str]]  # what ``save`` writes: node ids, value ids, port labels (default: ports)
+    inline: NotRequired[list[str]]  # value ids whose arrays come back in ``WorkerResult.arrays``
+
+
 class WorkerRequest(TypedDict):
     target: Target
     profile: ResolvedProfile
@@ -153,6 +162,7 @@ class WorkerRequest(TypedDict):
     mode: NotRequired[Literal["structure"]]
     limits: NotRequired[dict[str, int]]  # graph-size limits {equations, values, bytes} (worker/limits.py)
     costs: NotRequired[CostOptions]  # measure XLA's costs of every equation (worker/costs.py)
+    values: NotRequired[ValuesRequest]  # also evaluate the graph: statistics on every value
     # The folder the graph's workspace paths are relative to (worker/paths.py); default workspaceRoot.
     # The CLI sends the recipe's folder.
     pathBase: NotRequired[str]
@@ -172,6 +182,8 @@ class WorkerResult(TypedDict):
     error: NotRequired[ErrorInfo]
     timings: NotRequired[dict[str, float]]  # seconds: import, trace, build, serialize
     structure: NotRequired[Any]  # Linen: the variables' structure, a hint for the next capture
+    arrays: NotRequired[dict[str, Any]]  # values run: value id -> {shape, dtype, data | omitted | error}
+    saved: NotRequired[dict[str, Any]]  # values run: {path, keys, missing} of the written .npz
     # What the graph's relative paths are relative to: {base, packages: {package: sys.path entry}}
     # (worker/paths.py); the server resolves frames with it, the graph file never holds it.
     roots: NotRequired[dict[str, Any]]

@@ -171,18 +171,41 @@ def make_plan(
     method: str | None,
     call_args: tuple[list[Any], dict[str, Any]],
     structure_hint: Any = None,
+    concrete: bool = False,
 ) -> Plan:
+    """The target's plan; ``concrete`` (a values run): the model's variables are made for real
+    (initialised with the seed, or the factory's own), never abstractly."""
     seed = int(profile.get("seed", 0))
     model, factory, init_args, init_kwargs = made.model, made.factory, made.args, made.kwargs
     if kind == "function":
         return _function_plan(model, profile, call_args)
     if kind == "linen":
-        return _linen_plan(model, factory, init_args, init_kwargs, profile, seed, method, call_args, structure_hint)
-    if kind == "nnx":
-        return _nnx_plan(model, factory, init_args, init_kwargs, seed, method)
-    if kind == "equinox":
-        return _equinox_plan(model, factory, init_args, init_kwargs, seed, method)
-    raise CaptureError("needs_input", f"unknown target kind {kind!r}")
+        plan = _linen_plan(
+            model, factory, init_args, init_kwargs, profile, seed, method, call_args, structure_hint, concrete
+        )
+    elif kind == "nnx":
+        plan = _nnx_plan(model, factory, init_args, init_kwargs, seed, method, concrete)
+    elif kind == "equinox":
+        plan = _equinox_plan(model, factory, init_args, init_kwargs, seed, method, concrete)
+    else:
+        raise CaptureError("needs_input", f"unknown target kind {kind!r}")
+    if concrete:
+        _refuse_abstract(plan)
+    return plan
+
+
+def _refuse_abstract(plan: Plan) -> None:
+    """A values run needs real weights: a factory that returned shapes only cannot give them."""
+    import jax
+
+    for part in (plan.params, plan.state):
+        for leaf in jax.tree_util.tree_leaves(part):
+            if isinstance(leaf, jax.ShapeDtypeStruct):
+                raise CaptureError(
+                    "needs_input",
+                    "the model's variables are abstract (shapes only, e.g. a factory that builds it under "
+                    "eval_shape): a values run needs concrete weights; return them from the init factory",
+                )
 
 
 def _function_plan(fn: Any, profile: dict[str, Any], call_args: Any) -> Plan:
@@ -285,6 +308,7 @@ def _linen_plan(
     method: str | None,
     call_args: tuple[list[Any], dict[str, Any]],
     structure_hint: Any = None,
+    concrete: bool = False,
 ) -> Plan:
     import jax
 
@@ -297,7 +321,7 @@ def _linen_plan(
     ours = True  # the variables come from our own init of this model with these arguments
     if getattr(model, "scope", None) is not None:
         model, variables = model.unbind()
-        variables = abstractify(variables)
+        variables = variables if concrete else abstractify(variables)
         ours = False
     args, kwargs = call_args
     if variables is None:
@@ -312,12 +336,17 @@ def _linen_plan(
 
         # A hint (the structure the last capture's init gave) skips the abstract init here; the
         # caller checks it against a real init run beside this one (capture/speculate.py).
-        hinted = from_structure(structure_hint) if structure_hint is not None else None
-        variables = hinted if hinted is not None else jax.eval_shape(init_fn, *dyn)
+        hinted = from_structure(structure_hint) if structure_hint is not None and not concrete else None
+        if concrete:  # a values run: the real variables, initialised with the seed
+            variables = init_fn(*dyn)
+        elif hinted is not None:
+            variables = hinted
+        else:
+            variables = jax.eval_shape(init_fn, *dyn)
     structure = variables_structure(variables)
     variables = dict(variables)
     params = variables.pop("params", {})
-    keys = {s: abstract_key(seed + 1 + i) for i, s in enumerate(streams)}
+    keys = {s: jax.random.key(seed + 1 + i) if concrete else abstract_key(seed + 1 + i) for i, s in enumerate(streams)}
 
     def apply(params: Any, state: Any, keys: Any, args: list[Any], kwargs: dict[str, Any]) -> tuple[Any, Any]:
         with (
@@ -455,7 +484,13 @@ def from_structure(structure: Any) -> Any:
 
 
 def _nnx_plan(
-    model: Any, factory: bool, init_args: list[Any], init_kwargs: dict[str, Any], seed: int, method: str | None
+    model: Any,
+    factory: bool,
+    init_args: list[Any],
+    init_kwargs: dict[str, Any],
+    seed: int,
+    method: str | None,
+    concrete: bool = False,
 ) -> Plan:
     from flax import nnx
 
@@ -470,10 +505,14 @@ def _nnx_plan(
                 kwargs["rngs"] = nnx.Rngs(kwargs["rngs"])
             return cls(*args, **kwargs)
 
-        model = _build_abstractly(nnx.eval_shape, build, init_args, init_kwargs)
+        if concrete:  # a values run: the real module, initialised with the seed
+            model = build(*init_args, **init_kwargs)
+        else:
+            model = _build_abstractly(nnx.eval_shape, build, init_args, init_kwargs)
     split: Any = nnx.split
     graphdef, params, state = split(model, nnx.Param, ...)
-    params, state = abstractify(params), abstractify(state)
+    if not concrete:
+        params, state = abstractify(params), abstractify(state)
 
     def apply(params: Any, state: Any, keys: Any, args: list[Any], kwargs: dict[str, Any]) -> tuple[Any, Any]:
         m = nnx.merge(graphdef, params, state)
@@ -508,7 +547,13 @@ def _nnx_updates(new_state: Any, before: list[tuple[str, Any]]) -> dict[str, Any
 
 
 def _equinox_plan(
-    model: Any, factory: bool, init_args: list[Any], init_kwargs: dict[str, Any], seed: int, method: str | None
+    model: Any,
+    factory: bool,
+    init_args: list[Any],
+    init_kwargs: dict[str, Any],
+    seed: int,
+    method: str | None,
+    concrete: bool = False,
 ) -> Plan:
     import equinox as eqx
     import jax
@@ -522,9 +567,13 @@ def _equinox_plan(
                 kwargs["key"] = jax.random.key(seed)
             return cls(*args, **kwargs)
 
-        model = _build_abstractly(eqx.filter_eval_shape, build, init_args, init_kwargs)
+        if concrete:  # a values run: the real module, initialised with the seed
+            model = build(*init_args, **init_kwargs)
+        else:
+            model = _build_abstractly(eqx.filter_eval_shape, build, init_args, init_kwargs)
     params, static = eqx.partition(model, lambda x: eqx.is_array(x) or isinstance(x, jax.ShapeDtypeStruct))
-    params = abstractify(params)
+    if not concrete:
+        params = abstractify(params)
 
     def apply(params: Any, state: Any, keys: Any, args: list[Any], kwargs: dict[str, Any]) -> tuple[Any, Any]:
         m = eqx.combine(params, static)
@@ -650,14 +699,21 @@ class Traceable:
 
 
 def traceable(
-    plan: Plan, args: list[Any], kwargs: dict[str, Any], transform: str | None, key_ids: frozenset[int] = frozenset()
+    plan: Plan,
+    args: list[Any],
+    kwargs: dict[str, Any],
+    transform: str | None,
+    key_ids: frozenset[int] = frozenset(),
+    concrete: bool = False,
 ) -> Traceable:
     """One function of ``(params, state, keys, dyn)`` returning ``(out, grads, new_state)``;
-    ``key_ids`` are the ids of leaves that are keys whatever their dtype (legacy ``uint32[2]``)."""
+    ``key_ids`` are the ids of leaves that are keys whatever their dtype (legacy ``uint32[2]``);
+    ``concrete`` keeps the call's arrays as they are (a values run) instead of their shapes."""
     import jax
     import jax.numpy as jnp
 
-    args, kwargs = abstractify(args), abstractify(kwargs)
+    if not concrete:
+        args, kwargs = abstractify(args), abstractify(kwargs)
     dyn, rebuild = split_dynamic((args, kwargs))
     paths = dynamic_paths((args, kwargs))
     call_labels = [label_of(("args" if p[0].idx == 0 else "kwargs", *_variable_path(p[1:]))) for p in paths]

@@ -12,7 +12,7 @@ from typing import Any
 from lsprotocol import types
 
 from jaxlsp.graph.costs import ROLLED_UP, is_backward
-from jaxlsp.graph.report import shape_str
+from jaxlsp.graph.report import merge_stats, shape_str, stats_text
 from jaxlsp.graph.store import Trace
 from jaxlsp.server.app import JaxServer
 from jaxlsp.server.features.navigation import traced_cell
@@ -107,11 +107,19 @@ class Hover:
         return lines
 
     def text(self, trace: Trace, nodes: list[Any]) -> str:
-        """Operations at the line with their output types, aggregated over repeated calls."""
+        """Operations at the line with their output types, aggregated over repeated calls, and
+        after a values run their statistics (over all those calls) beside each type."""
         counts: Counter[tuple[str, str]] = Counter()
+        stats: dict[tuple[str, str], list[list[dict[str, Any]]]] = {}
         for n in nodes:
-            outs = ", ".join(shape_str(value) for v in n.outputs if (value := trace.value(v)) is not None)
+            values = [value for v in n.outputs if (value := trace.value(v)) is not None]
+            outs = ", ".join(shape_str(value) for value in values)
             counts[(n.primitive, outs)] += 1
+            for i, value in enumerate(values):
+                if value.stats is not None:
+                    per_output = stats.setdefault((n.primitive, outs), [[] for _ in values])
+                    if i < len(per_output):
+                        per_output[i].append(value.stats)
         stale = trace.stale_sources(lambda p: self.ls.session.index.text(Path(p)))
         meta = trace.meta
         state = (
@@ -122,9 +130,19 @@ class Hover:
         lines = [f"**jaxlsp** · `{meta.get('name')}` · profile `{meta.get('profile')}` · {state}", ""]
         for (primitive, outs), count in counts.most_common(HOVER_LINES):
             times = f" \u00d7{count}" if count > 1 else ""  # the multiplication sign: "x12"
+            found = stats.get((primitive, outs))
+            if found:
+                types_ = outs.split(", ") if outs else []
+                outs = ", ".join(
+                    f"{t} · {stats_text(merge_stats(items))}" if items else t
+                    for t, items in zip(types_, found, strict=False)
+                )
             lines.append(f"- `{primitive}` → `{outs}`{times}")
         if len(counts) > HOVER_LINES:
             lines.append(f"- … {len(counts) - HOVER_LINES} more")
+        first = (trace.graph.execution or {}).get("firstNonFinite")
+        if first and any(n.id == first.get("node") for n in nodes):
+            lines += ["", f"**{first.get('message')}**"]
         scopes = sorted({n.scope for n in nodes if n.scope})
         if scopes:
             lines += ["", "scope: " + ", ".join(f"`{s}`" for s in scopes[:4])]

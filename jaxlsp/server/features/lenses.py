@@ -1,6 +1,8 @@
 """``textDocument/codeLens`` (+ resolve) and ``textDocument/codeAction``: one "Trace graph" per
-entrypoint, and once it is traced an "Open graph" beside it (as a code action too, for editors
-without lenses). A notebook cell's document gets the lenses of the entrypoints in that cell."""
+entrypoint, and once it is traced an "Open graph" and a "Trace with values" beside it (as code
+actions too, for editors without lenses; "Trace with values" is always one), and on a values
+run's first non-finite diagnostic an action that opens the graph at its node. A notebook cell's
+document gets the lenses of the entrypoints in that cell."""
 
 from __future__ import annotations
 
@@ -12,7 +14,17 @@ from lsprotocol import types
 from jaxlsp.discovery import Entrypoint
 from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
-from jaxlsp.server.convert import LENS_TITLE, OPEN_TITLE, open_command, shown_span, to_range, trace_command
+from jaxlsp.server.convert import (
+    LENS_TITLE,
+    OPEN_TITLE,
+    VALUES_TITLE,
+    open_command,
+    shown_span,
+    to_range,
+    trace_command,
+    values_command,
+)
+from jaxlsp.server.features.tracing import NON_FINITE
 from jaxlsp.server.params import as_dict
 
 MAX_CHANGES = 90  # characters of the changes since the last trace in a lens title
@@ -33,10 +45,12 @@ class Lenses:
 
         @server.feature(
             types.TEXT_DOCUMENT_CODE_ACTION,
-            types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.Empty], resolve_provider=False),
+            types.CodeActionOptions(
+                code_action_kinds=[types.CodeActionKind.Empty, types.CodeActionKind.QuickFix], resolve_provider=False
+            ),
         )
         def code_action(ls: JaxServer, params: types.CodeActionParams) -> list[types.CodeAction]:
-            return self.actions(params.text_document.uri, params.range)
+            return self.actions(params.text_document.uri, params.range, list(params.context.diagnostics))
 
     def lenses(self, uri: str) -> list[types.CodeLens]:
         session = self.ls.session
@@ -53,9 +67,11 @@ class Lenses:
             where = to_range(header, view.lines, codec)
             data: wire.LensData = {"uri": uri, "name": e.name, "kind": e.kind}
             lenses.append(types.CodeLens(range=where, data=data))
-            if session.support.opens_graphs and session.graphs.latest(uri, e.name) is not None:
-                # traced: a second lens opens it
-                lenses.append(types.CodeLens(range=where, data={"uri": uri, "name": e.name, "open": True}))
+            if session.graphs.latest(uri, e.name) is not None:
+                if session.support.opens_graphs:  # traced: a second lens opens it
+                    lenses.append(types.CodeLens(range=where, data={"uri": uri, "name": e.name, "open": True}))
+                # and a third runs it on its inputs (the profile is known to work)
+                lenses.append(types.CodeLens(range=where, data={"uri": uri, "name": e.name, "values": True}))
         return lenses
 
     def resolve(self, lens: types.CodeLens) -> types.CodeLens:
@@ -67,28 +83,63 @@ class Lenses:
             if trace is not None:
                 lens.command = open_command(trace.id)
             return lens
+        if data.get("values"):
+            lens.command = values_command(data["uri"], data["name"])
+            return lens
         lens.command = trace_command(data["uri"], data["name"])
         lens.command.title = self.title(data["uri"], data["name"])
         return lens
 
-    def actions(self, uri: str, where: types.Range) -> list[types.CodeAction]:
+    def actions(
+        self, uri: str, where: types.Range, diagnostics: list[types.Diagnostic] | None = None
+    ) -> list[types.CodeAction]:
         session = self.ls.session
         view = self.ls.view(uri)
         first, last = (view.to_module(where.start.line), view.to_module(where.end.line)) if view else (None, None)
         if view is None or first is None or last is None:
             return []
+        actions = self.reveal_actions(diagnostics or []) if session.support.opens_graphs else []
         entry = _entry_at(session.discover(view.path).entrypoints, first, last)
         if entry is None:
-            return []
+            return actions
         command = trace_command(uri, entry.name)
-        actions = [
+        actions.append(
             types.CodeAction(title=f"{LENS_TITLE}: {entry.name}", kind=types.CodeActionKind.Empty, command=command)
-        ]
+        )
         trace = session.graphs.latest(uri, entry.name) if session.support.opens_graphs else None
         if trace is not None:  # the "Open graph" lens, for editors without lenses (eglot)
             opener = open_command(trace.id)
             actions.append(
                 types.CodeAction(title=f"{OPEN_TITLE}: {entry.name}", kind=types.CodeActionKind.Empty, command=opener)
+            )
+        values = values_command(uri, entry.name)
+        actions.append(
+            types.CodeAction(title=f"{VALUES_TITLE}: {entry.name}", kind=types.CodeActionKind.Empty, command=values)
+        )
+        return actions
+
+    def reveal_actions(self, diagnostics: list[types.Diagnostic]) -> list[types.CodeAction]:
+        """On a values run's first non-finite diagnostic: open the graph at its node."""
+        actions = []
+        for diagnostic in diagnostics:
+            data: Any = as_dict(diagnostic.data)
+            if diagnostic.code != NON_FINITE or not isinstance(data, dict):
+                continue
+            trace_id, node_id = data.get("traceId"), data.get("nodeId")
+            if not isinstance(trace_id, str) or not isinstance(node_id, str):
+                continue
+            trace = self.ls.session.graphs.get(trace_id)
+            node = trace.node(node_id) if trace is not None else None
+            if node is None:
+                continue
+            actions.append(
+                types.CodeAction(
+                    title=f"Reveal {node.primitive} ({node.id}) in the graph",
+                    kind=types.CodeActionKind.QuickFix,
+                    diagnostics=[diagnostic],
+                    command=open_command(trace_id, node_id),
+                    is_preferred=True,
+                )
             )
         return actions
 

@@ -10,6 +10,7 @@ target superseding the running one, saving a completed profile, the failure diag
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gc
 import logging
 import uuid
@@ -20,7 +21,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from jaxlsp.capture.engine import Prepared, TraceFailure, TraceRequest, save_base
+from jaxlsp.capture.engine import Prepared, TraceFailure, TraceRequest, ValuesOptions, save_base
 from jaxlsp.capture.options import CaptureOptions
 from jaxlsp.capture.service import Busy, CaptureService
 from jaxlsp.discovery.callsites import CallSiteFinder
@@ -31,6 +32,7 @@ from jaxlsp.recipes import Resolved
 from jaxlsp.recipes.save import SaveError, recipe_file, save_profile
 from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
+from jaxlsp.server.convert import range_json
 from jaxlsp.server.features.trust import TrustPrompt
 from jaxlsp.server.params import file_path, invalid, parse
 from jaxlsp.server.views import OpenNotebooks
@@ -38,8 +40,9 @@ from jaxlsp.server.views import OpenNotebooks
 log = logging.getLogger(__name__)
 REQUEST_FAILED = -32803
 # Work-done percentages at the start of each phase (the worker announces import, trace, build).
-# run: an example, to learn the inputs
-PHASE_PERCENT = {"run": 10, "import": 10, "trace": 40, "build": 80, "costs": 85}
+# run: an example, to learn the inputs; values: the graph run on the profile's inputs
+PHASE_PERCENT = {"run": 10, "import": 10, "trace": 40, "build": 70, "costs": 75, "values": 80}
+NON_FINITE = "non-finite"  # the code of a values run's first non-finite diagnostic
 
 TraceAnswer = wire.TraceResult | wire.NeedsInputResult
 
@@ -57,6 +60,8 @@ class TraceArgs:
     costs: bool = False  # measure XLA's costs of every equation
     cell: int | None = None  # a notebook target's cell
     example: str | None = None  # run this example to learn the inputs (capture/autoinputs.py)
+    values: bool = False  # also run the graph on the profile's inputs
+    dims: dict[str, int] | None = None  # sizes of symbolic dimensions, for a values run
 
     @classmethod
     def parse(cls, arg: Any, where: str, notebooks: OpenNotebooks) -> TraceArgs:
@@ -83,6 +88,8 @@ class TraceArgs:
             data.get("costs", False),
             ref.cell if ref is not None else cell,
             data.get("example"),
+            data.get("values", False),
+            data.get("dims") or None,
         )
 
 
@@ -103,6 +110,16 @@ class Tracing:
                     f"{wire.TRACE_GRAPH_COMMAND}: expected one argument {{uri, name, profile?}}, got {len(args)}"
                 )
             return await self.trace(TraceArgs.parse(args[0], "arguments[0]", ls.notebooks))
+
+        @server.command(wire.TRACE_WITH_VALUES_COMMAND)
+        async def trace_with_values(ls: JaxServer, *args: Any) -> TraceAnswer:
+            if len(args) != 1:
+                raise invalid(
+                    f"{wire.TRACE_WITH_VALUES_COMMAND}: expected one argument {{uri, name, profile?}}, got {len(args)}"
+                )
+            return await self.trace(
+                dataclasses.replace(TraceArgs.parse(args[0], "arguments[0]", ls.notebooks), values=True)
+            )
 
         @server.feature(wire.TRACE)
         async def trace(ls: JaxServer, params: Any) -> TraceAnswer:
@@ -148,6 +165,7 @@ class Tracing:
             cwd=folder,
             run_examples=False,
             find_sites=self._sites,
+            values=ValuesOptions(dims=dict(args.dims or {})) if args.values else None,
         )
 
     async def _run(self, args: TraceArgs, folder: Path) -> TraceAnswer:
@@ -167,7 +185,8 @@ class Tracing:
             if running:
                 progress.report(running, PHASE_PERCENT["run"])
             progress.report("start", 5)
-            captured = await self.capture.run(prepared, options, {"uri": args.uri, "name": args.name})
+            meta = {"uri": args.uri, "name": args.name, "answers": args.answers, "dims": args.dims}
+            captured = await self.capture.run(prepared, options, meta)
         except TraceFailure as failure:
             return self._failed(args, failure)
         except Busy as exc:
@@ -206,6 +225,9 @@ class Tracing:
         if line:
             result["inputsFrom"] = line.removeprefix("inputs from ")
         self._diagnose(args.uri, args.name, None)
+        if graph.execution is not None:
+            result["values"] = self.values_summary(trace)
+            self.diagnose_values(args.uri, args.name, trace)
         finished: wire.TraceFinished = {"uri": args.uri, "name": args.name, "ok": True, "traceId": trace.id}
         self.ls.protocol.notify(wire.TRACE_FINISHED, finished)
         self.ls.refresh_lenses()  # titles now carry the trace's figures
@@ -227,7 +249,10 @@ class Tracing:
         self._diagnose(args.uri, args.name, failure)
         finished: wire.TraceFinished = {"uri": args.uri, "name": args.name, "ok": False, "error": failure.paragraph()}
         self.ls.protocol.notify(wire.TRACE_FINISHED, finished)
-        raise JsonRpcException(failure.paragraph(), code=REQUEST_FAILED, data={"kind": failure.kind})
+        why: dict[str, Any] = {"kind": failure.kind}
+        if failure.dims:
+            why["dims"] = failure.dims  # a values run asks for the sizes of these dimensions
+        raise JsonRpcException(failure.paragraph(), code=REQUEST_FAILED, data=why)
 
     def _diagnose(self, uri: str, name: str, failure: TraceFailure | None) -> None:
         """One diagnostic at the failing user line, or recipe problems at their jaxlsp.toml lines;
@@ -301,6 +326,68 @@ class Tracing:
         if self.finder is None or self.finder.root != root:
             self.finder = CallSiteFinder(session.index, root, session.classifier)
         return self.finder.find(entry)
+
+    def values_summary(self, trace: Trace) -> wire.ValuesSummary:
+        """The trace's values run in brief (its graph has an ``execution``)."""
+        execution = trace.graph.execution or {}
+        validation = execution.get("validation") or {}
+        summary: wire.ValuesSummary = {
+            "values": sum(1 for v in trace.graph.values if v.stats is not None),
+            "seconds": float(execution.get("seconds") or 0.0),
+            "validation": validation.get("status", "mismatch"),
+        }
+        mismatch = validation.get("mismatch") or {}
+        if validation.get("status") == "mismatch":
+            summary["mismatch"] = str(mismatch.get("message") or validation.get("message") or validation.get("error"))
+        first = self.first_non_finite(trace)
+        if first is not None:
+            summary["firstNonFinite"] = first
+        gradients = execution.get("gradients")
+        if gradients is not None:
+            summary["zeroGradients"] = list(gradients.get("zero") or [])
+        return summary
+
+    def first_non_finite(self, trace: Trace) -> wire.FirstNonFinite | None:
+        first = (trace.graph.execution or {}).get("firstNonFinite")
+        if not first:
+            return None
+        out: wire.FirstNonFinite = {
+            "nodeId": str(first["node"]),
+            "valueId": str(first["value"]),
+            "primitive": str(first["primitive"]),
+            "kind": str(first["kind"]),
+            "message": str(first["message"]),
+        }
+        node = trace.node(str(first["node"]))
+        frame = node.source if node is not None else None
+        if frame is not None:
+            uri, rng = self.ls.frame_location(frame, trace.frame_path(frame))  # graph paths are relative
+            out["location"] = {"uri": uri, "range": range_json(rng)}
+        return out
+
+    def diagnose_values(self, uri: str, name: str, trace: Trace) -> None:
+        """A warning at the first non-finite value's line, with the summary line's text; its code
+        action (``lenses.py``) reveals the node in the graph."""
+        first = self.first_non_finite(trace)
+        if first is None or "location" not in first:
+            return
+        location = first["location"]
+        rng = location["range"]
+        diagnostic = types.Diagnostic(
+            range=types.Range(
+                types.Position(rng["start"]["line"], rng["start"]["character"]),
+                types.Position(rng["end"]["line"], rng["end"]["character"]),
+            ),
+            message=first["message"],
+            severity=types.DiagnosticSeverity.Warning,
+            source="jaxlsp",
+            code=NON_FINITE,
+            data={"traceId": trace.id, "nodeId": first["nodeId"]},
+        )
+        self.ls.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=location["uri"], diagnostics=[diagnostic])
+        )
+        self.diagnosed[(uri, name)] = location["uri"]
 
     def _save(self, prepared: Prepared, req: TraceRequest) -> str | None:
         """Write the completed profile to jaxlsp.toml (the client asked); the file's URI, or None

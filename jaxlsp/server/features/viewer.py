@@ -26,6 +26,7 @@ from jaxlsp.server.params import as_dict, invalid, parse
 from jaxlsp.server.viewer_http import Bridge, BridgeError, Callbacks
 
 GRAPH_CACHE = 4  # serialized graphs kept for pages that reload
+REQUEST_FAILED = -32803
 STALE_DELAY = 0.3  # seconds after the last edit before pages hear whether their graph is stale
 
 
@@ -44,6 +45,7 @@ class Viewer:
 
     def register(self, server: JaxServer) -> None:
         server.session.graphs.listeners.append(self.new_trace)
+        server.session.graphs.update_listeners.append(self.updated)
         server.edit_listeners.append(self.edited)
         server.on_shutdown.append(self.stop)
 
@@ -71,19 +73,27 @@ class Viewer:
                 self.highlight(found[0].id, [n.id for n in found[1]])
 
     async def open(self, data: wire.OpenGraphParams) -> wire.OpenGraphResult:
-        """Serve the trace on the loopback bridge and ask the client to open it."""
-        url = await self.url(self.navigation.find(data["traceId"]))
+        """Serve the trace on the loopback bridge and ask the client to open it (at ``nodeId``)."""
+        trace = self.navigation.find(data["traceId"])
+        node_id = data.get("nodeId")
+        if node_id is not None and trace.node(node_id) is None:
+            raise JsonRpcException(f"unknown node {node_id!r} in trace {trace.id}", code=REQUEST_FAILED)
+        url = await self.url(trace, node_id)
         self.ls.show_document(types.ShowDocumentParams(uri=url, external=True))
         return {"url": url}
 
-    async def url(self, trace: Trace) -> str:
+    async def url(self, trace: Trace, node_id: str | None = None) -> str:
         if self.bridge is None:
             callbacks = Callbacks(
                 graph=self._graph, stale=self._is_stale, reveal=self._reveal, analysis=self._analysis, diff=self._diff
             )
             self.bridge = Bridge(callbacks)
         await self.bridge.start()
-        return self.bridge.url(trace.id)
+        return self.bridge.url(trace.id, node_id)
+
+    def updated(self, trace: Trace) -> None:
+        """A kept trace gained statistics (jaxlsp/values): pages load its new JSON."""
+        self._json.pop(trace.id, None)
 
     async def stop(self) -> None:
         if self.bridge is not None:

@@ -1,0 +1,31 @@
+"""benchmarks/values.py runs end to end in its quick mode (no timing is asserted)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("jax")
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_quick_run_compares_a_values_run_with_an_eager_call_and_prints_the_ratios() -> None:
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "values.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert out.returncode in (0, 1), out.stderr[-2000:]  # one run proves nothing about speed
+    lines = out.stdout.strip().splitlines()
+    assert lines[0].startswith("values runs against eager calls")
+    assert re.search(r"eqx scan rnn .* cpu eager +\d+\.\d+s values +\d+\.\d+s \(\d+\.\d\dx", lines[1]), lines[1]
+    assert re.search(r"peak eager [\d.]+ MB values [\d.]+ MB \(\d+\.\d\dx", lines[1]), lines[1]
+    assert "validation verified" in lines[2], lines[2]
+    assert lines[-1] in ("values ratios within target", "values ratios MISSED a target")
