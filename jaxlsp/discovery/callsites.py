@@ -348,12 +348,18 @@ class CallSiteFinder(Evaluator):
         for scope in file.scopes_of(index):
             for call in scope.calls:
                 self.current_line = None
-                if self._involves(self.value(call.node, scope, call.order + 1), target):
+                result = self.value(call.node, scope, call.order + 1)
+                if isinstance(result, Built) and self._result_of_target(result, target):
+                    return True  # it calls the target (``_padding_init(padding, n)`` in ``Conv``)
+                if self._involves(result, target):
                     return True
         parsed = file.parsed(index)
         if parsed is not None and isinstance(parsed.node, cst.ClassDef):
             module = file.module_scope()
             self.current_line = file.statements[index].start
+            for base in parsed.node.bases:  # a subclass runs the target's code (``super().__init__``)
+                if self._is_target(self.value(base.value, module, 0), target):
+                    return True
             for stmt in _class_body(parsed.node):
                 for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
                     value = small.value if isinstance(small, (cst.Assign, cst.AnnAssign)) else None

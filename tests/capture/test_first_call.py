@@ -94,6 +94,26 @@ def test_a_target_file_that_another_import_hook_loads(tmp_path: Path) -> None:
     assert inputs(result) == [("args/0", [2, 4], "float32")]
 
 
+def test_a_call_under_vmap_with_an_axis_name_is_traced_with_that_axis_bound(tmp_path: Path) -> None:
+    # equinox's BatchNorm is called under jax.vmap(..., axis_name="batch") and takes a pmean over
+    # "batch": traced on its own the call had no such axis ("unbound axis name")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "norm.py").write_text(
+        "import jax\nimport jax.numpy as jnp\n\n\n"
+        "def centred(x):\n    return x - jax.lax.pmean(jnp.mean(x), axis_name='batch')\n"
+    )
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_norm.py").write_text(
+        "import jax\nimport jax.numpy as jnp\nfrom pkg.norm import centred\n\n\n"
+        "def test_centred():\n    jax.vmap(centred, axis_name='batch')(jnp.ones((5, 3)))\n"
+    )
+    result = run(tmp_path, "pkg/norm.py::centred", "tests/test_norm.py::test_centred")
+    assert result["ok"], result.get("error")
+    assert inputs(result) == [("args/0", [3], "float32")]
+    assert any(node["primitive"] == "psum" for node in result["graph"]["nodes"]), "the pmean over 'batch' is traced"
+
+
 def test_a_linen_block_reached_inside_its_owner_init(repo: Path) -> None:
     result = run(repo, "zoo/resnet.py::ResNetBlock", "tests/test_models.py::test_resnet18")
     assert result["ok"], result.get("error")

@@ -266,6 +266,33 @@ def test_tests_importing_the_module_are_the_last_resort(tmp_path: Path) -> None:
     assert [(s.example, s.static, s.via) for s in result] == [("tests/test_ops.py", False, "imports pkg.ops")]
 
 
+def test_helpers_and_base_classes_inherit_the_examples_of_their_users(tmp_path: Path) -> None:
+    """Equinox's layout: ``_scale`` is called only inside ``Conv``, and ``Conv`` is built only
+    through its subclass's ``super().__init__``; the tests reach both through ``Conv2d``."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("from .layers import Conv2d as Conv2d\n")
+    (tmp_path / "pkg" / "layers.py").write_text(
+        "import equinox as eqx\nimport jax.numpy as jnp\n\n\n"
+        "def _scale(x, n):\n    return jnp.sum(x) * n\n\n\n"
+        "class Conv(eqx.Module):\n    n: int\n\n"
+        "    def __init__(self, num_spatial_dims, n):\n        self.n = n\n\n"
+        "    def __call__(self, x):\n        return _scale(x, self.n)\n\n\n"
+        "class Conv2d(Conv):\n    def __init__(self, n):\n        super().__init__(2, n)\n"
+    )
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_layers.py").write_text(
+        "import jax.numpy as jnp\nimport pkg\n\n\ndef test_conv2d():\n    pkg.Conv2d(3)(jnp.ones((2, 4, 4)))\n"
+    )
+    index = WorkspaceIndex([tmp_path])
+    found = Classifier(index).discover(tmp_path / "pkg" / "layers.py")
+    finder = CallSiteFinder(index, tmp_path)
+    for name in ("_scale", "Conv"):
+        entry = next(e for e in found.entrypoints if e.name == name)
+        result = finder.find(entry)
+        assert [(s.example, s.static) for s in result] == [("tests/test_layers.py::test_conv2d", False)], name
+        assert result[0].via is not None and "through Conv" in result[0].via
+
+
 def test_ranking_order(finder: CallSiteFinder) -> None:
     found = sites(finder, "zoo/resnet.py::ResNet")
     assert found == sorted(found, key=CallSite.rank)

@@ -92,11 +92,15 @@ class Hook:
         from jaxlsp.capture.worker.main import announce
 
         announce(self.request, "trace")
+        from jaxlsp.capture.worker import jaxcompat
+
+        # read here: the named axes of a surrounding vmap belong to this thread's JAX context
+        axes = jaxcompat.bound_axes()
         box: dict[str, Any] = {}
 
         def work() -> None:
             try:
-                box["result"] = self._trace(frame.f_globals, args, kwargs, callsite)
+                box["result"] = self._trace(frame.f_globals, args, kwargs, callsite, axes)
             except CaptureError as exc:
                 box["result"] = {"ok": False, "error": exc.info()}
             except MemoryError:
@@ -125,8 +129,15 @@ class Hook:
         return {"path": self.path, "line": frame.f_code.co_firstlineno, "function": frame.f_code.co_name}
 
     def _trace(
-        self, namespace: dict[str, Any], args: list[Any], kwargs: dict[str, Any], callsite: dict[str, Any]
+        self,
+        namespace: dict[str, Any],
+        args: list[Any],
+        kwargs: dict[str, Any],
+        callsite: dict[str, Any],
+        axes: list[tuple[Any, int]],
     ) -> dict[str, Any]:
+        """Trace the hooked call on abstract copies of its arguments, with ``axes`` (the named
+        axes bound around the call, ``vmap(..., axis_name="batch")``) bound again."""
         import jax
 
         from jaxlsp.capture.worker import learned, targets
@@ -171,7 +182,9 @@ class Hook:
             self.timings["init"] = time.perf_counter() - t0
             t0 = time.perf_counter()
             with jax.default_device(self.device) if self.device is not None else contextlib.nullcontext():
-                closed, out_shape = jax.make_jaxpr(traced.fn, return_shape=True)(*traced.operands)
+                closed, out_shape = jax.make_jaxpr(traced.fn, axis_env=axes or None, return_shape=True)(
+                    *traced.operands
+                )
         except CaptureError:
             raise
         except BaseException as exc:

@@ -140,6 +140,20 @@ def warm() -> None:
         pass
 
 
+def bound_axes() -> list[tuple[Any, int]]:
+    """The named axes bound where this runs (``jax.vmap(f, axis_name="batch")`` around a call),
+    with their sizes: a call traced on its own needs them bound again (``make_jaxpr``'s
+    ``axis_env``), else its collectives fail with "unbound axis name". Empty when none are bound
+    or JAX keeps them elsewhere."""
+    try:
+        from jax._src import core
+
+        sizes = core.get_axis_env().axis_sizes  # type: ignore[no-untyped-call]
+        return [(name, int(size)) for name, size in sizes.items() if isinstance(size, int)]
+    except Exception:
+        return []
+
+
 def bind_params(eqn: Any) -> dict[str, Any]:
     """The params to ``bind`` an equation's primitive with (``get_bind_params``: custom_jvp/vjp
     keep their rules there). Older JAX returned ``(subfuns, params)``: those with no subfuns fit."""

@@ -71,3 +71,20 @@ def test_the_same_code_in_two_files_keeps_each_files_frames() -> None:
         eqn = jax.make_jaxpr(namespace["f"])(1.0).jaxpr.eqns[0]
         files.append(jaxcompat.user_frames(eqn.source_info)[0].file)
     assert files == ["/tmp/jaxlsp_same_a.py", "/tmp/jaxlsp_same_b.py"]
+
+
+def test_bound_axes_reads_the_names_a_surrounding_vmap_binds() -> None:
+    import jax
+    import jax.numpy as jnp
+
+    from jaxlsp.capture.worker import jaxcompat
+
+    seen: list[list[tuple[object, int]]] = []
+
+    def f(x: jax.Array) -> jax.Array:
+        seen.append(jaxcompat.bound_axes())
+        return x
+
+    jax.vmap(f, axis_name="batch")(jnp.ones((5, 2)))
+    assert seen == [[("batch", 5)]]
+    assert jaxcompat.bound_axes() == []
