@@ -113,11 +113,20 @@ JUPYTERLAB := editors/jupyterlab
 LABEXTENSION := $(JUPYTERLAB)/jaxlsp_jupyterlab/labextension
 JUPYTERLAB_CORE = $(shell $(PY) -c "import jupyterlab, os; print(os.path.join(os.path.dirname(jupyterlab.__file__), 'staging'))")
 
+# webpack names the module-federation container's entry by a hash of the folder it is built in, so
+# the labextension is built in one fixed folder (the source copied there, node_modules linked):
+# the same bytes from every clone, which is what lets `make jupyterlab` compare it with the committed one.
+JUPYTERLAB_BUILD := /tmp/jaxlsp-jupyterlab-build
 jupyterlab-build: install
 	cd $(JUPYTERLAB) && npm ci --no-audit --no-fund --loglevel=error
-	rm -rf $(LABEXTENSION)
-	cd $(JUPYTERLAB) && ./node_modules/.bin/tsc -p . && \
+	rm -rf $(LABEXTENSION) $(JUPYTERLAB_BUILD) && mkdir -p $(JUPYTERLAB_BUILD)
+	cd $(JUPYTERLAB) && tar cf - --exclude=./node_modules --exclude=./lib --exclude=./out \
+		--exclude=./tsconfig.tsbuildinfo --exclude=./jaxlsp_jupyterlab/labextension . | (cd $(JUPYTERLAB_BUILD) && tar xf -)
+	ln -s $(CURDIR)/$(JUPYTERLAB)/node_modules $(JUPYTERLAB_BUILD)/node_modules
+	cd $(JUPYTERLAB_BUILD) && ./node_modules/.bin/tsc -p . && \
 		node node_modules/@jupyterlab/builder/lib/build-labextension.js --core-path $(JUPYTERLAB_CORE) . >/dev/null
+	cp -r $(JUPYTERLAB_BUILD)/jaxlsp_jupyterlab/labextension $(LABEXTENSION)
+	rm -rf $(JUPYTERLAB_BUILD)
 
 jupyterlab: install
 	@rm -rf build/labextension-committed && mkdir -p build && cp -r $(LABEXTENSION) build/labextension-committed

@@ -127,9 +127,12 @@ async def vscode(lsp: JaxClient, tmp_path: Path) -> Any:
 
 
 async def trace_lenses(client: JaxClient, uri: str) -> list[tuple[str, int]]:
-    """``(name, line)`` of the "Trace graph" lenses (after a trace, "Open graph" ones join them)."""
+    """``(name, line)`` of the "Trace graph" lenses (after a trace, "Open graph" and "Trace with values"
+    ones join them)."""
     return [
-        (lens.data["name"], lens.range.start.line) for lens in await client.lenses(uri) if not lens.data.get("open")
+        (lens.data["name"], lens.range.start.line)
+        for lens in await client.lenses(uri)
+        if not lens.data.get("open") and not lens.data.get("values")
     ]
 
 
@@ -162,7 +165,7 @@ async def test_lenses_trace_hover_and_reveal_in_cells_while_cells_move(vscode: J
     assert await trace_lenses(client, notebook.at(SOFTMAX)) == [("softmax_rows", 0)]
     assert await trace_lenses(client, notebook.at(3)) == []
     actions = await client.actions(dense, DENSE_LINE)
-    assert [a.title for a in actions] == ["Trace graph: Dense2"]
+    assert [a.title for a in actions] == ["Trace graph: Dense2", "Trace with values: Dense2"]
     found = client.plain(await client.request("jaxlsp/discover", {"textDocument": {"uri": dense}}))
     assert [(e["name"], e["cell"], e["range"]["start"]["line"]) for e in found["entrypoints"]] == [("Dense2", DENSE, 0)]
 
