@@ -214,3 +214,16 @@ def test_through_the_warm_spare(repo: Path) -> None:
         "init": {"kwargs": {"dim": 10}},
         "inputs": {"args": [{"kind": "array", "shape": [3, 10]}]},
     }
+
+
+def test_a_values_run_of_inputs_learned_from_an_example_is_refused_with_what_to_do(repo: Path) -> None:
+    """The example's arrays are not kept, so a values run needs the learned profile saved first:
+    refused before anything runs, never a shapes-only graph that claims values."""
+    req = request(repo, "zoo/functions.py::never_called_statically", "tests/test_models.py::test_from_fixture")
+    req["values"] = {}
+    outcome = capture_sync(req, sys.executable, CaptureOptions(timeout=90))
+    error = outcome.result.get("error") or {}
+    assert not outcome.result["ok"] and error.get("kind") == "refused", outcome.result
+    assert (
+        "save the learned profile" in error["message"] and "tests/test_models.py::test_from_fixture" in error["message"]
+    )

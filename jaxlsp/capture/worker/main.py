@@ -157,6 +157,8 @@ def _capture(
     """The graph's JSON form; with ``mode = "structure"`` only the target's variables structure
     (in ``extra``, and no graph): the check of a structure hint (capture/speculate.py)."""
     profile = request["profile"]
+    if sys.platform.startswith("win"):
+        raise CaptureError("refused", "tracing is not supported on Windows yet")
     if profile.get("example"):  # learn the inputs from a run of one of the workspace's own examples
         if request.get("values") is not None:
             raise CaptureError(
@@ -217,8 +219,6 @@ def trace_target(
     profile = dict(request["profile"])
     path = os.path.abspath(str(target["path"]))
     x64 = bool(profile.get("x64", False))
-    if sys.platform.startswith("win"):
-        raise CaptureError("refused", "tracing is not supported on Windows yet")
     wide = inputs_mod.wide_dtypes(profile.get("inputs"), profile.get("init"))
     if wide and not x64:
         raise CaptureError(
