@@ -562,30 +562,16 @@ class CallSiteFinder(Evaluator):
         if built is not None:
             init_args, init_kwargs, alias = self._init_arguments(built, target)
             via = alias
-            init = {}
-            specs, n, w = self._specs(init_args, "init.args", missing)
+            init, n, w = self._section(init_args, init_kwargs, "init", missing)
             count, wide = count + n, wide or w
-            if specs:
-                init["args"] = specs
-            named, n, w = self._named_specs(init_kwargs, "init.kwargs", missing)
-            count, wide = count + n, wide or w
-            if named:
-                init["kwargs"] = named
         inputs: dict[str, Any] | None = None
         if call is not None:
             args, kwargs, maps = call
             if maps:
                 args = [_unmapped(a) for a in args]
                 kwargs = [(k, _unmapped(v)) for k, v in kwargs]
-            inputs = {}
-            specs, n, w = self._specs(args, "inputs.args", missing)
+            inputs, n, w = self._section(args, kwargs, "inputs", missing)
             count, wide = count + n, wide or w
-            if specs:
-                inputs["args"] = specs
-            named, n, w = self._named_specs(kwargs, "inputs.kwargs", missing)
-            count, wide = count + n, wide or w
-            if named:
-                inputs["kwargs"] = named
         elif target.kind != "function":
             missing.append(Missing("inputs", "the instance made here is never called in this scope"))
         if wide:
@@ -628,6 +614,19 @@ class CallSiteFinder(Evaluator):
             if skip in positional and positional.index(skip) < len(args):
                 args = [a for i, a in enumerate(args) if i != positional.index(skip)]
         return args, list(kwargs.items()), via
+
+    def _section(
+        self, args: list[Value], kwargs: list[tuple[str, Value]], where: str, missing: list[Missing]
+    ) -> tuple[dict[str, Any], int, bool]:
+        """``init`` or ``inputs`` of a profile: ``{args?, kwargs?}``, elements counted, whether wide."""
+        section: dict[str, Any] = {}
+        specs, count, wide = self._specs(args, f"{where}.args", missing)
+        if specs:
+            section["args"] = specs
+        named, n, w = self._named_specs(kwargs, f"{where}.kwargs", missing)
+        if named:
+            section["kwargs"] = named
+        return section, count + n, wide or w
 
     def _specs(self, values: Iterable[Value], where: str, missing: list[Missing]) -> tuple[list[Any], int, bool]:
         out: list[Any] = []
