@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any, Literal, NotRequired, Required, TypeVar, get_args, get_origin, get_type_hints
 from urllib.parse import unquote, urlsplit
 
-from pygls.exceptions import JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
+from jaxlsp.graph.store import GraphStore, Trace
 from jaxlsp.server.wire import Size
 
 T = TypeVar("T")
@@ -26,6 +27,7 @@ MAX_ITEMS = 10_000  # members of a list or object with no Size of its own
 MAX_ANY_DEPTH = 16  # nesting inside a member typed Any (needs-input answers)
 MAX_MESSAGE = 2000  # characters of an error message
 QUOTE = 60  # characters of a client's value quoted in an error
+REQUEST_FAILED = -32803  # LSP's RequestFailed: well-formed params, but nothing to answer them with
 
 
 def as_dict(value: Any) -> Any:
@@ -51,6 +53,14 @@ def invalid(message: str) -> JsonRpcInvalidParams:
     err = JsonRpcInvalidParams()
     err.message = message if len(message) <= MAX_MESSAGE else message[:MAX_MESSAGE] + " [...]"
     return err
+
+
+def known_trace(store: GraphStore, trace_id: str) -> Trace:
+    """The kept trace ``trace_id``; RequestFailed naming it when the server has none."""
+    found = store.get(trace_id)
+    if found is None:
+        raise JsonRpcException(f"unknown trace: {shown(trace_id)}", code=REQUEST_FAILED)
+    return found
 
 
 def parse(value: Any, shape: type[T], where: str = "params") -> T:

@@ -7,14 +7,11 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from pygls.exceptions import JsonRpcException
-
 from jaxlsp.graph.costs import render_table, table
 from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
-from jaxlsp.server.params import invalid, parse, shown
+from jaxlsp.server.params import invalid, known_trace, parse, shown
 
-REQUEST_FAILED = -32803
 MAX_MODULES = 5000
 
 
@@ -31,9 +28,7 @@ class Costs:
         limit = data.get("limit", 200)
         if not 1 <= limit <= MAX_MODULES:
             raise invalid(f"params.limit: expected an integer from 1 to {MAX_MODULES}, got {shown(limit)}")
-        trace = self.ls.session.graphs.get(data["traceId"])
-        if trace is None:
-            raise JsonRpcException(f"unknown trace: {shown(data['traceId'])}", code=REQUEST_FAILED)
+        trace = known_trace(self.ls.session.graphs, data["traceId"])
         found = dict(trace.analysis())
         found["modules"] = found["modules"][:limit]
         found["traceId"] = trace.id

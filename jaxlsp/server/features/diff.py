@@ -12,9 +12,8 @@ from jaxlsp.graph.diff import diff
 from jaxlsp.graph.model import Graph
 from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
-from jaxlsp.server.params import file_path, invalid, parse, shown
+from jaxlsp.server.params import REQUEST_FAILED, file_path, invalid, parse, shown
 
-REQUEST_FAILED = -32803
 MAX_LISTED = 10_000
 
 

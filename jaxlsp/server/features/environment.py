@@ -28,10 +28,9 @@ from jaxlsp.capture.interpreters import InterpreterError, Selection, select_inte
 from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
 from jaxlsp.server.features.trust import TrustPrompt
-from jaxlsp.server.params import as_dict, file_path, invalid, parse
+from jaxlsp.server.params import REQUEST_FAILED, as_dict, file_path, invalid, parse
 
 log = logging.getLogger(__name__)
-REQUEST_FAILED = -32803
 INSTALL, CANCEL = "Install", "Cancel"
 LOG_MESSAGE_LIMIT = 1024 * 1024  # characters of an install log sent as window/logMessage
 

@@ -11,9 +11,8 @@ from jaxlsp.graph.store import Trace
 from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
 from jaxlsp.server.convert import range_json
-from jaxlsp.server.params import invalid, parse, shown
+from jaxlsp.server.params import REQUEST_FAILED, invalid, known_trace, parse, shown
 
-REQUEST_FAILED = -32803
 MAX_PAGE = 5000
 
 
@@ -45,9 +44,7 @@ class Graphs:
 
     def node(self, data: wire.NodeParams) -> wire.NodeDetail:
         trace_id, node_id = data["traceId"], data["nodeId"]
-        stored = self.ls.session.graphs.get(trace_id)
-        if stored is None:
-            raise JsonRpcException(f"unknown trace: {shown(trace_id)}", code=REQUEST_FAILED)
+        stored = known_trace(self.ls.session.graphs, trace_id)
         found = stored.node(node_id)
         if found is None:
             raise JsonRpcException(f"unknown node {shown(node_id)} in trace {trace_id}", code=REQUEST_FAILED)

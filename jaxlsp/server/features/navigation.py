@@ -12,9 +12,7 @@ from jaxlsp.graph.store import Trace
 from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
 from jaxlsp.server.convert import range_json
-from jaxlsp.server.params import file_path, invalid, parse, shown
-
-REQUEST_FAILED = -32803
+from jaxlsp.server.params import REQUEST_FAILED, file_path, invalid, known_trace, parse, shown
 
 
 def document_line(ls: JaxServer, data: wire.NodesAtParams | wire.CursorMovedParams) -> tuple[str, int]:
@@ -58,10 +56,7 @@ class Navigation:
             return self.reveal(parse(params, wire.RevealSourceParams))
 
     def find(self, trace_id: str) -> Trace:
-        found = self.ls.session.graphs.get(trace_id)
-        if found is None:
-            raise JsonRpcException(f"unknown trace: {shown(trace_id)}", code=REQUEST_FAILED)
-        return found
+        return known_trace(self.ls.session.graphs, trace_id)
 
     def at(self, uri: str, line: int) -> tuple[Trace, list[Any]] | None:
         """The freshest trace with nodes at ``line`` (0-based) of the document ``uri`` (a file, a

@@ -34,11 +34,10 @@ from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
 from jaxlsp.server.convert import range_json
 from jaxlsp.server.features.trust import TrustPrompt
-from jaxlsp.server.params import file_path, invalid, parse
+from jaxlsp.server.params import REQUEST_FAILED, file_path, invalid, parse
 from jaxlsp.server.views import OpenNotebooks
 
 log = logging.getLogger(__name__)
-REQUEST_FAILED = -32803
 # Work-done percentages at the start of each phase (the worker announces import, trace, build).
 # run: an example, to learn the inputs; values: the graph run on the profile's inputs
 PHASE_PERCENT = {"run": 10, "import": 10, "trace": 40, "build": 70, "costs": 75, "values": 80}

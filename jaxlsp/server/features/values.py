@@ -23,9 +23,7 @@ from jaxlsp.graph.store import Trace
 from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
 from jaxlsp.server.features.tracing import TraceArgs, Tracing
-from jaxlsp.server.params import invalid, parse, shown
-
-REQUEST_FAILED = -32803
+from jaxlsp.server.params import REQUEST_FAILED, invalid, known_trace, parse, shown
 
 
 class Values:
@@ -40,9 +38,7 @@ class Values:
             return await self.values(parse(params, wire.ValuesParams))
 
     async def values(self, data: wire.ValuesParams) -> wire.ValuesResult:
-        trace = self.ls.session.graphs.get(data["traceId"])
-        if trace is None:
-            raise JsonRpcException(f"unknown trace: {shown(data['traceId'])}", code=REQUEST_FAILED)
+        trace = known_trace(self.ls.session.graphs, data["traceId"])
         wanted = self.wanted(trace, data)
         inline = sorted(wanted) if data.get("inline") else []
         arrays: dict[str, Any] = {}

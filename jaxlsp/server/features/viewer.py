@@ -22,11 +22,10 @@ from jaxlsp.graph.store import Trace
 from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
 from jaxlsp.server.features.navigation import Navigation, document_line
-from jaxlsp.server.params import as_dict, invalid, parse
+from jaxlsp.server.params import REQUEST_FAILED, as_dict, invalid, parse
 from jaxlsp.server.viewer_http import Bridge, BridgeError, Callbacks
 
 GRAPH_CACHE = 4  # serialized graphs kept for pages that reload
-REQUEST_FAILED = -32803
 STALE_DELAY = 0.3  # seconds after the last edit before pages hear whether their graph is stale
 
 
