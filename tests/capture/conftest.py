@@ -124,3 +124,18 @@ def watch_sleeper(event: asyncio.Event) -> tuple[list[int], Callable[[str, str],
             event.set()
 
     return pgid, on_log
+
+
+def quick_benchmark(name: str, timeout: float = 300) -> list[str]:
+    """``benchmarks/NAME.py --quick`` run end to end: its stdout lines. Exit 1 (a missed ratio) is
+    fine, since a quick run proves nothing about speed; anything else fails with its stderr."""
+    root = HERE.parents[1]
+    out = subprocess.run(
+        [sys.executable, str(root / "benchmarks" / f"{name}.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=root,
+    )
+    assert out.returncode in (0, 1), out.stderr[-2000:]
+    return out.stdout.strip().splitlines()

@@ -3,27 +3,16 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-pytest.importorskip("jax")
+from tests.capture.conftest import quick_benchmark
 
-ROOT = Path(__file__).resolve().parents[2]
+pytest.importorskip("jax")
 
 
 def test_quick_run_compares_a_values_run_with_an_eager_call_and_prints_the_ratios() -> None:
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "values.py"), "--quick"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-    )
-    assert out.returncode in (0, 1), out.stderr[-2000:]  # one run proves nothing about speed
-    lines = out.stdout.strip().splitlines()
+    lines = quick_benchmark("values")
     assert lines[0].startswith("values runs against eager calls")
     assert re.search(r"eqx scan rnn .* cpu eager +\d+\.\d+s values +\d+\.\d+s \(\d+\.\d\dx", lines[1]), lines[1]
     assert re.search(r"peak eager [\d.]+ MB values [\d.]+ MB \(\d+\.\d\dx", lines[1]), lines[1]
