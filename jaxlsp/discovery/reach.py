@@ -32,7 +32,10 @@ class Reach:
     def __init__(self, index: WorkspaceIndex, root: Path) -> None:
         self.index = index
         self.root = root
-        self.memo: dict[tuple[Path, str], list[CallSite]] = {}
+        # keyed by depth too: a result cut short by MAX_PARENT_DEPTH must not stand in for the
+        # same definition met nearer the target (``train_and_evaluate`` through ``train_step``
+        # at depth 4 finds nothing; through ``model`` at depth 3 it finds ``main.py``)
+        self.memo: dict[tuple[Path, str, int], list[CallSite]] = {}
 
     def example_of(self, file: SourceFile, owner: str, top_level: bool) -> tuple[SiteKind, str | None]:
         """The kind of example a scope belongs to, and the example to run to reach it."""
@@ -55,11 +58,11 @@ class Reach:
         """The runnable examples that use ``name`` (defined in ``path``), directly or through
         definitions that use it, up to :data:`MAX_PARENT_DEPTH`: read from the code's names alone
         (no values are worked out: a run will show whether the example really reaches it)."""
-        key = (path, name)
+        key = (path, name, depth)
         if key in self.memo:
             return self.memo[key]
         self.memo[key] = []
-        seen = seen | {key}
+        seen = seen | {(path, name)}
         words = {name}
         aliases: set[tuple[Path, int]] = set()
         for file in files:  # top-level aliases: ResNet18 = partial(ResNet, ...), Model = ResNet

@@ -293,6 +293,39 @@ def test_helpers_and_base_classes_inherit_the_examples_of_their_users(tmp_path: 
         assert result[0].via is not None and "through Conv" in result[0].via
 
 
+def test_a_driver_met_first_at_the_depth_limit_is_still_followed_from_nearer(tmp_path: Path) -> None:
+    """flax's vae example: ``Encoder`` is built in ``VAE.setup``, ``VAE`` by ``model()``, which
+    ``train_step`` and ``train_and_evaluate`` call, and ``main.py`` runs ``train_and_evaluate``.
+    Reached first through ``train_step`` (one level deeper), ``train_and_evaluate`` sits at the
+    depth limit; its example must still be found through ``model`` (it was not: a cut-short
+    result was remembered)."""
+    (tmp_path / "models.py").write_text(
+        "import flax.linen as nn\n\n\n"
+        "class Encoder(nn.Module):\n    latents: int\n\n    @nn.compact\n"
+        "    def __call__(self, x):\n        return nn.Dense(self.latents)(x)\n\n\n"
+        "class VAE(nn.Module):\n    latents: int = 20\n\n"
+        "    def setup(self):\n        self.encoder = Encoder(self.latents)\n\n"
+        "    def __call__(self, x):\n        return self.encoder(x)\n\n\n"
+        "def model(latents):\n    return VAE(latents=latents)\n"
+    )
+    (tmp_path / "train.py").write_text(
+        "import jax\nimport models\n\n\n"
+        "def train_step(state, batch):\n    return models.model(3).apply(state, batch)\n\n\n"
+        "def train_and_evaluate(config):\n    params = models.model(3).init(jax.random.key(0), config)\n"
+        "    return train_step(params, config)\n"
+    )
+    (tmp_path / "main.py").write_text(
+        "import train\n\n\ndef main(argv):\n    train.train_and_evaluate(argv)\n\n\n"
+        "if __name__ == '__main__':\n    main(None)\n"
+    )
+    index = WorkspaceIndex([tmp_path])
+    found = Classifier(index).discover(tmp_path / "models.py")
+    finder = CallSiteFinder(index, tmp_path, Classifier(index))
+    for name in ("Encoder", "VAE"):
+        entry = next(e for e in found.entrypoints if e.name == name)
+        assert [s.example for s in finder.find(entry)] == ["main.py"], name
+
+
 def test_ranking_order(finder: CallSiteFinder) -> None:
     found = sites(finder, "zoo/resnet.py::ResNet")
     assert found == sorted(found, key=CallSite.rank)
