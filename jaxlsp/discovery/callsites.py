@@ -223,7 +223,9 @@ class CallSiteFinder(Evaluator):
                 if file.defines(i):
                     if uses_names(text, words):
                         mentioned.append((file, i))
-                        sites.extend(self._sites_in(target, file, [i], words, parents))
+                        here = list(self._sites_in(target, file, [i], words, parents))
+                        nested = self.reach.test_use(file, i, words) if not here else None
+                        sites.extend([nested] if nested is not None else here)
                 elif uses_names(text, names):
                     top_level.append(i)
                     mentioned.append((file, i))

@@ -104,6 +104,20 @@ class Reach:
         self.memo[key] = out
         return out
 
+    def test_use(self, file: SourceFile, index: int, words: set[str]) -> CallSite | None:
+        """The test that definition ``index`` of a test file is, as a dynamic site, when its body
+        uses one of ``words`` where calls are not read statically (a module class defined inside
+        the test function, as Equinox's and Flax's tests do): running it may reach the target."""
+        if not is_test_file(file.path):
+            return None
+        st = file.statements[index]
+        defined = header_name(file.lines[st.header])
+        kind, example = self.example_of(file, self._test_owner(file, index, defined, words), False)
+        if example is None:
+            return None
+        line = next((n for n in range(st.header, st.end + 1) if uses_names(file.lines[n], words)), st.header)
+        return CallSite(file.path, line + 1, kind, example, static=False, via="uses it here")
+
     def _sees(self, file: SourceFile, path: Path, module: str) -> bool:
         """Whether ``file`` can name what ``path`` defines: it is that file, or imports its
         module (or something from it); a file of the same folder defining its own ``Linear``

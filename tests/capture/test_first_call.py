@@ -128,6 +128,14 @@ def test_a_linen_block_reached_inside_its_owner_init(repo: Path) -> None:
     assert "conv_general_dilated" in primitives
 
 
+def test_a_layer_built_inside_a_class_local_to_the_test(repo: Path) -> None:
+    result = run(repo, "zoo/tied.py::Tied", "tests/test_tied.py::test_a_layer_inside_a_local_model")
+    assert result["ok"], result.get("error")
+    assert inputs(result) == [("args/0", [3, 4], "float32")]
+    assert result["callsite"]["path"] == str(repo / "tests" / "test_tied.py")
+    assert {n["primitive"] for n in result["graph"]["nodes"]} >= {"dot_general", "tanh"}
+
+
 def test_a_script_with_arguments(repo: Path) -> None:
     result = run(repo, "zoo/functions.py::normalize", "train.py --batch-size 3 --steps 1")
     assert result["ok"], result.get("error")

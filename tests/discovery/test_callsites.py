@@ -246,6 +246,15 @@ def test_used_inside_another_target_inherits_its_examples(finder: CallSiteFinder
     assert [s.example for s in block] == ["toy.py"]
 
 
+def test_a_class_local_to_a_test_function_makes_the_test_an_example(finder: CallSiteFinder) -> None:
+    """Calls inside a class defined in a test function are not read statically; the test that
+    defines it is still an example to run (equinox's tests build ``Shared`` that way)."""
+    found = sites(finder, "zoo/tied.py::Tied")
+    assert [(s.example, s.static, s.via) for s in found] == [
+        ("tests/test_tied.py::test_a_layer_inside_a_local_model", False, "uses it here")
+    ]
+
+
 def test_list_members_are_reached_through_their_owner(finder: CallSiteFinder) -> None:
     scale = sites(finder, "zoo/layers.py::Scale")
     assert any(s.example == "tests/test_layers.py::test_stack_of_scales" and not s.static for s in scale)
