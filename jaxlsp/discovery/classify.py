@@ -295,12 +295,19 @@ class Classifier:
         if not transforms and not core and not plumbing:
             return None
         plumbing_only = not core
-        signals = [] if transforms else self._driver_signals(fs, detail, local, seen)
+        factory = None if transforms else detail.returns_function
+        signals = [] if transforms or factory else self._driver_signals(fs, detail, local, seen)
         driver = not transforms and (
-            bool(signals) or (strong_io and (detail.has_loop or plumbing_only)) or (detail.has_loop and plumbing_only)
+            factory is not None
+            or bool(signals)
+            or (strong_io and (detail.has_loop or plumbing_only))
+            or (detail.has_loop and plumbing_only)
         )
         if transforms:
             reason = "decorated with " + ", ".join(transforms)
+        elif factory is not None:
+            # what it returns computes, not it: its own call only makes a function
+            reason = f"factory: returns a function it makes ({factory})"
         elif signals:
             reason = "driver: " + "; ".join(signals)
         else:
@@ -316,6 +323,7 @@ class Classifier:
             fields=detail.params,
             reason=reason,
             driver=driver,
+            factory=factory is not None,
         )
 
     def _driver_signals(
@@ -448,7 +456,7 @@ class Classifier:
             if q is None or q.callee is not None or eco.is_library_name(q.name) or f"fn:{q.name}" in seen:
                 continue
             entry = self._workspace_entry(q.name, fs.path, seen)
-            if entry is not None and entry.driver:
+            if entry is not None and entry.driver and not entry.factory:  # a factory only makes a function
                 return ref
         return None
 

@@ -36,6 +36,7 @@ class Entrypoint:
     fields: tuple[SetupField, ...]
     reason: str  # why discovery chose it, in words (``derives flax.linen.Module``)
     driver: bool = False  # a soft-rule driver: uses JAX only incidentally
+    factory: bool = False  # a driver that returns a function it makes (no lens: it computes nothing)
 
     @property
     def line(self) -> int:

@@ -306,6 +306,7 @@ class FunctionInfo:
             has_assert=walker.has_assert,
             local_calls=tuple(walker.local_calls),
             nested_defs=tuple(walker.nested_defs),
+            returns_function=walker.returned_function(),
         )
 
 
@@ -359,6 +360,9 @@ class FunctionDetail:
     has_assert: bool = False
     local_calls: tuple[tuple[str, str], ...] = ()
     nested_defs: tuple[tuple[str, tuple[Decorator, ...]], ...] = ()  # the body's own defs, decorated
+    # what every ``return`` of the body hands back is a function it makes (a nested ``def``, a
+    # ``lambda``, a ``partial``, a transform of one, or a tuple of them): a factory (the name)
+    returns_function: str | None = None
 
 
 _WHITESPACE = (
@@ -378,6 +382,11 @@ _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 _OWN, _LAMBDA, _NESTED_DEF = 0, 1, 2
+# transforms that wrap a function into a function (``return jax.jit(step)`` returns a function)
+_WRAPPERS = frozenset(
+    {"jit", "vmap", "pmap", "grad", "value_and_grad", "checkpoint", "remat", "shard_map", "filter_jit",
+     "filter_vmap", "filter_grad", "filter_value_and_grad", "filter_pmap", "custom_jvp", "custom_vjp"}
+)  # fmt: skip
 _IN_LOOP, _IN_ASSERT = 1, 2  # flags of a node: inside one of the body's own loops / assert statements
 
 
@@ -396,6 +405,8 @@ class _BodyWalker:
         self.bindings: list[Binding] = []
         self.local_calls: list[tuple[str, str]] = []
         self.nested_defs: list[tuple[str, tuple[Decorator, ...]]] = []
+        self.returns: list[cst.BaseExpression | None] = []
+        self.assigned: dict[str, cst.BaseExpression] = {}  # the body's own ``name = value``
         self.has_yield = False
         self.has_loop = False
         self.has_assert = False
@@ -444,6 +455,8 @@ class _BodyWalker:
                 flags |= _IN_ASSERT
             elif t is cst.Assign and scope == _OWN:
                 self._local_call(node)  # type: ignore[arg-type]
+            elif t is cst.Return and scope == _OWN:
+                self.returns.append(node.value)  # type: ignore[attr-defined]
             elif t in (cst.Import, cst.ImportFrom):
                 _bindings_of(node, 0, self.bindings)
                 continue
@@ -465,11 +478,50 @@ class _BodyWalker:
                         if isinstance(item, cst.CSTNode):
                             stack.append((item, scope, flags))
 
+    def returned_function(self) -> str | None:
+        """The name of what every ``return`` hands back when each is a function the body makes
+        (a factory: ``return step``, ``return lambda x: ...``, ``return partial(f, ...)``,
+        ``return jax.jit(step)``, ``return init_fn, apply_fn``); None otherwise."""
+        if not self.returns:
+            return None
+        nested = {name for name, _ in self.nested_defs}
+        names: list[str] = []
+        for value in self.returns:
+            made = self._made_function(value, nested, 0)
+            if made is None:
+                return None
+            names.append(made)
+        return ", ".join(dict.fromkeys(names))
+
+    def _made_function(self, value: cst.BaseExpression | None, nested: set[str], depth: int) -> str | None:
+        if value is None or depth > 4:
+            return None
+        if isinstance(value, cst.Lambda):
+            return "a lambda"
+        if isinstance(value, cst.Name):
+            if value.value in nested:
+                return value.value
+            bound = self.assigned.get(value.value)
+            made = self._made_function(bound, nested, depth + 1) if bound is not None else None
+            return value.value if made is not None else None
+        if isinstance(value, cst.Tuple) and value.elements:
+            parts = [self._made_function(e.value, nested, depth + 1) for e in value.elements]
+            return None if any(p is None for p in parts) else ", ".join(p for p in parts if p)
+        if isinstance(value, cst.Call):
+            callee = (dotted(value.func) or "").rpartition(".")[2]
+            if callee == "partial":
+                return "a partial"
+            if callee in _WRAPPERS and value.args:
+                inner = self._made_function(value.args[0].value, nested, depth + 1)
+                return f"{callee}({inner})" if inner is not None else None
+        return None
+
     def _local_call(self, node: cst.Assign) -> None:
         """``name = callee(...)`` in the body (``p_train_step = jax.pmap(train_step)``)."""
         if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name):
             return
         value = node.value
+        self.assigned[node.targets[0].target.value] = value
         if isinstance(value, cst.Call):
             callee = dotted(value.func)
             if callee is not None:

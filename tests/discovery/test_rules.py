@@ -445,6 +445,50 @@ def test_a_function_calling_a_driver_is_a_driver(tmp_path: Path) -> None:
     assert not result.entrypoints
 
 
+FACTORIES = {
+    "nested def": ("def f(n):\n    def init(key, shape):\n        return jnp.ones(shape) * n\n    return init\n", "init"),
+    "lambda": ("def f(n):\n    return lambda x: jnp.tanh(x) * n\n", "a lambda"),
+    "partial": ("import functools\ndef f(n):\n    return functools.partial(jnp.roll, shift=n)\n", "a partial"),
+    "jit of a nested def": (
+        "import jax\ndef f(model):\n    def step(x):\n        return jnp.sum(model(x))\n    return jax.jit(step)\n",
+        "jit(step)",
+    ),
+    "stax pair": (
+        "def f(n):\n    def init_fun(key, shape):\n        return jnp.zeros(shape)\n"
+        "    def apply_fun(params, x):\n        return x @ params\n    return init_fun, apply_fun\n",
+        "init_fun, apply_fun",
+    ),
+    "bound name": ("def f(n):\n    fn = lambda x: jnp.exp(x)\n    return fn\n", "fn"),
+}
+
+
+@pytest.mark.parametrize("case", list(FACTORIES))
+def test_a_factory_of_a_jax_function_gets_no_lens(tmp_path: Path, case: str) -> None:
+    """flax's ``sinusoidal_init`` and ``create_learning_rate_scheduler``, Equinox's
+    ``make_with_state``: calling them only makes a function, so there is nothing to trace (a
+    lens answered "returned a function"); they are reported with the drivers, and calling one
+    does not make the caller a driver."""
+    body, made = FACTORIES[case]
+    source = "import jax.numpy as jnp\n" + body + "def user(x):\n    return f(2)(x) + jnp.sin(x)\n"
+    result = discover(tmp_path, {"main.py": source})
+    assert [(e.name, e.reason, e.factory) for e in result.drivers] == [
+        ("f", f"factory: returns a function it makes ({made})", True)
+    ]
+    assert [e.name for e in result.entrypoints] == ["user"]
+
+
+def test_a_function_returning_a_function_only_sometimes_keeps_its_lens(tmp_path: Path) -> None:
+    source = """
+        import jax.numpy as jnp
+        def f(x, fused):
+            if fused:
+                return lambda y: y
+            return jnp.tanh(x)
+    """
+    result = discover(tmp_path, {"main.py": source})
+    assert [e.name for e in result.entrypoints] == ["f"] and not result.drivers
+
+
 def test_a_type_checking_stub_binds_nothing(tmp_path: Path) -> None:
     """A helper whose TYPE_CHECKING branch imports a JAX name and whose else branch defines it in
     plain Python is the plain function at run time: its callers compute nothing with JAX."""
