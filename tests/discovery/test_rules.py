@@ -446,7 +446,10 @@ def test_a_function_calling_a_driver_is_a_driver(tmp_path: Path) -> None:
 
 
 FACTORIES = {
-    "nested def": ("def f(n):\n    def init(key, shape):\n        return jnp.ones(shape) * n\n    return init\n", "init"),
+    "nested def": (
+        "def f(n):\n    def init(key, shape):\n        return jnp.ones(shape) * n\n    return init\n",
+        "init",
+    ),
     "lambda": ("def f(n):\n    return lambda x: jnp.tanh(x) * n\n", "a lambda"),
     "partial": ("import functools\ndef f(n):\n    return functools.partial(jnp.roll, shift=n)\n", "a partial"),
     "jit of a nested def": (
