@@ -166,13 +166,18 @@ def choose(
             continue  # over the limits, 64-bit: the next site may fit
         if isinstance(made, Resolved):
             return made, Origin("site", root, site=site)
-    if isinstance(proposal, Resolved):
+    # the workspace calls it only inside a JAX context (``with jax.set_mesh(mesh):``): the
+    # definition's own proposal would trace it outside, so the example runs first
+    in_context = bool(found) and any(m.where == "context" for m in found[0].missing)
+    if isinstance(proposal, Resolved) and not in_context:
         return proposal, Origin("proposal", root)
     example = example_for(found, root) if run_examples else None
     if example is not None:
         made_example = example_profile(kind, target_text, base, proposal.name, example)
         if isinstance(made_example, Resolved):
             return made_example, Origin("example", root, example=example)
+    if isinstance(proposal, Resolved):
+        return proposal, Origin("proposal", root)
     options = choices(found, root)
     partial = next((s for s in found if s.static and entry is not None), None)
     if partial is not None and entry is not None:

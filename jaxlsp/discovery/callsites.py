@@ -63,6 +63,7 @@ from jaxlsp.discovery.sites import (
     relative,
 )
 from jaxlsp.discovery.sitespecs import SpecWriter
+from jaxlsp.discovery.summary import code_of
 
 _INIT_LIKE = frozenset({"init", "init_with_output", "tabulate", "lazy_init"})
 _FILLED_BY_WORKER = {"nnx": "rngs", "equinox": "key"}
@@ -443,6 +444,11 @@ class CallSiteFinder(Evaluator):
     ) -> tuple[CallSite, Built | None] | None:
         """The site made by ``call`` when it calls the target (or an instance of it)."""
         found = self._call_site_of(target, scope, call, order, line)
+        if found is not None and found[0].static:
+            context = self._jax_context(scope, call, order)
+            if context is not None:  # ``with jax.set_mesh(mesh):`` around the call: a run keeps it
+                why = f"it is called inside `with {context}`: a run of the example traces it in that context"
+                found = replace(found[0], missing=(*found[0].missing, Missing("context", why))), found[1]
         if found is None or target.kind not in ("nnx", "equinox") or found[1] is None:
             return found
         changed = _changed_before(scope, call, order)
@@ -451,6 +457,17 @@ class CallSiteFinder(Evaluator):
         site = found[0]
         why = f"the instance is changed before this call ({changed}): a run shows it as it is called"
         return replace(site, missing=(*site.missing, Missing("init", why))), found[1]
+
+    def _jax_context(self, scope: Scope, call: cst.Call, order: int) -> str | None:
+        """The first JAX or Flax context manager a ``with`` around ``call`` enters (a mesh,
+        ``jax.default_device``, ``enable_x64``, Flax's axis rules), as written; None if none."""
+        for item in scope.contexts.get(id(call), ()):
+            value = self.value(item, scope, order)
+            while isinstance(value, Built):
+                value = value.callee
+            if isinstance(value, Ref) and value.qual.split(".", 1)[0] in ("jax", "flax"):
+                return code_of(item)
+        return None
 
     def _call_site_of(
         self, target: SiteTarget, scope: Scope, call: cst.Call, order: int, line: int

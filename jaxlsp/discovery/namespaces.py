@@ -243,6 +243,8 @@ class Scope:
         self.self_attrs: dict[str, list[Assignment]] = {}
         self.nested: list[cst.FunctionDef] = []
         self.calls: list[Call] = []
+        # the context managers of the ``with`` blocks a call is inside (by the call node's id)
+        self.contexts: dict[int, tuple[cst.BaseExpression, ...]] = {}
         self.decorators: tuple[str, ...] = ()
         self._statements: set[int] = set()
         if node is not None:
@@ -287,6 +289,7 @@ class _Walker:
         self.first_line = first_line  # 0-based file line of the statement's first line
         self.cursor = 0
         self.order = len(scope.calls) + sum(len(v) for v in scope.assigns.values())
+        self.within: list[tuple[cst.BaseExpression, ...]] = []  # the items of the enclosing ``with`` blocks
 
     def next_order(self) -> int:
         self.order += 1
@@ -304,9 +307,15 @@ class _Walker:
         return self.first_line + 1 + self.code.count("\n", 0, found)
 
     def visit(self, node: cst.CSTNode) -> None:
-        stack: list[cst.CSTNode] = [node]
+        stack: list[cst.CSTNode | None] = [node]
         while stack:
             n = stack.pop()
+            if n is None:  # the end of a ``with`` block's walk
+                self.within.pop()
+                continue
+            if isinstance(n, cst.With):
+                self.within.append(tuple(item.item for item in n.items))
+                stack.append(None)
             if isinstance(n, cst.FunctionDef):
                 if n is not self.scope.node:
                     self.scope.nested.append(n)
@@ -318,6 +327,8 @@ class _Walker:
                 continue
             elif isinstance(n, cst.Call):
                 self.scope.calls.append(Call(n, self.next_order(), self.line_of(n)))
+                if self.within:
+                    self.scope.contexts[id(n)] = tuple(x for items in self.within for x in items)
             elif isinstance(n, cst.Assign):
                 for t in n.targets:
                     self._bind(t.target, n.value)

@@ -114,6 +114,21 @@ def test_a_call_under_vmap_with_an_axis_name_is_traced_with_that_axis_bound(tmp_
     assert any(node["primitive"] == "psum" for node in result["graph"]["nodes"]), "the pmean over 'batch' is traced"
 
 
+def test_a_call_under_set_mesh_is_traced_inside_that_mesh(tmp_path: Path) -> None:
+    # flax's nnx fsdp example calls ``create_model()`` under ``with jax.set_mesh(mesh):``, and its
+    # parameters name mesh axes: traced on its own (another thread) the call had no mesh
+    (tmp_path / "shard.py").write_text(
+        "import jax\nimport jax.numpy as jnp\nfrom jax.sharding import PartitionSpec as P\n\n\n"
+        "@jax.jit\ndef spread(x):\n    return jax.lax.with_sharding_constraint(jnp.tanh(x), P('data'))\n\n\n"
+        "if __name__ == '__main__':\n    mesh = jax.sharding.Mesh(jax.devices()[:1], ('data',))\n"
+        "    with jax.set_mesh(mesh):\n        spread(jnp.ones((4, 2)))\n"
+    )
+    result = run(tmp_path, "shard.py::spread", "shard.py")
+    assert result["ok"], result.get("error")
+    assert inputs(result) == [("args/0", [4, 2], "float32")]
+    assert any(node["primitive"] == "sharding_constraint" for node in result["graph"]["nodes"])
+
+
 def test_a_linen_block_reached_inside_its_owner_init(repo: Path) -> None:
     result = run(repo, "zoo/resnet.py::ResNetBlock", "tests/test_models.py::test_resnet18")
     assert result["ok"], result.get("error")

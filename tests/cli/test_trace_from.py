@@ -127,3 +127,29 @@ def test_no_call_site_and_no_example_asks_for_input(repo: Path) -> None:
     result = run(["trace", "zoo/functions.py::apply_layers"], cwd=repo)
     assert result.returncode == 3, result.stderr
     assert "needs input" in result.stderr and "Or learn the inputs" not in result.stderr
+
+
+def test_a_call_inside_a_mesh_context_is_learned_by_running_it(tmp_path: Path) -> None:
+    """flax's ``10_fsdp_and_optimizer.py``: ``create_model()`` takes nothing (the definition's
+    proposal is complete) but is called only under ``with jax.set_mesh(mesh):`` and names mesh
+    axes; auto runs the script to that call instead of tracing it outside any mesh (which failed)."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'meshy'\n")
+    (tmp_path / "fsdp.py").write_text(
+        "import jax\nimport jax.numpy as jnp\nfrom jax.sharding import PartitionSpec as P\n\n"
+        "mesh = jax.sharding.Mesh(jax.devices()[:1], ('model',))\n\n\n"
+        "@jax.jit\ndef create_model():\n"
+        "    return jax.lax.with_sharding_constraint(jnp.zeros((4, 8)), P(None, 'model'))\n\n\n"
+        "with jax.set_mesh(mesh):\n    weights = create_model()\nprint('trained', weights.shape)\n"
+    )
+    listed = run(["examples", "fsdp.py::create_model", "--json"], cwd=tmp_path)
+    first = json.loads(listed.stdout)[0]
+    assert first["missing"] == [
+        {
+            "where": "context",
+            "why": "it is called inside `with jax.set_mesh(mesh)`: a run of the example traces it in that context",
+        }
+    ]
+    result = run(["trace", "fsdp.py::create_model"], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "running fsdp.py to learn the inputs" in result.stdout
+    assert "inputs from fsdp.py:14 (module)" in result.stdout

@@ -96,11 +96,13 @@ class Hook:
 
         # read here: the named axes of a surrounding vmap belong to this thread's JAX context
         axes = jaxcompat.bound_axes()
+        mesh = jaxcompat.surrounding_mesh()  # so is the mesh of ``with jax.set_mesh(mesh):``
         box: dict[str, Any] = {}
 
         def work() -> None:
             try:
-                box["result"] = self._trace(frame.f_globals, args, kwargs, callsite, axes)
+                with mesh() if mesh is not None else contextlib.nullcontext():
+                    box["result"] = self._trace(frame.f_globals, args, kwargs, callsite, axes)
             except CaptureError as exc:
                 box["result"] = {"ok": False, "error": exc.info()}
             except MemoryError:

@@ -6,7 +6,9 @@ the capture still succeeds. ``tests/capture/test_jaxcompat.py`` pins the behavio
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 
@@ -152,6 +154,29 @@ def bound_axes() -> list[tuple[Any, int]]:
         return [(name, int(size)) for name, size in sizes.items() if isinstance(size, int)]
     except Exception:
         return []
+
+
+def surrounding_mesh() -> Callable[[], contextlib.AbstractContextManager[Any]] | None:
+    """The mesh set where this runs (``with jax.set_mesh(mesh):``, ``jax.sharding.use_abstract_mesh``,
+    or the older ``with mesh:``), as a function that enters it again: JAX keeps it per thread, so
+    a call traced on its own in another thread needs it entered there, else raw
+    ``PartitionSpec``s and NNX's ``out_sharding`` fail for want of a mesh. None when none is set."""
+    try:
+        import jax
+        from jax._src import mesh as mesh_lib
+
+        concrete = mesh_lib.get_concrete_mesh()
+        if concrete is not None and not concrete.empty:
+            return lambda: jax.set_mesh(concrete)
+        abstract = mesh_lib.get_abstract_mesh()
+        if abstract is not None and not abstract.empty:
+            return lambda: jax.sharding.use_abstract_mesh(abstract)
+        legacy = mesh_lib.thread_resources.env.physical_mesh
+        if legacy is not None and not legacy.empty:
+            return lambda: legacy
+    except Exception:
+        return None  # JAX keeps it elsewhere: the trace runs without it, as before
+    return None
 
 
 def bind_params(eqn: Any) -> dict[str, Any]:
