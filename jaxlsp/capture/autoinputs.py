@@ -3,7 +3,8 @@
 In order: the best complete static call site of the target in the workspace (its values become
 the profile), else the profile proposed from the definition when it is complete (annotations say
 everything), else a run of the best runnable examples (the tests that reach the target, run in
-one pytest session in rank order, or else one script or module) up to the target's first call,
+one pytest session in rank order, or else one script or module) up to the target's first call
+(when that run ends or fails without calling it, the next scripts or modules, at most two),
 else a needs-input answer (pre-filled from the best partial call site when there is one) that also
 lists the runnable examples as choices. ``--from PATH[::TEST]`` runs that example. Nothing here
 runs user code: the worker does, later, and only what this chose.
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from jaxlsp.discovery.sites import CallSite
 
 MAX_TESTS = 8  # tests tried in one run, in rank order
+MAX_FALLBACKS = 2  # further examples run, one after another, when the first run does not reach it
 
 
 @dataclass
@@ -39,6 +41,8 @@ class Origin:
     site: CallSite | None = None
     example: ExampleSpec | None = None
     examples: list[dict[str, Any]] = field(default_factory=list)  # runnable choices, for needs-input
+    # auto's next examples to run when ``example`` finishes or fails without calling the target
+    fallbacks: list[ExampleSpec] = field(default_factory=list)
     base: Path | None = None  # the folder a profile made from it is saved in (the recipe's)
 
     def line(self) -> str | None:
@@ -99,6 +103,23 @@ def example_for(sites: Sequence[CallSite], root: Path) -> ExampleSpec | None:
     spec["tests"] = ids
     spec["text"] = tests[0] if len(tests) == 1 else f"{tests[0]} (and {len(tests) - 1} more)"
     return spec
+
+
+def fallbacks_for(sites: Sequence[CallSite], root: Path, first: ExampleSpec) -> list[ExampleSpec]:
+    """The runnable examples auto tries after ``first`` (at most :data:`MAX_FALLBACKS`, best
+    first): the scripts and modules it did not run (tests all ran in ``first``'s session)."""
+    ran = {str(first.get("text")), *(str(t) for t in first.get("tests", []))}
+    out: list[ExampleSpec] = []
+    for s in sites:
+        if s.example is None or s.kind == "test" or s.example in ran:
+            continue
+        ran.add(s.example)
+        spec = _parse(s.example, root, s.kind)
+        if spec is not None:
+            out.append(spec)
+        if len(out) == MAX_FALLBACKS:
+            break
+    return out
 
 
 def _parse(text: str, root: Path, kind: str) -> ExampleSpec | None:
@@ -175,7 +196,7 @@ def choose(
     if example is not None:
         made_example = example_profile(kind, target_text, base, proposal.name, example)
         if isinstance(made_example, Resolved):
-            return made_example, Origin("example", root, example=example)
+            return made_example, Origin("example", root, example=example, fallbacks=fallbacks_for(found, root, example))
     if isinstance(proposal, Resolved):
         return proposal, Origin("proposal", root)
     options = choices(found, root)

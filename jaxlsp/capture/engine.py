@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -391,6 +391,7 @@ class Prepared:
     route: str = interpreters.OWN  # how ``python`` was chosen
     kind: str | None = None  # the target's kind when known (which packages the check asks for)
     origin: Origin | None = None  # where the inputs come from
+    req: TraceRequest | None = None  # what it was prepared from (auto's next example is prepared alike)
 
     def running(self) -> str | None:
         """``running PATH[::TEST] to learn the inputs`` before an example runs; else None."""
@@ -409,7 +410,35 @@ def prepare(req: TraceRequest) -> Prepared:
     if kind is None:  # inferred by the worker; discovery's kind says which packages the check needs
         find = req.find_entrypoint or (lambda path, name: find_entrypoint(path, name, req.workspace_root))
         kind = getattr(find(req.file.resolve(), req.name), "kind", None)
-    return Prepared(request, selection.python, resolved, recipe_path, selection.route, kind, origin)
+    return Prepared(request, selection.python, resolved, recipe_path, selection.route, kind, origin, req)
+
+
+def next_example(prepared: Prepared, failure: TraceFailure) -> Prepared | None:
+    """auto's next example when the run of ``prepared``'s ended or failed without calling the
+    target (an ``example`` failure; a timeout or a crash is not retried); None when there is none."""
+    origin = prepared.origin
+    if failure.kind != "example" or prepared.req is None or origin is None or origin.how != "example":
+        return None
+    if not origin.fallbacks:
+        return None
+    example, rest = origin.fallbacks[0], origin.fallbacks[1:]
+    table = prepared.resolved.table
+    base = origin.base or origin.root
+    try:
+        made = autoinputs.example_profile(
+            str(table["kind"]) if table.get("kind") else None,
+            str(table["target"]),
+            base,
+            prepared.resolved.name,
+            example,
+        )
+    except RecipeError:
+        return None
+    if not isinstance(made, Resolved):
+        return None
+    after = Origin("example", origin.root, example=example, fallbacks=rest, base=origin.base)
+    request = build_request(prepared.req, made, prepared.recipe_path, after)
+    return replace(prepared, request=request, resolved=made, origin=after)
 
 
 def check_environment(prepared: Prepared, refresh: bool = False) -> Report:

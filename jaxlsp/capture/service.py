@@ -22,10 +22,19 @@ from __future__ import annotations
 import asyncio
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from jaxlsp.capture.engine import Prepared, TraceFailure, TraceOutcome, TraceRequest, check_environment, finish, prepare
+from jaxlsp.capture.engine import (
+    Prepared,
+    TraceFailure,
+    TraceOutcome,
+    TraceRequest,
+    check_environment,
+    finish,
+    next_example,
+    prepare,
+)
 from jaxlsp.capture.options import CaptureOptions
 from jaxlsp.capture.spare import SparePool
 from jaxlsp.capture.speculate import capture_speculatively, structure_of
@@ -105,11 +114,32 @@ class CaptureService:
         finally:
             self._slots.release()
 
-    async def run(self, prepared: Prepared, options: CaptureOptions, meta: dict[str, Any] | None = None) -> Captured:
+    async def run(
+        self,
+        prepared: Prepared,
+        options: CaptureOptions,
+        meta: dict[str, Any] | None = None,
+        notify: Callable[[str], None] | None = None,
+    ) -> Captured:
         """Steps 2 to 5 for a prepared capture; ``meta`` labels the stored trace (the server's uri
-        and name), with the profile and the interpreter added."""
-        outcome = await self.capture(prepared, options)
-        traced = finish(prepared, outcome)
+        and name), with the profile and the interpreter added. When auto's example ends or fails
+        without calling the target, its next examples run in turn (``notify`` hears each
+        ``running ...``); if none reaches it, the failure says what each did."""
+        failures: list[TraceFailure] = []
+        while True:
+            outcome = await self.capture(prepared, options)
+            try:
+                traced = finish(prepared, outcome)
+                break
+            except TraceFailure as exc:
+                failures.append(exc)
+                following = next_example(prepared, exc)
+                if following is None:
+                    raise _all_of(failures) from None
+                prepared = following
+                running = prepared.running()
+                if running and notify is not None:
+                    notify(running)
         trace = None
         if self.store is not None:
             # The graph's paths are relative (worker/paths.py); the roots they are relative to stay
@@ -152,6 +182,15 @@ class CaptureService:
         await self.pool.close()
 
 
+def _all_of(failures: list[TraceFailure]) -> TraceFailure:
+    """The last failure, saying what the earlier examples did before it."""
+    last = failures[-1]
+    if len(failures) == 1:
+        return last
+    earlier = "; ".join(f.paragraph() for f in failures[:-1])
+    return replace(last, message=f"{last.message} (before it: {earlier})")
+
+
 def trace_once(req: TraceRequest, options: CaptureOptions, notify: Callable[[str], None] | None = None) -> TraceOutcome:
     """One cold capture for callers without an event loop (the CLI); raises TraceFailure.
     ``notify`` hears ``running PATH[::TEST] to learn the inputs`` before an example runs."""
@@ -163,7 +202,7 @@ def trace_once(req: TraceRequest, options: CaptureOptions, notify: Callable[[str
             running = prepared.running()
             if running and notify is not None:
                 notify(running)
-            return (await service.run(prepared, options)).outcome
+            return (await service.run(prepared, options, notify=notify)).outcome
         finally:
             await service.close()
 

@@ -153,3 +153,34 @@ def test_a_call_inside_a_mesh_context_is_learned_by_running_it(tmp_path: Path) -
     assert result.returncode == 0, result.stderr
     assert "running fsdp.py to learn the inputs" in result.stdout
     assert "inputs from fsdp.py:14 (module)" in result.stdout
+
+
+def test_auto_runs_the_next_script_when_the_first_never_calls_the_target(tmp_path: Path) -> None:
+    """The best-ranked script ends without calling the target (it needs arguments); auto runs the
+    next one, says so, and the inputs are that one's. With none left, the failure says what each
+    run did."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'fallback'\n")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "model.py").write_text(
+        "import jax.numpy as jnp\n\n\ndef double(x):\n    return jnp.tanh(x) * 2\n"
+    )
+    script = (
+        "import sys\n\nimport numpy as np\n\nfrom pkg.model import double\n\n\n"
+        "def load():\n    return np.ones(({shape}), np.float32)\n\n\n"
+        "if __name__ == '__main__':\n    if {guard}:\n        print(double(load()))\n"
+    )
+    (tmp_path / "a_dry.py").write_text(script.format(shape="2, 3", guard="len(sys.argv) > 3"))
+    (tmp_path / "b_run.py").write_text(script.format(shape="4, 5", guard="True"))
+    result = run(["trace", "pkg/model.py::double", "-o", "g.json"], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[:2] == ["running a_dry.py to learn the inputs", "running b_run.py to learn the inputs"]
+    assert "inputs from b_run.py:14 (script)" in lines
+    graph = json.loads((tmp_path / "g.json").read_text())
+    assert [v["shape"] for v in graph["values"] if v["id"] == graph["inputs"][0]["value"]] == [[4, 5]]
+    (tmp_path / "b_run.py").write_text(script.format(shape="4, 5", guard="False"))
+    failed = run(["trace", "pkg/model.py::double"], cwd=tmp_path)
+    assert failed.returncode != 0
+    assert "running b_run.py finished without calling double" in failed.stderr
+    assert "(before it: example: running a_dry.py finished without calling double" in failed.stderr
