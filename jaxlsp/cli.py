@@ -226,7 +226,7 @@ def _examples(args: argparse.Namespace) -> int:
         state = "complete" if item["complete"] else ("run to learn" if not item["static"] else "partial")
         example = f"  [{item['example']}]" if item["example"] else ""
         via = f"  ({item['via']})" if item.get("via") else ""
-        print(f"{n}. {item['path']}:{item['line']} ({item['kind']}) {state}{example}{via}")
+        print(f"{n}. {_where(item)} ({item['kind']}) {state}{example}{via}")
         for missing in item["missing"]:  # type: ignore[attr-defined]
             print(f"     missing {missing['where']}: {missing['why']}")
         if item.get("refused"):

@@ -136,7 +136,8 @@ class TraceOutcome:
             if not os.path.isabs(path):
                 path = os.path.join(str(self.request.get("workspaceRoot") or self.origin.root), path)
             rel = Path(os.path.relpath(path, self.origin.root)).as_posix()
-            return f"inputs from {rel}:{callsite.get('line', '?')} ({self.origin.example['kind']})"
+            cell = f"cell {callsite['cell']}:" if callsite.get("cell") is not None else ""
+            return f"inputs from {rel}:{cell}{callsite.get('line', '?')} ({self.origin.example['kind']})"
         return self.origin.line()
 
     def learned(self) -> Resolved | None:

@@ -60,6 +60,7 @@ from jaxlsp.discovery.sites import (
     SiteTarget,
     dedupe,
     is_test_file,
+    place,
     relative,
 )
 from jaxlsp.discovery.sitespecs import SpecWriter
@@ -700,7 +701,7 @@ class CallSiteFinder(Evaluator):
             parsed = file.parsed(i)
             name = _defined_name(parsed.node) if parsed is not None else None
             if name is not None and (file.path, name) != (target.path, target.word) and self._refers(file, i, target):
-                parents.append((file.path, name, f"{relative(file.path, self.root)}:{file.statements[i].header + 1}"))
+                parents.append((file.path, name, place(file.path, file.statements[i].header + 1, self.root)))
         for ref, where in passed:
             if ref.path is not None and ref.name is not None:
                 parents.append((ref.path, ref.name.split(".", 1)[0], f"passed to it at {where}"))

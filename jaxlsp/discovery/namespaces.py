@@ -438,7 +438,6 @@ def module_value(file: SourceFile, name: str, before: int | None) -> tuple[Assig
     indexes = file.assigned().get(name)
     if not indexes:
         return None
-    scope = file.module_scope()
     candidates = [i for i in indexes if before is None or file.statements[i].start < before] or (
         indexes if before is None else []
     )
@@ -446,5 +445,8 @@ def module_value(file: SourceFile, name: str, before: int | None) -> tuple[Assig
         probe = file.statement_scope(i)
         found = [a for a in probe.assigns.get(name, ()) if before is None or a.line < before]
         if found:
-            return found[-1], scope
+            # evaluated in the statement's own scope, which holds its calls: a value made there
+            # gets the call's line (in the module's scope it got line 0, so ``model = MLP(...)``
+            # and ``model(x)`` seemed two constructions)
+            return found[-1], probe
     return None

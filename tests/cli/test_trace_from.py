@@ -184,3 +184,44 @@ def test_auto_runs_the_next_script_when_the_first_never_calls_the_target(tmp_pat
     assert failed.returncode != 0
     assert "running b_run.py finished without calling double" in failed.stderr
     assert "(before it: example: running a_dry.py finished without calling double" in failed.stderr
+
+
+def test_a_notebook_is_run_cell_by_cell_to_learn_the_inputs(tmp_path: Path) -> None:
+    """Equinox's example notebooks call their models in later cells on data a helper makes; auto
+    runs the notebook as "Run all" would (from its folder, IPython lines neutralised, ``display``
+    there) up to the call. Before, the run imported ``nb`` as a module and failed."""
+
+    def cell(kind: str, source: str) -> dict[str, object]:
+        extra = {"outputs": [], "execution_count": None} if kind == "code" else {}
+        return {"cell_type": kind, "metadata": {}, "source": source, **extra}
+
+    notebook = {
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": {"kernelspec": {"name": "python3", "language": "python"}},
+        "cells": [
+            cell("markdown", "# A model"),
+            cell("code", "%matplotlib inline\nimport equinox as eqx\nimport jax\nimport numpy as np"),
+            cell(
+                "code",
+                "class MLP(eqx.Module):\n    layer: eqx.nn.Linear\n\n    def __init__(self, key):\n"
+                "        self.layer = eqx.nn.Linear(3, 2, key=key)\n\n"
+                "    def __call__(self, x):\n        return jax.nn.relu(self.layer(x))",
+            ),
+            cell("code", "def get_data():\n    return np.ones((3,), np.float32)"),
+            cell("code", "model = MLP(jax.random.key(0))\n\ndisplay(model(get_data()))\nprint('after')"),
+        ],
+    }
+    (tmp_path / "nb.ipynb").write_text(json.dumps(notebook))
+    listed = run(["examples", "nb.ipynb::MLP"], cwd=tmp_path)
+    assert listed.stdout.splitlines()[0].startswith("1. nb.ipynb:cell 4:3 (module) partial  [nb.ipynb]"), listed.stdout
+    result = run(["trace", "nb.ipynb::MLP", "-o", "g.json"], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "running nb.ipynb to learn the inputs"
+    assert "inputs from nb.ipynb:cell 4:3 (module)" in lines
+    graph = json.loads((tmp_path / "g.json").read_text())
+    ports = {p["label"]: p["value"] for p in graph["inputs"]}
+    shapes = {v["id"]: v["shape"] for v in graph["values"]}
+    assert shapes[ports["args/0"]] == [3]
+    assert graph["profile"]["callsite"] == {"path": "nb.ipynb", "line": 3, "cell": 4, "function": "<module>"}

@@ -126,7 +126,11 @@ class Hook:
         while here is not None:
             file = here.f_code.co_filename
             if self.workspace.contains(file) and not _in_jaxlsp(file):
-                return {"path": os.path.realpath(file), "line": here.f_lineno, "function": here.f_code.co_name}
+                found: dict[str, Any] = {"path": os.path.realpath(file), "line": here.f_lineno}
+                cell = self.workspace.in_cell(file, here.f_lineno)
+                if cell is not None:  # a notebook's module line: the cell, and the line in it
+                    found.update(cell=cell[0], line=cell[1])
+                return {**found, "function": here.f_code.co_name}
             here = here.f_back
         return {"path": self.path, "line": frame.f_code.co_firstlineno, "function": frame.f_code.co_name}
 
@@ -211,7 +215,7 @@ class Hook:
         # The graph file holds relative paths only: the example as written (relative to the root)
         # and the call's line relative to the root; the absolute ones go to the server beside it.
         root = self.workspace.root
-        shown = {"path": _relative(callsite["path"], root), "line": callsite["line"], "function": callsite["function"]}
+        shown = {**callsite, "path": _relative(callsite["path"], root)}
         example = {"kind": self.example["kind"], "text": self.example["text"]}
         used = {**profile, "inputs": {}, "load": "module", "example": example, "callsite": shown}
         from jaxlsp.graph import collector

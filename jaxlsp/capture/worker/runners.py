@@ -14,12 +14,13 @@ import builtins
 import importlib
 import importlib.machinery
 import importlib.util
+import linecache
 import os
 import sys
 import types
 from typing import Any, Protocol
 
-from jaxlsp.capture.worker.failures import CaptureError
+from jaxlsp.capture.worker.failures import CaptureError, Workspace
 
 HOOK_NAME = "__jaxlsp_first_call__"
 
@@ -28,6 +29,7 @@ class Watched(Protocol):
     """What the runners need of the hook: the target's file, and how to compile it instrumented."""
 
     path: str
+    workspace: Workspace
 
     def compile(self, source: bytes, path: str) -> types.CodeType: ...
 
@@ -140,6 +142,8 @@ def run_example(example: dict[str, Any], hook: Watched, root: str) -> tuple[str,
     path = os.path.realpath(str(example["path"]))
     if kind == "test":
         return _run_pytest(example, hook, root)
+    if path.endswith(".ipynb"):  # "Run all", as Jupyter would
+        return _exec_notebook(path, hook)
     if kind == "script":
         sys.path[:] = [p for p in sys.path if p not in ("", root)]
         sys.path.insert(0, os.path.dirname(path))
@@ -192,6 +196,64 @@ def _exec_main(path: str, hook: Watched) -> tuple[str, BaseException | None, str
         if saved is not None:
             sys.modules["__main__"] = saved
     return "finished", None, ""
+
+
+def _exec_notebook(path: str, hook: Watched) -> tuple[str, BaseException | None, str]:
+    """A notebook run as Jupyter's "Run all" runs it: its code cells in order in one fresh
+    ``__main__``, from the notebook's folder (Jupyter's current folder, first on ``sys.path``),
+    IPython lines neutralised (jaxlsp.notebook), the target's cells compiled with the hook. A cell
+    that does not parse is skipped; the first cell that raises ends the run."""
+    from jaxlsp.notebook import NotebookError, build_module, parse_cells
+
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            everything = build_module(parse_cells(f.read()))
+    except (OSError, NotebookError) as exc:
+        raise CaptureError("example", f"cannot read the notebook {path}: {exc}") from None
+    lines = everything.text.split("\n")
+    # frames, tracebacks and the graph's source lines read module lines; Workspace maps them to cells
+    linecache.cache[path] = (len(everything.text), None, [line + "\n" for line in lines], path)
+    hook.workspace.add_notebook(path, everything)
+    folder = os.path.dirname(path)
+    os.chdir(folder)
+    sys.path[:] = [p for p in sys.path if p != ""]
+    sys.path.insert(0, folder)
+    sys.argv[:] = [path]
+    module = types.ModuleType("__main__")
+    module.__file__ = path
+    module.__dict__["__builtins__"] = builtins
+    module.__dict__.setdefault("display", _display)  # IPython's, which notebooks call bare
+    saved = sys.modules.get("__main__")
+    sys.modules["__main__"] = module
+    own = path == hook.path
+    try:
+        for block in everything.blocks:
+            # padded so that the cell's lines are the module's (linecache, frames, the hook's tree)
+            source = "\n" * block.start + "\n".join(lines[block.start : block.end + 1]) + "\n"
+            try:
+                code = hook.compile(source.encode(), path) if own else compile(source, path, "exec", dont_inherit=True)
+            except SyntaxError:
+                continue
+            try:
+                exec(code, module.__dict__)
+            except Delivered:
+                raise
+            except SystemExit as exc:
+                if exc.code in (None, 0):
+                    return "finished", None, ""
+                return "exited", None, f" (cell {block.cell} exited with status {exc.code})"
+            except BaseException as exc:
+                if isinstance(exc, KeyboardInterrupt):
+                    raise
+                return "failed", exc, f" (in cell {block.cell})"
+    finally:
+        if saved is not None:
+            sys.modules["__main__"] = saved
+    return "finished", None, ""
+
+
+def _display(*objects: Any, **_: Any) -> None:
+    print(*objects)
 
 
 def _last_stderr_hint() -> str:
