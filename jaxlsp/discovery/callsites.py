@@ -295,6 +295,7 @@ class CallSiteFinder(Evaluator):
             constructions: list[tuple[Built, int]] = []
             first_use: int | None = None
             complete = False
+            handed = False  # given to a library call (``eqx.nn.make_with_state(Model)(key)``)
             for call in calls:
                 used_names = names_in(call.node)
                 if not (words & used_names or interesting & used_names):
@@ -321,6 +322,7 @@ class CallSiteFinder(Evaluator):
                     parents.append((parent, f"{relative(file.path, self.root)}:{call.line}"))
                 if parent is not None or self._involves(value, target):
                     first_use = call.line if first_use is None else first_use  # passed on, wrapped...
+                    handed = handed or parent is None
             for built, line in constructions:
                 if (built.path, built.line) not in used:
                     site = self._site(target, scope, line, built, None, "construction")
@@ -328,9 +330,9 @@ class CallSiteFinder(Evaluator):
                         yield site
             if first_use is not None and not complete:
                 kind, example = self._example(scope)
-                direct = bool(used or constructions)
+                direct = bool(used or constructions or handed)
                 if kind == "module" and not direct:
-                    continue  # a module that only passes the target on: see _inherited
+                    continue  # a module that only passes the target on to a workspace function: see _inherited
                 if example is not None and not _defines_target(file, indexes[0], target):
                     yield CallSite(file.path, first_use, kind, example, static=False, via="uses it here")
 
