@@ -335,6 +335,23 @@ def test_a_driver_met_first_at_the_depth_limit_is_still_followed_from_nearer(tmp
         assert [s.example for s in finder.find(entry)] == ["main.py"], name
 
 
+def test_a_module_handing_the_target_to_a_library_call_is_an_example(tmp_path: Path) -> None:
+    """Equinox's stateful example: ``eqx.nn.make_with_state(Model)(key)`` at the top level runs
+    ``Model``; only hand-offs to workspace functions are left to the examples of their users."""
+    (tmp_path / "toy.py").write_text(
+        "import equinox as eqx\nimport jax\n\n\n"
+        "class Model(eqx.Module):\n    norm: eqx.nn.BatchNorm\n\n"
+        "    def __init__(self, key):\n        self.norm = eqx.nn.BatchNorm(3, axis_name='batch')\n\n"
+        "    def __call__(self, x, state):\n        return self.norm(x, state)\n\n\n"
+        "model, state = eqx.nn.make_with_state(Model)(jax.random.key(0))\n"
+    )
+    index = WorkspaceIndex([tmp_path])
+    found = Classifier(index).discover(tmp_path / "toy.py")
+    entry = next(e for e in found.entrypoints if e.name == "Model")
+    result = CallSiteFinder(index, tmp_path, Classifier(index)).find(entry)
+    assert [(s.example, s.line, s.static, s.via) for s in result] == [("toy.py", 15, False, "uses it here")]
+
+
 def test_ranking_order(finder: CallSiteFinder) -> None:
     found = sites(finder, "zoo/resnet.py::ResNet")
     assert found == sorted(found, key=CallSite.rank)
