@@ -306,8 +306,12 @@ class FunctionInfo:
             has_assert=walker.has_assert,
             local_calls=tuple(walker.local_calls),
             nested_defs=tuple(walker.nested_defs),
-            returns_function=walker.returned_function(),
+            returns_function=walker.returned_function(_param_names(stmt.params)),
         )
+
+
+def _param_names(params: cst.Parameters) -> frozenset[str]:
+    return frozenset(p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params))
 
 
 def _parse_function(text: str, header: int) -> cst.FunctionDef | None:
@@ -406,6 +410,7 @@ class _BodyWalker:
         self.local_calls: list[tuple[str, str]] = []
         self.nested_defs: list[tuple[str, tuple[Decorator, ...]]] = []
         self.returns: list[cst.BaseExpression | None] = []
+        self._params: frozenset[str] = frozenset()
         self.assigned: dict[str, cst.BaseExpression] = {}  # the body's own ``name = value``
         self.has_yield = False
         self.has_loop = False
@@ -478,13 +483,14 @@ class _BodyWalker:
                         if isinstance(item, cst.CSTNode):
                             stack.append((item, scope, flags))
 
-    def returned_function(self) -> str | None:
+    def returned_function(self, params: frozenset[str] = frozenset()) -> str | None:
         """The name of what every ``return`` hands back when each is a function the body makes
         (a factory: ``return step``, ``return lambda x: ...``, ``return partial(f, ...)``,
         ``return jax.jit(step)``, ``return init_fn, apply_fn``); None otherwise."""
         if not self.returns:
             return None
         nested = {name for name, _ in self.nested_defs}
+        self._params = params
         names: list[str] = []
         for value in self.returns:
             made = self._made_function(value, nested, 0)
@@ -512,7 +518,10 @@ class _BodyWalker:
             if callee == "partial":
                 return "a partial"
             if callee in _WRAPPERS and value.args:
-                inner = self._made_function(value.args[0].value, nested, depth + 1)
+                first = value.args[0].value
+                if isinstance(first, cst.Name) and first.value in self._params:
+                    return f"{callee}({first.value})"  # it transforms what it is given: a decorator
+                inner = self._made_function(first, nested, depth + 1)
                 return f"{callee}({inner})" if inner is not None else None
         return None
 

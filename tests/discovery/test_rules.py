@@ -462,6 +462,10 @@ FACTORIES = {
         "init_fun, apply_fun",
     ),
     "bound name": ("def f(n):\n    fn = lambda x: jnp.exp(x)\n    return fn\n", "fn"),
+    "transform of a parameter": (
+        "import jax\ndef f(module, axes):\n    return jax.vmap(module, in_axes=axes)\n",
+        "vmap(module)",
+    ),
 }
 
 
