@@ -13,6 +13,7 @@ runs user code: the worker does, later, and only what this chose.
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,7 +72,9 @@ def choices(sites: Sequence[CallSite], root: Path) -> list[dict[str, Any]]:
         if s.example is None or s.example in seen:
             continue
         seen.add(s.example)
-        item: dict[str, Any] = {"example": s.example, "kind": s.kind, "path": s.where(root), "static": s.static}
+        spec = _parse(s.example, root, s.kind) if s.kind == "script" else None
+        text = spec["text"] if spec is not None else s.example  # with its documented arguments
+        item: dict[str, Any] = {"example": text, "kind": s.kind, "path": s.where(root), "static": s.static}
         if s.via:
             item["via"] = s.via
         out.append(item)
@@ -111,11 +114,11 @@ def fallbacks_for(sites: Sequence[CallSite], root: Path, first: ExampleSpec) -> 
     ran = {str(first.get("text")), *(str(t) for t in first.get("tests", []))}
     out: list[ExampleSpec] = []
     for s in sites:
-        if s.example is None or s.kind == "test" or s.example in ran:
+        if s.example is None or s.kind == "test":
             continue
-        ran.add(s.example)
         spec = _parse(s.example, root, s.kind)
-        if spec is not None:
+        if spec is not None and spec["text"] not in ran:  # as it runs: with its documented arguments
+            ran.add(spec["text"])
             out.append(spec)
         if len(out) == MAX_FALLBACKS:
             break
@@ -124,9 +127,24 @@ def fallbacks_for(sites: Sequence[CallSite], root: Path, first: ExampleSpec) -> 
 
 def _parse(text: str, root: Path, kind: str) -> ExampleSpec | None:
     try:
-        return parse_example(text, root, kind=kind)
+        spec = parse_example(text, root, kind=kind)
     except ExampleError:
         return None
+    return documented(spec, root)
+
+
+def documented(spec: ExampleSpec, root: Path) -> ExampleSpec:
+    """A script without arguments with those its docs run it with (``python main.py
+    --workdir=/tmp/mnist --config=configs/default.py`` in its README: discovery/commands.py)."""
+    if spec["kind"] != "script" or spec.get("argv"):
+        return spec
+    from jaxlsp.discovery.commands import documented_command
+
+    command = documented_command(Path(spec["path"]), root)
+    if command is None:
+        return spec
+    text = " ".join([spec["text"], *(shlex.quote(a) for a in command.argv)])
+    return {**spec, "argv": list(command.argv), "text": text}
 
 
 def from_text(text: str, cwd: Path) -> ExampleSpec:
@@ -149,8 +167,6 @@ def example_profile(
 
 def relative_from(example: ExampleSpec, base: Path) -> str:
     """The ``from`` text of ``example`` relative to ``base`` (a recipe's folder)."""
-    import shlex
-
     path = Path(example["path"])
     rel = Path(os.path.relpath(path, base)).as_posix()
     tests = example.get("tests") or []

@@ -225,3 +225,30 @@ def test_a_notebook_is_run_cell_by_cell_to_learn_the_inputs(tmp_path: Path) -> N
     shapes = {v["id"]: v["shape"] for v in graph["values"]}
     assert shapes[ports["args/0"]] == [3]
     assert graph["profile"]["callsite"] == {"path": "nb.ipynb", "line": 3, "cell": 4, "function": "<module>"}
+
+
+def test_a_script_runs_with_the_arguments_its_readme_gives(tmp_path: Path) -> None:
+    """Flax's examples need ``--workdir`` and ``--config`` to run at all, and their READMEs say
+    so (``python main.py --workdir=/tmp/mnist --config=configs/default.py``): auto runs the
+    script as its README does."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'documented'\n")
+    (tmp_path / "model.py").write_text("import jax.numpy as jnp\n\n\ndef double(x):\n    return jnp.tanh(x) * 2\n")
+    (tmp_path / "train.py").write_text(
+        "import argparse\n\nimport numpy as np\n\nfrom model import double\n\n\n"
+        "def batches(size):\n    return np.ones((size, 2), np.float32)\n\n\n"
+        "if __name__ == '__main__':\n    parser = argparse.ArgumentParser()\n"
+        "    parser.add_argument('--size', type=int, required=True)\n"
+        "    print(double(batches(parser.parse_args().size)))\n"
+    )
+    (tmp_path / "README.md").write_text(
+        "# Training\n\n```sh\npip install -r requirements.txt\n"
+        "python train.py --size $SIZE  # not this one: a shell variable\n"
+        "python train.py \\\n    --size 5 | tee log.txt\n```\n"
+    )
+    result = run(["trace", "model.py::double", "-o", "g.json", "--save"], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0] == "running train.py --size 5 to learn the inputs"
+    graph = json.loads((tmp_path / "g.json").read_text())
+    assert [v["shape"] for v in graph["values"] if v["id"] == graph["inputs"][0]["value"]] == [[5, 2]]
+    saved = tomllib.loads((tmp_path / "jaxlsp.toml").read_text())  # what the run learned, as a recipe
+    assert [p["inputs"]["args"] for p in saved["profiles"].values()] == [[{"kind": "array", "shape": [5, 2]}]]
