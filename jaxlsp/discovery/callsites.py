@@ -702,7 +702,9 @@ class CallSiteFinder(Evaluator):
                 continue
             parsed = file.parsed(i)
             name = _defined_name(parsed.node) if parsed is not None else None
-            if name is not None and (file.path, name) != (target.path, target.word) and self._refers(file, i, target):
+            if name is None or (file.path, name) == (target.path, target.word):
+                continue
+            if self._refers(file, i, target) or self._names_target(file, target):
                 parents.append((file.path, name, place(file.path, file.statements[i].header + 1, self.root)))
         for ref, where in passed:
             if ref.path is not None and ref.name is not None:
@@ -714,6 +716,22 @@ class CallSiteFinder(Evaluator):
                     continue
                 done.add(site.example)
                 yield replace(site, via=f"through {name} ({where})")
+
+    def _names_target(self, file: SourceFile, target: SiteTarget) -> bool:
+        """Whether the name a definition of ``file`` uses can only be the target, though its
+        values were not worked out (``jit_fn(nnx_eval_step if cfg.nnx else jax_eval_step)``):
+        the target's own file with the name bound by its definition, or a file that imports the
+        name from the target's module. A run shows whether it reaches it."""
+        fs = file.summary
+        binding = fs.binding(target.word) if fs is not None else None
+        if binding is None:
+            return False
+        if file.path == target.path:
+            return binding.how == "local"
+        if binding.how != "from":
+            return False
+        module = self.index.modules.module_name(target.path)
+        return self.index.modules.absolute(file.path, binding.target, binding.level) == f"{module}.{target.word}"
 
     def _entry(self, path: Path, name: str) -> SiteTarget | None:
         found = self.classifier.discover(path)

@@ -5,8 +5,8 @@ Flax's examples, like most absl and argparse programs, need flags to run at all
 :func:`documented_command` finds such a line for a script in the README, Markdown, reStructuredText
 and shell files of the script's folder and of each folder above it up to the project root, and
 returns its arguments, so that a run learning a target's inputs runs the script as its README
-does. A command with shell syntax the arguments would need a shell for (``$VAR``, backquotes,
-globs) is not taken.
+does. ``$HOME`` and ``~`` are expanded as a shell would; a command with other shell syntax the
+arguments would need a shell for (``$VAR``, backquotes, globs) is not taken.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ _DOC = re.compile(r"(?i)^(readme.*|.*\.(md|rst|txt|sh)|makefile)$")
 _PYTHON = re.compile(r"(?:^|[\s`'\"(;&|>$])python(?:3(?:\.\d+)?)?\s+(?:-u\s+)?(\S+\.py)\b([^\n]*)")
 _STOP = re.compile(r"\s(?:\||&&|;|>|<|2>|#)")  # the command ends at a pipe, a redirection, a comment
 _SHELL = re.compile(r"[$`*?{}~]")
+_HOME = re.compile(r"(^|[\s=])(?:\$HOME|\$\{HOME\}|~)(?=/|\s|$)")
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,7 @@ def _in_doc(doc: Path, script: Path, root: Path, stamp: tuple[int, int]) -> Comm
             stop = _STOP.search(" " + rest)
             rest = rest[: stop.start() - 1] if stop else rest
             rest = rest.strip().rstrip("`").strip()
+            rest = _HOME.sub(lambda m: m.group(1) + str(Path.home()), rest)  # as a shell expands it
             if not rest or _SHELL.search(rest):
                 continue
             try:

@@ -42,7 +42,7 @@ def test_what_is_not_taken(tmp_path: Path) -> None:
         tmp_path,
         {
             "examples/vae/README.md": (
-                "python main.py --workdir=$HOME/vae\n"  # a shell variable: needs a shell
+                "python main.py --workdir=$OUT/vae\n"  # a shell variable: needs a shell
                 "python main.py\n"  # no arguments: nothing to add
                 "python other/main.py --x 1\n"  # another main.py
                 "python train.py --x 2\n"  # another script
@@ -50,3 +50,9 @@ def test_what_is_not_taken(tmp_path: Path) -> None:
         },
     )
     assert documented_command(script, tmp_path) is None
+
+
+def test_home_is_expanded_as_a_shell_would(tmp_path: Path) -> None:
+    script = layout(tmp_path, {"examples/vae/README.md": "python3 main.py --workdir=$HOME/logs/vae --cache ~/c\n"})
+    found = documented_command(script, tmp_path)
+    assert found is not None and found.argv == (f"--workdir={Path.home()}/logs/vae", "--cache", f"{Path.home()}/c")
