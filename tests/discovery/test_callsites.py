@@ -352,6 +352,25 @@ def test_a_module_handing_the_target_to_a_library_call_is_an_example(tmp_path: P
     assert [(s.example, s.line, s.static, s.via) for s in result] == [("toy.py", 15, False, "uses it here")]
 
 
+def test_a_step_chosen_by_a_condition_is_reached_through_its_user(tmp_path: Path) -> None:
+    """flax's gemma example: ``jit_fn(nnx_eval_step if cfg.nnx else jax_eval_step)`` in the
+    driver; the value is not worked out, but the name can only be the step of the same file."""
+    (tmp_path / "train.py").write_text(
+        "import jax\nimport jax.numpy as jnp\nfrom flax import nnx\n\n\n"
+        "def jax_eval_step(params, batch):\n    return jnp.mean(batch * params)\n\n\n"
+        "def nnx_eval_step(model, batch):\n    return jnp.mean(model(batch))\n\n\n"
+        "def train_and_evaluate(config, batches):\n    jit_fn = nnx.jit if config.nnx else jax.jit\n"
+        "    step = jit_fn(nnx_eval_step if config.nnx else jax_eval_step)\n"
+        "    return [step(config.params, b) for b in batches]\n\n\n"
+        "if __name__ == '__main__':\n    train_and_evaluate(None, [])\n"
+    )
+    index = WorkspaceIndex([tmp_path])
+    found = Classifier(index).discover(tmp_path / "train.py")
+    entry = next(e for e in found.entrypoints if e.name == "jax_eval_step")
+    result = CallSiteFinder(index, tmp_path, Classifier(index)).find(entry)
+    assert [(s.example, s.via) for s in result] == [("train.py", "through train_and_evaluate (train.py:14)")]
+
+
 def test_ranking_order(finder: CallSiteFinder) -> None:
     found = sites(finder, "zoo/resnet.py::ResNet")
     assert found == sorted(found, key=CallSite.rank)
