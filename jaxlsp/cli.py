@@ -179,6 +179,7 @@ def _save(outcome: object) -> int:
 
 
 def _examples(args: argparse.Namespace) -> int:
+    from jaxlsp.capture import autoinputs
     from jaxlsp.capture.engine import TraceFailure, parse_target, workspace_root_for
     from jaxlsp.discovery import Classifier, WorkspaceIndex
     from jaxlsp.discovery.callsites import CallSiteFinder
@@ -206,6 +207,8 @@ def _examples(args: argparse.Namespace) -> int:
     items: list[dict[str, object]] = []
     for site in sites:
         item = site.to_json(root)
+        if site.kind == "script" and site.example is not None:  # as auto runs it: with its documented arguments
+            item["example"] = autoinputs.choices([site], root)[0]["example"]
         if site.static:
             try:
                 made = propose_site(entry, site, where=site.where(root), base=root)

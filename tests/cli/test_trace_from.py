@@ -245,6 +245,8 @@ def test_a_script_runs_with_the_arguments_its_readme_gives(tmp_path: Path) -> No
         "python train.py --size $SIZE  # not this one: a shell variable\n"
         "python train.py \\\n    --size 5 | tee log.txt\n```\n"
     )
+    listed = run(["examples", "model.py::double"], cwd=tmp_path)
+    assert "[train.py --size 5]" in listed.stdout.splitlines()[0], listed.stdout
     result = run(["trace", "model.py::double", "-o", "g.json", "--save"], cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[0] == "running train.py --size 5 to learn the inputs"
