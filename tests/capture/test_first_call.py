@@ -129,6 +129,39 @@ def test_a_call_under_set_mesh_is_traced_inside_that_mesh(tmp_path: Path) -> Non
     assert any(node["primitive"] == "sharding_constraint" for node in result["graph"]["nodes"])
 
 
+@pytest.mark.parametrize("library", ["equinox", "linen"])
+def test_a_subclass_that_inherits_its_call(tmp_path: Path, library: str) -> None:
+    # equinox's Conv2d(Conv) and MaxPool2d(Pool) define only __init__: the call they run is their
+    # base's; the hook used to wait in the subclass's own __call__, which does not exist
+    layers = {
+        "equinox": (
+            "import equinox as eqx\nimport jax.numpy as jnp\n\n\n"
+            "class Scale(eqx.Module):\n    factor: float\n\n"
+            "    def __call__(self, x):\n        return jnp.tanh(x) * self.factor\n\n\n"
+            "class Double(Scale):\n    def __init__(self):\n        self.factor = 2.0\n\n\n"
+            "class Plain(eqx.Module):\n    factor: float = 1.0\n"
+        ),
+        "linen": (
+            "import flax.linen as nn\nimport jax.numpy as jnp\n\n\n"
+            "class Scale(nn.Module):\n    factor: float = 1.0\n\n"
+            "    def __call__(self, x):\n        return jnp.tanh(x) * self.factor\n\n\n"
+            "class Double(Scale):\n    factor: float = 2.0\n\n\n"
+            "class Plain(nn.Module):\n    factor: float = 1.0\n"
+        ),
+    }[library]
+    call = "Double()(load())" if library == "equinox" else "Double().apply({}, load())"
+    (tmp_path / "layers.py").write_text(layers)
+    (tmp_path / "test_layers.py").write_text(
+        "import numpy as np\n\nfrom layers import Double, Plain\n\n\n"
+        "def load():\n    return np.ones((2, 3), np.float32)\n\n\n"
+        f"def test_double():\n    assert not callable(Plain())\n    assert {call}.shape == (2, 3)\n"
+    )
+    result = run(tmp_path, "layers.py::Double", "test_layers.py::test_double")
+    assert result["ok"], result.get("error")
+    assert inputs(result) == [("args/0", [2, 3], "float32")]
+    assert {n["primitive"] for n in result["graph"]["nodes"]} >= {"tanh", "mul"}
+
+
 def test_a_linen_block_reached_inside_its_owner_init(repo: Path) -> None:
     result = run(repo, "zoo/resnet.py::ResNetBlock", "tests/test_models.py::test_resnet18")
     assert result["ok"], result.get("error")

@@ -31,7 +31,7 @@ import time
 import types
 from typing import Any
 
-from jaxlsp.capture.worker import limits
+from jaxlsp.capture.worker import limits, runners
 from jaxlsp.capture.worker.failures import CaptureError, Workspace, first_paragraph, from_exception, user_frame_of
 from jaxlsp.capture.worker.runners import HOOK_NAME, Delivered, Instrument, TargetFinder, run_example
 
@@ -75,6 +75,11 @@ class Hook:
         return compile(tree, path, "exec", dont_inherit=True)
 
     # -- the hook --------------------------------------------------------------------------------------
+    @staticmethod
+    def inherits(bases: tuple[Any, ...], method: str) -> bool:
+        """Asked as the target's class is made: whether it inherits the watched method."""
+        return runners.inherits(bases, method)
+
     def __call__(self, what: str) -> None:
         if self.fired or threading.current_thread().name == _TRACE_THREAD:
             return

@@ -62,12 +62,19 @@ class Instrument:
         if not isinstance(node, ast.ClassDef):
             return False
         found = False
+        own = False
         wanted = self.method or "__call__"
         for stmt in node.body:
-            if isinstance(stmt, ast.FunctionDef) and stmt.name == wanted:
+            if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name == wanted:
+                own = True
                 found = _insert(stmt, "call") or found
             elif isinstance(stmt, ast.FunctionDef) and stmt.name == "__init__":
                 _insert(stmt, "init")
+            elif isinstance(stmt, ast.Assign | ast.AnnAssign) and wanted in _assigned_names(stmt):
+                own = True  # ``__call__ = forward``: its own, which the hook cannot enter
+        if not own and node.bases:
+            _inherit(node, wanted)
+            found = True
         return found
 
 
@@ -80,6 +87,39 @@ def _find_definition(body: list[ast.stmt], name: str) -> ast.stmt | None:
             for inner in (stmt.body, getattr(stmt, "orelse", []), getattr(stmt, "finalbody", [])):
                 found = _find_definition(inner, name) or found
     return found
+
+
+def _inherit(cls: ast.ClassDef, method: str) -> None:
+    """A class that inherits the watched method (equinox's ``Conv2d(Conv)``, a Linen module
+    deriving another with new defaults) gets one that calls the hook and then its base's, only
+    when a base has it (``HOOK.inherits(bases, name)`` at class creation), so that a class with
+    none stays uncallable."""
+    source = (
+        f"if {HOOK_NAME}.inherits(({', '.join(ast.unparse(b) for b in cls.bases)},), {method!r}):\n"
+        f"    def {method}(self, *args, **kwargs):\n"
+        f"        {HOOK_NAME}('call')\n"
+        f"        return super().{method}(*args, **kwargs)\n"
+    )
+    added = ast.parse(source).body
+    anchor = cls.body[-1]
+    for stmt in added:
+        for node in ast.walk(stmt):
+            ast.copy_location(node, anchor)
+    cls.body.extend(added)
+
+
+def _assigned_names(stmt: ast.Assign | ast.AnnAssign) -> set[str]:
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+    return {t.id for t in targets if isinstance(t, ast.Name)}
+
+
+def inherits(bases: tuple[Any, ...], method: str) -> bool:
+    """Whether a class with ``bases`` gets ``method`` from one of them (``object`` aside)."""
+    for base in bases:
+        for klass in getattr(base, "__mro__", ()):
+            if klass is not object and method in vars(klass):
+                return True
+    return False
 
 
 def _insert(fn: ast.FunctionDef | ast.AsyncFunctionDef, what: str) -> bool:
