@@ -160,6 +160,13 @@ def test_a_subclass_that_inherits_its_call(tmp_path: Path, library: str) -> None
     assert result["ok"], result.get("error")
     assert inputs(result) == [("args/0", [2, 3], "float32")]
     assert {n["primitive"] for n in result["graph"]["nodes"]} >= {"tanh", "mul"}
+    plain = run(tmp_path, "layers.py::Plain", "test_layers.py::test_double")  # still uncallable
+    assert not plain["ok"]
+    assert plain["error"]["message"] == (
+        "running test_layers.py::test_double finished without calling Plain (pytest: 1 test(s): 1 passed); "
+        "Plain has no __call__ of its own or from a base: nothing calls it "
+        '(trace one of its methods: `method = "..."` in a profile)'
+    )
 
 
 def test_a_linen_block_reached_inside_its_owner_init(repo: Path) -> None:

@@ -65,6 +65,7 @@ class Hook:
         self.inits: dict[int, tuple[list[Any], dict[str, Any]]] = {}  # id(instance) -> constructor arguments
         self.started = time.perf_counter()
         self.instrumented = False
+        self.missing: str | None = None  # the watched method, when the target class has none
 
     # -- instrumentation -------------------------------------------------------------------------------
     def compile(self, source: bytes, path: str) -> types.CodeType:
@@ -75,10 +76,13 @@ class Hook:
         return compile(tree, path, "exec", dont_inherit=True)
 
     # -- the hook --------------------------------------------------------------------------------------
-    @staticmethod
-    def inherits(bases: tuple[Any, ...], method: str) -> bool:
-        """Asked as the target's class is made: whether it inherits the watched method."""
-        return runners.inherits(bases, method)
+    def inherits(self, bases: tuple[Any, ...], method: str) -> bool:
+        """Asked as the target's class is made: whether it inherits the watched method (when
+        not, nothing can call it, and the failure says so)."""
+        found = runners.inherits(bases, method)
+        if not found:
+            self.missing = method
+        return found
 
     def __call__(self, what: str) -> None:
         if self.fired or threading.current_thread().name == _TRACE_THREAD:
@@ -427,7 +431,12 @@ def _not_called(hook: Hook, outcome: tuple[str, BaseException | None, str] | Non
     text = hook.example["text"]
     what, exc, detail = outcome if outcome is not None else ("finished", None, "")
     hint = ""
-    if not hook.instrumented:
+    if hook.missing is not None:
+        hint = (
+            f"; {hook.name} has no {hook.missing} of its own or from a base: nothing calls it"
+            ' (trace one of its methods: `method = "..."` in a profile)'
+        )
+    elif not hook.instrumented:
         hint = (
             f"; {hook.path} was never imported by the run, or {hook.name} is not defined there"
             if what == "finished"
