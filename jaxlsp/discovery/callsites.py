@@ -696,7 +696,7 @@ class CallSiteFinder(Evaluator):
         """The examples of the workspace definitions that use the target (``Block(...)`` inside
         ``ResNet``) or that it is passed to (``partial(ResNet, block_cls=Block)``): running them
         reaches it."""
-        parents: list[tuple[Path, str, str]] = []
+        parents: list[tuple[Path, str, str, bool]] = []
         for file, i in mentioned:
             if not file.defines(i) or is_test_file(file.path):
                 continue
@@ -705,17 +705,17 @@ class CallSiteFinder(Evaluator):
             if name is None or (file.path, name) == (target.path, target.word):
                 continue
             if self._refers(file, i, target) or self._names_target(file, target):
-                parents.append((file.path, name, place(file.path, file.statements[i].header + 1, self.root)))
+                parents.append((file.path, name, place(file.path, file.statements[i].header + 1, self.root), False))
         for ref, where in passed:
             if ref.path is not None and ref.name is not None:
-                parents.append((ref.path, ref.name.split(".", 1)[0], f"passed to it at {where}"))
+                parents.append((ref.path, ref.name.split(".", 1)[0], f"passed to it at {where}", True))
         done: set[str] = set()
-        for path, name, where in parents:
+        for path, name, where, handed in parents:
             for site in self.reach.reached(path, name, depth + 1, files, {(target.path, target.word)}):
                 if site.example is None or site.example in done:
                     continue
                 done.add(site.example)
-                yield replace(site, via=f"through {name} ({where})")
+                yield replace(site, via=f"through {name} ({where})", handed=handed or site.handed)
 
     def _names_target(self, file: SourceFile, target: SiteTarget) -> bool:
         """Whether the name a definition of ``file`` uses can only be the target, though its

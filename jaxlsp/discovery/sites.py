@@ -46,16 +46,20 @@ class CallSite:
     missing: tuple[Missing, ...] = ()
     via: str | None = None  # how the target is reached: "ResNet18 (models.py:40)", "passed to ResNet"
     elements: int = 0  # array elements in all, for ranking
+    # reached through a workspace function the target is handed to (``tree_at(_inferences, ...)``):
+    # that function's other users seldom hand it the target, so such examples come last
+    handed: bool = False
 
     @property
     def complete(self) -> bool:
         return self.static and not self.missing and self.inputs is not None
 
-    def rank(self) -> tuple[int, int, int, int, int, int, int, int, str, int]:
+    def rank(self) -> tuple[int, int, int, int, int, int, int, int, int, str, int]:
         return (
             0 if self.complete else 1,
             KIND_RANK[self.kind],
             0 if self.static else 1,
+            1 if self.handed else 0,
             0 if self.example is None or "::" in self.example else 1,  # one test before a whole file
             len(self.missing),
             1 if self.extra.get("mutable") is True else 0,  # an init call: apply's are what runs later

@@ -371,6 +371,37 @@ def test_a_step_chosen_by_a_condition_is_reached_through_its_user(tmp_path: Path
     assert [(s.example, s.via) for s in result] == [("train.py", "through train_and_evaluate (train.py:14)")]
 
 
+def test_users_of_a_function_the_target_is_handed_to_come_last(tmp_path: Path) -> None:
+    """equinox's ``_inferences`` is handed to ``tree_at`` inside ``inference_mode``: the tests of
+    ``inference_mode`` run it; the many tests of ``tree_at`` seldom do, and come after them (all
+    eight tests one run takes were ``tree_at``'s, and none reached it)."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "tree.py").write_text(
+        "import jax\n\n\ndef tree_at(where, tree, value):\n    return jax.tree.map(lambda x: x, tree)\n"
+    )
+    (tmp_path / "pkg" / "inference.py").write_text(
+        "import jax.numpy as jnp\n\nfrom pkg.tree import tree_at\n\n\n"
+        "def _flags(tree):\n    return [jnp.asarray(x) for x in tree]\n\n\n"
+        "def inference_mode(tree):\n    return tree_at(_flags, tree, True)\n"
+    )
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_a_tree.py").write_text(
+        "from pkg.tree import tree_at\n\n\ndef test_tree_at():\n    tree_at(len, [1], 2)\n"
+    )
+    (tmp_path / "tests" / "test_b_inference.py").write_text(
+        "from pkg.inference import inference_mode\n\n\ndef test_inference():\n    inference_mode([1.0])\n"
+    )
+    index = WorkspaceIndex([tmp_path])
+    found = Classifier(index).discover(tmp_path / "pkg" / "inference.py")
+    entry = next(e for e in found.entrypoints if e.name == "_flags")
+    result = CallSiteFinder(index, tmp_path, Classifier(index)).find(entry)
+    assert [(s.example, s.handed) for s in result] == [
+        ("tests/test_b_inference.py::test_inference", False),
+        ("tests/test_a_tree.py::test_tree_at", True),
+    ]
+
+
 def test_ranking_order(finder: CallSiteFinder) -> None:
     found = sites(finder, "zoo/resnet.py::ResNet")
     assert found == sorted(found, key=CallSite.rank)
