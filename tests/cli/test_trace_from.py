@@ -189,7 +189,7 @@ def test_auto_runs_the_next_script_when_the_first_never_calls_the_target(tmp_pat
 def test_a_notebook_is_run_cell_by_cell_to_learn_the_inputs(tmp_path: Path) -> None:
     """Equinox's example notebooks call their models in later cells on data a helper makes; auto
     runs the notebook as "Run all" would (from its folder, IPython lines neutralised, ``display``
-    there) up to the call. Before, the run imported ``nb`` as a module and failed."""
+    and a ``get_ipython()`` that is not Colab there) up to the call. Before, the run imported ``nb`` as a module and failed."""
 
     def cell(kind: str, source: str) -> dict[str, object]:
         extra = {"outputs": [], "execution_count": None} if kind == "code" else {}
@@ -201,7 +201,12 @@ def test_a_notebook_is_run_cell_by_cell_to_learn_the_inputs(tmp_path: Path) -> N
         "metadata": {"kernelspec": {"name": "python3", "language": "python"}},
         "cells": [
             cell("markdown", "# A model"),
-            cell("code", "%matplotlib inline\nimport equinox as eqx\nimport jax\nimport numpy as np"),
+            cell(
+                "code",
+                "%matplotlib inline\nimport equinox as eqx\nimport jax\nimport numpy as np\n"
+                "if 'google.colab' in str(get_ipython()):\n    raise SystemExit('colab only')\n"
+                "get_ipython().run_line_magic('load_ext', 'autoreload')",
+            ),
             cell(
                 "code",
                 "class MLP(eqx.Module):\n    layer: eqx.nn.Linear\n\n    def __init__(self, key):\n"

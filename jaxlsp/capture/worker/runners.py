@@ -263,6 +263,7 @@ def _exec_notebook(path: str, hook: Watched) -> tuple[str, BaseException | None,
     module.__file__ = path
     module.__dict__["__builtins__"] = builtins
     module.__dict__.setdefault("display", _display)  # IPython's, which notebooks call bare
+    module.__dict__.setdefault("get_ipython", _get_ipython)  # ``'google.colab' in str(get_ipython())``
     saved = sys.modules.get("__main__")
     sys.modules["__main__"] = module
     own = path == hook.path
@@ -294,6 +295,21 @@ def _exec_notebook(path: str, hook: Watched) -> tuple[str, BaseException | None,
 
 def _display(*objects: Any, **_: Any) -> None:
     print(*objects)
+
+
+class _Shell:
+    """What ``get_ipython()`` gives a notebook run outside IPython: not Colab, and every magic
+    or shell call (``run_line_magic``, ``system``) a no-op, as the neutralised lines are."""
+
+    def __str__(self) -> str:
+        return "<jaxlsp notebook run: no IPython>"
+
+    def __getattr__(self, name: str) -> Any:
+        return lambda *args, **kwargs: None
+
+
+def _get_ipython() -> _Shell:
+    return _Shell()
 
 
 def _last_stderr_hint() -> str:
