@@ -720,18 +720,23 @@ class CallSiteFinder(Evaluator):
     def _names_target(self, file: SourceFile, target: SiteTarget) -> bool:
         """Whether the name a definition of ``file`` uses can only be the target, though its
         values were not worked out (``jit_fn(nnx_eval_step if cfg.nnx else jax_eval_step)``):
-        the target's own file with the name bound by its definition, or a file that imports the
-        name from the target's module. A run shows whether it reaches it."""
+        the target's own file with the name bound by its definition, or a file that binds the name
+        to it (``from models import Block``, ``MlpMixer = models_mixer.MlpMixer``). A run shows
+        whether it reaches it."""
         fs = file.summary
         binding = fs.binding(target.word) if fs is not None else None
         if binding is None:
             return False
         if file.path == target.path:
             return binding.how == "local"
-        if binding.how != "from":
+        if binding.how not in ("from", "alias", "import"):
             return False
-        module = self.index.modules.module_name(target.path)
-        return self.index.modules.absolute(file.path, binding.target, binding.level) == f"{module}.{target.word}"
+        q = self.classifier.qualify(fs, target.word)  # an import, or ``MlpMixer = models_mixer.MlpMixer``
+        return (
+            q is not None
+            and q.callee is None
+            and q.name == f"{self.index.modules.module_name(target.path)}.{target.word}"
+        )
 
     def _entry(self, path: Path, name: str) -> SiteTarget | None:
         found = self.classifier.discover(path)

@@ -371,6 +371,32 @@ def test_a_step_chosen_by_a_condition_is_reached_through_its_user(tmp_path: Path
     assert [(s.example, s.via) for s in result] == [("train.py", "through train_and_evaluate (train.py:14)")]
 
 
+def test_a_re_exported_class_built_from_a_config_table_is_reached(tmp_path: Path) -> None:
+    """google-research/vision_transformer: ``models.py`` re-exports ``MlpMixer =
+    models_mixer.MlpMixer`` and builds it as ``MlpMixer(**CONFIGS[name], **kw)`` (values not
+    worked out); the tests of ``get_model`` reach it."""
+    (tmp_path / "vit").mkdir()
+    (tmp_path / "vit" / "__init__.py").write_text("")
+    (tmp_path / "vit" / "models_mixer.py").write_text(
+        "import flax.linen as nn\n\n\nclass MlpMixer(nn.Module):\n    width: int\n\n    @nn.compact\n"
+        "    def __call__(self, x):\n        return nn.Dense(self.width)(x)\n"
+    )
+    (tmp_path / "vit" / "models.py").write_text(
+        "from vit import models_mixer\n\nCONFIGS = {}\nMlpMixer = models_mixer.MlpMixer\n\n\n"
+        "def get_model(name, **kw):\n    return MlpMixer(**CONFIGS[name], **kw)\n"
+    )
+    (tmp_path / "vit" / "models_test.py").write_text(
+        "from vit import models\n\n\ndef test_can_instantiate():\n    models.get_model('Mixer-B_16')\n"
+    )
+    index = WorkspaceIndex([tmp_path])
+    found = Classifier(index).discover(tmp_path / "vit" / "models_mixer.py")
+    entry = next(e for e in found.entrypoints if e.name == "MlpMixer")
+    result = CallSiteFinder(index, tmp_path, Classifier(index)).find(entry)
+    assert [(s.example, s.via) for s in result] == [
+        ("vit/models_test.py::test_can_instantiate", "through get_model (vit/models.py:7)")
+    ]
+
+
 def test_users_of_a_function_the_target_is_handed_to_come_last(tmp_path: Path) -> None:
     """equinox's ``_inferences`` is handed to ``tree_at`` inside ``inference_mode``: the tests of
     ``inference_mode`` run it; the many tests of ``tree_at`` seldom do, and come after them (all
