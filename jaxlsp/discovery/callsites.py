@@ -725,7 +725,7 @@ class CallSiteFinder(Evaluator):
         whether it reaches it."""
         fs = file.summary
         binding = fs.binding(target.word) if fs is not None else None
-        if binding is None:
+        if binding is None or fs is None:
             return False
         if file.path == target.path:
             return binding.how == "local"
