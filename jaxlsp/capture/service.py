@@ -20,6 +20,7 @@ calling task kills the capture's processes.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
@@ -44,6 +45,7 @@ from jaxlsp.graph.store import GraphStore, Trace
 MAX_RUNNING = 2  # captures at once; more wait in line
 MAX_WAITING = 8  # beyond this a request is refused rather than queued
 MAX_HINTS = 64  # targets whose variables structure is remembered
+MIN_FALLBACK_SECONDS = 5.0  # auto's next example starts only with this much of the deadline left
 
 #: Decides whether a prepared capture may run: None, or the refusal (nothing of the target ran).
 Gate = Callable[[Prepared], Awaitable[TraceFailure | None]]
@@ -123,9 +125,11 @@ class CaptureService:
     ) -> Captured:
         """Steps 2 to 5 for a prepared capture; ``meta`` labels the stored trace (the server's uri
         and name), with the profile and the interpreter added. When auto's example ends or fails
-        without calling the target, its next examples run in turn (``notify`` hears each
-        ``running ...``); if none reaches it, the failure says what each did."""
+        without calling the target, its next examples run in turn under the same deadline
+        (``notify`` hears each ``running ...``); if none reaches it, the failure says what each
+        did."""
         failures: list[TraceFailure] = []
+        deadline = time.monotonic() + options.timeout  # the next examples share the first one's
         while True:
             outcome = await self.capture(prepared, options)
             try:
@@ -134,9 +138,11 @@ class CaptureService:
             except TraceFailure as exc:
                 failures.append(exc)
                 following = next_example(prepared, exc)
-                if following is None:
+                left = deadline - time.monotonic()
+                if following is None or left < MIN_FALLBACK_SECONDS:
                     raise _all_of(failures) from None
                 prepared = following
+                options = replace(options, timeout=left)
                 running = prepared.running()
                 if running and notify is not None:
                     notify(running)

@@ -184,6 +184,16 @@ def test_auto_runs_the_next_script_when_the_first_never_calls_the_target(tmp_pat
     assert failed.returncode != 0
     assert "running b_run.py finished without calling double" in failed.stderr
     assert "(before it: example: running a_dry.py finished without calling double" in failed.stderr
+    # the next examples share the first one's deadline: with under 5 s of it left, none starts
+    (tmp_path / "a_dry.py").write_text(
+        script.format(shape="2, 3", guard="__import__('time').sleep(2) or len(sys.argv) > 3")
+    )
+    late = run(["trace", "pkg/model.py::double", "--timeout", "6"], cwd=tmp_path)
+    assert late.returncode != 0
+    assert [line for line in late.stdout.splitlines() if line.startswith("running ")] == [
+        "running a_dry.py to learn the inputs"
+    ]
+    assert "running a_dry.py finished without calling double" in late.stderr and "before it" not in late.stderr
 
 
 def test_a_notebook_is_run_cell_by_cell_to_learn_the_inputs(tmp_path: Path) -> None:
