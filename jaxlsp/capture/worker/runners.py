@@ -71,7 +71,9 @@ class Instrument:
             elif isinstance(stmt, ast.FunctionDef) and stmt.name == "__init__":
                 _insert(stmt, "init")
             elif isinstance(stmt, ast.Assign | ast.AnnAssign) and wanted in _assigned_names(stmt):
-                own = True  # ``__call__ = forward``: its own, which the hook cannot enter
+                # ``__call__ = forward`` is its own, which the hook cannot enter; an annotation alone
+                # (equinox's ``__call__: AbstractClassVar[Callable]``) defines nothing
+                own = own or isinstance(stmt, ast.Assign) or stmt.value is not None
         if not own and node.bases:
             _inherit(node, wanted)
             found = True
