@@ -577,7 +577,7 @@ def _classify(
             at = f" It was running {where.pop('function')} at {where['path']}:{where['line']} when the time ran out."
         result = error_result(
             "timeout",
-            f"The capture did not finish within {timeout:g} s (the time limit); the worker and every "
+            f"The capture did not finish within {_seconds(timeout)} s (the time limit); the worker and every "
             f"process it started were stopped.{at} Raise the timeout if the target is slow to import or trace.",
             tail or None,
         )
@@ -598,3 +598,8 @@ def _classify(
         f"The capture worker {describe_exit(exit_code)} without sending a result.{said}",
         tail or None,
     )
+
+
+def _seconds(value: float) -> str:
+    """``240`` or ``27.7``: a time limit as a person writes it (auto's later runs get what is left)."""
+    return f"{value:g}" if float(value).is_integer() else f"{value:.1f}"
