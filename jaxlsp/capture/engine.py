@@ -415,8 +415,8 @@ def prepare(req: TraceRequest) -> Prepared:
 
 
 def next_example(prepared: Prepared, failure: TraceFailure) -> Prepared | None:
-    """auto's next example when the run of ``prepared``'s ended or failed without calling the
-    target (an ``example`` failure; a timeout or a crash is not retried); None when there is none."""
+    """auto's next example, when ``prepared``'s run ended or failed without calling the target
+    (an ``example`` failure; a timeout or a crash is not retried); None when there is none."""
     origin = prepared.origin
     if failure.kind != "example" or prepared.req is None or origin is None or origin.how != "example":
         return None
