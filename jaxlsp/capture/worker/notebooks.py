@@ -22,7 +22,7 @@ import linecache
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from jaxlsp.capture.worker.failures import CaptureError, Workspace
 from jaxlsp.notebook import Module, NotebookError, build_module, parse_cells
@@ -63,6 +63,21 @@ def _bound(stmt: ast.stmt) -> set[str]:
     return set()
 
 
+def open_notebook(path: str, workspace: Workspace, kind: Literal["import", "example"]) -> tuple[Module, list[str]]:
+    """The notebook's code cells as one module, and its lines, registered where frames,
+    tracebacks and the graph's source lines look (linecache, by module line) and where
+    ``Workspace`` maps module lines to cells; an unreadable notebook is a ``kind`` CaptureError."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            everything = build_module(parse_cells(f.read()))
+    except (OSError, NotebookError) as exc:
+        raise CaptureError(kind, f"cannot read the notebook {path}: {exc}") from None
+    lines = everything.text.split("\n")
+    linecache.cache[path] = (len(everything.text), None, [line + "\n" for line in lines], path)
+    workspace.add_notebook(path, everything)
+    return everything, lines
+
+
 def run_notebook(
     path: str,
     namespace: dict[str, Any],
@@ -77,14 +92,7 @@ def run_notebook(
 ) -> NotebookRun:
     """Run the notebook at ``path`` into ``namespace``; ``definitions``, ``reduce`` and ``unset``
     are the file loader's (run kept statements, keep definitions, names a statement sets)."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            everything = build_module(parse_cells(f.read()))
-    except (OSError, NotebookError) as exc:
-        raise CaptureError("import", f"cannot read the notebook {path}: {exc}") from None
-    lines = everything.text.split("\n")
-    linecache.cache[path] = (len(everything.text), None, [line + "\n" for line in lines], path)
-    workspace.add_notebook(path, everything)
+    everything, lines = open_notebook(path, workspace, "import")
     trees: dict[int, ast.Module] = {}
     broken: dict[int, SyntaxError] = {}
     for block in everything.blocks:

@@ -14,7 +14,6 @@ import builtins
 import importlib
 import importlib.machinery
 import importlib.util
-import linecache
 import os
 import sys
 import types
@@ -245,17 +244,9 @@ def _exec_notebook(path: str, hook: Watched) -> tuple[str, BaseException | None,
     ``__main__``, from the notebook's folder (Jupyter's current folder, first on ``sys.path``),
     IPython lines neutralised (jaxlsp.notebook), the target's cells compiled with the hook. A cell
     that does not parse is skipped; the first cell that raises ends the run."""
-    from jaxlsp.notebook import NotebookError, build_module, parse_cells
+    from jaxlsp.capture.worker.notebooks import open_notebook
 
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            everything = build_module(parse_cells(f.read()))
-    except (OSError, NotebookError) as exc:
-        raise CaptureError("example", f"cannot read the notebook {path}: {exc}") from None
-    lines = everything.text.split("\n")
-    # frames, tracebacks and the graph's source lines read module lines; Workspace maps them to cells
-    linecache.cache[path] = (len(everything.text), None, [line + "\n" for line in lines], path)
-    hook.workspace.add_notebook(path, everything)
+    everything, lines = open_notebook(path, hook.workspace, "example")
     folder = os.path.dirname(path)
     os.chdir(folder)
     sys.path[:] = [p for p in sys.path if p != ""]
