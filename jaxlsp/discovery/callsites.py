@@ -226,7 +226,9 @@ class CallSiteFinder(Evaluator):
                     if uses_names(text, words):
                         mentioned.append((file, i))
                         here = list(self._sites_in(target, file, [i], words, parents))
-                        nested = self.reach.test_use(file, i, words) if not here else None
+                        nested = None
+                        if not here and self._may_name(file, [i], words, target):
+                            nested = self.reach.test_use(file, i, words)
                         sites.extend([nested] if nested is not None else here)
                 elif uses_names(text, names):
                     top_level.append(i)
@@ -234,7 +236,11 @@ class CallSiteFinder(Evaluator):
                     # names bound here follow the target into later statements (``y = model(x)``)
                     names.update(n for n, found in file.assigned().items() if i in found)
             if top_level:
-                sites.extend(self._sites_in(target, file, top_level, words, parents))
+                here = list(self._sites_in(target, file, top_level, words, parents))
+                script = None
+                if not here and self._may_name(file, top_level, words, target):
+                    script = self.reach.script_use(file, top_level, words)
+                sites.extend([script] if script is not None else here)
         if depth < MAX_PARENT_DEPTH:
             sites.extend(self._inherited(target, mentioned, parents, depth, seen, files))
         sites.extend(self.reach.importing_tests(target, files, sites))
@@ -716,6 +722,15 @@ class CallSiteFinder(Evaluator):
                     continue
                 done.add(site.example)
                 yield replace(site, via=f"through {name} ({where})", handed=handed or site.handed)
+
+    def _may_name(self, file: SourceFile, indexes: list[int], words: set[str], target: SiteTarget) -> bool:
+        """Whether the statements ``indexes`` may use the target where their calls are not read:
+        as an attribute (``eqx.nn.Shared``) of a module that can reach it, or by a bare name
+        bound to it (a file with its own ``loss`` does not)."""
+        text = "".join(file.text_of(i) for i in indexes)
+        if any(re.search(rf"\.\s*{re.escape(w)}\b", text) for w in words):
+            return self.reach.sees(file, target.path, self.index.modules.module_name(target.path))
+        return self._names_target(file, target)
 
     def _names_target(self, file: SourceFile, target: SiteTarget) -> bool:
         """Whether the name a definition of ``file`` uses can only be the target, though its

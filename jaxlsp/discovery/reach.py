@@ -76,7 +76,7 @@ class Reach:
         parents: list[tuple[Path, str]] = []
         module = self.index.modules.module_name(path)
         for file in files:
-            if not words & file.words or not self._sees(file, path, module):
+            if not words & file.words or not self.sees(file, path, module):
                 continue
             for i, st in enumerate(file.statements):
                 if not (words & file.words_of(i)):
@@ -118,7 +118,21 @@ class Reach:
         line = next((n for n in range(st.header, st.end + 1) if uses_names(file.lines[n], words)), st.header)
         return CallSite(file.path, line + 1, kind, example, static=False, via="uses it here")
 
-    def _sees(self, file: SourceFile, path: Path, module: str) -> bool:
+    def script_use(self, file: SourceFile, indexes: list[int], words: set[str]) -> CallSite | None:
+        """A script whose top-level statements ``indexes`` use one of ``words`` only where calls
+        are not read statically (in a function defined inside ``if __name__ == "__main__":``, as
+        JAX's own examples do), as a dynamic site: running the script may reach the target."""
+        kind, example = self.example_of(file, "", True)
+        if kind != "script" or example is None:
+            return None
+        for i in indexes:
+            st = file.statements[i]
+            for n in range(st.start, st.end + 1):
+                if uses_names(file.lines[n], words):
+                    return CallSite(file.path, n + 1, kind, example, static=False, via="uses it here")
+        return None
+
+    def sees(self, file: SourceFile, path: Path, module: str) -> bool:
         """Whether ``file`` can name what ``path`` defines: it is that file, or imports its
         module (or something from it); a file of the same folder defining its own ``Linear``
         does not."""

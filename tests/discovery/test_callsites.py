@@ -428,6 +428,25 @@ def test_users_of_a_function_the_target_is_handed_to_come_last(tmp_path: Path) -
     ]
 
 
+def test_a_function_defined_in_the_main_block_makes_the_script_an_example(tmp_path: Path) -> None:
+    """JAX's own examples: ``loss`` is used only by ``update``, defined inside ``if __name__ ==
+    "__main__":``; the script is an example of it. Another script with its own ``loss`` is not."""
+    (tmp_path / "examples").mkdir()
+    main = (
+        "import jax\nimport jax.numpy as jnp\n\n\ndef loss(params, batch):\n    return jnp.sum(params * batch)\n\n\n"
+        "if __name__ == '__main__':\n    @jax.jit\n    def update(params, batch):\n"
+        "        return params - jax.grad(loss)(params, batch)\n\n"
+        "    print(update(jnp.ones(3), jnp.ones(3)))\n"
+    )
+    (tmp_path / "examples" / "classifier.py").write_text(main)
+    (tmp_path / "examples" / "fromscratch.py").write_text(main)  # the same names, its own loss
+    index = WorkspaceIndex([tmp_path])
+    found = Classifier(index).discover(tmp_path / "examples" / "classifier.py")
+    entry = next(e for e in found.entrypoints if e.name == "loss")
+    result = CallSiteFinder(index, tmp_path, Classifier(index)).find(entry)
+    assert [(s.example, s.line, s.via) for s in result] == [("examples/classifier.py", 12, "uses it here")]
+
+
 def test_ranking_order(finder: CallSiteFinder) -> None:
     found = sites(finder, "zoo/resnet.py::ResNet")
     assert found == sorted(found, key=CallSite.rank)
