@@ -169,6 +169,24 @@ def test_a_subclass_that_inherits_its_call(tmp_path: Path, library: str) -> None
     )
 
 
+def test_a_script_that_imports_its_own_package_runs_as_python_m(tmp_path: Path) -> None:
+    # JAX's examples/mnist_classifier.py does ``from examples import datasets``: run as a plain
+    # script it cannot import its own package (its users run ``python -m examples.mnist_classifier``)
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / "__init__.py").write_text("")
+    (tmp_path / "examples" / "datasets.py").write_text(
+        "import numpy as np\n\n\ndef mnist():\n    return np.ones((4, 784), np.float32)\n"
+    )
+    (tmp_path / "examples" / "classifier.py").write_text(
+        "import jax.numpy as jnp\n\nfrom examples import datasets\nfrom . import datasets as same\n\n\n"
+        "def loss(images):\n    return jnp.mean(jnp.tanh(images))\n\n\n"
+        "if __name__ == '__main__':\n    assert same is datasets\n    print(loss(datasets.mnist()))\n"
+    )
+    result = run(tmp_path, "examples/classifier.py::loss", "examples/classifier.py")
+    assert result["ok"], result.get("error")
+    assert inputs(result) == [("args/0", [4, 784], "float32")]
+
+
 def test_a_linen_block_reached_inside_its_owner_init(repo: Path) -> None:
     result = run(repo, "zoo/resnet.py::ResNetBlock", "tests/test_models.py::test_resnet18")
     assert result["ok"], result.get("error")
