@@ -721,7 +721,7 @@ class CallSiteFinder(Evaluator):
                 if site.example is None or site.example in done:
                     continue
                 done.add(site.example)
-                yield replace(site, via=f"through {name} ({where})", handed=handed or site.handed)
+                yield replace(site, via=f"through {name} ({where})", handed=handed or site.handed, hops=site.hops + 1)
 
     def _may_name(self, file: SourceFile, indexes: list[int], words: set[str], target: SiteTarget) -> bool:
         """Whether the statements ``indexes`` may use the target where their calls are not read:

@@ -78,6 +78,9 @@ class Reach:
         for file in files:
             if not words & file.words or not self.sees(file, path, module):
                 continue
+            own = file.summary.binding(name) if file.path != path and file.summary is not None else None
+            if own is not None and own.how == "local":
+                continue  # it defines its own ``loss``: its uses are of that one
             for i, st in enumerate(file.statements):
                 if not (words & file.words_of(i)):
                     continue
@@ -99,7 +102,9 @@ class Reach:
         if depth < MAX_PARENT_DEPTH:
             for parent_path, parent in parents:
                 for site in self.reached(parent_path, parent, depth + 1, files, seen):
-                    out.append(replace(site, via=f"through {parent} ({relative(parent_path, self.root)})"))
+                    out.append(
+                        replace(site, via=f"through {parent} ({relative(parent_path, self.root)})", hops=site.hops + 1)
+                    )
         out = dedupe(sorted(out, key=CallSite.rank))
         self.memo[key] = out
         return out

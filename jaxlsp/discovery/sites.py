@@ -49,17 +49,19 @@ class CallSite:
     # reached through a workspace function the target is handed to (``tree_at(_inferences, ...)``):
     # that function's other users seldom hand it the target, so such examples come last
     handed: bool = False
+    hops: int = 0  # definitions between the target and the example's use (0: it uses the target itself)
 
     @property
     def complete(self) -> bool:
         return self.static and not self.missing and self.inputs is not None
 
-    def rank(self) -> tuple[int, int, int, int, int, int, int, int, int, str, int]:
+    def rank(self) -> tuple[int, int, int, int, int, int, int, int, int, int, str, int]:
         return (
             0 if self.complete else 1,
             KIND_RANK[self.kind],
             0 if self.static else 1,
             1 if self.handed else 0,
+            self.hops,  # a use of the target itself before one through another definition
             0 if self.example is None or "::" in self.example else 1,  # one test before a whole file
             len(self.missing),
             1 if self.extra.get("mutable") is True else 0,  # an init call: apply's are what runs later

@@ -447,6 +447,29 @@ def test_a_function_defined_in_the_main_block_makes_the_script_an_example(tmp_pa
     assert [(s.example, s.line, s.via) for s in result] == [("examples/classifier.py", 12, "uses it here")]
 
 
+def test_a_file_with_its_own_definition_of_a_users_name_is_not_reached_through_it(tmp_path: Path) -> None:
+    """JAX's examples: ``predict`` is used by ``loss`` in mnist_classifier_fromscratch.py, and
+    other scripts of the package define and use their own ``loss``; they do not reach it, and the
+    script's own use ranks before any use through another definition."""
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / "__init__.py").write_text("")
+    (tmp_path / "examples" / "fromscratch.py").write_text(
+        "import jax.numpy as jnp\n\n\ndef predict(params, x):\n    return jnp.tanh(x @ params)\n\n\n"
+        "def loss(params, batch):\n    return jnp.sum(predict(params, batch))\n\n\n"
+        "if __name__ == '__main__':\n    data = load()\n    print(loss(data, data))\n"
+    )
+    (tmp_path / "examples" / "vae.py").write_text(
+        "import jax.numpy as jnp\nfrom examples import datasets\n\n\n"
+        "def loss(params, batch):\n    return jnp.mean(batch)\n\n\n"
+        "if __name__ == '__main__':\n    print(loss(1.0, jnp.ones(3)))\n"
+    )
+    index = WorkspaceIndex([tmp_path])
+    found = Classifier(index).discover(tmp_path / "examples" / "fromscratch.py")
+    entry = next(e for e in found.entrypoints if e.name == "predict")
+    result = CallSiteFinder(index, tmp_path, Classifier(index)).find(entry)
+    assert [s.example for s in result if not s.static] == ["examples/fromscratch.py"]
+
+
 def test_ranking_order(finder: CallSiteFinder) -> None:
     found = sites(finder, "zoo/resnet.py::ResNet")
     assert found == sorted(found, key=CallSite.rank)
