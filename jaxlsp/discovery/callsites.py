@@ -137,6 +137,8 @@ class CallSiteFinder(Evaluator):
         q = self.classifier.qualify(fs, name, before)
         if q is None:
             return Unknown(f"{name} cannot be resolved")
+        if q.instance:  # ``params = train_step(params, batch)``: the call's result, never its callee
+            return Unknown(f"{name}: the result of {q.callee.rpartition('.')[2] if q.callee else 'a call'}(...)")
         return self.qualified(q.name, file.path, depth + 1)
 
     def import_value(self, file: SourceFile, name: str, scope: Scope, depth: int) -> Value:

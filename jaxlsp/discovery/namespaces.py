@@ -301,6 +301,12 @@ class _Walker:
         found = self.code.find(text, self.cursor)
         if found < 0:
             found = self.code.find(text.strip())
+        if found < 0 and "\n" in text:
+            # a call spread over lines inside an indented block: its code made alone lacks the
+            # block's indentation, so the lines are matched with any whitespace between words
+            loose = re.compile(r"\s*".join(re.escape(word) for word in text.split()))
+            match = loose.search(self.code, self.cursor) or loose.search(self.code)
+            found = match.start() if match is not None else -1
         if found < 0:
             return self.first_line + 1
         self.cursor = found

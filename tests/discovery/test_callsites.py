@@ -470,6 +470,26 @@ def test_a_file_with_its_own_definition_of_a_users_name_is_not_reached_through_i
     assert [s.example for s in result if not s.static] == ["examples/fromscratch.py"]
 
 
+def test_a_call_over_several_lines_in_a_block_reads_the_values_at_its_own_line(tmp_path: Path) -> None:
+    """JAX's spmd_mnist_classifier_fromscratch.py: ``accuracy(\\n params, (x, y)\\n)`` inside
+    ``if __name__ == "__main__":``. The call was placed at the block's first line, where
+    ``params = train_step(...)`` is not yet bound, and the name fell back to the callee: a
+    "complete" site whose input was ``{ ref = "...:train_step" }``."""
+    (tmp_path / "spmd.py").write_text(
+        "import jax\nimport jax.numpy as jnp\n\n\n@jax.jit\ndef train_step(params, batch):\n    return params\n\n\n"
+        "@jax.jit\ndef accuracy(params, batch):\n    return jnp.mean(params @ batch[0])\n\n\n"
+        "if __name__ == '__main__':\n    params = jnp.ones((3, 2))\n    x = jnp.ones((2, 3))\n"
+        "    for i in range(2):\n        params = train_step(params, x)\n"
+        "    acc = accuracy(\n        params, (x, x)\n    )\n"
+    )
+    index = WorkspaceIndex([tmp_path])
+    found = Classifier(index).discover(tmp_path / "spmd.py")
+    entry = next(e for e in found.entrypoints if e.name == "accuracy")
+    best = CallSiteFinder(index, tmp_path, Classifier(index)).find(entry)[0]
+    assert (best.line, best.complete) == (20, False)
+    assert [m.why for m in best.missing] == ["the result of train_step(...) at line 19"]
+
+
 def test_ranking_order(finder: CallSiteFinder) -> None:
     found = sites(finder, "zoo/resnet.py::ResNet")
     assert found == sorted(found, key=CallSite.rank)
