@@ -107,7 +107,9 @@ def _trace(args: argparse.Namespace) -> int:
             cwd=Path.cwd(),
             root=Path(args.root) if args.root else None,
         )
-        options = CaptureOptions(timeout=args.timeout) if args.timeout else CaptureOptions()
+        options = (
+            CaptureOptions(timeout=args.timeout, example_timeout=args.timeout) if args.timeout else CaptureOptions()
+        )
         outcome = trace_once(req, options, notify=lambda line: print(line, flush=True))
     except TraceFailure as failure:
         print(f"jaxlsp trace: {failure.paragraph()}", file=sys.stderr)
@@ -357,7 +359,9 @@ def parser() -> argparse.ArgumentParser:
         metavar="N",
         help="trace with N virtual CPU devices, for pmap, shard_map and meshes (overrides the profile; CPU only)",
     )
-    t.add_argument("--timeout", type=float, help="seconds before the worker is killed (default 60)")
+    t.add_argument(
+        "--timeout", type=float, help="seconds before the worker is killed (default 60; 300 for a run of an example)"
+    )
     t.add_argument("--max-equations", type=int, metavar="N", help="refuse graphs with more equations (200000)")
     t.add_argument("--max-values", type=int, metavar="N", help="refuse graphs with more values (400000)")
     t.add_argument("--max-bytes", type=int, metavar="N", help="refuse graphs whose JSON is larger (268435456)")

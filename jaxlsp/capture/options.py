@@ -14,6 +14,9 @@ from typing import Any, Final, Literal
 
 DEFAULT_MEMORY_MB: Final = 8192
 DEFAULT_TIMEOUT: Final = 60.0
+# a run of the workspace's own example counts the example's work up to the target's call (data,
+# model set-up, the tests before it in the session): a real test suite's first call takes longer
+EXAMPLE_TIMEOUT: Final = 300.0
 
 LogCallback = Callable[[str, str], None]  # (stream "stdout" | "stderr", text)
 PhaseCallback = Callable[[str], None]  # the worker starts a phase: "import", "trace", "build"
@@ -34,9 +37,12 @@ class CaptureOptions:
     (None: none). ``on_log(stream, text)`` hears output as it arrives (the head of each stream
     only; the outcome keeps head and tail); ``on_phase(name)`` hears the worker start ``import``,
     ``trace`` and ``build``. ``cancel`` set: the capture's process group is killed at once and
-    :class:`asyncio.CancelledError` raised (cancelling the calling task does the same)."""
+    :class:`asyncio.CancelledError` raised (cancelling the calling task does the same).
+    ``example_timeout``: the limit instead when the capture runs one of the workspace's examples
+    up to the target's call (a caller's own ``timeout`` sets both)."""
 
     timeout: float = DEFAULT_TIMEOUT
+    example_timeout: float = EXAMPLE_TIMEOUT
     memory_mb: MemoryLimit = DEFAULT
     on_log: LogCallback | None = None
     on_phase: PhaseCallback | None = None

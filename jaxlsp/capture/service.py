@@ -129,6 +129,8 @@ class CaptureService:
         (``notify`` hears each ``running ...``); if none reaches it, the failure says what each
         did."""
         failures: list[TraceFailure] = []
+        if prepared.request["profile"].get("example"):
+            options = replace(options, timeout=options.example_timeout)
         deadline = time.monotonic() + options.timeout  # the next examples share the first one's
         while True:
             outcome = await self.capture(prepared, options)

@@ -174,7 +174,8 @@ class Tracing:
         saved: str | None = None
         options = CaptureOptions(on_phase=lambda phase: progress.report(phase, PHASE_PERCENT.get(phase)))
         if self.ls.session.options.timeout:
-            options = CaptureOptions(timeout=self.ls.session.options.timeout, on_phase=options.on_phase)
+            timeout = self.ls.session.options.timeout
+            options = CaptureOptions(timeout=timeout, example_timeout=timeout, on_phase=options.on_phase)
         try:
             prepared = self.capture.prepare(req)
             learning = prepared.origin is not None and prepared.origin.how == "example"
