@@ -166,10 +166,10 @@ def surrounding_mesh() -> Callable[[], contextlib.AbstractContextManager[Any]] |
         from jax._src import mesh as mesh_lib
 
         concrete = mesh_lib.get_concrete_mesh()
-        if concrete is not None and not concrete.empty:
+        if concrete is not None and not concrete.empty and hasattr(jax, "set_mesh"):
             return lambda: jax.set_mesh(concrete)
         abstract = mesh_lib.get_abstract_mesh()
-        if abstract is not None and not abstract.empty:
+        if abstract is not None and not abstract.empty and hasattr(jax.sharding, "use_abstract_mesh"):
             return lambda: jax.sharding.use_abstract_mesh(abstract)
         legacy = mesh_lib.thread_resources.env.physical_mesh
         if legacy is not None and not legacy.empty:
