@@ -181,9 +181,17 @@ class CallSiteFinder(Evaluator):
         self.reach.memo = {}
         self._values = {}
         try:
-            return self._find(self._target(entry), 0, set(), self.files())
+            found = self._find(self._target(entry), 0, set(), self.files())
         finally:
             self._values = None
+        return [replace(s, cell=self.cell_of(s.path, s.line)) if s.path.suffix == ".ipynb" else s for s in found]
+
+    def cell_of(self, path: Path, line: int) -> tuple[int, int] | None:
+        """A notebook's 1-based module line as (cell index, 1-based line in that cell), from the
+        module the index read (an open notebook's unsaved cells included); None elsewhere."""
+        cells = self.index.cells(path)
+        found = cells.locate(line - 1) if cells is not None else None
+        return (found[0], found[1] + 1) if found is not None else None
 
     def _target(self, entry: Entrypoint) -> SiteTarget:
         name = entry.name
@@ -713,7 +721,10 @@ class CallSiteFinder(Evaluator):
             if name is None or (file.path, name) == (target.path, target.word):
                 continue
             if self._refers(file, i, target) or self._names_target(file, target):
-                parents.append((file.path, name, place(file.path, file.statements[i].header + 1, self.root), False))
+                line = file.statements[i].header + 1
+                parents.append(
+                    (file.path, name, place(file.path, line, self.root, self.cell_of(file.path, line)), False)
+                )
         for ref, where in passed:
             if ref.path is not None and ref.name is not None:
                 parents.append((ref.path, ref.name.split(".", 1)[0], f"passed to it at {where}", True))

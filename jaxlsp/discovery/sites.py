@@ -9,7 +9,6 @@ before scripts before modules, then the smaller inputs.
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 from dataclasses import dataclass, field
@@ -50,6 +49,7 @@ class CallSite:
     # that function's other users seldom hand it the target, so such examples come last
     handed: bool = False
     hops: int = 0  # definitions between the target and the example's use (0: it uses the target itself)
+    cell: tuple[int, int] | None = None  # in a notebook: (cell index, 1-based line in that cell)
 
     @property
     def complete(self) -> bool:
@@ -72,10 +72,10 @@ class CallSite:
         )
 
     def where(self, root: Path) -> str:
-        return place(self.path, self.line, root)
+        return place(self.path, self.line, root, self.cell)
 
     def to_json(self, root: Path) -> dict[str, Any]:
-        cell = cell_line(self.path, self.line)
+        cell = self.cell
         out: dict[str, Any] = {
             "path": relative(self.path, root),
             "line": self.line if cell is None else cell[1],
@@ -142,32 +142,7 @@ def dedupe(sites: list[CallSite]) -> list[CallSite]:
     return out
 
 
-def place(path: Path, line: int, root: Path) -> str:
+def place(path: Path, line: int, root: Path, cell: tuple[int, int] | None = None) -> str:
     """``PATH:LINE`` relative to ``root``; in a notebook ``PATH:cell C:LINE`` (the line in that
     cell, as the editor shows it: discovery reads a notebook as one module of its code cells)."""
-    cell = cell_line(path, line)
     return f"{relative(path, root)}:{line}" if cell is None else f"{relative(path, root)}:cell {cell[0]}:{cell[1]}"
-
-
-def cell_line(path: Path, line: int) -> tuple[int, int] | None:
-    """A notebook's 1-based module line as (cell index, 1-based line in the cell); None for a
-    ``.py`` file or a line outside the code cells."""
-    if path.suffix != ".ipynb":
-        return None
-    try:
-        stamp = path.stat().st_mtime_ns
-    except OSError:
-        return None
-    cells = _notebook_cells(path, stamp)
-    found = cells.locate(line - 1) if cells is not None else None
-    return (found[0], found[1] + 1) if found is not None else None
-
-
-@functools.lru_cache(maxsize=64)
-def _notebook_cells(path: Path, stamp: int) -> Any:
-    from jaxlsp.notebook import NotebookError, read_module
-
-    try:
-        return read_module(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, NotebookError):
-        return None
