@@ -386,7 +386,9 @@ _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 _OWN, _LAMBDA, _NESTED_DEF = 0, 1, 2
-# transforms that wrap a function into a function (``return jax.jit(step)`` returns a function)
+# transforms that wrap a function into a function (``return jax.jit(step)`` returns a function);
+# narrower than ecosystem's decorator transforms: ``jax.lax.scan(body, ...)``, ``eval_shape`` or
+# ``jvp`` of a nested def return values, not a function
 _WRAPPERS = frozenset(
     {"jit", "vmap", "pmap", "grad", "value_and_grad", "checkpoint", "remat", "shard_map", "filter_jit",
      "filter_vmap", "filter_grad", "filter_value_and_grad", "filter_pmap", "custom_jvp", "custom_vjp"}
@@ -410,7 +412,6 @@ class _BodyWalker:
         self.local_calls: list[tuple[str, str]] = []
         self.nested_defs: list[tuple[str, tuple[Decorator, ...]]] = []
         self.returns: list[cst.BaseExpression | None] = []
-        self._params: frozenset[str] = frozenset()
         self.assigned: dict[str, cst.BaseExpression] = {}  # the body's own ``name = value``
         self.has_yield = False
         self.has_loop = False
@@ -490,16 +491,17 @@ class _BodyWalker:
         if not self.returns:
             return None
         nested = {name for name, _ in self.nested_defs}
-        self._params = params
         names: list[str] = []
         for value in self.returns:
-            made = self._made_function(value, nested, 0)
+            made = self._made_function(value, nested, params, 0)
             if made is None:
                 return None
             names.append(made)
         return ", ".join(dict.fromkeys(names))
 
-    def _made_function(self, value: cst.BaseExpression | None, nested: set[str], depth: int) -> str | None:
+    def _made_function(
+        self, value: cst.BaseExpression | None, nested: set[str], params: frozenset[str], depth: int
+    ) -> str | None:
         if value is None or depth > 4:
             return None
         if isinstance(value, cst.Lambda):
@@ -508,10 +510,10 @@ class _BodyWalker:
             if value.value in nested:
                 return value.value
             bound = self.assigned.get(value.value)
-            made = self._made_function(bound, nested, depth + 1) if bound is not None else None
+            made = self._made_function(bound, nested, params, depth + 1) if bound is not None else None
             return value.value if made is not None else None
         if isinstance(value, cst.Tuple) and value.elements:
-            parts = [self._made_function(e.value, nested, depth + 1) for e in value.elements]
+            parts = [self._made_function(e.value, nested, params, depth + 1) for e in value.elements]
             return None if any(p is None for p in parts) else ", ".join(p for p in parts if p)
         if isinstance(value, cst.Call):
             callee = (dotted(value.func) or "").rpartition(".")[2]
@@ -519,9 +521,9 @@ class _BodyWalker:
                 return "a partial"
             if callee in _WRAPPERS and value.args:
                 first = value.args[0].value
-                if isinstance(first, cst.Name) and first.value in self._params:
+                if isinstance(first, cst.Name) and first.value in params:
                     return f"{callee}({first.value})"  # it transforms what it is given: a decorator
-                inner = self._made_function(first, nested, depth + 1)
+                inner = self._made_function(first, nested, params, depth + 1)
                 return f"{callee}({inner})" if inner is not None else None
         return None
 
