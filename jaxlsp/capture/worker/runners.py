@@ -186,21 +186,12 @@ def run_example(example: dict[str, Any], hook: Watched, root: str) -> tuple[str,
         return _run_pytest(example, hook, root)
     if path.endswith(".ipynb"):  # "Run all", as Jupyter would
         return _exec_notebook(path, hook)
-    from jaxlsp.capture.worker.loading import module_name_for
-
     if kind == "script":
         sys.path[:] = [p for p in sys.path if p not in ("", root)]
         sys.path.insert(0, os.path.dirname(path))
         sys.argv[:] = [path, *[str(a) for a in example.get("argv", [])]]
-        name, package_root = module_name_for(path)
-        package = name.rpartition(".")[0]
-        if package and _imports_own_package(path, package.split(".")[0]):
-            # ``from examples import datasets`` in examples/mnist_classifier.py: it is run as
-            # ``python -m examples.mnist_classifier``; the package root goes last, so that an
-            # installed package of the same name as a source folder there still wins
-            sys.path.append(package_root)
-            return _exec_main(path, hook, package)
         return _exec_main(path, hook)
+    from jaxlsp.capture.worker.loading import module_name_for
 
     name, package_root = module_name_for(path)
     for folder in (root, package_root):
@@ -219,27 +210,35 @@ def run_example(example: dict[str, Any], hook: Watched, root: str) -> tuple[str,
     return "finished", None, ""
 
 
-def _imports_own_package(path: str, top: str) -> bool:
-    """Whether the script at ``path`` imports the package it lies in by its absolute name."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            text = f.read()
-    except OSError:
-        return False
-    return (
-        re.search(rf"^\s*(?:from\s+{re.escape(top)}(?:\.|\s+import)|import\s+{re.escape(top)}\b)", text, re.M)
-        is not None
-    )
+def _own_package(path: str, source: bytes) -> tuple[str, str] | None:
+    """The package a script lies in, and that package's root, when the script imports the
+    package by its absolute name (``from examples import datasets`` in
+    examples/mnist_classifier.py: its users run ``python -m examples.mnist_classifier``); else
+    None (``python path``)."""
+    from jaxlsp.capture.worker.loading import module_name_for
+
+    name, package_root = module_name_for(path)
+    package = name.rpartition(".")[0]
+    if not package:
+        return None
+    top = re.escape(package.split(".")[0])
+    text = source.decode("utf-8", errors="replace")
+    if re.search(rf"^\s*(?:from\s+{top}(?:\.|\s+import)|import\s+{top}\b)", text, re.M) is None:
+        return None
+    return package, package_root
 
 
-def _exec_main(path: str, hook: Watched, package: str = "") -> tuple[str, BaseException | None, str]:
-    """``python path`` in this process (``python -m`` when ``package`` is given): a fresh
-    ``__main__``, instrumented when it is the target's file."""
+def _exec_main(path: str, hook: Watched) -> tuple[str, BaseException | None, str]:
+    """``python path`` (or ``python -m pkg.script``: :func:`_own_package`) in this process: a
+    fresh ``__main__``, instrumented when it is the target's file."""
     with open(path, "rb") as f:
         source = f.read()
     module = types.ModuleType("__main__")
     module.__file__ = path
-    module.__package__ = package or None
+    package = _own_package(path, source)
+    if package is not None:  # last: an installed package named as a source folder there still wins
+        module.__package__ = package[0]
+        sys.path.append(package[1])
     module.__dict__["__builtins__"] = builtins
     saved = sys.modules.get("__main__")
     sys.modules["__main__"] = module
