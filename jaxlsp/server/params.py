@@ -64,9 +64,29 @@ def known_trace(store: GraphStore, trace_id: str) -> Trace:
 
 
 def parse(value: Any, shape: type[T], where: str = "params") -> T:
-    """``value`` checked against the ``TypedDict`` ``shape``; raises -32602 at the first mismatch."""
-    _check(as_dict(value), shape, where, None)
-    return typing.cast(T, value if isinstance(value, dict) else as_dict(value))
+    """``value`` checked against the ``TypedDict`` ``shape``; raises -32602 at the first mismatch.
+    An optional member sent as ``null`` is absent from the result, as the check reads it: a
+    handler asking ``"uri" in data`` never meets a ``None``."""
+    data = as_dict(value)
+    _check(data, shape, where, None)
+    return typing.cast(T, _without_nulls(data, shape))
+
+
+def _without_nulls(value: Any, hint: Any) -> Any:
+    """``value`` (checked against ``hint``) without the optional object members that are ``null``,
+    at every level the hint's objects reach."""
+    while get_origin(hint) in (NotRequired, Required, typing.Annotated):
+        hint = get_args(hint)[0]
+    if not typing.is_typeddict(hint) or not isinstance(value, dict):
+        return value
+    members = _members(hint)
+    out: dict[str, Any] = {}
+    for key, member in value.items():
+        if key not in members:
+            out[key] = member
+        elif member is not None or members[key][1]:
+            out[key] = _without_nulls(member, members[key][0])
+    return out
 
 
 def _check(value: Any, hint: Any, where: str, size: Size | None) -> None:

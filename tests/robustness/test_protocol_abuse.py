@@ -240,6 +240,19 @@ def test_random_params(served: tuple[Peer, Path, Path], method: str, params: Any
     assert not sentinel.exists()
 
 
+def test_optional_members_sent_as_null_are_absent(served: tuple[Peer, Path, Path]) -> None:
+    """Found by ``test_random_params``: ``{"textDocument": null}`` passed the params check (an
+    optional member sent as null reads as absent) but the handler asked ``"textDocument" in
+    data`` and indexed ``None``: an internal error. The parsed params now leave such members out."""
+    peer, _, _ = served
+    for method, params in [
+        ("jaxlsp/environment", {"textDocument": None}),
+        ("jaxlsp/diff", {"traceId": None}),
+        ("jaxlsp/diff", {"traceId": "t", "limit": None, "base": None}),
+    ]:
+        answered(peer, method, params)
+
+
 def test_requests_after_shutdown_get_an_error(tmp_path: Path) -> None:
     root, _ = untrusted_workspace(tmp_path)
     peer = Peer(env=server_env())
