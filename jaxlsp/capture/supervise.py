@@ -330,6 +330,7 @@ async def supervise(
     cancelled = asyncio.ensure_future(cancel.wait()) if cancel is not None else None
     deadline = loop.time() + timeout
     timed_out = False
+    growth: tuple[int, int] | None = None  # resident bytes at the deadline, and their growth
     lingered = False
     exit_code: int | None = None
     result_at: float | None = None  # when the whole result had arrived
@@ -356,6 +357,7 @@ async def supervise(
                 lingered, timed_out = result_at is not None, result_at is None
                 break
         if timed_out and not exited.done():
+            growth = await memory_growth(child.pgid)
             await _ask_where(child, err, exited)
         await child.kill()
         with contextlib.suppress(Exception):
@@ -387,6 +389,7 @@ async def supervise(
         memory_mb=launch.memory_mb,
         via=launch.via,
         workspace=workspace,
+        growth=growth,
     )
     remove_scratch(child.pgid)
     return CaptureOutcome(
@@ -542,6 +545,7 @@ def _classify(
     memory_mb: int | None,
     via: str,
     workspace: str | None = None,
+    growth: tuple[int, int] | None = None,
 ) -> WorkerResult:
     tail = stderr[-STDERR_TAIL_CHARS:].strip()
     lines = [line.strip() for line in tail.splitlines() if line.strip()]
@@ -570,6 +574,22 @@ def _classify(
         return error_result(
             "crash", f"The capture worker sent a result that is not a WorkerResult object.{said}", tail or None
         )
+    if timed_out and growth is not None and allocating(*growth):
+        resident, grew = growth
+        limit = f"its cap is {memory_mb:,} MiB of address space" if memory_mb else "no cap was set"
+        result = error_result(
+            "memory",
+            f"The capture was still allocating memory when its time limit of {_seconds(timeout)} s ran out: "
+            f"{resident / MIB:,.0f} MiB resident and growing by {grew / MIB / GROWTH_WINDOW:,.0f} MiB/s "
+            f"({limit}); the worker and every process it started were stopped.{_at(stderr, workspace)} "
+            "Look for a buffer or list that grows without end.",
+            tail or None,
+        )
+        where = where_from_stack(stderr, workspace)
+        if where is not None:
+            where.pop("function")
+            result["error"]["frame"] = where
+        return result
     if timed_out:
         where = where_from_stack(stderr, workspace)
         at = ""
@@ -598,6 +618,48 @@ def _classify(
         f"The capture worker {describe_exit(exit_code)} without sending a result.{said}",
         tail or None,
     )
+
+
+def _at(stderr: str, workspace: str | None) -> str:
+    where = where_from_stack(stderr, workspace)
+    return "" if where is None else f" It was running {where['function']} at {where['path']}:{where['line']}."
+
+
+MIB = 1024 * 1024
+GROWTH_WINDOW = 0.3  # seconds between the two looks at a timed-out worker's memory
+GROWING = 16 * MIB  # resident bytes gained in that window that say "still allocating" (53 MiB/s)
+LARGE = 512 * MIB  # ... when the worker holds at least this much (jax itself: about 300 MiB)
+
+
+def allocating(resident: int, grew: int) -> bool:
+    """Whether a worker that ran out of time was busy allocating: large and still growing fast.
+
+    Growth that copies (``bytearray +=``) slows as the buffer grows, so it reaches the time limit
+    long before the address-space cap (150 MiB/s at 5 GiB, measured): that is a memory failure,
+    not a slow trace. A busy loop or a slow compile holds steady and stays a ``timeout``."""
+    return resident >= LARGE and grew >= GROWING
+
+
+def resident_bytes(pid: int) -> int | None:
+    """``VmRSS`` of ``pid`` (Linux; None elsewhere or when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+async def memory_growth(pid: int) -> tuple[int, int] | None:
+    """The worker's resident bytes after :data:`GROWTH_WINDOW`, and what it gained meanwhile."""
+    first = resident_bytes(pid)
+    if first is None:
+        return None
+    await asyncio.sleep(GROWTH_WINDOW)
+    second = resident_bytes(pid)
+    return None if second is None else (second, second - first)
 
 
 def _seconds(value: float) -> str:

@@ -3,8 +3,8 @@ module) and the cold path.
 
 Each target in ``tests/workspaces/robust`` fails in one way: an import error, a syntax error, a
 busy loop at import and at trace time, ``os._exit`` at import, SIGSEGV at trace time, unbounded
-memory, a burst of 300 children that leave the session, a fork bomb, 100 MB on stdout and on
-stderr, a child left running, a daemon (fork, setsid, fork), a factory that raises, the result
+memory (numpy arrays, anonymous ``mmap``, a ``bytearray`` that copies as it grows), a burst of 300
+children that leave the session, a fork bomb, 100 MB on stdout and on stderr, a child left running, a daemon (fork, setsid, fork), a factory that raises, the result
 channel closed early, the worker SIGKILLed halfway through writing its result. After each one:
 
 - the outcome is a structured error of the expected kind with a message (or a graph, for the
@@ -32,7 +32,7 @@ import pytest_asyncio
 from jaxlsp.capture import engine
 from jaxlsp.capture.client import run_capture
 from jaxlsp.capture.engine import TraceRequest
-from jaxlsp.capture.options import CaptureOptions
+from jaxlsp.capture.options import DEFAULT_MEMORY_MB, CaptureOptions
 from jaxlsp.capture.service import trace_once
 from jaxlsp.capture.spare import SparePool
 from jaxlsp.capture.supervise import CaptureOutcome
@@ -62,6 +62,7 @@ class Fault:
     pids: str | None = None  # a stdout prefix after which the target lists pids that must be gone
     hang: bool = False
     memory: bool = False
+    cap: int | None = None  # the memory cap in MiB when not MEMORY_MB (with ``memory``)
     cold: bool = False  # also run on the cold path
 
 
@@ -73,6 +74,12 @@ FAULTS = [
     Fault("exit_import.py", "crash", ("exited with status 4",)),
     Fault("segv_trace.py", "crash", ("SIGSEGV",)),
     Fault("alloc.py", "memory", memory=True),
+    # ENOMEM from mmap under the cap was a ``trace`` failure; copying growth that reaches the time
+    # limit before the cap was a ``timeout`` (issue 25): both are memory.
+    Fault("mmap_alloc.py", "memory", ("Cannot allocate memory", "mmap_alloc.py"), memory=True, cold=True),
+    Fault(
+        "grow.py", "memory", ("still allocating", "grow.py"), hang=True, memory=True, cap=DEFAULT_MEMORY_MB, cold=True
+    ),
     Fault("burst.py", None, pids="robust-burst:", cold=True),
     Fault("daemon.py", None, pids="robust-daemon:", cold=True),
     Fault("child_left.py", None, pids="robust-child:"),
@@ -80,6 +87,10 @@ FAULTS = [
     Fault("close_result.py", "crash", ("without sending a result",), cold=True),
     Fault("killed_mid_result.py", "crash", ("unreadable result",), cold=True),
 ]
+
+
+def cap(fault: Fault) -> int | None:
+    return (fault.cap or MEMORY_MB) if fault.memory else None
 
 
 def request(root: Path, file: str) -> dict[str, Any]:
@@ -157,7 +168,7 @@ async def good_after(pool: SparePool, sandbox: Path, info: dict[str, Any] | None
 async def test_spare(fault: Fault, spare: SparePool, sandbox: Path) -> None:
     info = spare.info(PYTHON)
     assert info is not None
-    memory_mb = MEMORY_MB if fault.memory else None
+    memory_mb = cap(fault)
     started = time.monotonic()
     outcome = await spare.capture(
         request(sandbox, fault.file),
@@ -177,7 +188,9 @@ async def test_cold(fault: Fault, sandbox: Path) -> None:
     outcome = await run_capture(
         request(sandbox, fault.file),
         python=PYTHON,
-        options=CaptureOptions(timeout=HANG_TIMEOUT if fault.hang else 60.0),
+        options=CaptureOptions(
+            timeout=HANG_TIMEOUT if fault.hang else 60.0, **({"memory_mb": cap(fault)} if fault.memory else {})
+        ),
     )
     assert outcome.via == "cold"
     check(fault, outcome)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import linecache
 import os
 import re
@@ -167,4 +168,19 @@ def from_exception(kind: ErrorKind, exc: BaseException, workspace: Workspace, co
     message = first_paragraph(exc)
     if context:
         message = f"{context}: {message}"
+    if kind != "memory" and out_of_memory(exc):
+        kind, message = "memory", f"the capture ran out of memory (the worker's memory cap); {message}"
     return CaptureError(kind, message, frame, format_tb(exc))
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what caused it) is the system refusing memory: a ``MemoryError``, or an
+    ``OSError`` with ``ENOMEM``, which is how ``mmap`` and ``os.fork`` say it under the cap."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, MemoryError) or (isinstance(current, OSError) and current.errno == errno.ENOMEM):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
