@@ -19,3 +19,9 @@ if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
 # tests/workspaces/ holds fixture workspaces; some are laid out like real repositories, with their
 # own tests, which the capture tests run on purpose (one of them hangs): never collect them here.
 collect_ignore = ["workspaces"]
+
+
+def pytest_report_header() -> str:
+    from tests.deadlines import describe
+
+    return describe()

@@ -15,6 +15,7 @@ import pytest
 
 from jaxlsp.capture import staging
 from jaxlsp.capture.staging import Stage
+from tests.deadlines import scaled
 
 HERE = Path(__file__).parent
 STAND_IN = HERE / "stand_in_worker.py"
@@ -34,7 +35,10 @@ def stand_in(tmp_path_factory: pytest.TempPathFactory) -> Stage:
 def _has_no_server_packages(python: str) -> bool:
     probe = "import importlib.util as u, sys; sys.exit(any(u.find_spec(m) for m in %r) or sys.version_info < (3, 10))"
     try:
-        return subprocess.run([python, "-I", "-c", probe % (SERVER_ONLY,)], timeout=30, check=False).returncode == 0
+        return (
+            subprocess.run([python, "-I", "-c", probe % (SERVER_ONLY,)], timeout=scaled(30), check=False).returncode
+            == 0
+        )
     except OSError:
         return False
 
@@ -53,7 +57,7 @@ def bare_python() -> str:
 def _jax_importable(python: str) -> bool:
     done = subprocess.run(
         [python, "-I", "-c", "import importlib.util as u, sys; sys.exit(u.find_spec('jax') is None)"],
-        timeout=30,
+        timeout=scaled(30),
         check=False,
     )
     return done.returncode == 0
@@ -126,7 +130,7 @@ def watch_sleeper(event: asyncio.Event) -> tuple[list[int], Callable[[str, str],
     return pgid, on_log
 
 
-def quick_benchmark(name: str, timeout: float = 300) -> list[str]:
+def quick_benchmark(name: str, timeout: float = scaled(300)) -> list[str]:
     """``benchmarks/NAME.py --quick`` run end to end: its stdout lines. Exit 1 (a missed ratio) is
     fine, since a quick run proves nothing about speed; anything else fails with its stderr."""
     root = HERE.parents[1]

@@ -15,6 +15,7 @@ from jaxlsp.capture.client import capture_sync, run_capture
 from jaxlsp.capture.options import DEFAULT_MEMORY_MB, CaptureOptions
 from jaxlsp.capture.staging import Stage
 from tests.capture.conftest import STAND_IN, alive, assert_group_gone, make_request, watch_sleeper
+from tests.deadlines import scaled
 
 PY = sys.executable
 
@@ -142,7 +143,9 @@ async def test_a_broken_result_pipe_is_a_crash(stand_in: Stage, behaviour: str, 
 
 
 async def test_a_worker_lingering_after_its_result_is_stopped_and_the_result_kept(stand_in: Stage) -> None:
-    outcome = await run_capture(make_request("linger"), python=PY, stage=stand_in, options=CaptureOptions(timeout=30))
+    outcome = await run_capture(
+        make_request("linger"), python=PY, stage=stand_in, options=CaptureOptions(timeout=scaled(30))
+    )
     assert outcome.ok and outcome.result["graph"] == {"lingered": True}
     assert_group_gone(outcome.pgid)
 
@@ -156,7 +159,7 @@ async def test_cancel_kills_the_group_at_once(stand_in: Stage) -> None:
             make_request("sleep"),
             python=PY,
             stage=stand_in,
-            options=CaptureOptions(timeout=60, on_log=on_log, cancel=cancel),
+            options=CaptureOptions(timeout=scaled(60), on_log=on_log, cancel=cancel),
         )
     assert_group_gone(pgid[0])
 
@@ -168,7 +171,7 @@ async def test_cancelling_the_task_kills_the_group_too(stand_in: Stage) -> None:
     task = asyncio.ensure_future(
         run_capture(make_request("sleep"), python=PY, stage=stand_in, options=CaptureOptions(on_log=on_log))
     )
-    await asyncio.wait_for(sleeping.wait(), 30)
+    await asyncio.wait_for(sleeping.wait(), scaled(30))
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

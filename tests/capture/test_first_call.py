@@ -17,6 +17,7 @@ from jaxlsp.capture.client import capture_sync
 from jaxlsp.capture.options import CaptureOptions
 from jaxlsp.capture.spare import SparePool
 from jaxlsp.recipes.examples import parse_example
+from tests.deadlines import scaled
 
 REPO = Path(__file__).resolve().parents[1] / "workspaces" / "callsites_repo"
 
@@ -35,7 +36,7 @@ def request(root: Path, target: str, example: str, kind: str | None = None) -> d
     return {"target": {"path": str(root / rel), "name": name}, "profile": profile, "workspaceRoot": str(root)}
 
 
-def run(root: Path, target: str, example: str, timeout: float = 90) -> dict[str, Any]:
+def run(root: Path, target: str, example: str, timeout: float = scaled(90)) -> dict[str, Any]:
     outcome = capture_sync(request(root, target, example), sys.executable, CaptureOptions(timeout=timeout))
     result = dict(outcome.result)
     result["logs"] = outcome.logs
@@ -78,7 +79,7 @@ def test_parameterized_tests_run_together_with_a_whole_file(repo: Path) -> None:
     req = request(repo, "zoo/functions.py::softsign", "tests/test_absl_style.py::SoftsignTest::test_softsign")
     example = req["profile"]["example"]
     example["tests"] = [*example["tests"], str(repo / "tests" / "test_layers.py")]
-    outcome = capture_sync(req, sys.executable, CaptureOptions(timeout=90))
+    outcome = capture_sync(req, sys.executable, CaptureOptions(timeout=scaled(90)))
     assert outcome.result["ok"], outcome.result.get("error")
     assert inputs(dict(outcome.result)) == [("args/0", [2, 4], "float32")]
 
@@ -302,7 +303,7 @@ def test_a_values_run_of_inputs_learned_from_an_example_is_refused_with_what_to_
     refused before anything runs, never a shapes-only graph that claims values."""
     req = request(repo, "zoo/functions.py::never_called_statically", "tests/test_models.py::test_from_fixture")
     req["values"] = {}
-    outcome = capture_sync(req, sys.executable, CaptureOptions(timeout=90))
+    outcome = capture_sync(req, sys.executable, CaptureOptions(timeout=scaled(90)))
     error = outcome.result.get("error") or {}
     assert not outcome.result["ok"] and error.get("kind") == "refused", outcome.result
     assert (

@@ -15,6 +15,7 @@ from jaxlsp.capture.options import CaptureOptions
 from jaxlsp.capture.spare import SparePool
 from jaxlsp.capture.staging import Stage
 from tests.capture.conftest import alive, assert_group_gone, make_request, watch_sleeper
+from tests.deadlines import scaled
 
 
 @pytest.fixture
@@ -120,12 +121,14 @@ async def test_closing_the_pool_stops_a_running_capture(pool: SparePool, jax_pyt
     pgid, on_log = watch_sleeper(sleeping)
 
     task = asyncio.ensure_future(
-        pool.capture(make_request("sleep"), python=jax_python, options=CaptureOptions(on_log=on_log, timeout=60))
+        pool.capture(
+            make_request("sleep"), python=jax_python, options=CaptureOptions(on_log=on_log, timeout=scaled(60))
+        )
     )
-    await asyncio.wait_for(sleeping.wait(), 30)
+    await asyncio.wait_for(sleeping.wait(), scaled(30))
     spare_pid = pool.info(jax_python)["pid"]  # type: ignore[index]
     await pool.close()
-    outcome = await asyncio.wait_for(task, 30)
+    outcome = await asyncio.wait_for(task, scaled(30))
     assert not outcome.ok
     assert_group_gone(pgid[0])
     assert not alive(spare_pid)

@@ -17,6 +17,7 @@ from jaxlsp.capture.options import CaptureOptions
 from jaxlsp.capture.spare import SparePool
 from jaxlsp.capture.speculate import capture_speculatively, structure_of
 from tests.capture.worker.conftest import request
+from tests.deadlines import scaled
 
 pytest.importorskip("flax")
 
@@ -53,7 +54,7 @@ async def test_a_hinted_capture_is_the_same_graph_and_a_stale_hint_is_caught(tmp
         request = _request(tmp_path, 8)
 
         first, used = await capture_speculatively(
-            pool, request, hint=None, python=jax_python, options=CaptureOptions(timeout=120)
+            pool, request, hint=None, python=jax_python, options=CaptureOptions(timeout=scaled(120))
         )
         assert first.ok and not used, first.result
         hint = structure_of(first)
@@ -61,7 +62,7 @@ async def test_a_hinted_capture_is_the_same_graph_and_a_stale_hint_is_caught(tmp
         assert hint["batch_stats"]["BatchNorm_0"]["mean"] == [[8], "float32", False]
 
         again, used = await capture_speculatively(
-            pool, request, hint=hint, python=jax_python, options=CaptureOptions(timeout=120)
+            pool, request, hint=hint, python=jax_python, options=CaptureOptions(timeout=scaled(120))
         )
         assert again.ok and used, again.result
         assert _essence(again) == _essence(first)  # the very same graph
@@ -69,7 +70,7 @@ async def test_a_hinted_capture_is_the_same_graph_and_a_stale_hint_is_caught(tmp
         # The model changed since: the init beside the trace sees it, the usual capture runs.
         changed = _request(tmp_path, 16)
         fresh, used = await capture_speculatively(
-            pool, changed, hint=hint, python=jax_python, options=CaptureOptions(timeout=120)
+            pool, changed, hint=hint, python=jax_python, options=CaptureOptions(timeout=scaled(120))
         )
         assert fresh.ok and not used, fresh.result
         kernels = [p for p in fresh.result["graph"]["inputs"] if p["label"] == "params/Dense_0/kernel"]
@@ -78,7 +79,7 @@ async def test_a_hinted_capture_is_the_same_graph_and_a_stale_hint_is_caught(tmp
         assert structure_of(fresh)["params"]["Dense_0"]["kernel"] == [[3, 16], "float32", False]
 
         garbage, used = await capture_speculatively(
-            pool, changed, hint={"params": "nonsense"}, python=jax_python, options=CaptureOptions(timeout=120)
+            pool, changed, hint={"params": "nonsense"}, python=jax_python, options=CaptureOptions(timeout=scaled(120))
         )
         assert garbage.ok and not used and _essence(garbage) == _essence(fresh)
     finally:

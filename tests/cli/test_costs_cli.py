@@ -10,12 +10,19 @@ from pathlib import Path
 
 import pytest
 
+from tests.deadlines import scaled
+
 WORKSPACE = Path(__file__).resolve().parents[1] / "workspaces" / "costs"
 
 
 def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "jaxlsp", *args], cwd=cwd, capture_output=True, text=True, timeout=300, check=False
+        [sys.executable, "-m", "jaxlsp", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=scaled(300),
+        check=False,
     )
 
 

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.deadlines import scaled
 from tests.discovery.helpers import write_tree
 from tests.notebook.helpers import write_notebook
 
@@ -15,7 +16,12 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "jaxlsp", *args], cwd=cwd, capture_output=True, text=True, timeout=120, check=False
+        [sys.executable, "-m", "jaxlsp", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=scaled(120),
+        check=False,
     )
 
 

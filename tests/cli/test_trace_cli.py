@@ -12,6 +12,7 @@ import pytest
 
 from jaxlsp.graph import io
 from jaxlsp.graph.validate import SCHEMA_PATH, check
+from tests.deadlines import scaled
 from tests.discovery.helpers import write_tree
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -19,7 +20,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "jaxlsp", *args], cwd=cwd, capture_output=True, text=True, timeout=300, check=False
+        [sys.executable, "-m", "jaxlsp", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=scaled(300),
+        check=False,
     )
 
 

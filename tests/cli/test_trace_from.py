@@ -14,13 +14,19 @@ import jsonschema
 import pytest
 
 from jaxlsp.graph.validate import SCHEMA_PATH
+from tests.deadlines import scaled
 
 REPO = Path(__file__).resolve().parents[1] / "workspaces" / "callsites_repo"
 
 
 def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "jaxlsp", *args], cwd=cwd, capture_output=True, text=True, timeout=300, check=False
+        [sys.executable, "-m", "jaxlsp", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=scaled(300),
+        check=False,
     )
 
 

@@ -14,6 +14,7 @@ import pytest
 from jaxlsp.graph import io
 from jaxlsp.graph.validate import SCHEMA_PATH, check
 from jaxlsp.notebook import read_module
+from tests.deadlines import scaled
 
 WORKSPACE = Path(__file__).resolve().parents[1] / "workspaces" / "notebooks"
 NOTEBOOK = WORKSPACE / "models.ipynb"
@@ -28,7 +29,12 @@ TARGETS = {
 
 def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "jaxlsp", *args], cwd=cwd, capture_output=True, text=True, timeout=300, check=False
+        [sys.executable, "-m", "jaxlsp", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=scaled(300),
+        check=False,
     )
 
 

@@ -19,6 +19,7 @@ from jaxlsp.capture.options import CaptureOptions
 from jaxlsp.capture.service import trace_once
 from jaxlsp.graph import io
 from jaxlsp.graph.validate import SCHEMA_PATH, check
+from tests.deadlines import scaled
 
 ROOT = Path(__file__).resolve().parents[2]
 VALUES = ROOT / "tests" / "workspaces" / "values"
@@ -26,7 +27,12 @@ VALUES = ROOT / "tests" / "workspaces" / "values"
 
 def run(args: list[str], cwd: Path = VALUES) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "jaxlsp", *args], cwd=cwd, capture_output=True, text=True, timeout=300, check=False
+        [sys.executable, "-m", "jaxlsp", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=scaled(300),
+        check=False,
     )
 
 

@@ -23,12 +23,13 @@ from typing import Any
 import pytest
 
 from jaxlsp.trust_store import TrustStore
+from tests.deadlines import scaled
 
 REPO = Path(__file__).resolve().parents[2]
 EDITORS = REPO / "editors"
 EXTENSIONS_DOC = (REPO / "docs" / "lsp-extensions.md").read_text(encoding="utf-8")
 BIN = Path(sys.executable).parent
-TIMEOUT = 60  # seconds for one server handshake: a deadline, not a pace
+TIMEOUT = scaled(60)  # seconds for one server handshake: a deadline, not a pace
 
 
 def _fenced(page: Path) -> list[tuple[str, str]]:

@@ -33,6 +33,7 @@ from tests.clients.conftest import (
     sentinels,
     with_venv_on_path,
 )
+from tests.deadlines import scaled
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -40,7 +41,7 @@ PACKAGE = REPO / "editors" / "emacs"
 WORKSPACES = HERE.parent / "workspaces"
 SCRIPT = HERE / "emacs_client.el"
 EGLOT = Path("/usr/share/emacs/site-lisp/elpa/eglot-1.9")
-TIMEOUT = 180  # seconds for a whole Emacs run: a deadline, not a pace
+TIMEOUT = scaled(180)  # seconds for a whole Emacs run: a deadline, not a pace
 
 
 @pytest.fixture
@@ -205,7 +206,7 @@ def test_readme_elisp_runs(emacs: str, tmp_path: Path) -> None:
         [emacs, "--batch", "-Q", "-l", str(script)],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=scaled(60),
         env={**os.environ, "JAXLSP_PAGE_SNIPPETS": snippets, "HOME": str(tmp_path)},
     )
     assert proc.returncode == 0, proc.stderr

@@ -24,12 +24,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.deadlines import scaled
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = Path(__file__).with_name("jupyterlab_trace.mjs")
 WORKSPACE = ROOT / "tests" / "workspaces" / "notebooks"
 CHROMIUM = os.environ.get("JAXLSP_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = ROOT / "build" / "test-artifacts" / "jupyterlab"
-START_TIMEOUT = 90.0  # seconds for the Jupyter server to answer: a deadline, not a pace
+START_TIMEOUT = scaled(90.0)  # seconds for the Jupyter server to answer: a deadline, not a pace
 
 
 def _missing() -> str | None:
@@ -79,7 +81,7 @@ def lab(tmp_path: Path) -> Iterator[str]:
     deadline = time.monotonic() + START_TIMEOUT
     while True:
         try:
-            with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=5) as answer:
+            with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=scaled(5)) as answer:
                 if answer.status == 200:
                     break
         except OSError:
@@ -93,7 +95,7 @@ def lab(tmp_path: Path) -> Iterator[str]:
     finally:
         os.killpg(process.pid, signal.SIGTERM)
         try:
-            process.wait(timeout=30)
+            process.wait(timeout=scaled(30))
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
@@ -107,7 +109,7 @@ def test_trace_graph_from_the_cell_toolbar_then_hover_shows_the_shape(lab: str, 
         ["node", str(SCRIPT), lab, "5", "5", "f32[4,16]", str(ARTIFACTS)],
         capture_output=True,
         text=True,
-        timeout=400,
+        timeout=scaled(400),
         check=False,
     )
     lines = run.stdout.strip().splitlines()
@@ -138,6 +140,6 @@ def test_the_jupyter_lsp_spec_starts_jaxlsp_serve_for_python(tmp_path: Path) -> 
     decoy.mkdir()
     (decoy / "__init__.py").write_text("raise SystemExit('the folder ran inside the server')\n")
     shown = subprocess.run(
-        [*spec["argv"], "--help"], capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path
+        [*spec["argv"], "--help"], capture_output=True, text=True, timeout=scaled(60), check=False, cwd=tmp_path
     )
     assert shown.returncode == 0 and "--stdio" in shown.stdout, shown.stderr

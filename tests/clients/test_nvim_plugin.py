@@ -31,13 +31,14 @@ from tests.clients.conftest import (
     sentinels,
     with_venv_on_path,
 )
+from tests.deadlines import scaled
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 PLUGIN = REPO / "editors" / "nvim"
 WORKSPACES = HERE.parent / "workspaces"
 SCRIPT = HERE / "nvim_plugin.lua"
-TIMEOUT = 180  # seconds for a whole nvim run: a deadline, not a pace
+TIMEOUT = scaled(180)  # seconds for a whole nvim run: a deadline, not a pace
 
 
 class Run:
@@ -239,7 +240,7 @@ def test_readme_lua_runs_and_lists_the_defaults(nvim: str, tmp_path: Path) -> No
         [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n", "-l", str(script), json.dumps(blocks), str(REPO)],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=scaled(60),
         env={**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")},
     )
     assert proc.returncode == 0, proc.stderr

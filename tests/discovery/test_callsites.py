@@ -14,6 +14,7 @@ from jaxlsp.discovery import Classifier, WorkspaceIndex
 from jaxlsp.discovery.callsites import CallSiteFinder
 from jaxlsp.discovery.roots import project_root
 from jaxlsp.discovery.sites import CallSite
+from tests.deadlines import scaled
 
 REPO = Path(__file__).resolve().parents[1] / "workspaces" / "callsites_repo"
 
@@ -522,4 +523,4 @@ def test_nothing_is_imported() -> None:
         "bad = [m for m in ('jax', 'flax', 'equinox', 'zoo', 'numpy') if m in sys.modules]; "
         "assert not bad, bad"
     )
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=scaled(120))

@@ -11,6 +11,8 @@ from types import ModuleType
 
 import pytest
 
+from tests.deadlines import scaled
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "discovery.py"
 EXAMPLES = ROOT / "examples"
@@ -85,4 +87,4 @@ def test_packages_are_found_without_importing_them() -> None:
         "assert all((d / '__init__.py').is_file() for d in dirs), dirs\n"
         "assert not {'jax', 'flax'} & set(sys.modules), sorted(m for m in sys.modules if 'jax' in m or 'flax' in m)\n"
     )
-    subprocess.run([sys.executable, "-c", probe], check=True, cwd=ROOT, timeout=120)
+    subprocess.run([sys.executable, "-c", probe], check=True, cwd=ROOT, timeout=scaled(120))

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.deadlines import scaled
+
 ROOT = Path(__file__).resolve().parents[2]
 GRAPH = ROOT / "jaxlsp" / "graph"
 
@@ -54,7 +56,7 @@ print(json.dumps({"blocked": Blocker.blocked, "others": others,
 
 def test_graph_modules_import_only_the_stdlib() -> None:
     out = subprocess.run(
-        [sys.executable, "-I", "-c", PROBE, str(ROOT)], capture_output=True, text=True, timeout=120, check=False
+        [sys.executable, "-I", "-c", PROBE, str(ROOT)], capture_output=True, text=True, timeout=scaled(120), check=False
     )
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)

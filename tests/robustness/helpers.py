@@ -23,6 +23,8 @@ from typing import Any
 
 import pytest
 
+from tests.deadlines import scaled
+
 ROOT = Path(__file__).resolve().parents[2]
 WORKSPACES = ROOT / "tests" / "workspaces"
 FIGURES = ROOT / "build" / "robustness" / "figures.json"
@@ -135,7 +137,7 @@ class Peer:
     can send what no well-behaved client library would (wrong types, 10 MB params, requests after
     shutdown). Server-to-client requests are answered by ``answers`` (method -> result function)."""
 
-    TIMEOUT = 30.0
+    TIMEOUT = scaled(30.0)
 
     def __init__(
         self,
@@ -292,11 +294,11 @@ class Peer:
         """shutdown + exit (when still possible), then make sure the process is gone."""
         if self.proc.poll() is None:
             with contextlib.suppress(Exception):
-                self.call("shutdown", None, timeout=15, with_params=False)
+                self.call("shutdown", None, timeout=scaled(15), with_params=False)
             with contextlib.suppress(Exception):
                 self.send({"jsonrpc": "2.0", "method": "exit"})
             try:
-                self.proc.wait(timeout=15)
+                self.proc.wait(timeout=scaled(15))
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()

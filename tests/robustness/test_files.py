@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.deadlines import scaled
 from tests.robustness.helpers import Peer, RpcError, server_env
 
 pytest.importorskip("jax")
@@ -43,14 +44,16 @@ def trusted_peer(peer_factory: Any, root: Path) -> tuple[Peer, str]:
 def test_saving_answers_keeps_the_users_bytes_and_is_atomic(peer_factory: Any, tmp_path: Path) -> None:
     root = workspace(tmp_path)
     peer, uri = trusted_peer(peer_factory, root)
-    asked = peer.call("jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "f", "profile": "dimmed"}, timeout=120)
+    asked = peer.call(
+        "jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "f", "profile": "dimmed"}, timeout=scaled(120)
+    )
     paths = [item["path"] for item in asked["needsInput"]]
     assert paths == ["profiles.dimmed.dims.batch"], asked
     before = (root / "jaxlsp.toml").stat().st_ino
     done = peer.call(
         "jaxlsp/trace",
         {"textDocument": {"uri": uri}, "name": "f", "profile": "dimmed", "answers": {paths[0]: 4}, "save": True},
-        timeout=120,
+        timeout=scaled(120),
     )
     assert done["summary"]["ops"] >= 1 and done["saved"] == (root / "jaxlsp.toml").as_uri()
     text = (root / "jaxlsp.toml").read_text()
@@ -72,7 +75,7 @@ def test_an_unsaved_editor_buffer_of_the_recipe_is_not_overwritten(peer_factory:
             "answers": {"profiles.dimmed.dims.batch": 4},
             "save": True,
         },
-        timeout=120,
+        timeout=scaled(120),
     )
     assert "saved" not in done and done["summary"]["ops"] >= 1  # the trace goes on
     assert (root / "jaxlsp.toml").read_text() == RECIPE
@@ -95,7 +98,7 @@ def test_a_malformed_recipe_gets_a_diagnostic(peer_factory: Any, tmp_path: Path,
     root = workspace(tmp_path, broken)
     peer, uri = trusted_peer(peer_factory, root)
     with pytest.raises(RpcError) as info:
-        peer.call("jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "f", "profile": "dimmed"}, timeout=60)
+        peer.call("jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "f", "profile": "dimmed"}, timeout=scaled(60))
     assert "jaxlsp.toml" in info.value.message, info.value.message
     recipe_uri = (root / "jaxlsp.toml").resolve().as_uri()
     published = [

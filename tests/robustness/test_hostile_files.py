@@ -14,11 +14,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tests.deadlines import scaled
 from tests.robustness.helpers import Peer, RpcError, record, server_env, untrusted_workspace
 
 INTERNAL_ERROR = -32603
 FOUR_GB = 4 * 1024**3
-ANSWER_WITHIN = 5.0  # seconds: a liveness bound, far above the milliseconds measured (record below)
+ANSWER_WITHIN = scaled(5.0)  # seconds: a liveness bound, far above the milliseconds measured (record below)
 HEADER = "import jax\nimport jax.numpy as jnp\n\n\n@jax.jit\ndef {name}(x):\n    return {body}\n"
 
 
@@ -53,7 +54,7 @@ def diagnostics(peer: Peer) -> dict[str, list[dict[str, Any]]]:
     return latest
 
 
-def wait_for_index(peer: Peer, timeout: float = 60.0) -> None:
+def wait_for_index(peer: Peer, timeout: float = scaled(60.0)) -> None:
     """The background index ends with a lens refresh (the client advertises refreshSupport)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -21,6 +21,7 @@ import pytest
 
 from jaxlsp.graph.model import Coverage, Frame, Graph, Group, Node, Port, Value
 from jaxlsp.graph.store import GraphStore
+from tests.deadlines import scaled
 from tests.robustness.helpers import ROOT, Peer, record, server_env
 
 REQUEST_CANCELLED, REQUEST_FAILED = -32800, -32803
@@ -128,7 +129,7 @@ def test_rss_is_bounded_by_the_graph_cache() -> None:
     """The store keeps 16 traces: adding 32 more 20,000-equation graphs does not grow memory."""
     assert GraphStore().limit == 16
     out = subprocess.run(
-        [sys.executable, "-c", RSS_SCRIPT, str(ROOT)], capture_output=True, text=True, check=True, timeout=240
+        [sys.executable, "-c", RSS_SCRIPT, str(ROOT)], capture_output=True, text=True, check=True, timeout=scaled(240)
     )
     rss = {int(k): v for k, v in json.loads(out.stdout).items()}
     per_graph = (rss[16] - rss[1]) / 15
@@ -211,7 +212,7 @@ def _warm_server(peer_factory: Any, root: Path, count: int) -> tuple[Peer, str, 
     peer: Peer = peer_factory(env=server_env())
     peer.initialize(root, options={"trusted": True})
     uri = peer.open(root / "model.py")
-    warm = peer.call("jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "f0", "profile": "f0"}, timeout=180)
+    warm = peer.call("jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "f0", "profile": "f0"}, timeout=scaled(180))
     return peer, uri, warm
 
 
@@ -225,7 +226,7 @@ def test_a_burst_of_50_traces(peer_factory: Any, tmp_path: Path) -> None:
         peer.start("jaxlsp/trace", {"textDocument": {"uri": uri}, "name": f"f{i % 10}", "profile": f"f{i % 10}"})
         for i in range(50)
     ]
-    replies = [peer.wait(ident, timeout=240) for ident in idents]
+    replies = [peer.wait(ident, timeout=scaled(240)) for ident in idents]
     elapsed = time.monotonic() - started
     outcomes: Counter[str] = Counter()
     last_ok: dict[str, str] = {}
@@ -254,9 +255,9 @@ def test_a_burst_of_50_traces(peer_factory: Any, tmp_path: Path) -> None:
         assert "result" in reply or reply["error"]["code"] == REQUEST_FAILED, (i, reply)
     # Nothing is left running, and the server pages a fresh trace end to end.
     assert len([p for p in peer.descendants() if b"jaxlsp-capture" in Path(f"/proc/{p}/cmdline").read_bytes()]) == 0
-    trace_id = peer.call("jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "f3", "profile": "f3"}, timeout=120)[
-        "traceId"
-    ]
+    trace_id = peer.call(
+        "jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "f3", "profile": "f3"}, timeout=scaled(120)
+    )["traceId"]
     items = page_all(
         lambda group, cursor: peer.call(
             "jaxlsp/graph", {"traceId": trace_id, "group": group, "cursor": cursor, "limit": 1}
@@ -296,7 +297,7 @@ def test_a_burst_of_50_distinct_traces_is_bounded(peer_factory: Any, tmp_path: P
         peer.start("jaxlsp/trace", {"textDocument": {"uri": uri}, "name": f"f{i}", "profile": f"f{i}"})
         for i in range(50)
     ]
-    replies = [peer.wait(ident, timeout=240) for ident in idents]
+    replies = [peer.wait(ident, timeout=scaled(240)) for ident in idents]
     sampler_alive_until_done = sampler.is_alive()  # a sampler that died checked nothing
     done.set()
     sampler.join()

@@ -21,6 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.deadlines import scaled
 from tests.robustness.helpers import Peer, RpcError, record, server_env, untrusted_workspace
 
 INVALID_REQUEST, INVALID_PARAMS, INTERNAL_ERROR, REQUEST_FAILED = -32600, -32602, -32603, -32803
@@ -267,11 +268,11 @@ def test_requests_after_shutdown_get_an_error(tmp_path: Path) -> None:
             ("shutdown", None),
         ]:
             with pytest.raises(RpcError) as info:
-                peer.call(method, params, timeout=10)
+                peer.call(method, params, timeout=scaled(10))
             refused.append(info.value.code)
         assert set(refused) == {INVALID_REQUEST}, refused
         peer.send({"jsonrpc": "2.0", "method": "exit"})
-        assert peer.proc.wait(timeout=15) == 0
+        assert peer.proc.wait(timeout=scaled(15)) == 0
         record(**{"protocol.after_shutdown": "InvalidRequest for every request; exit code 0"})
     finally:
         peer.close()
@@ -372,8 +373,8 @@ def test_an_oversized_message_ends_the_server_with_one_line(peer_factory: Any, t
     assert peer.proc.stdin is not None
     peer.proc.stdin.write(b"Content-Length: 999999999999999\r\n\r\n")
     peer.proc.stdin.flush()
-    assert peer.proc.wait(timeout=30) == 1
-    deadline = time.monotonic() + 10
+    assert peer.proc.wait(timeout=scaled(30)) == 1
+    deadline = time.monotonic() + scaled(10)
     while b"64 MiB" not in peer.stderr and time.monotonic() < deadline:
         time.sleep(0.01)  # the reader thread copies stderr on its own schedule
     err = peer.stderr.decode(errors="replace")

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests.deadlines import scaled
 from tests.robustness.helpers import Peer, RpcError, record, server_env, untrusted_workspace
 
 CLAIMS = {"trusted": True, "python": ".venv/bin/python", "jaxlsp.trusted": True}
@@ -143,7 +144,9 @@ def test_recipe_targets_and_factories_cannot_escape_the_workspace(peer_factory: 
     ]:
         uri = (root / file).resolve().as_uri() if file.startswith("..") else (root / file).as_uri()
         with pytest.raises(RpcError) as info:
-            peer.call("jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "f", "profile": profile}, timeout=60)
+            peer.call(
+                "jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "f", "profile": profile}, timeout=scaled(60)
+            )
         assert expected in info.value.message, (profile, info.value.message)
     prompts = [m["params"]["message"] for m in peer.server_requests if m["method"] == "window/showMessageRequest"]
     assert prompts and all(str(tmp_path / "outside") in p for p in prompts), prompts
@@ -155,7 +158,7 @@ def test_recipe_targets_and_factories_cannot_escape_the_workspace(peer_factory: 
 
 
 def _get(port: int, target: str, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=scaled(10))
     try:
         conn.request("GET", target, headers=headers or {})
         reply = conn.getresponse()
@@ -175,9 +178,9 @@ def test_the_viewer_is_loopback_only_token_bound_and_stops_with_the_server(peer_
     peer: Peer = peer_factory(env=server_env())
     peer.initialize(root, options={"trusted": True})
     uri = peer.open(root / "model.py")
-    trace_id = peer.call("jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "f", "profile": "f"}, timeout=120)[
-        "traceId"
-    ]
+    trace_id = peer.call(
+        "jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "f", "profile": "f"}, timeout=scaled(120)
+    )["traceId"]
     url = urllib.parse.urlsplit(peer.call("jaxlsp/openGraph", {"traceId": trace_id})["url"])
     query = urllib.parse.parse_qs(url.query)
     token, port = query["token"][0], url.port
@@ -186,7 +189,7 @@ def test_the_viewer_is_loopback_only_token_bound_and_stops_with_the_server(peer_
     # Bound to loopback only: no other local address answers.
     others = [addr for addr in _local_addresses() if not addr.startswith("127.")]
     for addr in others:
-        with pytest.raises(OSError), socket.create_connection((addr, port), timeout=2):
+        with pytest.raises(OSError), socket.create_connection((addr, port), timeout=scaled(2)):
             pass
 
     graph = f"/graph?token={token}&trace={trace_id}"
@@ -214,14 +217,14 @@ def test_the_viewer_is_loopback_only_token_bound_and_stops_with_the_server(peer_
     # No cross-origin reads: no CORS grant to another origin, even with the token.
     status, headers, _ = _get(port, graph, {"Origin": "http://evil.example"})
     assert headers.get("access-control-allow-origin") in (None, f"http://127.0.0.1:{port}"), headers
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=scaled(10))
     conn.request("OPTIONS", graph, headers={"Origin": "http://evil.example", "Access-Control-Request-Method": "POST"})
     preflight = conn.getresponse()
     assert (preflight.getheader("Access-Control-Allow-Origin") or "") in ("", f"http://127.0.0.1:{port}")
     conn.close()
 
     peer.close()  # shutdown + exit: the viewer goes with the server
-    with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=2):
+    with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=scaled(2)):
         pass
 
 
@@ -287,7 +290,7 @@ def test_the_worker_gets_an_allow_listed_environment_and_its_own_tmpdir(peer_fac
     peer: Peer = peer_factory(env=env)
     peer.initialize(root, options={"trusted": True})
     uri = peer.open(root / "probe.py")
-    result = peer.call("jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "f", "profile": "f"}, timeout=120)
+    result = peer.call("jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "f", "profile": "f"}, timeout=scaled(120))
     assert result["traceId"]
     seen = json.loads(out.read_text())
     assert "GITHUB_TOKEN" not in seen["keys"] and "AWS_SECRET_ACCESS_KEY" not in seen["keys"], seen["keys"]

@@ -37,6 +37,7 @@ from jaxlsp.capture.service import trace_once
 from jaxlsp.capture.spare import SparePool
 from jaxlsp.capture.supervise import CaptureOutcome
 from jaxlsp.capture.worker import forkserver
+from tests.deadlines import scaled
 from tests.robustness.helpers import (
     IN_CI,
     WORKSPACES,
@@ -51,7 +52,7 @@ pytest.importorskip("jax")
 
 PYTHON = sys.executable
 MEMORY_MB = 2048
-HANG_TIMEOUT = 6.0
+HANG_TIMEOUT = scaled(6.0)
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,7 @@ def reported_pids(prefix: str, stdout: str) -> list[int]:
 
 def assert_nothing_left(fault: Fault, outcome: CaptureOutcome, spare: int = 0) -> None:
     assert outcome.pgid is not None
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + scaled(10)
     while group_members(outcome.pgid) and time.monotonic() < deadline:
         time.sleep(0.01)  # SIGKILLed members leave /proc as init reaps them
     assert group_members(outcome.pgid) == [], f"left in the worker's group / session {outcome.pgid}"
@@ -231,7 +232,9 @@ async def test_fork_bomb_is_bounded_by_pids_max(sandbox: Path, monkeypatch: pyte
             pytest.fail("CI runs as root on Linux with the cgroup v1 pids controller: the cgroup must be usable")
         pytest.skip("no writable pids cgroup here (not root, or not Linux)")
     monkeypatch.setenv(forkserver.PIDS_MAX_ENV, "64")
-    outcome = await run_capture(request(sandbox, "fork_bomb.py"), python=PYTHON, options=CaptureOptions(timeout=60.0))
+    outcome = await run_capture(
+        request(sandbox, "fork_bomb.py"), python=PYTHON, options=CaptureOptions(timeout=scaled(60.0))
+    )
     assert outcome.ok, outcome.result
     got = [int(n) for n in re.findall(r"^robust-forks: (\d+)$", outcome.stdout, flags=re.MULTILINE)]
     assert got and got[0] < 64, outcome.stdout[-500:]

@@ -27,10 +27,12 @@ from pygls.protocol import JsonRPCResponseMessage, default_converter
 from pytest_lsp import ClientServerConfig, LanguageClient
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
+from tests.deadlines import scaled
+
 WORKSPACES = Path(__file__).resolve().parent.parent / "workspaces"
 SERVER_COMMAND = [sys.executable, "-m", "jaxlsp", "serve"]
 CLIENTS = ["visual-studio-code", "neovim"]
-TIMEOUT = 10.0  # seconds for any single wait on the server: a deadline, not a pace
+TIMEOUT = scaled(10.0)  # seconds for any single wait on the server: a deadline, not a pace
 
 T = TypeVar("T")
 

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.deadlines import scaled
 from tests.discovery.helpers import write_tree
 
 PROBE = """
@@ -37,7 +38,7 @@ def test_discovery_imports_nothing_it_scans(tmp_path: Path) -> None:
         },
     )
     out = subprocess.run(
-        [sys.executable, "-c", PROBE, str(tmp_path)], capture_output=True, text=True, timeout=120, check=True
+        [sys.executable, "-c", PROBE, str(tmp_path)], capture_output=True, text=True, timeout=scaled(120), check=True
     )
     result = json.loads(out.stdout)
     assert sorted(result["found"]) == ["Base", "Net", "f"]

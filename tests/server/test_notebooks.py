@@ -16,6 +16,7 @@ import pytest_lsp
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
+from tests.deadlines import scaled
 from tests.server.conftest import CONFIG, JaxClient, copy_workspace, initialize_params, within
 
 NOTEBOOK = "models.ipynb"
@@ -348,7 +349,7 @@ async def test_a_notebook_as_one_document_jupyterlab_lsp_style(jupyterlab: JaxCl
 def stale_header(url: str) -> str:
     """The viewer bridge's word on a graph page's trace: ``X-Jaxlsp-Stale`` of its graph."""
     parts = urlsplit(url)
-    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=scaled(10))
     try:
         conn.request("GET", f"/graph?{parts.query}")
         answer = conn.getresponse()

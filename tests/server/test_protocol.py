@@ -15,6 +15,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 import jaxlsp
+from tests.deadlines import scaled
 from tests.server.expected import MIXED_LENSES
 
 if TYPE_CHECKING:
@@ -254,7 +255,7 @@ def test_raw_stdio_carries_only_framed_messages(workspace: Path) -> None:
         cwd=workspace,
     )
     try:
-        stdout, stderr = proc.communicate(b"".join(frame(m) for m in script), timeout=20)
+        stdout, stderr = proc.communicate(b"".join(frame(m) for m in script), timeout=scaled(20))
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import pytest_lsp
 
+from tests.deadlines import scaled
 from tests.server.conftest import CONFIG, JaxClient, initialize_params, within
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,7 +56,7 @@ class Browser:
         self.process = process
         self.shots = shots
 
-    async def send(self, cmd: str, timeout: float = 60, **args: Any) -> Any:
+    async def send(self, cmd: str, timeout: float = scaled(60), **args: Any) -> Any:
         assert self.process.stdin is not None and self.process.stdout is not None
         self.process.stdin.write((json.dumps({"cmd": cmd, **args}) + "\n").encode())
         await self.process.stdin.drain()
@@ -77,7 +78,9 @@ class Browser:
         return await self.send("eval", expr=expr, frame=frame)
 
     async def wait(self, expr: str, timeout: float = 30, frame: str | None = None) -> Any:
-        """Poll ``expr`` in the page until it is truthy (a deadline, not a pace); its value."""
+        """Poll ``expr`` in the page until it is truthy (a deadline, not a pace, ``timeout`` seconds
+        on the reference machine: :func:`scaled` here); its value."""
+        timeout = scaled(timeout)
         return await self.send("wait", timeout=timeout + 15, expr=expr, frame=frame, ms=int(timeout * 1000))
 
     async def screenshot(self, name: str) -> Path:
@@ -104,14 +107,14 @@ async def start_browser(viewport: tuple[int, int] | None = None) -> asyncio.subp
         limit=64 * 1024 * 1024,  # answers carry exported images
     )
     assert process.stdout is not None
-    ready = await asyncio.wait_for(process.stdout.readline(), 60)
+    ready = await asyncio.wait_for(process.stdout.readline(), scaled(60))
     assert ready and json.loads(ready)["ok"], ready
     return process
 
 
 async def close_browser(process: asyncio.subprocess.Process) -> None:
     try:
-        await Browser(process).send("close", timeout=20)
+        await Browser(process).send("close", timeout=scaled(20))
     except Exception:
         process.kill()
     await process.wait()

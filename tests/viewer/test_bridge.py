@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from jaxlsp.server.viewer_http import MAX_BODY, Bridge, BridgeError, Callbacks
+from tests.deadlines import scaled
 
 
 class Fake:
@@ -55,7 +56,7 @@ async def _raw(port: int, data: bytes) -> bytes:
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     writer.write(data)
     await writer.drain()
-    answer = await asyncio.wait_for(reader.read(), 10)
+    answer = await asyncio.wait_for(reader.read(), scaled(10))
     writer.close()
     return answer
 
@@ -120,19 +121,19 @@ async def test_events_reach_open_pages_and_stop_ends_them(bridge: Any) -> None:
     reader, writer = await asyncio.open_connection("127.0.0.1", b.port)
     writer.write(_request(b, "GET", f"/events?token={b.token}"))
     await writer.drain()
-    head = await asyncio.wait_for(reader.readuntil(b": jaxlsp\n\n"), 10)
+    head = await asyncio.wait_for(reader.readuntil(b": jaxlsp\n\n"), scaled(10))
     assert b"text/event-stream" in head and b"Access-Control" not in head
 
     async def registered() -> None:
         while b.pages == 0:  # the page's queue is registered right after the head is sent
             await asyncio.sleep(0.01)
 
-    await asyncio.wait_for(registered(), 10)
+    await asyncio.wait_for(registered(), scaled(10))
     b.push("highlight", {"traceId": "t1", "nodeIds": ["n0", "n1"]})
-    event = await asyncio.wait_for(reader.readuntil(b"\n\n"), 10)
+    event = await asyncio.wait_for(reader.readuntil(b"\n\n"), scaled(10))
     assert event == b'event: highlight\ndata: {"traceId":"t1","nodeIds":["n0","n1"]}\n\n'
     await b.stop()
-    assert await asyncio.wait_for(reader.read(), 10) == b""  # the stream ends with the bridge
+    assert await asyncio.wait_for(reader.read(), scaled(10)) == b""  # the stream ends with the bridge
     writer.close()
     with pytest.raises(OSError):
         await asyncio.open_connection("127.0.0.1", b.port)

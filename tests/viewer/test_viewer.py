@@ -20,6 +20,7 @@ from lsprotocol import types
 
 from jaxlsp.graph import io
 from jaxlsp.graph.export import to_html
+from tests.deadlines import scaled
 from tests.graph.test_samples import chain_graph, small_graph
 from tests.server.conftest import JaxClient
 from tests.viewer.conftest import Browser, trace_stack
@@ -30,7 +31,7 @@ PNG = b"\x89PNG\r\n\x1a\n"
 def _get(url: str, path: str, method: str = "GET", body: bytes | None = None, host: str | None = None) -> Any:
     """One request to the bridge: ``(status, headers, body bytes)``."""
     parts = urlsplit(url)
-    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=scaled(10))
     headers = {"Host": host} if host else {}
     if body is not None:
         headers["Content-Type"] = "application/json"
@@ -239,12 +240,12 @@ async def test_the_bridge_demands_the_token_and_its_own_host(traced: JaxClient) 
     # A second openGraph reuses the bridge; the server still answers after all of the above.
     again = await lsp.request("jaxlsp/openGraph", {"traceId": trace_id})
     assert urlsplit(again["url"]).port == port
-    with socket.create_connection(("127.0.0.1", port), timeout=5):
+    with socket.create_connection(("127.0.0.1", port), timeout=scaled(5)):
         pass
     await lsp.finish()
     # The bridge stops with the server.
     try:
-        socket.create_connection(("127.0.0.1", port), timeout=5).close()
+        socket.create_connection(("127.0.0.1", port), timeout=scaled(5)).close()
         raise AssertionError("the bridge still listens after the server exited")
     except ConnectionRefusedError:
         pass

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.capture.environments.conftest import copy_env_workspace, make_venv
+from tests.deadlines import scaled
 
 LINEN = "linen_model.py::Tiny"
 FUNCTION = "fn.py::predict"
@@ -28,7 +29,7 @@ def run(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[s
         env={**base, **env},
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=scaled(300),
         check=False,
     )
 

@@ -41,6 +41,7 @@ from jaxlsp.capture.service import CaptureService
 from jaxlsp.capture.spare import SparePool
 from jaxlsp.capture.supervise import CaptureOutcome
 from tests.capture.worker.conftest import request
+from tests.deadlines import scaled
 
 pytest.importorskip("jax")
 
@@ -50,8 +51,8 @@ PYTHON = sys.executable
 #: the client's docs measure ~0.5 GB for importing jax and ~1.5 GB more for an XLA CPU client (a
 #: CPU trace initialises none, so 512 MiB suffices today; 2 GiB stays safe if that changes).
 MEMORY_MB = 2048
-COLD_HANG_TIMEOUT = 6.0  # covers a cold jax import (~1 s) with room to spare on a loaded machine
-WARM_HANG_TIMEOUT = 5.0
+COLD_HANG_TIMEOUT = scaled(6.0)  # covers a cold jax import (~1 s) with room to spare on a loaded machine
+WARM_HANG_TIMEOUT = scaled(5.0)
 SCRATCH_PREFIX = "jaxlsp-capture-"
 
 
@@ -145,7 +146,7 @@ def assert_group_gone(pgid: int | None) -> None:
     live = {pid: state for pid, state in _members(pgid).items() if state != "Z"}
     assert live == {}, f"processes left in the worker's group / session {pgid}: {live}"
     # Orphans killed with the group are re-parented to init, which reaps them at its own pace.
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + scaled(10)
     while _members(pgid) and time.monotonic() < deadline:
         time.sleep(0.01)
     assert _members(pgid) == {}, f"zombies of group {pgid} were never reaped"
@@ -252,7 +253,7 @@ def check(case: Case, outcome: CaptureOutcome, sandbox: Sandbox, scratch_before:
 
 
 def trace_cold(
-    sandbox: Sandbox, file: str, *, timeout: float = 60.0, memory_mb: int | None = None
+    sandbox: Sandbox, file: str, *, timeout: float = scaled(60.0), memory_mb: int | None = None
 ) -> tuple[CaptureOutcome, TraceOutcome | TraceFailure]:
     """A cold capture of ``file::f`` through the capture service (the CLI's way), the real client and
     worker: the client's outcome, and the graph or the failure."""

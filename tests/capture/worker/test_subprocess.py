@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.capture.worker.conftest import array, request
+from tests.deadlines import scaled
 
 pytest.importorskip("jax")
 
@@ -20,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[3]
 ENTRY = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from jaxlsp.capture.worker.main import main; main()"
 
 
-def _run(req: dict[str, Any], timeout: float = 60) -> tuple[dict[str, Any], str, str]:
+def _run(req: dict[str, Any], timeout: float = scaled(60)) -> tuple[dict[str, Any], str, str]:
     read, write = os.pipe()
     try:
         req = {**req, "resultFd": write}
@@ -115,6 +116,6 @@ def test_worker_modules_import_only_the_stdlib() -> None:
     modules = staged_modules()
     assert "jaxlsp.capture.worker.forkserver" in modules and "jaxlsp.graph.io" in modules
     code = f"ROOT = {str(ROOT)!r}\nMODULES = {modules!r}\n" + BLOCKER
-    proc = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, timeout=scaled(60))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "ok"

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from tests.clients.conftest import missing_tool
+from tests.deadlines import scaled
 from tests.viewer.conftest import CHROMIUM, WEB, Browser, close_browser, start_browser
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -92,11 +93,13 @@ class Workbench(Browser):
         return await super().wait(expr, timeout, frame)
 
     async def wait_for(self, selector: str, has_text: str | None = None, timeout: float = 60, **args: Any) -> None:
+        timeout = scaled(timeout)  # every wait here is a deadline in seconds on the reference machine
         await self.send(
             "waitFor", timeout=timeout + 15, selector=selector, hasText=has_text, ms=int(timeout * 1000), **args
         )
 
     async def click(self, selector: str, has_text: str | None = None, timeout: float = 30, **args: Any) -> None:
+        timeout = scaled(timeout)
         await self.send(
             "click", timeout=timeout + 15, selector=selector, hasText=has_text, ms=int(timeout * 1000), **args
         )
@@ -196,7 +199,7 @@ class CodeServer:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
         )
-        out, _ = await asyncio.wait_for(install.communicate(), 120)
+        out, _ = await asyncio.wait_for(install.communicate(), scaled(120))
         assert install.returncode == 0 and b"successfully installed" in out, out.decode(errors="replace")
         log = self.log.open("wb")
         self.process = await asyncio.create_subprocess_exec(
@@ -231,7 +234,7 @@ class CodeServer:
         if self.process is not None and self.process.returncode is None:
             self.process.terminate()
             try:
-                await asyncio.wait_for(self.process.wait(), 20)
+                await asyncio.wait_for(self.process.wait(), scaled(20))
             except TimeoutError:
                 self.process.kill()
                 await self.process.wait()
@@ -264,7 +267,7 @@ async def vscode(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterato
         await page.send("type", text=server.password, delay=0)
         await page.send("press", key="Enter")
         await page.wait("location.pathname === '/' || location.pathname.endsWith('/')", timeout=30)
-        await page.send("goto", timeout=90, url=f"{server.url}/?folder={folder}", ms=60000)
+        await page.send("goto", timeout=scaled(90), url=f"{server.url}/?folder={folder}", ms=int(scaled(60) * 1000))
         await page.wait_for(".monaco-workbench .part.editor", timeout=90)
         return server, page
 
