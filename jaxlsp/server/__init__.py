@@ -24,12 +24,24 @@ def _routine_cancel(record: logging.LogRecord) -> bool:
     return not str(record.msg).startswith("Cancel notification for unknown message id")
 
 
+def _guard_process() -> None:
+    """Keep the user's traced code out of this process (issue 25): not dumpable, so a capture
+    running as the same user cannot read ``/proc/<server>/environ`` or open the protocol streams
+    through ``/proc/<server>/fd/N``. Before anything is read from the client."""
+    from jaxlsp.capture.worker.forkserver import set_dumpable
+
+    why = set_dumpable(False)
+    if why is not None:
+        logging.getLogger(__name__).info("the server stays dumpable: %s", why)
+
+
 def serve(tcp: tuple[str, int] | None = None) -> None:
     """Run the server on stdio (the default) or TCP. Nothing but protocol ever reaches stdout."""
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="jaxlsp %(levelname)s %(name)s: %(message)s")
     logging.getLogger("pygls.protocol.json_rpc").addFilter(_routine_cancel)
     for handler in logging.getLogger().handlers:
         handler.addFilter(_shorten)
+    _guard_process()
     from jaxlsp.server.app import create_server
 
     server = create_server()

@@ -144,10 +144,11 @@ class Peer:
         env: dict[str, str] | None = None,
         cwd: Path | None = None,
         address_space: int | None = None,  # bytes of RLIMIT_AS for the server
+        prefix: tuple[str, ...] = (),  # a command that execs the server (setpriv: another user)
     ) -> None:
         self.env = env or server_env()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "jaxlsp", "serve"],
+            [*prefix, sys.executable, "-m", "jaxlsp", "serve"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -220,6 +220,8 @@ class ForkServer:
             os.dup2(err_fd, 2)
             for fd in (null, out_fd, err_fd):
                 os.close(fd)
+            # Only now, holding nothing of the spare's: the user's code and tools may see this one.
+            set_dumpable(True)
             try:
                 import faulthandler
 
@@ -320,6 +322,32 @@ def set_subreaper() -> bool:
         return int(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
     except (OSError, AttributeError):
         return False
+
+
+PR_SET_DUMPABLE = 4
+
+
+def set_dumpable(dumpable: bool) -> str | None:
+    """``prctl(PR_SET_DUMPABLE)`` (Linux): None when done, else why it was not.
+
+    A process that is not dumpable has its ``/proc/PID`` files owned by root: no other process of
+    the same user can read its ``environ`` or ``mem``, open its descriptors through ``fd/N``, or
+    ptrace it. The server and the warm spare clear the flag so that code traced in a trusted
+    workspace cannot reach into them (docs/security.md); each capture forked from the spare sets it
+    again (it runs the user's code, and is as open to the user's tools as a cold worker, which gets
+    it back from ``execve``).
+    """
+    if not sys.platform.startswith("linux"):
+        return f"not on {sys.platform}: no prctl, and /proc is not how other processes reach this one"
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        if int(libc.prctl(PR_SET_DUMPABLE, int(dumpable), 0, 0, 0)) != 0:
+            return f"prctl(PR_SET_DUMPABLE) failed: {os.strerror(ctypes.get_errno())}"
+    except (OSError, AttributeError) as exc:
+        return f"prctl is not reachable through ctypes: {exc}"
+    return None
 
 
 def _children(pid: int) -> list[int]:
@@ -468,6 +496,7 @@ def serve() -> None:
     sock = socket.socket(fileno=int(config["fd"]))
     sock.setblocking(True)
     set_subreaper()  # an ended capture's escaped descendants come back here, to be killed
+    set_dumpable(False)  # captures run the user's code as our user: keep them out of our /proc files
     cgroup_sweep()
     spare = ForkServer(sock, None)
     try:
