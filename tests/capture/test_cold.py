@@ -84,6 +84,7 @@ async def test_a_result_larger_than_a_pipe_buffer_arrives_whole(stand_in: Stage)
 
 
 async def test_a_hang_times_out_and_takes_its_children_along(stand_in: Stage) -> None:
+    # limit under test: this capture's time limit must run out (not a wait)
     outcome = await run_capture(make_request("sleep"), python=PY, stage=stand_in, options=CaptureOptions(timeout=1.5))
     error = outcome.result["error"]
     assert error["kind"] == "timeout" and "1.5 s" in error["message"]
@@ -198,6 +199,7 @@ async def test_concurrent_captures_leak_no_descriptors(stand_in: Stage) -> None:
         run_capture(make_request("echo"), python=PY, stage=stand_in),
         run_capture(make_request("print"), python=PY, stage=stand_in),
         run_capture(make_request("exit3"), python=PY, stage=stand_in),
+        # limit under test: this capture's time limit must run out (not a wait)
         run_capture(make_request("sleep"), python=PY, stage=stand_in, options=CaptureOptions(timeout=1)),
     )
     assert [o.result.get("error", {}).get("kind") for o in outcomes] == [None, None, "crash", "timeout"]

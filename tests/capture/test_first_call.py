@@ -261,6 +261,7 @@ def test_an_example_that_fails_before_the_call(repo: Path) -> None:
 
 
 def test_an_example_that_hangs_is_stopped_at_the_deadline(repo: Path) -> None:
+    # limit under test: this capture's time limit must run out (not a wait)
     result = run(repo, "zoo/functions.py::slow_to_reach", "tests/test_models.py::test_hangs_before", timeout=12)
     assert result["error"]["kind"] == "timeout"
 

@@ -59,6 +59,7 @@ async def test_captures_fork_from_a_spare_that_already_imported_jax(
 async def test_hostile_captures_through_the_spare_leave_nothing(pool: SparePool, jax_python: str) -> None:
     spare_pid = pool.info(jax_python)["pid"]  # type: ignore[index]
 
+    # limit under test: this capture's time limit must run out (not a wait)
     hung = await pool.capture(make_request("sleep"), python=jax_python, options=CaptureOptions(timeout=1.5))
     assert hung.result["error"]["kind"] == "timeout" and "1.5 s" in hung.result["error"]["message"]
     assert_group_gone(hung.pgid)

@@ -77,6 +77,7 @@ class Browser:
     async def eval(self, expr: str, frame: str | None = None) -> Any:
         return await self.send("eval", expr=expr, frame=frame)
 
+    # scaled inside: seconds on the reference machine, scaled() below
     async def wait(self, expr: str, timeout: float = 30, frame: str | None = None) -> Any:
         """Poll ``expr`` in the page until it is truthy (a deadline, not a pace, ``timeout`` seconds
         on the reference machine: :func:`scaled` here); its value."""

@@ -89,15 +89,18 @@ class Workbench(Browser):
     async def failed(self, cmd: str) -> str:
         return f"\nscreenshot: {await self.screenshot(f'failed-{cmd}')}" if cmd != "screenshot" else ""
 
+    # scaled inside: seconds on the reference machine, scaled() below
     async def wait(self, expr: str, timeout: float = 60, frame: str | None = None) -> Any:
         return await super().wait(expr, timeout, frame)
 
+    # scaled inside: seconds on the reference machine, scaled() below
     async def wait_for(self, selector: str, has_text: str | None = None, timeout: float = 60, **args: Any) -> None:
         timeout = scaled(timeout)  # every wait here is a deadline in seconds on the reference machine
         await self.send(
             "waitFor", timeout=timeout + 15, selector=selector, hasText=has_text, ms=int(timeout * 1000), **args
         )
 
+    # scaled inside: seconds on the reference machine, scaled() below
     async def click(self, selector: str, has_text: str | None = None, timeout: float = 30, **args: Any) -> None:
         timeout = scaled(timeout)
         await self.send(
@@ -266,8 +269,10 @@ async def vscode(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterato
         await page.send("click", selector="input[type=password]")
         await page.send("type", text=server.password, delay=0)
         await page.send("press", key="Enter")
+        # scaled inside: seconds on the reference machine, scaled() below
         await page.wait("location.pathname === '/' || location.pathname.endsWith('/')", timeout=30)
         await page.send("goto", timeout=scaled(90), url=f"{server.url}/?folder={folder}", ms=int(scaled(60) * 1000))
+        # scaled inside: seconds on the reference machine, scaled() below
         await page.wait_for(".monaco-workbench .part.editor", timeout=90)
         return server, page
 
