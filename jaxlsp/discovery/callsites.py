@@ -86,6 +86,7 @@ class CallSiteFinder(Evaluator):
         self.reach = Reach(index, self.root, self.elsewhere)
         self._files: dict[Path, tuple[tuple[int, int], SourceFile]] = {}
         self._open_paths: frozenset[Path] = frozenset()
+        self._names: set[str] = set()
 
     # -- files -------------------------------------------------------------------------------------------
     def files(self) -> list[SourceFile]:
@@ -100,6 +101,9 @@ class CallSiteFinder(Evaluator):
                 out.append(found)
         for gone in set(self._files) - seen:
             del self._files[gone]
+        # every folder and module name of the workspace: a dotted name that starts with none of
+        # them is a library's (``absltest.main``), one that does may be a module not located
+        self._names = {part.removesuffix(".py") for p in seen for part in p.relative_to(self.root).parts}
         return out
 
     def source(self, path: Path) -> SourceFile | None:
@@ -757,7 +761,6 @@ class CallSiteFinder(Evaluator):
         fs = file.summary
         if fs is None:
             return False
-        top = self.index.modules.module_name(path).split(".", 1)[0]
         uses = 0
         for dotted in _dotted_uses(text, words):
             uses += 1
@@ -773,8 +776,8 @@ class CallSiteFinder(Evaluator):
             if not isinstance(value, Ref):
                 return False
             if value.path is None:
-                if q.name.split(".", 1)[0] == top:
-                    return False  # the target's own package, a module not found: may be it
+                if q.name.split(".", 1)[0] in self._names:
+                    return False  # a workspace module that was not located: it may be the target's
                 continue  # a library's name
             if value.same(path, name):
                 return False

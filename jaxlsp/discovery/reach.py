@@ -158,8 +158,21 @@ class Reach:
         for b in (*(b for found in fs.bindings.values() for b in found), *fs.stars):
             if b.how in ("import", "from", "star"):
                 absolute = self.index.modules.absolute(file.path, b.target, b.level)
-                if absolute == top or absolute.startswith(top + "."):
+                if absolute == top or absolute.startswith(top + ".") or self.imports_file(file, absolute, path):
                     return True
+        return False
+
+    def imports_file(self, file: SourceFile, absolute: str, path: Path) -> bool:
+        """Whether the import of ``absolute`` in ``file`` loads ``path`` (the module itself, or
+        the package whose ``__init__.py`` lies above it), found on the file system as Python
+        would: ``from pkg import models`` loads pkg/models.py though pkg has no
+        ``__init__.py`` (a namespace package, whose files' own module names are their stems)."""
+        parts = absolute.split(".")
+        for i in range(len(parts), 0, -1):
+            found = self.index.modules.locate(".".join(parts[:i]), file.path)
+            if found is None:
+                continue
+            return found == path or (found.name == "__init__.py" and path.is_relative_to(found.parent))
         return False
 
     def _test_owner(self, file: SourceFile, index: int, defined: str | None, words: set[str]) -> str:
@@ -198,7 +211,11 @@ class Reach:
                     if b.how not in ("import", "from"):
                         continue
                     absolute = self.index.modules.absolute(file.path, b.target, b.level)
-                    if absolute == module or absolute.startswith(module + "."):
+                    if (
+                        absolute == module
+                        or absolute.startswith(module + ".")
+                        or self.imports_file(file, absolute, target.path)
+                    ):
                         hit = True
                         break
                 if hit:

@@ -68,3 +68,17 @@ def test_a_script_that_requires_arguments_is_not_run_without_them(tmp_path: Path
     assert result.returncode == 3, result.stdout + result.stderr
     assert "running tool/__main__.py" not in result.stdout
     assert "  tool/__main__.py  (script, tool/__main__.py:12)" in result.stderr.splitlines()
+
+
+def test_classes_listed_in_parametrize_from_folders_without_init(tmp_path: Path) -> None:
+    """No ``__init__.py`` anywhere (pytest's rootdir-based imports): ``from pkg import models as
+    mm`` with ``mm.Small`` in a parametrize list, and ``from extra import layers`` found through
+    pytest's ``pythonpath = ["lib"]`` in pyproject.toml."""
+    root = case("no_init", tmp_path)
+    small = run(["examples", "pkg/models.py::Small"], cwd=root)
+    assert "1. tests/test_models.py:13 (test) run to learn  [tests/test_models.py::test_init]" in small.stdout
+    wide = run(["examples", "lib/extra/layers.py::Wide"], cwd=root)
+    assert "1. tests/test_layers.py:12 (test) run to learn  [tests/test_layers.py::test_wide]" in wide.stdout
+    traced = run(["trace", "pkg/models.py::Small", "-o", "small.json"], cwd=root)
+    assert traced.returncode == 0, traced.stderr
+    assert traced.stdout.startswith("running tests/test_models.py::test_init to learn the inputs")
