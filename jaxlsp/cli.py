@@ -186,6 +186,7 @@ def _examples(args: argparse.Namespace) -> int:
     from jaxlsp.discovery import Classifier, WorkspaceIndex
     from jaxlsp.discovery.callsites import CallSiteFinder
     from jaxlsp.discovery.roots import project_root
+    from jaxlsp.discovery.sites import relative
     from jaxlsp.recipes import NeedsInput, RecipeError, render_profile
     from jaxlsp.recipes.propose import propose_site
 
@@ -225,7 +226,7 @@ def _examples(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return 0
     if not items:
-        print(f"no call site of {name} under {root}")
+        print(f"no call site of {name} under {relative(root, Path.cwd())}")  # as graphs name paths
         return 0
     for n, item in enumerate(items, 1):
         state = "complete" if item["complete"] else ("run to learn" if not item["static"] else "partial")

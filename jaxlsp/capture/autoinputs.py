@@ -126,11 +126,22 @@ def fallbacks_for(sites: Sequence[CallSite], root: Path, first: ExampleSpec) -> 
 
 
 def _parse(text: str, root: Path, kind: str) -> ExampleSpec | None:
+    """The example ``text`` as it would run, or None when it cannot: a script (a package's
+    ``__main__.py``) that requires arguments its docs do not give would exit with its usage."""
     try:
         spec = parse_example(text, root, kind=kind)
     except ExampleError:
         return None
-    return documented(spec, root)
+    spec = documented(spec, root)
+    if spec["kind"] == "script" and not spec.get("argv") and _needs_arguments(Path(spec["path"])) is not None:
+        return None
+    return spec
+
+
+def _needs_arguments(path: Path) -> str | None:
+    from jaxlsp.discovery.commands import needs_arguments
+
+    return needs_arguments(path)
 
 
 def documented(spec: ExampleSpec, root: Path) -> ExampleSpec:

@@ -25,7 +25,9 @@ for imports, and parse trees are kept only in a bounded cache.
 
 from __future__ import annotations
 
+import io
 import re
+import tokenize
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -81,9 +83,10 @@ class CallSiteFinder(Evaluator):
         self.root = root.resolve()
         self.cache = ParseCache()
         self.specs = SpecWriter(index)
-        self.reach = Reach(index, self.root)
+        self.reach = Reach(index, self.root, self.elsewhere)
         self._files: dict[Path, tuple[tuple[int, int], SourceFile]] = {}
         self._open_paths: frozenset[Path] = frozenset()
+        self._names: set[str] = set()
 
     # -- files -------------------------------------------------------------------------------------------
     def files(self) -> list[SourceFile]:
@@ -98,6 +101,9 @@ class CallSiteFinder(Evaluator):
                 out.append(found)
         for gone in set(self._files) - seen:
             del self._files[gone]
+        # every folder and module name of the workspace: a dotted name that starts with none of
+        # them is a library's (``absltest.main``), one that does may be a module not located
+        self._names = {part.removesuffix(".py") for p in seen for part in p.relative_to(self.root).parts}
         return out
 
     def source(self, path: Path) -> SourceFile | None:
@@ -742,8 +748,40 @@ class CallSiteFinder(Evaluator):
         bound to it (a file with its own ``loss`` does not)."""
         text = "".join(file.text_of(i) for i in indexes)
         if any(re.search(rf"\.\s*{re.escape(w)}\b", text) for w in words):
+            if self.elsewhere(file, text, words, target.path, target.word):
+                return False
             return self.reach.sees(file, target.path, self.index.modules.module_name(target.path))
         return self._names_target(file, target)
+
+    def elsewhere(self, file: SourceFile, text: str, words: set[str], path: Path, name: str) -> bool:
+        """Whether every use of ``words`` in ``text`` (a statement of ``file``) resolves to
+        something other than ``name`` of ``path``: ``modeling.forward`` with ``from
+        proj.models.a import modeling`` is a's ``forward``, not b's; ``absltest.main()`` is a
+        library's. A use that cannot be resolved may be the target (False: a run shows)."""
+        fs = file.summary
+        if fs is None:
+            return False
+        uses = 0
+        for dotted in _dotted_uses(text, words):
+            uses += 1
+            if "." not in dotted:
+                binding = fs.binding(dotted)
+                if binding is None or binding.how not in ("import", "from"):
+                    return False  # a local name, a parameter, an alias: values decide
+            q = self.classifier.qualify(fs, dotted)
+            if q is None or q.instance:
+                return False  # ``self.forward``, ``model.forward``: an object's attribute
+            self.current_line = None
+            value = self.qualified(q.name, file.path, 0)
+            if not isinstance(value, Ref):
+                return False
+            if value.path is None:
+                if q.name.split(".", 1)[0] in self._names:
+                    return False  # a workspace module that was not located: it may be the target's
+                continue  # a library's name
+            if value.same(path, name):
+                return False
+        return uses > 0
 
     def _names_target(self, file: SourceFile, target: SiteTarget) -> bool:
         """Whether the name a definition of ``file`` uses can only be the target, though its
@@ -780,6 +818,31 @@ def _defines_target(file: SourceFile, index: int, target: SiteTarget) -> bool:
         return False
     header = file.lines[file.statements[index].header]
     return re.search(rf"\b(?:def|class)\s+{re.escape(target.word)}\b", header) is not None
+
+
+def _dotted_uses(text: str, words: set[str]) -> list[str]:
+    """The dotted names (``modeling.forward``, ``forward``) through which the code of ``text``
+    uses one of ``words``, from its tokens (strings and comments are not code)."""
+    out: list[str] = []
+    try:
+        code = (tokenize.NAME, tokenize.OP)
+        tokens = [t for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type in code]
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return out
+    for i, tok in enumerate(tokens):
+        if tok.type != tokenize.NAME or tok.string not in words:
+            continue
+        if i + 1 < len(tokens) and tokens[i + 1].string == "=" and i > 0 and tokens[i - 1].string in ("(", ","):
+            continue  # a keyword argument's name (``fn(forward=...)``)
+        parts = [tok.string]
+        j = i
+        while j >= 2 and tokens[j - 1].string == "." and tokens[j - 2].type == tokenize.NAME:
+            parts.insert(0, tokens[j - 2].string)
+            j -= 2
+        if j >= 1 and tokens[j - 1].string in (".", ")", "]"):
+            return []  # an attribute of an expression (``make().forward``): values decide
+        out.append(".".join(parts))
+    return out
 
 
 def _root_name(expr: cst.BaseExpression) -> str | None:

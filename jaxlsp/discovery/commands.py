@@ -119,3 +119,31 @@ def _names(written: str, folder: Path, script: Path, root: Path) -> bool:
         except OSError:
             continue
     return False
+
+
+_POSITIONAL = re.compile(r"""\.add_argument\(\s*['"]([A-Za-z_][\w]*)['"]\s*(?P<rest>[,)][^\n]*)""")
+_OPTIONAL_POSITIONAL = re.compile(r"""nargs\s*=\s*['"][?*]['"]|default\s*=""")
+_REQUIRED = re.compile(
+    r"""\.add_argument\(\s*['"](-[-\w]+)['"][^\n]*required\s*=\s*True"""
+    r"""|mark_flags?_as_required\(\s*\[?\s*['"]([\w-]+)['"]"""
+    r"""|\bsys\.argv\[\s*(1)\s*\]"""
+)
+
+
+def needs_arguments(path: Path) -> str | None:
+    """What ``path`` requires on its command line, when it cannot run without arguments (an
+    argparse positional or ``required=True`` option, an absl flag marked required, a read of
+    ``sys.argv[1]``), read from its source: ``size``, ``--config``; else None. Run with no
+    arguments such a script exits with its usage (status 2) and never reaches a target."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")[:MAX_BYTES]
+    except OSError:
+        return None
+    names: list[str] = []
+    for found in _POSITIONAL.finditer(text):
+        if _OPTIONAL_POSITIONAL.search(found.group("rest")) is None:
+            names.append(found.group(1))
+    for found in _REQUIRED.finditer(text):
+        option, flag, _ = found.groups()
+        names.append(option or flag or "sys.argv[1]")
+    return ", ".join(dict.fromkeys(names)) or None

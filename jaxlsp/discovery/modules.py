@@ -2,9 +2,10 @@
 
 A file's module name is package-qualified when ``__init__.py`` files make it part of a package,
 else its stem. An absolute import is looked up from the importer's folder first (a script's
-``sys.path[0]``), then from the folder above its top-level package, then the workspace roots and
-their ``src/`` folders. Everything is cached; :meth:`ModuleMap.invalidate` forgets it when files
-appear or disappear.
+``sys.path[0]``), then from the folder above its top-level package, then the folders pytest's
+``pythonpath`` setting names (pytestconfig.py), then the workspace roots and their ``src/``
+folders. Everything is cached; :meth:`ModuleMap.invalidate` forgets it when files appear or
+disappear.
 """
 
 from __future__ import annotations
@@ -19,10 +20,20 @@ class ModuleMap:
         self._exists = exists or Path.is_file
         self._is_package: dict[Path, bool] = {}
         self._located: dict[tuple[Path, str], Path | None] = {}
+        self._pytest_paths: list[Path] | None = None
 
     def invalidate(self) -> None:
         self._is_package.clear()
         self._located.clear()
+        self._pytest_paths = None
+
+    def pytest_paths(self) -> list[Path]:
+        """The folders pytest's ``pythonpath`` setting adds under each root (pytestconfig.py)."""
+        if self._pytest_paths is None:
+            from jaxlsp.discovery.pytestconfig import pythonpath
+
+            self._pytest_paths = [p for r in self.roots for p in pythonpath(r)]
+        return self._pytest_paths
 
     def _package_dir(self, folder: Path) -> bool:
         known = self._is_package.get(folder)
@@ -65,7 +76,7 @@ class ModuleMap:
     def search_roots(self, importer: Path) -> list[Path]:
         _, top = self.package_parts(importer)
         seen: list[Path] = []
-        for root in (importer.parent, top, *self.roots, *(r / "src" for r in self.roots)):
+        for root in (importer.parent, top, *self.pytest_paths(), *self.roots, *(r / "src" for r in self.roots)):
             if root not in seen:
                 seen.append(root)
         return seen

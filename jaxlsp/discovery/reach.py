@@ -14,7 +14,7 @@ import functools
 import io
 import re
 import tokenize
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -22,6 +22,7 @@ from jaxlsp.discovery.index import WorkspaceIndex
 from jaxlsp.discovery.namespaces import SourceFile
 from jaxlsp.discovery.sites import SCRIPT_FOLDERS, CallSite, SiteKind, SiteTarget, dedupe, is_test_file, relative
 
+Elsewhere = Callable[[SourceFile, str, set[str], Path, str], bool]
 MAX_PARENT_DEPTH = 4  # ResNetBlock <- ResNet <- create_model <- train_and_evaluate <- a test
 _HEADER = re.compile(r"\s*(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)")
 
@@ -29,9 +30,12 @@ _HEADER = re.compile(r"\s*(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)")
 class Reach:
     """Examples that reach definitions of the workspace under ``root`` (memoized per search)."""
 
-    def __init__(self, index: WorkspaceIndex, root: Path) -> None:
+    def __init__(self, index: WorkspaceIndex, root: Path, elsewhere: Elsewhere | None = None) -> None:
         self.index = index
         self.root = root
+        # whether a statement's uses of a name all resolve to another definition than the one
+        # searched (``modeling.forward`` of another ``modeling`` module): the finder's resolver
+        self.elsewhere = elsewhere
         # keyed by depth too: a result cut short by MAX_PARENT_DEPTH must not stand in for the
         # same definition met nearer the target (``train_and_evaluate`` through ``train_step``
         # at depth 4 finds nothing; through ``model`` at depth 3 it finds ``main.py``)
@@ -86,6 +90,8 @@ class Reach:
                     continue
                 text = file.text_of(i)
                 if imports_only(text) or not uses_names(text, words):
+                    continue
+                if self.elsewhere is not None and self.elsewhere(file, text, words, path, name):
                     continue
                 defined = header_name(file.lines[st.header]) if file.defines(i) else None
                 if (defined is not None and (file.path, defined) in seen) or (file.path, i) in aliases:
@@ -152,8 +158,21 @@ class Reach:
         for b in (*(b for found in fs.bindings.values() for b in found), *fs.stars):
             if b.how in ("import", "from", "star"):
                 absolute = self.index.modules.absolute(file.path, b.target, b.level)
-                if absolute == top or absolute.startswith(top + "."):
+                if absolute == top or absolute.startswith(top + ".") or self.imports_file(file, absolute, path):
                     return True
+        return False
+
+    def imports_file(self, file: SourceFile, absolute: str, path: Path) -> bool:
+        """Whether the import of ``absolute`` in ``file`` loads ``path`` (the module itself, or
+        the package whose ``__init__.py`` lies above it), found on the file system as Python
+        would: ``from pkg import models`` loads pkg/models.py though pkg has no
+        ``__init__.py`` (a namespace package, whose files' own module names are their stems)."""
+        parts = absolute.split(".")
+        for i in range(len(parts), 0, -1):
+            found = self.index.modules.locate(".".join(parts[:i]), file.path)
+            if found is None:
+                continue
+            return found == path or (found.name == "__init__.py" and path.is_relative_to(found.parent))
         return False
 
     def _test_owner(self, file: SourceFile, index: int, defined: str | None, words: set[str]) -> str:
@@ -192,7 +211,11 @@ class Reach:
                     if b.how not in ("import", "from"):
                         continue
                     absolute = self.index.modules.absolute(file.path, b.target, b.level)
-                    if absolute == module or absolute.startswith(module + "."):
+                    if (
+                        absolute == module
+                        or absolute.startswith(module + ".")
+                        or self.imports_file(file, absolute, target.path)
+                    ):
                         hit = True
                         break
                 if hit:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jaxlsp.discovery.commands import documented_command
+from jaxlsp.discovery.commands import documented_command, needs_arguments
 
 
 def layout(root: Path, docs: dict[str, str]) -> Path:
@@ -56,3 +56,17 @@ def test_home_is_expanded_as_a_shell_would(tmp_path: Path) -> None:
     script = layout(tmp_path, {"examples/vae/README.md": "python3 main.py --workdir=$HOME/logs/vae --cache ~/c\n"})
     found = documented_command(script, tmp_path)
     assert found is not None and found.argv == (f"--workdir={Path.home()}/logs/vae", "--cache", f"{Path.home()}/c")
+
+
+def test_what_a_script_requires_on_its_command_line(tmp_path: Path) -> None:
+    cases = {
+        "positional.py": ("p = argparse.ArgumentParser()\np.add_argument('size', type=int)\n", "size"),
+        "optional.py": ("p.add_argument('size', nargs='?', default=3)\np.add_argument('--n', type=int)\n", None),
+        "required.py": ("p.add_argument('--config', required=True)\n", "--config"),
+        "absl.py": ("flags.mark_flags_as_required(['workdir', 'config'])\n", "workdir"),
+        "argv.py": ("import sys\nn = int(sys.argv[1])\n", "sys.argv[1]"),
+        "plain.py": ("print('no arguments')\n", None),
+    }
+    for name, (text, wanted) in cases.items():
+        (tmp_path / name).write_text(text)
+        assert needs_arguments(tmp_path / name) == wanted, name

@@ -384,6 +384,20 @@ class _Reporter:
         self.failures.append((item.nodeid, call.when, info.value, ""))
 
 
+def _last_line(text: str) -> str:
+    return text.strip().splitlines()[-1] if text.strip() else ""
+
+
+def _other_causes(failures: list[tuple[str, str, BaseException | None, str]]) -> str:
+    """Why each other file or test of the run failed (``; collect of pkg/test_b.py: E ...``), so
+    that an error that none reached the target names every cause, not the first one's alone."""
+    causes: list[str] = []
+    for node, phase, exc, text in failures:
+        why = f"{type(exc).__name__}: {exc}".splitlines()[0] if exc is not None else _last_line(text)
+        causes.append(f"{phase} of {node}: {why}")
+    return "".join(f"; {c}" for c in causes)
+
+
 def _selection(ids: list[str]) -> list[str]:
     """pytest arguments that select ``ids``: node ids of tests become their files and a ``-k`` of
     their names, so that a parametrized test (``test_x[a]``, absl's ``test_x0``) is found by the
@@ -422,6 +436,9 @@ def _run_pytest(example: dict[str, Any], hook: Watched, root: str) -> tuple[str,
         "-s",
         "-p",
         "no:cacheprovider",
+        # one file that fails to import (a package this machine lacks) must not stop the others
+        # from running: pytest would otherwise stop before the first test
+        "--continue-on-collection-errors",
     ]
     if importlib.util.find_spec("xdist") is not None:
         args += ["-p", "no:xdist"]
@@ -429,9 +446,10 @@ def _run_pytest(example: dict[str, Any], hook: Watched, root: str) -> tuple[str,
     if reporter.failures:
         node, phase, exc, text = reporter.failures[0]
         where = f" ({phase} of {node})" if phase != "call" else ""
+        others = _other_causes(reporter.failures[1:])
         if exc is not None:
-            return "failed", exc, where
-        return "failed", None, f"{where}: {text.strip().splitlines()[-1] if text.strip() else ''}"
+            return "failed", exc, where + others
+        return "failed", None, f"{where}: {_last_line(text)}{others}"
     if reporter.collected == 0:
         return "finished", None, f" (pytest collected no test; exit status {int(status)})"
     return "finished", None, f" (pytest: {reporter.summary()})"

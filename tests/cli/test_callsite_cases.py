@@ -1,0 +1,84 @@
+"""Call-site cases from real repositories (issue 26), each a small folder under
+tests/workspaces/callsite_cases laid out as the repository was, through the console script."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+CASES = Path(__file__).resolve().parents[1] / "workspaces" / "callsite_cases"
+
+
+def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "jaxlsp", *args], cwd=cwd, capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+def case(name: str, tmp_path: Path) -> Path:
+    root = tmp_path / name
+    shutil.copytree(CASES / name, root, ignore=shutil.ignore_patterns("__pycache__"))
+    return root
+
+
+def test_one_file_that_fails_to_import_leaves_the_others_to_run(tmp_path: Path) -> None:
+    """pkg/test_a.py imports a package that is not installed; pkg/test_b.py calls Small too: the
+    run of both goes on past the collection error and learns the inputs from test_b."""
+    root = case("collect_error", tmp_path)
+    result = run(["trace", "pkg/models.py::Small", "-o", "small.json"], cwd=root)
+    assert result.returncode == 0, result.stderr
+    assert json.loads((root / "small.json").read_text())["target"]["name"] == "Small"
+
+
+def test_when_no_file_reaches_the_target_the_error_names_each_cause(tmp_path: Path) -> None:
+    root = case("collect_error", tmp_path)
+    test_b = root / "pkg" / "test_b.py"
+    test_b.write_text("import another_missing_package  # noqa: F401\n" + test_b.read_text())
+    result = run(["trace", "pkg/models.py::Small", "-o", "small.json"], cwd=root)
+    assert result.returncode == 1
+    first = result.stderr.splitlines()[0]
+    assert "collect of pkg/test_a.py" in first and "not_installed_anywhere" in first, first
+    assert "collect of pkg/test_b.py" in first and "another_missing_package" in first, first
+    assert not (root / "small.json").exists()
+
+
+def test_a_use_counts_only_where_the_name_is_the_targets_own_module(tmp_path: Path) -> None:
+    """proj/models/a/modeling.py and proj/models/b/modeling.py both define ``forward``; only a's
+    test calls a's (``modeling.forward`` with ``from proj.models.a import modeling``), and that
+    test file's ``absltest.main()`` is not b's ``main``, which calls b's ``forward``."""
+    root = case("same_named", tmp_path)
+    a = run(["examples", "proj/models/a/modeling.py::forward"], cwd=root)
+    assert a.returncode == 0, a.stderr
+    assert "[tests/test_a.py::ATest::test_forward]" in a.stdout
+    b = run(["examples", "proj/models/b/modeling.py::forward"], cwd=root)
+    assert b.returncode == 0, b.stderr
+    assert "tests/test_a.py" not in b.stdout, b.stdout
+    none = run(["examples", "proj/models/b/modeling.py::unused"], cwd=root)
+    assert none.stdout.strip() == "no call site of unused under ."  # workspace-relative, as graphs are
+
+
+def test_a_script_that_requires_arguments_is_not_run_without_them(tmp_path: Path) -> None:
+    """tool/__main__.py parses a required positional argument: run with none it exits 2 with its
+    usage, so it is offered as a choice (with the arguments to add) but not run."""
+    root = case("main_needs_args", tmp_path)
+    result = run(["trace", "tool/ops.py::step", "-o", "step.json"], cwd=root)
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "running tool/__main__.py" not in result.stdout
+    assert "  tool/__main__.py  (script, tool/__main__.py:12)" in result.stderr.splitlines()
+
+
+def test_classes_listed_in_parametrize_from_folders_without_init(tmp_path: Path) -> None:
+    """No ``__init__.py`` anywhere (pytest's rootdir-based imports): ``from pkg import models as
+    mm`` with ``mm.Small`` in a parametrize list, and ``from extra import layers`` found through
+    pytest's ``pythonpath = ["lib"]`` in pyproject.toml."""
+    root = case("no_init", tmp_path)
+    small = run(["examples", "pkg/models.py::Small"], cwd=root)
+    assert "1. tests/test_models.py:13 (test) run to learn  [tests/test_models.py::test_init]" in small.stdout
+    wide = run(["examples", "lib/extra/layers.py::Wide"], cwd=root)
+    assert "1. tests/test_layers.py:12 (test) run to learn  [tests/test_layers.py::test_wide]" in wide.stdout
+    traced = run(["trace", "pkg/models.py::Small", "-o", "small.json"], cwd=root)
+    assert traced.returncode == 0, traced.stderr
+    assert traced.stdout.startswith("running tests/test_models.py::test_init to learn the inputs")
