@@ -60,16 +60,18 @@ def unresolvable(path: Path) -> str | None:
     hold ``a.py -> b.py`` and ``b.py -> a.py``; Python 3.11's ``resolve`` raises RuntimeError on
     them, and ``os`` raises ValueError on a NUL character and UnicodeEncodeError on characters the
     file system cannot spell. A path that does not exist (yet) resolves: it is not a reason."""
+    loop = f"it is a symlink loop ({os.strerror(errno.ELOOP)})"
     try:
         path.resolve()
+        os.stat(path)  # Python 3.13's resolve no longer raises on a loop: the stat says it
     except RuntimeError:
-        return f"it is a symlink loop ({os.strerror(errno.ELOOP)})"
+        return loop
     except ValueError as exc:  # UnicodeEncodeError is one
         if "\x00" in str(path):
             return "the path contains a NUL character"
         return f"the path cannot be encoded for the file system ({type(exc).__name__})"
     except OSError as exc:
-        return f"cannot resolve it: {exc.strerror or exc}"
+        return loop if exc.errno == errno.ELOOP else None  # a missing file is not a reason
     return None
 
 
