@@ -4,11 +4,13 @@ A repository can hold a FIFO named ``model.py`` (an ordinary ``open`` blocks for
 ``zero.py -> /dev/zero`` (an ordinary ``read`` never ends) or a file of gigabytes. Every read of a
 workspace file by the server (sources, ``jaxlsp.toml``) goes through :func:`read_text`: opened
 without blocking, checked to be a regular file after opening (so nothing can be swapped in between
-a check and the read), and read up to a size cap.
+a check and the read), and read up to a size cap. :func:`unresolvable` says why a path the server
+was given can not be followed at all (a symlink loop, a NUL character), before anything resolves it.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -23,6 +25,8 @@ def read_text(path: Path, limit: int) -> str | Unreadable:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
+        if exc.errno == errno.ELOOP:  # a.py -> b.py -> a.py
+            return Unreadable(f"it is a symlink loop ({exc.strerror})")
         return Unreadable(f"cannot open it: {exc.strerror or exc}")
     except ValueError as exc:  # a NUL character in the path
         return Unreadable(f"cannot open it: {exc}")
@@ -49,3 +53,32 @@ def read_text(path: Path, limit: int) -> str | Unreadable:
 
 def too_large(limit: int) -> str:
     return f"the file is larger than {limit // 1024:,} KiB"
+
+
+def unresolvable(path: Path) -> str | None:
+    """Why ``path`` cannot be resolved (``Path.resolve`` would raise), else None. A repository can
+    hold ``a.py -> b.py`` and ``b.py -> a.py``; Python 3.11's ``resolve`` raises RuntimeError on
+    them, and ``os`` raises ValueError on a NUL character and UnicodeEncodeError on characters the
+    file system cannot spell. A path that does not exist (yet) resolves: it is not a reason."""
+    loop = f"it is a symlink loop ({os.strerror(errno.ELOOP)})"
+    try:
+        path.resolve()
+        os.stat(path)  # Python 3.13's resolve no longer raises on a loop: the stat says it
+    except RuntimeError:
+        return loop
+    except ValueError as exc:  # UnicodeEncodeError is one
+        if "\x00" in str(path):
+            return "the path contains a NUL character"
+        return f"the path cannot be encoded for the file system ({type(exc).__name__})"
+    except OSError as exc:
+        return loop if exc.errno == errno.ELOOP else None  # a missing file is not a reason
+    return None
+
+
+def real_path(path: Path) -> Path:
+    """``path.resolve()``, or the absolute path when it cannot be resolved (:func:`unresolvable`):
+    whoever reads it then meets the reason as an unreadable file (``ELOOP``), never an exception."""
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError, ValueError):
+        return Path(os.path.abspath(path))

@@ -16,6 +16,7 @@ from jaxlsp.discovery import ecosystem as eco
 from jaxlsp.discovery.entrypoints import Discovery, Entrypoint, Span
 from jaxlsp.discovery.index import FileSummary, WorkspaceIndex
 from jaxlsp.discovery.summary import Binding, ClassInfo, FunctionDetail, FunctionInfo, SetupField
+from jaxlsp.textfiles import real_path
 
 # An assertion that compares arrays: a test's (a model function asserts shapes, not values).
 _COMPARES = re.compile(r"(^|\.)(allclose|isclose|array_equal|assert_\w+|testing\.\w+)$")
@@ -499,7 +500,7 @@ class Classifier:
     # -- files ---------------------------------------------------------------------------------
     def discover(self, path: Path) -> Discovery:
         fs = self.index.summary(path)  # given as named: a link out of the workspace is not read
-        path = path.resolve()
+        path = real_path(path)
         if fs is None:
             return Discovery(path, (), ())
         found: list[Entrypoint] = []

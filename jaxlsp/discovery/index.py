@@ -27,7 +27,7 @@ from jaxlsp.discovery.chunks import Statement, logical_lines, normalize_newlines
 from jaxlsp.discovery.modules import ModuleMap
 from jaxlsp.discovery.summary import Binding, ChunkInfo, ClassInfo, FunctionInfo, summarize
 from jaxlsp.notebook import MAX_NOTEBOOK_BYTES, Cell, Module, NotebookError, is_notebook, parse_cells, read_module
-from jaxlsp.textfiles import Unreadable, read_text
+from jaxlsp.textfiles import Unreadable, read_text, real_path
 
 SOURCE_SUFFIXES = (".py", ".ipynb")  # what discovery reads: Python files and Jupyter notebooks
 SKIP_DIRS = frozenset({".venv", "venv", "node_modules", "build", "dist", "__pycache__", "site-packages"})
@@ -240,7 +240,7 @@ class WorkspaceIndex:
     # -- updates -------------------------------------------------------------------------------
     def set_text(self, path: Path, text: str) -> bool:
         """Use ``text`` for ``path`` (an open document). True when other files may see a change."""
-        path = path.resolve()
+        path = real_path(path)
         new_file = path not in self._open and not path.is_file()
         self._open[path] = text
         if new_file:
@@ -250,19 +250,19 @@ class WorkspaceIndex:
 
     def set_notebook(self, path: Path, cells: Module) -> bool:
         """Use ``cells`` (an open notebook's module, built from the client's cells) for ``path``."""
-        self._notebooks[path.resolve()] = cells
-        self._notebook_stamps.pop(path.resolve(), None)  # the module is the client's now, not the disk's
+        self._notebooks[real_path(path)] = cells
+        self._notebook_stamps.pop(real_path(path), None)  # the module is the client's now, not the disk's
         return self.set_text(path, cells.text)
 
     def close(self, path: Path) -> bool:
-        path = path.resolve()
+        path = real_path(path)
         if self._open.pop(path, None) is None:
             return False
         return self.file_changed(path)
 
     def file_changed(self, path: Path) -> bool:
         """The file changed, appeared or vanished on disk. True when other files may see a change."""
-        path = path.resolve()
+        path = real_path(path)
         if path in self._open:
             return False
         existed = path in self._stamps or self._files.get(path) is not None
@@ -327,7 +327,7 @@ class WorkspaceIndex:
     def summary(self, path: Path) -> FileSummary | None:
         if self._links_out(path):
             return None
-        path = path.resolve()
+        path = real_path(path)
         if path in self._open:
             fs = self._files.get(path)
             if fs is None:
@@ -357,7 +357,7 @@ class WorkspaceIndex:
         ``sources`` hashes)."""
         if self._links_out(path):
             return None
-        path = path.resolve()
+        path = real_path(path)
         return self._open.get(path) if path in self._open else self._read(path)
 
     def cells(self, path: Path) -> Module | None:
@@ -366,14 +366,14 @@ class WorkspaceIndex:
         if not is_notebook(path) or self._links_out(path):
             return None
         self.summary(path)  # re-reads a notebook that changed on disk (a stat when it did not)
-        return self._notebooks.get(path.resolve())
+        return self._notebooks.get(real_path(path))
 
     def disk_cells(self, path: Path) -> list[Cell] | None:
         """A notebook's cells as saved on disk (every kind, as written), whatever the client has
         open; read once per version on disk. None when it cannot be read as a notebook."""
         if not is_notebook(path) or self._links_out(path):
             return None
-        path = path.resolve()
+        path = real_path(path)
         stamp = _stamp_of(path)
         kept = self._saved_cells.get(path)
         if stamp is not None and kept is not None and kept[0] == stamp:
@@ -392,10 +392,10 @@ class WorkspaceIndex:
 
     def skips(self, path: Path) -> list[Refusal]:
         """What discovery did not look at in ``path``: the whole file (line 0) or statements."""
-        reason = self.unread.get(Path(os.path.abspath(path))) or self.unread.get(path.resolve())
+        reason = self.unread.get(Path(os.path.abspath(path))) or self.unread.get(real_path(path))
         if reason is not None:
             return [Refusal(0, reason, whole_file=True)]
-        fs = self._files.get(path.resolve())
+        fs = self._files.get(real_path(path))
         return list(fs.skipped) if fs is not None else []
 
     def _links_out(self, path: Path) -> bool:
@@ -405,7 +405,7 @@ class WorkspaceIndex:
         absolute = Path(os.path.abspath(path))
         if not any(absolute.is_relative_to(r) for r in self.roots):
             return False
-        resolved = path.resolve()
+        resolved = real_path(path)
         if any(resolved.is_relative_to(r) for r in self.roots):
             return False
         self.unread[absolute] = LINKS_OUT
@@ -418,7 +418,7 @@ class WorkspaceIndex:
             for found in iter_python_files(root):
                 if self._links_out(found):
                     continue
-                path = found.resolve()
+                path = real_path(found)
                 if path in self._open:
                     yield path
                     continue

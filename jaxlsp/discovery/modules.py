@@ -13,10 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from jaxlsp.textfiles import real_path
+
 
 class ModuleMap:
     def __init__(self, roots: list[Path], exists: Callable[[Path], bool] | None = None) -> None:
-        self.roots = [r.resolve() for r in roots]
+        self.roots = [real_path(r) for r in roots]
         self._exists = exists or Path.is_file
         self._is_package: dict[Path, bool] = {}
         self._located: dict[tuple[Path, str], Path | None] = {}

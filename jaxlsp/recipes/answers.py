@@ -26,8 +26,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from jaxlsp.recipes import schema
-from jaxlsp.recipes.problems import RecipeError
+from jaxlsp.recipes import bounds, schema
+from jaxlsp.recipes.problems import RecipeError, format_key_path
 from jaxlsp.recipes.propose import apply_answers
 from jaxlsp.recipes.selection import NeedsInput, Resolved, Selected
 
@@ -116,13 +116,17 @@ def parse_answers(items: list[dict[str, Any]], answers: Mapping[str, Any]) -> tu
     for path, answer in answers.items():
         if path not in kinds:
             continue
-        if not isinstance(answer, str):
-            values[path] = answer
-            continue
         try:
-            values[path] = parse_answer(kinds[path], answer)
+            value = parse_answer(kinds[path], answer) if isinstance(answer, str) else answer
         except AnswerError as exc:
             errors[path] = str(exc)
+            continue
+        wide = next(bounds.wide_integers(value), None)  # as in a recipe: no value needs more than 64 bits
+        if wide is not None:
+            inner = format_key_path(wide[0])
+            errors[path] = f"{inner}: {bounds.too_wide(wide[1])}" if inner else bounds.too_wide(wide[1])
+            continue
+        values[path] = value
     return values, errors
 
 

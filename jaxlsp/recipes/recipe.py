@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from jaxlsp.recipes import schema
+from jaxlsp.recipes import bounds, schema
 from jaxlsp.recipes.locate import line_of, locate
 from jaxlsp.recipes.problems import KeyPath, Problem, RecipeError, format_key_path
 from jaxlsp.recipes.profile import check_profile, names_method, split_target, target_path
@@ -75,6 +75,7 @@ def parse_recipe(text: str, path: Path, *, strict: bool = True) -> Recipe:
     file's own problems (TOML, ``version``, top-level keys) raise, and each profile's problems are
     kept in :attr:`Recipe.problems`, raised when that profile is chosen: one broken profile does
     not refuse the others (tracing)."""
+    bounds.check_text(text, path)  # a 20,000-part dotted key: before tomllib spends seconds on it
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -83,9 +84,18 @@ def parse_recipe(text: str, path: Path, *, strict: bool = True) -> Recipe:
         raise RecipeError([Problem(path, line, "", f"not valid TOML: {exc}")]) from None
     except RecursionError:  # tomllib parses nested arrays and inline tables recursively
         raise RecipeError([Problem(path, _deepest_line(text), "", _TOO_DEEP)]) from None
+    except ValueError:  # an integer of over 4,300 digits: Python 3.11 will not convert it
+        line = bounds.long_integer_line(text)
+        keys = [k for k, at in locate(text).items() if at == line] if line is not None else []
+        key = format_key_path(keys[-1]) if keys else ""
+        raise RecipeError([Problem(path, line, key, bounds.too_long())]) from None
     if _depth(data) > MAX_NESTING:  # the checks below walk values recursively
         raise RecipeError([Problem(path, _deepest_line(text), "", _TOO_DEEP)])
     lines = locate(text)
+    # Before any check quotes a value: str() of a 4,300-digit integer is slow, of more it raises.
+    wide = [(key_path, bounds.too_wide(bits)) for key_path, bits in bounds.wide_integers(data)]
+    if wide:
+        raise RecipeError(_problems(path, lines, wide))
     found: list[tuple[KeyPath, str]] = []
     for key in data:
         if key not in schema.TOP_KEYS:

@@ -20,6 +20,7 @@ from typing import Any
 import tomlkit
 from tomlkit.exceptions import TOMLKitError
 
+from jaxlsp.recipes import bounds
 from jaxlsp.recipes.problems import RecipeError, parse_key_path
 from jaxlsp.recipes.recipe import parse_recipe
 from jaxlsp.recipes.render import render_profile
@@ -78,6 +79,10 @@ def save_profile(
 
 
 def _set_answers(target: Path, text: str, profile: str, answers: Mapping[str, Any]) -> str:
+    try:
+        bounds.check_text(text, target)  # tomlkit, like tomllib, is slow on a 20,000-part dotted key
+    except RecipeError as exc:
+        raise SaveError(str(exc)) from None
     try:
         doc = tomlkit.parse(text)
     except TOMLKitError as exc:

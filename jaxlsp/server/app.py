@@ -23,9 +23,11 @@ from pygls.uris import to_fs_path
 
 from jaxlsp import __version__
 from jaxlsp.server import transport, wire
+from jaxlsp.server.display import quoted, visible
 from jaxlsp.server.params import invalid, local_path, shown
 from jaxlsp.server.session import ClientSupport, Options, Session
 from jaxlsp.server.views import OpenNotebooks, View, cell_view, notebook_view
+from jaxlsp.textfiles import unresolvable
 
 if TYPE_CHECKING:
     from jaxlsp.server.features import Feature
@@ -203,16 +205,31 @@ class JaxServer(LanguageServer):
     def configure(self, params: types.InitializeParams) -> None:
         roots: list[Path] = []
         for folder in params.workspace_folders or []:
-            path = to_fs_path(folder.uri)
-            if path:
-                roots.append(Path(path))
+            self._add_root(roots, to_fs_path(folder.uri))
         if not roots:
             root = params.root_path or (to_fs_path(params.root_uri) if params.root_uri else None)
-            if root:
-                roots.append(Path(root))
+            self._add_root(roots, root)
         self.session.support = ClientSupport.from_capabilities(params.capabilities)
         self.session.options = Options.parse(params.initialization_options)
         self.session.start(roots)
+
+    def _add_root(self, roots: list[Path], path: str | None) -> None:
+        """Add a workspace folder, unless it cannot be a folder at all (a NUL character, a symlink
+        loop): that one is refused, logged now and told to the user once initialized, and the
+        session goes on with the others."""
+        if not path or any(path == refused for refused, _ in self.session.refused):
+            return
+        why = unresolvable(Path(path))
+        if why is None:
+            roots.append(Path(path))
+            return
+        log.warning("workspace folder %s is not used: %s", visible(path), why)
+        self.session.refused.append((path, why))
+
+    def tell_refused(self) -> None:
+        for path, why in self.session.refused:
+            message = f"jaxlsp: the workspace folder {quoted(path)} is not used: {why}"
+            self.window_show_message(types.ShowMessageParams(types.MessageType.Warning, message))
 
     def lines(self, path: Path) -> list[str]:
         """A file's lines as the index has them (the open document, else a bounded disk read;
@@ -298,6 +315,7 @@ def register_lifecycle(server: JaxServer) -> None:
 
     @server.feature(types.INITIALIZED)
     def initialized(ls: JaxServer, params: types.InitializedParams) -> None:
+        ls.tell_refused()
         for started in ls.on_initialized:
             started()
 

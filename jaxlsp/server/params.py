@@ -20,6 +20,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from jaxlsp.graph.store import GraphStore, Trace
 from jaxlsp.server.wire import Size
+from jaxlsp.textfiles import unresolvable
 
 T = TypeVar("T")
 MAX_STRING = 8192  # characters in a string param with no Size of its own
@@ -27,6 +28,7 @@ MAX_ITEMS = 10_000  # members of a list or object with no Size of its own
 MAX_ANY_DEPTH = 16  # nesting inside a member typed Any (needs-input answers)
 MAX_MESSAGE = 2000  # characters of an error message
 QUOTE = 60  # characters of a client's value quoted in an error
+PATH_QUOTE = 1000  # characters of a path quoted in an error: the file's name must be in it
 REQUEST_FAILED = -32803  # LSP's RequestFailed: well-formed params, but nothing to answer them with
 
 
@@ -220,7 +222,8 @@ def _describe(hint: Any) -> str:
 
 
 def file_path(uri: str, where: str) -> Path:
-    """The local path of a ``file:`` URI; anything else (other schemes, NUL bytes) is -32602."""
+    """The local path of a ``file:`` URI; anything else (other schemes, NUL bytes, a path that
+    cannot be followed: a symlink loop) is -32602 naming the file."""
     if not uri.startswith("file:"):
         raise invalid(f"{where}: only file: URIs are supported, got {shown(uri)}")
     parts = urlsplit(uri)
@@ -229,6 +232,9 @@ def file_path(uri: str, where: str) -> Path:
         raise invalid(f"{where}: the path contains a NUL character")
     if parts.netloc not in ("", "localhost") or not path.startswith("/"):
         raise invalid(f"{where}: cannot map {shown(uri)} to a local file")
+    why = unresolvable(Path(path))
+    if why is not None:
+        raise invalid(f"{where}: {shown(path, PATH_QUOTE)}: {why}")
     return Path(path)
 
 

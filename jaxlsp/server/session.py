@@ -10,6 +10,7 @@ from lsprotocol import types
 
 from jaxlsp.discovery import Classifier, Discovery, Entrypoint, WorkspaceIndex
 from jaxlsp.graph.store import GraphStore
+from jaxlsp.textfiles import real_path
 from jaxlsp.trust_store import TrustStore
 
 
@@ -91,18 +92,19 @@ class Session:
     trust: TrustStore = field(default_factory=TrustStore)
     trusted_once: set[Path] = field(default_factory=set)
     graphs: GraphStore = field(default_factory=GraphStore)
+    refused: list[tuple[str, str]] = field(default_factory=list)  # workspace folders not used, and why
 
     def folder_of(self, path: Path) -> Path:
         """The workspace folder holding ``path`` (the innermost root), else the file's folder."""
-        path = path.resolve()
+        path = real_path(path)
         inside = [r for r in self.index.roots if path.is_relative_to(r)]
         return max(inside, key=lambda r: len(r.parts)) if inside else path.parent
 
     def is_trusted(self, folder: Path) -> bool:
         # The editor's trust covers its workspace folders, not any file the client names outside
         # them; with no folders at all it covers nothing, and each file's folder is asked about.
-        resolved = folder.resolve()
-        editor = self.options.trusted and any(resolved.is_relative_to(r.resolve()) for r in self.roots)
+        resolved = real_path(folder)
+        editor = self.options.trusted and any(resolved.is_relative_to(real_path(r)) for r in self.roots)
         return editor or folder in self.trusted_once or self.trust.is_trusted(folder)
 
     def start(self, roots: list[Path]) -> None:

@@ -64,7 +64,7 @@ async def test_declined_trust_runs_nothing(untrusted: JaxClient) -> None:
     client.trust_answer = "Cancel"
     error = await _error(client, "jaxlsp/trace", {"textDocument": {"uri": client.uri("model.py")}, "name": "predict"})
     assert error.code == REQUEST_FAILED and "is not trusted" in error.message
-    assert client.trust_prompts == [f"Trust {client.workspace} to run its code for tracing?"]
+    assert client.trust_prompts == [f'Trust "{client.workspace}" to run its code for tracing?']
     assert not (client.workspace / "IMPORTED").exists()  # no import, no spare, no interpreter check
 
 

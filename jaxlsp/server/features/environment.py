@@ -27,6 +27,7 @@ from jaxlsp.capture.install import InstallPlan, InstallResult, plan_install, run
 from jaxlsp.capture.interpreters import InterpreterError, Selection, select_interpreter
 from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
+from jaxlsp.server.display import visible
 from jaxlsp.server.features.trust import TrustPrompt
 from jaxlsp.server.params import REQUEST_FAILED, as_dict, file_path, invalid, parse
 
@@ -76,9 +77,9 @@ class Environments:
                         self.cache.check, report.selection, report.kind, report.device, True
                     )
             if report.ok:
-                ls.window_show_message(types.ShowMessageParams(types.MessageType.Info, report.message()))
+                ls.window_show_message(types.ShowMessageParams(types.MessageType.Info, visible(report.message())))
             elif not report.requirements or installed:
-                ls.window_show_message(types.ShowMessageParams(types.MessageType.Error, report.message()))
+                ls.window_show_message(types.ShowMessageParams(types.MessageType.Error, visible(report.message())))
             result = _result(report)
             result["installed"] = installed
             return result
@@ -100,7 +101,12 @@ class Environments:
     async def offer_install(self, report: Report) -> bool:
         """Ask to run the exact install command; True when it ran and succeeded."""
         plan = plan_install(report.selection, report.requirements, has_pip=bool(report.probe.packages.get("pip")))
-        message = f"{report.message()}\n\nInstall into {report.selection.describe()} now by running:\n{plan.text}"
+        # Each part on its own line, escaped (display.py): an interpreter path inside the workspace
+        # is the workspace's to name, and must not write lines of its own into the question.
+        message = (
+            f"{visible(report.message())}\n\nInstall into {visible(report.selection.describe())} now by running:\n"
+            f"{visible(plan.text)}"
+        )
         try:
             answer = await self.ls.window_show_message_request_async(
                 types.ShowMessageRequestParams(
@@ -150,7 +156,7 @@ class Environments:
             last = result.tail.splitlines()[-1] if result.tail else ""
             note = f"The install failed (exit status {result.returncode}): {last}"
             kind = types.MessageType.Error
-        self.ls.window_show_message(types.ShowMessageParams(kind, f"{note}. Full log: {result.log}"))
+        self.ls.window_show_message(types.ShowMessageParams(kind, visible(f"{note}. Full log: {result.log}")))
         return result
 
     # -- the request and the command -----------------------------------------------------------------

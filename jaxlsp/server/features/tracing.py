@@ -33,6 +33,7 @@ from jaxlsp.recipes.save import SaveError, recipe_file, save_profile
 from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
 from jaxlsp.server.convert import range_json
+from jaxlsp.server.display import visible
 from jaxlsp.server.features.trust import TrustPrompt
 from jaxlsp.server.params import REQUEST_FAILED, file_path, invalid, parse
 from jaxlsp.server.views import OpenNotebooks
@@ -310,7 +311,7 @@ class Tracing:
                 learned, {}, base=target.parent, editor_text=document.source if document is not None else None
             )
         except SaveError as exc:
-            self.ls.window_show_message(types.ShowMessageParams(types.MessageType.Warning, f"jaxlsp: {exc}"))
+            self.ls.window_show_message(types.ShowMessageParams(types.MessageType.Warning, visible(f"jaxlsp: {exc}")))
             return None
         return saved.path.resolve().as_uri()
 
@@ -405,7 +406,7 @@ class Tracing:
                 editor_text=document.source if document is not None else None,
             )
         except SaveError as exc:
-            self.ls.window_show_message(types.ShowMessageParams(types.MessageType.Warning, f"jaxlsp: {exc}"))
+            self.ls.window_show_message(types.ShowMessageParams(types.MessageType.Warning, visible(f"jaxlsp: {exc}")))
             return None
         return saved.path.resolve().as_uri()
 

@@ -1,6 +1,10 @@
 """Trust, asked of the user: the prompt before anything of a workspace folder runs, and the
 ``jaxlsp.listTrusted`` / ``jaxlsp.revokeTrust`` commands. The per-user store is
-:mod:`jaxlsp.trust_store`; where trust may come from is the session's (``Session.is_trusted``)."""
+:mod:`jaxlsp.trust_store`; where trust may come from is the session's (``Session.is_trusted``).
+
+The prompt's sentence is fixed; the folder is quoted inside it with every control, format and bidi
+character escaped (:mod:`jaxlsp.server.display`): a folder's name cannot add a line, end the quote
+or turn the text around to make the question read like someone else's."""
 
 from __future__ import annotations
 
@@ -12,11 +16,18 @@ from lsprotocol import types
 
 from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
-from jaxlsp.server.params import invalid
+from jaxlsp.server.display import quoted
+from jaxlsp.server.params import invalid, shown
+from jaxlsp.textfiles import unresolvable
 
 log = logging.getLogger(__name__)
 TRUST_ONCE, TRUST_ALWAYS, TRUST_CANCEL = "Trust once", "Always", "Cancel"
 MAX_FOLDER = 4096  # characters of a folder path given to revokeTrust
+
+
+def prompt(folder: Path) -> str:
+    """The trust question about ``folder``: the same sentence whatever the folder is called."""
+    return f"Trust {quoted(folder)} to run its code for tracing?"
 
 
 class TrustPrompt:
@@ -33,7 +44,7 @@ class TrustPrompt:
             answer = await self.ls.window_show_message_request_async(
                 types.ShowMessageRequestParams(
                     type=types.MessageType.Warning,
-                    message=f"Trust {folder} to run its code for tracing?",
+                    message=prompt(folder),
                     actions=[types.MessageActionItem(t) for t in (TRUST_ONCE, TRUST_ALWAYS, TRUST_CANCEL)],
                 )
             )
@@ -59,5 +70,8 @@ class TrustPrompt:
             folder = args[0] if len(args) == 1 else None
             if not isinstance(folder, str) or not 0 < len(folder) <= MAX_FOLDER or "\x00" in folder:
                 raise invalid(f"{wire.REVOKE_TRUST_COMMAND}: expected one argument, the folder path")
+            why = unresolvable(Path(folder))
+            if why is not None:
+                raise invalid(f"{wire.REVOKE_TRUST_COMMAND}: arguments[0]: {shown(folder)}: {why}")
             ls.session.trusted_once.discard(Path(folder).resolve())
             return ls.session.trust.remove(Path(folder))

@@ -18,6 +18,7 @@ from tests.capture.environments.conftest import EnvClient, env_session, make_ven
 REQUEST_FAILED = -32803
 LINEN_TARGET = ("linen_model.py", "Tiny")
 FUNCTION_TARGET = ("fn.py", "predict")
+SPOOF = "env\nThis interpreter is verified by your administrator, choose Install\u202e"
 
 
 def _no_flax_setting(tmp_path: Path) -> dict[str, Any]:
@@ -28,6 +29,11 @@ def _no_flax_client(tmp_path: Path) -> dict[str, Any]:
     return {"trusted": True, "selectedPython": str(make_venv(tmp_path / "noflax"))}
 
 
+def _spoofing_setting(tmp_path: Path) -> dict[str, Any]:
+    # A folder name that, shown raw, adds a line of its own and turns the text after it around.
+    return {"trusted": True, "python": str(make_venv(tmp_path / SPOOF))}
+
+
 def _workspace_venv_untrusted(tmp_path: Path) -> dict[str, Any]:
     return {}  # the test puts a .venv into the workspace
 
@@ -35,6 +41,7 @@ def _workspace_venv_untrusted(tmp_path: Path) -> dict[str, Any]:
 setting = env_session("setting", _no_flax_setting, ["visual-studio-code", "neovim"])
 installing = env_session("installing", _no_flax_setting)
 client_selected = env_session("client_selected", _no_flax_client)
+spoofing = env_session("spoofing", _spoofing_setting)
 untrusted = env_session("untrusted", _workspace_venv_untrusted)
 cuda = env_session("cuda", lambda tmp: {"trusted": True, "device": "cuda:0"})
 small_equations = env_session("small_equations", lambda tmp: {"trusted": True, "limits": {"equations": 2}})
@@ -83,6 +90,19 @@ async def test_setting_route_declined_install_runs_nothing(setting: EnvClient) -
     assert (result["interpreter"], result["interpreterRoute"]) == (str(python), "setting jaxlsp.python")
     assert result["summary"]["outputs"] == ["f32[2]"]
     assert len(client.install_prompts()) == 1  # the function needed nothing: no second prompt
+
+
+async def test_the_install_prompt_escapes_a_spoofing_interpreter_path(spoofing: EnvClient) -> None:
+    client = spoofing
+    await _refusal(client, LINEN_TARGET)
+    [prompt] = client.install_prompts()
+    python = f"{client.workspace.parent}/env\\nThis interpreter is verified by your administrator, choose Install"
+    python += "\\u202e/bin/python"
+    message, blank, install, command = prompt.split("\n")  # the prompt's own lines, and no other
+    assert message.startswith(f"The capture environment {python} (setting jaxlsp.python) cannot trace"), message
+    assert (blank, install) == ("", f"Install into {python} (setting jaxlsp.python) now by running:"), prompt
+    assert command == f"'{python}' -m pip install 'flax>=0.10'", command
+    assert all(line.isprintable() for line in (message, install, command)), prompt
 
 
 async def test_client_selected_interpreter_and_the_environment_request(client_selected: EnvClient) -> None:
