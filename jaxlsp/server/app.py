@@ -110,6 +110,16 @@ class JaxProtocol(LanguageServerProtocol):
             return
         super().handle_message(message)
 
+    def _handle_response(self, msg_id: Any, result: Any | None = None, error: Any | None = None) -> None:
+        # A request of ours whose waiter was cancelled (the client cancelled the trace that asked
+        # for trust or progress) has a cancelled future: pygls would set its result anyway and log
+        # an InvalidStateError traceback per late answer (4,460 in a cancel storm). Drop it.
+        future = self._request_futures.get(msg_id)
+        if future is not None and future.done():
+            del self._request_futures[msg_id]
+            return
+        super()._handle_response(msg_id, result, error)
+
     def send_error(self, msg_id: int | str | None, code: int, message: str) -> None:
         """An error response written as it is: ``id`` may be null (a message whose id is unreadable)."""
         self._send_data({"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}})

@@ -8,6 +8,14 @@ taken for a message). This loop keeps pygls' framing and dispatch and adds:
 
 - a 64 MiB cap on a message and 8 KiB on a header line: over it, one log line and exit 1 (the
   stream cannot be resynchronised, and reading the body would hold it all in memory);
+- resynchronisation after broken framing (pygls waits forever): a line that is not a header, or a
+  ``Content-Length`` that is not a decimal count (``-5``, ``0x20``), is skipped up to the next line
+  ending in a ``Content-Length`` header; the request whose framing broke gets ``-32600`` when its
+  id can be read from what was skipped, and one warning says how many bytes were dropped. A length
+  one byte short leaves the last byte of its body in front of the next header: the body is
+  answered ``-32700`` and the reader resynchronises on that header. A length too long swallows the
+  start of the next message: the complete message it framed is read, and the rest goes back to be
+  read as the next header;
 - ``-32700`` for a body that is not JSON, with the request's id when one can be read from it;
 - ``-32600`` for a message nested deeper than :data:`MAX_DEPTH`, ``-32602`` for a request whose
   params do not fit the method's type, both with the request's id;
@@ -34,9 +42,21 @@ log = logging.getLogger(__name__)
 
 MAX_MESSAGE = 64 * 1024 * 1024  # bytes of one message body
 MAX_HEADER = 8 * 1024  # bytes of one header line
+CHUNK = 64 * 1024  # bytes asked of the stream in one read
 MAX_DEPTH = 64  # nesting of objects and arrays in one message (LSP's own are under 12)
 PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
-_CONTENT_LENGTH = re.compile(rb"Content-Length:\s*(\d+)\s*", re.IGNORECASE)
+_CONTENT_LENGTH = re.compile(rb"Content-Length:[ \t]*(\d+)[ \t]*\r?\n", re.IGNORECASE)
+# Any header: a token, a colon, a value (RFC 9110 field syntax), on one line.
+_HEADER = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+:[^\r\n]*\r?\n")
+# What the start of a header line can be, before its newline has arrived.
+_HEADER_PREFIX = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]*(?::[^\r\n]*)?\r?|\r")
+_HEADER_NAME = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+:")
+_LENGTH_NAME = re.compile(rb"Content-Length[ \t]*:", re.IGNORECASE)
+# What a too-long length takes of the next message: a header name, whole or cut short.
+_HEADER_START = re.compile(rb"[A-Za-z][A-Za-z0-9-]*(?::|\Z)")
+MAX_SKIP = MAX_MESSAGE + MAX_HEADER  # bytes skipped looking for a header before the stream is given up
+MAX_HEAD = CHUNK  # bytes of a skipped body kept to read its request's id from
+_CARRY = 64  # bytes kept between reads while looking for a header (one may straddle two)
 
 
 class TransportError(Exception):
@@ -44,9 +64,12 @@ class TransportError(Exception):
 
 
 class Reader(Protocol):
-    def readline(self) -> Awaitable[bytes]: ...
+    def readexactly(self, n: int) -> Awaitable[bytes]:
+        """``n`` bytes, fewer only at the end of the stream."""
 
-    def readexactly(self, n: int) -> Awaitable[bytes]: ...
+    def readsome(self) -> Awaitable[bytes]:
+        """What the stream holds now (at most ``CHUNK`` bytes), waiting only for the first byte;
+        empty at the end of the stream."""
 
 
 class Dispatch(Protocol):
@@ -66,11 +89,13 @@ class StdinReader:
         self.stdin = stdin
         self.executor = executor
 
-    def readline(self) -> Awaitable[bytes]:
-        return asyncio.get_running_loop().run_in_executor(self.executor, self.stdin.readline, MAX_HEADER + 1)
-
     def readexactly(self, n: int) -> Awaitable[bytes]:
         return asyncio.get_running_loop().run_in_executor(self.executor, self.stdin.read, n)
+
+    def readsome(self) -> Awaitable[bytes]:
+        # A buffered stream's read1 is one read of what is there; a raw stream's read is too.
+        read1 = getattr(self.stdin, "read1", self.stdin.read)
+        return asyncio.get_running_loop().run_in_executor(self.executor, read1, CHUNK)
 
 
 class StreamReader:
@@ -79,63 +104,214 @@ class StreamReader:
     def __init__(self, reader: asyncio.StreamReader) -> None:
         self.reader = reader
 
-    async def readline(self) -> bytes:
-        try:
-            return await self.reader.readline()
-        except (ValueError, asyncio.LimitOverrunError):
-            raise TransportError(f"a header line is over {MAX_HEADER:,} bytes") from None
-
     async def readexactly(self, n: int) -> bytes:
         try:
             return await self.reader.readexactly(n)
         except asyncio.IncompleteReadError as exc:
             return exc.partial
 
+    async def readsome(self) -> bytes:
+        return await self.reader.read(CHUNK)
 
-async def read_headers(reader: Reader) -> int | None:
-    """The next message's ``Content-Length``; None at the end of the stream."""
+
+class Frames:
+    """Header lines and bodies over a :class:`Reader`, with a buffer in front of it: what was read
+    past a header, what a resynchronisation read past the header it found, what a too-long length
+    swallowed of the next message."""
+
+    def __init__(self, reader: Reader) -> None:
+        self.reader = reader
+        self.pending = b""
+
+    def push_back(self, data: bytes) -> None:
+        self.pending = data + self.pending
+
+    async def readline(self) -> bytes:
+        """The next line, or its first ``MAX_HEADER + 1`` bytes, or (without waiting for more)
+        bytes that cannot start a header line, such as a body sent with no header; empty at the end
+        of the stream."""
+        while True:
+            end = self.pending.find(b"\n", 0, MAX_HEADER + 1)
+            if end >= 0 or len(self.pending) > MAX_HEADER:
+                cut = end + 1 if end >= 0 else MAX_HEADER + 1
+                line, self.pending = self.pending[:cut], self.pending[cut:]
+                return line
+            if self.pending and not _HEADER_PREFIX.fullmatch(self.pending):
+                line, self.pending = self.pending, b""
+                return line
+            chunk = await self.reader.readsome()
+            if not chunk:
+                line, self.pending = self.pending, b""
+                return line
+            self.pending += chunk
+
+    async def readexactly(self, n: int) -> bytes:
+        taken, self.pending = self.pending[:n], self.pending[n:]
+        if len(taken) == n:
+            return taken
+        return taken + await self.reader.readexactly(n - len(taken))
+
+    async def readsome(self) -> bytes:
+        if self.pending:
+            data, self.pending = self.pending, b""
+            return data
+        return await self.reader.readsome()
+
+
+async def read_headers(frames: Frames, protocol: Dispatch) -> int | None:
+    """The next message's ``Content-Length``; None at the end of the stream. Broken framing is
+    skipped up to the next ``Content-Length`` header (:func:`resynchronise`)."""
     length: int | None = None
     while True:
-        line = await reader.readline()
+        line = await frames.readline()
         if not line:
             return None
-        if len(line) > MAX_HEADER:
-            raise TransportError(f"a header line is over {MAX_HEADER:,} bytes")
         if not line.strip():
             if length is None:
                 continue  # a stray blank line between messages
             return length
-        match = _CONTENT_LENGTH.fullmatch(line)
+        if len(line) > MAX_HEADER:
+            if _HEADER_NAME.match(line):
+                raise TransportError(f"a header line is over {MAX_HEADER:,} bytes")
+            length = await resynchronise(frames, protocol, line, "bytes that are not a header")
+        elif (match := _CONTENT_LENGTH.fullmatch(line)) is not None:
+            found = int(match.group(1))
+            if length is not None and found != length:
+                length = await resynchronise(frames, protocol, b"", "two different Content-Length headers")
+            else:
+                length = found
+        elif _LENGTH_NAME.match(line):
+            value = line.split(b":", 1)[1].strip()
+            length = await resynchronise(
+                frames, protocol, b"", f"a Content-Length that is not a byte count ({value[:40]!r})"
+            )
+        elif _HEADER.fullmatch(line):
+            continue  # Content-Type, or a header of some extension: nothing we need
+        else:
+            length = await resynchronise(frames, protocol, line, "bytes that are not a header")
+        if length is None:
+            return None
+        if length > MAX_MESSAGE:
+            raise TransportError(f"a message of {length:,} bytes is over the {MAX_MESSAGE // (1024 * 1024)} MiB limit")
+
+
+async def resynchronise(frames: Frames, protocol: Dispatch, start: bytes, why: str) -> int | None:
+    """Skip what follows broken framing up to the next ``Content-Length`` header and return its
+    length (the rest of that header block is read as usual); None when the stream ends first.
+
+    ``start`` is what broke the framing when it is not a header at all (the tail of a body framed
+    too short, a body with no header); it is empty when a header broke, and then the rest of its
+    header block goes too. A body is read as it comes (it need not end with a newline), so the
+    request whose id it holds is answered ``-32600`` at once, not when the next message arrives.
+    A ``Content-Length: N`` line cannot occur inside a JSON body (a string holds no raw newline),
+    so finding one anywhere is safe."""
+    total = 0
+    if not start:
+        while True:
+            line = await frames.readline()
+            if not line:
+                return _skipped(total, why, None, None)
+            if not line.strip():
+                total += len(line)
+                break
+            if len(line) > MAX_HEADER or not _HEADER.fullmatch(line):
+                start = line  # no blank line: the body came straight after the header
+                break
+            total += len(line)
+    head = b""  # the first bytes skipped after the header block: where a request's id would be
+    answered: int | str | None = None
+    window = start
+    while True:
+        match = _CONTENT_LENGTH.search(window)
+        cut = match.start() if match is not None else max(len(window) - _CARRY, 0)
+        total += cut
+        if len(head) < MAX_HEAD:
+            head += window[: min(cut, MAX_HEAD - len(head))]
+            answered = answered if answered is not None else _answer(protocol, head, why)
         if match is not None:
-            length = int(match.group(1))
-            if length > MAX_MESSAGE:
-                raise TransportError(
-                    f"a message of {length:,} bytes is over the {MAX_MESSAGE // (1024 * 1024)} MiB limit"
-                )
+            frames.push_back(window[match.end() :])
+            return _skipped(total, why, answered, int(match.group(1)))
+        if total > MAX_SKIP:
+            raise TransportError(f"no message header in the {total:,} bytes after {why}")
+        chunk = await frames.readsome()
+        if not chunk:
+            total += len(window) - cut
+            if answered is None:  # what was kept back may end the id
+                answered = _answer(protocol, head + window[cut:], why)
+            return _skipped(total, why, answered, None)
+        window = window[cut:] + chunk  # a header may straddle two reads
+
+
+def _answer(protocol: Dispatch, head: bytes, why: str) -> int | str | None:
+    """Answer the request whose framing broke, as soon as its id can be read from ``head``."""
+    msg_id = top_level_id(head.lstrip())
+    if msg_id is not None:
+        protocol.send_error(msg_id, INVALID_REQUEST, f"the message's framing is broken ({why}): it was skipped")
+    return msg_id
+
+
+def _skipped(total: int, why: str, answered: int | str | None, found: int | None) -> int | None:
+    log.warning(
+        "skipped %s bytes after %s%s; %s",
+        f"{total:,}",
+        why,
+        f" (answered request {repr(answered)[:60]})" if answered is not None else "",
+        "reading on from the next header" if found is not None else "the stream ended",
+    )
+    return found
 
 
 async def run(stop: threading.Event, reader: Reader, protocol: Dispatch) -> None:
     """Read, check and dispatch messages until the stream ends or ``stop`` is set."""
+    frames = Frames(reader)
     while not stop.is_set():
-        length = await read_headers(reader)
+        length = await read_headers(frames, protocol)
         if length is None:
             return
-        body = await reader.readexactly(length) if length else b""
+        body = await frames.readexactly(length) if length else b""
         if len(body) < length:
             return  # the stream ended inside a message
-        handle_body(body, protocol)
+        rest = handle_body(body, protocol)
+        if rest:
+            frames.push_back(rest)
 
 
-def handle_body(body: bytes, protocol: Dispatch) -> None:
-    """Decode one message body and dispatch it, answering what cannot be dispatched."""
+def overlong(body: bytes) -> tuple[Any, bytes] | None:
+    """A body that is one complete JSON value followed by the start of a header: the message and
+    what its too-long ``Content-Length`` took of the next one; None for any other body."""
+    try:
+        text = body.decode("utf-8")
+        value, end = json.JSONDecoder().raw_decode(text)
+    except (ValueError, RecursionError):
+        return None
+    rest = body[len(text[:end].encode("utf-8")) :]
+    if _HEADER_START.match(rest.lstrip()) is None:
+        return None
+    return value, rest
+
+
+def handle_body(body: bytes, protocol: Dispatch) -> bytes:
+    """Decode one message body and dispatch it, answering what cannot be dispatched; what belongs
+    to the next message (a length too long, see :func:`overlong`) is returned to be read again."""
+    rest = b""
     try:
         data = json.loads(body)
     except RecursionError:
         protocol.send_error(top_level_id(body), INVALID_REQUEST, f"the message nests deeper than {MAX_DEPTH} levels")
-        return
+        return rest
     except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
-        protocol.send_error(top_level_id(body), PARSE_ERROR, f"the message is not JSON: {str(exc)[:200]}")
-        return
+        split = overlong(body)
+        if split is None:
+            protocol.send_error(top_level_id(body), PARSE_ERROR, f"the message is not JSON: {str(exc)[:200]}")
+            return rest
+        data, rest = split
+        log.warning("a Content-Length was %s bytes too long: they are read again as the next header", f"{len(rest):,}")
+    dispatch(data, protocol)
+    return rest
+
+
+def dispatch(data: Any, protocol: Dispatch) -> None:
+    """Check one decoded message and hand it to the protocol."""
     if not isinstance(data, dict):
         protocol.send_error(None, INVALID_REQUEST, f"a message must be a JSON object, got {type(data).__name__}")
         return
@@ -193,8 +369,8 @@ def top_level_id(body: bytes) -> int | str | None:
                 return None
             if level == 1 and text[i:end] == '"id"':
                 match = _ID_VALUE.match(text, end)
-                if match is None:
-                    return None
+                if match is None or match.end() == len(text):
+                    return None  # no id, or one that may go on past what was read
                 raw = match.group(1)
                 try:
                     value = json.loads(raw)

@@ -28,28 +28,26 @@ class Recorder:
 
 
 class Bytes:
-    def __init__(self, data: bytes) -> None:
+    def __init__(self, data: bytes, chunk: int = transport.CHUNK) -> None:
         self.data = data
         self.pos = 0
-
-    async def readline(self) -> bytes:
-        end = self.data.find(b"\n", self.pos)
-        end = len(self.data) if end < 0 else min(end + 1, self.pos + transport.MAX_HEADER + 1)
-        line, self.pos = self.data[self.pos : end], end
-        return line
+        self.chunk = chunk  # bytes one readsome gives: small ones split headers across reads
 
     async def readexactly(self, n: int) -> bytes:
         chunk, self.pos = self.data[self.pos : self.pos + n], self.pos + n
         return chunk
+
+    async def readsome(self) -> bytes:
+        return await self.readexactly(self.chunk)
 
 
 def frame(body: bytes) -> bytes:
     return b"Content-Length: %d\r\nContent-Type: application/vscode-jsonrpc\r\n\r\n" % len(body) + body
 
 
-def run(data: bytes) -> Recorder:
+def run(data: bytes, chunk: int = transport.CHUNK) -> Recorder:
     recorder = Recorder()
-    asyncio.run(transport.run(threading.Event(), Bytes(data), recorder))
+    asyncio.run(transport.run(threading.Event(), Bytes(data, chunk), recorder))
     return recorder
 
 
@@ -81,3 +79,66 @@ def test_depth_and_ids() -> None:
     assert transport.top_level_id(b'{"params": {"id": 5}, "id": 6, ') == 6
     assert transport.top_level_id(b'{"jsonrpc": "2.0", "method": "x"') is None
     assert transport.top_level_id(b'{"id": true}') is None
+
+
+def request(ident: int, pad: str = "") -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": ident, "method": "m", "params": {"pad": pad}}).encode()
+
+
+@pytest.mark.parametrize("chunk", [transport.CHUNK, 5])
+@pytest.mark.parametrize(
+    ("broken", "answered"),
+    [
+        # a length that is not a byte count: the request it framed is answered -32600, by its id
+        (b"Content-Length: -5\r\n\r\n" + request(1), [(1, -32600)]),
+        (b"Content-Length: 0x20\r\nContent-Type: application/vscode-jsonrpc\r\n\r\n" + request(1), [(1, -32600)]),
+        (b"Content-Length: \r\n\r\n" + request(1), [(1, -32600)]),
+        (b"Content-Length: 12\r\nContent-Length: 13\r\n\r\n" + request(1), [(1, -32600)]),
+        (b"Content-Length: -5\r\n" + request(1), [(1, -32600)]),  # no blank line either
+        (b"Content-Length: 1e3\r\n\r\n" + request(1, "x" * 100_000), [(1, -32600)]),  # a body over 8 KiB
+        # one byte short: the cut body is -32700, its last byte is skipped with the next header
+        (b"Content-Length: %d\r\n\r\n" % (len(request(1)) - 1) + request(1), [(1, -32700)]),
+        (b"Content-Length: %d\r\n\r\n" % (len(request(1)) - 20) + request(1), [(1, -32700)]),
+        # a body with no header at all, and a line of junk
+        (request(1), [(1, -32600)]),
+        (b"hello\r\n", []),
+    ],
+    ids=[
+        "minus-5",
+        "hex",
+        "empty",
+        "two-lengths",
+        "no-blank-line",
+        "big-body",
+        "1-short",
+        "20-short",
+        "no-header",
+        "junk",
+    ],
+)
+def test_broken_framing_resynchronises_on_the_next_header(
+    broken: bytes, answered: list[tuple[int, int]], chunk: int
+) -> None:
+    recorder = run(broken + frame(request(2)) + frame(request(3)), chunk)
+    assert [(i, c) for i, c, _ in recorder.errors] == answered
+    assert [m["id"] for m in recorder.handled] == [2, 3]  # nothing after the break is lost
+
+
+@pytest.mark.parametrize("extra", [1, 10, 30])
+def test_a_length_too_long_gives_back_what_it_took_of_the_next_message(extra: int) -> None:
+    first, second = request(1), frame(request(2))
+    recorder = run(b"Content-Length: %d\r\n\r\n" % (len(first) + extra) + first + second + frame(request(3)))
+    assert recorder.errors == []
+    assert [m["id"] for m in recorder.handled] == [1, 2, 3]
+
+
+def test_broken_framing_at_the_end_of_the_stream_ends_quietly() -> None:
+    for data in (b"Content-Length: -5\r\n\r\n" + request(1), b"Content-Length: -5\r\n", b"junk"):
+        recorder = run(frame(request(1)) + data)
+        assert [m["id"] for m in recorder.handled] == [1]
+
+
+def test_a_stream_with_no_header_is_given_up_after_the_message_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(transport, "MAX_SKIP", 1000)
+    with pytest.raises(transport.TransportError, match="no message header"):
+        run(b"Content-Length: -5\r\n\r\n" + b"x" * 5000)

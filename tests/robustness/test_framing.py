@@ -1,0 +1,147 @@
+"""Broken framing, cancel storms and lone surrogates against the real server over stdio (raw
+frames, see ``helpers.Peer``).
+
+A header the reader cannot use (``Content-Length: -5``, ``0x20``), a length one byte short or too
+long, a body with no header: the request whose framing broke is answered (``-32600``, or
+``-32700`` for a body cut short) and the next request is answered as usual; before, the server
+stayed alive and never answered anything again. Cancels of requests that wait on the client (a
+trust prompt) leave nothing on stderr; before, each late answer was an ``InvalidStateError``
+traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.robustness.helpers import HOLD, Peer, server_env, untrusted_workspace
+
+INVALID_REQUEST, PARSE_ERROR, CANCELLED = -32600, -32700, -32800
+MARKER = b"(framing marker, 28 bytes)\r\n"  # a line that is not a header: skipped with a log line
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Peer, Path]]:
+    root, _ = untrusted_workspace(tmp_path_factory.mktemp("framing"))
+    peer = Peer(env=server_env())
+    peer.initialize(root)
+    peer.open(root / "model.py")
+    yield peer, root
+    peer.close()
+
+
+def write(peer: Peer, data: bytes) -> None:
+    assert peer.proc.stdin is not None
+    with peer._write_lock:
+        peer.proc.stdin.write(data)
+        peer.proc.stdin.flush()
+
+
+def fresh_id(peer: Peer) -> int:
+    """An id the peer has not used, for a request the test frames itself."""
+    with peer._lock:
+        peer._next += 1
+        return peer._next
+
+
+def listed(ident: int) -> bytes:
+    body = {"jsonrpc": "2.0", "id": ident, "method": "workspace/executeCommand"}
+    body["params"] = {"command": "jaxlsp.listTrusted", "arguments": []}  # type: ignore[assignment]
+    return json.dumps(body).encode()
+
+
+def stderr_after(peer: Peer, mark: int, timeout: float = 30.0) -> str:
+    """The server's stderr from ``mark`` on, up to the line it logs for a marker (a line that is
+    not a header, sent now with a request after it): every message before the marker has been
+    handled by then, so what it left on stderr is there."""
+    ident = fresh_id(peer)
+    write(peer, MARKER + b"Content-Length: %d\r\n\r\n" % len(listed(ident)) + listed(ident))
+    assert peer.wait(ident)["result"] == []
+    logged = f"skipped {len(MARKER)} bytes"
+    deadline = time.monotonic() + timeout
+    while logged.encode() not in peer.stderr[mark:] and time.monotonic() < deadline:
+        time.sleep(0.01)  # the reader thread copies stderr on its own schedule
+    text = peer.stderr[mark:].decode(errors="replace")
+    assert logged in text, text[-2000:]
+    return text[: text.index(logged)].rpartition("\n")[0]
+
+
+CASES = {
+    "minus-5": (lambda body: b"Content-Length: -5\r\n\r\n" + body, INVALID_REQUEST),
+    "hex": (lambda body: b"Content-Length: 0x%x\r\n\r\n" % len(body) + body, INVALID_REQUEST),
+    "one-short": (lambda body: b"Content-Length: %d\r\n\r\n" % (len(body) - 1) + body, PARSE_ERROR),
+    "no-header": (lambda body: body, INVALID_REQUEST),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_broken_framing_is_answered_and_the_session_goes_on(served: tuple[Peer, Path], case: str) -> None:
+    peer, _ = served
+    shape, code = CASES[case]
+    broken, next_id = fresh_id(peer), fresh_id(peer)
+    write(peer, shape(listed(broken)))
+    reply = peer.wait(broken)  # answered at once, not when another message comes
+    assert reply["error"]["code"] == code, reply
+    peer.send_raw(listed(next_id))
+    assert peer.wait(next_id)["result"] == []
+    assert peer.alive()
+
+
+def test_a_length_too_long_reads_the_next_message_too(served: tuple[Peer, Path]) -> None:
+    peer, _ = served
+    first, second = listed(5001), listed(5002)
+    write(peer, b"Content-Length: %d\r\n\r\n" % (len(first) + 3) + first)
+    write(peer, b"Content-Length: %d\r\n\r\n" % len(second) + second)
+    assert peer.wait(5001)["result"] == []
+    assert peer.wait(5002)["result"] == []
+
+
+def test_broken_framing_logs_one_line_and_no_traceback(served: tuple[Peer, Path]) -> None:
+    peer, _ = served
+    mark = len(peer.stderr)
+    write(peer, b"Content-Length: -5\r\n\r\n" + listed(6001))
+    assert peer.wait(6001)["error"]["code"] == INVALID_REQUEST
+    peer.send_raw(listed(6002))  # the header the reader resynchronises on
+    assert peer.wait(6002)["result"] == []
+    err = stderr_after(peer, mark)
+    assert "Traceback" not in err and len(err.splitlines()) == 1, err
+    assert "not a byte count (b'-5')" in err and "answered request 6001" in err, err
+
+
+def test_a_cancel_storm_leaves_stderr_quiet(served: tuple[Peer, Path]) -> None:
+    """Traces that wait on the trust prompt, cancelled, then the prompts answered; cancels of
+    finished and unknown requests on top."""
+    peer, root = served
+    uri = (root / "model.py").as_uri()
+    prompts: list[dict[str, Any]] = []
+    peer.answers["window/showMessageRequest"] = lambda params: HOLD
+    try:
+        count = 40
+        traces = [peer.start("jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "predict"}) for _ in range(count)]
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            prompts = [m for m in peer.server_requests if m["method"] == "window/showMessageRequest"]
+            if len(prompts) >= count:
+                break
+            time.sleep(0.01)
+        assert len(prompts) >= count, f"{len(prompts)} trust prompts of {count}"
+        mark = len(peer.stderr)
+        for ident in traces:
+            peer.notify("$/cancelRequest", {"id": ident})
+        assert all(peer.wait(ident)["error"]["code"] == CANCELLED for ident in traces)
+        for prompt in prompts:  # late answers to requests whose waiter is gone
+            peer.send({"jsonrpc": "2.0", "id": prompt["id"], "result": {"title": "Cancel"}})
+        for ident in [*traces, 10**9, "no-such-request"] * 20:
+            peer.notify("$/cancelRequest", {"id": ident})
+        assert peer.alive()
+        err = stderr_after(peer, mark)
+    finally:
+        peer.answers["window/showMessageRequest"] = lambda params: {"title": "Cancel"}
+        peer.server_requests.clear()
+    assert "Traceback" not in err and "InvalidStateError" not in err, err[-3000:]
+    assert len(err.splitlines()) <= 1, err[-3000:]
