@@ -96,6 +96,8 @@ def parse_cells(text: str) -> list[Cell]:
         data = json.loads(text)
     except ValueError as exc:
         raise NotebookError(f"it is not valid notebook JSON: {exc}") from None
+    except RecursionError:  # json's decoder gives up past about 1,000 levels (issue 25: 100,000 deep)
+        raise NotebookError("it is not a notebook jaxlsp can read: its JSON nests too deep") from None
     if not isinstance(data, dict):
         raise NotebookError("it is not a notebook: the JSON is not an object")
     if "worksheets" in data or not isinstance(data.get("cells"), list):
