@@ -23,7 +23,7 @@ from pathlib import Path
 
 from jaxlsp.discovery import budget
 from jaxlsp.discovery.budget import Refusal
-from jaxlsp.discovery.chunks import Statement, logical_lines, normalize_newlines, statements
+from jaxlsp.discovery.chunks import Statement, iter_logical_lines, iter_statements, normalize_newlines
 from jaxlsp.discovery.modules import ModuleMap
 from jaxlsp.discovery.summary import Binding, ChunkInfo, ClassInfo, FunctionInfo, summarize
 from jaxlsp.notebook import MAX_NOTEBOOK_BYTES, Cell, Module, NotebookError, is_notebook, parse_cells, read_module
@@ -179,11 +179,11 @@ def _statements(text: str, lines: list[str], cells: Module | None) -> Iterator[t
     """Top-level statements with the line their text starts at: the whole text's, or each
     notebook cell's on its own (a statement never runs from one cell into the next)."""
     if cells is None:
-        for st in statements(logical_lines(text)):
+        for st in iter_statements(iter_logical_lines(text)):
             yield 0, st
         return
     for block in cells.blocks:
-        for st in statements(logical_lines("\n".join(lines[block.start : block.end + 1]))):
+        for st in iter_statements(iter_logical_lines("\n".join(lines[block.start : block.end + 1]))):
             yield block.start, st
 
 
@@ -337,14 +337,6 @@ class WorkspaceIndex:
                 changed = self.file_changed(path) or changed
         return changed
 
-    def _refresh(self, path: Path, text: str) -> bool:
-        steps = self._refresh_steps(path, text)
-        while True:
-            try:
-                next(steps)
-            except StopIteration as done:
-                return bool(done.value)
-
     def _refresh_steps(self, path: Path, text: str) -> Generator[None, None, bool]:
         old = self._files.get(path)
         cells = self._notebooks.get(path) if is_notebook(path) else None
@@ -365,13 +357,22 @@ class WorkspaceIndex:
 
     # -- queries -------------------------------------------------------------------------------
     def summary(self, path: Path) -> FileSummary | None:
+        steps = self.summary_steps(path)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+
+    def summary_steps(self, path: Path) -> Generator[None, None, FileSummary | None]:
+        """:meth:`summary`, yielding between statements when the file must be (re)summarised."""
         if self._links_out(path):
             return None
         path = path.resolve()
         if path in self._open:
             if path in self._stale or path not in self._files:
                 self._stale.add(path)
-                self.set_text(path, self._open[path])
+                yield from self.refresh_steps(path)
             return self._files.get(path)
         stamp = self._stamps.get(path)
         try:
@@ -383,7 +384,7 @@ class WorkspaceIndex:
         text = self._read(path)
         if text is None:
             return None
-        self._refresh(path, text)
+        yield from self._refresh_steps(path, text)
         self._stamps[path] = (st.st_mtime_ns, st.st_size)
         return self._files.get(path)
 
