@@ -5,6 +5,13 @@ libcst's native parser runs in the server's process and holds the GIL. Measured 
 left-recursive chains cost quadratic time (``x+x+...`` 5,000 terms 5 s, ``x[0][0]...`` 1,000
 subscripts 0.75 s and 5,000 of them 28 s); plain code parses at about 100 KB/s. CPython itself
 refuses more than 200 nested brackets, so nothing a user can run is lost by the bounds below.
+Size alone costs too (issue 25): a 450,000-element literal in one statement took 41 s and 1.8 GB,
+100,000 decorators on one ``def`` 16 s; libcst spends about 30 µs and 2 KB per token (measured on
+``jax/_src/lax/lax.py``), and the parse of one statement cannot be interrupted, so a statement of
+more than ``MAX_TOKENS`` tokens is not parsed either (a class statement is parsed piece by piece,
+its header and fields each under the bound): the largest statement of the installed jax,
+flax and equinox has 6,092 tokens (a test-data table), the largest ``def`` 2,820, and a statement
+at the bound parses in about 0.3 s.
 
 A statement over a bound is skipped, never parsed: it costs only itself (its definition gets no
 lens), the index remembers why, and the server says so in a log line and a diagnostic. The
@@ -23,6 +30,8 @@ MAX_DEPTH = 100  # nested brackets in one statement
 MAX_CHAIN = 500  # operators in one expression chain (between commas at one bracket level)
 LONG_CHAIN = 16  # chains longer than this count against the file's budget ...
 FILE_BUDGET = 4_000_000  # ... as the sum of their squared lengths (about 3 s of libcst at worst)
+MAX_CLASS_NESTING = 20  # classes in classes (CPython itself stops at 100 indentation levels)
+MAX_TOKENS = 10_000  # tokens in one statement (names, numbers, strings, operators, brackets)
 
 # Strings (with prefixes, triple-quoted first), comments, brackets, separators, operators and
 # operator keywords, and operands (names, numbers). Whitespace and anything else is skipped.
@@ -58,15 +67,21 @@ class Cost:
     units: int
 
 
-def scan(text: str) -> Cost:
-    """Bracket depth and operator chains of one statement, outside strings and comments."""
+def scan(text: str, max_tokens: int | None = MAX_TOKENS) -> Cost:
+    """Bracket depth, operator chains and (unless ``max_tokens`` is None: a class statement,
+    parsed piece by piece) tokens of one statement, outside strings and comments."""
     depth = 0
     line = 0
     chains = [0]  # the open chain's length at each bracket level
     operand = False  # the previous token ends an operand: "(" or "[" then is a call or subscript
     units = 0
+    tokens = 0
     for m in _TOKEN.finditer(text):
         kind = m.lastgroup
+        if kind != "n" and kind != "c" and max_tokens is not None:
+            tokens += 1
+            if tokens > max_tokens:  # said at the statement's first line: the size is the statement's
+                return Cost(Refusal(0, f"the statement has more than {max_tokens:,} tokens"), 0)
         if kind == "w":
             operand = True
             continue

@@ -10,6 +10,7 @@ its line, so one half-typed line never hides the rest of a file.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 _TOKEN = re.compile(r"\"\"\"|'''|\"|'|#|\\\n|[()\[\]{}]|\n")
@@ -83,7 +84,11 @@ def _triple_end(text: str, quote: str, pos: int) -> int:
 
 def logical_lines(text: str) -> list[LogicalLine]:
     """Logical lines of ``text`` (already newline-normalized), in order, blank lines included."""
-    out: list[LogicalLine] = []
+    return list(iter_logical_lines(text))
+
+
+def iter_logical_lines(text: str) -> Iterator[LogicalLine]:
+    """:func:`logical_lines` one at a time (a 1 MB file's scan is then sliced with its parses)."""
     n = len(text)
     line = 0
     depth = 0
@@ -96,8 +101,8 @@ def logical_lines(text: str) -> list[LogicalLine]:
             if start_pos < n:
                 # Still inside brackets at the end: the last newline already moved ``line`` on.
                 end = line - 1 if text.endswith("\n") and line > start_line else line
-                out.append(_make_line(text, start_pos, start_line, end))
-            return out
+                yield _make_line(text, start_pos, start_line, end)
+            return
         tok = m.group()
         pos = m.end()
         if tok == "\n":
@@ -105,7 +110,7 @@ def logical_lines(text: str) -> list[LogicalLine]:
             if broken:
                 depth = 0  # an unclosed bracket: give up on it at the next definition
             if depth == 0:
-                out.append(_make_line(text, start_pos, start_line, line, broken))
+                yield _make_line(text, start_pos, start_line, line, broken)
                 start_line = line + 1
                 start_pos = pos
             line += 1
@@ -146,7 +151,15 @@ def _make_line(text: str, start_pos: int, start_line: int, end_line: int, broken
 
 
 def statements(lines: list[LogicalLine], indent: int = 0, first: int = 0, last: int | None = None) -> list[Statement]:
-    """Group logical lines into statements whose header sits at column ``indent``.
+    """Group logical lines into statements whose header sits at column ``indent``
+    (:func:`iter_statements` as a list)."""
+    return list(iter_statements(lines, indent, first, last))
+
+
+def iter_statements(
+    lines: Iterable[LogicalLine], indent: int = 0, first: int = 0, last: int | None = None
+) -> Iterator[Statement]:
+    """Group logical lines into statements whose header sits at column ``indent``, one at a time.
 
     Only lines ``first``..``last`` (physical, inclusive) are considered, which lets the same
     function split a class body. Lines indented deeper belong to the statement above them;
@@ -155,7 +168,6 @@ def statements(lines: list[LogicalLine], indent: int = 0, first: int = 0, last: 
     Damage stays local: nothing continues a line that never closed its brackets, and a line
     dedented below the body it follows (a ``def`` with one stray space) stands alone.
     """
-    out: list[Statement] = []
     cur_start = cur_end = cur_header = -1
     cur_word = ""
     body_indent = indent  # the indentation of the current statement's body, once seen
@@ -181,11 +193,10 @@ def statements(lines: list[LogicalLine], indent: int = 0, first: int = 0, last: 
                 after_broken = ll.broken
                 continue
         if cur_start >= 0:
-            out.append(Statement(cur_start, cur_end, cur_header, cur_word))
+            yield Statement(cur_start, cur_end, cur_header, cur_word)
         cur_start, cur_end, cur_header, cur_word = ll.start, ll.end, ll.start, ll.word
         body_indent = indent
         pending_decorator = ll.word == "@"
         after_broken = ll.broken
     if cur_start >= 0:
-        out.append(Statement(cur_start, cur_end, cur_header, cur_word))
-    return out
+        yield Statement(cur_start, cur_end, cur_header, cur_word)

@@ -9,6 +9,7 @@ generation, so an edit elsewhere that changes a base class is seen at once.
 from __future__ import annotations
 
 import re
+from collections.abc import Generator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -499,6 +500,15 @@ class Classifier:
 
     # -- files ---------------------------------------------------------------------------------
     def discover(self, path: Path) -> Discovery:
+        steps = self.discover_steps(path)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+
+    def discover_steps(self, path: Path) -> Generator[None, None, Discovery]:
+        """:meth:`discover`, yielding between top-level statements (the server runs it in slices)."""
         fs = self.index.summary(path)  # given as named: a link out of the workspace is not read
         path = real_path(path)
         if fs is None:
@@ -511,6 +521,7 @@ class Classifier:
                 entry = self.function_entry(fs, start, info.fn)
                 if entry is not None:
                     found.append(entry)
+            yield
         found.sort(key=lambda e: e.header.line)
         return Discovery(
             path,

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from jaxlsp.discovery import budget
 from jaxlsp.discovery.budget import Refusal
-from jaxlsp.discovery.chunks import Statement, logical_lines, normalize_newlines, statements
+from jaxlsp.discovery.chunks import Statement, iter_logical_lines, iter_statements, normalize_newlines
 from jaxlsp.discovery.modules import ModuleMap
 from jaxlsp.discovery.summary import Binding, ChunkInfo, ClassInfo, FunctionInfo, summarize
 from jaxlsp.notebook import MAX_NOTEBOOK_BYTES, Cell, Module, NotebookError, is_notebook, parse_cells, read_module
@@ -179,11 +179,11 @@ def _statements(text: str, lines: list[str], cells: Module | None) -> Iterator[t
     """Top-level statements with the line their text starts at: the whole text's, or each
     notebook cell's on its own (a statement never runs from one cell into the next)."""
     if cells is None:
-        for st in statements(logical_lines(text)):
+        for st in iter_statements(iter_logical_lines(text)):
             yield 0, st
         return
     for block in cells.blocks:
-        for st in statements(logical_lines("\n".join(lines[block.start : block.end + 1]))):
+        for st in iter_statements(iter_logical_lines("\n".join(lines[block.start : block.end + 1]))):
             yield block.start, st
 
 
@@ -229,6 +229,7 @@ class WorkspaceIndex:
         self._notebook_stamps: dict[Path, tuple[int, int]] = {}  # the disk version each one was read from
         self.unread: dict[Path, str] = {}  # files found but not read, and why
         self._saved_cells: dict[Path, tuple[tuple[int, int], list[Cell]]] = {}  # disk_cells, by version
+        self._stale: set[Path] = set()  # open documents whose text is newer than their summary
 
     @property
     def roots(self) -> list[Path]:
@@ -240,13 +241,42 @@ class WorkspaceIndex:
     # -- updates -------------------------------------------------------------------------------
     def set_text(self, path: Path, text: str) -> bool:
         """Use ``text`` for ``path`` (an open document). True when other files may see a change."""
+        new_file = self.put_text(path, text)
+        steps = self.refresh_steps(path)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                return bool(done.value) or new_file
+
+    def put_text(self, path: Path, text: str) -> bool:
+        """Use ``text`` for ``path`` (an open document) without summarising it yet: the server
+        runs :meth:`refresh_steps` in slices, and :meth:`summary` catches up if asked first. True
+        when the file is new (other files may see a change)."""
         path = real_path(path)
         new_file = path not in self._open and not path.is_file()
         self._open[path] = text
+        self._stale.add(path)
         if new_file:
             self.modules.invalidate()
             self.generation += 1
-        return self._refresh(path, text) or new_file
+        return new_file
+
+    def is_stale(self, path: Path) -> bool:
+        """The open document's text is newer than its summary."""
+        return real_path(path) in self._stale
+
+    def refresh_steps(self, path: Path) -> Generator[None, None, bool]:
+        """Summarise an open document's latest text, yielding between statements. True when other
+        files may see a change. Text put meanwhile leaves it stale for the next call."""
+        path = real_path(path)
+        text = self._open.get(path)
+        if text is None or path not in self._stale:
+            return False
+        changed = yield from self._refresh_steps(path, text)
+        if self._open.get(path) is text:
+            self._stale.discard(path)
+        return changed
 
     def set_notebook(self, path: Path, cells: Module) -> bool:
         """Use ``cells`` (an open notebook's module, built from the client's cells) for ``path``."""
@@ -256,12 +286,22 @@ class WorkspaceIndex:
 
     def close(self, path: Path) -> bool:
         path = real_path(path)
+        self._stale.discard(path)
         if self._open.pop(path, None) is None:
             return False
         return self.file_changed(path)
 
     def file_changed(self, path: Path) -> bool:
         """The file changed, appeared or vanished on disk. True when other files may see a change."""
+        steps = self.file_changed_steps(path)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                return bool(done.value)
+
+    def file_changed_steps(self, path: Path) -> Generator[None, None, bool]:
+        """:meth:`file_changed`, yielding between statements (the server's watched-files handler)."""
         path = real_path(path)
         if path in self._open:
             return False
@@ -276,7 +316,7 @@ class WorkspaceIndex:
         if not existed:
             self.modules.invalidate()
             self.generation += 1
-        changed = self._refresh(path, text)
+        changed = yield from self._refresh_steps(path, text)
         self._stamp(path)
         return changed or not existed
 
@@ -296,14 +336,6 @@ class WorkspaceIndex:
             if now != stamp:
                 changed = self.file_changed(path) or changed
         return changed
-
-    def _refresh(self, path: Path, text: str) -> bool:
-        steps = self._refresh_steps(path, text)
-        while True:
-            try:
-                next(steps)
-            except StopIteration as done:
-                return bool(done.value)
 
     def _refresh_steps(self, path: Path, text: str) -> Generator[None, None, bool]:
         old = self._files.get(path)
@@ -325,15 +357,23 @@ class WorkspaceIndex:
 
     # -- queries -------------------------------------------------------------------------------
     def summary(self, path: Path) -> FileSummary | None:
+        steps = self.summary_steps(path)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+
+    def summary_steps(self, path: Path) -> Generator[None, None, FileSummary | None]:
+        """:meth:`summary`, yielding between statements when the file must be (re)summarised."""
         if self._links_out(path):
             return None
         path = real_path(path)
         if path in self._open:
-            fs = self._files.get(path)
-            if fs is None:
-                self._refresh(path, self._open[path])
-                fs = self._files.get(path)
-            return fs
+            if path in self._stale or path not in self._files:
+                self._stale.add(path)
+                yield from self.refresh_steps(path)
+            return self._files.get(path)
         stamp = self._stamps.get(path)
         try:
             st = path.stat()
@@ -344,7 +384,7 @@ class WorkspaceIndex:
         text = self._read(path)
         if text is None:
             return None
-        self._refresh(path, text)
+        yield from self._refresh_steps(path, text)
         self._stamps[path] = (st.st_mtime_ns, st.st_size)
         return self._files.get(path)
 

@@ -7,6 +7,7 @@ parsed lazily: most files only need the import lines and class headers.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import re
 import sys
@@ -558,10 +559,14 @@ class ChunkInfo:
 def summarize(text: str, word: str, header: int) -> ChunkInfo:
     """Summarize one top-level statement ``text`` whose header is ``header`` lines in, unless its
     pre-scan says libcst must not see it."""
-    cost = budget.scan(text)
+    is_class = word == "class" or (word == "@" and _header_word(text, header) == "class")
+    cost = budget.scan(text, None if is_class else budget.MAX_TOKENS)
     if cost.refusal is not None:
         return ChunkInfo("skipped", skipped=cost.refusal)
-    info = _summarize(text, word, header)
+    try:
+        info = _summarize(text, word, header)
+    except _Refused as refused:
+        return ChunkInfo("skipped", skipped=refused.refusal)
     info.cost = cost.units
     return info
 
@@ -638,14 +643,35 @@ def _header_word(text: str, header: int) -> str:
     return m.group() if m else ""
 
 
+class _Refused(Exception):
+    """A class statement that libcst must not see: classes nested deeper than
+    ``budget.MAX_CLASS_NESTING``, or a header over the pre-scan's bounds (lines relative to it)."""
+
+    def __init__(self, refusal: Refusal) -> None:
+        self.refusal = refusal
+
+
 def summarize_class(text: str, header: int, column: int) -> ClassInfo | None:
-    """Summarize a class statement whose text starts at column 0 (decorators included)."""
-    lines = text.split("\n")
-    lls = logical_lines(text)
+    """Summarize a class statement whose text starts at column 0 (decorators included); raises
+    :class:`_Refused` past ``budget.MAX_CLASS_NESTING`` nested classes or a header over budget."""
+    return _summarize_class(text.split("\n"), logical_lines(text), header, column, 0)
+
+
+def _summarize_class(
+    lines: list[str], lls: list[LogicalLine], header: int, column: int, depth: int
+) -> ClassInfo | None:
+    """:func:`summarize_class` over the statement's lines and logical lines. A nested class gets
+    its part of both (shifted and dedented), never a new scan of its text: 1,000 nested classes
+    cost 13.9 s of rescans and then a RecursionError (issue 25)."""
+    if depth > budget.MAX_CLASS_NESTING:
+        raise _Refused(Refusal(header, f"classes nest more than {budget.MAX_CLASS_NESTING} deep"))
     head: LogicalLine | None = next((ll for ll in lls if ll.start == header), None)
     if head is None:
         return None
     header_text = "\n".join(lines[: head.end + 1])
+    refused = budget.scan(header_text).refusal  # the body is not scanned for tokens: only its parts
+    if refused is not None:
+        raise _Refused(refused)
     stmt = _parse(header_text + "\n    pass\n") or _parse(header_text + "\n")
     if not isinstance(stmt, cst.ClassDef):
         return None
@@ -663,15 +689,29 @@ def summarize_class(text: str, header: int, column: int) -> ClassInfo | None:
     end = max((ll.end for ll in body_lines), default=head.end)
     if body_lines:
         indent = body_lines[0].indent
+        starts = [ll.start for ll in lls]
         for st in statements(lls, indent=indent, first=head.end + 1):
-            chunk = _dedent(lines[st.start : st.end + 1], indent)
-            if st.word == "class" or (st.word == "@" and _header_word(chunk, st.header - st.start) == "class"):
-                inner = summarize_class(chunk, st.header - st.start, column + indent)
+            own = _dedent(lines[st.start : st.end + 1], indent)
+            if st.word == "class" or (st.word == "@" and _header_word(own, st.header - st.start) == "class"):
+                part = lls[bisect.bisect_left(starts, st.start) : bisect.bisect_right(starts, st.end)]
+                inner_lls = [
+                    LogicalLine(
+                        ll.start - st.start, ll.end - st.start, max(ll.indent - indent, 0), ll.word, ll.code, ll.broken
+                    )
+                    for ll in part
+                ]
+                try:
+                    inner = _summarize_class(
+                        own.split("\n"), inner_lls, st.header - st.start, column + indent, depth + 1
+                    )
+                except _Refused as refused_inner:
+                    inner_refusal = refused_inner.refusal
+                    raise _Refused(Refusal(inner_refusal.line + st.start, inner_refusal.reason)) from None
                 if inner is not None:
                     _shift(inner, st.start)
                     nested.append(inner)
-            elif _ANN_FIELD.match(chunk) or _INIT.match(chunk):
-                body.append(chunk)
+            elif (_ANN_FIELD.match(own) or _INIT.match(own)) and budget.scan(own).refusal is None:
+                body.append(own)
     return ClassInfo(
         name=stmt.name.value,
         header=header,

@@ -14,6 +14,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from jaxlsp.notebook.magics import Neutralised, neutralise
@@ -59,9 +60,12 @@ class Module:
     blocks: tuple[Block, ...]
     neutralised: tuple[tuple[int, Neutralised], ...] = ()  # (cell, line within the cell)
     _starts: list[int] = field(default_factory=list, repr=False, compare=False)
+    _by_cell: dict[int, Block] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self._starts.extend(b.start for b in self.blocks)
+        for b in self.blocks:  # by cell index: a 10,000-cell notebook looked each up in a scan
+            self._by_cell.setdefault(b.cell, b)
 
     def locate(self, line: int) -> tuple[int, int] | None:
         """Module line (0-based) to (cell index, 0-based line within the cell)."""
@@ -72,7 +76,12 @@ class Module:
         return (block.cell, line - block.start) if line <= block.end else None
 
     def block(self, cell: int) -> Block | None:
-        return next((b for b in self.blocks if b.cell == cell), None)
+        return self._by_cell.get(cell)
+
+    @cached_property
+    def lines(self) -> list[str]:
+        """The module text's lines (split once: a notebook's items each need their cell's)."""
+        return self.text.split("\n")
 
     def module_line(self, cell: int, line: int) -> int | None:
         """(cell index, 0-based line within it) to the module's 0-based line; None outside code."""
@@ -96,6 +105,8 @@ def parse_cells(text: str) -> list[Cell]:
         data = json.loads(text)
     except ValueError as exc:
         raise NotebookError(f"it is not valid notebook JSON: {exc}") from None
+    except RecursionError:  # json's decoder gives up past about 1,000 levels (issue 25: 100,000 deep)
+        raise NotebookError("it is not a notebook jaxlsp can read: its JSON nests too deep") from None
     if not isinstance(data, dict):
         raise NotebookError("it is not a notebook: the JSON is not an object")
     if "worksheets" in data or not isinstance(data.get("cells"), list):

@@ -370,8 +370,8 @@ def create_server() -> JaxServer:
     features: list[Feature] = [
         documents,
         Notebooks(server, documents),
-        Lenses(server),
-        Discover(server),
+        Lenses(server, documents),
+        Discover(server, documents),
         trust,
         tracing,
         Values(server, tracing, capture),

@@ -4,6 +4,7 @@ count within that cell."""
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from dataclasses import replace
 from typing import Any
 
@@ -11,27 +12,42 @@ from jaxlsp.discovery import Entrypoint, Span
 from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
 from jaxlsp.server.convert import entry_json
+from jaxlsp.server.features.documents import Documents, sliced
 from jaxlsp.server.params import file_path, invalid, parse, shown
 from jaxlsp.server.views import View
 
 
 class Discover:
-    def __init__(self, ls: JaxServer) -> None:
+    def __init__(self, ls: JaxServer, documents: Documents) -> None:
         self.ls = ls
+        self.documents = documents
 
     def register(self, server: JaxServer) -> None:
         @server.feature(wire.DISCOVER)
-        def discover(ls: JaxServer, params: Any) -> wire.DiscoverResult:
+        async def discover(ls: JaxServer, params: Any) -> wire.DiscoverResult:
             uri = parse(params, wire.DiscoverParams)["textDocument"]["uri"]
+            path = self.documents.path_of(uri)
+            found = await self.documents.discover(path) if path is not None else None  # in slices
             view = ls.view(uri)
             if view is None:
                 file_path(uri, "params.textDocument.uri")  # says why a URI is not a file
                 raise invalid(f"params.textDocument.uri: cannot read {shown(uri)}")
-            found = ls.session.discover(view.path, revalidate=True)
+            if found is None or found.path != view.path.resolve():
+                found = ls.session.discover(view.path, revalidate=True)
             return {
-                "entrypoints": [i for e in found.entrypoints if (i := self.item(e, view)) is not None],
-                "drivers": [i for e in found.drivers if (i := self.item(e, view)) is not None],
+                "entrypoints": await sliced(self.items(found.entrypoints, view)),
+                "drivers": await sliced(self.items(found.drivers, view)),
             }
+
+    def items(self, entries: tuple[Entrypoint, ...], view: View) -> Generator[None, None, list[wire.EntrypointItem]]:
+        """The entries' items, yielding between them (25,000 of them took 4 s)."""
+        out = []
+        for e in entries:
+            item = self.item(e, view)
+            if item is not None:
+                out.append(item)
+            yield
+        return out
 
     def item(self, entry: Entrypoint, view: View) -> wire.EntrypointItem | None:
         codec = self.ls.workspace.position_codec
@@ -43,7 +59,7 @@ class Discover:
             return None
         shift = block.start
         inside = replace(entry, header=_moved(entry.header, shift), body=_moved(entry.body, shift))
-        lines = view.cells.text.split("\n")[block.start : block.end + 1]
+        lines = view.cells.lines[block.start : block.end + 1]
         return entry_json(inside, lines, codec, block.cell)
 
 
