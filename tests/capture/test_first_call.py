@@ -129,6 +129,48 @@ def test_a_call_under_set_mesh_is_traced_inside_that_mesh(tmp_path: Path) -> Non
     assert any(node["primitive"] == "sharding_constraint" for node in result["graph"]["nodes"])
 
 
+_JITTED_CALLS = {
+    "linen": (
+        "import flax.linen as nn\n\n\nclass Inner(nn.Module):\n    @nn.jit\n    @nn.compact\n"
+        "    def __call__(self, x):\n        return nn.Dense(4)(x)\n\n\nclass Outer(nn.Module):\n"
+        "    @nn.compact\n    def __call__(self, x):\n        return Inner()(x)\n",
+        "import jax\nimport jax.numpy as jnp\nfrom pkg.models import Outer\n\n\ndef test_it():\n"
+        "    y, _ = Outer().init_with_output(jax.random.key(0), jnp.ones((2, 3)))\n    assert y.shape == (2, 4)\n",
+    ),
+    "nnx": (
+        "from flax import nnx\n\n\nclass Inner(nnx.Module):\n    def __init__(self, rngs):\n"
+        "        self.lin = nnx.Linear(3, 4, rngs=rngs)\n\n    @nnx.jit\n    def __call__(self, x):\n"
+        "        return self.lin(x)\n",
+        "import jax.numpy as jnp\nfrom flax import nnx\nfrom pkg.models import Inner\n\n\ndef test_it():\n"
+        "    assert Inner(nnx.Rngs(0))(jnp.ones((2, 3))).shape == (2, 4)\n",
+    ),
+    "equinox": (
+        "import equinox as eqx\nimport jax\n\n\nclass Inner(eqx.Module):\n    w: jax.Array\n\n"
+        "    def __init__(self, key):\n        self.w = jax.random.normal(key, (3, 4))\n\n"
+        "    @eqx.filter_jit\n    def __call__(self, x):\n        return x @ self.w\n",
+        "import jax\nimport jax.numpy as jnp\nfrom pkg.models import Inner\n\n\ndef test_it():\n"
+        "    assert Inner(jax.random.key(0))(jnp.ones((2, 3))).shape == (2, 4)\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("library", list(_JITTED_CALLS))
+def test_a_module_whose_call_is_jitted(tmp_path: Path, library: str) -> None:
+    # the example's thread is paused inside the trace of Inner's own jit (@nn.jit over
+    # @nn.compact, @nnx.jit, @eqx.filter_jit): tracing the same jit on the same shapes in the
+    # trace thread waited on JAX's cache entry for that trace, until the deadline
+    model, test = _JITTED_CALLS[library]
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "models.py").write_text(model)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_models.py").write_text(test)
+    result = run(tmp_path, "pkg/models.py::Inner", "tests/test_models.py::test_it", timeout=45)
+    assert result["ok"], result.get("error")
+    assert inputs(result) == [("args/0", [2, 3], "float32")]
+    assert any(group["kind"] == "jit" for group in result["graph"]["groups"]), "the target's own jit is traced"
+
+
 @pytest.mark.parametrize("library", ["equinox", "linen"])
 def test_a_subclass_that_inherits_its_call(tmp_path: Path, library: str) -> None:
     # equinox's Conv2d(Conv) and MaxPool2d(Pool) define only __init__: the call they run is their

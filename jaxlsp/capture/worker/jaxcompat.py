@@ -179,6 +179,29 @@ def surrounding_mesh() -> Callable[[], contextlib.AbstractContextManager[Any]] |
     return None
 
 
+_OWN_CACHES: Any = None
+
+
+def own_caches() -> Callable[[], contextlib.AbstractContextManager[Any]]:
+    """A context, entered in the thread that traces a call it found paused in another thread,
+    under which JAX's tracing caches miss everything that thread has in flight. The example's
+    thread is paused inside the trace of the target's own ``jit`` (``@nn.jit`` over
+    ``@nn.compact``, ``@nnx.jit`` or ``@eqx.filter_jit`` on ``__call__``): JAX holds that cache
+    entry until its trace ends, and the same function traced here on the same shapes waited on it
+    for ever. ``jax.make_user_context`` adds a value to every cache key; made here, in the paused
+    example's thread (making one is not thread-safe). A null context where this JAX has none."""
+    global _OWN_CACHES
+    import jax
+
+    make = getattr(jax, "make_user_context", None)
+    if make is None:
+        return contextlib.nullcontext
+    if _OWN_CACHES is None:
+        _OWN_CACHES = make(default_value=None)
+    context = _OWN_CACHES
+    return lambda: context("jaxlsp-first-call")
+
+
 def bind_params(eqn: Any) -> dict[str, Any]:
     """The params to ``bind`` an equation's primitive with (``get_bind_params``: custom_jvp/vjp
     keep their rules there). Older JAX returned ``(subfuns, params)``: those with no subfuns fit."""
