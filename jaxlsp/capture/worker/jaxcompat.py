@@ -179,6 +179,26 @@ def surrounding_mesh() -> Callable[[], contextlib.AbstractContextManager[Any]] |
     return None
 
 
+def typed_sharding(x: Any) -> Any:
+    """The sharding that is part of ``x``'s type (``jax.typeof(x).sharding``), when its mesh has
+    explicit axes and is the mesh set here (``jax.set_mesh`` of a mesh with ``AxisType.Explicit``):
+    under such a mesh an abstract copy of ``x`` without it is another type, and operations that
+    need equal shardings fail (``select 'which' must be scalar or have the same sharding as
+    cases``). None otherwise: a sharding that is no part of the type, or of another mesh, is left
+    out of the abstract copy, as before."""
+    try:
+        import jax
+        from jax._src import mesh as mesh_lib
+
+        sharding = getattr(jax.typeof(x), "sharding", None)
+        mesh = getattr(sharding, "mesh", None)
+        if mesh is None or getattr(mesh, "empty", True) or not getattr(mesh, "_any_axis_explicit", False):
+            return None
+        return sharding if mesh == mesh_lib.get_abstract_mesh() else None
+    except Exception:
+        return None
+
+
 _OWN_CACHES: Any = None
 
 
