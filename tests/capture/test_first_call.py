@@ -130,6 +130,86 @@ def test_a_call_under_set_mesh_is_traced_inside_that_mesh(tmp_path: Path) -> Non
     assert any(node["primitive"] == "sharding_constraint" for node in result["graph"]["nodes"])
 
 
+def test_a_call_under_an_explicit_mesh_set_in_setupclass_keeps_the_callers_shardings(tmp_path: Path) -> None:
+    # bonsai's sharding tests: ``jax.set_mesh`` of an 8-device mesh with AxisType.Explicit in
+    # setUpClass, the model called on sharded arrays. The shardings are part of the arrays'
+    # types there: their abstract copies lost them ("select `which` must be scalar or have the
+    # same sharding as cases"), and jnp.where resharded what the caller's program never does
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "block.py").write_text(
+        "import jax\nimport jax.numpy as jnp\nfrom flax import nnx\nfrom jax.sharding import PartitionSpec as P\n\n\n"
+        "class Block(nnx.Module):\n    def __init__(self, d, *, rngs):\n"
+        "        self.w = nnx.Param(jax.random.normal(rngs.params(), (d, d)))\n\n"
+        "    def __call__(self, x, mask):\n"
+        "        keep = jnp.ones(x.shape, bool, out_sharding=P('fsdp', None))\n"
+        "        y = jax.lax.select(keep, x @ self.w[...], jnp.zeros_like(x))\n"
+        "        return jnp.where(mask, y, 0.0)\n"
+    )
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_block.py").write_text(
+        "import unittest\n\nimport jax\nimport jax.numpy as jnp\nfrom flax import nnx\n"
+        "from jax.sharding import AxisType, PartitionSpec as P\n\nfrom pkg.block import Block\n\n\n"
+        "class BlockTest(unittest.TestCase):\n    @classmethod\n    def setUpClass(cls):\n"
+        "        axes = (AxisType.Explicit, AxisType.Explicit)\n"
+        "        jax.set_mesh(jax.make_mesh((4, 2), ('fsdp', 'tp'), axis_types=axes))\n\n"
+        "    def test_block(self):\n        model = Block(8, rngs=nnx.Rngs(0))\n"
+        "        x = jax.device_put(jnp.ones((4, 8)), P('fsdp', None))\n"
+        "        mask = jax.device_put(jnp.ones((4, 8), bool), P('fsdp', None))\n"
+        "        self.assertEqual(model(x, mask).shape, (4, 8))\n"
+    )
+    req = request(tmp_path, "pkg/block.py::Block", "tests/test_block.py::BlockTest::test_block")
+    req["profile"]["devices"] = 8
+    outcome = capture_sync(req, sys.executable, CaptureOptions(timeout=90))
+    result = dict(outcome.result)
+    assert result["ok"], result.get("error")
+    assert inputs(result) == [("args/0", [4, 8], "float32"), ("args/1", [4, 8], "bool")]
+    primitives = {node["primitive"] for node in result["graph"]["nodes"]}
+    assert "select_n" in primitives and "reshard" not in primitives, primitives
+
+
+_JITTED_CALLS = {
+    "linen": (
+        "import flax.linen as nn\n\n\nclass Inner(nn.Module):\n    @nn.jit\n    @nn.compact\n"
+        "    def __call__(self, x):\n        return nn.Dense(4)(x)\n\n\nclass Outer(nn.Module):\n"
+        "    @nn.compact\n    def __call__(self, x):\n        return Inner()(x)\n",
+        "import jax\nimport jax.numpy as jnp\nfrom pkg.models import Outer\n\n\ndef test_it():\n"
+        "    y, _ = Outer().init_with_output(jax.random.key(0), jnp.ones((2, 3)))\n    assert y.shape == (2, 4)\n",
+    ),
+    "nnx": (
+        "from flax import nnx\n\n\nclass Inner(nnx.Module):\n    def __init__(self, rngs):\n"
+        "        self.lin = nnx.Linear(3, 4, rngs=rngs)\n\n    @nnx.jit\n    def __call__(self, x):\n"
+        "        return self.lin(x)\n",
+        "import jax.numpy as jnp\nfrom flax import nnx\nfrom pkg.models import Inner\n\n\ndef test_it():\n"
+        "    assert Inner(nnx.Rngs(0))(jnp.ones((2, 3))).shape == (2, 4)\n",
+    ),
+    "equinox": (
+        "import equinox as eqx\nimport jax\n\n\nclass Inner(eqx.Module):\n    w: jax.Array\n\n"
+        "    def __init__(self, key):\n        self.w = jax.random.normal(key, (3, 4))\n\n"
+        "    @eqx.filter_jit\n    def __call__(self, x):\n        return x @ self.w\n",
+        "import jax\nimport jax.numpy as jnp\nfrom pkg.models import Inner\n\n\ndef test_it():\n"
+        "    assert Inner(jax.random.key(0))(jnp.ones((2, 3))).shape == (2, 4)\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("library", list(_JITTED_CALLS))
+def test_a_module_whose_call_is_jitted(tmp_path: Path, library: str) -> None:
+    # the example's thread is paused inside the trace of Inner's own jit (@nn.jit over
+    # @nn.compact, @nnx.jit, @eqx.filter_jit): tracing the same jit on the same shapes in the
+    # trace thread waited on JAX's cache entry for that trace, until the deadline
+    model, test = _JITTED_CALLS[library]
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "models.py").write_text(model)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_models.py").write_text(test)
+    result = run(tmp_path, "pkg/models.py::Inner", "tests/test_models.py::test_it", timeout=45)
+    assert result["ok"], result.get("error")
+    assert inputs(result) == [("args/0", [2, 3], "float32")]
+    assert any(group["kind"] == "jit" for group in result["graph"]["groups"]), "the target's own jit is traced"
+
+
 @pytest.mark.parametrize("library", ["equinox", "linen"])
 def test_a_subclass_that_inherits_its_call(tmp_path: Path, library: str) -> None:
     # equinox's Conv2d(Conv) and MaxPool2d(Pool) define only __init__: the call they run is their

@@ -106,11 +106,12 @@ class Hook:
         # read here: the named axes of a surrounding vmap belong to this thread's JAX context
         axes = jaxcompat.bound_axes()
         mesh = jaxcompat.surrounding_mesh()  # so is the mesh of ``with jax.set_mesh(mesh):``
+        own_caches = jaxcompat.own_caches()  # the target's own jit is in flight in this thread
         box: dict[str, Any] = {}
 
         def work() -> None:
             try:
-                with mesh() if mesh is not None else contextlib.nullcontext():
+                with own_caches(), mesh() if mesh is not None else contextlib.nullcontext():
                     box["result"] = self._trace(frame.f_globals, args, kwargs, callsite, axes)
             except CaptureError as exc:
                 box["result"] = {"ok": False, "error": exc.info()}

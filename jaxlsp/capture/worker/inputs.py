@@ -274,14 +274,24 @@ def abstract_key(seed: int, *, impl: str | None = None, legacy: bool = False) ->
 
 
 def abstractify(tree: Any) -> Any:
-    """Concrete arrays (numpy, jax) in a pytree become ShapeDtypeStructs; other leaves stay."""
+    """Concrete arrays (numpy, jax) in a pytree become ShapeDtypeStructs; other leaves stay. A
+    sharding that is part of an array's type (an explicit mesh's, see
+    :func:`.jaxcompat.typed_sharding`) stays with it: the trace sees the caller's types."""
     import jax
     import numpy as np
+
+    from jaxlsp.capture.worker.jaxcompat import typed_sharding
 
     sds: Any = jax.ShapeDtypeStruct
 
     def leaf(x: Any) -> Any:
-        if isinstance(x, jax.Array | np.ndarray):
+        if isinstance(x, jax.Array):
+            weak = bool(getattr(x, "weak_type", False))
+            sharding = typed_sharding(x)
+            if sharding is not None:
+                return sds(x.shape, x.dtype, weak_type=weak, sharding=sharding)
+            return sds(x.shape, x.dtype, weak_type=weak)
+        if isinstance(x, np.ndarray):
             return sds(x.shape, x.dtype, weak_type=bool(getattr(x, "weak_type", False)))
         return x
 

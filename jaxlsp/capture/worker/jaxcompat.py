@@ -179,6 +179,49 @@ def surrounding_mesh() -> Callable[[], contextlib.AbstractContextManager[Any]] |
     return None
 
 
+def typed_sharding(x: Any) -> Any:
+    """The sharding that is part of ``x``'s type (``jax.typeof(x).sharding``), when its mesh has
+    explicit axes and is the mesh set here (``jax.set_mesh`` of a mesh with ``AxisType.Explicit``):
+    under such a mesh an abstract copy of ``x`` without it is another type, and operations that
+    need equal shardings fail (``select 'which' must be scalar or have the same sharding as
+    cases``). None otherwise: a sharding that is no part of the type, or of another mesh, is left
+    out of the abstract copy, as before."""
+    try:
+        import jax
+        from jax._src import mesh as mesh_lib
+
+        sharding = getattr(jax.typeof(x), "sharding", None)
+        mesh = getattr(sharding, "mesh", None)
+        if mesh is None or getattr(mesh, "empty", True) or not getattr(mesh, "_any_axis_explicit", False):
+            return None
+        return sharding if mesh == mesh_lib.get_abstract_mesh() else None
+    except Exception:
+        return None
+
+
+_OWN_CACHES: Any = None
+
+
+def own_caches() -> Callable[[], contextlib.AbstractContextManager[Any]]:
+    """A context, entered in the thread that traces a call it found paused in another thread,
+    under which JAX's tracing caches miss everything that thread has in flight. The example's
+    thread is paused inside the trace of the target's own ``jit`` (``@nn.jit`` over
+    ``@nn.compact``, ``@nnx.jit`` or ``@eqx.filter_jit`` on ``__call__``): JAX holds that cache
+    entry until its trace ends, and the same function traced here on the same shapes waited on it
+    for ever. ``jax.make_user_context`` adds a value to every cache key; made here, in the paused
+    example's thread (making one is not thread-safe). A null context where this JAX has none."""
+    global _OWN_CACHES
+    import jax
+
+    make = getattr(jax, "make_user_context", None)
+    if make is None:
+        return contextlib.nullcontext
+    if _OWN_CACHES is None:
+        _OWN_CACHES = make(default_value=None)
+    context = _OWN_CACHES
+    return lambda: context("jaxlsp-first-call")
+
+
 def bind_params(eqn: Any) -> dict[str, Any]:
     """The params to ``bind`` an equation's primitive with (``get_bind_params``: custom_jvp/vjp
     keep their rules there). Older JAX returned ``(subfuns, params)``: those with no subfuns fit."""

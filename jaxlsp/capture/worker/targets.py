@@ -747,19 +747,26 @@ def traceable(
             out, new_state = forward(params, state, keys, dyn)
             return out, None, new_state
     else:
-
+        # Written as ``nnx.value_and_grad`` users write a train step: differentiate with respect
+        # to the parameters only, the state updates (batch statistics, RNG counts) an auxiliary
+        # output. ``state`` is rebuilt inside the differentiated function: ``jax.grad`` passes the
+        # arguments it does not differentiate as they are, and an NNX Variable made at the
+        # outer trace level refuses an update at the gradient's ("Cannot mutate BatchStat from
+        # a different trace level").
         def loss(params: Any, state: Any, keys: Any, dyn: list[Any]) -> Any:
-            return total(forward(params, state, keys, dyn)[0])
+            out, new_state = forward(params, jax.tree_util.tree_map(lambda x: x, state), keys, dyn)
+            return total(out), new_state
 
         if transform == "grad":
 
             def fn(params: Any, state: Any, keys: Any, dyn: list[Any]) -> Any:
-                return None, jax.grad(loss)(params, state, keys, dyn), None
+                grads, new_state = jax.grad(loss, has_aux=True)(params, state, keys, dyn)
+                return None, grads, new_state
         elif transform == "value_and_grad":
 
             def fn(params: Any, state: Any, keys: Any, dyn: list[Any]) -> Any:
-                value, grads = jax.value_and_grad(loss)(params, state, keys, dyn)
-                return value, grads, None
+                (value, new_state), grads = jax.value_and_grad(loss, has_aux=True)(params, state, keys, dyn)
+                return value, grads, new_state
         else:
             raise CaptureError("needs_input", f"unknown transform {transform!r}")
 

@@ -88,3 +88,34 @@ def test_bound_axes_reads_the_names_a_surrounding_vmap_binds() -> None:
     jax.vmap(f, axis_name="batch")(jnp.ones((5, 2)))
     assert seen == [[("batch", 5)]]
     assert jaxcompat.bound_axes() == []
+
+
+def test_own_caches_trace_a_jit_again_in_another_thread_while_its_first_trace_is_in_flight() -> None:
+    import threading
+
+    import jax
+    import jax.numpy as jnp
+
+    from jaxlsp.capture.worker import jaxcompat
+
+    traced: list[str] = []
+    inner: dict[str, object] = {}
+
+    @jax.jit
+    def step(x):
+        traced.append(threading.current_thread().name)
+        if len(traced) == 1:  # the example's trace, paused here as the first-call hook pauses it
+            own = jaxcompat.own_caches()
+
+            def again() -> None:
+                with own():
+                    inner["jaxpr"] = jax.make_jaxpr(step)(jnp.ones(3))
+
+            thread = threading.Thread(target=again, name="other")
+            thread.start()
+            thread.join(timeout=30)
+            assert not thread.is_alive(), "the second trace waited on the first's cache entry"
+        return x * 2
+
+    jax.make_jaxpr(step)(jnp.ones(3))
+    assert traced[1:] == ["other"] and "mul" in str(inner["jaxpr"])

@@ -167,6 +167,21 @@ def test_nnx_paths_as_labels_and_scopes(run_capture: Run) -> None:
     assert dots[0]["source"]["line"] == 12
 
 
+@pytest.mark.parametrize("transform", ["grad", "value_and_grad"])
+def test_nnx_gradient_of_a_call_that_updates_state(run_capture: Run, transform: str) -> None:
+    # BatchNorm in training mode and Dropout's RngCount update state inside the differentiated
+    # call: traced as nnx.value_and_grad users write a train step (parameters differentiated, the
+    # updated state an output), not "Cannot mutate BatchStat from a different trace level"
+    graph = graph_of(run_capture(request("models_nnx.py", "Stateful", array(2, 3), transform=transform)))
+    _check(graph)
+    value = [("out", "output")] if transform == "value_and_grad" else []
+    grads = [(f"grad/{p}", "output") for p in ("bn/bias", "bn/scale", "lin/bias", "lin/kernel")]
+    state = [("bn/mean", "state"), ("bn/var", "state"), ("drop/rngs/count", "state")]
+    assert [(p["label"], p["role"]) for p in graph["outputs"]] == value + grads + state
+    produced = {o for n in graph["nodes"] for o in n["outputs"]}
+    assert all(p["value"] in produced for p in graph["outputs"]), "each output is computed, none passed through"
+
+
 def test_nnx_classes_are_restored(run_capture: Run) -> None:
     import sys
 

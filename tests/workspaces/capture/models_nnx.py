@@ -21,3 +21,15 @@ class Tower(nnx.Module):
         for block in self.blocks:
             x = block(x)
         return self.head(x)
+
+
+class Stateful(nnx.Module):
+    """A call that updates state: batch statistics in training mode and Dropout's RNG count."""
+
+    def __init__(self, *, rngs: nnx.Rngs):
+        self.lin = nnx.Linear(3, 4, rngs=rngs)
+        self.bn = nnx.BatchNorm(4, rngs=rngs)
+        self.drop = nnx.Dropout(0.5, rngs=rngs)
+
+    def __call__(self, x):
+        return self.drop(self.bn(self.lin(x)))
