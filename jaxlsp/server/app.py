@@ -150,6 +150,10 @@ class JaxServer(LanguageServer):
         self.on_shutdown: list[Callable[[], Awaitable[None]]] = []
         # Called with each file whose text changed (typed, closed, or changed on disk).
         self.edit_listeners: list[Callable[[Path], None]] = []
+        # Called with each document the client opens (live shapes trace what it defines).
+        self.open_listeners: list[Callable[[str], None]] = []
+        # A target's live-shapes state for its lens title (live.py): None when it has nothing to say.
+        self.live_note: Callable[[str, str], str | None] = lambda uri, name: None
 
     @property
     def jax_protocol(self) -> JaxProtocol:
@@ -307,6 +311,13 @@ class JaxServer(LanguageServer):
             except Exception:  # a view that fails to follow an edit must not lose the edit
                 log.exception("edit listener failed")
 
+    def opened(self, uri: str) -> None:
+        for listener in self.open_listeners:
+            try:
+                listener(uri)
+            except Exception:  # a feature that fails to follow an open must not lose the document
+                log.exception("open listener failed")
+
     def refresh_lenses(self) -> None:
         """Ask the client to re-request lenses, only when it said it can take the request."""
         if self.session.support.code_lens_refresh:
@@ -350,6 +361,7 @@ def create_server() -> JaxServer:
     from jaxlsp.server.features.graphs import Graphs
     from jaxlsp.server.features.hover import Hover
     from jaxlsp.server.features.lenses import Lenses
+    from jaxlsp.server.features.live import Live
     from jaxlsp.server.features.navigation import Navigation
     from jaxlsp.server.features.notebooks import Notebooks
     from jaxlsp.server.features.tracing import Tracing
@@ -374,6 +386,7 @@ def create_server() -> JaxServer:
         Discover(server, documents),
         trust,
         tracing,
+        Live(server, tracing),
         Values(server, tracing, capture),
         Graphs(server),
         Costs(server),

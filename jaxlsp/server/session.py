@@ -54,6 +54,7 @@ class Options:
     timeout: float | None = None
     inlay_hints: bool = False  # shapes at the end of assignment lines (off by default)
     costs: bool = False  # measure XLA's costs in every trace (jaxlsp/costs), not only when asked
+    live_shapes: bool = True  # re-trace on open and save (live.py); false turns it off
 
     @classmethod
     def parse(cls, raw: Any) -> Options:
@@ -78,6 +79,7 @@ class Options:
             timeout=float(timeout) if isinstance(timeout, (int, float)) and timeout > 0 else None,
             inlay_hints=section.get("inlayHints") is True,
             costs=section.get("costs") is True,
+            live_shapes=section.get("liveShapes") is not False,
         )
 
 

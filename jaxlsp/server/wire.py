@@ -245,6 +245,29 @@ class TraceFinished(TypedDict):
     error: NotRequired[str]
 
 
+LIVE_STATUS: Final = "jaxlsp/liveStatus"
+
+
+class LiveTarget(TypedDict):
+    """One target of ``jaxlsp/liveStatus``: ``fresh`` (its newest graph is of the saved text),
+    ``queued``, ``tracing``, ``failed`` (``reason``: the cause) or ``notLive`` (``reason``: why)."""
+
+    uri: str
+    name: str
+    state: Literal["fresh", "queued", "tracing", "failed", "notLive"]
+    reason: NotRequired[str]
+    traceId: NotRequired[str]  # its newest graph from a live or explicit trace
+    waiting: NotRequired[bool]  # failed twice with the same cause: waits for its files to change
+
+
+class LiveStatus(TypedDict):
+    """The ``jaxlsp/liveStatus`` notification: every live target, sent when one changes."""
+
+    enabled: bool
+    targets: list[LiveTarget]
+    started: int  # live traces started in this session
+
+
 GRAPH: Final = "jaxlsp/graph"
 
 

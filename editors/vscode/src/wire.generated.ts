@@ -234,6 +234,30 @@ export interface TraceFinished {
   error?: string;
 }
 
+export const LIVE_STATUS = "jaxlsp/liveStatus";
+
+/**
+ * One target of `jaxlsp/liveStatus`: `fresh` (its newest graph is of the saved text),
+ * `queued`, `tracing`, `failed` (`reason`: the cause) or `notLive` (`reason`: why).
+ */
+export interface LiveTarget {
+  uri: string;
+  name: string;
+  state: "fresh" | "queued" | "tracing" | "failed" | "notLive";
+  reason?: string;
+  traceId?: string;
+  waiting?: boolean;
+}
+
+/**
+ * The `jaxlsp/liveStatus` notification: every live target, sent when one changes.
+ */
+export interface LiveStatus {
+  enabled: boolean;
+  targets: LiveTarget[];
+  started: number;
+}
+
 export const GRAPH = "jaxlsp/graph";
 
 export interface GraphParams {

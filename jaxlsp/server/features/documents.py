@@ -64,6 +64,7 @@ class Documents:
         @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
         def did_open(ls: JaxServer, params: types.DidOpenTextDocumentParams) -> None:
             self.sync(params.text_document.uri)
+            ls.opened(params.text_document.uri)
 
         @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
         def did_change(ls: JaxServer, params: types.DidChangeTextDocumentParams) -> None:

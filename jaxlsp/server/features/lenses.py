@@ -169,14 +169,16 @@ class Lenses:
         and after a re-trace what changed (``· +12 ops; Dense_1 dot_general f32[4,8] → f32[4,16]``)."""
         session = self.ls.session
         trace = session.graphs.latest(uri, name)
+        live = self.ls.live_note(uri, name)  # live shapes: tracing, failed, not live (why)
         if trace is None:
-            return LENS_TITLE
+            return f"{LENS_TITLE} · {live}" if live else LENS_TITLE
         figures = lens_figures(len(trace.graph.nodes), trace.output_types())
         changes = session.graphs.changes(trace)
         if changes is not None:
             summary = changes.summary()
             figures += " · " + (summary if len(summary) <= MAX_CHANGES else summary[: MAX_CHANGES - 1] + "\u2026")
         stale = trace.stale_sources(lambda p: session.index.text(Path(p)))
+        figures += f" · {live}" if live else ""
         return f"Re-trace (stale) · {figures}" if stale else f"{LENS_TITLE} · {figures}"
 
 

@@ -4,7 +4,9 @@ Nothing runs before the user trusts the workspace folder (:class:`TrustPrompt`).
 service (``jaxlsp/capture/service.py``) runs the trace: compatibility gate, queue, warm spare,
 hints, storage. This module only speaks LSP around it: work-done progress, a new trace of the same
 target superseding the running one, saving a completed profile, the failure diagnostic, the
-``jaxlsp/traceFinished`` notification and the lens refresh.
+``jaxlsp/traceFinished`` notification and the lens refresh. Live traces (``live.py``) take the
+same path through :meth:`Tracing.live`, which never asks the user anything; an explicit trace
+pauses live work while it runs (``explicit``).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import dataclasses
 import gc
 import logging
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,13 +24,21 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from jaxlsp.capture.engine import Prepared, TraceFailure, TraceRequest, ValuesOptions, save_base
+from jaxlsp.capture.engine import (
+    Prepared,
+    TraceFailure,
+    TraceRequest,
+    ValuesOptions,
+    check_environment,
+    save_base,
+)
 from jaxlsp.capture.options import CaptureOptions
 from jaxlsp.capture.service import Busy, CaptureService
 from jaxlsp.discovery.callsites import CallSiteFinder
 from jaxlsp.graph.model import Frame
 from jaxlsp.graph.report import summarize
 from jaxlsp.graph.store import Trace
+from jaxlsp.live.schedule import FAILED, FRESH, NOT_LIVE, Outcome
 from jaxlsp.recipes import Resolved
 from jaxlsp.recipes.save import SaveError, recipe_file, save_profile
 from jaxlsp.server import wire
@@ -45,6 +56,11 @@ PHASE_PERCENT = {"run": 10, "import": 10, "trace": 40, "build": 70, "costs": 75,
 NON_FINITE = "non-finite"  # the code of a values run's first non-finite diagnostic
 
 TraceAnswer = wire.TraceResult | wire.NeedsInputResult
+Owner = tuple[str, str, str]  # (uri, name, what): who published a diagnostic
+
+
+class NotLive(Exception):
+    """A live trace that does not run: nothing to go on without asking the user (the reason)."""
 
 
 @dataclass(frozen=True)
@@ -100,7 +116,15 @@ class Tracing:
         self.capture = capture
         self.running: dict[tuple[Path, str], asyncio.Task[TraceAnswer]] = {}
         self.diagnosed: dict[tuple[str, str], str] = {}  # (uri, name) -> the uri holding its diagnostic
+        # Every document's diagnostics by who published them: one target's clear (or a contract
+        # check's) never wipes another's at the same document.
+        self.published: dict[str, dict[Owner, list[types.Diagnostic]]] = {}
         self.finder: CallSiteFinder | None = None  # call sites through the session's index
+        # What the user chose for each target in its last explicit trace that made a graph (the
+        # profile, an example to learn from, answers): what live traces use for it without asking.
+        self.picked: dict[tuple[str, str], TraceArgs] = {}
+        self.explicit: list[Callable[[bool], None]] = []  # hear True as an explicit trace starts, False at its end
+        self.traced: list[Callable[[TraceArgs, Trace], None]] = []  # hear of every trace that made a graph
 
     def register(self, server: JaxServer) -> None:
         @server.command(wire.TRACE_GRAPH_COMMAND)
@@ -138,11 +162,31 @@ class Tracing:
             previous.cancel()  # a new request for the same target supersedes the running one
         task = asyncio.ensure_future(self._run(args, folder))
         self.running[key] = task
+        for hear in self.explicit:
+            hear(True)  # live work yields to the user's own request
         try:
-            return await task
+            answer = await task
         finally:
             if self.running.get(key) is task:
                 del self.running[key]
+            for hear in self.explicit:
+                hear(False)
+        if "traceId" in answer:
+            self.picked[(args.uri, args.name)] = dataclasses.replace(args, save=False, values=False, dims=None)
+        return answer
+
+    async def live(self, args: TraceArgs, folder: Path) -> Outcome:
+        """A live trace: the explicit path (storage, diagnostics, lens refresh) without a question
+        to the user; a target with nothing to go on is ``notLive`` with the reason."""
+        try:
+            answer = await self._run(args, folder, live=True)
+        except NotLive as exc:
+            return Outcome(NOT_LIVE, str(exc))
+        except JsonRpcException as exc:
+            return Outcome(FAILED, exc.message or "the trace failed")
+        if "needsInput" in answer:
+            return Outcome(NOT_LIVE, _needs_reason(answer))
+        return Outcome(FRESH, trace_id=answer.get("traceId"))
 
     def request(self, args: TraceArgs, folder: Path) -> TraceRequest:
         options = self.ls.session.options
@@ -168,9 +212,9 @@ class Tracing:
             values=ValuesOptions(dims=dict(args.dims or {})) if args.values else None,
         )
 
-    async def _run(self, args: TraceArgs, folder: Path) -> TraceAnswer:
+    async def _run(self, args: TraceArgs, folder: Path, live: bool = False) -> TraceAnswer:
         req = self.request(args, folder)
-        progress = Progress(self.ls, f"Tracing {args.name}")
+        progress = Progress(self.ls, f"Live shapes: tracing {args.name}" if live else f"Tracing {args.name}")
         await progress.begin("prepare")
         saved: str | None = None
         options = CaptureOptions(on_phase=lambda phase: progress.report(phase, PHASE_PERCENT.get(phase)))
@@ -180,6 +224,8 @@ class Tracing:
         try:
             prepared = self.capture.prepare(req)
             learning = prepared.origin is not None and prepared.origin.how == "example"
+            if live:
+                await _quietly_runnable(prepared, args)
             if args.save and not learning:  # what an example run learns is saved once it is known
                 saved = self._save(prepared, req)
             running = prepared.running()
@@ -192,7 +238,7 @@ class Tracing:
             return self._failed(args, failure)
         except Busy as exc:
             raise JsonRpcException(str(exc), code=REQUEST_FAILED) from None
-        except (JsonRpcException, asyncio.CancelledError):
+        except (JsonRpcException, asyncio.CancelledError, NotLive):
             raise
         except Exception as exc:  # a bug of ours: still a finished trace and a diagnostic, never a bare -32603
             log.exception("tracing %s failed", args.name)
@@ -226,6 +272,8 @@ class Tracing:
         if line:
             result["inputsFrom"] = line.removeprefix("inputs from ")
         self._diagnose(args.uri, args.name, None)
+        for hear in self.traced:
+            hear(args, trace)
         if graph.execution is not None:
             result["values"] = self.values_summary(trace)
             self.diagnose_values(args.uri, args.name, trace)
@@ -258,9 +306,8 @@ class Tracing:
     def _diagnose(self, uri: str, name: str, failure: TraceFailure | None) -> None:
         """One diagnostic at the failing user line, or recipe problems at their jaxlsp.toml lines;
         cleared by the target's next success."""
-        previous = self.diagnosed.pop((uri, name), None)
-        if previous is not None:
-            self.ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=previous, diagnostics=[]))
+        self.diagnosed.pop((uri, name), None)
+        self.publish((uri, name, "trace"), {})
         if failure is None:
             return
         if failure.problems and failure.problems[0].path is not None:
@@ -278,9 +325,7 @@ class Tracing:
                 for p in failure.problems
                 if p.path is not None and Path(p.path) == recipe
             ]
-            self.ls.text_document_publish_diagnostics(
-                types.PublishDiagnosticsParams(uri=recipe.resolve().as_uri(), diagnostics=diagnostics)
-            )
+            self.publish((uri, name, "trace"), {recipe.resolve().as_uri(): diagnostics})
             self.diagnosed[(uri, name)] = recipe.resolve().as_uri()
             return
         frame = failure.frame or {}
@@ -297,7 +342,7 @@ class Tracing:
             source="jaxlsp",
             code=failure.kind,
         )
-        self.ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=where, diagnostics=[diagnostic]))
+        self.publish((uri, name, "trace"), {where: [diagnostic]})
         self.diagnosed[(uri, name)] = where
 
     def _save_learned(self, learned: Resolved | None, prepared: Prepared, req: TraceRequest) -> str | None:
@@ -385,10 +430,26 @@ class Tracing:
             code=NON_FINITE,
             data={"traceId": trace.id, "nodeId": first["nodeId"]},
         )
-        self.ls.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(uri=location["uri"], diagnostics=[diagnostic])
-        )
+        self.publish((uri, name, "trace"), {location["uri"]: [diagnostic]})
         self.diagnosed[(uri, name)] = location["uri"]
+
+    def publish(self, owner: Owner, by_uri: dict[str, list[types.Diagnostic]]) -> None:
+        """``owner``'s diagnostics are now ``by_uri`` (nothing elsewhere); each document whose
+        set changed is published with every owner's diagnostics there."""
+        touched = set(by_uri)
+        for uri, owners in self.published.items():
+            if owner in owners:
+                del owners[owner]
+                touched.add(uri)
+        for uri, diagnostics in by_uri.items():
+            if diagnostics:
+                self.published.setdefault(uri, {})[owner] = diagnostics
+        for uri in sorted(touched):
+            owners = self.published.get(uri, {})
+            shown = [d for diagnostics in owners.values() for d in diagnostics]
+            self.ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=shown))
+            if not owners:
+                self.published.pop(uri, None)
 
     def _save(self, prepared: Prepared, req: TraceRequest) -> str | None:
         """Write the completed profile to jaxlsp.toml (the client asked); the file's URI, or None
@@ -409,6 +470,29 @@ class Tracing:
             self.ls.window_show_message(types.ShowMessageParams(types.MessageType.Warning, visible(f"jaxlsp: {exc}")))
             return None
         return saved.path.resolve().as_uri()
+
+
+async def _quietly_runnable(prepared: Prepared, args: TraceArgs) -> None:
+    """Raise :class:`NotLive` unless a live trace may run ``prepared`` without asking: an example
+    runs only when the user picked it once, and an interpreter that needs an install is not
+    offered one (the explicit trace offers it)."""
+    origin = prepared.origin
+    if origin is not None and origin.how == "example" and args.example is None and prepared.resolved.recipe is None:
+        raise NotLive("its inputs would come from running an example: trace it once and pick one")
+    report = await asyncio.to_thread(check_environment, prepared)
+    if not report.ok:
+        raise NotLive(f"the interpreter cannot trace it: {report.message()}")
+
+
+def _needs_reason(answer: TraceAnswer) -> str:
+    """Why a target that needs input is not live: the items asked for, and the examples to pick."""
+    data: dict[str, Any] = dict(answer)
+    items: list[Any] = list(data.get("needsInput") or [])
+    said = ", ".join(str(i.get("path") if isinstance(i, dict) else i) for i in items[:3])
+    examples = data.get("examples") or []
+    if examples:
+        return f"needs input ({said}); its inputs could come from running an example: trace it once and pick one"
+    return f"needs input ({said}): trace it once and answer"
 
 
 def _frame(data: dict[str, Any]) -> Frame:

@@ -1,0 +1,170 @@
+"""Live shapes: on open and on save, the targets that document touches are traced again in the
+background, so hover, inlay hints, lens titles and failure diagnostics follow the saved text
+without a click (docs/live-shapes.md).
+
+Which targets: the entrypoints the document defines and every target whose newest graph read it
+(its ``sources``). With which inputs: what the user's last explicit trace of it used (a picked
+example, answers), else what it would use without asking (its profile, a complete static call
+site, a complete proposal, a saved profile). Never an example nobody picked, never a question,
+never anything in an untrusted folder. When they run: ``jaxlsp/live/schedule.py``. Each trace
+goes through :meth:`Tracing.live` (the explicit path: same storage, hover, lens, diagnostics).
+
+``jaxlsp.liveShapes`` (initializationOptions, or ``workspace/didChangeConfiguration``) turns it
+off; ``jaxlsp/liveStatus`` tells the client every target's state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+
+from jaxlsp.live.schedule import FAILED, FRESH, NOT_LIVE, QUEUED, TRACING, LiveScheduler, Outcome, Target
+from jaxlsp.server import wire
+from jaxlsp.server.app import JaxServer
+from jaxlsp.server.features.tracing import TraceArgs, Tracing
+from jaxlsp.server.params import local_path
+
+NOTES = {FRESH: "live", TRACING: "live: tracing\u2026", QUEUED: "live: queued", FAILED: "live: failed"}
+MAX_NOTE = 60  # characters of a not-live reason in a lens title
+
+
+class Live:
+    def __init__(self, ls: JaxServer, tracing: Tracing) -> None:
+        self.ls = ls
+        self.tracing = tracing
+        self.scheduler = LiveScheduler(run=self._trace, changed=self._changed)
+        self._notify_soon = False
+
+    def register(self, server: JaxServer) -> None:
+        server.open_listeners.append(self.opened)
+        server.on_initialized.append(self.initialized)
+        server.on_shutdown.append(self.scheduler.close)
+        server.live_note = self.note
+        self.tracing.explicit.append(self._explicit)
+
+        @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+        def did_save(ls: JaxServer, params: types.DidSaveTextDocumentParams) -> None:
+            self.touched(params.text_document.uri)
+
+        @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+        def did_change_configuration(ls: JaxServer, params: types.DidChangeConfigurationParams) -> None:
+            self.configure(params.settings)
+
+    def initialized(self) -> None:
+        self.scheduler.enabled = self.ls.session.options.live_shapes
+
+    def configure(self, settings: Any) -> None:
+        """``{"jaxlsp": {"liveShapes": bool}}`` pushed by the client; other keys are not ours."""
+        section = settings.get("jaxlsp") if isinstance(settings, dict) else None
+        value = section.get("liveShapes") if isinstance(section, dict) else None
+        if not isinstance(value, bool) or value == self.scheduler.enabled:
+            return
+        self.ls.session.options.live_shapes = value
+        if value:
+            self.scheduler.enable()
+            for document in list(self.ls.workspace.text_documents.values()):
+                self.touched(document.uri)  # what is open becomes live now
+        else:
+            self.scheduler.disable()
+        self.ls.refresh_lenses()
+
+    # -- which targets -----------------------------------------------------------------------------
+    def opened(self, uri: str) -> None:
+        self.touched(uri)
+
+    def touched(self, uri: str) -> None:
+        """``uri`` was opened or saved: queue the targets its text feeds."""
+        if not self.scheduler.enabled:
+            return
+        path = local_path(uri)
+        if path is None or path.suffix != ".py":
+            return  # notebooks: traced when asked (their cells are not files the worker reads)
+        session = self.ls.session
+        if not session.is_trusted(session.folder_of(path)):
+            return  # no process, no prompt: trust comes only from the user
+        resolved = str(path.resolve())
+        wanted: list[Target] = []
+        for entry in session.discover(path).entrypoints:
+            wanted.append(Target(uri, entry.name))
+        seen = set(wanted)
+        for trace in session.graphs.covering(resolved):  # newest first: targets whose graph read it
+            target = Target(str(trace.meta.get("uri")), str(trace.meta.get("name")))
+            if target in seen or session.graphs.latest(target.uri, target.name) is not trace:
+                continue
+            if local_path(target.uri) is None or self.ls.notebooks.cell(target.uri) is not None:
+                continue
+            seen.add(target)
+            wanted.append(target)
+        self.scheduler.submit([(t, self.fingerprint(t)) for t in wanted])
+
+    def fingerprint(self, target: Target) -> str:
+        """The text a trace of ``target`` would read now: its file and its newest graph's sources."""
+        index = self.ls.session.index
+        path = local_path(target.uri)
+        files = {str(path.resolve())} if path is not None else set()
+        trace = self.ls.session.graphs.latest(target.uri, target.name)
+        if trace is not None:
+            files |= {trace.resolve(p) for p in trace.graph.sources}
+        digest = hashlib.sha256()
+        for file in sorted(files):
+            text = index.text(Path(file))
+            digest.update(file.encode())
+            digest.update(hashlib.sha256((text if text is not None else "\0missing").encode()).digest())
+        return digest.hexdigest()
+
+    # -- running ---------------------------------------------------------------------------------------
+    async def _trace(self, target: Target) -> Outcome:
+        path = local_path(target.uri)
+        if path is None:
+            return Outcome(NOT_LIVE, "not a file")
+        folder = self.ls.session.folder_of(path)
+        if not self.ls.session.is_trusted(folder):
+            return Outcome(NOT_LIVE, f"{folder} is not trusted")
+        args = self.tracing.picked.get((target.uri, target.name)) or TraceArgs(target.uri, path, target.name)
+        return await self.tracing.live(args, folder)
+
+    def _explicit(self, starting: bool) -> None:
+        if starting:
+            self.scheduler.pause()
+        else:
+            self.scheduler.resume()
+
+    # -- what the client hears -------------------------------------------------------------------------
+    def note(self, uri: str, name: str) -> str | None:
+        """The lens title's live part: ``live``, ``live: tracing…``, ``not live: needs input (…)``."""
+        status = self.scheduler.statuses.get(Target(uri, name))
+        if status is None:
+            return None
+        if status.state == NOT_LIVE:
+            reason = status.cause if len(status.cause) <= MAX_NOTE else status.cause[: MAX_NOTE - 1] + "\u2026"
+            return f"not live: {reason}"
+        return NOTES.get(status.state)
+
+    def status(self) -> wire.LiveStatus:
+        targets: list[wire.LiveTarget] = []
+        for target, status in self.scheduler.snapshot():
+            item: wire.LiveTarget = {"uri": target.uri, "name": target.name, "state": status.state}  # type: ignore[typeddict-item]
+            if status.cause and status.state in (FAILED, NOT_LIVE):
+                item["reason"] = status.cause
+            if status.trace_id:
+                item["traceId"] = status.trace_id
+            if status.waiting:
+                item["waiting"] = True
+            targets.append(item)
+        return {"enabled": self.scheduler.enabled, "targets": targets, "started": self.scheduler.started}
+
+    def _changed(self) -> None:
+        # Several changes in one turn of the loop are one notification (and one lens refresh).
+        if self._notify_soon:
+            return
+        self._notify_soon = True
+        asyncio.get_running_loop().call_soon(self._notify)
+
+    def _notify(self) -> None:
+        self._notify_soon = False
+        self.ls.protocol.notify(wire.LIVE_STATUS, self.status())
+        self.ls.refresh_lenses()

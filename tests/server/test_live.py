@@ -1,0 +1,241 @@
+"""Live shapes over stdio: shapes on hover after only opening a file, saves re-tracing, failure
+diagnostics set and cleared by saves, a burst of saves coalescing, nothing in an untrusted
+workspace, no example run until the user picks one, and jaxtyping shape contracts.
+
+Real captures (JAX on CPU) of ``tests/workspaces/lsp_live``; no test sends ``jaxlsp/trace``
+except where the user's own pick is the point. ``model.py`` and ``tested.py`` add a line to
+``IMPORTS`` each time the worker imports them, which counts what really ran.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig
+
+from tests.server.conftest import SERVER_COMMAND, SERVER_ENV, JaxClient, copy_workspace, initialize_params, make_client
+
+TRACE_WAIT = float(
+    os.environ.get("JAXLSP_TEST_LIVE_WAIT", "120")
+)  # seconds for a live trace on a busy machine: a deadline, not a pace
+
+
+def _client() -> JaxClient:
+    client = make_client()
+    client.live = []  # type: ignore[attr-defined]  # every jaxlsp/liveStatus, in order
+
+    @client.feature("jaxlsp/liveStatus")
+    def on_live(ls: JaxClient, params: Any) -> None:
+        ls.live.append(ls.plain(params))  # type: ignore[attr-defined]
+        ls._signal()
+
+    return client  # diagnostics (pytest-lsp keeps them) come before the liveStatus that follows them
+
+
+CONFIG = ClientServerConfig(server_command=SERVER_COMMAND, client_factory=_client, server_env=SERVER_ENV)
+
+
+def live_session(name: str, trusted: bool = True, **options: Any) -> Any:
+    @pytest_lsp.fixture(config=CONFIG, params=["visual-studio-code"], name=name)
+    async def fixture(lsp: JaxClient, request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+        root = copy_workspace("lsp_live", tmp_path)
+        lsp.client_name = request.param
+        lsp.workspace = root
+        params = initialize_params(request.param, root)
+        params.initialization_options = {"jaxlsp": {"trusted": trusted, "inlayHints": True, **options}}
+        lsp.initialize_result = await lsp.within(lsp.initialize_session(params))
+        yield
+        await lsp.finish()
+
+    return fixture
+
+
+live = live_session("live")
+untrusted = live_session("untrusted", trusted=False)
+off = live_session("off", liveShapes=False)
+
+
+def state(client: JaxClient, name: str) -> dict[str, Any] | None:
+    """The newest liveStatus entry of ``name``."""
+    for status in reversed(client.live):  # type: ignore[attr-defined]
+        for target in status["targets"]:
+            if target["name"] == name:
+                return dict(target)
+        return None
+    return None
+
+
+def started(client: JaxClient) -> int:
+    return int(client.live[-1]["started"]) if client.live else 0  # type: ignore[attr-defined]
+
+
+async def settled(client: JaxClient, name: str, states: tuple[str, ...] = ("fresh",), after: str | None = None) -> Any:
+    """Wait until ``name``'s live state is one of ``states`` (with a trace other than ``after``)."""
+
+    def done() -> bool:
+        found = state(client, name)
+        return found is not None and found["state"] in states and (after is None or found.get("traceId") != after)
+
+    await client.wait_until(done, TRACE_WAIT)
+    return state(client, name)
+
+
+def line_of(client: JaxClient, rel: str, text: str) -> int:
+    lines = (client.workspace / rel).read_text().splitlines()
+    return next(i for i, line in enumerate(lines) if text in line)
+
+
+async def hover(client: JaxClient, rel: str, line: int) -> str:
+    result = await client.within(
+        client.text_document_hover_async(
+            types.HoverParams(types.TextDocumentIdentifier(client.uri(rel)), types.Position(line, 8))
+        )
+    )
+    return "" if result is None else str(result.contents.value)  # type: ignore[union-attr]
+
+
+async def hints(client: JaxClient, rel: str) -> list[str]:
+    result = await client.within(
+        client.text_document_inlay_hint_async(
+            types.InlayHintParams(
+                types.TextDocumentIdentifier(client.uri(rel)), types.Range(types.Position(0, 0), types.Position(99, 0))
+            )
+        )
+    )
+    return [str(h.label) for h in result or []]
+
+
+def save(client: JaxClient, rel: str, text: str) -> None:
+    """What an editor does on save: the new text to the server, the file on disk, didSave."""
+    path = client.workspace / rel
+    uri = client.uri(rel)
+    old = path.read_text().splitlines()
+    path.write_text(text)
+    client.edit(uri, (0, 0), (len(old) + 1, 0), text)
+    client.text_document_did_save(types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(uri)))
+
+
+def imports(client: JaxClient, module: str) -> int:
+    log = client.workspace / "IMPORTS"
+    return log.read_text().split().count(module) if log.exists() else 0
+
+
+async def test_a_profile_target_has_shapes_on_hover_after_open(live: JaxClient) -> None:
+    client = live
+    client.open("model.py")
+    await settled(client, "layer")
+    assert "f32[4,16]" in await hover(client, "model.py", line_of(client, "model.py", "h = x @ w"))
+    assert "fresh" in await hover(client, "model.py", line_of(client, "model.py", "h = x @ w"))
+    assert imports(client, "model") >= 1 and client.trust_prompts == []
+    assert any("Live shapes: tracing layer" in str(v) for v in client.progress_reports.values())
+
+
+async def test_a_static_call_site_target_has_shapes_on_hover_after_open(live: JaxClient) -> None:
+    client = live
+    client.open("sites.py")
+    await settled(client, "scale")
+    assert "f32[3,5]" in await hover(client, "sites.py", line_of(client, "sites.py", "z = x * y"))
+
+
+async def test_a_save_that_changes_a_width_updates_hover_and_inlay_hints(live: JaxClient) -> None:
+    client = live
+    client.open("model.py")
+    first = await settled(client, "layer")
+    text = (client.workspace / "model.py").read_text()
+    save(client, "model.py", text.replace("WIDTH = 16", "WIDTH = 32"))
+    await settled(client, "layer", after=first["traceId"])
+    shown = await hover(client, "model.py", line_of(client, "model.py", "h = x @ w"))
+    assert "f32[4,32]" in shown and "stale" not in shown
+    assert ": f32[4,32]" in await hints(client, "model.py")
+    lens = next(lens for lens in await client.lenses(client.uri("model.py")) if lens.data["name"] == "layer")
+    resolved = await client.within(client.code_lens_resolve_async(lens))
+    assert resolved.command is not None and "f32[4,32]" in resolved.command.title
+
+
+async def test_a_broken_shape_is_a_diagnostic_at_its_line_until_a_save_fixes_it(live: JaxClient) -> None:
+    client = live
+    uri = client.open("model.py")
+    first = await settled(client, "layer")
+    good = (client.workspace / "model.py").read_text()
+    at = line_of(client, "model.py", "h = x @ w")
+    save(client, "model.py", good.replace("x.shape[-1], WIDTH", "x.shape[-1] + 1, WIDTH"))
+    await settled(client, "layer", ("failed",))
+    await client.wait_until(lambda: bool(client.diagnostics.get(uri)), TRACE_WAIT)
+    (diagnostic,) = [d for d in client.diagnostics[uri] if d.source == "jaxlsp"]
+    assert diagnostic.range.start.line == at and diagnostic.severity == types.DiagnosticSeverity.Error
+    assert "dot_general" in diagnostic.message or "shape" in diagnostic.message
+
+    save(client, "model.py", good)
+    await settled(client, "layer", after=first["traceId"])
+    await client.wait_until(lambda: not client.diagnostics.get(uri), TRACE_WAIT)
+
+
+async def test_a_burst_of_ten_saves_runs_at_most_two_traces(live: JaxClient) -> None:
+    client = live
+    client.open("model.py")
+    first = await settled(client, "layer")
+    before, imported = started(client), imports(client, "model")
+    text = (client.workspace / "model.py").read_text()
+    for width in range(17, 27):  # ten saves within two seconds
+        save(client, "model.py", text.replace("WIDTH = 16", f"WIDTH = {width}"))
+        await asyncio.sleep(0.2)  # the user's pace between saves, not a wait for the server
+    await settled(client, "layer", after=first["traceId"])
+    await client.wait_until(lambda: state(client, "layer")["state"] == "fresh" and started(client) > before)
+    assert "f32[4,26]" in await hover(client, "model.py", line_of(client, "model.py", "h = x @ w"))
+    assert 1 <= started(client) - before <= 2
+    assert imports(client, "model") - imported <= 2
+
+
+async def test_an_untrusted_workspace_runs_nothing_until_trusted(untrusted: JaxClient) -> None:
+    client = untrusted
+    client.open("model.py")
+    text = (client.workspace / "model.py").read_text()
+    save(client, "model.py", text.replace("WIDTH = 16", "WIDTH = 20"))
+    assert await hover(client, "model.py", line_of(client, "model.py", "h = x @ w")) == ""  # answered after both
+    assert not (client.workspace / "IMPORTS").exists() and client.trust_prompts == []
+    assert not [s for s in client.live if s["targets"]]  # type: ignore[attr-defined]
+
+    client.trust_answer = "Trust once"  # the user's own trace, and their answer, trust it
+    params = {"textDocument": {"uri": client.uri("model.py")}, "name": "layer"}
+    first = await client.within(client.protocol.send_request_async("jaxlsp/trace", params), TRACE_WAIT)
+    save(client, "model.py", text.replace("WIDTH = 16", "WIDTH = 24"))
+    await settled(client, "layer", after=first["traceId"])
+    assert "f32[4,24]" in await hover(client, "model.py", line_of(client, "model.py", "h = x @ w"))
+
+
+async def test_live_shapes_off_runs_nothing(off: JaxClient) -> None:
+    client = off
+    client.open("model.py")
+    text = (client.workspace / "model.py").read_text()
+    save(client, "model.py", text.replace("WIDTH = 16", "WIDTH = 20"))
+    assert await hover(client, "model.py", line_of(client, "model.py", "h = x @ w")) == ""
+    assert not (client.workspace / "IMPORTS").exists()
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"jaxlsp": {"liveShapes": True}})
+    )
+    await settled(client, "layer")  # turned on: what is open goes live
+    assert "f32[4,20]" in await hover(client, "model.py", line_of(client, "model.py", "h = x @ w"))
+
+
+async def test_a_target_that_only_a_test_can_feed_is_not_live_until_picked(live: JaxClient) -> None:
+    client = live
+    uri = client.open("tested.py")
+    why = await settled(client, "shift", ("notLive",))
+    assert "example" in why["reason"] and imports(client, "tested") == 0  # the test never ran
+    lens = next(lens for lens in await client.lenses(uri) if lens.data["name"] == "shift")
+    resolved = await client.within(client.code_lens_resolve_async(lens))
+    assert resolved.command is not None and "not live" in resolved.command.title
+
+    params = {"textDocument": {"uri": uri}, "name": "shift", "example": "tests/test_tested.py::test_shift"}
+    picked = await client.within(client.protocol.send_request_async("jaxlsp/trace", params), 300)
+    assert picked["summary"]["outputs"] == ["f32[2,7]"]
+    text = (client.workspace / "tested.py").read_text()
+    save(client, "tested.py", text.replace("x + 1.0", "x + 2.0"))
+    await settled(client, "shift", after=picked["traceId"])  # the pick is what it runs now
+    assert "f32[2,7]" in await hover(client, "tested.py", line_of(client, "tested.py", "y = x + 2.0"))
