@@ -2,7 +2,8 @@
 
 A repository can hold a FIFO named ``model.py`` (an ordinary ``open`` blocks forever), a symlink
 ``zero.py -> /dev/zero`` (an ordinary ``read`` never ends) or a file of gigabytes. Every read of a
-workspace file by the server (sources, ``jaxlsp.toml``) goes through :func:`read_text`: opened
+workspace file by the server (sources, ``jaxlsp.toml``) goes through :func:`read_text`, and every graph
+file a client names (``jaxlsp/diff``) through :func:`read_bytes`: opened
 without blocking, checked to be a regular file after opening (so nothing can be swapped in between
 a check and the read), and read up to a size cap.
 """
@@ -20,6 +21,12 @@ class Unreadable(str):
 
 def read_text(path: Path, limit: int) -> str | Unreadable:
     """The file's text (UTF-8, undecodable bytes replaced), or why it was not read."""
+    data = read_bytes(path, limit)
+    return data if isinstance(data, Unreadable) else data.decode("utf-8", errors="replace")
+
+
+def read_bytes(path: Path, limit: int) -> bytes | Unreadable:
+    """The file's bytes, or why it was not read (graph files a client names: ``jaxlsp/diff``)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
@@ -44,7 +51,7 @@ def read_text(path: Path, limit: int) -> str | Unreadable:
         os.close(fd)
     if len(data) > limit:  # it grew after the stat
         return Unreadable(too_large(limit))
-    return data.decode("utf-8", errors="replace")
+    return data
 
 
 def too_large(limit: int) -> str:
