@@ -10,6 +10,7 @@ a check and the read), and read up to a size cap.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -17,6 +18,15 @@ from pathlib import Path
 
 class Unreadable(str):
     """Why a file was not read (a ``str``, so callers keep it as the reason)."""
+
+
+# The system refused for want of a resource: nothing about the file, so never a reason to keep.
+SHORTAGES = (errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS)
+
+
+class Shortage(OSError):
+    """A read refused for want of descriptors or memory. Raised, not returned: an index that took
+    it for the file's state would forget the file, and a lens request would answer nothing."""
 
 
 def read_text(path: Path, limit: int) -> str | Unreadable:
@@ -30,6 +40,8 @@ def read_bytes(path: Path, limit: int) -> bytes | Unreadable:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
+        if exc.errno in SHORTAGES:
+            raise Shortage(exc.errno, f"cannot open {path}: {exc.strerror}") from None
         return Unreadable(f"cannot open it: {exc.strerror or exc}")
     except ValueError as exc:  # a NUL character in the path
         return Unreadable(f"cannot open it: {exc}")

@@ -18,6 +18,8 @@ from jaxlsp.graph.diff import GraphDiff, diff
 from jaxlsp.graph.model import Frame, Graph, Node, Value
 from jaxlsp.graph.report import shape_str
 
+MEMO_LIMIT = 256  # derived answers kept per trace (hover lines)
+
 
 @dataclass
 class Trace:
@@ -39,6 +41,7 @@ class Trace:
     # (path as spelled, cell) -> (first line, last line, frame depth, node index, node) of the nodes
     # whose innermost workspace frame is there: a hover looks at one file's nodes, not all of them
     _lines: dict[tuple[str, int | None], list[tuple[int, int, int, int, Node]]] | None = None
+    memo: dict[tuple[Any, ...], Any] = field(default_factory=dict)  # see remember()
 
     def __post_init__(self) -> None:
         self._values = {v.id: v for v in self.graph.values}
@@ -72,8 +75,16 @@ class Trace:
         return self.key(path) in self.graph.sources
 
     def forget_pages(self) -> None:
-        """Drop the cached levels (their items carry values' statistics, which changed)."""
+        """Drop the cached levels and memos (their items carry values' statistics, which changed)."""
         self._levels.clear()
+        self.memo.clear()
+
+    def remember(self, key: tuple[Any, ...], value: Any) -> None:
+        """Keep what a feature derived from this trace alone (a hover's lines), the oldest going
+        past :data:`MEMO_LIMIT`; dropped with the trace or when its statistics change."""
+        self.memo[key] = value
+        while len(self.memo) > MEMO_LIMIT:
+            del self.memo[next(iter(self.memo))]
 
     def node(self, node_id: str) -> Node | None:
         return self._nodes.get(node_id)
@@ -90,9 +101,13 @@ class Trace:
         A node belongs to the first (innermost) of its frames that lies in ``path``: the line
         that wrote the operation, or the call in this file that led to it.
         """
-        placed = self.line_index().get((self.key(path), cell), [])
-        found = [(depth, index, n) for first, last, depth, index, n in placed if first <= line <= last]
-        return [n for _, _, n in sorted(found, key=lambda item: (item[0], item[1]))]
+        key = ("nodes_at", path, line, cell)
+        known: list[Node] | None = self.memo.get(key)  # a hover's line, again and again
+        if known is None:
+            placed = self.line_index().get((self.key(path), cell), [])
+            known = [n for first, last, _, _, n in placed if first <= line <= last]  # innermost first
+            self.remember(key, known)
+        return list(known)  # the caller's to change
 
     def line_index(self) -> dict[tuple[str, int | None], list[tuple[int, int, int, int, Node]]]:
         """Each node under the first of its frames in each workspace file (computed once; a new
@@ -107,6 +122,8 @@ class Trace:
                         lines.setdefault((frame.path, frame.cell), []).append(
                             (frame.line, frame.end_line, depth, index, n)
                         )
+            for placed in lines.values():
+                placed.sort(key=lambda item: (item[2], item[3]))  # innermost frame first, then program order
             self._lines = lines
         return self._lines
 

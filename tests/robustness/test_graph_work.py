@@ -126,6 +126,9 @@ class HoverProbe:
         self._stop.set()
         self._thread.join(90)
 
+    def median(self) -> float:
+        return sorted(self.latencies)[len(self.latencies) // 2] if self.latencies else 0.0
+
     def worst(self) -> float:
         assert self.failure is None, self.failure
         assert self.latencies, "no hover was answered"
@@ -198,17 +201,18 @@ def test_a_60k_equation_graph_is_exported_served_and_retraced_while_hovers_are_a
     trace_id = first["traceId"]
     seconds: dict[str, float] = {}
     worst: dict[str, float] = {}
+    median: dict[str, float] = {}
 
     def measured(name: str, action: Callable[[], Any]) -> Any:
-        with HoverProbe(peer, uri, 7) as probe:
+        with HoverProbe(peer, uri, 7) as probe:  # the loop's line: all 60,000 operations
             result, seconds[name] = _timed(action)
-        worst[name] = probe.worst()
+        worst[name], median[name] = probe.worst(), probe.median()
         return result
 
     for fmt in ("html", "json"):
         exported = measured(
             f"export_{fmt}",
-            lambda fmt=fmt: peer.call("jaxlsp/export", {"traceId": trace_id, "format": fmt}, timeout=240),  # type: ignore[misc]
+            lambda fmt=fmt: peer.call("jaxlsp/export", {"traceId": trace_id, "format": fmt}, timeout=240),
         )
         assert Path(urlsplit(exported["uri"]).path).stat().st_size > 10_000_000
     url = peer.call("jaxlsp/openGraph", {"traceId": trace_id})["url"]
@@ -228,6 +232,7 @@ def test_a_60k_equation_graph_is_exported_served_and_retraced_while_hovers_are_a
     record(
         **{f"big_graph.{name}.seconds": round(value, 2) for name, value in seconds.items()},
         **{f"big_graph.{name}.worst_hover_ms": round(value * 1000) for name, value in worst.items()},
+        **{f"big_graph.{name}.median_hover_ms": round(value * 1000) for name, value in median.items()},
     )
     slow = {name: round(value, 2) for name, value in worst.items() if value > HOVER_BOUND}
     assert not slow, f"hovers waited (s): {slow}; the work took (s): {seconds}"

@@ -11,8 +11,10 @@ from jaxlsp.discovery import Entrypoint, Span
 from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
 from jaxlsp.server.convert import entry_json
+from jaxlsp.server.features.lenses import shortage_error
 from jaxlsp.server.params import file_path, invalid, parse, shown
 from jaxlsp.server.views import View
+from jaxlsp.textfiles import Shortage
 
 
 class Discover:
@@ -27,7 +29,10 @@ class Discover:
             if view is None:
                 file_path(uri, "params.textDocument.uri")  # says why a URI is not a file
                 raise invalid(f"params.textDocument.uri: cannot read {shown(uri)}")
-            found = ls.session.discover(view.path, revalidate=True)
+            try:
+                found = ls.session.discover(view.path, revalidate=True)
+            except Shortage as exc:  # never an empty answer that reads as "nothing here"
+                raise shortage_error(exc) from None
             return {
                 "entrypoints": [i for e in found.entrypoints if (i := self.item(e, view)) is not None],
                 "drivers": [i for e in found.drivers if (i := self.item(e, view)) is not None],
