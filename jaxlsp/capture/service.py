@@ -24,7 +24,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 from jaxlsp.capture.engine import (
     Prepared,
@@ -41,6 +41,7 @@ from jaxlsp.capture.spare import SparePool
 from jaxlsp.capture.speculate import capture_speculatively, structure_of
 from jaxlsp.capture.supervise import CaptureOutcome
 from jaxlsp.graph.store import GraphStore, Trace
+from jaxlsp.offloop import off_loop
 
 MAX_RUNNING = 2  # captures at once; more wait in line
 MAX_WAITING = 8  # beyond this a request is refused rather than queued
@@ -135,7 +136,7 @@ class CaptureService:
         while True:
             outcome = await self.capture(prepared, options)
             try:
-                traced = finish(prepared, outcome)
+                traced = await off_loop(_decode, prepared, outcome)  # a big graph decodes for seconds
                 break
             except TraceFailure as exc:
                 failures.append(exc)
@@ -154,7 +155,11 @@ class CaptureService:
             # with the stored trace, which resolves them (graph/store.py), never in the graph.
             roots = outcome.result.get("roots") or {"base": str(prepared.request.get("workspaceRoot") or "")}
             label = {**(meta or {}), "profile": traced.resolved.name, "interpreter": outcome.python, "roots": roots}
-            trace = self.store.add(traced.graph, label)
+            # Indexes and the diff from the target's previous trace are made off the loop too: a
+            # hover or a lens title after it would otherwise compute them in the loop (seconds).
+            before = self.store.newest_like(label)
+            built = await off_loop(GraphStore.build, traced.graph, label, before)
+            trace = self.store.keep(built)
         return Captured(traced, trace)
 
     async def trace(self, req: TraceRequest, options: CaptureOptions, meta: dict[str, Any] | None = None) -> Captured:
@@ -188,6 +193,14 @@ class CaptureService:
     async def close(self) -> None:
         """Stop the warm spares (and any capture they run)."""
         await self.pool.close()
+
+
+def _decode(prepared: Prepared, outcome: CaptureOutcome) -> TraceOutcome:
+    """``finish`` (in a graph thread), then the result's JSON form of the graph let go there too:
+    freeing its million objects would otherwise take the loop's thread a third of a second."""
+    traced = finish(prepared, outcome)
+    cast(dict[str, Any], outcome.result).pop("graph", None)
+    return traced
 
 
 def _all_of(failures: list[TraceFailure]) -> TraceFailure:

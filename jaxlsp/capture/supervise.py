@@ -20,7 +20,6 @@ import asyncio
 import codecs
 import contextlib
 import glob
-import json
 import logging
 import os
 import re
@@ -35,7 +34,8 @@ from typing import Any, Literal, Protocol, cast
 
 from jaxlsp.capture.options import CaptureOptions, Launch, LogCallback, PhaseCallback
 from jaxlsp.capture.worker.protocol import ErrorInfo, ErrorKind, WorkerResult
-from jaxlsp.graph import collector
+from jaxlsp.graph import collector, slices
+from jaxlsp.offloop import off_loop
 
 log = logging.getLogger(__name__)
 
@@ -379,7 +379,9 @@ async def supervise(
 
     wall = time.monotonic() - launch.started
     stderr = err.buffer.text()
-    result = _classify(
+    # A big graph's result is tens of megabytes of JSON: decoded off the loop (jaxlsp/offloop.py)
+    result = await off_loop(
+        _classify,
         res,
         exit_code=exit_code,
         stderr=stderr,
@@ -560,7 +562,7 @@ def _classify(
     if res.data and not res.preamble and not timed_out:  # a half phase line is no result
         try:
             with collector.paused():
-                parsed = json.loads(bytes(res.data))
+                parsed = slices.loads(bytes(res.data), depth=3)  # in slices: the loop runs meanwhile
         except (ValueError, UnicodeDecodeError) as exc:
             return error_result(
                 "crash",

@@ -11,16 +11,30 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import threading
 from collections.abc import Iterator
+
+_lock = threading.Lock()
+_pauses = 0  # blocks inside paused() now, in any thread
+_restore = False  # whether the collector was on when the first of them began
 
 
 @contextlib.contextmanager
 def paused() -> Iterator[None]:
-    """No cyclic collection inside the block (reference counting still frees what it can)."""
-    enabled = gc.isenabled()
-    gc.disable()
+    """No cyclic collection inside the block (reference counting still frees what it can).
+
+    Counted: the server pauses it in several threads at once (graph work runs off its event loop),
+    and the collector comes back on only when the last of them ends."""
+    global _pauses, _restore
+    with _lock:
+        if _pauses == 0:
+            _restore = gc.isenabled()
+            gc.disable()
+        _pauses += 1
     try:
         yield
     finally:
-        if enabled:
-            gc.enable()
+        with _lock:
+            _pauses -= 1
+            if _pauses == 0 and _restore:
+                gc.enable()

@@ -10,10 +10,9 @@ Content-Security-Policy forbids any network access.
 from __future__ import annotations
 
 import html
-import json
 from pathlib import Path
 
-from jaxlsp.graph import html_page
+from jaxlsp.graph import html_page, slices
 from jaxlsp.graph.io import to_json
 from jaxlsp.graph.model import Graph, Group, Node
 from jaxlsp.graph.report import shape_str
@@ -144,8 +143,12 @@ def to_dot(graph: Graph) -> str:
 
 
 def _script_json(data: object) -> str:
-    """JSON text that is safe inside a ``<script>`` element: ``</script>``, ``<!--`` cannot occur."""
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    """JSON text that is safe inside a ``<script>`` element: ``</script>``, ``<!--`` cannot occur.
+    Built in slices (a node at a time), so a thread exporting a big graph lets the server's loop run."""
+    return "".join(_script_safe(piece) for piece in slices.iter_dumps(data, depth=2))
+
+
+def _script_safe(text: str) -> str:
     return (
         text.replace("<", "\\u003c")
         .replace(">", "\\u003e")

@@ -21,7 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from jaxlsp.graph import collector
+from jaxlsp.graph import collector, slices
 from jaxlsp.graph.model import FORMAT, VERSION, Coverage, Frame, Graph, Group, Node, Port, Value
 
 BACKEND = "jaxpr"
@@ -183,15 +183,18 @@ def to_transport(graph: Graph) -> dict[str, Any]:
     return data
 
 
-def dumps(graph: Graph) -> str:
-    """Compact JSON text of ``graph``; equal graphs give identical text."""
+def dumps(graph: Graph, sliced: bool = False) -> str:
+    """Compact JSON text of ``graph``; equal graphs give identical text. ``sliced``: the same text
+    made a node at a time (``slices.py``: a thread doing it lets the server's event loop run)."""
+    if sliced:
+        return slices.dumps(to_json(graph), depth=2)
     return json.dumps(to_json(graph), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
-def write(graph: Graph, path: str | os.PathLike[str]) -> None:
+def write(graph: Graph, path: str | os.PathLike[str], sliced: bool = False) -> None:
     """Write ``graph`` to ``path`` (UTF-8) atomically: readers never see half a file."""
     target = Path(path)
-    text = dumps(graph)
+    text = dumps(graph, sliced)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -773,10 +776,11 @@ def _graph_costs(data: Any) -> dict[str, Any] | None:
     return copied
 
 
-def loads(text: str | bytes) -> Graph:
-    """The :class:`Graph` of a graph file's text; ``ValueError`` when it is not valid JSON or malformed."""
+def loads(text: str | bytes, sliced: bool = False) -> Graph:
+    """The :class:`Graph` of a graph file's text; ``ValueError`` when it is not valid JSON or malformed.
+    ``sliced``: parsed a node at a time (``slices.py``), for a thread beside the server's loop."""
     try:
-        data = json.loads(text)
+        data = slices.loads(text, depth=2) if sliced else json.loads(text)
     except json.JSONDecodeError as exc:
         raise ValueError(f"<graph>: not JSON: {exc}") from None
     return from_json(data)

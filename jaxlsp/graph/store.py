@@ -18,6 +18,8 @@ from jaxlsp.graph.diff import GraphDiff, diff
 from jaxlsp.graph.model import Frame, Graph, Node, Value
 from jaxlsp.graph.report import shape_str
 
+MEMO_LIMIT = 256  # derived answers kept per trace (hover lines)
+
 
 @dataclass
 class Trace:
@@ -36,6 +38,10 @@ class Trace:
     _tree: tuple[dict[str | None, list[int]], dict[str, int], dict[str | None, list[str]]] | None = None
     _changes: tuple[str, GraphDiff] | None = None  # (the earlier trace's id, the diff from it)
     _analysis: dict[str, Any] | None = None  # jaxlsp.graph.analysis.analysis_json, once
+    # (path as spelled, cell) -> (first line, last line, frame depth, node index, node) of the nodes
+    # whose innermost workspace frame is there: a hover looks at one file's nodes, not all of them
+    _lines: dict[tuple[str, int | None], list[tuple[int, int, int, int, Node]]] | None = None
+    memo: dict[tuple[Any, ...], Any] = field(default_factory=dict)  # see remember()
 
     def __post_init__(self) -> None:
         self._values = {v.id: v for v in self.graph.values}
@@ -69,8 +75,16 @@ class Trace:
         return self.key(path) in self.graph.sources
 
     def forget_pages(self) -> None:
-        """Drop the cached levels (their items carry values' statistics, which changed)."""
+        """Drop the cached levels and memos (their items carry values' statistics, which changed)."""
         self._levels.clear()
+        self.memo.clear()
+
+    def remember(self, key: tuple[Any, ...], value: Any) -> None:
+        """Keep what a feature derived from this trace alone (a hover's lines), the oldest going
+        past :data:`MEMO_LIMIT`; dropped with the trace or when its statistics change."""
+        self.memo[key] = value
+        while len(self.memo) > MEMO_LIMIT:
+            del self.memo[next(iter(self.memo))]
 
     def node(self, node_id: str) -> Node | None:
         return self._nodes.get(node_id)
@@ -87,15 +101,37 @@ class Trace:
         A node belongs to the first (innermost) of its frames that lies in ``path``: the line
         that wrote the operation, or the call in this file that led to it.
         """
-        found: list[tuple[int, int, Node]] = []
-        path = self.key(path)
-        for index, n in enumerate(self.graph.nodes):
-            for depth, frame in enumerate(n.frames):
-                if frame.path == path and frame.package is None:
-                    if frame.cell == cell and frame.line <= line <= frame.end_line:
-                        found.append((depth, index, n))
-                    break
-        return [n for _, _, n in sorted(found, key=lambda item: (item[0], item[1]))]
+        key = ("nodes_at", path, line, cell)
+        known: list[Node] | None = self.memo.get(key)  # a hover's line, again and again
+        if known is None:
+            placed = self.line_index().get((self.key(path), cell), [])
+            known = [n for first, last, _, _, n in placed if first <= line <= last]  # innermost first
+            self.remember(key, known)
+        return list(known)  # the caller's to change
+
+    def line_index(self) -> dict[tuple[str, int | None], list[tuple[int, int, int, int, Node]]]:
+        """Each node under the first of its frames in each workspace file (computed once; a new
+        trace's is built off the server's loop, with the trace)."""
+        if self._lines is None:
+            lines: dict[tuple[str, int | None], list[tuple[int, int, int, int, Node]]] = {}
+            for index, n in enumerate(self.graph.nodes):
+                seen: set[str] = set()
+                for depth, frame in enumerate(n.frames):
+                    if frame.package is None and frame.path not in seen:
+                        seen.add(frame.path)
+                        lines.setdefault((frame.path, frame.cell), []).append(
+                            (frame.line, frame.end_line, depth, index, n)
+                        )
+            for placed in lines.values():
+                placed.sort(key=lambda item: (item[2], item[3]))  # innermost frame first, then program order
+            self._lines = lines
+        return self._lines
+
+    def changes_since(self, before: Trace) -> GraphDiff:
+        """What changed from ``before`` (an earlier trace of the same target), computed once."""
+        if self._changes is None or self._changes[0] != before.id:
+            self._changes = (before.id, diff(before.graph, self.graph))
+        return self._changes[1]
 
     def stale_sources(self, read: Any) -> list[str]:
         """Source files (absolute) whose text now differs from the traced one (``read(absolute
@@ -126,6 +162,10 @@ class Trace:
         if v.stats is not None:
             out["stats"] = dict(v.stats)
         return out
+
+    def has_level(self, group: str | None) -> bool:
+        """Whether :meth:`level` of ``group`` is laid out already (then it costs nothing)."""
+        return group in self._levels
 
     def level(self, group: str | None) -> list[dict[str, Any]]:
         """Every item of one level (cached): nodes in ``group`` and its child groups."""
@@ -222,7 +262,21 @@ class GraphStore:
         self.update_listeners: list[Callable[[Trace], None]] = []  # a kept trace gained statistics
 
     def add(self, graph: Graph, meta: dict[str, Any]) -> Trace:
+        return self.keep(self.build(graph, meta))
+
+    @staticmethod
+    def build(graph: Graph, meta: dict[str, Any], before: Trace | None = None) -> Trace:
+        """A new trace of ``graph`` with its indexes and, given the target's ``before`` trace, what
+        changed since: the costly part of keeping a trace, touching no state of the store (the server
+        runs it off its loop, then :meth:`keep` on it)."""
         trace = Trace(uuid.uuid4().hex[:16], graph, meta)
+        trace.line_index()
+        if before is not None:
+            trace.changes_since(before)
+        return trace
+
+    def keep(self, trace: Trace) -> Trace:
+        """Keep a trace made by :meth:`build` (the oldest goes past ``limit``); listeners hear of it."""
         self._traces[trace.id] = trace
         while len(self._traces) > self.limit:
             self._traces.popitem(last=False)
@@ -241,8 +295,13 @@ class GraphStore:
 
     def latest(self, uri: str, name: str) -> Trace | None:
         """The newest trace of the target ``name`` started from ``uri``."""
+        return self.newest_like({"uri": uri, "name": name})
+
+    def newest_like(self, meta: dict[str, Any]) -> Trace | None:
+        """The newest kept trace of the target ``meta`` labels (its ``uri`` and ``name``): what
+        :meth:`previous` answers for a trace with that label kept next."""
         for trace in reversed(self._traces.values()):
-            if trace.meta.get("uri") == uri and trace.meta.get("name") == name:
+            if trace.meta.get("uri") == meta.get("uri") and trace.meta.get("name") == meta.get("name"):
                 return trace
         return None
 
@@ -259,11 +318,7 @@ class GraphStore:
     def changes(self, trace: Trace) -> GraphDiff | None:
         """What changed since the target's previous trace (None when there is none), computed once."""
         before = self.previous(trace)
-        if before is None:
-            return None
-        if trace._changes is None or trace._changes[0] != before.id:
-            trace._changes = (before.id, diff(before.graph, trace.graph))
-        return trace._changes[1]
+        return None if before is None else trace.changes_since(before)
 
     def covering(self, path: str) -> list[Trace]:
         """Traces with nodes from ``path``, newest first."""

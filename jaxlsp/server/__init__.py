@@ -43,7 +43,9 @@ def serve(tcp: tuple[str, int] | None = None) -> None:
         handler.addFilter(_shorten)
     _guard_process()
     from jaxlsp.server.app import create_server
+    from jaxlsp.server.viewer_http import raise_fd_limit
 
+    raise_fd_limit()  # descriptors in reserve for the server's own work (docs/security.md)
     server = create_server()
     if tcp is not None:
         server.start_tcp(*tcp)

@@ -7,6 +7,13 @@ must carry the per-session token (``secrets.token_urlsafe(32)``, compared in con
 the query parameter ``token`` and a ``Host`` of ``127.0.0.1:PORT`` or ``localhost:PORT`` (so a
 DNS-rebinding page cannot reach it); no CORS headers; only known asset names are served;
 responses are ``Cache-Control: no-store``.
+
+Bounds, since anyone on the machine can connect without the token: at most
+:data:`MAX_CONNECTIONS` connections are served at once (beyond, or when the process is within
+its descriptor reserve, :func:`fd_headroom`, a new one is closed at once), a connection that has
+not sent its request line and headers within :data:`HEAD_TIMEOUT` seconds is closed, and at most
+:data:`MAX_PAGES` event streams stay open. 1,100 idle connections once took every descriptor of
+the server, whose lenses then came back empty (docs/security.md).
 """
 
 from __future__ import annotations
@@ -15,22 +22,30 @@ import asyncio
 import atexit
 import contextlib
 import hmac
+import inspect
 import json
 import logging
+import os
+import resource
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from jaxlsp.viewer import asset
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 HOST = "127.0.0.1"
 MAX_HEAD = 16 * 1024
 MAX_BODY = 64 * 1024
-READ_TIMEOUT = 10.0
+READ_TIMEOUT = 10.0  # seconds for a request's body
+HEAD_TIMEOUT = 5.0  # seconds from the connection to the end of its request line and headers
+MAX_CONNECTIONS = 64  # connections being read or answered at once (event streams apart)
+MAX_PAGES = 32  # event streams (open pages) at once
+FD_RESERVE = 128  # descriptors no bridge connection may take: the server's own work needs them
 KEEPALIVE = 15.0  # seconds between SSE comments, which also notice a closed page
 MAX_QUEUED = 256  # events waiting for one page
 PAGE_CSP = (
@@ -52,13 +67,44 @@ class BridgeError(Exception):
 class Callbacks:
     """What the bridge asks the language server (all run in the server's loop)."""
 
-    graph: Callable[[str], bytes]  # the canonical graph JSON of a trace; BridgeError(404) if unknown
+    # the canonical graph JSON of a trace; BridgeError(404) if unknown (the server makes it off its loop)
+    graph: Callable[[str], bytes | Awaitable[bytes]]
     stale: Callable[[str], bool]  # whether a source of the trace changed since
     reveal: Callable[[str, str, int | None], Awaitable[dict[str, Any]]]  # -> {"location": ...}
     # costs by module, memory and precision of a trace (jaxlsp/costs' answer); BridgeError(404)
-    analysis: Callable[[str], dict[str, Any]] | None = None
+    analysis: Callable[[str], dict[str, Any] | Awaitable[dict[str, Any]]] | None = None
     # what changed from a base trace (None: the target's previous one); BridgeError(404)
-    diff: Callable[[str, str | None], dict[str, Any]] | None = None
+    diff: Callable[[str, str | None], dict[str, Any] | Awaitable[dict[str, Any]]] | None = None
+
+
+async def _answer(value: T | Awaitable[T]) -> T:
+    """A callback's answer, awaited when it is a coroutine."""
+    if inspect.isawaitable(value):
+        return await value
+    return value
+
+
+def fd_headroom() -> int | None:
+    """Descriptors this process may still open (None where it cannot tell: no ``/proc``)."""
+    try:
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+        used = len(os.listdir("/proc/self/fd"))
+    except (OSError, ValueError):
+        return None
+    return None if soft == resource.RLIM_INFINITY else soft - used
+
+
+def raise_fd_limit(most: int = 65536) -> None:
+    """Raise this process's soft limit on open descriptors toward its hard limit (at most
+    ``most``): the usual soft limit of 1,024 is a few hundred idle sockets away from refusing the
+    server's own files."""
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        target = most if hard == resource.RLIM_INFINITY else min(hard, most)
+        if soft != resource.RLIM_INFINITY and soft < target:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    except (OSError, ValueError) as exc:
+        log.info("could not raise the open-file limit: %s", exc)
 
 
 def _script_json(data: object) -> str:
@@ -67,10 +113,16 @@ def _script_json(data: object) -> str:
 
 
 class Bridge:
-    def __init__(self, callbacks: Callbacks) -> None:
+    def __init__(
+        self, callbacks: Callbacks, head_timeout: float = HEAD_TIMEOUT, max_connections: int = MAX_CONNECTIONS
+    ) -> None:
         self.callbacks = callbacks
         self.token = secrets.token_urlsafe(32)
         self.port = 0
+        self.head_timeout = head_timeout
+        self.max_connections = max_connections
+        self.refused = 0  # connections closed unread: over the cap or within the descriptor reserve
+        self._connections = 0
         self._server: asyncio.Server | None = None
         self._streams: set[asyncio.Queue[tuple[str, str] | None]] = set()
 
@@ -120,6 +172,20 @@ class Bridge:
 
     # -- HTTP ----------------------------------------------------------------------------------------
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        headroom = fd_headroom()
+        if self._connections >= self.max_connections or (headroom is not None and headroom < FD_RESERVE):
+            self.refused += 1
+            if self.refused in (1, 100, 10_000):  # said, but not once per connection of a flood
+                log.warning(
+                    "viewer bridge: %d connection(s) refused (%d open, %s descriptors left)",
+                    self.refused,
+                    self._connections,
+                    headroom,
+                )
+            with contextlib.suppress(Exception):
+                writer.transport.abort()  # unread: its descriptor goes back now
+            return
+        self._connections += 1
         try:
             await self._serve(reader, writer)
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError, TimeoutError, ValueError):
@@ -127,11 +193,12 @@ class Bridge:
         except Exception:  # a page must never take the server down
             log.exception("viewer bridge: request failed")
         finally:
+            self._connections -= 1
             with contextlib.suppress(Exception):
                 writer.close()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), READ_TIMEOUT)
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), self.head_timeout)
         lines = head.decode("latin-1").split("\r\n")
         parts = lines[0].split(" ")
         if len(parts) != 3:
@@ -183,7 +250,7 @@ class Bridge:
 
     async def _graph(self, writer: asyncio.StreamWriter, trace_id: str) -> None:
         try:
-            body = self.callbacks.graph(trace_id)
+            body = await _answer(self.callbacks.graph(trace_id))
             stale = self.callbacks.stale(trace_id)
         except BridgeError as e:
             await self._send(writer, e.status, {"error": str(e)})
@@ -196,9 +263,9 @@ class Bridge:
         """``/analysis`` and ``/diff``: what the server derives from a trace, as JSON."""
         try:
             if what == "analysis" and self.callbacks.analysis is not None:
-                data = self.callbacks.analysis(trace_id)
+                data = await _answer(self.callbacks.analysis(trace_id))
             elif what == "diff" and self.callbacks.diff is not None:
-                data = self.callbacks.diff(trace_id, base)
+                data = await _answer(self.callbacks.diff(trace_id, base))
             else:
                 raise BridgeError(404, f"no {what} here")
         except BridgeError as e:
@@ -236,6 +303,9 @@ class Bridge:
         await self._send(writer, 200, result)
 
     async def _events(self, writer: asyncio.StreamWriter) -> None:
+        if len(self._streams) >= MAX_PAGES:
+            await self._send(writer, 503, {"error": f"too many open pages (at most {MAX_PAGES}): close some"})
+            return
         writer.write(
             b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\n"
             b"X-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n: jaxlsp\n\n"
@@ -271,7 +341,14 @@ class Bridge:
         content_type: str,
         extra: dict[str, str] | None = None,
     ) -> None:
-        reason = {200: "OK", 400: "Bad Request", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed"}
+        reason = {
+            200: "OK",
+            400: "Bad Request",
+            403: "Forbidden",
+            404: "Not Found",
+            405: "Method Not Allowed",
+            503: "Service Unavailable",
+        }
         head = [
             f"HTTP/1.1 {status} {reason.get(status, 'Error')}",
             f"Content-Type: {content_type}",

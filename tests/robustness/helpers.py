@@ -115,11 +115,18 @@ def server_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def _limit_address_space(limit: int) -> Callable[[], None]:
+def _limits(address_space: int | None, open_files: int | None) -> Callable[[], None] | None:
+    """The server's RLIMIT_AS (both limits) and soft RLIMIT_NOFILE (the usual 1,024), if given."""
+    if address_space is None and open_files is None:
+        return None
+
     def apply() -> None:
         import resource
 
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        if address_space is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+        if open_files is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
 
     return apply
 
@@ -148,6 +155,7 @@ class Peer:
         cwd: Path | None = None,
         address_space: int | None = None,  # bytes of RLIMIT_AS for the server
         prefix: tuple[str, ...] = (),  # a command that execs the server (setpriv: another user)
+        open_files: int | None = None,  # the server's soft RLIMIT_NOFILE
     ) -> None:
         self.env = env or server_env()
         self.proc = subprocess.Popen(
@@ -157,7 +165,7 @@ class Peer:
             stderr=subprocess.PIPE,
             env=self.env,
             cwd=cwd,
-            preexec_fn=None if address_space is None else _limit_address_space(address_space),
+            preexec_fn=_limits(address_space, open_files),
         )
         self.answers: dict[str, Callable[[Any], Any]] = {
             "window/showMessageRequest": lambda params: {"title": "Cancel"},

@@ -136,9 +136,13 @@ async def test_diffs_after_a_wider_layer_a_no_op_edit_and_a_new_layer(client: Ja
     exported = await client.request("jaxlsp/export", {"traceId": first["traceId"], "format": "json"})
     files = await client.request("jaxlsp/diff", {"uri": exported["uri"], "baseUri": exported["uri"]})
     assert files["same"] is True and files["traceId"] is None
-    bad = tmp_path / "bad.json"
+    bad = client.workspace / "bad.json"
     bad.write_text("{}")
     error = await _error(client, "jaxlsp/diff", {"traceId": first["traceId"], "baseUri": bad.as_uri()})
     assert error.code == REQUEST_FAILED and "cannot read" in error.message
+    outside = tmp_path / "outside.json"  # graph files are read from the workspace and the graph store only
+    outside.write_text("{}")
+    error = await _error(client, "jaxlsp/diff", {"traceId": first["traceId"], "baseUri": outside.as_uri()})
+    assert error.code == INVALID_PARAMS and "params.baseUri" in error.message and "outside" in error.message
     for params in ({}, {"traceId": first["traceId"], "uri": exported["uri"]}, {"traceId": 3}):
         assert (await _error(client, "jaxlsp/diff", params)).code == INVALID_PARAMS

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from typing import Any
 
 import pytest
@@ -137,3 +138,34 @@ async def test_events_reach_open_pages_and_stop_ends_them(bridge: Any) -> None:
     writer.close()
     with pytest.raises(OSError):
         await asyncio.open_connection("127.0.0.1", b.port)
+
+
+async def _closed_by_server(reader: asyncio.StreamReader, deadline: float) -> bool:
+    """Whether the server ends the connection (EOF or reset) within ``deadline`` seconds."""
+    try:
+        return await asyncio.wait_for(reader.read(), deadline) == b""
+    except ConnectionError:
+        return True
+    except TimeoutError:
+        return False
+
+
+async def test_idle_connections_without_a_token_are_bounded(bridge: Any) -> None:
+    """Anyone on the machine can connect: 200 idle connections hold at most 64 of the server's
+    descriptors, and those only for 5 s before their request line; a page is served after."""
+    b, _ = bridge
+    opened = [await asyncio.open_connection("127.0.0.1", b.port) for _ in range(200)]
+    started = time.monotonic()
+    # Over the cap: closed at once, unread.
+    closed = await asyncio.gather(*(_closed_by_server(reader, 3.0) for reader, _ in opened))
+    refused = sum(closed)
+    assert refused >= 200 - 64, f"{refused} of 200 idle connections refused; the rest hold descriptors"
+    # Within it: closed when the request line has not come in time (today: 10 s).
+    kept = [reader for (reader, _), gone in zip(opened, closed, strict=True) if not gone]
+    assert all(await asyncio.gather(*(_closed_by_server(reader, 8.0) for reader in kept)))
+    waited = time.monotonic() - started
+    assert waited < 9.0, waited
+    for _, writer in opened:
+        writer.close()
+    answer = await _raw(b.port, _request(b, "GET", f"/graph?token={b.token}&trace=t1"))
+    assert _status(answer) == 200

@@ -13,8 +13,10 @@ from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
 from jaxlsp.server.convert import entry_json
 from jaxlsp.server.features.documents import Documents, sliced
+from jaxlsp.server.features.lenses import shortage_error
 from jaxlsp.server.params import file_path, invalid, parse, shown
 from jaxlsp.server.views import View
+from jaxlsp.textfiles import Shortage
 
 
 class Discover:
@@ -27,13 +29,19 @@ class Discover:
         async def discover(ls: JaxServer, params: Any) -> wire.DiscoverResult:
             uri = parse(params, wire.DiscoverParams)["textDocument"]["uri"]
             path = self.documents.path_of(uri)
-            found = await self.documents.discover(path) if path is not None else None  # in slices
+            try:
+                found = await self.documents.discover(path) if path is not None else None  # in slices
+            except Shortage as exc:  # never an empty answer that reads as "nothing here"
+                raise shortage_error(exc) from None
             view = ls.view(uri)
             if view is None:
                 file_path(uri, "params.textDocument.uri")  # says why a URI is not a file
                 raise invalid(f"params.textDocument.uri: cannot read {shown(uri)}")
             if found is None or found.path != view.path.resolve():
-                found = ls.session.discover(view.path, revalidate=True)
+                try:
+                    found = ls.session.discover(view.path, revalidate=True)
+                except Shortage as exc:  # never an empty answer that reads as "nothing here"
+                    raise shortage_error(exc) from None
             return {
                 "entrypoints": await sliced(self.items(found.entrypoints, view)),
                 "drivers": await sliced(self.items(found.drivers, view)),

@@ -1,5 +1,6 @@
 """``jaxlsp/export``: a trace written as JSON, Graphviz DOT or one offline HTML page, into the user's
-cache (never into the workspace)."""
+cache (never into the workspace). The writing runs off the event loop (``jaxlsp/offloop.py``): a
+60,000-equation graph's page takes seconds to make."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 
 from jaxlsp.graph import export, io
 from jaxlsp.graph.store import Trace
+from jaxlsp.offloop import off_loop
 from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
 from jaxlsp.server.features.navigation import Navigation
@@ -26,7 +28,7 @@ def write_export(trace: Trace, fmt: str) -> Path:
     target = export_dir() / f"{trace.id}{SUFFIXES[fmt]}"
     target.parent.mkdir(parents=True, exist_ok=True)
     if fmt == "json":
-        io.write(trace.graph, target)
+        io.write(trace.graph, target, sliced=True)
     else:
         text = export.to_dot(trace.graph) if fmt == "dot" else export.to_html(trace.graph)
         target.write_text(text, encoding="utf-8")
@@ -40,7 +42,7 @@ class Export:
 
     def register(self, server: JaxServer) -> None:
         @server.feature(wire.EXPORT)
-        def export_graph(ls: JaxServer, params: Any) -> wire.ExportResult:
+        async def export_graph(ls: JaxServer, params: Any) -> wire.ExportResult:
             data = parse(params, wire.ExportParams)
             trace = self.navigation.find(data["traceId"])
-            return {"uri": write_export(trace, data.get("format", "json")).as_uri()}
+            return {"uri": (await off_loop(write_export, trace, data.get("format", "json"))).as_uri()}

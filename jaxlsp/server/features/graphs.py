@@ -3,11 +3,13 @@ node with its values and source frames)."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, cast
 
 from pygls.exceptions import JsonRpcException
 
 from jaxlsp.graph.store import Trace
+from jaxlsp.offloop import off_loop
 from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
 from jaxlsp.server.convert import range_json
@@ -22,20 +24,27 @@ class Graphs:
 
     def register(self, server: JaxServer) -> None:
         @server.feature(wire.GRAPH)
-        def graph(ls: JaxServer, params: Any) -> wire.GraphPage:
-            return self.page(parse(params, wire.GraphParams))
+        async def graph(ls: JaxServer, params: Any) -> wire.GraphPage:
+            return await self.page(parse(params, wire.GraphParams))
 
         @server.feature(wire.NODE)
         def node(ls: JaxServer, params: Any) -> wire.NodeDetail:
             return self.node(parse(params, wire.NodeParams))
 
-    def page(self, data: wire.GraphParams) -> wire.GraphPage:
+    async def page(self, data: wire.GraphParams) -> wire.GraphPage:
         cursor = data.get("cursor")
         limit = data.get("limit", 200)
         if not 1 <= limit <= MAX_PAGE:
             raise invalid(f"params.limit: expected an integer from 1 to {MAX_PAGE}, got {shown(limit)}")
+        store = self.ls.session.graphs
+        trace = store.get(data["traceId"])
+        if trace is not None and not trace.has_level(data.get("group")):
+            # A level's first page lays out the whole level (a 60,000-equation graph's top level
+            # takes a second): done off the loop, then the pages come from the cached level.
+            with contextlib.suppress(KeyError):  # an unknown group: said below
+                await off_loop(trace.level, data.get("group"))
         try:
-            page = self.ls.session.graphs.page(data["traceId"], data.get("group"), cursor, limit)
+            page = store.page(data["traceId"], data.get("group"), cursor, limit)
         except KeyError as exc:
             raise JsonRpcException(f"unknown trace or group: {shown(exc.args[0])}", code=REQUEST_FAILED) from None
         except ValueError:

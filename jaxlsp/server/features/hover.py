@@ -109,6 +109,26 @@ class Hover:
     def text(self, trace: Trace, nodes: list[Any]) -> str:
         """Operations at the line with their output types, aggregated over repeated calls, and
         after a values run their statistics (over all those calls) beside each type."""
+        stale = trace.stale_sources(lambda p: self.ls.session.index.text(Path(p)))
+        meta = trace.meta
+        state = (
+            "**stale**: re-trace to update (changed: " + ", ".join(Path(p).name for p in stale) + ")"
+            if stale
+            else "fresh"
+        )
+        head = [f"**jaxlsp** · `{meta.get('name')}` · profile `{meta.get('profile')}` · {state}", ""]
+        # The rest depends on the trace alone: made once per line (a loop's line can hold 60,000
+        # operations, a fifth of a second to sum up), until a values run adds statistics.
+        key = (nodes[0].id, nodes[-1].id, len(nodes)) if nodes else ("", "", 0)
+        body = trace.memo.get(key)
+        if body is None:
+            body = self._body(trace, nodes)
+            trace.remember(key, body)
+        # No footer: a trace id or a method name means nothing to the reader, and a link would
+        # need a trusted command URI that not every editor renders.
+        return "\n".join(head + body)
+
+    def _body(self, trace: Trace, nodes: list[Any]) -> list[str]:
         counts: Counter[tuple[str, str]] = Counter()
         stats: dict[tuple[str, str], list[list[dict[str, Any]]]] = {}
         for n in nodes:
@@ -120,14 +140,7 @@ class Hover:
                     per_output = stats.setdefault((n.primitive, outs), [[] for _ in values])
                     if i < len(per_output):
                         per_output[i].append(value.stats)
-        stale = trace.stale_sources(lambda p: self.ls.session.index.text(Path(p)))
-        meta = trace.meta
-        state = (
-            "**stale**: re-trace to update (changed: " + ", ".join(Path(p).name for p in stale) + ")"
-            if stale
-            else "fresh"
-        )
-        lines = [f"**jaxlsp** · `{meta.get('name')}` · profile `{meta.get('profile')}` · {state}", ""]
+        lines: list[str] = []
         for (primitive, outs), count in counts.most_common(HOVER_LINES):
             times = f" \u00d7{count}" if count > 1 else ""  # the multiplication sign: "x12"
             found = stats.get((primitive, outs))
@@ -147,6 +160,4 @@ class Hover:
         if scopes:
             lines += ["", "scope: " + ", ".join(f"`{s}`" for s in scopes[:4])]
         lines += self.costs(nodes) + self.changes(trace, nodes)
-        # No footer: a trace id or a method name means nothing to the reader, and a link would
-        # need a trusted command URI that not every editor renders.
-        return "\n".join(lines)
+        return lines

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 
 from jaxlsp.discovery import Discovery, Entrypoint
 from jaxlsp.server import wire
@@ -32,7 +33,17 @@ from jaxlsp.server.convert import (
 )
 from jaxlsp.server.features.documents import Documents
 from jaxlsp.server.features.tracing import NON_FINITE
-from jaxlsp.server.params import as_dict
+from jaxlsp.server.params import REQUEST_FAILED, as_dict
+from jaxlsp.textfiles import Shortage
+
+
+def shortage_error(exc: Shortage) -> JsonRpcException:
+    """The answer when the system refused a read for want of descriptors or memory."""
+    return JsonRpcException(
+        f"not analysed: {exc.strerror} (the server is short of a system resource; try again)",
+        code=REQUEST_FAILED,
+    )
+
 
 log = logging.getLogger(__name__)
 MAX_CHANGES = 90  # characters of the changes since the last trace in a lens title
@@ -48,8 +59,11 @@ class Lenses:
         @server.feature(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensOptions(resolve_provider=True))
         async def code_lens(ls: JaxServer, params: types.CodeLensParams) -> list[types.CodeLens]:
             path = self.documents.path_of(params.text_document.uri)
-            found = await self.documents.discover(path) if path is not None else None
-            return self.lenses(params.text_document.uri, found)
+            try:
+                found = await self.documents.discover(path) if path is not None else None
+                return self.lenses(params.text_document.uri, found)
+            except Shortage as exc:  # never an empty list that reads as "nothing to trace here"
+                raise shortage_error(exc) from None
 
         @server.feature(types.CODE_LENS_RESOLVE)
         def resolve(ls: JaxServer, lens: types.CodeLens) -> types.CodeLens:

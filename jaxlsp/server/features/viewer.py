@@ -8,7 +8,6 @@ staleness and "go to source", which goes through ``jaxlsp/revealSource``'s code.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
@@ -16,9 +15,11 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
+from jaxlsp.graph import slices
 from jaxlsp.graph.diff import diff
 from jaxlsp.graph.io import to_json
 from jaxlsp.graph.store import Trace
+from jaxlsp.offloop import off_loop
 from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
 from jaxlsp.server.features.navigation import Navigation, document_line
@@ -105,30 +106,33 @@ class Viewer:
             raise BridgeError(404, f"unknown trace: {trace_id} (traces are kept while the server runs)")
         return trace
 
-    def _graph(self, trace_id: str) -> bytes:
+    # Serialising, analysing and diffing a graph run off the loop (jaxlsp/offloop.py): a
+    # 60,000-equation graph's JSON is 27 MB, seconds of work the editor's requests must not wait on.
+    async def _graph(self, trace_id: str) -> bytes:
         trace = self._find(trace_id)
         body = self._json.get(trace_id)
         if body is None:
-            body = json.dumps(to_json(trace.graph), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+            body = await off_loop(_graph_bytes, trace)
             self._json[trace_id] = body
             while len(self._json) > GRAPH_CACHE:
                 self._json.popitem(last=False)
         self._served[trace_id] = (str(trace.meta.get("uri")), str(trace.meta.get("name")))
         return body
 
-    def _analysis(self, trace_id: str) -> dict[str, Any]:
-        return self._find(trace_id).analysis()
+    async def _analysis(self, trace_id: str) -> dict[str, Any]:
+        return await off_loop(self._find(trace_id).analysis)
 
-    def _diff(self, trace_id: str, base: str | None) -> dict[str, Any]:
+    async def _diff(self, trace_id: str, base: str | None) -> dict[str, Any]:
         trace = self._find(trace_id)
         store = self.ls.session.graphs
         if base is None:
-            found = store.changes(trace)
             previous = store.previous(trace)
-            if found is None or previous is None:
+            if previous is None:
                 raise BridgeError(404, "no earlier trace of this target is kept to compare with")
-            return {**found.json(), "traceId": trace.id, "base": previous.id}
-        return {**diff(self._find(base).graph, trace.graph).json(), "traceId": trace.id, "base": base}
+            found = await off_loop(lambda: trace.changes_since(previous).json())
+            return {**found, "traceId": trace.id, "base": previous.id}
+        older = self._find(base)
+        return {**await off_loop(lambda: diff(older.graph, trace.graph).json()), "traceId": trace.id, "base": base}
 
     def _is_stale(self, trace_id: str) -> bool:
         trace = self._find(trace_id)
@@ -194,3 +198,8 @@ class Viewer:
         for old, served in list(self._served.items()):
             if served == target and old != trace.id:
                 self.bridge.push("trace", {"traceId": trace.id, "replaces": old})
+
+
+def _graph_bytes(trace: Trace) -> bytes:
+    """The canonical graph JSON the page loads, made a node at a time (``jaxlsp.graph.slices``)."""
+    return b"".join(piece.encode("utf-8") for piece in slices.iter_dumps(to_json(trace.graph), depth=2))
