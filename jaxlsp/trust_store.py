@@ -12,6 +12,8 @@ import json
 import os
 from pathlib import Path
 
+from jaxlsp.textfiles import real_path
+
 
 def default_store_path() -> Path:
     base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
@@ -31,18 +33,18 @@ class TrustStore:
         return [Path(item) for item in items if isinstance(item, str)]
 
     def is_trusted(self, folder: Path) -> bool:
-        folder = folder.resolve()
+        folder = real_path(folder)
         return any(folder == trusted or folder.is_relative_to(trusted) for trusted in self.folders())
 
     def add(self, folder: Path) -> None:
         folders = self.folders()
-        folder = folder.resolve()
+        folder = real_path(folder)
         if folder not in folders:
             self._write([*folders, folder])
 
     def remove(self, folder: Path) -> bool:
         folders = self.folders()
-        kept = [f for f in folders if f != folder.resolve()]
+        kept = [f for f in folders if f != real_path(folder)]
         if len(kept) == len(folders):
             return False
         self._write(kept)

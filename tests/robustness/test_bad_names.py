@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.robustness.helpers import Peer, server_env, untrusted_workspace
 
 INVALID_PARAMS, INTERNAL_ERROR, REQUEST_FAILED = -32602, -32603, -32803
@@ -82,13 +84,23 @@ def shown_messages(peer: Peer, deadline: float = 10.0) -> list[str]:
     return []
 
 
-def test_a_nul_in_a_workspace_folder_is_refused_and_the_session_goes_on(peer_factory: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("bad", "named", "why"),
+    [
+        ("sub%00dir", "sub\\x00dir", "NUL character"),  # was -32603: ValueError: embedded null byte
+        ("loop", "/loop", "symlink loop"),  # a folder linked to itself: -32603 RuntimeError
+    ],
+)
+def test_a_bad_workspace_folder_is_refused_and_the_session_goes_on(
+    peer_factory: Any, tmp_path: Path, bad: str, named: str, why: str
+) -> None:
     root, sentinel = untrusted_workspace(tmp_path)
-    bad = root.as_uri() + "/sub%00dir"
+    os.symlink("loop", root / "loop")
+    folder = root.as_uri() + "/" + bad
     peer: Peer = peer_factory(env=server_env())
-    initialize(peer, bad, [bad, root.as_uri()])  # was -32603: ValueError: embedded null byte
+    initialize(peer, folder, [folder, root.as_uri()])
     said = shown_messages(peer)
-    assert any("sub\\x00dir" in m and "not used" in m and "NUL" in m for m in said), said
+    assert any(named in m and "is not used" in m and why in m for m in said), said
     uri = peer.open(root / "model.py")
     # The good folder is the workspace: its file gets its lenses, and trust is asked about it.
     lenses = peer.call("textDocument/codeLens", {"textDocument": {"uri": uri}})
