@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxlsp.recipes import RecipeError, parse_recipe
+from jaxlsp.recipes import RecipeError, load_recipe, parse_recipe
 from jaxlsp.recipes.answers import parse_answers
 from jaxlsp.recipes.bounds import MAX_KEY_PARTS, check_text
 from jaxlsp.recipes.save import SaveError, _set_answers
@@ -98,3 +98,13 @@ def test_an_answer_wider_than_64_bits_is_an_answer_error() -> None:
     assert values == {}, values
     assert set(errors) == {"profiles.p.dims.batch", "profiles.p.seed"}, errors
     assert all("a recipe's integers fit 64 bits" in e and len(e) < 200 for e in errors.values()), errors
+
+
+def test_a_recipe_over_128_kib_is_refused_with_its_limit(tmp_path: Path) -> None:
+    # A 1 MiB recipe of valid profiles held every request of an untrusted server 2.5 s.
+    profile = '[profiles.p{i}]\ntarget = "m.py::f"\ninputs.args = [{{ kind = "array", shape = [8, 16] }}]\n'
+    text = "version = 1\n" + "".join(profile.format(i=i) for i in range(2000))
+    assert len(text.encode()) > 128 * 1024
+    (tmp_path / "jaxlsp.toml").write_text(text, encoding="utf-8")
+    with pytest.raises(RecipeError, match="128 KiB|131,072"):
+        load_recipe(tmp_path / "jaxlsp.toml")
