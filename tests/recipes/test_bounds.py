@@ -106,5 +106,5 @@ def test_a_recipe_over_128_kib_is_refused_with_its_limit(tmp_path: Path) -> None
     text = "version = 1\n" + "".join(profile.format(i=i) for i in range(2000))
     assert len(text.encode()) > 128 * 1024
     (tmp_path / "jaxlsp.toml").write_text(text, encoding="utf-8")
-    with pytest.raises(RecipeError, match="128 KiB|131,072"):
+    with pytest.raises(RecipeError, match="larger than 128 KiB"):
         load_recipe(tmp_path / "jaxlsp.toml")
