@@ -104,3 +104,20 @@ def test_configs_from_classmethods_and_staticmethods_are_followed(tmp_path: Path
     assert traced.returncode == 0, traced.stderr
     assert "to learn the inputs" not in traced.stdout  # nothing of the workspace ran but the model
     assert "inputs from tests/test_model.py:11 (test)" in traced.stdout.splitlines()
+
+
+def test_a_failed_traces_place_is_workspace_relative(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    (root / "tests").mkdir(parents=True)
+    (root / "pyproject.toml").write_text("")
+    (root / "ops.py").write_text(
+        "import jax\nimport jax.numpy as jnp\n\n\n@jax.jit\ndef bad(x):\n    return x @ jnp.ones((5, 5))\n"
+    )
+    (root / "tests" / "test_ops.py").write_text(
+        "import jax.numpy as jnp\n\nfrom ops import bad\n\n\ndef test_bad():\n    bad(jnp.ones((2, 3)))\n"
+    )
+    result = run(["trace", "ops.py::bad", "-o", "bad.json"], cwd=root)
+    assert result.returncode == 1
+    first = result.stderr.splitlines()[0]
+    assert " at ops.py:7:" in first, first
+    assert str(tmp_path) not in first
