@@ -266,23 +266,23 @@ class CallSiteFinder(Evaluator):
             bound[params[0].name.value] = Ref(callee.qual.rpartition(".")[0], callee.path, cls_name)
             params = params[1:]
         given = dict(kwargs)
-        for i, p in enumerate([*params, *scope.node.params.kwonly_params]):
-            here = p.name.value
-            if i < len(params) and i < len(args):
-                bound[here] = args[i]
-            elif here in given:
-                bound[here] = given[here]
-            elif p.default is not None:
-                bound[here] = self.value(p.default, scope, 0, 1)
         saved = self._values, self.current_line
         self._values, self.current_line = None, None  # the values depend on the arguments bound
-        self._bound[id(scope)] = bound
         self._following.add(key)
         try:
+            for i, p in enumerate([*params, *scope.node.params.kwonly_params]):
+                here = p.name.value
+                if i < len(params) and i < len(args):
+                    bound[here] = args[i]
+                elif here in given:
+                    bound[here] = given[here]
+                elif p.default is not None:
+                    bound[here] = self.value(p.default, scope, 0, 1)
+            self._bound[id(scope)] = bound
             value = self.value(returned, scope, 1 << 30, 1)
         finally:
             self._following.discard(key)
-            del self._bound[id(scope)]
+            self._bound.pop(id(scope), None)
             self._values, self.current_line = saved
         if isinstance(value, Built) and isinstance(value.callee, Ref) and value.callee.path is not None:
             return value
