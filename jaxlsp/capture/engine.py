@@ -106,12 +106,18 @@ class TraceFailure(Exception):
     problems: list[Any] = field(default_factory=list)  # recipe problems (path, line, key_path, message)
     examples: list[dict[str, Any]] = field(default_factory=list)  # runnable choices (needs-input)
     dims: list[str] = field(default_factory=list)  # symbolic dimensions a values run needs sizes for
+    # the workspace root the frame's path is shown relative to, as graphs show paths (the frame
+    # itself keeps the absolute path: the server's diagnostics need it)
+    root: str | None = None
 
     def paragraph(self) -> str:
         where = ""
         if self.frame:
             cell = f"cell {self.frame['cell']}:" if self.frame.get("cell") is not None else ""
-            where = f" at {self.frame.get('path')}:{cell}{self.frame.get('line')}"
+            path = str(self.frame.get("path"))
+            if self.root and os.path.isabs(path) and Path(path).is_relative_to(self.root):
+                path = Path(path).relative_to(self.root).as_posix()
+            where = f" at {path}:{cell}{self.frame.get('line')}"
             if self.frame.get("column") is not None:
                 where += f":{int(self.frame['column']) + 1}"
         return f"{self.kind.replace('_', ' ')}{where}: {self.message}"
@@ -460,7 +466,10 @@ def finish(prepared: Prepared, outcome: CaptureOutcome) -> TraceOutcome:
         example = prepared.request["profile"].get("example")
         if example and error["kind"] in ("timeout", "memory", "crash"):
             message = f"running {example['text']} did not reach {prepared.request['target']['name']}: {message}"
-        raise TraceFailure(error["kind"], message, error.get("frame"), logs=outcome.logs[-4000:])
+        root = prepared.request.get("workspaceRoot")
+        raise TraceFailure(
+            error["kind"], message, error.get("frame"), logs=outcome.logs[-4000:], root=str(root) if root else None
+        )
     graph_json = result.get("graph")
     if graph_json is None:
         raise TraceFailure("internal", "the worker reported success without a graph")

@@ -596,7 +596,10 @@ def _classify(
         where = where_from_stack(stderr, workspace)
         at = ""
         if where is not None:
-            at = f" It was running {where.pop('function')} at {where['path']}:{where['line']} when the time ran out."
+            shown = where["path"]
+            if workspace and os.path.isabs(shown):  # workspace-relative, as graphs name paths
+                shown = os.path.relpath(shown, os.path.realpath(workspace)).replace(os.sep, "/")
+            at = f" It was running {where.pop('function')} at {shown}:{where['line']} when the time ran out."
         result = error_result(
             "timeout",
             f"The capture did not finish within {_seconds(timeout)} s (the time limit); the worker and every "

@@ -12,7 +12,8 @@ examples/scripts before anything else, then the smaller inputs. A site is
   ``jax.jit`` / ``nnx.jit`` / ``eqx.filter_jit`` / ``jax.vmap``), or a call of a function target;
 - *static* when its values are literals (arrays from ``jnp.ones``-style constructors,
   ``jax.random``, ``ShapeDtypeStruct``; names bound to literals in the same scope; config objects
-  built from literals, their unstated fields filled from the class's literal defaults; references
+  built from literals, their unstated fields filled from the class's literal defaults, also
+  through the class's classmethod and staticmethod factories, and their fields; references
   to workspace and library objects), with what is missing named otherwise;
 - or *dynamic*: an example that reaches the target at run time (a test or script that mentions
   it, one that runs a target it is passed to or used by, a test that imports its module), which
@@ -87,6 +88,8 @@ class CallSiteFinder(Evaluator):
         self._files: dict[Path, tuple[tuple[int, int], SourceFile]] = {}
         self._open_paths: frozenset[Path] = frozenset()
         self._names: set[str] = set()
+        self._bound: dict[int, dict[str, Value]] = {}  # by id of a factory's scope being followed
+        self._following: set[tuple[Path, str]] = set()
 
     # -- files -------------------------------------------------------------------------------------------
     def files(self) -> list[SourceFile]:
@@ -179,6 +182,111 @@ class CallSiteFinder(Evaluator):
                 return Unknown(f"{ref.qual}: {ref.path} cannot be read")
             return self.global_value(file, attr, None, depth + 1)
         return super().member(ref, attr, depth)
+
+    # -- config factories (``ModelConfig.small()``) and their fields ---------------------------------------
+    def name(self, name: str, scope: Scope, order: int, depth: int) -> Value:
+        bound = self._bound.get(id(scope))
+        if bound is not None and name in bound and name not in scope.assigns:
+            return bound[name]  # a parameter of a factory being followed, bound to its argument
+        return super().name(name, scope, order, depth)
+
+    def attribute(self, expr: cst.Attribute, scope: Scope, order: int, depth: int) -> Value:
+        value = super().attribute(expr, scope, order, depth)
+        if isinstance(value, Bound) and isinstance(value.obj, Built):
+            found = self.config_field(value.obj, value.attr)
+            if found is not None:
+                return found  # ``cfg.dim`` of a config built from literals
+        return value
+
+    def config_field(self, built: Built, attr: str) -> Value | None:
+        """Field ``attr`` of a workspace dataclass (or NamedTuple, struct) instance ``built``: the
+        argument that set it, else the class's literal default; None when it is not a field."""
+        callee = built.callee
+        if not isinstance(callee, Ref) or callee.path is None or callee.name is None or "." in callee.name:
+            return None
+        fs = self.index.summary(callee.path)
+        found = fs.classes.get(callee.name) if fs is not None else None
+        if found is None:
+            return None
+        names = [f.name for f in found[1].linen_fields]
+        if attr not in names:
+            return None
+        given = dict(built.kwargs)
+        if attr in given:
+            return given[attr]
+        position = names.index(attr)
+        if position < len(built.args):
+            return built.args[position]
+        defaults = dict(self.specs.defaults(callee, len(built.args), set(given)))
+        return defaults.get(attr, Unknown(f"{callee.name}.{attr} has no literal default"))
+
+    def apply(
+        self, callee: Value, args: list[Value], kwargs: list[tuple[str, Value]], path: Path, line: int, node: cst.Call
+    ) -> Value:
+        made = self.factory(callee, args, kwargs)
+        if made is not None:
+            return made
+        return super().apply(callee, args, kwargs, path, line, node)
+
+    def factory(self, callee: Value, args: list[Value], kwargs: list[tuple[str, Value]]) -> Built | None:
+        """What a classmethod or staticmethod of a workspace class that returns a config
+        (``return cls(dim=4, layers=2)``, ``return ModelConfig(...)``) returns for these
+        arguments, followed statically so that the site is complete without running it; None
+        when ``callee`` is no such factory or its result is not a construction."""
+        if not isinstance(callee, Ref) or callee.path is None or callee.name is None or callee.name.count(".") != 1:
+            return None
+        key = (callee.path, callee.name)
+        if key in self._following or len(self._following) >= 4:
+            return None
+        cls_name = callee.name.split(".")[0]
+        file = self.source(callee.path)
+        if file is None:
+            return None
+        scope = next(
+            (
+                sc
+                for i in range(len(file.statements))
+                if file.defines(i) and header_name(file.lines[file.statements[i].header]) == cls_name
+                for sc in file.scopes_of(i)
+                if sc.owner == callee.name
+            ),
+            None,
+        )
+        if scope is None or scope.node is None:
+            return None
+        kind = next((d for d in scope.decorators if d in ("classmethod", "staticmethod")), None)
+        returned = _single_return(scope.node)
+        if kind is None or returned is None:
+            return None
+        params = [p for p in (*scope.node.params.posonly_params, *scope.node.params.params)]
+        bound: dict[str, Value] = {}
+        if kind == "classmethod":
+            if not params:
+                return None
+            bound[params[0].name.value] = Ref(callee.qual.rpartition(".")[0], callee.path, cls_name)
+            params = params[1:]
+        given = dict(kwargs)
+        saved = self._values, self.current_line
+        self._values, self.current_line = None, None  # the values depend on the arguments bound
+        self._following.add(key)
+        try:
+            for i, p in enumerate([*params, *scope.node.params.kwonly_params]):
+                here = p.name.value
+                if i < len(params) and i < len(args):
+                    bound[here] = args[i]
+                elif here in given:
+                    bound[here] = given[here]
+                elif p.default is not None:
+                    bound[here] = self.value(p.default, scope, 0, 1)
+            self._bound[id(scope)] = bound
+            value = self.value(returned, scope, 1 << 30, 1)
+        finally:
+            self._following.discard(key)
+            self._bound.pop(id(scope), None)
+            self._values, self.current_line = saved
+        if isinstance(value, Built) and isinstance(value.callee, Ref) and value.callee.path is not None:
+            return value
+        return None
 
     # -- the search --------------------------------------------------------------------------------------
     def find(self, entry: Entrypoint) -> list[CallSite]:
@@ -843,6 +951,25 @@ def _dotted_uses(text: str, words: set[str]) -> list[str]:
             return []  # an attribute of an expression (``make().forward``): values decide
         out.append(".".join(parts))
     return out
+
+
+def _single_return(node: cst.FunctionDef) -> cst.BaseExpression | None:
+    """The value of a function body's one top-level ``return`` (after a docstring or plain
+    assignments), else None: only a plain factory is followed."""
+    if not isinstance(node.body, cst.IndentedBlock):
+        return None
+    found: cst.BaseExpression | None = None
+    for stmt in node.body.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            return None
+        for small in stmt.body:
+            if isinstance(small, cst.Return):
+                if found is not None or small.value is None:
+                    return None
+                found = small.value
+            elif not isinstance(small, (cst.Expr, cst.Assign, cst.AnnAssign)):
+                return None
+    return found
 
 
 def _root_name(expr: cst.BaseExpression) -> str | None:

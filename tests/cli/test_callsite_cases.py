@@ -82,3 +82,42 @@ def test_classes_listed_in_parametrize_from_folders_without_init(tmp_path: Path)
     traced = run(["trace", "pkg/models.py::Small", "-o", "small.json"], cwd=root)
     assert traced.returncode == 0, traced.stderr
     assert traced.stdout.startswith("running tests/test_models.py::test_init to learn the inputs")
+
+
+def test_configs_from_classmethods_and_staticmethods_are_followed(tmp_path: Path) -> None:
+    """``ModelConfig.small()`` (a classmethod: ``return cls(dim=4, hidden=8)``) and
+    ``config_lib.ModelConfig.base_1b()`` (a staticmethod, in a unittest ``setUp``, whose field
+    ``self.cfg.dim`` gives the input's shape): each site is complete without running anything."""
+    root = case("config_factory", tmp_path)
+    result = run(["examples", "zoo/model.py::Model", "--json"], cwd=root)
+    assert result.returncode == 0, result.stderr
+    sites = {s["example"]: s for s in json.loads(result.stdout) if s["static"]}
+    small = sites["tests/test_model.py::test_small"]
+    assert small["complete"], small
+    assert small["init"]["args"] == [{"ref": "zoo.config:ModelConfig", "kwargs": {"dim": 4, "hidden": 8, "layers": 2}}]
+    base = sites["tests/test_model.py::test_base"]
+    assert base["init"]["args"][0]["kwargs"] == {"dim": 16, "hidden": 32, "layers": 1}
+    unit = sites["tests/test_unit.py::ModelTest::test_forward"]
+    assert unit["complete"], unit
+    assert unit["inputs"]["args"][0]["shape"] == [2, 16]
+    traced = run(["trace", "zoo/model.py::Model", "-o", "model.json"], cwd=root)
+    assert traced.returncode == 0, traced.stderr
+    assert "to learn the inputs" not in traced.stdout  # nothing of the workspace ran but the model
+    assert "inputs from tests/test_model.py:11 (test)" in traced.stdout.splitlines()
+
+
+def test_a_failed_traces_place_is_workspace_relative(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    (root / "tests").mkdir(parents=True)
+    (root / "pyproject.toml").write_text("")
+    (root / "ops.py").write_text(
+        "import jax\nimport jax.numpy as jnp\n\n\n@jax.jit\ndef bad(x):\n    return x @ jnp.ones((5, 5))\n"
+    )
+    (root / "tests" / "test_ops.py").write_text(
+        "import jax.numpy as jnp\n\nfrom ops import bad\n\n\ndef test_bad():\n    bad(jnp.ones((2, 3)))\n"
+    )
+    result = run(["trace", "ops.py::bad", "-o", "bad.json"], cwd=root)
+    assert result.returncode == 1
+    first = result.stderr.splitlines()[0]
+    assert " at ops.py:7:" in first, first
+    assert str(tmp_path) not in first

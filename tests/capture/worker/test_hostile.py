@@ -85,7 +85,7 @@ CASES = [
     Case(
         "hang_import.py",
         "timeout",
-        says=("did not finish within", "It was running <module> at"),
+        says=("did not finish within", "It was running <module> at hang_import.py:7 when"),
         stdout=("hostile-hang: importing",),
         hang=True,
         line=7,
@@ -93,7 +93,7 @@ CASES = [
     Case(
         "hang_trace.py",
         "timeout",
-        says=("did not finish within", "It was running f at"),
+        says=("did not finish within", "It was running f at hang_trace.py:9 when"),
         stdout=("hostile-hang: tracing",),
         hang=True,
         line=9,  # the worker was asleep there when the time ran out
