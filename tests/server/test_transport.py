@@ -16,6 +16,7 @@ class Recorder:
     def __init__(self) -> None:
         self.errors: list[tuple[Any, int, str]] = []
         self.handled: list[Any] = []
+        self.notified: list[tuple[str, Any]] = []
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         return data
@@ -25,6 +26,9 @@ class Recorder:
 
     def send_error(self, msg_id: int | str | None, code: int, message: str) -> None:
         self.errors.append((msg_id, code, message))
+
+    def notify(self, method: str, params: Any = None) -> None:
+        self.notified.append((method, params))
 
 
 class Bytes:
@@ -142,3 +146,44 @@ def test_a_stream_with_no_header_is_given_up_after_the_message_limit(monkeypatch
     monkeypatch.setattr(transport, "MAX_SKIP", 1000)
     with pytest.raises(transport.TransportError, match="no message header"):
         run(b"Content-Length: -5\r\n\r\n" + b"x" * 5000)
+
+
+def test_oversized_lists_are_refused_by_key_path_before_structuring() -> None:
+    diagnostic = {"range": {}, "message": "m"}
+    too_many = {"context": {"diagnostics": [diagnostic] * 16_000}}
+    recorder = run(
+        frame(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "textDocument/codeAction", "params": too_many}).encode())
+        + frame(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "m", "params": {"a": [[0] * 5000] * 200}}).encode())
+        + frame(json.dumps({"jsonrpc": "2.0", "method": "n", "params": {"a": [0] * 20_000}}).encode())
+        + frame(json.dumps({"jsonrpc": "2.0", "id": 3, "method": "m", "params": {"a": [0] * 9_000}}).encode())
+    )
+    assert [(i, c) for i, c, _ in recorder.errors] == [(1, -32602), (2, -32602)]
+    assert recorder.errors[0][2] == "params.context.diagnostics: too long (16,000 items; at most 10,000)"
+    assert "over 500,000 values" in recorder.errors[1][2]
+    assert [m["id"] for m in recorder.handled] == [3]  # the notification is dropped (logged)
+
+
+def test_watched_file_changes_may_be_long() -> None:
+    changes = [{"uri": f"file:///w/f{i}.py", "type": 2} for i in range(16_000)]
+    message = {"jsonrpc": "2.0", "method": "workspace/didChangeWatchedFiles", "params": {"changes": changes}}
+    assert transport.oversized(message) is None
+    message["params"] = {"changes": changes * 7}
+    assert transport.oversized(message) == (-32602, "params.changes: too long (112,000 items; at most 100,000)")
+
+
+def test_lone_surrogates_are_refused_in_requests_and_replaced_in_notifications() -> None:
+    recorder = run(
+        frame(b'{"jsonrpc":"2.0","id":1,"method":"m","params":{"textDocument":{"uri":"file:///a\\ud800.py"}}}')
+        + frame(b'{"jsonrpc":"2.0","id":2,"method":"m","params":{"k\\udfff":1}}')
+        + frame(b'{"jsonrpc":"2.0","id":3,"method":"m","params":{"text":"\\ud83d\\ude00 paired"}}')
+        + frame(b'{"jsonrpc":"2.0","method":"n","params":{"changes":[{"text":"a\\ud800b"}]}}')
+    )
+    assert recorder.errors == [
+        (1, -32602, "params.textDocument.uri: holds a lone surrogate (not Unicode text)"),
+        (2, -32602, r"params.k\udfff (a key): holds a lone surrogate (not Unicode text)"),
+    ]
+    assert [m.get("id") for m in recorder.handled] == [3, None]
+    assert recorder.handled[0]["params"]["text"] == "\U0001f600 paired"
+    assert recorder.handled[1]["params"]["changes"][0]["text"] == "a\ufffdb"  # one unit for one
+    ((method, params),) = recorder.notified
+    assert method == "window/showMessage" and "params.changes[0].text" in params.message
