@@ -8,20 +8,22 @@ taken for a message). This loop keeps pygls' framing and dispatch and adds:
 
 - a 64 MiB cap on a message and 8 KiB on a header line: over it, one log line and exit 1 (the
   stream cannot be resynchronised, and reading the body would hold it all in memory);
-- resynchronisation after broken framing (pygls waits forever): a line that is not a header, or a
-  ``Content-Length`` that is not a decimal count (``-5``, ``0x20``), is skipped up to the next line
-  ending in a ``Content-Length`` header; the request whose framing broke gets ``-32600`` when its
-  id can be read from what was skipped, and one warning says how many bytes were dropped. A length
-  one byte short leaves the last byte of its body in front of the next header: the body is
-  answered ``-32700`` and the reader resynchronises on that header. A length too long swallows the
-  start of the next message: the complete message it framed is read, and the rest goes back to be
-  read as the next header;
+- resynchronisation after broken framing (pygls waits forever): a line that is not a header, a
+  ``Content-Length`` that is not a decimal count (``-5``, ``0x20``), a body with no header, are
+  skipped up to the next ``Content-Length`` header (:func:`resynchronise`, at most 64 MiB); the
+  request whose framing broke gets ``-32600`` as soon as its id can be read from what was
+  skipped, and one warning says how many bytes were dropped. A length short by a byte leaves the
+  end of its body in front of the next header: the body is answered ``-32700`` and the reader
+  resynchronises on that header. A length too long swallows the start of the next message: the
+  complete message it framed is handled, and the rest is read again as the next header;
 - ``-32700`` for a body that is not JSON, with the request's id when one can be read from it;
 - ``-32600`` for a message nested deeper than :data:`MAX_DEPTH`, ``-32602`` for a request whose
   params do not fit the method's type, both with the request's id;
 - ``-32602`` naming the key path for a list or object over :data:`MAX_ITEMS` members, or a message
   of over :data:`MAX_VALUES` values, checked before structuring (:func:`oversized`): 16,000
   diagnostics in a code action took 1.4 s to structure, a 64 MiB message of small objects minutes;
+- ``-32602`` for a request with a lone surrogate (``"\\ud800"``) in a string, and U+FFFD for one
+  in a notification (:func:`lone_surrogates`);
 - only the top-level object is structured into a message.
 
 It is a local guard for what belongs upstream in pygls (docs/reliability.md).
@@ -241,7 +243,8 @@ async def resynchronise(frames: Frames, protocol: Dispatch, start: bytes, why: s
         total += cut
         if len(head) < MAX_HEAD:
             head += window[: min(cut, MAX_HEAD - len(head))]
-            answered = answered if answered is not None else _answer(protocol, head, why)
+        if answered is None and len(head) < MAX_HEAD:  # the bytes kept back may hold the id too
+            answered = _answer(protocol, head if match is not None else head + window[cut:], why)
         if match is not None:
             frames.push_back(window[match.end() :])
             return _skipped(total, why, answered, int(match.group(1)))
@@ -249,10 +252,7 @@ async def resynchronise(frames: Frames, protocol: Dispatch, start: bytes, why: s
             raise TransportError(f"no message header in the {total:,} bytes after {why}")
         chunk = await frames.readsome()
         if not chunk:
-            total += len(window) - cut
-            if answered is None:  # what was kept back may end the id
-                answered = _answer(protocol, head + window[cut:], why)
-            return _skipped(total, why, answered, None)
+            return _skipped(total + len(window) - cut, why, answered, None)
         window = window[cut:] + chunk  # a header may straddle two reads
 
 
@@ -341,7 +341,10 @@ def dispatch(data: Any, protocol: Dispatch, escapes_surrogates: bool = False) ->
             protocol.send_error(msg_id, code, text)
         if not is_request:
             method = str(data.get("method"))[:100]
-            log.warning("dropped %s: %s", f"a {method} notification" if "method" in data else "a message", text)
+            text = f"dropped {f'a {method} notification' if 'method' in data else 'a message'}: {text}"
+            log.warning("%s", text)
+            if "method" in data:
+                show_warning(protocol, text)
         return
     if escapes_surrogates and not lone_surrogates(data, protocol, msg_id if is_request else None):
         return
@@ -460,25 +463,6 @@ def _drop_surrogate(message: dict[str, Any], protocol: Dispatch, where: str) -> 
     log.warning("%s", text)
     show_warning(protocol, text)
     return False
-
-
-def depth(value: Any) -> int:
-    """How deeply objects and arrays nest in ``value`` (a scalar is 0), without recursion."""
-    deepest = 0
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, level = stack.pop()
-        if isinstance(item, dict):
-            children: Any = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        deepest = max(deepest, level)
-        if level > MAX_DEPTH:
-            return level  # enough to refuse: no need to walk the rest
-        stack.extend((child, level + 1) for child in children if isinstance(child, (dict, list)))
-    return deepest
 
 
 def top_level_id(body: bytes) -> int | str | None:

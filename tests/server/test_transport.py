@@ -78,8 +78,11 @@ def test_a_stream_over_the_limits_is_fatal(header: bytes) -> None:
 
 
 def test_depth_and_ids() -> None:
-    assert transport.depth({"a": [1, {"b": []}]}) == 4
-    assert transport.depth(5) == 0
+    assert transport.oversized({"params": json.loads("[" * 63 + "]" * 63)}) is None  # 64 levels with the message
+    assert transport.oversized({"params": json.loads("[" * 64 + "]" * 64)}) == (
+        -32600,
+        "the message nests deeper than 64 levels",
+    )
     assert transport.top_level_id(b'{"params": {"id": 5}, "id": 6, ') == 6
     assert transport.top_level_id(b'{"jsonrpc": "2.0", "method": "x"') is None
     assert transport.top_level_id(b'{"id": true}') is None
@@ -103,6 +106,7 @@ def request(ident: int, pad: str = "") -> bytes:
         # one byte short: the cut body is -32700, its last byte is skipped with the next header
         (b"Content-Length: %d\r\n\r\n" % (len(request(1)) - 1) + request(1), [(1, -32700)]),
         (b"Content-Length: %d\r\n\r\n" % (len(request(1)) - 20) + request(1), [(1, -32700)]),
+        (b"Content-Length: -5\r\n\r\n" + b'{"id": 1}', [(1, -32600)]),  # shorter than what is kept back
         # a body with no header at all, and a line of junk
         (request(1), [(1, -32600)]),
         (b"hello\r\n", []),
@@ -116,6 +120,7 @@ def request(ident: int, pad: str = "") -> bytes:
         "big-body",
         "1-short",
         "20-short",
+        "short-body",
         "no-header",
         "junk",
     ],
@@ -187,3 +192,17 @@ def test_lone_surrogates_are_refused_in_requests_and_replaced_in_notifications()
     assert recorder.handled[1]["params"]["changes"][0]["text"] == "a\ufffdb"  # one unit for one
     ((method, params),) = recorder.notified
     assert method == "window/showMessage" and "params.changes[0].text" in params.message
+
+
+def test_the_tcp_reader_resynchronises_too() -> None:
+    async def main() -> Recorder:
+        stream = asyncio.StreamReader(limit=transport.MAX_HEADER + 1)
+        stream.feed_data(b"Content-Length: 0x20\r\n\r\n" + request(1, "x" * 20_000) + frame(request(2)))
+        stream.feed_eof()
+        recorder = Recorder()
+        await transport.run(threading.Event(), transport.StreamReader(stream), recorder)
+        return recorder
+
+    recorder = asyncio.run(main())
+    assert [(i, c) for i, c, _ in recorder.errors] == [(1, -32600)]
+    assert [m["id"] for m in recorder.handled] == [2]
