@@ -81,6 +81,13 @@ class RawNotification:
 
 
 class JaxProtocol(LanguageServerProtocol):
+    def __init__(self, server: Any, converter: Any) -> None:
+        super().__init__(server, converter)
+        # cattrs' detailed validation goes on past the first mismatch and pygls formats the whole
+        # exception group: a 16,000-character string as a code action's diagnostics took 5 s
+        # (one failure per character), 5 ms at the first failure. Our error does not quote it.
+        self._converter.detailed_validation = False
+
     def structure_message(self, data: dict[str, Any]) -> Any:
         # pygls turns untyped params into namedtuples, which rename keys that are not Python
         # identifiers (needs-input answers are key paths such as ``profiles.mlp.dims.batch``) and

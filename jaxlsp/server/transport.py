@@ -8,17 +8,22 @@ taken for a message). This loop keeps pygls' framing and dispatch and adds:
 
 - a 64 MiB cap on a message and 8 KiB on a header line: over it, one log line and exit 1 (the
   stream cannot be resynchronised, and reading the body would hold it all in memory);
-- resynchronisation after broken framing (pygls waits forever): a line that is not a header, or a
-  ``Content-Length`` that is not a decimal count (``-5``, ``0x20``), is skipped up to the next line
-  ending in a ``Content-Length`` header; the request whose framing broke gets ``-32600`` when its
-  id can be read from what was skipped, and one warning says how many bytes were dropped. A length
-  one byte short leaves the last byte of its body in front of the next header: the body is
-  answered ``-32700`` and the reader resynchronises on that header. A length too long swallows the
-  start of the next message: the complete message it framed is read, and the rest goes back to be
-  read as the next header;
+- resynchronisation after broken framing (pygls waits forever): a line that is not a header, a
+  ``Content-Length`` that is not a decimal count (``-5``, ``0x20``), a body with no header, are
+  skipped up to the next ``Content-Length`` header (:func:`resynchronise`, at most 64 MiB); the
+  request whose framing broke gets ``-32600`` as soon as its id can be read from what was
+  skipped, and one warning says how many bytes were dropped. A length short by a byte leaves the
+  end of its body in front of the next header: the body is answered ``-32700`` and the reader
+  resynchronises on that header. A length too long swallows the start of the next message: the
+  complete message it framed is handled, and the rest is read again as the next header;
 - ``-32700`` for a body that is not JSON, with the request's id when one can be read from it;
 - ``-32600`` for a message nested deeper than :data:`MAX_DEPTH`, ``-32602`` for a request whose
   params do not fit the method's type, both with the request's id;
+- ``-32602`` naming the key path for a list or object over :data:`MAX_ITEMS` members, or a message
+  of over :data:`MAX_VALUES` values, checked before structuring (:func:`oversized`): 16,000
+  diagnostics in a code action took 1.4 s to structure, a 64 MiB message of small objects minutes;
+- ``-32602`` for a request with a lone surrogate (``"\\ud800"``) in a string, and U+FFFD for one
+  in a notification (:func:`lone_surrogates`);
 - only the top-level object is structured into a message.
 
 It is a local guard for what belongs upstream in pygls (docs/reliability.md).
@@ -36,6 +41,7 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO, Protocol
 
+from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 log = logging.getLogger(__name__)
@@ -44,6 +50,14 @@ MAX_MESSAGE = 64 * 1024 * 1024  # bytes of one message body
 MAX_HEADER = 8 * 1024  # bytes of one header line
 CHUNK = 64 * 1024  # bytes asked of the stream in one read
 MAX_DEPTH = 64  # nesting of objects and arrays in one message (LSP's own are under 12)
+MAX_ITEMS = 10_000  # members of one list or object (params.py allows as many in our own methods)
+MAX_VALUES = 500_000  # values in one message, all lists and objects together
+# Lists that are long in ordinary use: a branch switch changes every file of a large repository.
+LONG_LISTS = {"workspace/didChangeWatchedFiles": {"params.changes": 100_000}}
+# A lone surrogate can reach a string only through a \uD800-\uDFFF escape (UTF-8 has no bytes for
+# one): the body is searched for such an escape before any string is looked at.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
 _CONTENT_LENGTH = re.compile(rb"Content-Length:[ \t]*(\d+)[ \t]*\r?\n", re.IGNORECASE)
 # Any header: a token, a colon, a value (RFC 9110 field syntax), on one line.
@@ -80,6 +94,8 @@ class Dispatch(Protocol):
     def handle_message(self, message: Any) -> None: ...
 
     def send_error(self, msg_id: int | str | None, code: int, message: str) -> None: ...
+
+    def notify(self, method: str, params: Any = None) -> None: ...
 
 
 class StdinReader:
@@ -227,7 +243,8 @@ async def resynchronise(frames: Frames, protocol: Dispatch, start: bytes, why: s
         total += cut
         if len(head) < MAX_HEAD:
             head += window[: min(cut, MAX_HEAD - len(head))]
-            answered = answered if answered is not None else _answer(protocol, head, why)
+        if answered is None and len(head) < MAX_HEAD:  # the bytes kept back may hold the id too
+            answered = _answer(protocol, head if match is not None else head + window[cut:], why)
         if match is not None:
             frames.push_back(window[match.end() :])
             return _skipped(total, why, answered, int(match.group(1)))
@@ -235,10 +252,7 @@ async def resynchronise(frames: Frames, protocol: Dispatch, start: bytes, why: s
             raise TransportError(f"no message header in the {total:,} bytes after {why}")
         chunk = await frames.readsome()
         if not chunk:
-            total += len(window) - cut
-            if answered is None:  # what was kept back may end the id
-                answered = _answer(protocol, head + window[cut:], why)
-            return _skipped(total, why, answered, None)
+            return _skipped(total + len(window) - cut, why, answered, None)
         window = window[cut:] + chunk  # a header may straddle two reads
 
 
@@ -306,20 +320,33 @@ def handle_body(body: bytes, protocol: Dispatch) -> bytes:
             return rest
         data, rest = split
         log.warning("a Content-Length was %s bytes too long: they are read again as the next header", f"{len(rest):,}")
-    dispatch(data, protocol)
+    dispatch(data, protocol, _SURROGATE_ESCAPE.search(body) is not None)
     return rest
 
 
-def dispatch(data: Any, protocol: Dispatch) -> None:
-    """Check one decoded message and hand it to the protocol."""
+def dispatch(data: Any, protocol: Dispatch, escapes_surrogates: bool = False) -> None:
+    """Check one decoded message and hand it to the protocol. ``escapes_surrogates``: the body
+    holds a ``\\uD800``-``\\uDFFF`` escape, so a string may hold a lone surrogate (see
+    :func:`lone_surrogates`)."""
     if not isinstance(data, dict):
         protocol.send_error(None, INVALID_REQUEST, f"a message must be a JSON object, got {type(data).__name__}")
         return
     msg_id = data.get("id")
     msg_id = msg_id if isinstance(msg_id, (int, str)) and not isinstance(msg_id, bool) else None
     is_request = msg_id is not None and isinstance(data.get("method"), str)
-    if depth(data) > MAX_DEPTH:
-        protocol.send_error(msg_id, INVALID_REQUEST, f"the message nests deeper than {MAX_DEPTH} levels")
+    problem = oversized(data)
+    if problem is not None:
+        code, text = problem
+        if is_request or code == INVALID_REQUEST:
+            protocol.send_error(msg_id, code, text)
+        if not is_request:
+            method = str(data.get("method"))[:100]
+            text = f"dropped {f'a {method} notification' if 'method' in data else 'a message'}: {text}"
+            log.warning("%s", text)
+            if "method" in data:
+                show_warning(protocol, text)
+        return
+    if escapes_surrogates and not lone_surrogates(data, protocol, msg_id if is_request else None):
         return
     try:
         message = protocol.structure_message(data)
@@ -336,23 +363,106 @@ def dispatch(data: Any, protocol: Dispatch) -> None:
         log.exception("unable to handle a message")
 
 
-def depth(value: Any) -> int:
-    """How deeply objects and arrays nest in ``value`` (a scalar is 0), without recursion."""
-    deepest = 0
-    stack: list[tuple[Any, int]] = [(value, 1)]
+def oversized(message: dict[str, Any]) -> tuple[int, str] | None:
+    """Why ``message`` is refused before it is structured, as an error code and a sentence naming
+    the key path; None when it is within the bounds. Structuring a list costs per item what
+    reading it costs per byte a hundred times over (lsprotocol's cattrs hooks), so lists and
+    objects are bounded by their length (:data:`MAX_ITEMS`, :data:`LONG_LISTS`) and the whole
+    message by how many values it holds (:data:`MAX_VALUES`), each read with ``len`` alone: the
+    walk stops at the first container over a bound, and never visits a string's characters or a
+    list of scalars' items."""
+    method = message.get("method")
+    long_lists = LONG_LISTS.get(method, {}) if isinstance(method, str) else {}
+    values = 0
+    # A key path is (parent's path, key), spelt out only for an error: formatting one per value
+    # cost more than the rest of the walk.
+    stack: list[tuple[Any, Any, int]] = [(message, None, 1)]
     while stack:
-        item, level = stack.pop()
-        if isinstance(item, dict):
-            children: Any = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        deepest = max(deepest, level)
+        item, path, level = stack.pop()
         if level > MAX_DEPTH:
-            return level  # enough to refuse: no need to walk the rest
-        stack.extend((child, level + 1) for child in children if isinstance(child, (dict, list)))
-    return deepest
+            return INVALID_REQUEST, f"the message nests deeper than {MAX_DEPTH} levels"
+        if len(item) > MAX_ITEMS:
+            where = key_path(path)
+            most = long_lists.get(where, MAX_ITEMS)
+            if len(item) > most:
+                unit = "members" if isinstance(item, dict) else "items"
+                return INVALID_PARAMS, f"{where or 'the message'}: too long ({len(item):,} {unit}; at most {most:,})"
+        values += len(item)
+        if values > MAX_VALUES:
+            return INVALID_PARAMS, f"{key_path(path) or 'the message'}: the message holds over {MAX_VALUES:,} values"
+        pairs = enumerate(item) if type(item) is list else item.items()
+        deeper = level + 1
+        if deeper > MAX_DEPTH:  # an empty child is as deep as a full one
+            stack.extend((child, (path, key), deeper) for key, child in pairs if type(child) in _CONTAINERS)
+        else:  # empty children hold nothing to check
+            stack.extend((child, (path, key), deeper) for key, child in pairs if type(child) in _CONTAINERS and child)
+    return None
+
+
+_CONTAINERS = (dict, list)  # what json.loads makes of objects and arrays (exact types: faster)
+
+
+def key_path(path: Any) -> str:
+    """``params.context.diagnostics[3]`` for the linked path ``(((None, "params"), ...), 3)``."""
+    keys = []
+    while path is not None:
+        path, key = path
+        keys.append(f"[{key}]" if isinstance(key, int) else f".{str(key)[:60]}")
+    # A key may hold what cannot be written as UTF-8: shown as its escape.
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", "".join(reversed(keys)).lstrip("."))
+
+
+def lone_surrogates(message: dict[str, Any], protocol: Dispatch, msg_id: int | str | None) -> bool:
+    """Whether ``message`` may be dispatched, with no string holding a lone surrogate (``"\\ud800"``
+    is valid JSON but not Unicode text: a path or document holding one fails deep in a handler,
+    with an internal error). A request (``msg_id``) is refused with ``-32602`` naming the key path;
+    a notification (a document's text) keeps its strings with each lone surrogate replaced by
+    U+FFFD, one UTF-16 unit for one, so positions the client sends later still fit, and the user is
+    told (a log line and ``window/showMessage``)."""
+    found: list[str] = []
+    stack: list[tuple[Any, Any]] = [(message, None)]
+    while stack:
+        item, path = stack.pop()
+        pairs = enumerate(item) if type(item) is list else item.items()
+        for key, child in pairs:
+            where = (path, key)
+            if type(key) is str and _SURROGATE.search(key):
+                if msg_id is not None:
+                    return _refuse_surrogate(protocol, msg_id, f"{key_path(where)} (a key)")
+                return _drop_surrogate(message, protocol, f"{key_path(where)} (a key)")
+            if type(child) is str:
+                if _SURROGATE.search(child):
+                    if msg_id is not None:
+                        return _refuse_surrogate(protocol, msg_id, key_path(where))
+                    item[key] = _SURROGATE.sub("\ufffd", child)
+                    found.append(key_path(where))
+            elif type(child) in _CONTAINERS:
+                stack.append((child, where))
+    if found:
+        text = (
+            f"{str(message.get('method'))[:100]}: {', '.join(found[:3])}{' and more' if len(found) > 3 else ''} "
+            "held lone surrogates (not Unicode text): each was replaced by U+FFFD"
+        )
+        log.warning("%s", text)
+        show_warning(protocol, text)
+    return True
+
+
+def show_warning(protocol: Dispatch, text: str) -> None:
+    """Tell the user (``window/showMessage``) what was done to a message of theirs."""
+    protocol.notify(types.WINDOW_SHOW_MESSAGE, types.ShowMessageParams(types.MessageType.Warning, f"jaxlsp: {text}"))
+
+
+def _refuse_surrogate(protocol: Dispatch, msg_id: int | str, where: str) -> bool:
+    protocol.send_error(msg_id, INVALID_PARAMS, f"{where}: holds a lone surrogate (not Unicode text)")
+    return False
+
+
+def _drop_surrogate(message: dict[str, Any], protocol: Dispatch, where: str) -> bool:
+    text = f"dropped a {str(message.get('method'))[:100]} message: {where} holds a lone surrogate"
+    log.warning("%s", text)
+    show_warning(protocol, text)
+    return False
 
 
 def top_level_id(body: bytes) -> int | str | None:

@@ -12,6 +12,7 @@ traceback.
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.robustness.helpers import HOLD, Peer, server_env, untrusted_workspace
+from tests.robustness.helpers import HOLD, Peer, record, server_env, untrusted_workspace
 
 INVALID_REQUEST, PARSE_ERROR, CANCELLED = -32600, -32700, -32800
 MARKER = b"(framing marker, 28 bytes)\r\n"  # a line that is not a header: skipped with a log line
@@ -145,3 +146,118 @@ def test_a_cancel_storm_leaves_stderr_quiet(served: tuple[Peer, Path]) -> None:
         peer.server_requests.clear()
     assert "Traceback" not in err and "InvalidStateError" not in err, err[-3000:]
     assert len(err.splitlines()) <= 1, err[-3000:]
+
+
+LONE = "\ud800"  # valid JSON as an escape, not Unicode text
+
+
+def surrogate_requests(root: Path) -> list[tuple[str, Any]]:
+    uri = root.as_uri() + f"/model{LONE}.py"
+    doc = {"textDocument": {"uri": uri}}
+    at = {**doc, "position": {"line": 0, "character": 0}}
+    span = {"start": {"line": 0, "character": 0}, "end": {"line": 5, "character": 0}}
+    return [
+        ("jaxlsp/discover", doc),
+        ("jaxlsp/nodesAt", {**at, "traceId": "t"}),
+        ("textDocument/hover", at),
+        ("textDocument/codeLens", doc),
+        ("textDocument/inlayHint", {**doc, "range": span}),
+        ("textDocument/codeAction", {**doc, "range": span, "context": {"diagnostics": []}}),
+        ("jaxlsp/trace", {**doc, "name": "predict"}),
+        ("workspace/executeCommand", {"command": "jaxlsp.revokeTrust", "arguments": [str(root) + LONE]}),
+    ]
+
+
+def test_lone_surrogates_in_requests_are_invalid_params(served: tuple[Peer, Path]) -> None:
+    peer, root = served
+    for method, params in surrogate_requests(root):
+        assert LONE in json.dumps(params, ensure_ascii=False), params  # sent as the escape \ud800
+        reply = peer.wait(peer.start(method, params))
+        assert reply.get("error", {}).get("code") == -32602, (method, reply)
+        assert "lone surrogate" in reply["error"]["message"] and "params." in reply["error"]["message"], reply
+    assert peer.alive()
+
+
+def test_a_document_with_lone_surrogates_is_kept_with_them_replaced(served: tuple[Peer, Path]) -> None:
+    peer, root = served
+    path = root / "model.py"
+    text = path.read_text()
+    uri = peer.open(path, f"# a comment {LONE} here\n" + text, version=50)
+    deadline = time.monotonic() + 30
+    shown: list[dict[str, Any]] = []
+    while not shown and time.monotonic() < deadline:
+        shown = [m for m in peer.seen if m.get("method") == "window/showMessage" and "surrogate" in str(m)]
+        time.sleep(0.01)
+    assert shown and "params.textDocument.text" in shown[0]["params"]["message"], shown
+    names = [e["name"] for e in peer.call("jaxlsp/discover", {"textDocument": {"uri": uri}})["entrypoints"]]
+    assert names == ["predict", "MLP"]
+    for method, params in [
+        ("textDocument/codeLens", {"textDocument": {"uri": uri}}),
+        ("textDocument/hover", {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 14}}),
+    ]:
+        assert "result" in peer.wait(peer.start(method, params)), method
+    change = {"textDocument": {"uri": uri, "version": 51}, "contentChanges": [{"text": text + LONE}]}
+    peer.notify("textDocument/didChange", change)
+    assert [e["name"] for e in peer.call("jaxlsp/discover", {"textDocument": {"uri": uri}})["entrypoints"]] == names
+    peer.notify(
+        "textDocument/didChange", {"textDocument": {"uri": uri, "version": 52}, "contentChanges": [{"text": text}]}
+    )
+    assert b"Traceback" not in peer.stderr, peer.stderr[-3000:].decode(errors="replace")
+
+
+def cpu_seconds(pid: int) -> float:
+    raw = Path(f"/proc/{pid}/stat").read_bytes()
+    fields = raw[raw.rfind(b")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def peak_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def test_long_lists_are_refused_before_structuring_and_memory_comes_back(peer_factory: Any, tmp_path: Path) -> None:
+    """16,000 diagnostics (or characters, or numbers) in a code action, then a 64 MiB hover of 15
+    million empty objects: each -32602 naming the key (16,000 diagnostics were structured and
+    answered, 1.4 s; the string took 5 s of CPU, one failure per character; the 64 MiB hover 45 s),
+    and the server's memory comes back after the refusal."""
+    root, _ = untrusted_workspace(tmp_path)
+    peer: Peer = peer_factory(env=server_env())
+    peer.initialize(root)
+    uri = peer.open(root / "model.py")
+    span = {"start": {"line": 0, "character": 0}, "end": {"line": 1, "character": 0}}
+    diagnostic = {"range": span, "message": "m"}
+    figures: dict[str, Any] = {}
+    before = cpu_seconds(peer.proc.pid)
+    for name, diagnostics in [("chars", "x" * 16_000), ("items", [diagnostic] * 16_000), ("numbers", [1] * 16_000)]:
+        params = {"textDocument": {"uri": uri}, "range": span, "context": {"diagnostics": diagnostics}}
+        reply = peer.wait(peer.start("textDocument/codeAction", params))
+        assert reply.get("error", {}).get("code") == -32602, (name, str(reply)[:300])
+        if name != "chars":  # a string where a list belongs fails at its first character: no path
+            assert reply["error"]["message"].startswith("params.context.diagnostics: too long (16,000 items"), reply
+    figures["framing_code_action_refusals_cpu_s"] = round(cpu_seconds(peer.proc.pid) - before, 3)
+    # generous: structuring them took about 10 s of CPU; refusing them costs milliseconds
+    assert figures["framing_code_action_refusals_cpu_s"] < 2.0, figures
+
+    rss_before = peer.rss_mb()
+    body = json.dumps(
+        {"jsonrpc": "2.0", "id": "big", "method": "textDocument/hover", "params": {"pad": [{}] * 15_000_000}}
+    ).encode()
+    assert len(body) < 64 * 1024 * 1024
+    before = cpu_seconds(peer.proc.pid)
+    peer.send_raw(body)
+    del body
+    reply = peer.wait("big", timeout=120)  # type: ignore[arg-type]
+    assert reply["error"]["code"] == -32602, str(reply)[:300]
+    assert reply["error"]["message"] == "params.pad: too long (15,000,000 items; at most 10,000)", reply
+    assert peer.alive()
+    figures |= {
+        "framing_64mib_hover_cpu_s": round(cpu_seconds(peer.proc.pid) - before, 2),
+        "framing_64mib_rss_before_mb": round(rss_before),
+        "framing_64mib_rss_peak_mb": round(peak_mb(peer.proc.pid)),
+        "framing_64mib_rss_after_mb": round(peer.rss_mb()),
+    }
+    record(**figures)
+    assert figures["framing_64mib_rss_after_mb"] < rss_before + 200, figures

@@ -16,6 +16,7 @@ class Recorder:
     def __init__(self) -> None:
         self.errors: list[tuple[Any, int, str]] = []
         self.handled: list[Any] = []
+        self.notified: list[tuple[str, Any]] = []
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         return data
@@ -25,6 +26,9 @@ class Recorder:
 
     def send_error(self, msg_id: int | str | None, code: int, message: str) -> None:
         self.errors.append((msg_id, code, message))
+
+    def notify(self, method: str, params: Any = None) -> None:
+        self.notified.append((method, params))
 
 
 class Bytes:
@@ -74,8 +78,11 @@ def test_a_stream_over_the_limits_is_fatal(header: bytes) -> None:
 
 
 def test_depth_and_ids() -> None:
-    assert transport.depth({"a": [1, {"b": []}]}) == 4
-    assert transport.depth(5) == 0
+    assert transport.oversized({"params": json.loads("[" * 63 + "]" * 63)}) is None  # 64 levels with the message
+    assert transport.oversized({"params": json.loads("[" * 64 + "]" * 64)}) == (
+        -32600,
+        "the message nests deeper than 64 levels",
+    )
     assert transport.top_level_id(b'{"params": {"id": 5}, "id": 6, ') == 6
     assert transport.top_level_id(b'{"jsonrpc": "2.0", "method": "x"') is None
     assert transport.top_level_id(b'{"id": true}') is None
@@ -99,6 +106,7 @@ def request(ident: int, pad: str = "") -> bytes:
         # one byte short: the cut body is -32700, its last byte is skipped with the next header
         (b"Content-Length: %d\r\n\r\n" % (len(request(1)) - 1) + request(1), [(1, -32700)]),
         (b"Content-Length: %d\r\n\r\n" % (len(request(1)) - 20) + request(1), [(1, -32700)]),
+        (b"Content-Length: -5\r\n\r\n" + b'{"id": 1}', [(1, -32600)]),  # shorter than what is kept back
         # a body with no header at all, and a line of junk
         (request(1), [(1, -32600)]),
         (b"hello\r\n", []),
@@ -112,6 +120,7 @@ def request(ident: int, pad: str = "") -> bytes:
         "big-body",
         "1-short",
         "20-short",
+        "short-body",
         "no-header",
         "junk",
     ],
@@ -142,3 +151,58 @@ def test_a_stream_with_no_header_is_given_up_after_the_message_limit(monkeypatch
     monkeypatch.setattr(transport, "MAX_SKIP", 1000)
     with pytest.raises(transport.TransportError, match="no message header"):
         run(b"Content-Length: -5\r\n\r\n" + b"x" * 5000)
+
+
+def test_oversized_lists_are_refused_by_key_path_before_structuring() -> None:
+    diagnostic = {"range": {}, "message": "m"}
+    too_many = {"context": {"diagnostics": [diagnostic] * 16_000}}
+    recorder = run(
+        frame(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "textDocument/codeAction", "params": too_many}).encode())
+        + frame(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "m", "params": {"a": [[0] * 5000] * 200}}).encode())
+        + frame(json.dumps({"jsonrpc": "2.0", "method": "n", "params": {"a": [0] * 20_000}}).encode())
+        + frame(json.dumps({"jsonrpc": "2.0", "id": 3, "method": "m", "params": {"a": [0] * 9_000}}).encode())
+    )
+    assert [(i, c) for i, c, _ in recorder.errors] == [(1, -32602), (2, -32602)]
+    assert recorder.errors[0][2] == "params.context.diagnostics: too long (16,000 items; at most 10,000)"
+    assert "over 500,000 values" in recorder.errors[1][2]
+    assert [m["id"] for m in recorder.handled] == [3]  # the notification is dropped (logged)
+
+
+def test_watched_file_changes_may_be_long() -> None:
+    changes = [{"uri": f"file:///w/f{i}.py", "type": 2} for i in range(16_000)]
+    message = {"jsonrpc": "2.0", "method": "workspace/didChangeWatchedFiles", "params": {"changes": changes}}
+    assert transport.oversized(message) is None
+    message["params"] = {"changes": changes * 7}
+    assert transport.oversized(message) == (-32602, "params.changes: too long (112,000 items; at most 100,000)")
+
+
+def test_lone_surrogates_are_refused_in_requests_and_replaced_in_notifications() -> None:
+    recorder = run(
+        frame(b'{"jsonrpc":"2.0","id":1,"method":"m","params":{"textDocument":{"uri":"file:///a\\ud800.py"}}}')
+        + frame(b'{"jsonrpc":"2.0","id":2,"method":"m","params":{"k\\udfff":1}}')
+        + frame(b'{"jsonrpc":"2.0","id":3,"method":"m","params":{"text":"\\ud83d\\ude00 paired"}}')
+        + frame(b'{"jsonrpc":"2.0","method":"n","params":{"changes":[{"text":"a\\ud800b"}]}}')
+    )
+    assert recorder.errors == [
+        (1, -32602, "params.textDocument.uri: holds a lone surrogate (not Unicode text)"),
+        (2, -32602, r"params.k\udfff (a key): holds a lone surrogate (not Unicode text)"),
+    ]
+    assert [m.get("id") for m in recorder.handled] == [3, None]
+    assert recorder.handled[0]["params"]["text"] == "\U0001f600 paired"
+    assert recorder.handled[1]["params"]["changes"][0]["text"] == "a\ufffdb"  # one unit for one
+    ((method, params),) = recorder.notified
+    assert method == "window/showMessage" and "params.changes[0].text" in params.message
+
+
+def test_the_tcp_reader_resynchronises_too() -> None:
+    async def main() -> Recorder:
+        stream = asyncio.StreamReader(limit=transport.MAX_HEADER + 1)
+        stream.feed_data(b"Content-Length: 0x20\r\n\r\n" + request(1, "x" * 20_000) + frame(request(2)))
+        stream.feed_eof()
+        recorder = Recorder()
+        await transport.run(threading.Event(), transport.StreamReader(stream), recorder)
+        return recorder
+
+    recorder = asyncio.run(main())
+    assert [(i, c) for i, c, _ in recorder.errors] == [(1, -32600)]
+    assert [m["id"] for m in recorder.handled] == [2]
