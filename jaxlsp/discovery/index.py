@@ -284,6 +284,12 @@ class WorkspaceIndex:
         self._notebook_stamps.pop(path.resolve(), None)  # the module is the client's now, not the disk's
         return self.set_text(path, cells.text)
 
+    def put_notebook(self, path: Path, cells: Module) -> bool:
+        """:meth:`set_notebook` summarised later, as :meth:`put_text` (True when the file is new)."""
+        self._notebooks[path.resolve()] = cells
+        self._notebook_stamps.pop(path.resolve(), None)
+        return self.put_text(path, cells.text)
+
     def close(self, path: Path) -> bool:
         path = path.resolve()
         self._stale.discard(path)

@@ -24,7 +24,7 @@ from lsprotocol import types
 from jaxlsp.discovery import Discovery
 from jaxlsp.discovery.budget import Refusal
 from jaxlsp.discovery.chunks import normalize_newlines
-from jaxlsp.notebook import build_module, cells_shown, is_notebook
+from jaxlsp.notebook import Module, build_module, cells_shown, is_notebook
 from jaxlsp.server.app import JaxServer
 from jaxlsp.server.params import local_path
 
@@ -124,9 +124,21 @@ class Documents:
         doc = self.ls.workspace.get_text_document(uri)
         new_file = self.ls.session.index.put_text(path, doc.source)
         self.ls.edited(path)
+        self.schedule(path, new_file)
+
+    def use_notebook(self, path: Path, cells: Module) -> None:
+        """An open notebook's module (its cells as the client has them), summarised in slices."""
+        new_file = self.ls.session.discover_ready(path).put_notebook(path, cells)
+        self.ls.edited(path)
+        self.schedule(path, new_file)
+
+    def schedule(self, path: Path, changed: bool) -> None:
+        """Summarise the open document ``path`` in the background (one task per file at a time)."""
         key = path.resolve()
         if key not in self._refreshing:
-            self._refreshing[key] = asyncio.ensure_future(self.refresh(key, new_file))
+            self._refreshing[key] = asyncio.ensure_future(self.refresh(key, changed))
+        elif changed:  # a new file while the task runs: other files' lenses may change too
+            self.ls.refresh_lenses()
 
     async def refresh(self, path: Path, changed: bool) -> None:
         """Summarise an open document's latest text in slices (text that comes meanwhile too),
@@ -213,8 +225,10 @@ class Documents:
         index = ls.session.index
         saved = index.disk_cells(path)
         shown = cells_shown(saved, normalize_newlines(doc.source).split("\n")) if saved is not None else None
-        changed = index.set_notebook(path, build_module(shown)) if shown is not None else index.close(path)
-        if changed:
+        if shown is not None:
+            self.use_notebook(path, build_module(shown))
+            return
+        if index.close(path):
             ls.refresh_lenses()
         ls.edited(path)
         self.report_skips(path)
