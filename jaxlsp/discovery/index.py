@@ -139,6 +139,9 @@ def summarize_steps(
         lines = [""]
     for offset, st in _statements(text, lines, cells) if not skipped else ():
         start, end = offset + st.start, offset + st.end
+        if len(chunks) == budget.MAX_STATEMENTS:
+            skipped.append(Refusal(start, budget.TOO_MANY))
+            break
         chunk = "\n".join(lines[start : end + 1]) + "\n"
         info = cache.get(chunk, st.word, st.header - st.start)
         spent += info.cost

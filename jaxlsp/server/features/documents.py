@@ -11,6 +11,7 @@ request 19 s, 16,000 watched-file changes 4.5 s (issue 25).
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import time
@@ -34,6 +35,18 @@ SLICE = 0.01  # seconds of indexing between two chances for requests (and cancel
 KEEP_DISCOVERIES = 32  # files whose entrypoints are kept for the next lens request
 MAX_SKIP_DIAGNOSTICS = 100  # "not analysed" diagnostics per file; one more says how many were left out
 T = TypeVar("T")
+
+
+def settle() -> None:
+    """Keep what was just summarised out of the garbage collector's full passes.
+
+    Summaries hold no cycles, so refcounting frees them when they are replaced; but a full pass
+    walks every live object, and a few hundred thousand of them (a workspace of big files) made
+    passes of 0.2-1 s on a busy machine, holding the loop as long. ``gc.freeze`` moves the live
+    objects out of those passes; the young generations are collected first, so the cyclic garbage
+    of the moment is not kept with them."""
+    gc.collect(1)
+    gc.freeze()
 
 
 async def sliced(steps: Generator[None, None, T]) -> T:
@@ -98,6 +111,7 @@ class Documents:
             if time.monotonic() - paused >= SLICE:
                 await asyncio.sleep(0)
                 paused = time.monotonic()
+        settle()
         if changed:
             ls.refresh_lenses()
 
@@ -151,6 +165,7 @@ class Documents:
             log.exception("summarising %s failed", path)
         finally:
             self._refreshing.pop(path, None)
+        settle()
         if changed:
             self.ls.refresh_lenses()
         self.report_skips(path)
@@ -176,6 +191,7 @@ class Documents:
             assert session.classifier is not None
             found = await sliced(session.classifier.discover_steps(path))
             self._discovered[key] = found
+            settle()  # the details parsed for it and its entrypoints
             while len(self._discovered) > KEEP_DISCOVERIES:
                 self._discovered.pop(next(iter(self._discovered)))
         return found
@@ -313,6 +329,7 @@ class Documents:
         except Exception:
             log.exception("workspace indexing failed")
         finally:
+            settle()
             session.indexed = True
             if token is not None:
                 ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=f"{count} files indexed"))
