@@ -13,6 +13,10 @@ its header and fields each under the bound): the largest statement of the instal
 flax and equinox has 6,092 tokens (a test-data table), the largest ``def`` 2,820, and a statement
 at the bound parses in about 0.3 s.
 
+A file of more than ``MAX_STATEMENTS`` top-level statements is summarised up to there: 100,000
+distinct assignments took 15 s of parsing and left so many live summaries that the garbage
+collector's full passes alone held the server up to 1.5 s each.
+
 A statement over a bound is skipped, never parsed: it costs only itself (its definition gets no
 lens), the index remembers why, and the server says so in a log line and a diagnostic. The
 file-wide budget bounds the time a file full of merely long chains can take.
@@ -30,6 +34,7 @@ MAX_DEPTH = 100  # nested brackets in one statement
 MAX_CHAIN = 500  # operators in one expression chain (between commas at one bracket level)
 LONG_CHAIN = 16  # chains longer than this count against the file's budget ...
 FILE_BUDGET = 4_000_000  # ... as the sum of their squared lengths (about 3 s of libcst at worst)
+MAX_STATEMENTS = 10_000  # top-level statements summarised per file (the largest of jax, flax: 1,325)
 MAX_CLASS_NESTING = 20  # classes in classes (CPython itself stops at 100 indentation levels)
 MAX_TOKENS = 10_000  # tokens in one statement (names, numbers, strings, operators, brackets)
 
@@ -129,4 +134,5 @@ def _close(length: int) -> int:
 
 
 SPENT = "the file's budget for long expressions is spent"
+TOO_MANY = f"the file has more than {MAX_STATEMENTS:,} top-level statements: nothing from here on is analysed"
 TOO_LARGE = too_large(MAX_FILE_BYTES)

@@ -139,6 +139,9 @@ def summarize_steps(
         lines = [""]
     for offset, st in _statements(text, lines, cells) if not skipped else ():
         start, end = offset + st.start, offset + st.end
+        if len(chunks) == budget.MAX_STATEMENTS:
+            skipped.append(Refusal(start, budget.TOO_MANY))
+            break
         chunk = "\n".join(lines[start : end + 1]) + "\n"
         info = cache.get(chunk, st.word, st.header - st.start)
         spent += info.cost
@@ -283,6 +286,12 @@ class WorkspaceIndex:
         self._notebooks[real_path(path)] = cells
         self._notebook_stamps.pop(real_path(path), None)  # the module is the client's now, not the disk's
         return self.set_text(path, cells.text)
+
+    def put_notebook(self, path: Path, cells: Module) -> bool:
+        """:meth:`set_notebook` summarised later, as :meth:`put_text` (True when the file is new)."""
+        self._notebooks[path.resolve()] = cells
+        self._notebook_stamps.pop(path.resolve(), None)
+        return self.put_text(path, cells.text)
 
     def close(self, path: Path) -> bool:
         path = real_path(path)

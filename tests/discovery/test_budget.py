@@ -108,3 +108,14 @@ def test_scanning_is_cheap_next_to_parsing(tmp_path: Path) -> None:
     libcst.parse_module(text)
     parsed = time.perf_counter() - started
     assert scanned < parsed / 5, (scanned, parsed)
+
+
+def test_a_file_is_summarised_up_to_its_statement_budget(tmp_path: Path) -> None:
+    """100,000 distinct assignments: 15 s of parsing, and garbage-collector passes of up to 1.5 s
+    over their summaries (issue 25). The first MAX_STATEMENTS count, the rest is said once."""
+    head = "import jax\n\n\n@jax.jit\ndef f(x):\n    return x\n\n\n"
+    text = head + "".join(f"a{i} = b\n" for i in range(budget.MAX_STATEMENTS + 5_000))
+    fs = summarize_file(tmp_path / "m.py", "m", text, ChunkCache())
+    assert len(fs.chunks) == budget.MAX_STATEMENTS
+    assert fs.skipped == [budget.Refusal(head.count("\n") + budget.MAX_STATEMENTS - 2, budget.TOO_MANY)]
+    assert "f" in fs.bindings and len(fs.line_lengths) == text.count("\n") + 1

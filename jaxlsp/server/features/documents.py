@@ -11,6 +11,7 @@ request 19 s, 16,000 watched-file changes 4.5 s (issue 25).
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import time
@@ -24,7 +25,7 @@ from lsprotocol import types
 from jaxlsp.discovery import Discovery
 from jaxlsp.discovery.budget import Refusal
 from jaxlsp.discovery.chunks import normalize_newlines
-from jaxlsp.notebook import build_module, cells_shown, is_notebook
+from jaxlsp.notebook import Module, build_module, cells_shown, is_notebook
 from jaxlsp.server.app import JaxServer
 from jaxlsp.server.params import local_path
 
@@ -34,6 +35,18 @@ SLICE = 0.01  # seconds of indexing between two chances for requests (and cancel
 KEEP_DISCOVERIES = 32  # files whose entrypoints are kept for the next lens request
 MAX_SKIP_DIAGNOSTICS = 100  # "not analysed" diagnostics per file; one more says how many were left out
 T = TypeVar("T")
+
+
+def settle() -> None:
+    """Keep what was just summarised out of the garbage collector's full passes.
+
+    Summaries hold no cycles, so refcounting frees them when they are replaced; but a full pass
+    walks every live object, and a few hundred thousand of them (a workspace of big files) made
+    passes of 0.2-1 s on a busy machine, holding the loop as long. ``gc.freeze`` moves the live
+    objects out of those passes; the young generations are collected first, so the cyclic garbage
+    of the moment is not kept with them."""
+    gc.collect(1)
+    gc.freeze()
 
 
 async def sliced(steps: Generator[None, None, T]) -> T:
@@ -99,6 +112,7 @@ class Documents:
             if time.monotonic() - paused >= SLICE:
                 await asyncio.sleep(0)
                 paused = time.monotonic()
+        settle()
         if changed:
             ls.refresh_lenses()
 
@@ -125,9 +139,21 @@ class Documents:
         doc = self.ls.workspace.get_text_document(uri)
         new_file = self.ls.session.index.put_text(path, doc.source)
         self.ls.edited(path)
+        self.schedule(path, new_file)
+
+    def use_notebook(self, path: Path, cells: Module) -> None:
+        """An open notebook's module (its cells as the client has them), summarised in slices."""
+        new_file = self.ls.session.discover_ready(path).put_notebook(path, cells)
+        self.ls.edited(path)
+        self.schedule(path, new_file)
+
+    def schedule(self, path: Path, changed: bool) -> None:
+        """Summarise the open document ``path`` in the background (one task per file at a time)."""
         key = path.resolve()
         if key not in self._refreshing:
-            self._refreshing[key] = asyncio.ensure_future(self.refresh(key, new_file))
+            self._refreshing[key] = asyncio.ensure_future(self.refresh(key, changed))
+        elif changed:  # a new file while the task runs: other files' lenses may change too
+            self.ls.refresh_lenses()
 
     async def refresh(self, path: Path, changed: bool) -> None:
         """Summarise an open document's latest text in slices (text that comes meanwhile too),
@@ -140,6 +166,7 @@ class Documents:
             log.exception("summarising %s failed", path)
         finally:
             self._refreshing.pop(path, None)
+        settle()
         if changed:
             self.ls.refresh_lenses()
         self.report_skips(path)
@@ -165,6 +192,7 @@ class Documents:
             assert session.classifier is not None
             found = await sliced(session.classifier.discover_steps(path))
             self._discovered[key] = found
+            settle()  # the details parsed for it and its entrypoints
             while len(self._discovered) > KEEP_DISCOVERIES:
                 self._discovered.pop(next(iter(self._discovered)))
         return found
@@ -214,8 +242,10 @@ class Documents:
         index = ls.session.index
         saved = index.disk_cells(path)
         shown = cells_shown(saved, normalize_newlines(doc.source).split("\n")) if saved is not None else None
-        changed = index.set_notebook(path, build_module(shown)) if shown is not None else index.close(path)
-        if changed:
+        if shown is not None:
+            self.use_notebook(path, build_module(shown))
+            return
+        if index.close(path):
             ls.refresh_lenses()
         ls.edited(path)
         self.report_skips(path)
@@ -300,6 +330,7 @@ class Documents:
         except Exception:
             log.exception("workspace indexing failed")
         finally:
+            settle()
             session.indexed = True
             if token is not None:
                 ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=f"{count} files indexed"))

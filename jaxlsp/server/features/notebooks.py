@@ -58,7 +58,4 @@ class Notebooks:
             code = cell.kind == types.NotebookCellKind.Code and doc is not None and doc.language_id in (None, "python")
             cells.append(Cell(index, "code" if code else "markdown", doc.source if doc is not None else ""))
         ls.notebooks.update(path, [cell.document for cell in notebook.cells])
-        if ls.session.discover_ready(path).set_notebook(path, build_module(cells)):
-            ls.refresh_lenses()
-        ls.edited(path)
-        self.documents.report_skips(path)
+        self.documents.use_notebook(path, build_module(cells))  # summarised in slices, then its skips said
