@@ -296,9 +296,15 @@ class Classifier:
             return None
         plumbing_only = not core
         factory = None if transforms else detail.returns_function
-        signals = [] if transforms or factory else self._driver_signals(fs, detail, local, seen)
+        library = None if transforms or factory else self._returned_library_function(fs, detail, local)
+        signals = [] if transforms or factory or library else self._driver_signals(fs, detail, local, seen)
+        if not transforms and plumbing_only and not signals:
+            handled = self._state_handling(fs, plumbing, local)
+            if handled is not None:
+                signals.append(f"handles weights: reads or writes module state only ({handled})")
         driver = not transforms and (
             factory is not None
+            or library is not None
             or bool(signals)
             or (strong_io and (detail.has_loop or plumbing_only))
             or (detail.has_loop and plumbing_only)
@@ -308,6 +314,8 @@ class Classifier:
         elif factory is not None:
             # what it returns computes, not it: its own call only makes a function
             reason = f"factory: returns a function it makes ({factory})"
+        elif library is not None:
+            reason = f"factory: returns a library function ({library})"
         elif signals:
             reason = "driver: " + "; ".join(signals)
         else:
@@ -323,8 +331,39 @@ class Classifier:
             fields=detail.params,
             reason=reason,
             driver=driver,
-            factory=factory is not None,
+            factory=factory is not None or library is not None,
         )
+
+    def _returned_library_function(
+        self, fs: FileSummary, detail: FunctionDetail, local: dict[str, Binding]
+    ) -> str | None:
+        """What every ``return`` hands back when each is a JAX library function itself, not a call
+        of one (``get_activation(name)`` returning ``jax.nn.gelu`` or ``nn.relu``): calling it
+        computes nothing, the function it returns does."""
+        if not detail.returns_refs:
+            return None
+        for ref in detail.returns_refs:
+            q = self.qualify(fs, ref, None, local)
+            if q is None or q.instance or not eco.is_compute(q.name) or eco.is_neutral(q.name):
+                return None
+            if eco.library_module_kind(q.name) is not None or not eco.is_library_name(q.name):
+                return None  # a module class (a constructor), or a workspace name
+        return ", ".join(sorted(detail.returns_refs)[:3])
+
+    def _state_handling(self, fs: FileSummary, plumbing: list[str], local: dict[str, Binding]) -> str | None:
+        """The first state-plumbing reference when all of a body's JAX use reads or writes module
+        state (``nnx.state``, ``nnx.update``, ``eqx.partition``), with array conversion at most:
+        counting parameters or assigning loaded weights into a model computes nothing to trace."""
+        found = None
+        for ref in plumbing:
+            q = self.qualify(fs, ref, None, local)
+            if q is None or q.instance:
+                return None
+            if eco.is_state_plumbing(q.name):
+                found = found or ref
+            elif not eco.is_array_conversion(q.name):
+                return None
+        return found
 
     def _driver_signals(
         self, fs: FileSummary, detail: FunctionDetail, local: dict[str, Binding], seen: frozenset[str]
@@ -337,6 +376,8 @@ class Classifier:
         gradients = False
         for ref in sorted(detail.refs):
             q = self.qualify(fs, ref, None, local)
+            if eco.other_framework(q.name if q is not None and not q.instance else None, ref):
+                found.setdefault("framework", ref)
             if q is None:
                 head = ref.partition(".")[0]
                 if head not in fs.bindings and head not in local and head == "open":
@@ -351,6 +392,8 @@ class Classifier:
         signals: list[str] = []
         if "checkpoint" in found:
             signals.append(f"reads or writes checkpoints or files ({found['checkpoint']})")
+        if "framework" in found:
+            signals.append(f"converts another framework's weights or tensors ({found['framework']})")
         if "entry" in found:
             signals.append(f"parses flags or configs ({found['entry']})")
         if "setup" in found and not gradients:
@@ -361,8 +404,13 @@ class Classifier:
         required = [p for p in detail.params if p.default is None and p.kind not in ("var_positional", "var_keyword")]
         if detail.has_assert and (not required or any(_COMPARES.search(r) for r in detail.assert_refs)):
             testing = True  # a model function asserts shapes of its inputs; a test asserts values
+        for dec in detail.decorators:  # @pytest.mark.parametrize, @parameterized.parameters
+            target = self._decorator_target(fs, dec.callee, dec.first_arg, local)
+            testing = testing or (target is not None and eco.driver_signal(target) == "test")
         if testing:
             signals.append("is a test or a benchmark (assertions, a testing library, timing)")
+        elif not required and _is_test_file(fs.path):
+            signals.append("makes a test's inputs (a test file's function callable without arguments)")
         if "checkpoint" not in found:
             loaded = self._calls_checkpoint_driver(fs, detail, local, seen)
             if loaded is not None:
@@ -538,6 +586,12 @@ class Classifier:
             )
         for inner in cls.nested:
             self._class_entries(fs, start, [*chain, inner], out)
+
+
+def _is_test_file(path: Path) -> bool:
+    """A file pytest collects by its default names (``test_*.py``, ``*_test.py``) or a ``conftest.py``."""
+    stem = path.stem
+    return stem.startswith("test_") or stem.endswith("_test") or stem == "conftest"
 
 
 def _module_fields(kind: eco.ModuleKind, cls: ClassInfo) -> tuple[SetupField, ...]:

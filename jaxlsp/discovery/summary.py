@@ -307,6 +307,7 @@ class FunctionInfo:
             local_calls=tuple(walker.local_calls),
             nested_defs=tuple(walker.nested_defs),
             returns_function=walker.returned_function(_param_names(stmt.params)),
+            returns_refs=walker.returned_references(),
         )
 
 
@@ -367,6 +368,9 @@ class FunctionDetail:
     # what every ``return`` of the body hands back is a function it makes (a nested ``def``, a
     # ``lambda``, a ``partial``, a transform of one, or a tuple of them): a factory (the name)
     returns_function: str | None = None
+    # the dotted names every ``return`` hands back when each is a bare reference, not a call
+    # (``return jax.nn.gelu``: an activation looked up by name); empty otherwise
+    returns_refs: tuple[str, ...] = ()
 
 
 _WHITESPACE = (
@@ -498,6 +502,14 @@ class _BodyWalker:
                 return None
             names.append(made)
         return ", ".join(dict.fromkeys(names))
+
+    def returned_references(self) -> tuple[str, ...]:
+        """The dotted names of what every ``return`` hands back, when each is a name or an
+        attribute (``return jax.nn.relu``), not a call nor any other expression; () otherwise."""
+        names = [dotted(value) if isinstance(value, cst.Name | cst.Attribute) else None for value in self.returns]
+        if not names or any(n is None for n in names):
+            return ()
+        return tuple(dict.fromkeys(n for n in names if n))
 
     def _made_function(
         self, value: cst.BaseExpression | None, nested: set[str], params: frozenset[str], depth: int
