@@ -14,7 +14,7 @@ from pathlib import Path
 
 from jaxlsp.discovery import ecosystem as eco
 from jaxlsp.discovery.entrypoints import Discovery, Entrypoint, Span
-from jaxlsp.discovery.index import FileSummary, WorkspaceIndex
+from jaxlsp.discovery.index import FileSummary, WorkspaceIndex, iter_python_files
 from jaxlsp.discovery.summary import Binding, ClassInfo, FunctionDetail, FunctionInfo, SetupField
 
 # An assertion that compares arrays: a test's (a model function asserts shapes, not values).
@@ -47,12 +47,16 @@ class Classifier:
         self._kinds: dict[tuple[Path, str], eco.ModuleKind | None] = {}
         self._triggers: dict[tuple[Path, str], frozenset[str]] = {}
         self._functions: dict[tuple[Path, str], bool] = {}
+        self._tested: dict[str, Path] | None = None  # qualified name -> a JAX test file importing it
+        self._tested_key: tuple[int, int] = (-1, -1)
+        self._test_files: set[Path] | None = None  # the workspace's test files, walked once
 
     def _fresh(self) -> None:
         if self._generation != self.index.generation:
             self._kinds.clear()
             self._triggers.clear()
             self._functions.clear()
+            self._tested = None
             self._generation = self.index.generation
 
     # -- names ---------------------------------------------------------------------------------
@@ -267,8 +271,10 @@ class Classifier:
     def function_entry(
         self, fs: FileSummary, start: int, fn: FunctionInfo, seen: frozenset[str] = frozenset()
     ) -> Entrypoint | None:
-        if fn.is_async or not (fn.words & self.triggers(fs)):
+        if fn.is_async:
             return None
+        if not (fn.words & self.triggers(fs)):
+            return self._tested_operators(fs, start, fn)
         detail = fn.detail
         if detail is None or detail.has_yield:
             return None
@@ -293,7 +299,7 @@ class Classifier:
         # Neutral names (tree utilities, device transfer, constructing modules) make nothing a JAX
         # function on their own, and do not make a JAX function a model function either.
         if not transforms and not core and not plumbing:
-            return None
+            return self._tested_operators(fs, start, fn)
         plumbing_only = not core
         factory = None if transforms else detail.returns_function
         library = None if transforms or factory else self._returned_library_function(fs, detail, local)
@@ -333,6 +339,71 @@ class Classifier:
             driver=driver,
             factory=factory is not None or library is not None,
         )
+
+    def _tested_operators(self, fs: FileSummary, start: int, fn: FunctionInfo) -> Entrypoint | None:
+        """A function with no JAX name of its own that only applies operators to its parameters
+        or calls them (a mask builder ``(q[:, None] - k[None, :]) < window``, a ``forward(model,
+        x)`` wrapper), imported by a test file that computes with JAX: the test calls it on arrays
+        (or modules), so it is a JAX function all the same. Parsed only when a test imports it."""
+        tested = self._jax_tests().get(f"{fs.module}.{fn.name}")
+        detail = fn.detail if tested is not None else None
+        if tested is None or detail is None or detail.has_yield or detail.has_loop:
+            return None
+        params = {p.name for p in detail.params}
+        assigned = {name for name, _ in detail.local_calls}
+        if not params or detail.decorators or detail.nested_defs or detail.local_bindings:
+            return None
+        allowed = params | assigned | {"None", "True", "False", "Ellipsis"}
+        if any(ref.partition(".")[0] not in allowed for ref in detail.refs | detail.nested_refs):
+            return None  # a builtin, a global or a library: not operators on what it is given
+        if any(callee.partition(".")[0] not in params for callee in detail.callees):
+            return None
+        header = start + fn.header
+        where = tested.name
+        return Entrypoint(
+            path=fs.path,
+            name=fn.name,
+            kind="function",
+            header=Span(header, 0, header, fs.line_length(header)),
+            body=Span(start, 0, start + fn.end, fs.line_length(start + fn.end)),
+            decorators=(),
+            fields=detail.params,
+            reason=f"applies operators to its arguments; {where}, which computes with JAX, imports it",
+        )
+
+    def _jax_tests(self) -> dict[str, Path]:
+        """The workspace names that test files computing with JAX import (``from model import
+        causal_mask`` in ``tests/test_model.py``, which imports ``jax.numpy``), once per index
+        generation: only those files' bindings are read."""
+        known = self.index.known_files()
+        key = (self.index.generation, len(known))
+        if self._tested is not None and self._tested_key == key:
+            return self._tested
+        if self._test_files is None:  # the index may not have read them yet (one file discovered)
+            self._test_files = {p for root in self.index.roots for p in iter_python_files(root) if _is_test_file(p)}
+        tested: dict[str, Path] = {}
+        for path in sorted(self._test_files | {p for p in known if _is_test_file(p)}):
+            other = self.index.summary(path)
+            if other is None:
+                continue
+            names = []
+            jax_use = False
+            for name, bindings in other.bindings.items():
+                for b in bindings:
+                    if b.how not in ("from", "import"):
+                        continue
+                    q = self.qualify(other, name, b.line + 1)
+                    if q is None:
+                        continue
+                    if eco.ecosystem_root(q.name):
+                        jax_use = True
+                    elif b.how == "from" and not eco.is_library_name(q.name):
+                        names.append(q.name)
+            if jax_use:
+                for name in names:
+                    tested.setdefault(name, path)
+        self._tested, self._tested_key = tested, (self.index.generation, len(self.index.known_files()))
+        return tested
 
     def _returned_library_function(
         self, fs: FileSummary, detail: FunctionDetail, local: dict[str, Binding]

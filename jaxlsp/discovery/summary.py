@@ -308,6 +308,7 @@ class FunctionInfo:
             nested_defs=tuple(walker.nested_defs),
             returns_function=walker.returned_function(_param_names(stmt.params)),
             returns_refs=walker.returned_references(),
+            callees=frozenset(walker.callees),
         )
 
 
@@ -371,6 +372,8 @@ class FunctionDetail:
     # the dotted names every ``return`` hands back when each is a bare reference, not a call
     # (``return jax.nn.gelu``: an activation looked up by name); empty otherwise
     returns_refs: tuple[str, ...] = ()
+    # what the body's own calls call (dotted names; "" for anything else: ``f(x)(y)``)
+    callees: frozenset[str] = frozenset()
 
 
 _WHITESPACE = (
@@ -417,6 +420,7 @@ class _BodyWalker:
         self.nested_defs: list[tuple[str, tuple[Decorator, ...]]] = []
         self.returns: list[cst.BaseExpression | None] = []
         self.assigned: dict[str, cst.BaseExpression] = {}  # the body's own ``name = value``
+        self.callees: set[str] = set()
         self.has_yield = False
         self.has_loop = False
         self.has_assert = False
@@ -467,6 +471,8 @@ class _BodyWalker:
                 self._local_call(node)  # type: ignore[arg-type]
             elif t is cst.Return and scope == _OWN:
                 self.returns.append(node.value)  # type: ignore[attr-defined]
+            elif t is cst.Call and scope == _OWN:
+                self.callees.add(dotted(node.func) or "")  # type: ignore[attr-defined]
             elif t in (cst.Import, cst.ImportFrom):
                 _bindings_of(node, 0, self.bindings)
                 continue

@@ -743,3 +743,49 @@ def test_the_same_library_names_in_a_program_keep_the_lens(tmp_path: Path, case:
     name = "test_ops.py" if "test file" in case else "main.py"
     result = discover(tmp_path, {name: STILL_TRACED[case]}, target=name)
     assert [e.name for e in result.entrypoints] == ["f"] and not result.drivers
+
+
+MODEL_ZOO = """
+    from typing import TYPE_CHECKING, Any, Sequence
+    if TYPE_CHECKING:
+        def is_sequence(x: Any) -> bool: ...
+    else:
+        def is_sequence(x):
+            return isinstance(x, (list, tuple))
+    def all_sequences(xs: Sequence[Any]) -> bool:
+        return all(is_sequence(x) for x in xs)
+    def sliding_window_mask(q_pos, k_pos, window):
+        return (q_pos[:, None] - k_pos[None, :] >= 0) & (q_pos[:, None] - k_pos[None, :] < window)
+    def forward(model, x):
+        return model(x)
+    def forward_apply(model, params, x):
+        return model.apply({"params": params}, x)
+    def scale(x, factor):
+        return x * factor
+"""
+ZOO_TEST = """
+    import jax.numpy as jnp
+    from modeling import all_sequences, forward, forward_apply, sliding_window_mask
+    def test_mask():
+        pos = jnp.arange(6)
+        assert sliding_window_mask(pos, pos, 2).shape == (6, 6)
+    def test_forward():
+        assert forward(lambda x: x * 2, jnp.ones(3)).shape == (3,)
+        assert all_sequences([[1], (2,)])
+"""
+
+
+def test_operators_on_arrays_that_a_jax_test_calls_get_a_lens(tmp_path: Path) -> None:
+    # a mask builder of operators only and undecorated forward(model, x) wrappers name nothing of
+    # JAX: their test calls them on arrays. A pure helper the same test imports (it calls a
+    # builtin), and a function no test imports (scale), stay without a lens.
+    files = {"modeling.py": MODEL_ZOO, "tests/test_modeling.py": ZOO_TEST}
+    result = discover(tmp_path, files, target="modeling.py")
+    assert [(e.name, e.reason) for e in result.entrypoints] == [
+        (name, "applies operators to its arguments; test_modeling.py, which computes with JAX, imports it")
+        for name in ("sliding_window_mask", "forward", "forward_apply")
+    ]
+    assert not result.drivers
+    # the same test without JAX proves nothing about arrays
+    plain = {"modeling.py": MODEL_ZOO, "tests/test_modeling.py": ZOO_TEST.replace("jax.numpy", "numpy")}
+    assert not discover(tmp_path / "plain", plain, target="modeling.py").entrypoints
