@@ -154,6 +154,10 @@ def _trace(args: argparse.Namespace) -> int:
             if saved.get("missing")
             else ""
         )
+        widened = {key: tuple(pair) for key, pair in (saved.get("widened") or {}).items()}
+        for was, stored in sorted(set(widened.values())):  # bfloat16 and the like: no NumPy dtype
+            keys = [key for key, pair in widened.items() if pair == (was, stored)]
+            missing += f" ({was} stored as {stored}: {', '.join(keys[:5])})"
         print(f"wrote values: {args.save_values} ({len(saved.get('keys', []))} arrays){missing}")
     if args.save:
         return _save(outcome)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from jaxlsp.discovery import ecosystem as eco
 from jaxlsp.discovery.entrypoints import Discovery, Entrypoint, Span
-from jaxlsp.discovery.index import FileSummary, WorkspaceIndex
+from jaxlsp.discovery.index import FileSummary, WorkspaceIndex, iter_python_files
 from jaxlsp.discovery.summary import Binding, ClassInfo, FunctionDetail, FunctionInfo, SetupField
 from jaxlsp.textfiles import real_path
 
@@ -49,12 +49,16 @@ class Classifier:
         self._kinds: dict[tuple[Path, str], eco.ModuleKind | None] = {}
         self._triggers: dict[tuple[Path, str], frozenset[str]] = {}
         self._functions: dict[tuple[Path, str], bool] = {}
+        self._tested: dict[str, Path] | None = None  # qualified name -> a JAX test file importing it
+        self._tested_key: tuple[int, int] = (-1, -1)
+        self._test_files: set[Path] | None = None  # the workspace's test files, walked once
 
     def _fresh(self) -> None:
         if self._generation != self.index.generation:
             self._kinds.clear()
             self._triggers.clear()
             self._functions.clear()
+            self._tested = None
             self._generation = self.index.generation
 
     # -- names ---------------------------------------------------------------------------------
@@ -269,8 +273,10 @@ class Classifier:
     def function_entry(
         self, fs: FileSummary, start: int, fn: FunctionInfo, seen: frozenset[str] = frozenset()
     ) -> Entrypoint | None:
-        if fn.is_async or not (fn.words & self.triggers(fs)):
+        if fn.is_async:
             return None
+        if not (fn.words & self.triggers(fs)):
+            return self._tested_operators(fs, start, fn)
         detail = fn.detail
         if detail is None or detail.has_yield:
             return None
@@ -295,12 +301,18 @@ class Classifier:
         # Neutral names (tree utilities, device transfer, constructing modules) make nothing a JAX
         # function on their own, and do not make a JAX function a model function either.
         if not transforms and not core and not plumbing:
-            return None
+            return self._tested_operators(fs, start, fn)
         plumbing_only = not core
         factory = None if transforms else detail.returns_function
-        signals = [] if transforms or factory else self._driver_signals(fs, detail, local, seen)
+        library = None if transforms or factory else self._returned_library_function(fs, detail, local)
+        signals = [] if transforms or factory or library else self._driver_signals(fs, detail, local, seen)
+        if not transforms and plumbing_only and not signals:
+            handled = self._state_handling(fs, plumbing, local)
+            if handled is not None:
+                signals.append(f"handles weights: reads or writes module state only ({handled})")
         driver = not transforms and (
             factory is not None
+            or library is not None
             or bool(signals)
             or (strong_io and (detail.has_loop or plumbing_only))
             or (detail.has_loop and plumbing_only)
@@ -310,6 +322,8 @@ class Classifier:
         elif factory is not None:
             # what it returns computes, not it: its own call only makes a function
             reason = f"factory: returns a function it makes ({factory})"
+        elif library is not None:
+            reason = f"factory: returns a library function ({library})"
         elif signals:
             reason = "driver: " + "; ".join(signals)
         else:
@@ -325,8 +339,104 @@ class Classifier:
             fields=detail.params,
             reason=reason,
             driver=driver,
-            factory=factory is not None,
+            factory=factory is not None or library is not None,
         )
+
+    def _tested_operators(self, fs: FileSummary, start: int, fn: FunctionInfo) -> Entrypoint | None:
+        """A function with no JAX name of its own that only applies operators to its parameters
+        or calls them (a mask builder ``(q[:, None] - k[None, :]) < window``, a ``forward(model,
+        x)`` wrapper), imported by a test file that computes with JAX: the test calls it on arrays
+        (or modules), so it is a JAX function all the same. Parsed only when a test imports it."""
+        tested = self._jax_tests().get(f"{fs.module}.{fn.name}")
+        detail = fn.detail if tested is not None else None
+        if tested is None or detail is None or detail.has_yield or detail.has_loop:
+            return None
+        params = {p.name for p in detail.params}
+        assigned = {name for name, _ in detail.local_calls}
+        if not params or detail.decorators or detail.nested_defs or detail.local_bindings:
+            return None
+        allowed = params | assigned | {"None", "True", "False", "Ellipsis"}
+        if any(ref.partition(".")[0] not in allowed for ref in detail.refs | detail.nested_refs):
+            return None  # a builtin, a global or a library: not operators on what it is given
+        if any(callee.partition(".")[0] not in params for callee in detail.callees):
+            return None
+        header = start + fn.header
+        where = tested.name
+        return Entrypoint(
+            path=fs.path,
+            name=fn.name,
+            kind="function",
+            header=Span(header, 0, header, fs.line_length(header)),
+            body=Span(start, 0, start + fn.end, fs.line_length(start + fn.end)),
+            decorators=(),
+            fields=detail.params,
+            reason=f"applies operators to its arguments; {where}, which computes with JAX, imports it",
+        )
+
+    def _jax_tests(self) -> dict[str, Path]:
+        """The workspace names that test files computing with JAX import (``from model import
+        causal_mask`` in ``tests/test_model.py``, which imports ``jax.numpy``), once per index
+        generation: only those files' bindings are read."""
+        known = self.index.known_files()
+        key = (self.index.generation, len(known))
+        if self._tested is not None and self._tested_key == key:
+            return self._tested
+        if self._test_files is None:  # the index may not have read them yet (one file discovered)
+            self._test_files = {p for root in self.index.roots for p in iter_python_files(root) if _is_test_file(p)}
+        tested: dict[str, Path] = {}
+        for path in sorted(self._test_files | {p for p in known if _is_test_file(p)}):
+            other = self.index.summary(path)
+            if other is None:
+                continue
+            names = []
+            jax_use = False
+            for name, bindings in other.bindings.items():
+                for b in bindings:
+                    if b.how not in ("from", "import"):
+                        continue
+                    q = self.qualify(other, name, b.line + 1)
+                    if q is None:
+                        continue
+                    if eco.ecosystem_root(q.name):
+                        jax_use = True
+                    elif b.how == "from" and not eco.is_library_name(q.name):
+                        names.append(q.name)
+            if jax_use:
+                for name in names:
+                    tested.setdefault(name, path)
+        self._tested, self._tested_key = tested, (self.index.generation, len(self.index.known_files()))
+        return tested
+
+    def _returned_library_function(
+        self, fs: FileSummary, detail: FunctionDetail, local: dict[str, Binding]
+    ) -> str | None:
+        """What every ``return`` hands back when each is a JAX library function itself, not a call
+        of one (``get_activation(name)`` returning ``jax.nn.gelu`` or ``nn.relu``): calling it
+        computes nothing, the function it returns does."""
+        if not detail.returns_refs:
+            return None
+        for ref in detail.returns_refs:
+            q = self.qualify(fs, ref, None, local)
+            if q is None or q.instance or not eco.is_compute(q.name) or eco.is_neutral(q.name):
+                return None
+            if eco.library_module_kind(q.name) is not None or not eco.is_library_name(q.name):
+                return None  # a module class (a constructor), or a workspace name
+        return ", ".join(sorted(detail.returns_refs)[:3])
+
+    def _state_handling(self, fs: FileSummary, plumbing: list[str], local: dict[str, Binding]) -> str | None:
+        """The first state-plumbing reference when all of a body's JAX use reads or writes module
+        state (``nnx.state``, ``nnx.update``, ``eqx.partition``), with array conversion at most:
+        counting parameters or assigning loaded weights into a model computes nothing to trace."""
+        found = None
+        for ref in plumbing:
+            q = self.qualify(fs, ref, None, local)
+            if q is None or q.instance:
+                return None
+            if eco.is_state_plumbing(q.name):
+                found = found or ref
+            elif not eco.is_array_conversion(q.name):
+                return None
+        return found
 
     def _driver_signals(
         self, fs: FileSummary, detail: FunctionDetail, local: dict[str, Binding], seen: frozenset[str]
@@ -339,6 +449,8 @@ class Classifier:
         gradients = False
         for ref in sorted(detail.refs):
             q = self.qualify(fs, ref, None, local)
+            if eco.other_framework(q.name if q is not None and not q.instance else None, ref):
+                found.setdefault("framework", ref)
             if q is None:
                 head = ref.partition(".")[0]
                 if head not in fs.bindings and head not in local and head == "open":
@@ -353,6 +465,8 @@ class Classifier:
         signals: list[str] = []
         if "checkpoint" in found:
             signals.append(f"reads or writes checkpoints or files ({found['checkpoint']})")
+        if "framework" in found:
+            signals.append(f"converts another framework's weights or tensors ({found['framework']})")
         if "entry" in found:
             signals.append(f"parses flags or configs ({found['entry']})")
         if "setup" in found and not gradients:
@@ -363,8 +477,13 @@ class Classifier:
         required = [p for p in detail.params if p.default is None and p.kind not in ("var_positional", "var_keyword")]
         if detail.has_assert and (not required or any(_COMPARES.search(r) for r in detail.assert_refs)):
             testing = True  # a model function asserts shapes of its inputs; a test asserts values
+        for dec in detail.decorators:  # @pytest.mark.parametrize, @parameterized.parameters
+            target = self._decorator_target(fs, dec.callee, dec.first_arg, local)
+            testing = testing or (target is not None and eco.driver_signal(target) == "test")
         if testing:
             signals.append("is a test or a benchmark (assertions, a testing library, timing)")
+        elif not required and _is_test_file(fs.path):
+            signals.append("makes a test's inputs (a test file's function callable without arguments)")
         if "checkpoint" not in found:
             loaded = self._calls_checkpoint_driver(fs, detail, local, seen)
             if loaded is not None:
@@ -550,6 +669,12 @@ class Classifier:
             )
         for inner in cls.nested:
             self._class_entries(fs, start, [*chain, inner], out)
+
+
+def _is_test_file(path: Path) -> bool:
+    """A file pytest collects by its default names (``test_*.py``, ``*_test.py``) or a ``conftest.py``."""
+    stem = path.stem
+    return stem.startswith("test_") or stem.endswith("_test") or stem == "conftest"
 
 
 def _module_fields(kind: eco.ModuleKind, cls: ClassInfo) -> tuple[SetupField, ...]:

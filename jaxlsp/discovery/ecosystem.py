@@ -128,6 +128,19 @@ _CHECKPOINT_PREFIXES = (
     "flax.nnx.from_flat_state", "equinox.tree_serialise_leaves", "equinox.tree_deserialise_leaves",
     "PIL.", "imageio.", "cv2.imwrite", "cv2.imread", "matplotlib.pyplot.savefig",
 )  # fmt: skip
+# Module state read or written without computing (counting parameters, assigning loaded weights):
+# with array conversion alone, weight handling rather than a program. ``nnx.merge`` and
+# ``eqx.combine`` are not here: they make a module to run.
+_STATE_PLUMBING = (
+    "flax.nnx.state", "flax.nnx.split", "flax.nnx.update", "flax.nnx.graphdef", "flax.nnx.variables",
+    "flax.nnx.to_pure_dict", "flax.nnx.replace_by_pure_dict", "flax.nnx.iter_graph", "equinox.filter",
+    "equinox.partition", "equinox.tree_at", "equinox.is_array", "equinox.is_inexact_array",
+)  # fmt: skip
+_ARRAY_CONVERSION = ("jax.numpy.asarray", "jax.numpy.array")
+# Another framework's tensors and modules (converting its checkpoints): its namespaces, and the
+# methods of its objects that only it has (``torch_model.state_dict()``, ``tensor.detach()``).
+_OTHER_FRAMEWORKS = ("torch.", "transformers.", "keras.")
+_OTHER_FRAMEWORK_METHODS = frozenset({"state_dict", "load_state_dict", "named_parameters", "detach"})
 _TESTING_PREFIXES = (
     "pytest.", "numpy.testing.", "chex.assert", "absl.testing.", "unittest.", "jax.test_util.",
     "jax._src.test_util.", "timeit.", "hypothesis.", "jax.numpy.testing.",
@@ -174,6 +187,24 @@ def driver_signal(qualname: str) -> str | None:
     if qualname.startswith(_OPTIMIZER_SETUP) or _optax_setup(qualname):
         return "setup"
     return None
+
+
+def is_state_plumbing(qualname: str) -> bool:
+    """Reads or writes module state without computing (``nnx.state``, ``eqx.partition``; not
+    ``eqx.filter_vmap``, whose name only begins like ``eqx.filter``)."""
+    return qualname in _STATE_PLUMBING
+
+
+def is_array_conversion(qualname: str) -> bool:
+    return qualname in _ARRAY_CONVERSION
+
+
+def other_framework(qualname: str | None, ref: str) -> bool:
+    """Whether a reference uses another framework: a name under its namespace, or a method only
+    its objects have called on anything (``v.detach()``, ``torch_model.state_dict()``)."""
+    if qualname is not None and (qualname + ".").startswith(_OTHER_FRAMEWORKS):
+        return True
+    return "." in ref and ref.rpartition(".")[2] in _OTHER_FRAMEWORK_METHODS
 
 
 def _optax_setup(qualname: str) -> bool:

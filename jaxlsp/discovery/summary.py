@@ -308,6 +308,8 @@ class FunctionInfo:
             local_calls=tuple(walker.local_calls),
             nested_defs=tuple(walker.nested_defs),
             returns_function=walker.returned_function(_param_names(stmt.params)),
+            returns_refs=walker.returned_references(),
+            callees=frozenset(walker.callees),
         )
 
 
@@ -368,6 +370,11 @@ class FunctionDetail:
     # what every ``return`` of the body hands back is a function it makes (a nested ``def``, a
     # ``lambda``, a ``partial``, a transform of one, or a tuple of them): a factory (the name)
     returns_function: str | None = None
+    # the dotted names every ``return`` hands back when each is a bare reference, not a call
+    # (``return jax.nn.gelu``: an activation looked up by name); empty otherwise
+    returns_refs: tuple[str, ...] = ()
+    # what the body's own calls call (dotted names; "" for anything else: ``f(x)(y)``)
+    callees: frozenset[str] = frozenset()
 
 
 _WHITESPACE = (
@@ -414,6 +421,7 @@ class _BodyWalker:
         self.nested_defs: list[tuple[str, tuple[Decorator, ...]]] = []
         self.returns: list[cst.BaseExpression | None] = []
         self.assigned: dict[str, cst.BaseExpression] = {}  # the body's own ``name = value``
+        self.callees: set[str] = set()
         self.has_yield = False
         self.has_loop = False
         self.has_assert = False
@@ -464,6 +472,8 @@ class _BodyWalker:
                 self._local_call(node)  # type: ignore[arg-type]
             elif t is cst.Return and scope == _OWN:
                 self.returns.append(node.value)  # type: ignore[attr-defined]
+            elif t is cst.Call and scope == _OWN:
+                self.callees.add(dotted(node.func) or "")  # type: ignore[attr-defined]
             elif t in (cst.Import, cst.ImportFrom):
                 _bindings_of(node, 0, self.bindings)
                 continue
@@ -499,6 +509,14 @@ class _BodyWalker:
                 return None
             names.append(made)
         return ", ".join(dict.fromkeys(names))
+
+    def returned_references(self) -> tuple[str, ...]:
+        """The dotted names of what every ``return`` hands back, when each is a name or an
+        attribute (``return jax.nn.relu``), not a call nor any other expression; () otherwise."""
+        names = [dotted(value) if isinstance(value, cst.Name | cst.Attribute) else None for value in self.returns]
+        if not names or any(n is None for n in names):
+            return ()
+        return tuple(dict.fromkeys(n for n in names if n))
 
     def _made_function(
         self, value: cst.BaseExpression | None, nested: set[str], params: frozenset[str], depth: int

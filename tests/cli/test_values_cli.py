@@ -60,11 +60,11 @@ def test_values_print_the_first_nan_line_and_save_arrays_by_label_and_by_node(tm
 
     # By label: the graph's inputs and outputs.
     saved = np.load(ports)
-    assert sorted(saved.files) == ["args/0", "out"]
-    np.testing.assert_array_equal(saved["args/0"], np.full(4, 6.0, np.float32))
+    assert sorted(saved.files) == ["input:args/0", "output:out"]
+    np.testing.assert_array_equal(saved["input:args/0"], np.full(4, 6.0, np.float32))
     with np.errstate(invalid="ignore"):
         expected = np.sqrt(np.repeat(np.arange(5.0, -4.0, -1.0), 4).reshape(9, 4)).astype(np.float32)
-    np.testing.assert_array_equal(saved["out"], expected)  # NaN in rows 7 to 9, equal as arrays go
+    np.testing.assert_array_equal(saved["output:out"], expected)  # NaN in rows 7 to 9, equal as arrays go
 
     # By node: the sqrt's output, as its last iteration left it.
     node = next(n for n in graph.nodes if n.primitive == "sqrt")
@@ -77,6 +77,38 @@ def test_values_print_the_first_nan_line_and_save_arrays_by_label_and_by_node(tm
     assert unknown.returncode == 3 and "--nodes: no node, value or port label 'n9999'" in unknown.stderr
     bad = run(["trace", "values_targets.py::blowup", "--values", "--dim", "n"])
     assert bad.returncode == 2 and "--dim expects NAME=SIZE" in bad.stderr
+
+
+def test_state_inputs_and_their_updated_outputs_are_saved_apart_and_bf16_loads_as_float32(tmp_path: Path) -> None:
+    # a counter's ``calls`` and BatchNorm's statistics are inputs and, updated, outputs with the
+    # same labels: keyed by label alone, the .npz kept one array under both (7 arrays for 10 ports)
+    ports = tmp_path / "counted.npz"
+    traced = run(
+        ["trace", "values_targets.py::Counted", "--profile", "counted", "--values", "--save-values", str(ports)]
+    )
+    assert traced.returncode == 0, traced.stderr
+    assert f"wrote values: {ports} (10 arrays)" in traced.stdout
+    saved = np.load(ports)
+    state = ["batch_stats/BatchNorm_0/mean", "batch_stats/BatchNorm_0/var", "counter/calls"]
+    params = ["params/BatchNorm_0/bias", "params/BatchNorm_0/scale"]
+    assert sorted(saved.files) == sorted(
+        [*(f"input:{label}" for label in [*params, *state, "args/0"]), "output:out", *(f"output:{s}" for s in state)]
+    )
+    assert int(saved["input:counter/calls"]) + 1 == int(saved["output:counter/calls"])
+    batch = saved["input:args/0"].mean(0)  # BatchNorm's momentum 0.99, from a zero mean
+    np.testing.assert_allclose(saved["output:batch_stats/BatchNorm_0/mean"], 0.01 * batch, rtol=1e-5)
+    np.testing.assert_array_equal(saved["input:batch_stats/BatchNorm_0/mean"], np.zeros(3, np.float32))
+
+    # bfloat16 has no NumPy dtype: np.savez wrote opaque |V2 bytes; it is stored as float32 (exact)
+    halved = tmp_path / "halved.npz"
+    traced = run(
+        ["trace", "values_targets.py::halved", "--profile", "halved", "--values", "--save-values", str(halved)]
+    )
+    assert traced.returncode == 0, traced.stderr
+    assert "(bfloat16 stored as float32: output:out)" in traced.stdout
+    out = np.load(halved)["output:out"]
+    assert out.dtype == np.float32
+    np.testing.assert_array_equal(out * 2, np.array([1.0, 2.0, 3.0], np.float32))
 
 
 def test_a_gradient_profile_prints_norms_per_module_and_zero_gradients() -> None:

@@ -624,3 +624,168 @@ def test_a_file_is_never_classified_for_importing_jax(tmp_path: Path) -> None:
             return x + 1
     """
     assert found(tmp_path, source) == {}
+
+
+# -- issue 26: lenses on functions with nothing to trace, as model zoos write them ------------------
+NOTHING_TO_TRACE = {
+    "parametrized test": (
+        "test_layers.py",
+        """
+        import jax.numpy as jnp
+        import pytest
+        from layers import causal_mask
+        @pytest.mark.parametrize("seq", [4, 8])
+        def f(seq):
+            mask = causal_mask(seq)
+            assert mask.shape == (seq, seq)
+        """,
+        "driver: is a test or a benchmark (assertions, a testing library, timing)",
+    ),
+    "absl parameterized test": (
+        "layers_test.py",
+        """
+        import jax.numpy as jnp
+        from absl.testing import parameterized
+        @parameterized.parameters(1, 2)
+        def f(n):
+            return jnp.ones(n).sum()
+        """,
+        "driver: is a test or a benchmark (assertions, a testing library, timing)",
+    ),
+    "parameter count": (
+        "utils.py",
+        """
+        import jax
+        import numpy as np
+        from flax import nnx
+        def f(model):
+            params = nnx.state(model, nnx.Param)
+            return sum(np.prod(x.shape) for x in jax.tree.leaves(params))
+        """,
+        "driver: handles weights: reads or writes module state only (nnx.state)",
+    ),
+    "loaded weights assigned into a model": (
+        "weights.py",
+        """
+        import jax.numpy as jnp
+        from flax import nnx
+        def f(model, loaded):
+            state = nnx.state(model)
+            state.replace_by_pure_dict({k: jnp.asarray(v) for k, v in loaded.items()})
+            nnx.update(model, state)
+            return model
+        """,
+        "driver: handles weights: reads or writes module state only (nnx.state)",
+    ),
+    "model built from another framework's checkpoint": (
+        "convert.py",
+        """
+        import jax.numpy as jnp
+        def f(torch_model):
+            weights = torch_model.state_dict()
+            return {k: jnp.transpose(jnp.asarray(v.detach().numpy())) for k, v in weights.items()}
+        """,
+        "driver: converts another framework's weights or tensors (torch_model.state_dict)",
+    ),
+    "activation by name": (
+        "activations.py",
+        """
+        import flax.linen as nn
+        import jax
+        def f(name):
+            if name == "gelu":
+                return nn.gelu
+            if name == "swish":
+                return jax.nn.silu
+            return jax.nn.relu
+        """,
+        "factory: returns a library function (jax.nn.relu, jax.nn.silu, nn.gelu)",
+    ),
+    "a test script's input maker": (
+        "test_model.py",
+        """
+        import jax
+        import jax.numpy as jnp
+        def f(batch=2, seq=8, seed=0):
+            tokens = jax.random.randint(jax.random.key(seed), (batch, seq), 0, 100)
+            return tokens, jnp.ones((batch, seq), bool)
+        """,
+        "driver: makes a test's inputs (a test file's function callable without arguments)",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(NOTHING_TO_TRACE))
+def test_no_lens_where_there_is_nothing_to_trace(tmp_path: Path, case: str) -> None:
+    name, source, reason = NOTHING_TO_TRACE[case]
+    layers = (
+        "import jax.numpy as jnp\ndef causal_mask(n):\n    i = jnp.arange(n)\n    return i[:, None] >= i[None, :]\n"
+    )
+    result = discover(tmp_path, {name: source, "layers.py": layers}, target=name)
+    assert not result.entrypoints
+    assert [(e.name, e.reason) for e in result.drivers] == [("f", reason)]
+
+
+STILL_TRACED = {
+    "a merged module called": (
+        "from flax import nnx\ndef f(graphdef, state, x):\n    return nnx.merge(graphdef, state)(x)\n"
+    ),
+    "an activation applied by name": (
+        "import jax\ndef f(x, name):\n    return jax.nn.gelu(x) if name == 'gelu' else jax.nn.relu(x)\n"
+    ),
+    "a library function called and returned": "import jax\ndef f(x):\n    y = jax.nn.relu(x)\n    return y\n",
+    "a test file's function of arrays": ("import jax.numpy as jnp\ndef f(x, w):\n    return jnp.tanh(x @ w)\n"),
+}
+
+
+@pytest.mark.parametrize("case", list(STILL_TRACED))
+def test_the_same_library_names_in_a_program_keep_the_lens(tmp_path: Path, case: str) -> None:
+    name = "test_ops.py" if "test file" in case else "main.py"
+    result = discover(tmp_path, {name: STILL_TRACED[case]}, target=name)
+    assert [e.name for e in result.entrypoints] == ["f"] and not result.drivers
+
+
+MODEL_ZOO = """
+    from typing import TYPE_CHECKING, Any, Sequence
+    if TYPE_CHECKING:
+        def is_sequence(x: Any) -> bool: ...
+    else:
+        def is_sequence(x):
+            return isinstance(x, (list, tuple))
+    def all_sequences(xs: Sequence[Any]) -> bool:
+        return all(is_sequence(x) for x in xs)
+    def sliding_window_mask(q_pos, k_pos, window):
+        return (q_pos[:, None] - k_pos[None, :] >= 0) & (q_pos[:, None] - k_pos[None, :] < window)
+    def forward(model, x):
+        return model(x)
+    def forward_apply(model, params, x):
+        return model.apply({"params": params}, x)
+    def scale(x, factor):
+        return x * factor
+"""
+ZOO_TEST = """
+    import jax.numpy as jnp
+    from modeling import all_sequences, forward, forward_apply, sliding_window_mask
+    def test_mask():
+        pos = jnp.arange(6)
+        assert sliding_window_mask(pos, pos, 2).shape == (6, 6)
+    def test_forward():
+        assert forward(lambda x: x * 2, jnp.ones(3)).shape == (3,)
+        assert all_sequences([[1], (2,)])
+"""
+
+
+def test_operators_on_arrays_that_a_jax_test_calls_get_a_lens(tmp_path: Path) -> None:
+    # a mask builder of operators only and undecorated forward(model, x) wrappers name nothing of
+    # JAX: their test calls them on arrays. A pure helper the same test imports (it calls a
+    # builtin), and a function no test imports (scale), stay without a lens.
+    files = {"modeling.py": MODEL_ZOO, "tests/test_modeling.py": ZOO_TEST}
+    result = discover(tmp_path, files, target="modeling.py")
+    assert [(e.name, e.reason) for e in result.entrypoints] == [
+        (name, "applies operators to its arguments; test_modeling.py, which computes with JAX, imports it")
+        for name in ("sliding_window_mask", "forward", "forward_apply")
+    ]
+    assert not result.drivers
+    # the same test without JAX proves nothing about arrays
+    plain = {"modeling.py": MODEL_ZOO, "tests/test_modeling.py": ZOO_TEST.replace("jax.numpy", "numpy")}
+    assert not discover(tmp_path / "plain", plain, target="modeling.py").entrypoints

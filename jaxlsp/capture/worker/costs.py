@@ -9,7 +9,8 @@ re-trace after an edit lowers only the equations the edit made new; an XLA backe
 only when something must be lowered.
 
 ``xlaCompare`` also lowers the whole program (XLA's whole-program ``cost_analysis()``, which counts
-loop bodies once) and compiles it for ``memory_analysis()``.
+loop bodies once) and compiles it for the compiled program's ``cost_analysis()`` and
+``memory_analysis()``.
 """
 
 from __future__ import annotations
@@ -278,8 +279,11 @@ def is_literal(atom: Any) -> bool:
 
 
 def whole_program(closed: Any) -> dict[str, Any]:
-    """XLA's own analysis of the whole traced program: ``cost_analysis()`` of its lowering (loop
-    bodies counted once) and ``memory_analysis()`` of its compilation (bytes)."""
+    """XLA's own analysis of the whole traced program: ``cost_analysis()`` of its lowering (the
+    program as written, loop bodies counted once: what the per-equation figures, each lowered
+    alone, add up to), ``cost_analysis()`` of its compilation (``compiled``: after fusion, whose
+    bytes are a fraction of the lowering's: 16,512 against 65,676 for
+    ``sum(tanh(x @ x.T) * 2 + 1, -1)`` on ``f32[32,64]``) and ``memory_analysis()`` (bytes)."""
     import jax
 
     from jaxlsp.capture.worker import jaxcompat
@@ -290,11 +294,17 @@ def whole_program(closed: Any) -> dict[str, Any]:
         specs = [_spec(v.aval) for v in closed.jaxpr.invars]
         lowered = jax.jit(fn).lower(*specs)
         compiled = lowered.compile()
+        optimised: dict[str, int] | None = None
+        with contextlib.suppress(Exception):  # the lowering's figures are the ones compared
+            optimised = figures(jaxcompat.cost_dict(compiled.cost_analysis())).json()
         try:
-            analysis = jaxcompat.cost_dict(lowered.cost_analysis())
+            out.update(figures(jaxcompat.cost_dict(lowered.cost_analysis())).json(), analysed="lowered")
         except NotImplementedError:  # no analysis before compiling on this platform
-            analysis = jaxcompat.cost_dict(compiled.cost_analysis())
-        out.update(figures(analysis).json())
+            if optimised is None:
+                raise
+            out.update(optimised, analysed="compiled")
+        if optimised is not None:
+            out["compiled"] = optimised
         stats = compiled.memory_analysis()
     except Exception as exc:
         out["error"] = f"{type(exc).__name__}: {str(exc)[:300]}"

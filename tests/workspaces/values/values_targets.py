@@ -109,3 +109,17 @@ def steady(x):
 def scattered(x):
     # A scatter-add (as an embedding's gradient is): its combiner body runs inside the primitive.
     return jnp.zeros(5).at[jnp.array([0, 2, 2])].add(x)
+
+
+class Counted(nn.Module):
+    """A call counter and batch statistics: state inputs whose updated outputs have their labels."""
+
+    @nn.compact
+    def __call__(self, x):
+        calls = self.variable("counter", "calls", lambda: jnp.zeros((), jnp.int32))
+        calls.value += 1
+        return nn.BatchNorm(use_running_average=False)(x)
+
+
+def halved(x):
+    return x.astype(jnp.bfloat16) / 2

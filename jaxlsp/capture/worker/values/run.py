@@ -445,43 +445,64 @@ def gradients(graph: Graph, outputs: dict[str, Any]) -> dict[str, Any]:
 # --- payloads ------------------------------------------------------------------------------------
 
 
+def _port_keys(graph: Graph) -> list[tuple[str, str]]:
+    """``(key, value id)`` per port: ``input:LABEL`` and ``output:LABEL``. A state input and its
+    updated output share a label (``batch_stats/BatchNorm_0/mean``, a counter's ``calls``), so the
+    label alone would keep one of the two arrays under both."""
+    return [
+        *((f"input:{p.label}", p.value) for p in graph.inputs),
+        *((f"output:{p.label}", p.value) for p in graph.outputs),
+    ]
+
+
 def _selection(
     graph: Graph, nodes: dict[str, Node], values: dict[str, Any], options: dict[str, Any]
 ) -> tuple[set[str], dict[str, str]]:
     """The value ids whose arrays the run keeps (inline ones, and what ``save`` writes) and the
-    ``.npz`` key of each saved one: a port's label, ``n12:log:0`` for a node's output."""
+    value id under each ``.npz`` key: ``input:LABEL`` / ``output:LABEL`` for a port (a value that
+    is both, passed through, under both keys), ``n12:log:0`` for another node's output."""
     keep = {str(v) for v in options.get("inline") or [] if str(v) in values}
-    saved: dict[str, str] = {}
+    saved: dict[str, str] = {}  # key -> value id
     if not options.get("save"):
         return keep, saved
-    ports = {p.value: p.label for p in [*graph.inputs, *graph.outputs]}
-    labels = {p.label: p.value for p in [*graph.inputs, *graph.outputs]}
+    ports = _port_keys(graph)
     chosen = options.get("nodes")
     if not chosen:
-        for port in [*graph.inputs, *graph.outputs]:
-            saved.setdefault(port.value, port.label)
+        saved.update(ports)
     else:
+        by_value: dict[str, list[str]] = {}
+        by_label: dict[str, list[tuple[str, str]]] = {}
+        for key, vid in ports:
+            by_value.setdefault(vid, []).append(key)
+            by_label.setdefault(key.partition(":")[2], []).append((key, vid))
+        named = dict(ports)
         unknown = []
         for item in chosen:
             item = str(item)
             if item in nodes:
                 node = nodes[item]
                 for k, vid in enumerate(node.outputs):
-                    saved.setdefault(vid, ports.get(vid) or f"{node.id}:{node.primitive}:{k}")
+                    for key in by_value.get(vid) or [f"{node.id}:{node.primitive}:{k}"]:
+                        saved.setdefault(key, vid)
             elif item in values:
                 producer = values[item].producer
-                saved.setdefault(item, ports.get(item) or (f"{producer}:{item}" if producer else item))
-            elif item in labels:
-                saved.setdefault(labels[item], item)
+                for key in by_value.get(item) or [f"{producer}:{item}" if producer else item]:
+                    saved.setdefault(key, item)
+            elif item in named:  # input:LABEL, output:LABEL
+                saved.setdefault(item, named[item])
+            elif item in by_label:  # a bare label: the input and the output that have it
+                for key, vid in by_label[item]:
+                    saved.setdefault(key, vid)
             else:
                 unknown.append(item)
         if unknown:
             raise CaptureError(
                 "needs_input",
                 f"--nodes: no node, value or port label {', '.join(repr(u) for u in unknown[:5])} in the graph "
-                "(nodes are n0, n1, ...; values v0, v1, ...; ports by label such as out/0)",
+                "(nodes are n0, n1, ...; values v0, v1, ...; ports by label such as out/0, or input:LABEL / "
+                "output:LABEL)",
             )
-    return keep | set(saved), saved
+    return keep | set(saved.values()), saved
 
 
 def _payloads(
@@ -518,12 +539,15 @@ def _payloads(
     if path:
         payload = {}
         missing = []
-        for vid, key in saved_keys.items():
+        widened: dict[str, list[str]] = {}  # key -> [its dtype, the dtype stored]
+        for key, vid in saved_keys.items():
             array = kept.get(vid)
             if array is None or not numeric(getattr(array, "dtype", None)):
                 missing.append(key)
                 continue
-            payload[key] = np.asarray(array)
+            payload[key], was = _loadable(array)
+            if was is not None:
+                widened[key] = [was, str(payload[key].dtype)]
         directory = os.path.dirname(os.path.abspath(str(path)))
         if not os.path.isdir(directory):
             raise CaptureError("refused", f"--save-values: the folder {directory} does not exist")
@@ -531,7 +555,25 @@ def _payloads(
         with open(str(path), "wb") as f:
             save(f, **payload)
         out["saved"] = {"path": str(path), "keys": sorted(payload), "missing": missing}
+        if widened:
+            out["saved"]["widened"] = widened
     return out
+
+
+def _loadable(array: Any) -> tuple[Any, str | None]:
+    """``array`` as NumPy itself can load it, and the dtype it had when it had to be widened.
+    ``bfloat16``, the ``float8`` types and ``int4`` are ``ml_dtypes`` extensions: ``np.savez``
+    writes them as opaque bytes (``|V2``) that ``np.load`` cannot compute with. They are stored
+    as ``float32`` (exact for every one of them) and the narrow integers as ``int8``/``uint8``."""
+    import numpy as np
+
+    a = np.asarray(array)
+    if a.dtype.kind in "biufc":
+        return a, None
+    name = str(a.dtype)
+    if name.startswith(("int", "uint")):
+        return a.astype(np.int8 if name.startswith("int") else np.uint8), name
+    return a.astype(np.float32), name
 
 
 def inline_array(array: Any) -> dict[str, Any]:
