@@ -769,7 +769,16 @@ def _from_json(data: Any) -> Graph:
 
 def _contracts(data: Any, path: str) -> dict[str, Any]:
     """The ``contracts`` section: each violation's members that readers rely on are checked."""
-    d = _obj(data, path, ("checked", "violations"), ("notes",))
+    d = _obj(data, path, ("checked", "violations"), ("notes", "dims"))
+    for i, item in enumerate(_list(d.get("dims", []), f"{path}.dims")):
+        where = f"{path}.dims[{i}]"
+        v = _obj(item, where, ("function", "path", "line", "endLine", "dims"), ())
+        sizes = v["dims"]
+        if not isinstance(sizes, dict):
+            raise _fail(f"{where}.dims", f"expected an object, got {_kind(sizes)}")
+        for name, size in sizes.items():
+            if not isinstance(size, int) or isinstance(size, bool):
+                raise _fail(f"{where}.dims.{name}", f"expected a size (an integer), got {_kind(size)}")
     for i, name in enumerate(_list(d["checked"], f"{path}.checked")):
         _str(name, f"{path}.checked[{i}]")
     for i, item in enumerate(_list(d["violations"], f"{path}.violations")):

@@ -274,3 +274,11 @@ async def test_kept_jaxtyping_annotations_are_checked_and_give_no_warning(live: 
     graph = json.loads(Path(unquote(exported["uri"].removeprefix("file://"))).read_text())
     assert graph["contracts"]["checked"] == ["contracts_ok.clean", "contracts_ok.dense"]
     assert graph["contracts"]["violations"] == []
+
+
+async def test_hover_names_the_dimensions_the_annotations_bound(live: JaxClient) -> None:
+    client = live
+    client.open("contracts_ok.py")
+    await settled(client, "clean")
+    shown = await hover(client, "contracts_ok.py", line_of(client, "contracts_ok.py", "return x @ w"))
+    assert "`f32[8,32]  batch \u00d7 32`" in shown and "`f32[8,16]  batch \u00d7 16`" in shown

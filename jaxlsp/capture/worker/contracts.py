@@ -28,6 +28,7 @@ import types
 from typing import Any
 
 MAX_CONTRACTS = 64  # violations kept per trace
+MAX_BOUND_CALLS = 16  # calls of one function whose dimension sizes are recorded (for hover)
 _DISPATCH = "__jaxlsp_contract_call__"  # the builtin the trampolines call
 _PARAM = re.compile(r"typechecking parameter '(\w+)'")
 _MEMO_HEADER = "The current values for each jaxtyping axis annotation are as follows."
@@ -67,6 +68,9 @@ class Contracts:
         self._seen: set[tuple[int, str]] = set()
         self._entries: dict[int, _Entry] = {}
         self._swapped: list[tuple[types.FunctionType, types.CodeType, Any]] = []
+        # function key -> dimension name -> the sizes its passing calls bound (hover's names)
+        self._bound: dict[int, dict[str, set[int]]] = {}
+        self._bound_calls: dict[int, int] = {}
 
     # -- setup -------------------------------------------------------------------------------------
     def __enter__(self) -> Contracts:
@@ -131,8 +135,28 @@ class Contracts:
         failed = self._check(entry, entry.params, args, kwargs, None, sys._getframe(2))
         out = entry.original(*args, **kwargs)
         if not failed and entry.full is not None:
-            self._check(entry, entry.full, args, kwargs, out, sys._getframe(2))
+            failed = self._check(entry, entry.full, args, kwargs, out, sys._getframe(2))
+        if not failed and self._bound_calls.get(key, 0) < MAX_BOUND_CALLS:
+            self._bound_calls[key] = self._bound_calls.get(key, 0) + 1
+            self._record_sizes(key, entry, args, kwargs, out)
         return out
+
+    def _record_sizes(self, key: int, entry: _Entry, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
+        """The sizes a passing call bound to each plain dimension name (``batch`` in ``"batch
+        d"``; names under ``*``/``...`` are read from the ends): what hover writes beside them."""
+        try:
+            bound = dict(entry.signature.bind(*args, **kwargs).arguments)
+        except TypeError:
+            return
+        bound["return"] = out
+        sizes = self._bound.setdefault(key, {})
+        for name, words in entry.axes:
+            shape = getattr(bound.get(name), "shape", None)
+            if not isinstance(shape, tuple):
+                continue
+            for word, size in _align(words, shape):
+                if isinstance(size, int):
+                    sizes.setdefault(word, set()).add(size)
 
     def _check(
         self, entry: _Entry, check: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any, caller: Any
@@ -235,6 +259,24 @@ class Contracts:
             source = {**v["source"], "path": spelling.relative(v["source"]["path"])}
             violations.append({**v, "bindings": bindings, "source": source, "message": message})
         out: dict[str, Any] = {"checked": sorted(self.checked), "violations": violations}
+        dims = []
+        for key, names in self._bound.items():
+            entry = self._entries[key]
+            code = entry.original.__code__
+            last = max((line for _, _, line in code.co_lines() if line), default=code.co_firstlineno)
+            plain = {name: sorted(sizes)[0] for name, sizes in sorted(names.items()) if len(sizes) == 1}
+            if plain:
+                dims.append(
+                    {
+                        "function": f"{entry.fn.__module__}.{entry.fn.__qualname__}",
+                        "path": spelling.relative(code.co_filename),
+                        "line": code.co_firstlineno,
+                        "endLine": last,
+                        "dims": plain,
+                    }
+                )
+        if dims:
+            out["dims"] = dims
         if self.notes:
             out["notes"] = list(self.notes)
         return out
@@ -257,6 +299,7 @@ class _Entry:
         has_return = signature.return_annotation is not inspect.Signature.empty
         self.full = jaxtyping.jaxtyped(typechecker=typechecker)(self._shadow(signature)) if has_return else None
         self._names = _annotation_dims(fn, signature, jaxtyping)
+        self.axes = _annotation_axes(fn, signature, jaxtyping)
 
     def _shadow(self, signature: inspect.Signature) -> Any:
         box = self.box
@@ -388,6 +431,41 @@ def _annotation_dims(
                     dims.add(word)
         if dims:
             out.append((name, dims))
+    return out
+
+
+def _annotation_axes(
+    fn: types.FunctionType, signature: inspect.Signature, jaxtyping: Any
+) -> list[tuple[str, list[str]]]:
+    """Each parameter (and ``return``) annotated with exactly one array type, and its axis words."""
+    out: list[tuple[str, list[str]]] = []
+    items = [(n, p.annotation) for n, p in signature.parameters.items()] + [("return", signature.return_annotation)]
+    for name, annotation in items:
+        if isinstance(annotation, str):
+            try:
+                annotation = eval(annotation, fn.__globals__)
+            except Exception:
+                continue
+        arrays = _arrays(annotation, jaxtyping)
+        if len(arrays) == 1:
+            out.append((name, str(getattr(arrays[0], "dim_str", "")).split()))
+    return out
+
+
+def _align(words: list[str], shape: tuple[Any, ...]) -> list[tuple[str, Any]]:
+    """Plain axis names paired with their sizes; a variadic axis (``*b``, ``...``) splits the
+    words into those read from the front and those read from the back."""
+    variadic = [i for i, w in enumerate(words) if w.startswith("*") or w == "..."]
+    if len(variadic) > 1 or (not variadic and len(words) != len(shape)):
+        return []
+    cut = variadic[0] if variadic else len(words)
+    front = list(zip(words[:cut], shape[:cut], strict=False))
+    back = list(zip(reversed(words[cut + 1 :]), reversed(shape), strict=False)) if variadic else []
+    out = []
+    for word, size in front + back:
+        word = word.lstrip("#")
+        if word.isidentifier() and word != "_":
+            out.append((word, size))
     return out
 
 
