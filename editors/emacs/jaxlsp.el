@@ -64,6 +64,11 @@ Default: the recipe's, else the workspace .venv, else the server's."
   "Ask for shapes as inlay hints (shown by `eglot-inlay-hints-mode', eglot 1.11+)."
   :type 'boolean)
 
+(defcustom jaxlsp-live-shapes t
+  "Live shapes: re-trace what a file touches on open and save (trusted workspaces only).
+nil sends liveShapes: false to the server."
+  :type 'boolean)
+
 (defcustom jaxlsp-request-timeout 600
   "Seconds to wait for a trace before giving up on the answer."
   :type 'number)
@@ -179,6 +184,7 @@ Trust only for the directories the user listed."
     (when jaxlsp-python (puthash "python" jaxlsp-python options))
     (when jaxlsp-timeout (puthash "timeout" jaxlsp-timeout options))
     (when jaxlsp-inlay-hints (puthash "inlayHints" t options))
+    (unless jaxlsp-live-shapes (puthash "liveShapes" :json-false options))
     (list :jaxlsp options)))
 
 (cl-defmethod eglot-execute-command ((server jaxlsp-server) (_command (eql 'jaxlsp.traceGraph)) arguments)

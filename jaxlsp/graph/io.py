@@ -46,7 +46,7 @@ _TOP_KEYS = (
     "values",
     "groups",
 )
-_OPTIONAL_TOP_KEYS = ("costs", "execution")
+_OPTIONAL_TOP_KEYS = ("costs", "execution", "contracts")
 # The graph's ``costs``: how the per-node figures were measured (docs/graph-format.md).
 _GRAPH_COST_KEYS = ("equations", "measured", "unique", "cached", "lowered", "unknown", "seconds", "xla")
 _NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
@@ -158,6 +158,8 @@ def to_json(graph: Graph) -> dict[str, Any]:
     }
     if graph.execution is not None:
         data["execution"] = _jsonable(graph.execution)
+    if graph.contracts is not None:
+        data["contracts"] = _jsonable(graph.contracts)
     return data
 
 
@@ -761,10 +763,36 @@ def _from_json(data: Any) -> Graph:
         groups=_items(d, "groups", lambda _d, _p: None, _group),
         costs=_graph_costs(d.get("costs")),
         execution=None if d.get("execution") is None else _execution(d["execution"], "execution"),
+        contracts=None if d.get("contracts") is None else _contracts(d["contracts"], "contracts"),
         format=FORMAT,
         version=VERSION,
         backend=BACKEND,
     )
+
+
+def _contracts(data: Any, path: str) -> dict[str, Any]:
+    """The ``contracts`` section: each violation's members that readers rely on are checked."""
+    d = _obj(data, path, ("checked", "violations"), ("notes", "dims"))
+    for i, item in enumerate(_list(d.get("dims", []), f"{path}.dims")):
+        where = f"{path}.dims[{i}]"
+        v = _obj(item, where, ("function", "path", "line", "endLine", "dims"), ())
+        sizes = v["dims"]
+        if not isinstance(sizes, dict):
+            raise _fail(f"{where}.dims", f"expected an object, got {_kind(sizes)}")
+        for name, size in sizes.items():
+            if not isinstance(size, int) or isinstance(size, bool):
+                raise _fail(f"{where}.dims.{name}", f"expected a size (an integer), got {_kind(size)}")
+    for i, name in enumerate(_list(d["checked"], f"{path}.checked")):
+        _str(name, f"{path}.checked[{i}]")
+    for i, item in enumerate(_list(d["violations"], f"{path}.violations")):
+        where = f"{path}.violations[{i}]"
+        v = _obj(item, where, ("function", "param", "annotation", "got", "message", "source", "bindings"), ())
+        for key in ("function", "param", "annotation", "got", "message"):
+            _str(v[key], f"{where}.{key}")
+        _list(v["bindings"], f"{where}.bindings")
+        _obj(v["source"], f"{where}.source", ("path", "line", "column", "endLine", "endColumn"), ("cell",))
+    copied: dict[str, Any] = _json_copy(d, path)
+    return copied
 
 
 def _graph_costs(data: Any) -> dict[str, Any] | None:

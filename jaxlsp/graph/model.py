@@ -113,6 +113,9 @@ class Graph:
     # What a values run found (docs/graph-format.md "Execution"): validation, the first non-finite
     # value, executed regions, gradient norms. None in a shapes-only graph.
     execution: dict[str, Any] | None = None
+    # The workspace's jaxtyping annotations checked against the traced values (docs/graph-format.md
+    # "Contracts"): {checked, violations, notes?}. None when the workspace does not use jaxtyping.
+    contracts: dict[str, Any] | None = None
     format: str = FORMAT
     version: int = VERSION
     backend: str = "jaxpr"

@@ -37,7 +37,7 @@ def workspace(tmp_path: Path, recipe: str = RECIPE) -> Path:
 
 def trusted_peer(peer_factory: Any, root: Path) -> tuple[Peer, str]:
     peer: Peer = peer_factory(env=server_env())
-    peer.initialize(root, options={"trusted": True})
+    peer.initialize(root, options={"trusted": True, "liveShapes": False})
     return peer, peer.open(root / "model.py")
 
 

@@ -210,7 +210,7 @@ def _warm_server(peer_factory: Any, root: Path, count: int) -> tuple[Peer, str, 
         ]
     (root / "jaxlsp.toml").write_text("\n".join(recipe) + "\n")
     peer: Peer = peer_factory(env=server_env())
-    peer.initialize(root, options={"trusted": True})
+    peer.initialize(root, options={"trusted": True, "liveShapes": False})
     uri = peer.open(root / "model.py")
     warm = peer.call("jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "f0", "profile": "f0"}, timeout=scaled(180))
     return peer, uri, warm

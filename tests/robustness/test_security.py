@@ -133,7 +133,7 @@ def test_recipe_targets_and_factories_cannot_escape_the_workspace(peer_factory: 
     symlink or factory makes the server import a file outside the workspace."""
     root, sentinel = escaping_workspace(tmp_path)
     peer: Peer = peer_factory(env=server_env())
-    peer.initialize(root, options={"trusted": True})
+    peer.initialize(root, options={"trusted": True, "liveShapes": False})
     for file, profile, expected in [
         ("model.py", "up", "profiles.up.target"),  # names the key: the profile is for another file
         ("model.py", "absolute", "profiles.absolute.target"),
@@ -176,7 +176,7 @@ def test_the_viewer_is_loopback_only_token_bound_and_stops_with_the_server(peer_
         'version = 1\n\n[profiles.f]\ntarget = "model.py::f"\ninputs.args = [{ kind = "array", shape = [3] }]\n'
     )
     peer: Peer = peer_factory(env=server_env())
-    peer.initialize(root, options={"trusted": True})
+    peer.initialize(root, options={"trusted": True, "liveShapes": False})
     uri = peer.open(root / "model.py")
     trace_id = peer.call(
         "jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "f", "profile": "f"}, timeout=scaled(120)
@@ -245,7 +245,7 @@ def test_editor_trust_with_no_folders_asks_for_the_files_folder(peer_factory: An
             "processId": None,
             "rootUri": None,
             "capabilities": {},
-            "initializationOptions": {"jaxlsp": {"trusted": True}},
+            "initializationOptions": {"jaxlsp": {"trusted": True, "liveShapes": False}},
         },
     )
     peer.notify("initialized", {})
@@ -288,7 +288,7 @@ def test_the_worker_gets_an_allow_listed_environment_and_its_own_tmpdir(peer_fac
         JAX_PLATFORMS="cpu", JAXLSP_CAPTURE_PROBE_OUT=str(out),
     )  # fmt: skip
     peer: Peer = peer_factory(env=env)
-    peer.initialize(root, options={"trusted": True})
+    peer.initialize(root, options={"trusted": True, "liveShapes": False})
     uri = peer.open(root / "probe.py")
     result = peer.call("jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "f", "profile": "f"}, timeout=scaled(120))
     assert result["traceId"]

@@ -25,7 +25,7 @@ def session(name: str, trusted: bool) -> Any:
         lsp.client_name = request.param
         lsp.workspace = root
         params = initialize_params(request.param, root)
-        params.initialization_options = {"jaxlsp": {"trusted": True}} if trusted else None
+        params.initialization_options = {"jaxlsp": {"liveShapes": False, "trusted": True}} if trusted else None
         lsp.initialize_result = await within(lsp.initialize_session(params))
         yield
         await lsp.finish()

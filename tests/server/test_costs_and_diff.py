@@ -24,7 +24,7 @@ async def client_fixture(lsp: JaxClient, tmp_path: Path) -> Any:
     lsp.client_name = "visual-studio-code"
     lsp.workspace = root
     params = initialize_params("visual-studio-code", root)
-    params.initialization_options = {"jaxlsp": {"trusted": True}}
+    params.initialization_options = {"jaxlsp": {"liveShapes": False, "trusted": True}}
     lsp.initialize_result = await within(lsp.initialize_session(params))
     yield
     await lsp.finish()

@@ -10,9 +10,11 @@ except where the user's own pick is the point. ``model.py`` and ``tested.py`` ad
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import pytest
 import pytest_lsp
@@ -239,3 +241,44 @@ async def test_a_target_that_only_a_test_can_feed_is_not_live_until_picked(live:
     save(client, "tested.py", text.replace("x + 1.0", "x + 2.0"))
     await settled(client, "shift", after=picked["traceId"])  # the pick is what it runs now
     assert "f32[2,7]" in await hover(client, "tested.py", line_of(client, "tested.py", "y = x + 2.0"))
+
+
+async def test_broken_jaxtyping_annotations_are_one_shape_contract_warning_each(live: JaxClient) -> None:
+    client = live
+    uri = client.open("contracts.py")
+    done = await settled(client, "pipeline")  # the trace still made its graph
+    page = await client.request("jaxlsp/graph", {"traceId": done["traceId"]})
+    assert page["items"]
+    warnings = [d for d in client.diagnostics.get(uri, []) if d.code == "shape-contract"]
+    by_line = {d.range.start.line: d for d in warnings}
+    assert len(warnings) == 3 and all(d.severity == types.DiagnosticSeverity.Warning for d in warnings)
+    wrong_dim = by_line[line_of(client, "contracts.py", "def wrong_dim")]
+    assert wrong_dim.message.startswith('x: expected Float[Array, "batch 128"], got f32[8,64] (batch=8 from x at')
+    mismatch = by_line[line_of(client, "contracts.py", "def mismatch")]
+    assert (
+        mismatch.message.startswith('b: expected Float[Array, "batch n"], got f32[8,1]') and "n=64" in mismatch.message
+    )
+    returned = by_line[line_of(client, "contracts.py", "def wrong_return")]
+    assert returned.message.startswith('return: expected Float[Array, "batch d"], got f32[8,3]')
+    text = (client.workspace / "contracts.py").read_text().splitlines()
+    start, end = wrong_dim.range.start, wrong_dim.range.end  # on the annotation itself
+    assert text[start.line][start.character : end.character] == 'Float[Array, "batch 128"]'
+
+
+async def test_kept_jaxtyping_annotations_are_checked_and_give_no_warning(live: JaxClient) -> None:
+    client = live
+    uri = client.open("contracts_ok.py")
+    done = await settled(client, "clean")
+    assert not [d for d in client.diagnostics.get(uri, []) if d.code == "shape-contract"]
+    exported = await client.request("jaxlsp/export", {"traceId": done["traceId"], "format": "json"})
+    graph = json.loads(Path(unquote(exported["uri"].removeprefix("file://"))).read_text())
+    assert graph["contracts"]["checked"] == ["contracts_ok.clean", "contracts_ok.dense"]
+    assert graph["contracts"]["violations"] == []
+
+
+async def test_hover_names_the_dimensions_the_annotations_bound(live: JaxClient) -> None:
+    client = live
+    client.open("contracts_ok.py")
+    await settled(client, "clean")
+    shown = await hover(client, "contracts_ok.py", line_of(client, "contracts_ok.py", "return x @ w"))
+    assert "`f32[8,32]  batch \u00d7 32`" in shown and "`f32[8,16]  batch \u00d7 16`" in shown

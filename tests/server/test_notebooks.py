@@ -113,7 +113,7 @@ def vscode_with_notebooks(root: Path) -> types.InitializeParams:
             dynamic_registration=True, execution_summary_support=True
         )
     )
-    params.initialization_options = {"jaxlsp": {"trusted": True, "inlayHints": True}}
+    params.initialization_options = {"jaxlsp": {"liveShapes": False, "trusted": True, "inlayHints": True}}
     return params
 
 

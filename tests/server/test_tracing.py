@@ -22,7 +22,7 @@ INVALID_PARAMS = -32602
 
 
 def _options(trusted: bool, inlay_hints: bool = False) -> Any:
-    return {"jaxlsp": {"trusted": True, "inlayHints": inlay_hints}} if trusted else None
+    return {"jaxlsp": {"liveShapes": False, "trusted": True, "inlayHints": inlay_hints}} if trusted else None
 
 
 def tracing_session(name: str, clients: list[str], trusted: bool = False, inlay_hints: bool = False) -> Any:

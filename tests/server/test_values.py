@@ -30,7 +30,7 @@ async def client(lsp: JaxClient, request: pytest.FixtureRequest, tmp_path: Path)
     lsp.client_name = request.param
     lsp.workspace = root
     params = initialize_params(request.param, root)
-    params.initialization_options = {"jaxlsp": {"trusted": True}}
+    params.initialization_options = {"jaxlsp": {"liveShapes": False, "trusted": True}}
     lsp.initialize_result = await within(lsp.initialize_session(params))
     yield
     await lsp.finish()

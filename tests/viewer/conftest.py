@@ -139,7 +139,7 @@ async def traced(lsp: JaxClient, request: pytest.FixtureRequest, tmp_path: Path)
     lsp.client_name = request.param
     lsp.workspace = root.resolve()
     params = initialize_params(request.param, lsp.workspace)
-    params.initialization_options = {"jaxlsp": {"trusted": True}}
+    params.initialization_options = {"jaxlsp": {"liveShapes": False, "trusted": True}}
     lsp.initialize_result = await within(lsp.initialize_session(params))
     yield
     await lsp.finish()

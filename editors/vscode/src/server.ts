@@ -17,9 +17,11 @@ export interface Settings {
   timeout: number;
   device: string;
   inlayHints: boolean;
+  /** `jaxlsp.liveShapes`: re-trace on open and save (the server's default is on). */
+  liveShapes: boolean;
 }
 
-export const DEFAULT_SETTINGS: Settings = { python: "", serverPath: "", timeout: 0, device: "", inlayHints: false };
+export const DEFAULT_SETTINGS: Settings = { python: "", serverPath: "", timeout: 0, device: "", inlayHints: false, liveShapes: true };
 
 export interface ServerCommand {
   command: string;
@@ -181,6 +183,7 @@ export function initializationOptions(settings: Settings, launch: Launch, truste
   if (launch.selectedPython) options.selectedPython = launch.selectedPython;
   if (settings.timeout > 0) options.timeout = settings.timeout;
   if (settings.device) options.device = settings.device;
+  if (!settings.liveShapes) options.liveShapes = false;
   return { jaxlsp: options };
 }
 
@@ -197,6 +200,7 @@ export function readSettings(config: { get<T>(key: string, fallback: T): T }): S
     timeout: typeof timeout === "number" && Number.isFinite(timeout) && timeout > 0 ? timeout : 0,
     device: str("device"),
     inlayHints: config.get<unknown>("inlayHints", false) === true,
+    liveShapes: config.get<unknown>("liveShapes", true) !== false,
   };
 }
 

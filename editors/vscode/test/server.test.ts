@@ -136,12 +136,23 @@ test("initializationOptions carry trust and only the settings that are set", () 
   assert.deepEqual(initializationOptions(settings, other, false), {
     jaxlsp: { trusted: false, inlayHints: true, python: "/usr/bin/python3", timeout: 30, device: "cuda:0" },
   });
+  const off = { ...DEFAULT_SETTINGS, liveShapes: false }; // live shapes: sent only when turned off
+  assert.deepEqual(initializationOptions(off, launch, true), {
+    jaxlsp: { trusted: true, inlayHints: false, selectedPython: "/env/bin/python", liveShapes: false },
+  });
 });
 
 test("settings of the wrong type fall back to their defaults", () => {
   const values: Record<string, unknown> = { python: "  /usr/bin/python3 ", timeout: -4, device: 3, inlayHints: "yes" };
   const config = { get: <T>(key: string, fallback: T): T => (key in values ? (values[key] as T) : fallback) };
-  assert.deepEqual(readSettings(config), { python: "/usr/bin/python3", serverPath: "", timeout: 0, device: "", inlayHints: false });
+  assert.deepEqual(readSettings(config), {
+    python: "/usr/bin/python3",
+    serverPath: "",
+    timeout: 0,
+    device: "",
+    inlayHints: false,
+    liveShapes: true,
+  });
 });
 
 test("the Python extension's interpreter: resolved executable, else the path, else nothing", async () => {

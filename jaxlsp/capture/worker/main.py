@@ -258,7 +258,13 @@ def trace_target(
     builder = inputs_mod.InputBuilder(loader, symbolic, int(profile.get("seed", 0)), concrete=concrete)
     transform = profile.get("transform")
     on_device = jax.default_device(device) if device is not None else contextlib.nullcontext()
+    check = _contracts(request, workspace)
+    if check is not None and extra is not None:
+        extra["contracts"] = check  # the graph's contracts section (graph_from_jaxpr)
+    checking = contextlib.ExitStack()  # the contract check covers construction and the trace
     try:
+        if check is not None:
+            checking.enter_context(check)
         with on_device if concrete else contextlib.nullcontext():
             made = targets.construction(obj, kind, profile, builder)
             if kind == "function" and made.factory and not target.get("kind"):
@@ -286,9 +292,14 @@ def trace_target(
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt | MemoryError):
             raise
+        checking.close()
         error = from_exception("trace", exc, workspace, f"tracing {target['name']} failed")
         error.message += loader.skipped_hint(exc) + _linen_hint(exc) + _devices_hint(exc, error.tb or "")
+        if check is not None and check.violations:  # the annotation it broke first may say why
+            error.message += f" (shape contract: {check.violations[0]['message']})"
         raise error from None
+    finally:
+        checking.close()
     timings["trace"] = time.perf_counter() - t0
     limits.check_jaxpr(closed, request.get("limits"))  # before building: refused, never truncated
     return Traced(path, kind, closed, out_shape, plan, traced, loader, builder, device, concrete)
@@ -385,6 +396,9 @@ def graph_from_jaxpr(
         values=gb.values,
         groups=gb.groups,
     )
+    check = extra.pop("contracts", None)
+    if check is not None:
+        graph.contracts = check.section(spelling)
     # Where the relative paths are relative to: for the server's own use, never in the graph file.
     extra["roots"] = {"base": spelling.base, "packages": dict(sorted(spelling.roots.items()))}
     timings["build"] = time.perf_counter() - t0
@@ -543,6 +557,16 @@ def _refuse_wide(operands: Any) -> None:
                 f"an input has dtype {dtype} but the profile does not set x64 = true; "
                 "JAX would silently narrow it to 32 bits",
             )
+
+
+def _contracts(request: dict[str, Any], workspace: Workspace) -> Any:
+    """The check of the workspace's jaxtyping annotations (worker/contracts.py), when its code
+    imported jaxtyping; None otherwise, and for a structure check (no graph comes of it)."""
+    from jaxlsp.capture.worker import contracts
+
+    if request.get("mode") == "structure" or not contracts.uses_jaxtyping():
+        return None
+    return contracts.Contracts(workspace)
 
 
 def _sources(paths: set[str], spelling: Any, digests: dict[str, str]) -> dict[str, str]:

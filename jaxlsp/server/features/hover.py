@@ -14,6 +14,7 @@ from lsprotocol import types
 from jaxlsp.graph.costs import ROLLED_UP, is_backward
 from jaxlsp.graph.report import merge_stats, shape_str, stats_text
 from jaxlsp.graph.store import Trace
+from jaxlsp.live.dims import label, names_at
 from jaxlsp.server.app import JaxServer
 from jaxlsp.server.features.navigation import traced_cell
 from jaxlsp.server.features.viewer import Viewer
@@ -131,9 +132,11 @@ class Hover:
     def _body(self, trace: Trace, nodes: list[Any]) -> list[str]:
         counts: Counter[tuple[str, str]] = Counter()
         stats: dict[tuple[str, str], list[list[dict[str, Any]]]] = {}
+        contracts = trace.graph.contracts
         for n in nodes:
             values = [value for v in n.outputs if (value := trace.value(v)) is not None]
-            outs = ", ".join(shape_str(value) for value in values)
+            named = names_at(contracts, n.source.path, n.source.line) if contracts and n.source else {}
+            outs = ", ".join(_with_names(shape_str(value), value.shape, named) for value in values)
             counts[(n.primitive, outs)] += 1
             for i, value in enumerate(values):
                 if value.stats is not None:
@@ -161,3 +164,9 @@ class Hover:
             lines += ["", "scope: " + ", ".join(f"`{s}`" for s in scopes[:4])]
         lines += self.costs(nodes) + self.changes(trace, nodes)
         return lines
+
+
+def _with_names(text: str, shape: Any, named: dict[int, str]) -> str:
+    """``f32[8,128]  batch x 128`` where the line's jaxtyping annotations named a size."""
+    said = label(tuple(shape), named) if named else None
+    return f"{text}  {said}" if said else text

@@ -54,6 +54,7 @@ log = logging.getLogger(__name__)
 # run: an example, to learn the inputs; values: the graph run on the profile's inputs
 PHASE_PERCENT = {"run": 10, "import": 10, "trace": 40, "build": 70, "costs": 75, "values": 80}
 NON_FINITE = "non-finite"  # the code of a values run's first non-finite diagnostic
+SHAPE_CONTRACT = "shape-contract"  # the code of a jaxtyping annotation the traced values broke
 
 TraceAnswer = wire.TraceResult | wire.NeedsInputResult
 Owner = tuple[str, str, str]  # (uri, name, what): who published a diagnostic
@@ -272,6 +273,7 @@ class Tracing:
         if line:
             result["inputsFrom"] = line.removeprefix("inputs from ")
         self._diagnose(args.uri, args.name, None)
+        self.diagnose_contracts(args.uri, args.name, trace)
         for hear in self.traced:
             hear(args, trace)
         if graph.execution is not None:
@@ -433,6 +435,25 @@ class Tracing:
         self.publish((uri, name, "trace"), {location["uri"]: [diagnostic]})
         self.diagnosed[(uri, name)] = location["uri"]
 
+    def diagnose_contracts(self, uri: str, name: str, trace: Trace) -> None:
+        """A warning on each jaxtyping annotation the trace's values broke (the graph's
+        ``contracts``); the target's next trace replaces them."""
+        by_uri: dict[str, list[types.Diagnostic]] = {}
+        for violation in (trace.graph.contracts or {}).get("violations", []):
+            frame = _frame(violation["source"])
+            where, at = self.ls.frame_location(frame, trace.frame_path(frame), trace.meta.get("cellUris"))
+            by_uri.setdefault(where, []).append(
+                types.Diagnostic(
+                    range=at,
+                    message=str(violation["message"]),
+                    severity=types.DiagnosticSeverity.Warning,
+                    source="jaxlsp",
+                    code=SHAPE_CONTRACT,
+                    data={"traceId": trace.id, "function": violation.get("function"), "param": violation.get("param")},
+                )
+            )
+        self.publish((uri, name, "contract"), by_uri)
+
     def publish(self, owner: Owner, by_uri: dict[str, list[types.Diagnostic]]) -> None:
         """``owner``'s diagnostics are now ``by_uri`` (nothing elsewhere); each document whose
         set changed is published with every owner's diagnostics there."""
@@ -446,7 +467,13 @@ class Tracing:
                 self.published.setdefault(uri, {})[owner] = diagnostics
         for uri in sorted(touched):
             owners = self.published.get(uri, {})
-            shown = [d for diagnostics in owners.values() for d in diagnostics]
+            shown: list[types.Diagnostic] = []
+            said: set[tuple[int, int, str]] = set()  # two targets that call one function: one warning
+            for d in (d for diagnostics in owners.values() for d in diagnostics):
+                key = (d.range.start.line, d.range.start.character, d.message)
+                if key not in said:
+                    said.add(key)
+                    shown.append(d)
             self.ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=shown))
             if not owners:
                 self.published.pop(uri, None)

@@ -22,11 +22,11 @@ SPOOF = "env\nThis interpreter is verified by your administrator, choose Install
 
 
 def _no_flax_setting(tmp_path: Path) -> dict[str, Any]:
-    return {"trusted": True, "python": str(make_venv(tmp_path / "noflax"))}
+    return {"liveShapes": False, "trusted": True, "python": str(make_venv(tmp_path / "noflax"))}
 
 
 def _no_flax_client(tmp_path: Path) -> dict[str, Any]:
-    return {"trusted": True, "selectedPython": str(make_venv(tmp_path / "noflax"))}
+    return {"liveShapes": False, "trusted": True, "selectedPython": str(make_venv(tmp_path / "noflax"))}
 
 
 def _spoofing_setting(tmp_path: Path) -> dict[str, Any]:
@@ -43,9 +43,11 @@ installing = env_session("installing", _no_flax_setting)
 client_selected = env_session("client_selected", _no_flax_client)
 spoofing = env_session("spoofing", _spoofing_setting)
 untrusted = env_session("untrusted", _workspace_venv_untrusted)
-cuda = env_session("cuda", lambda tmp: {"trusted": True, "device": "cuda:0"})
-small_equations = env_session("small_equations", lambda tmp: {"trusted": True, "limits": {"equations": 2}})
-small_bytes = env_session("small_bytes", lambda tmp: {"trusted": True, "limits": {"bytes": 1500}})
+cuda = env_session("cuda", lambda tmp: {"liveShapes": False, "trusted": True, "device": "cuda:0"})
+small_equations = env_session(
+    "small_equations", lambda tmp: {"liveShapes": False, "trusted": True, "limits": {"equations": 2}}
+)
+small_bytes = env_session("small_bytes", lambda tmp: {"liveShapes": False, "trusted": True, "limits": {"bytes": 1500}})
 
 
 async def _send(client: EnvClient, method: str, params: Any) -> Any:

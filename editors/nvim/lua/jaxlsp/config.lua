@@ -21,6 +21,8 @@ M.defaults = {
   timeout = nil,
   --- Shapes at the end of assignment lines (`vim.lsp.inlay_hint.enable()` shows them).
   inlay_hints = false,
+  --- Live shapes: re-trace what a file touches on open and save (trusted workspaces only).
+  live_shapes = true,
   --- Refresh lenses on open, on save, after indexing and after each trace.
   codelens = true,
   --- Send `jaxlsp/cursorMoved` on CursorHold, so an open graph view follows the cursor.
@@ -82,6 +84,9 @@ function M.init_options(root)
   end
   if M.current.inlay_hints then
     opts.inlayHints = true
+  end
+  if M.current.live_shapes == false then
+    opts.liveShapes = false -- sent only when off: the server's default is on
   end
   return { jaxlsp = opts }
 end
