@@ -2,11 +2,13 @@
 
 A repository can hold a FIFO named ``model.py`` (an ordinary ``open`` blocks forever), a symlink
 ``zero.py -> /dev/zero`` (an ordinary ``read`` never ends) or a file of gigabytes. Every read of a
-workspace file by the server (sources, ``jaxlsp.toml``) goes through :func:`read_text`, and every graph
-file a client names (``jaxlsp/diff``) through :func:`read_bytes`: opened
-without blocking, checked to be a regular file after opening (so nothing can be swapped in between
-a check and the read), and read up to a size cap. :func:`unresolvable` says why a path the server
-was given can not be followed at all (a symlink loop, a NUL character), before anything resolves it.
+workspace file by the server (sources, ``jaxlsp.toml``) goes through :func:`read_text`, and every
+graph file a client names (``jaxlsp/diff``) through :func:`read_bytes`: opened without blocking,
+checked to be a regular file after opening (so nothing can be swapped in between a check and the
+read), and read up to a size cap. A refusal for want of descriptors or memory is raised
+(:class:`Shortage`), never returned as the file's state. :func:`unresolvable` says why a path the
+server was given can not be followed at all (a symlink loop, a NUL character), before anything
+resolves it.
 """
 
 from __future__ import annotations

@@ -227,6 +227,8 @@ def test_a_60k_equation_graph_is_exported_served_and_retraced_while_hovers_are_a
     )
     changes = measured("diff", lambda: peer.call("jaxlsp/diff", {"traceId": again["traceId"]}, timeout=240))
     assert changes["same"] is True and changes["base"] == trace_id
+    costs = measured("costs", lambda: peer.call("jaxlsp/costs", {"traceId": again["traceId"]}, timeout=240))
+    assert costs["traceId"] == again["traceId"]
     page = measured("page", lambda: peer.call("jaxlsp/graph", {"traceId": again["traceId"], "limit": 10}))
     assert len(page["items"]) == 10
     record(

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from jaxlsp.graph.costs import render_table, table
+from jaxlsp.offloop import off_loop
 from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
 from jaxlsp.server.params import invalid, known_trace, parse, shown
@@ -21,16 +22,18 @@ class Costs:
 
     def register(self, server: JaxServer) -> None:
         @server.feature(wire.COSTS)
-        def costs(ls: JaxServer, params: Any) -> wire.CostsResult:
-            return self.costs(parse(params, wire.CostsParams))
+        async def costs(ls: JaxServer, params: Any) -> wire.CostsResult:
+            return await self.costs(parse(params, wire.CostsParams))
 
-    def costs(self, data: wire.CostsParams) -> wire.CostsResult:
+    async def costs(self, data: wire.CostsParams) -> wire.CostsResult:
         limit = data.get("limit", 200)
         if not 1 <= limit <= MAX_MODULES:
             raise invalid(f"params.limit: expected an integer from 1 to {MAX_MODULES}, got {shown(limit)}")
         trace = known_trace(self.ls.session.graphs, data["traceId"])
-        found = dict(trace.analysis())
+        # off the loop: a 60,000-equation graph's analysis takes a second (jaxlsp/offloop.py)
+        analysis, text = await off_loop(lambda: (trace.analysis(), render_table(table(trace.graph))))
+        found = dict(analysis)
         found["modules"] = found["modules"][:limit]
         found["traceId"] = trace.id
-        found["text"] = render_table(table(trace.graph))
+        found["text"] = text
         return cast(wire.CostsResult, found)  # analysis_json builds this shape (jaxlsp.graph has no wire types)

@@ -12,14 +12,17 @@ from typing import Any
 from lsprotocol import types
 
 from jaxlsp.graph.costs import ROLLED_UP, is_backward
+from jaxlsp.graph.diff import GraphDiff
 from jaxlsp.graph.report import merge_stats, shape_str, stats_text
 from jaxlsp.graph.store import Trace
 from jaxlsp.live.dims import label, names_at
+from jaxlsp.offloop import off_loop
 from jaxlsp.server.app import JaxServer
 from jaxlsp.server.features.navigation import traced_cell
 from jaxlsp.server.features.viewer import Viewer
 
 HOVER_LINES = 12
+SMALL = 500  # operations at a line summed up in the loop; more, in a graph thread
 _ASSIGNMENT = re.compile(r"\s*[A-Za-z_][\w.,\s\[\]]*(?::[^=]+)?=(?!=)")
 
 
@@ -30,14 +33,14 @@ class Hover:
 
     def register(self, server: JaxServer) -> None:
         @server.feature(types.TEXT_DOCUMENT_HOVER)
-        def hover(ls: JaxServer, params: types.HoverParams) -> types.Hover | None:
+        async def hover(ls: JaxServer, params: types.HoverParams) -> types.Hover | None:
             found = self.viewer.navigation.at(params.text_document.uri, params.position.line)
             if found is None:
                 return None
             trace, nodes = found
             self.viewer.highlight(trace.id, [n.id for n in nodes])
             return types.Hover(
-                contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=self.text(trace, nodes))
+                contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=await self.text(trace, nodes))
             )
 
         @server.feature(types.TEXT_DOCUMENT_INLAY_HINT)
@@ -91,9 +94,8 @@ class Hover:
         split = f" ({backward:,} in the backward pass)" if backward else ""
         return ["", f"costs: {flops:,} FLOPs{split}, {moved:,} bytes accessed"]
 
-    def changes(self, trace: Trace, nodes: list[Any]) -> list[str]:
+    def changes(self, found: GraphDiff | None, nodes: list[Any]) -> list[str]:
         """What changed at this line since the target's previous trace (the diff's summary else)."""
-        found = self.ls.session.graphs.changes(trace)
         if found is None or found.same:
             return []
         ids = {n.id for n in nodes}
@@ -107,7 +109,7 @@ class Hover:
             lines.append(f"- {len(added)} new op{'s' if len(added) != 1 else ''}: `{added[0].primitive}`")
         return lines
 
-    def text(self, trace: Trace, nodes: list[Any]) -> str:
+    async def text(self, trace: Trace, nodes: list[Any]) -> str:
         """Operations at the line with their output types, aggregated over repeated calls, and
         after a values run their statistics (over all those calls) beside each type."""
         stale = trace.stale_sources(lambda p: self.ls.session.index.text(Path(p)))
@@ -118,18 +120,22 @@ class Hover:
             else "fresh"
         )
         head = [f"**jaxlsp** · `{meta.get('name')}` · profile `{meta.get('profile')}` · {state}", ""]
-        # The rest depends on the trace alone: made once per line (a loop's line can hold 60,000
-        # operations, a fifth of a second to sum up), until a values run adds statistics.
-        key = (nodes[0].id, nodes[-1].id, len(nodes)) if nodes else ("", "", 0)
-        body = trace.memo.get(key)
+        # The rest depends on the trace alone: made once per line, off the loop (a loop's line can
+        # hold 60,000 operations, a fifth of a second to sum up), until a values run adds statistics.
+        key = ("hover", nodes[0].id, nodes[-1].id, len(nodes)) if nodes else ("hover",)
+        body: list[str] | None = trace.memo.get(key)
         if body is None:
-            body = self._body(trace, nodes)
+            changes = self.ls.session.graphs.changes(trace)  # made with the trace, off the loop too
+            if len(nodes) > SMALL:
+                body = await off_loop(self._body, trace, nodes, changes)
+            else:
+                body = self._body(trace, nodes, changes)
             trace.remember(key, body)
         # No footer: a trace id or a method name means nothing to the reader, and a link would
         # need a trusted command URI that not every editor renders.
         return "\n".join(head + body)
 
-    def _body(self, trace: Trace, nodes: list[Any]) -> list[str]:
+    def _body(self, trace: Trace, nodes: list[Any], changes: GraphDiff | None) -> list[str]:
         counts: Counter[tuple[str, str]] = Counter()
         stats: dict[tuple[str, str], list[list[dict[str, Any]]]] = {}
         contracts = trace.graph.contracts
@@ -162,7 +168,7 @@ class Hover:
         scopes = sorted({n.scope for n in nodes if n.scope})
         if scopes:
             lines += ["", "scope: " + ", ".join(f"`{s}`" for s in scopes[:4])]
-        lines += self.costs(nodes) + self.changes(trace, nodes)
+        lines += self.costs(nodes) + self.changes(changes, nodes)
         return lines
 
 
