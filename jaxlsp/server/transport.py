@@ -139,39 +139,43 @@ class Frames:
     def __init__(self, reader: Reader) -> None:
         self.reader = reader
         self.pending = b""
+        self.pos = 0  # where the unread part of ``pending`` starts (slicing per line was quadratic)
 
     def push_back(self, data: bytes) -> None:
-        self.pending = data + self.pending
+        self.pending, self.pos = data + self.pending[self.pos :], 0
+
+    def _take(self, n: int) -> bytes:
+        data = self.pending[self.pos : self.pos + n]
+        self.pos += len(data)
+        if self.pos >= len(self.pending):
+            self.pending, self.pos = b"", 0
+        return data
 
     async def readline(self) -> bytes:
         """The next line, or its first ``MAX_HEADER + 1`` bytes, or (without waiting for more)
         bytes that cannot start a header line, such as a body sent with no header; empty at the end
         of the stream."""
         while True:
-            end = self.pending.find(b"\n", 0, MAX_HEADER + 1)
-            if end >= 0 or len(self.pending) > MAX_HEADER:
-                cut = end + 1 if end >= 0 else MAX_HEADER + 1
-                line, self.pending = self.pending[:cut], self.pending[cut:]
-                return line
-            if self.pending and not _HEADER_PREFIX.fullmatch(self.pending):
-                line, self.pending = self.pending, b""
-                return line
+            held = len(self.pending) - self.pos
+            end = self.pending.find(b"\n", self.pos, self.pos + MAX_HEADER + 1)
+            if end >= 0 or held > MAX_HEADER:
+                return self._take(end + 1 - self.pos if end >= 0 else MAX_HEADER + 1)
+            if held and not _HEADER_PREFIX.fullmatch(self.pending, self.pos):
+                return self._take(held)
             chunk = await self.reader.readsome()
             if not chunk:
-                line, self.pending = self.pending, b""
-                return line
-            self.pending += chunk
+                return self._take(held)
+            self.pending, self.pos = self.pending[self.pos :] + chunk, 0
 
     async def readexactly(self, n: int) -> bytes:
-        taken, self.pending = self.pending[:n], self.pending[n:]
+        taken = self._take(n)
         if len(taken) == n:
             return taken
         return taken + await self.reader.readexactly(n - len(taken))
 
     async def readsome(self) -> bytes:
         if self.pending:
-            data, self.pending = self.pending, b""
-            return data
+            return self._take(len(self.pending) - self.pos)
         return await self.reader.readsome()
 
 
