@@ -69,6 +69,7 @@ _LENGTH_NAME = re.compile(rb"Content-Length[ \t]*:", re.IGNORECASE)
 # What a too-long length takes of the next message: a header name, whole or cut short.
 _HEADER_START = re.compile(rb"[A-Za-z][A-Za-z0-9-]*(?::|\Z)")
 MAX_SKIP = MAX_MESSAGE + MAX_HEADER  # bytes skipped looking for a header before the stream is given up
+EXIT_GRACE = 10.0  # seconds ``exit`` waits for the requests in flight (a shutdown's answer)
 MAX_HEAD = CHUNK  # bytes of a skipped body kept to read its request's id from
 _CARRY = 64  # bytes kept between reads while looking for a header (one may straddle two)
 
@@ -138,39 +139,43 @@ class Frames:
     def __init__(self, reader: Reader) -> None:
         self.reader = reader
         self.pending = b""
+        self.pos = 0  # where the unread part of ``pending`` starts (slicing per line was quadratic)
 
     def push_back(self, data: bytes) -> None:
-        self.pending = data + self.pending
+        self.pending, self.pos = data + self.pending[self.pos :], 0
+
+    def _take(self, n: int) -> bytes:
+        data = self.pending[self.pos : self.pos + n]
+        self.pos += len(data)
+        if self.pos >= len(self.pending):
+            self.pending, self.pos = b"", 0
+        return data
 
     async def readline(self) -> bytes:
         """The next line, or its first ``MAX_HEADER + 1`` bytes, or (without waiting for more)
         bytes that cannot start a header line, such as a body sent with no header; empty at the end
         of the stream."""
         while True:
-            end = self.pending.find(b"\n", 0, MAX_HEADER + 1)
-            if end >= 0 or len(self.pending) > MAX_HEADER:
-                cut = end + 1 if end >= 0 else MAX_HEADER + 1
-                line, self.pending = self.pending[:cut], self.pending[cut:]
-                return line
-            if self.pending and not _HEADER_PREFIX.fullmatch(self.pending):
-                line, self.pending = self.pending, b""
-                return line
+            held = len(self.pending) - self.pos
+            end = self.pending.find(b"\n", self.pos, self.pos + MAX_HEADER + 1)
+            if end >= 0 or held > MAX_HEADER:
+                return self._take(end + 1 - self.pos if end >= 0 else MAX_HEADER + 1)
+            if held and not _HEADER_PREFIX.fullmatch(self.pending, self.pos):
+                return self._take(held)
             chunk = await self.reader.readsome()
             if not chunk:
-                line, self.pending = self.pending, b""
-                return line
-            self.pending += chunk
+                return self._take(held)
+            self.pending, self.pos = self.pending[self.pos :] + chunk, 0
 
     async def readexactly(self, n: int) -> bytes:
-        taken, self.pending = self.pending[:n], self.pending[n:]
+        taken = self._take(n)
         if len(taken) == n:
             return taken
         return taken + await self.reader.readexactly(n - len(taken))
 
     async def readsome(self) -> bytes:
         if self.pending:
-            data, self.pending = self.pending, b""
-            return data
+            return self._take(len(self.pending) - self.pos)
         return await self.reader.readsome()
 
 
@@ -285,9 +290,34 @@ async def run(stop: threading.Event, reader: Reader, protocol: Dispatch) -> None
         body = await frames.readexactly(length) if length else b""
         if len(body) < length:
             return  # the stream ended inside a message
+        if len(body) < 256 and _is_exit(body):
+            await settle(protocol)
         rest = handle_body(body, protocol)
         if rest:
             frames.push_back(rest)
+        # Messages already read are handled without a read to wait on: let the tasks they
+        # started run between them, as they did while every line was a read of its own.
+        await asyncio.sleep(0)
+
+
+def _is_exit(body: bytes) -> bool:
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(data, dict) and data.get("method") == "exit"
+
+
+async def settle(protocol: Dispatch) -> None:
+    """Before ``exit``: let the requests being handled finish, for at most :data:`EXIT_GRACE`
+    seconds. A client that sends ``exit`` right behind ``shutdown`` (not waiting for its answer)
+    still gets the answer; with messages read ahead from one buffer, ``exit`` would otherwise
+    end the process while ``shutdown`` still runs."""
+    futures = getattr(protocol, "_request_futures", {})  # pygls' handlers in flight, by message id
+    tasks = [f for f in list(futures.values()) if isinstance(f, asyncio.Task) and not f.done()]
+    if tasks:
+        await asyncio.wait(tasks, timeout=EXIT_GRACE)
+    await asyncio.sleep(0)  # a finished handler's answer is sent from a callback already scheduled
 
 
 def overlong(body: bytes) -> tuple[Any, bytes] | None:

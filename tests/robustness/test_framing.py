@@ -144,6 +144,9 @@ def test_a_cancel_storm_leaves_stderr_quiet(served: tuple[Peer, Path]) -> None:
     finally:
         peer.answers["window/showMessageRequest"] = lambda params: {"title": "Cancel"}
         peer.server_requests.clear()
+    record(
+        framing_cancel_storm_stderr_lines=len(err.splitlines()), framing_cancel_storm_tracebacks=err.count("Traceback")
+    )
     assert "Traceback" not in err and "InvalidStateError" not in err, err[-3000:]
     assert len(err.splitlines()) <= 1, err[-3000:]
 
