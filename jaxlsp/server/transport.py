@@ -69,7 +69,7 @@ _LENGTH_NAME = re.compile(rb"Content-Length[ \t]*:", re.IGNORECASE)
 # What a too-long length takes of the next message: a header name, whole or cut short.
 _HEADER_START = re.compile(rb"[A-Za-z][A-Za-z0-9-]*(?::|\Z)")
 MAX_SKIP = MAX_MESSAGE + MAX_HEADER  # bytes skipped looking for a header before the stream is given up
-EXIT_GRACE = 10.0  # seconds ``exit`` waits for the requests in flight (a shutdown's answer)
+EXIT_GRACE = 10.0  # seconds ``shutdown`` / ``exit`` wait for the requests in flight
 MAX_HEAD = CHUNK  # bytes of a skipped body kept to read its request's id from
 _CARRY = 64  # bytes kept between reads while looking for a header (one may straddle two)
 
@@ -290,7 +290,7 @@ async def run(stop: threading.Event, reader: Reader, protocol: Dispatch) -> None
         body = await frames.readexactly(length) if length else b""
         if len(body) < length:
             return  # the stream ended inside a message
-        if len(body) < 256 and _is_exit(body):
+        if len(body) < 256 and _ends_session(body):
             await settle(protocol)
         rest = handle_body(body, protocol)
         if rest:
@@ -300,16 +300,18 @@ async def run(stop: threading.Event, reader: Reader, protocol: Dispatch) -> None
         await asyncio.sleep(0)
 
 
-def _is_exit(body: bytes) -> bool:
+def _ends_session(body: bytes) -> bool:
+    """``shutdown`` or ``exit``: pygls' shutdown cancels the requests still running, and exit ends
+    the process, so both wait for the requests ahead of them (:func:`settle`)."""
     try:
         data = json.loads(body)
     except (ValueError, RecursionError):
         return False
-    return isinstance(data, dict) and data.get("method") == "exit"
+    return isinstance(data, dict) and data.get("method") in ("shutdown", "exit")
 
 
 async def settle(protocol: Dispatch) -> None:
-    """Before ``exit``: let the requests being handled finish, for at most :data:`EXIT_GRACE`
+    """Before ``shutdown`` and ``exit``: let the requests being handled finish, for at most :data:`EXIT_GRACE`
     seconds. A client that sends ``exit`` right behind ``shutdown`` (not waiting for its answer)
     still gets the answer; with messages read ahead from one buffer, ``exit`` would otherwise
     end the process while ``shutdown`` still runs."""
