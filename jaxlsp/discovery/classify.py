@@ -50,7 +50,6 @@ class Classifier:
         self._triggers: dict[tuple[Path, str], frozenset[str]] = {}
         self._functions: dict[tuple[Path, str], bool] = {}
         self._tested: dict[str, Path] | None = None  # qualified name -> a JAX test file importing it
-        self._tested_key: tuple[int, int] = (-1, -1)
         self._test_files: set[Path] | None = None  # the workspace's test files, walked once
 
     def _fresh(self) -> None:
@@ -377,14 +376,13 @@ class Classifier:
         """The workspace names that test files computing with JAX import (``from model import
         causal_mask`` in ``tests/test_model.py``, which imports ``jax.numpy``), once per index
         generation: only those files' bindings are read."""
-        known = self.index.known_files()
-        key = (self.index.generation, len(known))
-        if self._tested is not None and self._tested_key == key:
+        self._fresh()
+        if self._tested is not None:
             return self._tested
         if self._test_files is None:  # the index may not have read them yet (one file discovered)
             self._test_files = {p for root in self.index.roots for p in iter_python_files(root) if _is_test_file(p)}
         tested: dict[str, Path] = {}
-        for path in sorted(self._test_files | {p for p in known if _is_test_file(p)}):
+        for path in sorted(self._test_files | {p for p in self.index.known_files() if _is_test_file(p)}):
             other = self.index.summary(path)
             if other is None:
                 continue
@@ -404,7 +402,7 @@ class Classifier:
             if jax_use:
                 for name in names:
                     tested.setdefault(name, path)
-        self._tested, self._tested_key = tested, (self.index.generation, len(self.index.known_files()))
+        self._tested = tested
         return tested
 
     def _returned_library_function(
