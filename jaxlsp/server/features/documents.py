@@ -316,6 +316,7 @@ class Documents:
         try:
             for done in session.index.scan():
                 if done is not None:
+                    settle()  # out of the garbage collector's full passes, file by file
                     count += 1
                     if session.index.skips(done):
                         self.report_skips(done)
