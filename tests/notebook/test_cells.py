@@ -88,6 +88,8 @@ def test_crlf_cells_are_normalised() -> None:
         ('{"worksheets": [], "nbformat": 3}', "nbformat 4"),
         ('{"cells": [{"cell_type": "code", "source": 3}]}', "cell 0"),
         ('{"cells": [], "metadata": {"kernelspec": {"language": "R"}}}', "kernel language is R"),
+        ("[" * 100_000 + "]" * 100_000, "its JSON nests too deep"),  # a RecursionError before issue 25
+        ('{"cells": [], "metadata": ' + "[" * 100_000 + "]" * 100_000 + "}", "its JSON nests too deep"),
     ],
 )
 def test_what_is_not_a_python_notebook_says_why(text: str, words: str) -> None:

@@ -32,6 +32,7 @@ from jaxlsp.server.params import local_path
 log = logging.getLogger(__name__)
 REPORT_EVERY = 25  # files between two progress reports
 SLICE = 0.01  # seconds of indexing between two chances for requests (and cancels) to run
+SOURCES = (".py", ".pyi", ".ipynb")  # what ready() and discover() summarise
 KEEP_DISCOVERIES = 32  # files whose entrypoints are kept for the next lens request
 MAX_SKIP_DIAGNOSTICS = 100  # "not analysed" diagnostics per file; one more says how many were left out
 T = TypeVar("T")
@@ -176,10 +177,12 @@ class Documents:
         ref = self.ls.notebooks.cell(uri)
         return ref.path if ref is not None else local_path(uri)
 
-    async def discover(self, path: Path) -> Discovery:
+    async def discover(self, path: Path) -> Discovery | None:
         """``path``'s entrypoints, made in slices (:meth:`ready`, then the classifier's steps),
         kept for the file's text and the index's generation: a lens request after a hover or a
-        scroll asks for the same again."""
+        scroll asks for the same again. None for a file discovery does not read (by its suffix)."""
+        if path.suffix not in SOURCES:
+            return None
         await self.ready(path)
         session = self.ls.session
         index = session.discover_ready(path)
@@ -201,7 +204,7 @@ class Documents:
         """The index's summary of ``path`` is current, and the parses a lens or discover answer
         needs are made (function details, class fields), all in slices: what the classifier does
         next only looks things up. A request cancelled meanwhile leaves the summary to finish."""
-        if path is None or path.suffix not in (".py", ".pyi", ".ipynb"):
+        if path is None or path.suffix not in SOURCES:
             return
         task = self._refreshing.get(path.resolve())
         if task is not None:
@@ -317,6 +320,7 @@ class Documents:
         try:
             for done in session.index.scan():
                 if done is not None:
+                    settle()  # out of the garbage collector's full passes, file by file
                     count += 1
                     if session.index.skips(done):
                         self.report_skips(done)
