@@ -12,7 +12,6 @@ docs/reliability.md: on a 60,000-equation graph, hovers waited 5-7 s behind this
 from __future__ import annotations
 
 import asyncio
-import functools
 import gc
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -40,4 +39,4 @@ async def off_loop(func: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T
             gc.freeze()
             return result
 
-    return await asyncio.get_running_loop().run_in_executor(_POOL, functools.partial(run))
+    return await asyncio.get_running_loop().run_in_executor(_POOL, run)

@@ -3,7 +3,8 @@
 ``jaxlsp/diff`` reads graph files only from the workspace or the graph store, only regular files
 within a size cap, without blocking; and the work on a 60,000-equation graph (decoding, diffing,
 exporting, serving, storing a re-trace) runs off the event loop: a hover sent every 100 ms
-meanwhile is answered within :data:`HOVER_BOUND` (it waited 5-7 s before).
+meanwhile is answered within :data:`HOVER_BOUND` (it waited 3-14 s before), or a small share of
+the work's own time on a machine too loaded for that (:func:`bound`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,17 @@ from tests.robustness.test_load import synthetic_graph
 
 INVALID_PARAMS, REQUEST_FAILED = -32602, -32803
 HOVER_BOUND = 1.0  # seconds: the worst hover while a big graph is worked on (5-7 s when it blocked)
+# On a machine so loaded that the work itself takes many times longer, the bound follows it: a
+# blocked loop makes a hover wait about as long as the blocking work (0.34-1.0 of it, measured
+# before the fix), one that runs beside it a small share (0.03-0.08 at a load of 13 on 2 cores).
+SHARE = 0.1
+
+
+def bound(seconds: float) -> float:
+    """The worst hover allowed beside work that took ``seconds``."""
+    return max(HOVER_BOUND, SHARE * seconds)
+
+
 EQUATIONS = 60_000
 
 
@@ -162,10 +174,10 @@ def test_diffing_two_60k_equation_graph_files_leaves_hovers_answered(peer_factor
         }
     )
     assert found["counts"]["added"] == 10
-    assert worst <= HOVER_BOUND, f"a hover waited {worst:.2f} s while the diff ran ({seconds:.1f} s)"
+    assert worst <= bound(seconds), f"a hover waited {worst:.2f} s while the diff ran ({seconds:.1f} s)"
 
 
-BIG_MODEL = '''"""60,000 equations: 30,000 sin and mul."""
+BIG_MODEL = '''"""60,000 equations: 29,999 sin and mul, then a tanh and a mul."""
 
 import jax.numpy as jnp
 
@@ -173,8 +185,9 @@ import jax.numpy as jnp
 def big(x):
     for _ in range(STEPS):
         x = jnp.sin(x) * 2.0
-    return x
+    return jnp.tanh(x) * 3.0
 '''
+LOOP_LINE, RETURN_LINE = 7, 8  # 0-based: 59,998 operations at the first, 2 at the second
 
 
 @pytest.fixture
@@ -182,7 +195,7 @@ def traced_big(peer_factory: Any, tmp_path: Path) -> Iterator[tuple[Peer, str, d
     pytest.importorskip("jax")
     root = tmp_path / "big"
     root.mkdir()
-    (root / "model.py").write_text(BIG_MODEL.replace("STEPS", str(EQUATIONS // 2)))
+    (root / "model.py").write_text(BIG_MODEL.replace("STEPS", str(EQUATIONS // 2 - 1)))
     (root / "jaxlsp.toml").write_text(
         'version = 1\n\n[profiles.big]\ntarget = "model.py::big"\ninputs.args = [{ kind = "array", shape = [4] }]\n'
     )
@@ -204,10 +217,19 @@ def test_a_60k_equation_graph_is_exported_served_and_retraced_while_hovers_are_a
     median: dict[str, float] = {}
 
     def measured(name: str, action: Callable[[], Any]) -> Any:
-        with HoverProbe(peer, uri, 7) as probe:  # the loop's line: all 60,000 operations
+        # The probe hovers a line of two operations: its answer waits only if the loop does. (The
+        # loop's line, 59,998 operations, is summed up off the loop once per trace, below.)
+        with HoverProbe(peer, uri, RETURN_LINE) as probe:
             result, seconds[name] = _timed(action)
         worst[name], median[name] = probe.worst(), probe.median()
         return result
+
+    def hover(line: int) -> str:
+        params = {"textDocument": {"uri": uri}, "position": {"line": line, "character": 12}}
+        return str(peer.call("textDocument/hover", params, timeout=120)["contents"]["value"])
+
+    assert "`sin`" in hover(LOOP_LINE) and "\u00d729999" in hover(LOOP_LINE)
+    assert "`tanh`" in hover(RETURN_LINE)
 
     for fmt in ("html", "json"):
         exported = measured(
@@ -225,6 +247,7 @@ def test_a_60k_equation_graph_is_exported_served_and_retraced_while_hovers_are_a
         "retrace",
         lambda: peer.call("jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "big", "profile": "big"}, timeout=300),
     )
+    assert "\u00d729999" in hover(LOOP_LINE)  # the new trace's, made off the loop
     changes = measured("diff", lambda: peer.call("jaxlsp/diff", {"traceId": again["traceId"]}, timeout=240))
     assert changes["same"] is True and changes["base"] == trace_id
     costs = measured("costs", lambda: peer.call("jaxlsp/costs", {"traceId": again["traceId"]}, timeout=240))
@@ -236,7 +259,7 @@ def test_a_60k_equation_graph_is_exported_served_and_retraced_while_hovers_are_a
         **{f"big_graph.{name}.worst_hover_ms": round(value * 1000) for name, value in worst.items()},
         **{f"big_graph.{name}.median_hover_ms": round(value * 1000) for name, value in median.items()},
     )
-    slow = {name: round(value, 2) for name, value in worst.items() if value > HOVER_BOUND}
+    slow = {name: round(value, 2) for name, value in worst.items() if value > bound(seconds[name])}
     assert not slow, f"hovers waited (s): {slow}; the work took (s): {seconds}"
 
 
