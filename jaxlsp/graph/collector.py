@@ -38,3 +38,19 @@ def paused() -> Iterator[None]:
             _pauses -= 1
             if _pauses == 0 and _restore:
                 gc.enable()
+
+
+def sweep() -> None:
+    """One full collection over everything, frozen objects included, then freeze again.
+
+    The server freezes what it keeps (summaries, graphs and their indexes: see
+    ``jaxlsp.offloop`` and the document and trace features) so that no full pass walks it while
+    requests wait; a reference cycle that became garbage just before a freeze (an exception and
+    its traceback's frames, say) would then be kept for good. A sweep frees those, at the cost of
+    one pass over every object, so the server runs it only while the client is quiet (``jaxlsp.server.app``)."""
+    with _lock:
+        if _pauses:  # graph work in a thread allocates with the collector off: not now
+            return
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()

@@ -8,6 +8,7 @@ import asyncio
 import logging
 import sys
 import threading
+import time
 from collections.abc import Awaitable, Callable, Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -22,6 +23,7 @@ from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.uris import to_fs_path
 
 from jaxlsp import __version__
+from jaxlsp.graph import collector
 from jaxlsp.server import transport, wire
 from jaxlsp.server.display import quoted, visible
 from jaxlsp.server.params import invalid, local_path, shown
@@ -34,6 +36,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 EXTENSIONS_VERSION = 1
+IDLE_SWEEP_AFTER = 30.0  # seconds without a message before kept objects are swept (collector.sweep)
+IDLE_SWEEP_EVERY = 600.0  # seconds between two sweeps at least
 MAX_METHOD = 256  # characters in a method name
 METHOD_NOT_FOUND = -32601
 # LSP 3.17 notebook sync: Jupyter notebooks (VS Code's notebook editor). Every cell, markdown too:
@@ -87,6 +91,7 @@ class JaxProtocol(LanguageServerProtocol):
         # exception group: a 16,000-character string as a code action's diagnostics took 5 s
         # (one failure per character), 5 ms at the first failure. Our error does not quote it.
         self._converter.detailed_validation = False
+        self.last_message = time.monotonic()
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         # pygls turns untyped params into namedtuples, which rename keys that are not Python
@@ -99,6 +104,7 @@ class JaxProtocol(LanguageServerProtocol):
         return super().structure_message(data)
 
     def handle_message(self, message: Any) -> None:
+        self.last_message = time.monotonic()
         method = getattr(message, "method", None)
         if isinstance(method, str) and len(method) > MAX_METHOD:
             # pygls would quote the whole name back ("Method Not Found: ..."), 10 MB and all.
@@ -161,6 +167,7 @@ class JaxServer(LanguageServer):
         self.open_listeners: list[Callable[[str], None]] = []
         # A target's live-shapes state for its lens title (live.py): None when it has nothing to say.
         self.live_note: Callable[[str, str], str | None] = lambda uri, name: None
+        self.sweeper: asyncio.Future[None] | None = None  # sweep_when_idle, from initialized on
 
     @property
     def jax_protocol(self) -> JaxProtocol:
@@ -344,16 +351,35 @@ def register_lifecycle(server: JaxServer) -> None:
     @server.feature(types.INITIALIZED)
     def initialized(ls: JaxServer, params: types.InitializedParams) -> None:
         ls.tell_refused()
+        ls.sweeper = asyncio.ensure_future(sweep_when_idle(ls.jax_protocol))
         for started in ls.on_initialized:
             started()
 
     @server.feature(types.SHUTDOWN)
     async def shutdown(ls: JaxServer, params: Any) -> None:
+        if ls.sweeper is not None:
+            ls.sweeper.cancel()
         for stop in ls.on_shutdown:
             try:
                 await stop()
             except Exception:  # one feature that fails to stop must not keep the others running
                 log.exception("a feature failed to shut down")
+
+
+async def sweep_when_idle(protocol: JaxProtocol) -> None:
+    """Sweep the kept objects (``collector.sweep``: frees the reference cycles frozen with them)
+    once the client has been quiet for ``IDLE_SWEEP_AFTER`` seconds, at most once in
+    ``IDLE_SWEEP_EVERY`` seconds: the one full pass over everything would hold requests up to a
+    second in a big workspace. Runs until cancelled."""
+    swept = time.monotonic()
+    while True:
+        now = time.monotonic()
+        wait = max(IDLE_SWEEP_AFTER - (now - protocol.last_message), IDLE_SWEEP_EVERY - (now - swept))
+        if wait > 0:
+            await asyncio.sleep(wait)
+            continue
+        collector.sweep()
+        swept = time.monotonic()
 
 
 def create_server() -> JaxServer:
