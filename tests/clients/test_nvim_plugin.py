@@ -95,7 +95,7 @@ def test_plugin_lens_trace_outline_reveal_hover(nvim: str, tmp_path: Path) -> No
     # trust passed because the folder is in the user's list.
     assert report["cmd"] == ["jaxlsp", "serve"], why
     assert Path(report["root_dir"]) == run.root, why
-    assert report["init_options"] == {"jaxlsp": {"trusted": True}}, why
+    assert report["init_options"] == {"jaxlsp": {"trusted": True, "liveShapes": False}}, why
     assert report["offset_encoding"] == "utf-8", why
 
     # The plugin refreshed the lenses on open (the script never asked), then after the trace.
