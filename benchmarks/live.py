@@ -238,7 +238,7 @@ def main() -> int:
     added = checked / plain - 1
     ok = ok and added <= CONTRACTS_TARGET
     print(
-        f"  jaxtyping contracts: make_jaxpr {plain:.3f} plain, {checked:.3f} checked: +{100 * added:.0f} % "
+        f"  jaxtyping contracts: make_jaxpr {plain:.3f} plain, {checked:.3f} checked: {100 * added:+.0f} % "
         f"(target <= {100 * CONTRACTS_TARGET:.0f} %)"
     )
     print("live ratios " + ("within target" if ok else "MISSED a target"))
