@@ -74,18 +74,26 @@ class Contracts:
 
     # -- setup -------------------------------------------------------------------------------------
     def __enter__(self) -> Contracts:
+        import jaxtyping
+
+        self._jaxtyping = jaxtyping
+        annotated = [fn for fn in self._functions() if self._checkable(fn)]
+        if not annotated:
+            return self  # jaxtyping came in through a library (equinox): nothing of the user's to check
         found = checker()
         if found is None:
             self.notes.append("jaxtyping annotations not checked: install beartype or typeguard in the interpreter")
             return self
-        import jaxtyping
-
-        self._jaxtyping = jaxtyping
         self._typechecker = found[0]
         setattr(builtins, _DISPATCH, self._call)
-        for fn in self._functions():
+        for fn in annotated:
             self._watch(fn)
         return self
+
+    @property
+    def active(self) -> bool:
+        """Whether the graph gets a ``contracts`` section: something was checked, or could not be."""
+        return bool(self.checked or self.notes)
 
     def __exit__(self, *exc: Any) -> None:
         for fn, code, signature in reversed(self._swapped):
@@ -111,12 +119,13 @@ class Contracts:
                     out.setdefault(id(fn), fn)
         return list(out.values())
 
-    def _watch(self, fn: types.FunctionType) -> None:
+    def _checkable(self, fn: types.FunctionType) -> bool:
         code = fn.__code__
         if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
-            return
-        if not self.workspace.contains(code.co_filename) or not _annotated(fn, self._jaxtyping):
-            return
+            return False
+        return self.workspace.contains(code.co_filename) and _annotated(fn, self._jaxtyping)
+
+    def _watch(self, fn: types.FunctionType) -> None:
         try:
             signature = inspect.signature(fn)
             entry = _Entry(fn, signature, self._jaxtyping, self._typechecker)
@@ -124,7 +133,7 @@ class Contracts:
         except Exception:  # an annotation jaxtyping cannot read, a signature we cannot copy
             return
         self._entries[id(entry)] = entry
-        self._swapped.append((fn, code, fn.__dict__.get("__signature__")))
+        self._swapped.append((fn, fn.__code__, fn.__dict__.get("__signature__")))
         fn.__signature__ = signature  # type: ignore[attr-defined]  # libraries that inspect it see the original
         fn.__code__ = trampoline
         self.checked.add(f"{fn.__module__}.{fn.__qualname__}")
