@@ -109,7 +109,8 @@ HOW `start': `jaxlsp-start' (nothing registered); else `jaxlsp-setup' and `M-x e
           (cons "ops" (plist-get summary :ops)))))
 
 (defun run-full ()
-  (setq jaxlsp-trusted-directories (list (plist-get config :root)))
+  (setq jaxlsp-trusted-directories (list (plist-get config :root))
+        jaxlsp-live-shapes nil)  ; explicit traces only (live shapes would trace on open)
   (let* ((server (start-eglot))
          (source (current-buffer))
          (traced nil))

@@ -57,7 +57,7 @@ local function main()
     cmd_cwd = cfg.xdg.cache,
     cmd_env = env,
     root_dir = cfg.root,
-    init_options = { jaxlsp = { trusted = true } },
+    init_options = { jaxlsp = { trusted = true, liveShapes = false } }, -- explicit traces only
     handlers = {
       -- Trust comes from initializationOptions: a prompt is a failure, recorded, never answered.
       ["window/showMessageRequest"] = function(_, params)

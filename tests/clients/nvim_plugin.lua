@@ -112,7 +112,7 @@ end
 local function full()
   start_common()
   local jaxlsp = require("jaxlsp")
-  jaxlsp.setup({ trusted = { cfg.root } })
+  jaxlsp.setup({ trusted = { cfg.root }, live_shapes = false }) -- explicit traces only (live traces on open)
   vim.cmd.edit(vim.fn.fnameescape(cfg.file))
   local bufnr = vim.api.nvim_get_current_buf()
   check(vim.bo[bufnr].filetype == "python", "filetype: " .. vim.bo[bufnr].filetype)

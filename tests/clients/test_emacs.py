@@ -106,7 +106,7 @@ def test_eglot_code_action_trace_outline_reveal_hover(emacs: str, tmp_path: Path
     assert report, f"emacs wrote no report\n{why}"
     assert report["ok"] is True and run.proc.returncode == 0, why
     assert report["server_class"] == "jaxlsp-server" and report["registered"] is True, why  # jaxlsp-setup
-    assert report["init_options"] == {"jaxlsp": {"trusted": True}}, why
+    assert report["init_options"] == {"jaxlsp": {"trusted": True, "liveShapes": False}}, why
 
     # eglot has no lenses: the code action on the def line is the way in.
     assert "Trace graph: predict" in report["actions"], why

@@ -96,7 +96,7 @@ def test_plugin_lens_trace_outline_reveal_hover(nvim: str, tmp_path: Path) -> No
     # trust passed because the folder is in the user's list.
     assert report["cmd"] == ["jaxlsp", "serve"], why
     assert Path(report["root_dir"]) == run.root, why
-    assert report["init_options"] == {"jaxlsp": {"trusted": True}}, why
+    assert report["init_options"] == {"jaxlsp": {"trusted": True, "liveShapes": False}}, why
     assert report["offset_encoding"] == "utf-8", why
 
     # The plugin refreshed the lenses on open (the script never asked), then after the trace.
@@ -250,3 +250,38 @@ def test_readme_lua_runs_and_lists_the_defaults(nvim: str, tmp_path: Path) -> No
 
 def _lua_blocks(page: str) -> list[str]:
     return [textwrap.dedent(t) for t in re.findall(r"^ *```lua\n(.*?)^ *```", page, flags=re.M | re.S)]
+
+
+def test_plugin_live_shapes_hover_without_a_click_and_a_broken_shape_on_write(nvim: str, tmp_path: Path) -> None:
+    root = Path(shutil.copytree(WORKSPACES / "lsp_live", tmp_path / "lsp_live")).resolve()
+    model = root / "model.py"
+    source = model.read_text()
+    xdg = {kind: tmp_path / "xdg" / kind for kind in ("state", "config", "cache", "data")}
+    for path in xdg.values():
+        path.mkdir(parents=True)
+    config = {
+        "plugin": str(PLUGIN),
+        "root": str(root),
+        "file": str(model),
+        "hover_line": line_of(source, "    h = x @ w"),
+        "width_line": line_of(source, "    w = jnp.ones("),
+        "report": str(tmp_path / "report.json"),
+        "failure": str(tmp_path / "failure.txt"),
+    }
+    (tmp_path / "nvim-config.json").write_text(json.dumps(config))
+    env = with_venv_on_path(
+        {
+            **os.environ,
+            "JAXLSP_NVIM_CONFIG": str(tmp_path / "nvim-config.json"),
+            **{f"XDG_{kind.upper()}_HOME": str(path) for kind, path in xdg.items()},
+        }
+    )
+    proc, report = run_editor(
+        luafile_command(nvim, HERE / "nvim_live.lua"), root, env, tmp_path / "report.json", 2 * TIMEOUT
+    )
+    why = nvim_failure(proc, report, tmp_path)
+    assert report.get("ok") is True and proc.returncode == 0, why
+    assert "`dot_general` → `f32[4,16]`" in report["hover"] and "fresh" in report["hover"], why
+    (broken,) = report["broken"]
+    assert broken["line"] == config["hover_line"] and broken["code"] == "trace", why
+    assert report["fixed"] == [], why

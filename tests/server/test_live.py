@@ -282,3 +282,17 @@ async def test_hover_names_the_dimensions_the_annotations_bound(live: JaxClient)
     await settled(client, "clean")
     shown = await hover(client, "contracts_ok.py", line_of(client, "contracts_ok.py", "return x @ w"))
     assert "`f32[8,32]  batch \u00d7 32`" in shown and "`f32[8,16]  batch \u00d7 16`" in shown
+
+
+async def test_a_target_with_two_profiles_is_not_live_until_one_is_picked(live: JaxClient) -> None:
+    client = live
+    uri = client.open("twice.py")
+    why = await settled(client, "double", ("notLive",))
+    assert "several profiles target double" in why["reason"]
+    assert not [d for d in client.diagnostics.get(uri, []) if d.source == "jaxlsp"]  # not an error of the user's
+    params = {"textDocument": {"uri": uri}, "name": "double", "profile": "double_big"}
+    picked = await client.within(client.protocol.send_request_async("jaxlsp/trace", params), TRACE_WAIT)
+    text = (client.workspace / "twice.py").read_text()
+    save(client, "twice.py", text.replace("[x, x]", "[x, x, x]"))
+    await settled(client, "double", after=picked["traceId"])
+    assert "f32[192]" in await hover(client, "twice.py", line_of(client, "twice.py", "return jnp.concatenate"))

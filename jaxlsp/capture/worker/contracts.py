@@ -74,18 +74,26 @@ class Contracts:
 
     # -- setup -------------------------------------------------------------------------------------
     def __enter__(self) -> Contracts:
+        import jaxtyping
+
+        self._jaxtyping = jaxtyping
+        annotated = [fn for fn in self._functions() if self._checkable(fn)]
+        if not annotated:
+            return self  # jaxtyping came in through a library (equinox): nothing of the user's to check
         found = checker()
         if found is None:
             self.notes.append("jaxtyping annotations not checked: install beartype or typeguard in the interpreter")
             return self
-        import jaxtyping
-
-        self._jaxtyping = jaxtyping
         self._typechecker = found[0]
         setattr(builtins, _DISPATCH, self._call)
-        for fn in self._functions():
+        for fn in annotated:
             self._watch(fn)
         return self
+
+    @property
+    def active(self) -> bool:
+        """Whether the graph gets a ``contracts`` section: something was checked, or could not be."""
+        return bool(self.checked or self.notes)
 
     def __exit__(self, *exc: Any) -> None:
         for fn, code, signature in reversed(self._swapped):
@@ -111,12 +119,13 @@ class Contracts:
                     out.setdefault(id(fn), fn)
         return list(out.values())
 
-    def _watch(self, fn: types.FunctionType) -> None:
+    def _checkable(self, fn: types.FunctionType) -> bool:
         code = fn.__code__
         if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
-            return
-        if not self.workspace.contains(code.co_filename) or not _annotated(fn, self._jaxtyping):
-            return
+            return False
+        return self.workspace.contains(code.co_filename) and _annotated(fn, self._jaxtyping)
+
+    def _watch(self, fn: types.FunctionType) -> None:
         try:
             signature = inspect.signature(fn)
             entry = _Entry(fn, signature, self._jaxtyping, self._typechecker)
@@ -124,7 +133,7 @@ class Contracts:
         except Exception:  # an annotation jaxtyping cannot read, a signature we cannot copy
             return
         self._entries[id(entry)] = entry
-        self._swapped.append((fn, code, fn.__dict__.get("__signature__")))
+        self._swapped.append((fn, fn.__code__, fn.__dict__.get("__signature__")))
         fn.__signature__ = signature  # type: ignore[attr-defined]  # libraries that inspect it see the original
         fn.__code__ = trampoline
         self.checked.add(f"{fn.__module__}.{fn.__qualname__}")
@@ -132,10 +141,22 @@ class Contracts:
     # -- each call ---------------------------------------------------------------------------------
     def _call(self, key: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         entry = self._entries[key]
-        failed = self._check(entry, entry.params, args, kwargs, None, sys._getframe(2))
-        out = entry.original(*args, **kwargs)
-        if not failed and entry.full is not None:
+        seen = _abstract(args, kwargs)
+        if seen is not None and seen in entry.passed:
+            return entry.original(*args, **kwargs)  # the same types passed before: same verdict
+        if entry.full is None:  # nothing to check after the call: the parameters, before it
+            failed = self._check(entry, entry.params, args, kwargs, None, sys._getframe(2))
+            out = entry.original(*args, **kwargs)
+        else:
+            try:
+                out = entry.original(*args, **kwargs)
+            except BaseException:  # the body failed: a broken parameter may say why
+                self._check(entry, entry.params, args, kwargs, None, sys._getframe(2))
+                raise
+            # one check of parameters and return together (jaxtyping binds across both)
             failed = self._check(entry, entry.full, args, kwargs, out, sys._getframe(2))
+        if not failed and seen is not None:
+            entry.passed.add(seen)
         if not failed and self._bound_calls.get(key, 0) < MAX_BOUND_CALLS:
             self._bound_calls[key] = self._bound_calls.get(key, 0) + 1
             self._record_sizes(key, entry, args, kwargs, out)
@@ -294,6 +315,7 @@ class _Entry:
         self.original.__qualname__ = fn.__qualname__
         self.original.__module__ = fn.__module__
         self.box: list[Any] = [None]
+        self.passed: set[tuple[Any, ...]] = set()  # abstract argument types whose calls passed
         params_only = signature.replace(return_annotation=inspect.Signature.empty)
         self.params = jaxtyping.jaxtyped(typechecker=typechecker)(self._shadow(params_only))
         has_return = signature.return_annotation is not inspect.Signature.empty
@@ -532,6 +554,21 @@ def _trampoline(fn: types.FunctionType, key: int) -> types.CodeType:
     if code.co_freevars != free:  # a closure's cells are matched by position: same names, same order
         raise ValueError("free variables differ")
     return code
+
+
+def _abstract(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...] | None:
+    """The call's arguments as types (arrays by shape and dtype, scalars by value): two calls with
+    the same get the same verdict. None when an argument is anything else (a pytree, a module)."""
+    out: list[Any] = []
+    for value in (*args, *(v for _, v in sorted(kwargs.items()))):
+        shape = getattr(value, "shape", None)
+        if isinstance(shape, tuple) and hasattr(value, "dtype"):
+            out.append((shape, str(value.dtype), type(value)))
+        elif value is None or isinstance(value, bool | int | float | str):
+            out.append((type(value), value))
+        else:
+            return None
+    return (tuple(sorted(kwargs)), *out)
 
 
 def type_text(value: Any) -> str:

@@ -397,7 +397,7 @@ def graph_from_jaxpr(
         groups=gb.groups,
     )
     check = extra.pop("contracts", None)
-    if check is not None:
+    if check is not None and check.active:
         graph.contracts = check.section(spelling)
     # Where the relative paths are relative to: for the server's own use, never in the graph file.
     extra["roots"] = {"base": spelling.base, "packages": dict(sorted(spelling.roots.items()))}

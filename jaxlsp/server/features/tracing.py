@@ -223,7 +223,7 @@ class Tracing:
             timeout = self.ls.session.options.timeout
             options = CaptureOptions(timeout=timeout, example_timeout=timeout, on_phase=options.on_phase)
         try:
-            prepared = self.capture.prepare(req)
+            prepared = _prepare_live(self.capture, req) if live else self.capture.prepare(req)
             learning = prepared.origin is not None and prepared.origin.how == "example"
             if live:
                 await _quietly_runnable(prepared, args)
@@ -497,6 +497,18 @@ class Tracing:
             self.ls.window_show_message(types.ShowMessageParams(types.MessageType.Warning, visible(f"jaxlsp: {exc}")))
             return None
         return saved.path.resolve().as_uri()
+
+
+def _prepare_live(capture: CaptureService, req: TraceRequest) -> Prepared:
+    """Prepare a live trace: a refusal before anything ran (several profiles for the target, a
+    broken recipe) makes the target not live, not a diagnostic on every open; needs-input goes on
+    as usual (its answer says why it is not live)."""
+    try:
+        return capture.prepare(req)
+    except TraceFailure as failure:
+        if failure.needs is not None or failure.kind == "needs_input":
+            raise
+        raise NotLive(failure.message) from None
 
 
 async def _quietly_runnable(prepared: Prepared, args: TraceArgs) -> None:

@@ -39,6 +39,8 @@ VENV_BIN = Path(sys.executable).parent
 # update checks, and an untrusted folder opens in restricted mode without a modal question.
 USER_SETTINGS: dict[str, Any] = {
     "workbench.startupEditor": "none",
+    # These tests drive explicit traces; live shapes (on by default) would trace on open beside them.
+    "jaxlsp.liveShapes": False,
     "workbench.tips.enabled": False,
     "workbench.enableExperiments": False,
     "security.workspace.trust.startupPrompt": "never",

@@ -1,0 +1,116 @@
+"""The live queue (jaxlsp/live/schedule.py) with a fake trace: coalescing, one at a time,
+preemption, failures that wait for a change, nothing re-run for the same text."""
+
+from __future__ import annotations
+
+import asyncio
+
+from jaxlsp.live.schedule import FAILED, FRESH, LiveScheduler, Outcome, Target
+
+A, B = Target("file:///a.py", "a"), Target("file:///b.py", "b")
+
+
+class Fake:
+    """A trace that takes as long as the test says (``release``) and ends as ``outcome`` says."""
+
+    def __init__(self) -> None:
+        self.calls: list[Target] = []
+        self.running = 0
+        self.most = 0
+        self.gate = asyncio.Event()
+        self.gate.set()
+        self.outcome = Outcome(FRESH, trace_id="t")
+
+    async def __call__(self, target: Target) -> Outcome:
+        self.calls.append(target)
+        self.running += 1
+        self.most = max(self.most, self.running)
+        try:
+            await self.gate.wait()
+            return self.outcome
+        finally:
+            self.running -= 1
+
+
+async def idle(scheduler: LiveScheduler) -> None:
+    async def loop() -> None:
+        while scheduler.busy():
+            await asyncio.sleep(0.01)
+
+    await asyncio.wait_for(loop(), 10)
+
+
+async def test_a_burst_of_saves_runs_at_most_two_traces_and_the_last_text_wins() -> None:
+    fake = Fake()
+    fake.gate.clear()  # each trace runs until the test lets it end
+    scheduler = LiveScheduler(run=fake, quiet=0.1, burst=0.3)
+    for i in range(10):
+        scheduler.submit([(A, f"text {i}")])
+        await asyncio.sleep(0.02)
+    fake.gate.set()
+    await idle(scheduler)
+    assert scheduler.started <= 2 and fake.calls[-1] == A
+    assert scheduler.statuses[A].state == FRESH and scheduler.statuses[A].fingerprint == "text 9"
+
+
+async def test_one_trace_at_a_time_newest_save_first() -> None:
+    fake = Fake()
+    fake.gate.clear()
+    scheduler = LiveScheduler(run=fake, quiet=0.05, burst=0.0)
+    scheduler.submit([(A, "1")])
+    await asyncio.sleep(0.05)
+    scheduler.submit([(B, "1")])
+    fake.gate.set()
+    await idle(scheduler)
+    assert fake.calls == [A, B] and fake.most == 1
+
+
+async def test_the_same_text_is_not_traced_again() -> None:
+    fake = Fake()
+    scheduler = LiveScheduler(run=fake, burst=0.0)
+    scheduler.submit([(A, "1")])
+    await idle(scheduler)
+    scheduler.submit([(A, "1")])
+    await idle(scheduler)
+    assert fake.calls == [A]
+    scheduler.submit([(A, "2")])
+    await idle(scheduler)
+    assert fake.calls == [A, A]
+
+
+async def test_two_failures_with_one_cause_wait_for_a_change() -> None:
+    fake = Fake()
+    fake.outcome = Outcome(FAILED, "trace at m.py:3: shapes differ")
+    scheduler = LiveScheduler(run=fake, burst=0.0)
+    for _ in range(4):
+        scheduler.submit([(A, "1")])
+        await idle(scheduler)
+    assert len(fake.calls) == 2 and scheduler.statuses[A].waiting
+    scheduler.submit([(A, "2")])  # its files changed
+    await idle(scheduler)
+    assert len(fake.calls) == 3
+
+
+async def test_an_explicit_trace_preempts_and_the_live_one_resumes_after() -> None:
+    fake = Fake()
+    fake.gate.clear()
+    scheduler = LiveScheduler(run=fake, burst=0.0)
+    scheduler.submit([(A, "1")])
+    await asyncio.sleep(0.05)
+    assert fake.running == 1
+    scheduler.pause()
+    await asyncio.sleep(0.05)
+    assert fake.running == 0 and scheduler.statuses[A].state != FRESH  # cancelled, queued again
+    fake.gate.set()
+    scheduler.resume()
+    await idle(scheduler)
+    assert fake.calls == [A, A] and scheduler.statuses[A].state == FRESH
+
+
+async def test_turned_off_nothing_runs() -> None:
+    fake = Fake()
+    scheduler = LiveScheduler(run=fake, burst=0.0)
+    scheduler.disable()
+    scheduler.submit([(A, "1")])
+    await asyncio.sleep(0.05)
+    assert fake.calls == [] and not scheduler.busy()
