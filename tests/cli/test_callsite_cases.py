@@ -121,3 +121,15 @@ def test_a_failed_traces_place_is_workspace_relative(tmp_path: Path) -> None:
     first = result.stderr.splitlines()[0]
     assert " at ops.py:7:" in first, first
     assert str(tmp_path) not in first
+
+
+def test_a_target_passed_in_a_partial_alias_is_reached_through_that_alias(tmp_path: Path) -> None:
+    """``Small = partial(Net, block_cls=Block)``: the tests that use Small run Block; one that
+    uses ``Other = partial(Net, block_cls=OtherBlock)`` does not, though it uses Net too (as
+    jax-resnet's ResNeSt tests do not run ``ResNetBlock``)."""
+    root = case("partial_aliases", tmp_path)
+    result = run(["examples", "nets/blocks.py::Block", "--json"], cwd=root)
+    assert result.returncode == 0, result.stderr
+    assert [(s["example"], s["via"]) for s in json.loads(result.stdout)] == [
+        ("tests/test_nets.py::test_small", "through Small (passed to it at nets/blocks.py:26)")
+    ]

@@ -1,0 +1,16 @@
+import jax
+import jax.numpy as jnp
+
+from nets.blocks import Other, Small
+
+
+def make():
+    return jnp.ones((2, 3)) * jnp.arange(3.0)
+
+
+def test_other():
+    Other().init(jax.random.key(0), make())
+
+
+def test_small():
+    Small().init(jax.random.key(0), make())
