@@ -126,10 +126,12 @@ def test_a_failed_traces_place_is_workspace_relative(tmp_path: Path) -> None:
 def test_a_target_passed_in_a_partial_alias_is_reached_through_that_alias(tmp_path: Path) -> None:
     """``Small = partial(Net, block_cls=Block)``: the tests that use Small run Block; one that
     uses ``Other = partial(Net, block_cls=OtherBlock)`` does not, though it uses Net too (as
-    jax-resnet's ResNeSt tests do not run ``ResNetBlock``)."""
+    jax-resnet's ResNeSt tests do not run ``ResNetBlock``). A test file's helper that uses Small
+    (``_run_small``) is reached through the test that calls it, not by running the whole file."""
     root = case("partial_aliases", tmp_path)
     result = run(["examples", "nets/blocks.py::Block", "--json"], cwd=root)
     assert result.returncode == 0, result.stderr
     assert [(s["example"], s["via"]) for s in json.loads(result.stdout)] == [
-        ("tests/test_nets.py::test_small", "through Small (passed to it at nets/blocks.py:26)")
+        ("tests/test_nets.py::test_small", "through Small (passed to it at nets/blocks.py:26)"),
+        ("tests/test_nets.py::test_through_a_helper", "through Small (passed to it at nets/blocks.py:26)"),
     ]

@@ -14,3 +14,11 @@ def test_other():
 
 def test_small():
     Small().init(jax.random.key(0), make())
+
+
+def _run_small(n):
+    Small().init(jax.random.key(n), make())
+
+
+def test_through_a_helper():
+    _run_small(1)
