@@ -139,6 +139,12 @@ class CallSiteFinder(Evaluator):
                 return self.assigned(a, scope, depth + 1)
             finally:
                 self.current_line = saved
+        if binding is None and fs is not None and fs.stars and depth <= 16:
+            for star in fs.stars:  # ``from jax_resnet import *``, a package re-exporting ``from .resnet import *``
+                base = self.index.modules.absolute(file.path, star.target, star.level)
+                found = self.qualified(f"{base}.{name}", file.path, depth + 1)
+                if not isinstance(found, Unknown) and not (isinstance(found, Ref) and found.path is None):
+                    return found  # only a name a workspace module defines: a library's star is not read
         if binding is None or fs is None:
             return Unknown(f"{name} is not defined in {file.path.name}")
         if binding.how == "local":

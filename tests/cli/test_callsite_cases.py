@@ -135,3 +135,12 @@ def test_a_target_passed_in_a_partial_alias_is_reached_through_that_alias(tmp_pa
         ("tests/test_nets.py::test_small", "through Small (passed to it at nets/blocks.py:26)"),
         ("tests/test_nets.py::test_through_a_helper", "through Small (passed to it at nets/blocks.py:26)"),
     ]
+
+
+def test_names_through_star_imports_of_a_package_that_re_exports(tmp_path: Path) -> None:
+    """``from nets import *`` in a test, nets/__init__.py re-exporting ``from .blocks import *``
+    (as jax-resnet's tests and package do): ``Net()`` there is nets/blocks.py's Net."""
+    root = case("partial_aliases", tmp_path)
+    result = run(["examples", "nets/blocks.py::Net"], cwd=root)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("1. tests/test_star.py:8 (test) complete  [tests/test_star.py::test_star]")
