@@ -139,6 +139,12 @@ class CallSiteFinder(Evaluator):
                 return self.assigned(a, scope, depth + 1)
             finally:
                 self.current_line = saved
+        if binding is None and fs is not None and fs.stars and depth <= 16:
+            for star in fs.stars:  # ``from jax_resnet import *``, a package re-exporting ``from .resnet import *``
+                base = self.index.modules.absolute(file.path, star.target, star.level)
+                found = self.qualified(f"{base}.{name}", file.path, depth + 1)
+                if not isinstance(found, Unknown) and not (isinstance(found, Ref) and found.path is None):
+                    return found  # only a name a workspace module defines: a library's star is not read
         if binding is None or fs is None:
             return Unknown(f"{name} is not defined in {file.path.name}")
         if binding.how == "local":
@@ -449,7 +455,10 @@ class CallSiteFinder(Evaluator):
                     continue
                 parent = self._passed_to(value, target)
                 if parent is not None:
-                    parents.append((parent, f"{relative(file.path, self.root)}:{call.line}"))
+                    # ``ResNet18 = partial(ResNet, block_cls=Block)``: the alias's users run the
+                    # target, not every user of ResNet (a ResNeSt built from it has its own block)
+                    alias = self._alias_bound(file, call.line) if scope.is_module else None
+                    parents.append((alias or parent, f"{relative(file.path, self.root)}:{call.line}"))
                 if parent is not None or self._involves(value, target):
                     first_use = call.line if first_use is None else first_use  # passed on, wrapped...
                     handed = handed or parent is None
@@ -465,6 +474,17 @@ class CallSiteFinder(Evaluator):
                     continue  # a module that only passes the target on to a workspace function: see _inherited
                 if example is not None and not _defines_target(file, indexes[0], target):
                     yield CallSite(file.path, first_use, kind, example, static=False, via="uses it here")
+
+    def _alias_bound(self, file: SourceFile, line: int) -> Ref | None:
+        """The one top-level name that the statement holding 1-based ``line`` binds, as a
+        reference to it (``ResNet18`` of ``ResNet18 = partial(ResNet, ...)``), else None."""
+        index = file.statement_at(line - 1)
+        if index is None or file.defines(index):
+            return None
+        names = [n for n, found in file.assigned().items() if index in found]
+        if len(names) != 1 or file.summary is None:
+            return None
+        return Ref(f"{file.summary.module}.{names[0]}", file.path, names[0])
 
     def _passed_to(self, value: Value, target: SiteTarget) -> Ref | None:
         """The workspace callable that ``value`` (a call's result) hands the target to as an

@@ -96,7 +96,9 @@ class Reach:
                 defined = header_name(file.lines[st.header]) if file.defines(i) else None
                 if (defined is not None and (file.path, defined) in seen) or (file.path, i) in aliases:
                     continue
-                if defined is not None and not is_test_file(file.path):
+                if defined is not None and (not is_test_file(file.path) or _test_helper(file, defined)):
+                    # a test file's helper (``_test_resnest_param_count``) runs in the tests that
+                    # call it, not in every test of its file
                     parents.append((file.path, defined))
                     continue
                 kind, example = self.example_of(file, self._test_owner(file, i, defined, words), defined is None)
@@ -224,6 +226,15 @@ class Reach:
                         via=f"imports {module}",
                     )  # fmt: skip
                     break
+
+
+def _test_helper(file: SourceFile, name: str) -> bool:
+    """Whether ``name``, defined in test file ``file``, is a plain helper its tests call: not a
+    test, not a test class, not a fixture (pytest hands those over by parameter name)."""
+    if name.startswith(("test", "Test")) or file.path.name == "conftest.py":
+        return False
+    fixture = rf"@pytest\.fixture[^\n]*\n(?:\s*@[^\n]*\n)*\s*def\s+{re.escape(name)}\b"
+    return re.search(fixture, "\n".join(file.lines)) is None
 
 
 @functools.lru_cache(maxsize=4096)

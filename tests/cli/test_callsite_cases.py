@@ -121,3 +121,26 @@ def test_a_failed_traces_place_is_workspace_relative(tmp_path: Path) -> None:
     first = result.stderr.splitlines()[0]
     assert " at ops.py:7:" in first, first
     assert str(tmp_path) not in first
+
+
+def test_a_target_passed_in_a_partial_alias_is_reached_through_that_alias(tmp_path: Path) -> None:
+    """``Small = partial(Net, block_cls=Block)``: the tests that use Small run Block; one that
+    uses ``Other = partial(Net, block_cls=OtherBlock)`` does not, though it uses Net too (as
+    jax-resnet's ResNeSt tests do not run ``ResNetBlock``). A test file's helper that uses Small
+    (``_run_small``) is reached through the test that calls it, not by running the whole file."""
+    root = case("partial_aliases", tmp_path)
+    result = run(["examples", "nets/blocks.py::Block", "--json"], cwd=root)
+    assert result.returncode == 0, result.stderr
+    assert [(s["example"], s["via"]) for s in json.loads(result.stdout)] == [
+        ("tests/test_nets.py::test_small", "through Small (passed to it at nets/blocks.py:26)"),
+        ("tests/test_nets.py::test_through_a_helper", "through Small (passed to it at nets/blocks.py:26)"),
+    ]
+
+
+def test_names_through_star_imports_of_a_package_that_re_exports(tmp_path: Path) -> None:
+    """``from nets import *`` in a test, nets/__init__.py re-exporting ``from .blocks import *``
+    (as jax-resnet's tests and package do): ``Net()`` there is nets/blocks.py's Net."""
+    root = case("partial_aliases", tmp_path)
+    result = run(["examples", "nets/blocks.py::Net"], cwd=root)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("1. tests/test_star.py:8 (test) complete  [tests/test_star.py::test_star]")

@@ -53,7 +53,7 @@ def test_examples_lists_ranked_call_sites(repo: Path) -> None:
         ("tests/test_models.py::test_resnet18", "test", False, False),
         ("train.py", "script", False, False),
     ]
-    assert items[0]["via"].startswith("through ResNet (passed to it at zoo/resnet.py:63)")
+    assert items[0]["via"].startswith("through ResNet18 (passed to it at zoo/resnet.py:63)")
 
 
 def test_examples_of_a_partial_site_say_what_is_missing(repo: Path) -> None:
