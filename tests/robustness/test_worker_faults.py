@@ -76,11 +76,10 @@ FAULTS = [
     Fault("segv_trace.py", "crash", ("SIGSEGV",)),
     Fault("alloc.py", "memory", memory=True),
     # ENOMEM from mmap under the cap was a ``trace`` failure; copying growth that reaches the time
-    # limit before the cap was a ``timeout`` (issue 25): both are memory.
+    # limit before the cap was a ``timeout`` (issue 25): both are memory. (Where the scaled time
+    # limit is long, on a busy machine, the growth may reach the cap first: a MemoryError, memory too.)
     Fault("mmap_alloc.py", "memory", ("Cannot allocate memory", "mmap_alloc.py"), memory=True, cold=True),
-    Fault(
-        "grow.py", "memory", ("still allocating", "grow.py"), hang=True, memory=True, cap=DEFAULT_MEMORY_MB, cold=True
-    ),
+    Fault("grow.py", "memory", ("memory", "grow.py"), hang=True, memory=True, cap=DEFAULT_MEMORY_MB, cold=True),
     Fault("burst.py", None, pids="robust-burst:", cold=True),
     Fault("daemon.py", None, pids="robust-daemon:", cold=True),
     Fault("child_left.py", None, pids="robust-child:"),
