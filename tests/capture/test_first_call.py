@@ -160,7 +160,7 @@ def test_a_call_under_an_explicit_mesh_set_in_setupclass_keeps_the_callers_shard
     )
     req = request(tmp_path, "pkg/block.py::Block", "tests/test_block.py::BlockTest::test_block")
     req["profile"]["devices"] = 8
-    outcome = capture_sync(req, sys.executable, CaptureOptions(timeout=90))
+    outcome = capture_sync(req, sys.executable, CaptureOptions(timeout=scaled(90)))
     result = dict(outcome.result)
     assert result["ok"], result.get("error")
     assert inputs(result) == [("args/0", [4, 8], "float32"), ("args/1", [4, 8], "bool")]
@@ -204,7 +204,7 @@ def test_a_module_whose_call_is_jitted(tmp_path: Path, library: str) -> None:
     (tmp_path / "pkg" / "models.py").write_text(model)
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_models.py").write_text(test)
-    result = run(tmp_path, "pkg/models.py::Inner", "tests/test_models.py::test_it", timeout=45)
+    result = run(tmp_path, "pkg/models.py::Inner", "tests/test_models.py::test_it", timeout=scaled(45))
     assert result["ok"], result.get("error")
     assert inputs(result) == [("args/0", [2, 3], "float32")]
     assert any(group["kind"] == "jit" for group in result["graph"]["groups"]), "the target's own jit is traced"

@@ -9,12 +9,19 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.deadlines import scaled
+
 CASES = Path(__file__).resolve().parents[1] / "workspaces" / "callsite_cases"
 
 
 def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "jaxlsp", *args], cwd=cwd, capture_output=True, text=True, timeout=300, check=False
+        [sys.executable, "-m", "jaxlsp", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=scaled(300),
+        check=False,
     )
 
 

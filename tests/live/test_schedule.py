@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from jaxlsp.live.schedule import FAILED, FRESH, LiveScheduler, Outcome, Target
+from tests.deadlines import scaled
 
 A, B = Target("file:///a.py", "a"), Target("file:///b.py", "b")
 
@@ -37,7 +38,7 @@ async def idle(scheduler: LiveScheduler) -> None:
         while scheduler.busy():
             await asyncio.sleep(0.01)
 
-    await asyncio.wait_for(loop(), 10)
+    await asyncio.wait_for(loop(), scaled(10))
 
 
 async def test_a_burst_of_saves_runs_at_most_two_traces_and_the_last_text_wins() -> None:

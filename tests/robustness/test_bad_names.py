@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from tests.deadlines import scaled
 from tests.robustness.helpers import Peer, server_env, untrusted_workspace
 
 INVALID_PARAMS, INTERNAL_ERROR, REQUEST_FAILED = -32602, -32603, -32803
@@ -140,7 +141,7 @@ def loop_workspace(tmp: Path) -> tuple[Path, Path]:
     return root, sentinel
 
 
-def wait_for_index(peer: Peer, timeout: float = 60.0) -> None:
+def wait_for_index(peer: Peer, timeout: float = scaled(60.0)) -> None:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if any(m.get("method") == "workspace/codeLens/refresh" for m in peer.server_requests):

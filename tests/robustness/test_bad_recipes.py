@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.deadlines import scaled
 from tests.robustness.helpers import Peer, RpcError, server_env, untrusted_workspace
 
 INTERNAL_ERROR, REQUEST_FAILED = -32603, -32803
@@ -50,7 +51,7 @@ def test_a_bad_recipe_once_trusted_is_a_recipe_error(peer_factory: Any, tmp_path
     uri = peer.open(root / "model.py")
     started = time.monotonic()
     with pytest.raises(RpcError) as info:
-        peer.call("jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "predict"}, timeout=60)
+        peer.call("jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "predict"}, timeout=scaled(60))
     took = time.monotonic() - started
     assert info.value.code != INTERNAL_ERROR, info.value
     assert BAD[case][1] in info.value.message, info.value.message

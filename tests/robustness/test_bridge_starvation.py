@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from tests.deadlines import scaled
 from tests.robustness.helpers import Peer, record, server_env
 
 CONNECTIONS = 1100
@@ -42,7 +43,7 @@ def test_1100_idle_bridge_connections_leave_lenses_discovery_and_traces_working(
     peer: Peer = peer_factory(env=server_env(), open_files=USUAL_LIMIT)
     peer.initialize(root, options={"trusted": True})
     uri = peer.open(root / "model.py")
-    first = peer.call("jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "f", "profile": "f"}, timeout=180)
+    first = peer.call("jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "f", "profile": "f"}, timeout=scaled(180))
     url = urlsplit(peer.call("jaxlsp/openGraph", {"traceId": first["traceId"]})["url"])
     assert url.hostname == "127.0.0.1" and url.port is not None
 
@@ -51,7 +52,7 @@ def test_1100_idle_bridge_connections_leave_lenses_discovery_and_traces_working(
     try:
         for _ in range(CONNECTIONS):
             try:
-                sockets.append(socket.create_connection(("127.0.0.1", url.port), timeout=5))
+                sockets.append(socket.create_connection(("127.0.0.1", url.port), timeout=scaled(5)))
             except OSError:  # the listen queue was full for a moment: the flood is what matters
                 continue
         opened = time.monotonic() - started
@@ -59,7 +60,9 @@ def test_1100_idle_bridge_connections_leave_lenses_discovery_and_traces_working(
         assert lenses, "codeLens answered [] with the bridge flooded"
         found = peer.call("jaxlsp/discover", {"textDocument": {"uri": uri}})
         assert [e["name"] for e in found["entrypoints"]] == ["f"], found
-        again = peer.call("jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "f", "profile": "f"}, timeout=180)
+        again = peer.call(
+            "jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "f", "profile": "f"}, timeout=scaled(180)
+        )
         assert again["summary"]["ops"] == first["summary"]["ops"]
         held = len([s for s in sockets if _still_open(s)])
     finally:

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from tests.deadlines import scaled
 from tests.robustness.helpers import HOLD, Peer, record, server_env, untrusted_workspace
 
 INVALID_REQUEST, PARSE_ERROR, CANCELLED = -32600, -32700, -32800
@@ -56,7 +57,7 @@ def listed(ident: int) -> bytes:
     return json.dumps(body).encode()
 
 
-def stderr_after(peer: Peer, mark: int, timeout: float = 30.0) -> str:
+def stderr_after(peer: Peer, mark: int, timeout: float = scaled(30.0)) -> str:
     """The server's stderr from ``mark`` on, up to the line it logs for a marker (a line that is
     not a header, sent now with a request after it): every message before the marker has been
     handled by then, so what it left on stderr is there."""
@@ -124,7 +125,7 @@ def test_a_cancel_storm_leaves_stderr_quiet(served: tuple[Peer, Path]) -> None:
     try:
         count = 40
         traces = [peer.start("jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "predict"}) for _ in range(count)]
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + scaled(60)
         while time.monotonic() < deadline:
             prompts = [m for m in peer.server_requests if m["method"] == "window/showMessageRequest"]
             if len(prompts) >= count:
@@ -186,7 +187,7 @@ def test_a_document_with_lone_surrogates_is_kept_with_them_replaced(served: tupl
     path = root / "model.py"
     text = path.read_text()
     uri = peer.open(path, f"# a comment {LONE} here\n" + text, version=50)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + scaled(30)
     shown: list[dict[str, Any]] = []
     while not shown and time.monotonic() < deadline:
         shown = [m for m in peer.seen if m.get("method") == "window/showMessage" and "surrogate" in str(m)]
@@ -252,7 +253,7 @@ def test_long_lists_are_refused_before_structuring_and_memory_comes_back(peer_fa
     before = cpu_seconds(peer.proc.pid)
     peer.send_raw(body)
     del body
-    reply = peer.wait("big", timeout=120)  # type: ignore[arg-type]
+    reply = peer.wait("big", timeout=scaled(120))  # type: ignore[arg-type]
     assert reply["error"]["code"] == -32602, str(reply)[:300]
     assert reply["error"]["message"] == "params.pad: too long (15,000,000 items; at most 10,000)", reply
     assert peer.alive()

@@ -22,11 +22,12 @@ import pytest
 
 from jaxlsp.graph import io
 from jaxlsp.graph.model import Graph
+from tests.deadlines import scaled
 from tests.robustness.helpers import Peer, RpcError, record, server_env
 from tests.robustness.test_load import synthetic_graph
 
 INVALID_PARAMS, REQUEST_FAILED = -32602, -32803
-HOVER_BOUND = 1.0  # seconds: the worst hover while a big graph is worked on (5-7 s when it blocked)
+HOVER_BOUND = scaled(1.0)  # seconds: the worst hover while a big graph is worked on (5-7 s when it blocked)
 # On a machine so loaded that the work itself takes many times longer, the bound follows it: a
 # blocked loop makes a hover wait about as long as the blocking work (0.34-1.0 of it, measured
 # before the fix), one that runs beside it a small share (0.03-0.08 at a load of 13 on 2 cores).
@@ -48,7 +49,7 @@ def graph_file(equations: int) -> Graph:
     return graph
 
 
-def _error(peer: Peer, method: str, params: Any, timeout: float = 30) -> dict[str, Any]:
+def _error(peer: Peer, method: str, params: Any, timeout: float = scaled(30)) -> dict[str, Any]:
     reply = peer.wait(peer.start(method, params), timeout)
     assert "error" in reply, reply
     return dict(reply["error"])
@@ -163,7 +164,7 @@ def test_diffing_two_60k_equation_graph_files_leaves_hovers_answered(peer_factor
     peer.call("textDocument/hover", {"textDocument": {"uri": uri}, "position": {"line": 4, "character": 12}})
     with HoverProbe(peer, uri, 4) as probe:
         found, seconds = _timed(
-            lambda: peer.call("jaxlsp/diff", {"uri": newer.as_uri(), "baseUri": older.as_uri()}, timeout=240)
+            lambda: peer.call("jaxlsp/diff", {"uri": newer.as_uri(), "baseUri": older.as_uri()}, timeout=scaled(240))
         )
     worst = probe.worst()
     record(
@@ -202,7 +203,9 @@ def traced_big(peer_factory: Any, tmp_path: Path) -> Iterator[tuple[Peer, str, d
     peer: Peer = peer_factory(env=server_env(XDG_CACHE_HOME=str(tmp_path / "cache")))
     peer.initialize(root, options={"trusted": True})
     uri = peer.open(root / "model.py")
-    first = peer.call("jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "big", "profile": "big"}, timeout=300)
+    first = peer.call(
+        "jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "big", "profile": "big"}, timeout=scaled(300)
+    )
     assert first["summary"]["ops"] == EQUATIONS
     yield peer, uri, first
 
@@ -226,7 +229,7 @@ def test_a_60k_equation_graph_is_exported_served_and_retraced_while_hovers_are_a
 
     def hover(line: int) -> str:
         params = {"textDocument": {"uri": uri}, "position": {"line": line, "character": 12}}
-        return str(peer.call("textDocument/hover", params, timeout=120)["contents"]["value"])
+        return str(peer.call("textDocument/hover", params, timeout=scaled(120))["contents"]["value"])
 
     assert "`sin`" in hover(LOOP_LINE) and "\u00d729999" in hover(LOOP_LINE)
     assert "`tanh`" in hover(RETURN_LINE)
@@ -234,23 +237,25 @@ def test_a_60k_equation_graph_is_exported_served_and_retraced_while_hovers_are_a
     for fmt in ("html", "json"):
         exported = measured(
             f"export_{fmt}",
-            lambda fmt=fmt: peer.call("jaxlsp/export", {"traceId": trace_id, "format": fmt}, timeout=240),
+            lambda fmt=fmt: peer.call("jaxlsp/export", {"traceId": trace_id, "format": fmt}, timeout=scaled(240)),
         )
         assert Path(urlsplit(exported["uri"]).path).stat().st_size > 10_000_000
     url = peer.call("jaxlsp/openGraph", {"traceId": trace_id})["url"]
     parts = urlsplit(url)
     token = parse_qs(parts.query)["token"][0]
     graph_url = f"http://{parts.netloc}/graph?token={token}&trace={trace_id}"
-    body = measured("get_graph", lambda: urllib.request.urlopen(graph_url, timeout=240).read())
+    body = measured("get_graph", lambda: urllib.request.urlopen(graph_url, timeout=scaled(240)).read())
     assert len(body) > 10_000_000
     again = measured(
         "retrace",
-        lambda: peer.call("jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "big", "profile": "big"}, timeout=300),
+        lambda: peer.call(
+            "jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "big", "profile": "big"}, timeout=scaled(300)
+        ),
     )
     assert "\u00d729999" in hover(LOOP_LINE)  # the new trace's, made off the loop
-    changes = measured("diff", lambda: peer.call("jaxlsp/diff", {"traceId": again["traceId"]}, timeout=240))
+    changes = measured("diff", lambda: peer.call("jaxlsp/diff", {"traceId": again["traceId"]}, timeout=scaled(240)))
     assert changes["same"] is True and changes["base"] == trace_id
-    costs = measured("costs", lambda: peer.call("jaxlsp/costs", {"traceId": again["traceId"]}, timeout=240))
+    costs = measured("costs", lambda: peer.call("jaxlsp/costs", {"traceId": again["traceId"]}, timeout=scaled(240)))
     assert costs["traceId"] == again["traceId"]
     page = measured("page", lambda: peer.call("jaxlsp/graph", {"traceId": again["traceId"], "limit": 10}))
     assert len(page["items"]) == 10

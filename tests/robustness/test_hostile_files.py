@@ -210,7 +210,7 @@ class HoverProbe:
         params = {"textDocument": {"uri": self.uri}, "position": {"line": 0, "character": 0}}
         while not self._stop.is_set():
             started = time.monotonic()
-            self.peer.call("textDocument/hover", params, timeout=120)
+            self.peer.call("textDocument/hover", params, timeout=scaled(120))
             self.latencies.append(time.monotonic() - started)
             self._stop.wait(max(0.0, 0.1 - (time.monotonic() - started)))
 
@@ -288,7 +288,7 @@ def test_sixteen_thousand_watched_file_changes_never_hold_the_loop(tmp_path: Pat
     peer = Peer(env=server_env())
     try:
         peer.initialize(root)
-        wait_for_index(peer, timeout=120)
+        wait_for_index(peer, timeout=scaled(120))
         probe = HoverProbe(peer, (root / "good.py").as_uri())
         changes = [{"uri": (root / f"m{i % 1000}.py").as_uri(), "type": 2} for i in range(16_000)]
         peer.notify("workspace/didChangeWatchedFiles", {"changes": changes})

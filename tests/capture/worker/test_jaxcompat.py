@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.deadlines import scaled
+
 pytest.importorskip("jax")
 
 
@@ -113,7 +115,7 @@ def test_own_caches_trace_a_jit_again_in_another_thread_while_its_first_trace_is
 
             thread = threading.Thread(target=again, name="other")
             thread.start()
-            thread.join(timeout=30)
+            thread.join(timeout=scaled(30))
             assert not thread.is_alive(), "the second trace waited on the first's cache entry"
         return x * 2
 
