@@ -96,7 +96,7 @@ class Reach:
                 defined = header_name(file.lines[st.header]) if file.defines(i) else None
                 if (defined is not None and (file.path, defined) in seen) or (file.path, i) in aliases:
                     continue
-                if defined is not None and (not is_test_file(file.path) or _test_helper(file, defined)):
+                if defined is not None and (not is_test_file(file.path) or _test_helper(file, st.header, defined)):
                     # a test file's helper (``_test_resnest_param_count``) runs in the tests that
                     # call it, not in every test of its file
                     parents.append((file.path, defined))
@@ -228,13 +228,25 @@ class Reach:
                     break
 
 
-def _test_helper(file: SourceFile, name: str) -> bool:
-    """Whether ``name``, defined in test file ``file``, is a plain helper its tests call: not a
-    test, not a test class, not a fixture (pytest hands those over by parameter name)."""
+def _test_helper(file: SourceFile, header: int, name: str) -> bool:
+    """Whether ``name``, defined at line index ``header`` of test file ``file``, is a plain helper
+    function its tests call: not a test, not a class (``class DecTest(absltest.TestCase)`` is a
+    test whatever its name), not a fixture (pytest hands those over by parameter name)."""
     if name.startswith(("test", "Test")) or file.path.name == "conftest.py":
         return False
+    if _FUNCTION.match(file.lines[header]) is None:
+        return False
+    text = "\n".join(file.lines)
+    if _TESTS_HERE.search(text) is None:
+        # a helper module named like a test (``arch_test_utils.py``) holds no test to follow it
+        # to: its users are elsewhere, reached as before
+        return False
     fixture = rf"@pytest\.fixture[^\n]*\n(?:\s*@[^\n]*\n)*\s*def\s+{re.escape(name)}\b"
-    return re.search(fixture, "\n".join(file.lines)) is None
+    return re.search(fixture, text) is None
+
+
+_FUNCTION = re.compile(r"\s*(?:async\s+)?def\s")
+_TESTS_HERE = re.compile(r"^\s*(?:async\s+)?def\s+test|^\s*class\s+(?:Test\w*|\w+\([^)]*TestCase[^)]*\))\s*[(:]", re.M)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -151,3 +151,19 @@ def test_names_through_star_imports_of_a_package_that_re_exports(tmp_path: Path)
     result = run(["examples", "nets/blocks.py::Net"], cwd=root)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("1. tests/test_star.py:8 (test) complete  [tests/test_star.py::test_star]")
+
+
+def test_a_test_class_not_named_test_is_an_example_through_a_helper_module(tmp_path: Path) -> None:
+    """flaxformer's layout: ``class DecTest(absltest.TestCase)`` in pkg/arch_test.py builds the
+    target through ``tu.make_dec()`` of pkg/arch_test_utils.py. The test class is the example (a
+    class is a test whatever its name), not a helper to follow to callers; the file that only
+    imports the target's module (pkg/other_test.py) is not. Found by the real-repository
+    measurement: flaxformer's DecoderOnly and two distreqx targets had traced before this round."""
+    root = case("test_utils_module", tmp_path)
+    found = run(["examples", "pkg/arch.py::Dec"], cwd=root)
+    assert found.returncode == 0, found.stderr
+    first = found.stdout.splitlines()[0]
+    assert "[pkg/arch_test.py::DecTest::test_shapes]" in first, found.stdout
+    traced = run(["trace", "pkg/arch.py::Dec", "-o", "dec.json"], cwd=root)
+    assert traced.returncode == 0, traced.stderr
+    assert "arch_test.py" in traced.stdout

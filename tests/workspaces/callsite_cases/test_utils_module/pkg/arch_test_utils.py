@@ -1,0 +1,5 @@
+from pkg import arch
+
+
+def make_dec():
+    return arch.Dec(features=3)
