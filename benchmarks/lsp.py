@@ -90,7 +90,7 @@ def main() -> int:
                 "rootUri": MODELS.as_uri(),
                 "capabilities": caps,
                 "workspaceFolders": [{"uri": MODELS.as_uri(), "name": "models"}],
-                "initializationOptions": {"jaxlsp": {"trusted": True}},
+                "initializationOptions": {"jaxlsp": {"trusted": True, "liveShapes": False}},
             },
         )
         peer.send({"method": "initialized", "params": {}})

@@ -605,7 +605,10 @@ def main() -> int:
     show(figures, shown)
 
     # Trusted: traces, cancels, the big graph.
-    with serving(trusted_root, {"trusted": True}) as (peer, ordinary), Hovers(peer, ordinary) as hovers:
+    with (
+        serving(trusted_root, {"trusted": True, "liveShapes": False}) as (peer, ordinary),
+        Hovers(peer, ordinary) as hovers,
+    ):
         uri = peer.open(trusted_root / "model.py")
         hovers.enter("warm-up")
         peer.call("jaxlsp/trace", trace_params(uri, "f0"), timeout=PHASE_LIMIT)

@@ -41,7 +41,7 @@ def test_1100_idle_bridge_connections_leave_lenses_discovery_and_traces_working(
         'version = 1\n\n[profiles.f]\ntarget = "model.py::f"\ninputs.args = [{ kind = "array", shape = [4] }]\n'
     )
     peer: Peer = peer_factory(env=server_env(), open_files=USUAL_LIMIT)
-    peer.initialize(root, options={"trusted": True})
+    peer.initialize(root, options={"trusted": True, "liveShapes": False})
     uri = peer.open(root / "model.py")
     first = peer.call("jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "f", "profile": "f"}, timeout=scaled(180))
     url = urlsplit(peer.call("jaxlsp/openGraph", {"traceId": first["traceId"]})["url"])

@@ -201,7 +201,7 @@ def traced_big(peer_factory: Any, tmp_path: Path) -> Iterator[tuple[Peer, str, d
         'version = 1\n\n[profiles.big]\ntarget = "model.py::big"\ninputs.args = [{ kind = "array", shape = [4] }]\n'
     )
     peer: Peer = peer_factory(env=server_env(XDG_CACHE_HOME=str(tmp_path / "cache")))
-    peer.initialize(root, options={"trusted": True})
+    peer.initialize(root, options={"trusted": True, "liveShapes": False})
     uri = peer.open(root / "model.py")
     first = peer.call(
         "jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "big", "profile": "big"}, timeout=scaled(300)

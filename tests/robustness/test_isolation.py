@@ -188,7 +188,7 @@ def test_traced_code_cannot_reach_into_the_server(
     pytest.importorskip("jax")
     prefix, root, env = unprivileged
     peer: Peer = peer_factory(env=env, prefix=prefix, cwd=Path(__file__).resolve().parents[2])
-    peer.initialize(root, options={"trusted": True, "python": env["JAXLSP_TEST_PYTHON"]})
+    peer.initialize(root, options={"trusted": True, "liveShapes": False, "python": env["JAXLSP_TEST_PYTHON"]})
     uri = peer.open(root / "probe.py")
     # Twice: the first capture may run cold while the spare warms up, a later one through it.
     for _ in range(2):

@@ -39,7 +39,7 @@ from jaxlsp.capture.engine import TraceFailure, TraceOutcome, TraceRequest, fini
 from jaxlsp.capture.options import CaptureOptions
 from jaxlsp.capture.service import CaptureService
 from jaxlsp.capture.spare import SparePool
-from jaxlsp.capture.supervise import CaptureOutcome
+from jaxlsp.capture.supervise import CaptureOutcome, _seconds
 from tests.capture.worker.conftest import request
 from tests.deadlines import scaled
 
@@ -243,7 +243,7 @@ def check(case: Case, outcome: CaptureOutcome, sandbox: Sandbox, scratch_before:
     for text in case.says:
         assert text in error["message"], error
     if case.hang:
-        assert f"within {timeout:g} s" in error["message"]
+        assert f"within {_seconds(timeout)} s" in error["message"]  # the limit, scaled with the machine
     if case.line is not None:
         frame = error.get("frame") or {}
         assert (frame.get("path"), frame.get("line")) == (str(sandbox.root / case.file), case.line), error
