@@ -180,7 +180,9 @@ class Peer:
         self._write_lock = threading.Lock()
         self._next = 0
         self.stderr = bytearray()
+        self._answers: queue.Queue[dict[str, Any]] = queue.Queue()  # to the server's requests
         threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._answer, daemon=True).start()
         threading.Thread(target=self._drain_stderr, daemon=True).start()
 
     # -- wire ----------------------------------------------------------------------------------
@@ -218,7 +220,10 @@ class Peer:
                 answer = self.answers.get(message["method"], lambda params: None)
                 result = answer(message.get("params"))
                 if result is not HOLD:  # the test answers it itself, later
-                    self.send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+                    # Never written from this thread: with the server's stdin full (a test
+                    # sending a thousand requests) and its stdout full behind this reader, both
+                    # sides would wait on each other for good.
+                    self._answers.put({"jsonrpc": "2.0", "id": message["id"], "result": result})
             elif "method" in message:
                 self.seen.append(message)
                 self.notifications.put(message)
@@ -226,6 +231,14 @@ class Peer:
                 with self._lock:
                     box = self._responses.setdefault(message.get("id"), queue.Queue())
                 box.put(message)
+
+    def _answer(self) -> None:
+        while True:
+            message = self._answers.get()
+            try:
+                self.send(message)
+            except (BrokenPipeError, ValueError):  # the server is gone, or stdin closed
+                return
 
     def _closed(self) -> None:
         with self._lock:
