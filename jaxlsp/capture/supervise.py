@@ -582,7 +582,7 @@ def _classify(
         result = error_result(
             "memory",
             f"The capture was still allocating memory when its time limit of {_seconds(timeout)} s ran out: "
-            f"{resident / MIB:,.0f} MiB resident and growing by {grew / MIB / GROWTH_WINDOW:,.0f} MiB/s "
+            f"{resident / MIB:,.0f} MiB resident at its peak, {grew / MIB:,.0f} MiB more within the last second "
             f"({limit}); the worker and every process it started were stopped.{_at(stderr, workspace)} "
             "Look for a buffer or list that grows without end.",
             tail or None,
@@ -631,8 +631,9 @@ def _at(stderr: str, workspace: str | None) -> str:
 
 
 MIB = 1024 * 1024
-GROWTH_WINDOW = 0.3  # seconds between the two looks at a timed-out worker's memory
-GROWING = 16 * MIB  # resident bytes gained in that window that say "still allocating" (53 MiB/s)
+GROWTH_WINDOW = 1.0  # seconds at most of looks at a timed-out worker's memory
+GROWTH_STEP = 0.1  # seconds between two looks
+GROWING = 16 * MIB  # peak resident bytes gained in that window that say "still allocating"
 LARGE = 512 * MIB  # ... when the worker holds at least this much (jax itself: about 300 MiB)
 
 
@@ -645,12 +646,13 @@ def allocating(resident: int, grew: int) -> bool:
     return resident >= LARGE and grew >= GROWING
 
 
-def resident_bytes(pid: int) -> int | None:
-    """``VmRSS`` of ``pid`` (Linux; None elsewhere or when it is gone)."""
+def resident_bytes(pid: int, field: bytes = b"VmRSS:") -> int | None:
+    """``VmRSS`` (or another ``/proc/PID/status`` size such as ``VmHWM:``) of ``pid`` (Linux; None
+    elsewhere or when it is gone)."""
     try:
         with open(f"/proc/{pid}/status", "rb") as f:
             for line in f:
-                if line.startswith(b"VmRSS:"):
+                if line.startswith(field):
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         return None
@@ -658,13 +660,24 @@ def resident_bytes(pid: int) -> int | None:
 
 
 async def memory_growth(pid: int) -> tuple[int, int] | None:
-    """The worker's resident bytes after :data:`GROWTH_WINDOW`, and what it gained meanwhile."""
-    first = resident_bytes(pid)
+    """The worker's peak resident bytes and what that peak gained within :data:`GROWTH_WINDOW`.
+
+    The peak (``VmHWM``), not the resident size: a copying growth doubles its resident size while
+    it copies and halves it after, so two looks at ``VmRSS`` can see it shrink (a CI run reported
+    a 5 GiB ``bytearray +=`` loop as a plain timeout); its peak only rises."""
+    first = resident_bytes(pid, b"VmHWM:")
     if first is None:
         return None
-    await asyncio.sleep(GROWTH_WINDOW)
-    second = resident_bytes(pid)
-    return None if second is None else (second, second - first)
+    peak = first
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + GROWTH_WINDOW
+    while loop.time() < deadline and peak - first < GROWING:
+        await asyncio.sleep(GROWTH_STEP)
+        now = resident_bytes(pid, b"VmHWM:")
+        if now is None:
+            break
+        peak = max(peak, now)
+    return peak, peak - first
 
 
 def _seconds(value: float) -> str:
