@@ -358,10 +358,10 @@ class CallSiteFinder(Evaluator):
                     if uses_names(text, words):
                         mentioned.append((file, i))
                         here = list(self._sites_in(target, file, [i], words, parents))
-                        nested = None
+                        nested: list[CallSite] = []
                         if not here and self._may_name(file, [i], words, target):
                             nested = self.reach.test_use(file, i, words)
-                        sites.extend([nested] if nested is not None else here)
+                        sites.extend(nested or here)
                 elif uses_names(text, names):
                     top_level.append(i)
                     mentioned.append((file, i))

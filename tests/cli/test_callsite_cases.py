@@ -189,3 +189,20 @@ def test_a_call_expected_to_raise_is_no_complete_example(tmp_path: Path) -> None
         traced = run(["trace", target, "-o", "out.json"], cwd=root)
         assert traced.returncode == 0, traced.stderr
         assert f"inputs from {line} (test)" in traced.stdout.splitlines()
+
+
+def test_every_test_of_a_class_that_names_the_user_is_an_example(tmp_path: Path) -> None:
+    """distreqx's layout: ``class BTest(TestCase)`` with ``test_props`` (``B()`` only) before
+    ``test_forward`` (``B().forward(x)``, which calls ``_helper``). Both tests are examples of
+    ``_helper``, in file order, and the run goes on past the first to the one that calls it.
+    Found by the real-repository measurement (repro r2): only ``test_props`` ran, rc 1."""
+    root = case("class_tests", tmp_path)
+    found = run(["examples", "pkg/bij.py::_helper", "--json"], cwd=root)
+    assert found.returncode == 0, found.stderr
+    assert [s["example"] for s in json.loads(found.stdout)] == [
+        "tests/test_b.py::BTest::test_props",
+        "tests/test_b.py::BTest::test_forward",
+    ]
+    traced = run(["trace", "pkg/bij.py::_helper", "-o", "helper.json"], cwd=root)
+    assert traced.returncode == 0, traced.stderr
+    assert json.loads((root / "helper.json").read_text())["target"]["name"] == "_helper"
