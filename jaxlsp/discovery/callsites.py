@@ -72,6 +72,8 @@ from jaxlsp.discovery.summary import code_of
 _INIT_LIKE = frozenset({"init", "init_with_output", "tabulate", "lazy_init"})
 _FILLED_BY_WORKER = {"nnx": "rngs", "equinox": "key"}
 _NOT_CALLS = frozenset({"replace", "tree_flatten"})  # methods of module instances that do not run the model
+# context managers that expect the calls inside to raise: unittest's, absltest's, pytest's, numpy's
+_RAISES = re.compile(r"assertRaises\w*|assert_raises\w*|raises")
 MAX_SITES = 64
 
 
@@ -356,10 +358,10 @@ class CallSiteFinder(Evaluator):
                     if uses_names(text, words):
                         mentioned.append((file, i))
                         here = list(self._sites_in(target, file, [i], words, parents))
-                        nested = None
+                        nested: list[CallSite] = []
                         if not here and self._may_name(file, [i], words, target):
                             nested = self.reach.test_use(file, i, words)
-                        sites.extend([nested] if nested is not None else here)
+                        sites.extend(nested or here)
                 elif uses_names(text, names):
                     top_level.append(i)
                     mentioned.append((file, i))
@@ -431,6 +433,7 @@ class CallSiteFinder(Evaluator):
             constructions: list[tuple[Built, int]] = []
             first_use: int | None = None
             complete = False
+            raising = calm = False  # uses inside an expected-error block; uses outside any
             handed = False  # given to a library call (``eqx.nn.make_with_state(Model)(key)``)
             for call in calls:
                 used_names = names_in(call.node)
@@ -441,6 +444,7 @@ class CallSiteFinder(Evaluator):
                 if found is not None:
                     first_use = call.line if first_use is None else first_use
                     site, built = found
+                    raising, calm = raising or site.raises, calm or not site.raises
                     if built is not None:
                         used.add((built.path, built.line))
                     if site.complete or site.example is not None:
@@ -473,7 +477,11 @@ class CallSiteFinder(Evaluator):
                 if kind == "module" and not direct:
                     continue  # a module that only passes the target on to a workspace function: see _inherited
                 if example is not None and not _defines_target(file, indexes[0], target):
-                    yield CallSite(file.path, first_use, kind, example, static=False, via="uses it here")
+                    # a test that calls the target only where it expects an error runs after the others
+                    only_raises = raising and not calm and not (constructions or handed)
+                    yield CallSite(
+                        file.path, first_use, kind, example, static=False, via="uses it here", raises=only_raises
+                    )
 
     def _alias_bound(self, file: SourceFile, line: int) -> Ref | None:
         """The one top-level name that the statement holding 1-based ``line`` binds, as a
@@ -597,6 +605,11 @@ class CallSiteFinder(Evaluator):
     ) -> tuple[CallSite, Built | None] | None:
         """The site made by ``call`` when it calls the target (or an instance of it)."""
         found = self._call_site_of(target, scope, call, order, line)
+        expected = _expected_error(scope, call)
+        if found is not None and expected is not None:
+            why = f"it is called inside `with {expected}`: the call is expected to fail"
+            site = found[0]
+            found = replace(site, missing=(*site.missing, Missing("raises", why)), raises=True), found[1]
         if found is not None and found[0].static:
             context = self._jax_context(scope, call, order)
             if context is not None:  # ``with jax.set_mesh(mesh):`` around the call: a run keeps it
@@ -996,6 +1009,18 @@ def _root_name(expr: cst.BaseExpression) -> str | None:
     while isinstance(expr, cst.Attribute):
         expr = expr.value
     return expr.value if isinstance(expr, cst.Name) else None
+
+
+def _expected_error(scope: Scope, call: cst.Call) -> str | None:
+    """The ``with`` item around ``call`` that expects it to raise (``self.assertRaises(E)``,
+    ``self.assertRaisesRegex(E, ...)``, ``pytest.raises(E)``, ``np.testing.assert_raises``), as
+    written; None if none. By name: a test's own ``self`` is not followed to unittest."""
+    for item in scope.contexts.get(id(call), ()):
+        func = item.func if isinstance(item, cst.Call) else item
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        if _RAISES.fullmatch(name):
+            return code_of(item)
+    return None
 
 
 def _changed_before(scope: Scope, call: cst.Call, order: int) -> str | None:

@@ -101,12 +101,13 @@ class Reach:
                     # call it, not in every test of its file
                     parents.append((file.path, defined))
                     continue
-                kind, example = self.example_of(file, self._test_owner(file, i, defined, words), defined is None)
-                if kind == "module" and not any(_called(w).search(text) for w in words):
-                    continue  # a module's statement that only names it does not run it (a script's may:
-                    # app.run(main))
-                if example is not None:
-                    out.append(CallSite(file.path, st.header + 1, kind, example, static=False, via="uses it here"))
+                for owner, line in self._test_owners(file, i, defined, words):
+                    kind, example = self.example_of(file, owner, defined is None)
+                    if kind == "module" and not any(_called(w).search(text) for w in words):
+                        continue  # a module's statement that only names it does not run it (a script's may:
+                        # app.run(main))
+                    if example is not None:
+                        out.append(CallSite(file.path, line + 1, kind, example, static=False, via="uses it here"))
         if depth < MAX_PARENT_DEPTH:
             for parent_path, parent in parents:
                 for site in self.reached(parent_path, parent, depth + 1, files, seen):
@@ -117,19 +118,23 @@ class Reach:
         self.memo[key] = out
         return out
 
-    def test_use(self, file: SourceFile, index: int, words: set[str]) -> CallSite | None:
-        """The test that definition ``index`` of a test file is, as a dynamic site, when its body
-        uses one of ``words`` where calls are not read statically (a module class defined inside
-        the test function, as Equinox's and Flax's tests do): running it may reach the target."""
+    def test_use(self, file: SourceFile, index: int, words: set[str]) -> list[CallSite]:
+        """The tests that definition ``index`` of a test file holds, as dynamic sites, when its
+        body uses one of ``words`` where calls are not read statically (a module class defined
+        inside the test function, as Equinox's and Flax's tests do): running them may reach the
+        target."""
         if not is_test_file(file.path):
-            return None
+            return []
         st = file.statements[index]
         defined = header_name(file.lines[st.header])
-        kind, example = self.example_of(file, self._test_owner(file, index, defined, words), False)
-        if example is None:
-            return None
-        line = next((n for n in range(st.header, st.end + 1) if uses_names(file.lines[n], words)), st.header)
-        return CallSite(file.path, line + 1, kind, example, static=False, via="uses it here")
+        out: list[CallSite] = []
+        for owner, first in self._test_owners(file, index, defined, words):
+            kind, example = self.example_of(file, owner, False)
+            if example is None:
+                continue
+            line = next((n for n in range(first, st.end + 1) if uses_names(file.lines[n], words)), first)
+            out.append(CallSite(file.path, line + 1, kind, example, static=False, via="uses it here"))
+        return out
 
     def script_use(self, file: SourceFile, indexes: list[int], words: set[str]) -> CallSite | None:
         """A script whose top-level statements ``indexes`` use one of ``words`` only where calls
@@ -177,23 +182,28 @@ class Reach:
             return found == path or (found.name == "__init__.py" and path.is_relative_to(found.parent))
         return False
 
-    def _test_owner(self, file: SourceFile, index: int, defined: str | None, words: set[str]) -> str:
-        """The test that statement ``index`` of a test file is: ``test_x``, ``TestX.test_y``
-        (the first test method of a class whose body uses a word; read from the lines, not
-        parsed), else the whole file."""
-        if defined is None or not is_test_file(file.path):
-            return ""
-        if defined.startswith("test"):
-            return defined
+    def _test_owners(self, file: SourceFile, index: int, defined: str | None, words: set[str]) -> list[tuple[str, int]]:
+        """The tests that statement ``index`` of a test file holds, each with the 0-based line of
+        its first use of a word: ``test_x``, every ``TestX.test_y`` of a class whose body uses a
+        word (read from the lines, not parsed: the first such test may only build an instance,
+        ``test_props``, and a later one call the method that reaches the target), else the whole
+        file."""
         st = file.statements[index]
+        if defined is None or not is_test_file(file.path):
+            return [("", st.header)]
+        if defined.startswith("test"):
+            return [(defined, st.header)]
         method: str | None = None
-        for line in file.lines[st.header + 1 : st.end + 1]:
+        out: list[tuple[str, int]] = []
+        for n in range(st.header + 1, st.end + 1):
+            line = file.lines[n]
             found = _HEADER.match(line)
             if found is not None and "class" not in line.split("(")[0]:
                 method = found.group(1)
             elif method and method.startswith("test") and uses_names(line, words):
-                return f"{defined}.{method}"
-        return ""
+                out.append((f"{defined}.{method}", n))
+                method = None  # once per test
+        return out or [("", st.header)]
 
     def importing_tests(self, target: SiteTarget, files: list[SourceFile], sites: list[CallSite]) -> Iterator[CallSite]:
         """Test files that import the target's module, when nothing else reaches the target."""

@@ -3,8 +3,8 @@
 A :class:`CallSite` is what ``discovery/callsites.py`` finds and what ``jaxlsp examples`` lists:
 the file and line, the kind of example it belongs to (``test`` | ``script`` | ``module``) and the
 example to run to reach it, and (static sites) the constructor and call arguments as recipe input
-specs, with what is missing. :meth:`CallSite.rank` orders them: complete first, then tests
-before scripts before modules, then the smaller inputs.
+specs, with what is missing. :meth:`CallSite.rank` orders them: complete first, then those not
+inside an expected-error block, then tests before scripts before modules, then the smaller inputs.
 """
 
 from __future__ import annotations
@@ -50,14 +50,18 @@ class CallSite:
     handed: bool = False
     hops: int = 0  # definitions between the target and the example's use (0: it uses the target itself)
     cell: tuple[int, int] | None = None  # in a notebook: (cell index, 1-based line in that cell)
+    # called inside ``with self.assertRaises(...)`` / ``pytest.raises(...)``: the call is meant to
+    # fail, so it is never a complete example, and a run of its test comes after the others
+    raises: bool = False
 
     @property
     def complete(self) -> bool:
         return self.static and not self.missing and self.inputs is not None
 
-    def rank(self) -> tuple[int, int, int, int, int, int, int, int, int, int, str, int]:
+    def rank(self) -> tuple[int, int, int, int, int, int, int, int, int, int, int, str, int]:
         return (
             0 if self.complete else 1,
+            1 if self.raises else 0,
             KIND_RANK[self.kind],
             0 if self.static else 1,
             1 if self.handed else 0,
