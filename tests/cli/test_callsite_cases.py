@@ -206,3 +206,19 @@ def test_every_test_of_a_class_that_names_the_user_is_an_example(tmp_path: Path)
     traced = run(["trace", "pkg/bij.py::_helper", "-o", "helper.json"], cwd=root)
     assert traced.returncode == 0, traced.stderr
     assert json.loads((root / "helper.json").read_text())["target"]["name"] == "_helper"
+
+
+def test_a_library_call_on_an_array_spec_is_evaluated_abstractly(tmp_path: Path) -> None:
+    """A test's ``a = jnp.abs(jax.random.normal(key, (2, 3)))`` is a complete static input ``{ ref
+    = "jax.numpy:abs", args = [array spec] }``: the worker calls jnp.abs under ``jax.eval_shape``,
+    not on the ShapeDtypeStruct. Found by the real-repository measurement (repro r1): the trace
+    failed with "ShapeDtypeStruct is not a valid JAX type"."""
+    root = case("library_refs", tmp_path)
+    found = run(["examples", "pkg/m.py::f", "--json"], cwd=root)
+    assert found.returncode == 0, found.stderr
+    first = json.loads(found.stdout)[0]
+    assert first["complete"] and first["inputs"]["args"][0]["ref"] == "jax.numpy:abs", first
+    traced = run(["trace", "pkg/m.py::f", "-o", "f.json"], cwd=root)
+    assert traced.returncode == 0, traced.stderr
+    assert "inputs from tests/test_m.py:10 (test)" in traced.stdout.splitlines()
+    assert "outputs  out     f32[2,3]         output" in traced.stdout.splitlines()

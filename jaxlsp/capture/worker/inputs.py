@@ -143,7 +143,7 @@ class InputBuilder:
             if "args" in spec or "kwargs" in spec:
                 args = [self.build(s) for s in spec.get("args", [])]
                 kwargs = {str(k): self.build(v) for k, v in spec.get("kwargs", {}).items()}
-                obj = obj(*args, **kwargs)
+                obj = obj(*args, **kwargs) if self.concrete else call_on_abstract(obj, args, kwargs)
             return obj
         if kind is None:
             return {str(k): self.build(v) for k, v in spec.items()}
@@ -250,6 +250,32 @@ def call_abstractly(fn: Callable[[], Any]) -> Any:
     return jax.tree_util.tree_unflatten(
         seen["treedef"], [next(it) if m else leaf for leaf, m in zip(seen["leaves"], seen["mask"], strict=True)]
     )
+
+
+def call_on_abstract(fn: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]) -> Any:
+    """``fn(*args, **kwargs)`` for a ref spec whose arguments hold abstract arrays (``{ ref =
+    "jax.numpy:abs", args = [array spec] }`` from a test's ``jnp.abs(jax.random.normal(...))``):
+    under ``jax.eval_shape``, so a JAX function sees tracers, not ShapeDtypeStructs (which it
+    refuses: "not a valid JAX type"), and its array results come back as ShapeDtypeStructs of
+    the exact shape and dtype. A callee that returns something other than arrays (a workspace
+    config holding an array field) or needs concrete values is called as it is."""
+    import jax
+
+    leaves, treedef = jax.tree_util.tree_flatten((args, kwargs))
+    mask = [isinstance(leaf, jax.ShapeDtypeStruct) for leaf in leaves]
+    if not any(mask):
+        return fn(*args, **kwargs)
+
+    def run(*dynamic: Any) -> Any:
+        it = iter(dynamic)
+        filled = [next(it) if m else leaf for leaf, m in zip(leaves, mask, strict=True)]
+        a, k = jax.tree_util.tree_unflatten(treedef, filled)
+        return fn(*a, **k)
+
+    try:
+        return jax.eval_shape(run, *[leaf for leaf, m in zip(leaves, mask, strict=True) if m])
+    except TypeError:  # a result that is no pytree of arrays, or a concretization error
+        return fn(*args, **kwargs)
 
 
 def real_key(seed: int, impl: str | None = None, legacy: bool = False) -> Any:
