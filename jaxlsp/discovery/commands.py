@@ -123,6 +123,10 @@ def _names(written: str, folder: Path, script: Path, root: Path) -> bool:
 
 _POSITIONAL = re.compile(r"""\.add_argument\(\s*['"]([A-Za-z_][\w]*)['"]\s*(?P<rest>[,)][^\n]*)""")
 _OPTIONAL_POSITIONAL = re.compile(r"""nargs\s*=\s*['"][?*]['"]|default\s*=""")
+# Subcommands made required, in the call or after it (``subparsers.required = True``).
+_SUBCOMMAND = re.compile(
+    r"""add_subparsers\([^)]*required\s*=\s*True|add_subparsers\(.*\n(?:.*\n){0,5}?\s*\w+\.required\s*=\s*True"""
+)
 _REQUIRED = re.compile(
     r"""\.add_argument\(\s*['"](-[-\w]+)['"][^\n]*required\s*=\s*True"""
     r"""|mark_flags?_as_required\(\s*\[?\s*['"]([\w-]+)['"]"""
@@ -133,7 +137,8 @@ _REQUIRED = re.compile(
 def needs_arguments(path: Path) -> str | None:
     """What ``path`` requires on its command line, when it cannot run without arguments (an
     argparse positional or ``required=True`` option, an absl flag marked required, a read of
-    ``sys.argv[1]``), read from its source: ``size``, ``--config``; else None. Run with no
+    ``sys.argv[1]``, a required subcommand), read from its source: ``size``, ``--config``, ``a
+    command``; else None. Run with no
     arguments such a script exits with its usage (status 2) and never reaches a target."""
     try:
         text = path.read_text(encoding="utf-8", errors="replace")[:MAX_BYTES]
@@ -146,4 +151,6 @@ def needs_arguments(path: Path) -> str | None:
     for found in _REQUIRED.finditer(text):
         option, flag, _ = found.groups()
         names.append(option or flag or "sys.argv[1]")
+    if _SUBCOMMAND.search(text) is not None:  # bonsai's ``python -m bonsai`` needs ``ls`` or ``run``
+        names.append("a command")
     return ", ".join(dict.fromkeys(names)) or None

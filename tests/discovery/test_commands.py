@@ -66,6 +66,10 @@ def test_what_a_script_requires_on_its_command_line(tmp_path: Path) -> None:
         "absl.py": ("flags.mark_flags_as_required(['workdir', 'config'])\n", "workdir"),
         "argv.py": ("import sys\nn = int(sys.argv[1])\n", "sys.argv[1]"),
         "plain.py": ("print('no arguments')\n", None),
+        # bonsai's __main__.py: `python -m bonsai` with no command exits 2 with its usage
+        "subcommand.py": ("sub = p.add_subparsers()\nsub.required = True\nsub.dest = 'command'\n", "a command"),
+        "subcommand_call.py": ("sub = p.add_subparsers(dest='command', required=True)\n", "a command"),
+        "optional_subcommand.py": ("sub = p.add_subparsers(dest='command')\n", None),
     }
     for name, (text, wanted) in cases.items():
         (tmp_path / name).write_text(text)
