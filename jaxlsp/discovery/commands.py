@@ -125,7 +125,8 @@ _POSITIONAL = re.compile(r"""\.add_argument\(\s*['"]([A-Za-z_][\w]*)['"]\s*(?P<r
 _OPTIONAL_POSITIONAL = re.compile(r"""nargs\s*=\s*['"][?*]['"]|default\s*=""")
 # Subcommands made required, in the call or after it (``subparsers.required = True``).
 _SUBCOMMAND = re.compile(
-    r"""add_subparsers\([^)]*required\s*=\s*True|add_subparsers\(.*\n(?:.*\n){0,5}?\s*\w+\.required\s*=\s*True"""
+    r"""add_subparsers\([^)]*required\s*=\s*True"""
+    r"""|add_subparsers\(.*\n(?:.*\n){0,5}?\s*\w+\.required\s*=\s*True"""
 )
 _REQUIRED = re.compile(
     r"""\.add_argument\(\s*['"](-[-\w]+)['"][^\n]*required\s*=\s*True"""
