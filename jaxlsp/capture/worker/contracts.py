@@ -433,11 +433,10 @@ def _is_jaxtyping(annotation: Any, jaxtyping: Any, scope: dict[str, Any]) -> boo
     return isinstance(args, tuple) and any(_is_jaxtyping(a, jaxtyping, scope) for a in args)
 
 
-def _annotation_dims(
-    fn: types.FunctionType, signature: inspect.Signature, jaxtyping: Any
-) -> list[tuple[str, set[str]]]:
-    """Each annotated parameter (in order, then ``return``) with the dimension names it uses."""
-    out: list[tuple[str, set[str]]] = []
+def _annotations(fn: types.FunctionType, signature: inspect.Signature) -> list[tuple[str, Any]]:
+    """Each parameter's annotation (in order, then ``return``), string annotations evaluated in the
+    function's globals; one that does not evaluate is left out."""
+    out: list[tuple[str, Any]] = []
     items = [(n, p.annotation) for n, p in signature.parameters.items()] + [("return", signature.return_annotation)]
     for name, annotation in items:
         if isinstance(annotation, str):
@@ -445,6 +444,16 @@ def _annotation_dims(
                 annotation = eval(annotation, fn.__globals__)
             except Exception:
                 continue
+        out.append((name, annotation))
+    return out
+
+
+def _annotation_dims(
+    fn: types.FunctionType, signature: inspect.Signature, jaxtyping: Any
+) -> list[tuple[str, set[str]]]:
+    """Each annotated parameter (in order, then ``return``) with the dimension names it uses."""
+    out: list[tuple[str, set[str]]] = []
+    for name, annotation in _annotations(fn, signature):
         dims: set[str] = set()
         for one in _arrays(annotation, jaxtyping):
             for word in str(getattr(one, "dim_str", "")).replace(",", " ").split():
@@ -461,13 +470,7 @@ def _annotation_axes(
 ) -> list[tuple[str, list[str]]]:
     """Each parameter (and ``return``) annotated with exactly one array type, and its axis words."""
     out: list[tuple[str, list[str]]] = []
-    items = [(n, p.annotation) for n, p in signature.parameters.items()] + [("return", signature.return_annotation)]
-    for name, annotation in items:
-        if isinstance(annotation, str):
-            try:
-                annotation = eval(annotation, fn.__globals__)
-            except Exception:
-                continue
+    for name, annotation in _annotations(fn, signature):
         arrays = _arrays(annotation, jaxtyping)
         if len(arrays) == 1:
             out.append((name, str(getattr(arrays[0], "dim_str", "")).split()))
