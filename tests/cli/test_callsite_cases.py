@@ -5,24 +5,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
-from tests.deadlines import scaled
+from tests.cli.helpers import run
 
 CASES = Path(__file__).resolve().parents[1] / "workspaces" / "callsite_cases"
-
-
-def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "jaxlsp", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=scaled(300),
-        check=False,
-    )
 
 
 def case(name: str, tmp_path: Path) -> Path:

@@ -5,25 +5,13 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.deadlines import scaled
+from tests.cli.helpers import run
 
 WORKSPACE = Path(__file__).resolve().parents[1] / "workspaces" / "costs"
-
-
-def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "jaxlsp", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=scaled(300),
-        check=False,
-    )
 
 
 @pytest.fixture(scope="module")

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
-from tests.deadlines import scaled
+from tests.cli import helpers
 from tests.discovery.helpers import write_tree
 from tests.notebook.helpers import write_notebook
 
@@ -15,14 +14,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "jaxlsp", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=scaled(120),
-        check=False,
-    )
+    return helpers.run(args, cwd, timeout=120)
 
 
 def test_examples_json(tmp_path: Path) -> None:

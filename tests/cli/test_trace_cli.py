@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import jsonschema
@@ -12,21 +11,10 @@ import pytest
 
 from jaxlsp.graph import io
 from jaxlsp.graph.validate import SCHEMA_PATH, check
-from tests.deadlines import scaled
+from tests.cli.helpers import run
 from tests.discovery.helpers import write_tree
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "jaxlsp", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=scaled(300),
-        check=False,
-    )
 
 
 @pytest.fixture(scope="module")

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
@@ -14,20 +12,9 @@ import jsonschema
 import pytest
 
 from jaxlsp.graph.validate import SCHEMA_PATH
-from tests.deadlines import scaled
+from tests.cli.helpers import run
 
 REPO = Path(__file__).resolve().parents[1] / "workspaces" / "callsites_repo"
-
-
-def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "jaxlsp", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=scaled(300),
-        check=False,
-    )
 
 
 @pytest.fixture

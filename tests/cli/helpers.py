@@ -1,0 +1,21 @@
+"""Running the ``jaxlsp`` command line as a user does, for the CLI tests."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.deadlines import scaled
+
+
+def run(args: list[str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """``python -m jaxlsp ARGS`` in ``cwd``, its output captured; ``timeout`` seconds, scaled."""
+    return subprocess.run(
+        [sys.executable, "-m", "jaxlsp", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=scaled(timeout),
+        check=False,
+    )
