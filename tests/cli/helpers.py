@@ -9,13 +9,13 @@ from pathlib import Path
 from tests.deadlines import scaled
 
 
-def run(args: list[str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """``python -m jaxlsp ARGS`` in ``cwd``, its output captured; ``timeout`` seconds, scaled."""
+def run(args: list[str], cwd: Path, timeout: float = scaled(300)) -> subprocess.CompletedProcess[str]:
+    """``python -m jaxlsp ARGS`` in ``cwd``, its output captured, within ``timeout`` seconds."""
     return subprocess.run(
         [sys.executable, "-m", "jaxlsp", *args],
         cwd=cwd,
         capture_output=True,
         text=True,
-        timeout=scaled(timeout),
+        timeout=timeout,
         check=False,
     )
