@@ -16,6 +16,7 @@ from jaxlsp.graph import html_page, slices
 from jaxlsp.graph.io import to_json
 from jaxlsp.graph.model import Graph, Group, Node
 from jaxlsp.graph.report import shape_str
+from jaxlsp.graph.shardings import constraint_spec, map_specs
 
 # --------------------------------------------------------------------------------------------
 # DOT
@@ -46,6 +47,7 @@ def to_dot(graph: Graph) -> str:
         parent = g.parent if g.parent in groups else None
         child_groups.setdefault(parent, []).append(g)
     child_nodes: dict[str | None, list[Node]] = {}
+    node_of = {n.id: n for n in graph.nodes}
     for n in graph.nodes:
         child_nodes.setdefault(n.group if n.group in groups else None, []).append(n)
 
@@ -60,7 +62,8 @@ def to_dot(graph: Graph) -> str:
     def emit(parent: str | None, indent: str) -> None:
         for n in child_nodes.get(parent, ()):
             tip = " ".join(x for x in (n.scope, f"{n.source.path}:{n.source.line}" if n.source else "") if x)
-            attrs = f"label={_dot_str(n.primitive)}"
+            spec = constraint_spec(n.primitive, n.params)  # reshard, with_sharding_constraint: where to
+            attrs = f"label={_dot_str(n.primitive if spec is None else n.primitive + chr(10) + spec)}"
             if tip:
                 attrs += f", tooltip={_dot_str(tip)}"
             lines.append(f"{indent}{_node_id(n.id)} [{attrs}];")
@@ -69,7 +72,10 @@ def to_dot(graph: Graph) -> str:
                 continue
             emitted.add(g.id)
             lines.append(f"{indent}subgraph {_dot_str('cluster_' + g.id)} {{")
-            lines.append(f"{indent}  label={_dot_str(f'{g.kind}: {g.label}' if g.label else g.kind)};")
+            label = f"{g.kind}: {g.label}" if g.label else g.kind
+            owner = node_of.get(g.node) if g.node is not None else None
+            specs = map_specs(owner.primitive, owner.params) if owner is not None else None
+            lines.append(f"{indent}  label={_dot_str(label if specs is None else label + chr(10) + specs)};")
             emit(g.id, indent + "  ")
             lines.append(f"{indent}}}")
 

@@ -21,7 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from jaxlsp.graph import collector, slices
+from jaxlsp.graph import collector, shardings, slices
 from jaxlsp.graph.model import FORMAT, VERSION, Coverage, Frame, Graph, Group, Node, Port, Value
 
 BACKEND = "jaxpr"
@@ -46,7 +46,7 @@ _TOP_KEYS = (
     "values",
     "groups",
 )
-_OPTIONAL_TOP_KEYS = ("costs", "execution", "contracts")
+_OPTIONAL_TOP_KEYS = ("costs", "execution", "contracts", "mesh")
 # The graph's ``costs``: how the per-node figures were measured (docs/graph-format.md).
 _GRAPH_COST_KEYS = ("equations", "measured", "unique", "cached", "lowered", "unknown", "seconds", "xla")
 _NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
@@ -124,6 +124,8 @@ def _value_json(value: Value) -> dict[str, Any]:
         out["globalShape"] = list(value.global_shape)
     if value.stats is not None:
         out["stats"] = _jsonable(value.stats)
+    if value.sharding is not None:
+        out["sharding"] = _jsonable(value.sharding)
     return out
 
 
@@ -160,6 +162,8 @@ def to_json(graph: Graph) -> dict[str, Any]:
         data["execution"] = _jsonable(graph.execution)
     if graph.contracts is not None:
         data["contracts"] = _jsonable(graph.contracts)
+    if graph.mesh is not None:
+        data["mesh"] = _jsonable(graph.mesh)
     return data
 
 
@@ -441,8 +445,12 @@ def _node_fast(d: Any, path: str, table: list[Frame] | None = None) -> Node | No
 
 
 def _value_fast(d: Any, path: str) -> Value | None:
-    if type(d) is not dict or not 6 <= len(d) <= 8 or len(d) - 6 != ("literal" in d) + ("stats" in d):
-        return None  # optional keys other than literal and stats (perDevice, globalShape): the checked reader
+    if (
+        type(d) is not dict
+        or not 6 <= len(d) <= 9
+        or len(d) - 6 != ("literal" in d) + ("stats" in d) + ("sharding" in d)
+    ):
+        return None  # optional keys other than literal, stats, sharding (perDevice, ...): the checked reader
     get: Any = d.get
     vid, shape, dtype, weak, producer, kind = (
         get("id"),
@@ -472,7 +480,10 @@ def _value_fast(d: Any, path: str) -> Value | None:
     stats = get("stats")
     if stats is not None:
         stats = _stats(stats, _join(path, "stats"))
-    return Value(vid, list(shape), dtype, weak, producer, literal, kind, stats=stats)
+    sharding = get("sharding")
+    if sharding is not None:
+        sharding = shardings.read_value(sharding, _join(path, "sharding"), len(shape))
+    return Value(vid, list(shape), dtype, weak, producer, literal, kind, stats=stats, sharding=sharding)
 
 
 def _frame(data: Any, path: str) -> Frame:
@@ -559,14 +570,16 @@ def _value(data: Any, path: str) -> Value:
         data,
         path,
         ("id", "shape", "dtype", "weakType", "producer", "kind"),
-        ("literal", "perDevice", "globalShape", "stats"),
+        ("literal", "perDevice", "globalShape", "stats", "sharding"),
     )
     per_device = _bool(d["perDevice"], _join(path, "perDevice")) if "perDevice" in d else False
     global_shape = _shape(d["globalShape"], _join(path, "globalShape")) if "globalShape" in d else None
     stats = d.get("stats")
+    shape = _shape(d["shape"], _join(path, "shape"))
+    sharding = d.get("sharding")
     return Value(
         id=_str(d["id"], _join(path, "id"), nonempty=True),
-        shape=_shape(d["shape"], _join(path, "shape")),
+        shape=shape,
         dtype=_str(d["dtype"], _join(path, "dtype"), nonempty=True),
         weak_type=_bool(d["weakType"], _join(path, "weakType")),
         producer=_opt_str(d["producer"], _join(path, "producer"), nonempty=True),
@@ -575,6 +588,7 @@ def _value(data: Any, path: str) -> Value:
         per_device=per_device,
         global_shape=global_shape,
         stats=None if stats is None else _stats(stats, _join(path, "stats")),
+        sharding=None if sharding is None else shardings.read_value(sharding, _join(path, "sharding"), len(shape)),
     )
 
 
@@ -764,6 +778,7 @@ def _from_json(data: Any) -> Graph:
         costs=_graph_costs(d.get("costs")),
         execution=None if d.get("execution") is None else _execution(d["execution"], "execution"),
         contracts=None if d.get("contracts") is None else _contracts(d["contracts"], "contracts"),
+        mesh=None if d.get("mesh") is None else shardings.read_mesh(d["mesh"], "mesh"),
         format=FORMAT,
         version=VERSION,
         backend=BACKEND,

@@ -50,6 +50,11 @@ class Value:
     # Statistics of the value on real inputs (a values run; docs/graph-format.md "Statistics"),
     # None in a shapes-only graph and for values a run did not compute (keys, untaken branches).
     stats: dict[str, Any] | None = None
+    # Its sharding where jax's type carries one (explicit sharding: ``f32[8@x,64]``):
+    # ``{"spec": [["x"], None], "unreduced"?: [...], "reduced"?: [...], "varying"?: [...]}``, one
+    # ``spec`` entry per dimension (the mesh axes it is split over, major first, or None). None
+    # when the value is not split over any axis (a single device, or replicated over the mesh).
+    sharding: dict[str, Any] | None = None
 
 
 @dataclass
@@ -116,6 +121,9 @@ class Graph:
     # The workspace's jaxtyping annotations checked against the traced values (docs/graph-format.md
     # "Contracts"): {checked, violations, notes?}. None when the workspace does not use jaxtyping.
     contracts: dict[str, Any] | None = None
+    # The mesh the values' shardings name (docs/graph-format.md "Shardings"): ``{"axisNames": [...],
+    # "axisSizes": [...], "axisTypes": ["Explicit", ...]}``. None when the program saw no mesh.
+    mesh: dict[str, Any] | None = None
     format: str = FORMAT
     version: int = VERSION
     backend: str = "jaxpr"

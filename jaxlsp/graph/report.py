@@ -9,6 +9,7 @@ from collections import Counter
 from typing import Any
 
 from jaxlsp.graph.model import Graph, Value
+from jaxlsp.graph.shardings import dims_text, mesh_text, sets_text
 
 TOP_SCOPES = 8
 TOP_PRIMITIVES = 12
@@ -57,8 +58,11 @@ def short_dtype(dtype: str) -> str:
 
 
 def shape_str(value: Value) -> str:
-    """``f32[4,10]``; a scalar is ``f32[]``, a symbolic dimension keeps its name (``f32[b,128]``)."""
-    return f"{short_dtype(value.dtype)}[{','.join(str(d) for d in value.shape)}]"
+    """``f32[4,10]``; a scalar is ``f32[]``, a symbolic dimension keeps its name (``f32[b,128]``);
+    a sharded value as jax prints its type (``f32[8@x,64]``, ``f32[8,32]{U:x}``)."""
+    if value.sharding is None:
+        return f"{short_dtype(value.dtype)}[{','.join(str(d) for d in value.shape)}]"
+    return f"{short_dtype(value.dtype)}[{dims_text(value.shape, value.sharding)}]{sets_text(value.sharding)}"
 
 
 def _size(value: Value) -> int | None:
@@ -281,6 +285,8 @@ def render_summary(graph: Graph) -> str:
     if s["symbolicParameters"]:
         params += f" + {s['symbolicParameters']} with symbolic shapes"
     lines.append(params)
+    if graph.mesh is not None:
+        lines.append(f"mesh: {mesh_text(graph.mesh)}")
     shown = s["inputs"][:SHOWN_PORTS] + s["outputs"][:SHOWN_PORTS]
     width = min(40, max((len(p["label"]) for p in shown), default=0))
     lines.extend(_ports("inputs", s["inputs"], width))

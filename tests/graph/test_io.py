@@ -432,3 +432,53 @@ def test_malformed_statistics_name_the_key_path(where: str, value: Any, message:
     with pytest.raises(ValueError) as info:
         io.from_json(data)
     assert str(info.value).startswith(message), str(info.value)
+
+
+# --- shardings (explicit sharding): optional, round-tripped, checked -----------------------------
+
+
+def _sharded(graph: Graph) -> Graph:
+    graph.mesh = {"axisNames": ["x", "y"], "axisSizes": [4, 2], "axisTypes": ["Explicit", "Explicit"]}
+    rank = len(graph.values[0].shape)
+    graph.values[0].sharding = {"spec": [["x", "y"]] + [None] * (rank - 1)}
+    graph.values[1].sharding = {"spec": [None] * len(graph.values[1].shape), "unreduced": ["x"], "varying": ["y"]}
+    return graph
+
+
+def test_shardings_and_the_mesh_round_trip_and_validate() -> None:
+    graph = _sharded(small_graph())
+    data = io.to_json(graph)
+    assert schema_errors(data) == []
+    assert data["mesh"] == graph.mesh and data["values"][0]["sharding"]["spec"][0] == ["x", "y"]
+    assert io.from_json(data) == graph
+    assert io.from_json(json.loads(io.dumps(graph))) == graph
+    # A graph on one device writes neither key, and reads back without them.
+    plain = io.to_json(small_graph())
+    assert "mesh" not in plain and all("sharding" not in v for v in plain["values"])
+    assert io.from_json(plain).mesh is None
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "message"),
+    [
+        ("values[0].sharding.spec", [], "values[0].sharding.spec: expected 2 entries (one per dimension of the shape)"),
+        ("values[0].sharding.spec", [[], None], "values[0].sharding.spec[0]: expected null or a non-empty array"),
+        ("values[0].sharding.spec", [["x"], 3], "values[0].sharding.spec[1]: expected an array, got an integer"),
+        ("values[1].sharding.unreduced", "x", "values[1].sharding.unreduced: expected an array, got a string"),
+        ("values[1].sharding.partial", ["x"], "values[1].sharding.partial: unknown key"),
+        ("mesh.axisSizes", [4], "mesh.axisSizes: expected 2 entries (one per axis name), got 1"),
+        ("mesh.axisSizes", [4, 0], "mesh.axisSizes[1]: expected an integer >= 1, got 0"),
+        ("mesh.shape", {}, "mesh.shape: unknown key"),
+    ],
+)
+def test_malformed_shardings_name_the_key_path(where: str, value: Any, message: str) -> None:
+    data = io.to_json(_sharded(small_graph()))
+    node: Any = data
+    *parents, last = where.split(".")
+    for part in parents:
+        name, _, index = part.partition("[")
+        node = node[name][int(index[:-1])] if index else node[name]
+    node[last] = value
+    with pytest.raises(ValueError) as info:
+        io.from_json(data)
+    assert str(info.value).startswith(message), str(info.value)

@@ -26,6 +26,18 @@ def test_short_dtypes_and_shapes() -> None:
     assert shape_str(Value("v", ["b", "2*b", 3], "bfloat16")) == "bf16[b,2*b,3]"
 
 
+def test_a_sharded_value_is_spelled_as_jax_prints_its_type() -> None:
+    split = Value("v0", [8, 64], "float32", sharding={"spec": [["x"], None]})
+    assert shape_str(split) == "f32[8@x,64]"
+    both = Value("v1", [8, "b"], "bfloat16", sharding={"spec": [["x", "y"], ["z"]]})
+    assert shape_str(both) == "bf16[8@(x,y),b@z]"
+    partial = Value(
+        "v2", [8, 32], "float32", sharding={"spec": [None, None], "unreduced": ["x"], "varying": ["y", "z"]}
+    )
+    assert shape_str(partial) == "f32[8,32]{V:(y,z), U:x}"
+    assert shape_str(Value("v3", [], "float32", sharding={"spec": [], "reduced": ["x"]})) == "f32[]{R:x}"
+
+
 def test_summary_figures_are_exact() -> None:
     s = summarize(small_graph())
     assert s["ops"] == 7

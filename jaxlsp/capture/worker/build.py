@@ -152,6 +152,12 @@ class GraphBuilder:
         self._effects: set[str] = set()
         self._dtypes: dict[Any, str] = {}
         self._manual = 0  # > 0 while walking a shard_map (pmap) body: values there are per device
+        # (jax sharding, manual axes) -> (the value's sharding, its mesh): a few distinct per program
+        self._shardings: dict[Any, tuple[dict[str, Any] | None, dict[str, Any] | None]] = {}
+        # The mesh the values' shardings name: the first seen outside a shard_map body (where its
+        # axes are Manual), else the first seen at all; None when no value has one.
+        self.mesh: dict[str, Any] | None = None
+        self._mesh_manual = False
 
     # --- values ---------------------------------------------------------------------------------
 
@@ -164,6 +170,16 @@ class GraphBuilder:
             name = str(dtype) if dtype is not None else type(aval).__name__.replace("Abstract", "").lower()
             if dtype is not None:
                 self._dtypes[dtype] = name
+        sharding = None
+        jax_sharding = getattr(aval, "sharding", None)
+        if jax_sharding is not None:
+            key = (jax_sharding, getattr(aval, "mat", None))
+            found = self._shardings.get(key)
+            if found is None:
+                found = self._shardings[key] = value_sharding(aval, len(shape))
+            sharding, mesh = found
+            if mesh is not None and (self.mesh is None or (self._mesh_manual and not self._manual)):
+                self.mesh, self._mesh_manual = mesh, self._manual > 0
         self.values.append(
             Value(
                 id=vid,
@@ -174,6 +190,7 @@ class GraphBuilder:
                 literal=literal,
                 kind=kind,
                 per_device=self._manual > 0,
+                sharding=sharding,
             )
         )
         return vid
@@ -733,6 +750,8 @@ def jsonable(value: Any, refs: dict[int, Any], where: str, depth: int = 0) -> An
         return {"shape": [_dim(d) for d in value.shape], "dtype": str(value.dtype)}
     if tname == "PyTreeDef" and len(text := str(value)) <= 2000:  # a structure its text spells out whole
         return {"treedef": text}
+    if tname == "NamedSharding" and hasattr(value, "spec") and hasattr(value, "mesh"):
+        return _named_sharding(value)
     if tname in ("UnspecifiedValue", "AUTO") or tname.endswith(("Sharding", "Layout", "Format")):
         return {"type": tname, "repr": repr(value)[:200]}
     if where.split(".")[0] in _RULE_PARAMS or callable(value):
@@ -785,9 +804,69 @@ def _mesh(mesh: Any) -> dict[str, Any]:
     return out
 
 
+def _named_sharding(value: Any) -> dict[str, Any]:
+    """A ``NamedSharding`` param (``with_sharding_constraint``, ``reshard``) readably: its spec as
+    written (``P('x', None)``) and its mesh's axes, not a repr cut in the middle of the mesh."""
+    out: dict[str, Any] = {"type": "NamedSharding", "spec": repr(value.spec)}
+    mesh = getattr(value, "mesh", None)
+    if mesh is not None and hasattr(mesh, "axis_names"):
+        out["mesh"] = _mesh(mesh)
+    memory_kind = getattr(value, "memory_kind", None)
+    if memory_kind is not None:
+        out["memory_kind"] = str(memory_kind)
+    return out
+
+
 def mesh_axes(mesh: Any) -> list[tuple[str, int]]:
     """``[(axis name, size)]`` of a mesh param ([] when it is not one)."""
     if mesh is None or not hasattr(mesh, "axis_names"):
         return []
     data = _mesh(mesh)
     return list(zip(data["axis_names"], data["axis_sizes"], strict=False))
+
+
+def value_sharding(aval: Any, rank: int) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """A value's sharding as the graph keeps it (``{"spec": [["x"], None], "unreduced": [...]}``,
+    None when it is split over no axis and has no unreduced, reduced or varying ones) and its
+    mesh (``{"axisNames", "axisSizes", "axisTypes"}``, None without one: a single device).
+
+    With explicit sharding jax's abstract value carries a ``NamedSharding`` on an abstract mesh;
+    inside a ``shard_map`` body its manual axes (``aval.mat``) say which axes the value varies
+    over. Versions of jax without them give (None, None)."""
+    jax_sharding = getattr(aval, "sharding", None)
+    mesh_obj = getattr(jax_sharding, "mesh", None)
+    names = tuple(getattr(mesh_obj, "axis_names", ()) or ())
+    if not names:
+        return None, None
+    try:
+        sizes = [int(n) for n in getattr(mesh_obj, "axis_sizes", ())]
+        types = [getattr(t, "name", str(t)) for t in (getattr(mesh_obj, "axis_types", None) or ())]
+    except (TypeError, ValueError):
+        return None, None
+    axis_names = [str(n) for n in names]
+    mesh: dict[str, Any] = {"axisNames": axis_names, "axisSizes": sizes, "axisTypes": types}
+    if len(sizes) != len(names) or len(types) != len(names):
+        return None, None
+    spec = getattr(jax_sharding, "spec", None)
+    partitions = getattr(spec, "partitions", None)
+    if partitions is None:
+        partitions = tuple(spec) if isinstance(spec, tuple) else ()
+    entries: list[list[str] | None] = []
+    for part in list(partitions)[:rank]:
+        if isinstance(part, str):
+            entries.append([part])
+        elif isinstance(part, tuple) and part and all(isinstance(a, str) for a in part):
+            entries.append(list(part))
+        else:  # None, (), or P.UNCONSTRAINED: not split over a mesh axis
+            entries.append(None)
+    entries += [None] * (rank - len(entries))
+    mat = getattr(aval, "mat", None)
+    order = {n: i for i, n in enumerate(axis_names)}
+    sets: dict[str, list[str]] = {}
+    for key in ("varying", "unreduced", "reduced"):
+        axes = set(getattr(mat, key, None) or ()) | (set(getattr(spec, key, None) or ()) if key != "varying" else set())
+        if axes:
+            sets[key] = sorted((str(a) for a in axes), key=lambda a: (order.get(a, len(order)), a))
+    if not sets and all(e is None for e in entries):
+        return None, mesh
+    return {"spec": entries, **sets}, mesh

@@ -21,6 +21,17 @@ _JAX_WHERE = re.compile(
     r"(?: This concrete value was not available in Python because it depends on the value of the argument[^.]*\.)?"
 )
 _TRACEBACK_LIMIT = 20000
+# A NamedSharding in a message, written whole with its abstract mesh's every field: its spec
+# (``P('x', None)``) is what the user wrote and what differs. One level of nested parentheses
+# (``axis_types=(Explicit,)``, ``P(('x', 'y'), None)``) is all jax prints inside either.
+_NESTED = r"(?:[^()]|\([^()]*\))*"
+_NAMED_SHARDING = re.compile(
+    rf"NamedSharding\(mesh=\w*Mesh\({_NESTED}\), spec=(P\({_NESTED}\))(?:, memory_kind=\w+)?\)"
+)
+SHARDING_HINT = (
+    "the operands' shardings must agree: reshard one of them (jax.sharding.reshard(x, P(...))) "
+    "or give the result's sharding (out_sharding=...)"
+)
 
 
 class CaptureError(Exception):
@@ -152,6 +163,7 @@ def first_paragraph(exc: BaseException) -> str:
     para = text.split("\n\n", 1)[0].strip()
     para = " ".join(line.strip() for line in para.splitlines())
     para = " ".join(_JAX_WHERE.sub("", para).split())
+    para = _NAMED_SHARDING.sub(r"\1", para)
     if len(para) > _MESSAGE_LIMIT:
         para = para[: _MESSAGE_LIMIT - 3] + "..."
     return f"{type(exc).__name__}: {para}" if para else type(exc).__name__
@@ -166,11 +178,29 @@ def from_exception(kind: ErrorKind, exc: BaseException, workspace: Workspace, co
     the message shows the frame with it, so the text does not repeat it)."""
     frame = user_frame_of(exc, workspace)
     message = first_paragraph(exc)
+    if sharding_error(exc):  # the shardings the message names are the ones at the user's line
+        message = f"sharding mismatch: {message}"
+        if type(exc).__name__ == "ShardingTypeError":
+            message += f" ({SHARDING_HINT})"
     if context:
         message = f"{context}: {message}"
     if kind != "memory" and out_of_memory(exc):
         kind, message = "memory", f"the capture ran out of memory (the worker's memory cap); {message}"
     return CaptureError(kind, message, frame, format_tb(exc))
+
+
+def sharding_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is jax refusing the shardings of an operation's operands under an explicit
+    mesh: a ``ShardingTypeError`` (``add got incompatible shardings for broadcasting``, an
+    illegally sharded result), or ``with_sharding_constraint``'s assertion that a value already
+    has the sharding it names (with explicit axes it checks, it does not reshard), or a
+    ``shard_map`` whose ``in_specs`` differ from its arguments' shardings."""
+    if type(exc).__name__ == "ShardingTypeError":
+        return True
+    text = str(exc)
+    if isinstance(exc, AssertionError):
+        return "`with_sharding_constraint`" in text
+    return isinstance(exc, ValueError) and text.startswith("in_specs passed to shard_map") and "does not match" in text
 
 
 def out_of_memory(exc: BaseException) -> bool:

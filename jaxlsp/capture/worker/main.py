@@ -395,6 +395,7 @@ def graph_from_jaxpr(
         nodes=gb.nodes,
         values=gb.values,
         groups=gb.groups,
+        mesh=gb.mesh,
     )
     check = extra.pop("contracts", None)
     if check is not None and check.active:
