@@ -4,7 +4,7 @@
 
 import { Elk, quickLayout, type Layout } from "./layout";
 import { makeHost, type Host } from "./host";
-import { Model, typeStr } from "./model";
+import { Model, constraintSpec, mapSpecs, meshStr, typeStr } from "./model";
 import { MODES, Overlay, type Mark, type OverlayMode } from "./overlay";
 import { MAX_PARAMS, PARAM_LINE, buildView, descendants, paramsTop, rollupKey, type Item, type State, type View } from "./view";
 import { Minimap } from "./minimap";
@@ -1063,6 +1063,14 @@ class Viewer {
       if (n.transforms.length) row("transforms", n.transforms.join(", "));
       row("inputs", n.inputs.map((v) => typeStr(model.values.get(v))).join(", ") || "—");
       row("outputs", model.outputTypes(n) || "—");
+      const spec = constraintSpec(n);
+      if (spec) row(n.primitive === "reshard" ? "reshards to" : "constrained to", spec);
+      const specs = mapSpecs(n);
+      if (specs) {
+        row("in specs", specs.inSpecs);
+        row("out specs", specs.outSpecs);
+      }
+      if (model.graph.mesh) row("mesh", meshStr(model.graph.mesh));
       if (this.overlays) this.valueDetails(n.id, item);
       const params = el("pre", "jx-params", JSON.stringify(n.params, null, 1));
       d.append(el("h4", "", "params"), params);
@@ -1091,6 +1099,11 @@ class Viewer {
     const g = model.groups.get(item.ref)!;
     d.append(el("h3", "", item.title));
     row("kind", g.kind);
+    const specs = mapSpecs(g.node ? model.nodes.get(g.node) : undefined);
+    if (specs) {
+      row("in specs", specs.inSpecs);
+      row("out specs", specs.outSpecs);
+    }
     if (item.params.length) {
       d.append(el("h4", "", item.kind === "rollup" ? "weights (each)" : "weights"));
       for (const p of item.params.slice(0, 500)) row(p.name, p.type);

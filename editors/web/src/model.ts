@@ -1,7 +1,7 @@
 /** An index over one graph: the group tree, each group's items in program order, structural
  * signatures for roll-up, value types, and search. Plain data, no DOM. */
 
-import type { GGroup, GNode, GValue, Graph, Port } from "./types";
+import type { GGroup, GMesh, GNode, GSharding, GValue, Graph, Port } from "./types";
 
 const SHORT: Record<string, string> = {
   float32: "f32", float64: "f64", float16: "f16", bfloat16: "bf16",
@@ -10,9 +10,58 @@ const SHORT: Record<string, string> = {
   bool: "bool", complex64: "c64", complex128: "c128",
 };
 
+/** ``f32[4,128]``; a sharded value as jax prints its type: ``f32[8@x,64]``, ``f32[2,4]{V:x}``. */
 export function typeStr(v: GValue | undefined): string {
   if (!v) return "?";
-  return `${SHORT[v.dtype] ?? v.dtype}[${v.shape.join(",")}]`;
+  if (!v.sharding) return `${SHORT[v.dtype] ?? v.dtype}[${v.shape.join(",")}]`;
+  return `${SHORT[v.dtype] ?? v.dtype}[${dimsStr(v.shape, v.sharding)}]${setsStr(v.sharding)}`;
+}
+
+const axesStr = (axes: string[]): string => (axes.length === 1 ? axes[0] : `(${axes.join(",")})`);
+
+function dimsStr(shape: (number | string)[], sharding: GSharding): string {
+  return shape.map((d, i) => {
+    const axes = sharding.spec[i];
+    return axes && axes.length ? `${d}@${axesStr(axes)}` : `${d}`;
+  }).join(",");
+}
+
+function setsStr(sharding: GSharding): string {
+  const parts: string[] = [];
+  for (const [key, letter] of [["varying", "V"], ["unreduced", "U"], ["reduced", "R"]] as const) {
+    const axes = sharding[key];
+    if (axes && axes.length) parts.push(`${letter}:${axesStr(axes)}`);
+  }
+  return parts.length ? `{${parts.join(", ")}}` : "";
+}
+
+/** ``x: 4, y: 2 (Explicit)``: the mesh's axes and sizes, and their types. */
+export function meshStr(mesh: GMesh): string {
+  const types = new Set(mesh.axisTypes);
+  if (types.size <= 1) {
+    const axes = mesh.axisNames.map((n, i) => `${n}: ${mesh.axisSizes[i]}`).join(", ");
+    return mesh.axisTypes.length ? `${axes} (${mesh.axisTypes[0]})` : axes;
+  }
+  return mesh.axisNames.map((n, i) => `${n}: ${mesh.axisSizes[i]} (${mesh.axisTypes[i]})`).join(", ");
+}
+
+const CONSTRAINTS: Record<string, string> = { reshard: "dst_sharding", sharding_constraint: "sharding" };
+
+/** The spec a ``reshard`` moves its operand to, or a ``with_sharding_constraint`` asks for
+ * (``P('x', None)``); null for other nodes. */
+export function constraintSpec(n: GNode): string | null {
+  const key = CONSTRAINTS[n.primitive];
+  const target = key ? n.params[key] : undefined;
+  const spec = target && typeof target === "object" ? (target as { spec?: unknown }).spec : undefined;
+  return typeof spec === "string" ? spec : null;
+}
+
+/** A ``shard_map``'s specs, ``in P('x', None) → out P('x', None)``; null for other nodes. */
+export function mapSpecs(n: GNode | undefined): { inSpecs: string; outSpecs: string } | null {
+  if (!n || n.primitive !== "shard_map") return null;
+  const ins = n.params.in_specs, outs = n.params.out_specs;
+  if (!Array.isArray(ins) || !Array.isArray(outs)) return null;
+  return { inSpecs: ins.map(String).join(", ") || "()", outSpecs: outs.map(String).join(", ") || "()" };
 }
 
 /** A child of a group (or of the top level), in program order. */

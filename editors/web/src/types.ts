@@ -72,6 +72,23 @@ export interface GValue {
   kind: string;
   literal?: unknown;
   stats?: GStats;
+  /** How the value is split over the mesh (docs/graph-format.md#shardings); absent when split over none. */
+  sharding?: GSharding;
+}
+
+/** A value's sharding: one ``spec`` entry per dimension (null, or the mesh axes it is split over). */
+export interface GSharding {
+  spec: (string[] | null)[];
+  varying?: string[];
+  unreduced?: string[];
+  reduced?: string[];
+}
+
+/** The mesh the values' shardings name. */
+export interface GMesh {
+  axisNames: string[];
+  axisSizes: number[];
+  axisTypes: string[];
 }
 
 /** What a values run found (docs/graph-format.md "Execution"). */
@@ -112,6 +129,7 @@ export interface Graph {
   groups: GGroup[];
   costs?: Record<string, unknown>;
   execution?: Execution;
+  mesh?: GMesh;
 }
 
 /** What the server derives from a graph (jaxlsp/costs' answer, docs/lsp-extensions.md): the

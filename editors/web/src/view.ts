@@ -1,7 +1,7 @@
 /** What is visible for one expansion state: a tree of items (nodes, collapsed groups, expanded
  * groups holding their children, "×N" roll-ups, port bundles) and the edges between them. */
 
-import { Model, typeStr } from "./model";
+import { Model, constraintSpec, mapSpecs, typeStr } from "./model";
 
 export type ItemKind = "node" | "group" | "container" | "rollup" | "ports" | "outputs";
 
@@ -148,7 +148,8 @@ export function buildView(model: Model, state: State): View {
     for (const c of kids) {
       if (c.kind === "node") {
         const n = model.nodes.get(c.id)!;
-        make(n.id, "node", n.id, n.primitive, model.outputTypes(n), parent);
+        const spec = constraintSpec(n); // reshard, with_sharding_constraint: the sharding it asks for
+        make(n.id, "node", n.id, n.primitive, spec ? `${model.outputTypes(n)} · ${spec}` : model.outputTypes(n), parent);
         continue;
       }
       const g = model.groups.get(c.id)!;
@@ -162,11 +163,13 @@ export function buildView(model: Model, state: State): View {
         for (const m of members) groupRep.set(m, id);
         continue;
       }
+      const specs = mapSpecs(g.node ? model.nodes.get(g.node) : undefined); // a shard_map's in/out specs
+      const kind = specs ? `${g.kind} · in ${specs.inSpecs} → out ${specs.outSpecs}` : g.kind;
       if (state.expanded.has(g.id)) {
-        const item = make(g.id, "container", g.id, g.label || g.kind, g.kind, parent);
+        const item = make(g.id, "container", g.id, g.label || g.kind, kind, parent);
         fill(g.id, item);
       } else {
-        make(g.id, "group", g.id, g.label || g.kind, `${g.kind} · ${model.counts.get(g.id) ?? 0} ops`, parent);
+        make(g.id, "group", g.id, g.label || g.kind, `${kind} · ${model.counts.get(g.id) ?? 0} ops`, parent);
         groupRep.set(g.id, g.id);
       }
     }
