@@ -106,3 +106,19 @@ def test_a_sharding_mismatch_is_an_error_at_the_users_line_naming_both(project: 
     assert f"model.py:{_line(source, 'jnp.concatenate')}:" in joined.stderr and "sharding mismatch" in joined.stderr
     # both shardings as the user wrote them, not two NamedSharding reprs of the whole mesh
     assert "P('x', None), P(None, 'x')" in joined.stderr and "AbstractMesh" not in joined.stderr, joined.stderr
+
+
+def test_an_auto_mesh_keeps_the_mesh_and_the_constraint_on_its_node(project: Path) -> None:
+    """Under Auto axes the types carry no split: the graph has the mesh and no value sharding,
+    and ``with_sharding_constraint`` says what it asks for (its node's params, the DOT label)."""
+    result = run(["trace", "auto.py::step", "-o", "auto.json"], project)
+    assert result.returncode == 0, result.stderr
+    data = json.loads((project / "auto.json").read_text())
+    jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text())).validate(data)
+    assert data["mesh"] == {"axisNames": ["d"], "axisSizes": [4], "axisTypes": ["Auto"]}
+    assert not any("sharding" in v for v in data["values"]) and "mesh: d: 4 (Auto)" in result.stdout
+    (constraint,) = [n for n in data["nodes"] if n["primitive"] == "sharding_constraint"]
+    assert constraint["params"]["sharding"]["spec"] == "P('d', None)"
+    assert constraint["params"]["context_mesh"]["axis_types"] == ["Auto"]
+    assert run(["export", "auto.json", "--format", "dot", "-o", "auto.dot"], project).returncode == 0
+    assert "sharding_constraint\\nP('d', None)" in (project / "auto.dot").read_text()

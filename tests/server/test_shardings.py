@@ -56,7 +56,10 @@ async def test_hover_and_pages_say_the_shardings_and_a_mismatch_is_a_diagnostic(
     assert result["summary"]["outputs"] == ["f32[8@x,4]"]
     text = await _hover(client, uri, _line(client, "jnp.tanh("))
     assert "`tanh` → `f32[8@x,64]`" in text and "`dot_general` → `f32[8@x,64]`" in text, text
-    assert "`reshard` → `f32[8@x,64]`" in await _hover(client, uri, _line(client, "jax.sharding.reshard(h"))
+    resharded = await _hover(client, uri, _line(client, "jax.sharding.reshard(h"))
+    assert "`reshard(P('x', None))` → `f32[8@x,64]`" in resharded, resharded
+    mapped = await _hover(client, uri, _line(client, "jax.shard_map("))
+    assert "`shard_map(in P('x', None) → out P('x', None))` → `f32[8@x,4]`" in mapped, mapped
     top = client.plain(await client.request("jaxlsp/graph", {"traceId": result["traceId"]}))
     tanh = next(item for item in top["items"] if item.get("primitive") == "tanh")
     assert [v["type"] for v in tanh["outputs"]] == ["f32[8@x,64]"], tanh

@@ -14,6 +14,7 @@ from lsprotocol import types
 from jaxlsp.graph.costs import ROLLED_UP, is_backward
 from jaxlsp.graph.diff import GraphDiff
 from jaxlsp.graph.report import merge_stats, shape_str, stats_text
+from jaxlsp.graph.shardings import constraint_spec, map_specs
 from jaxlsp.graph.store import Trace
 from jaxlsp.live.dims import label, names_at
 from jaxlsp.offloop import off_loop
@@ -143,10 +144,13 @@ class Hover:
             values = [value for v in n.outputs if (value := trace.value(v)) is not None]
             named = names_at(contracts, n.source.path, n.source.line) if contracts and n.source else {}
             outs = ", ".join(_with_names(shape_str(value), value.shape, named) for value in values)
-            counts[(n.primitive, outs)] += 1
+            # a reshard or with_sharding_constraint says the sharding it asks for, a shard_map its specs
+            said = constraint_spec(n.primitive, n.params) or map_specs(n.primitive, n.params)
+            primitive = f"{n.primitive}({said})" if said else n.primitive
+            counts[(primitive, outs)] += 1
             for i, value in enumerate(values):
                 if value.stats is not None:
-                    per_output = stats.setdefault((n.primitive, outs), [[] for _ in values])
+                    per_output = stats.setdefault((primitive, outs), [[] for _ in values])
                     if i < len(per_output):
                         per_output[i].append(value.stats)
         lines: list[str] = []
