@@ -3,12 +3,16 @@
 - synthetic: 20,000 equations in 20 modules of 1,000 (each a DAG of mixed primitives, ~1.5
   edges per node), so that expanding one module lays out 1,000 nodes at one level;
 - transformer grad: ``jax.grad`` of the 12-layer Linen transformer (benchmarks/models, profile
-  ``grad``, about 3,300 equations), traced with ``jaxlsp trace``.
+  ``grad``, about 3,300 equations), traced with ``jaxlsp trace``;
+- LLM scale (issue 29): 200,000 equations shaped like a decoder-only model, ``Decoder`` holding
+  ``layers_0`` ... ``layers_31``, each of four sub-modules (``attn``, ``mlp``, two norms): the first
+  view is the layers rolled up as one ``layers_* x32`` box; expanding one layer shows its four.
 
 Figures: first paint of the collapsed top level (quick layout) and the ELK layout that follows,
 both from navigation start (the page's HTML and JSON, up to 10 MB, included); then, from the click,
 the expansion of a group: something useful on screen (quick layout) and its full ELK layout.
-Targets: first paint <= 2 s; an expanded 1,000-node group on screen <= 1 s, laid out <= 5 s.
+Targets: first paint <= 2 s; an expanded 1,000-node group on screen <= 1 s, laid out <= 5 s; at LLM
+scale, first paint <= 2 s, one layer expanded on screen <= 500 ms, the page's JS heap <= 1.5 GiB.
 Exit status 1 when a target is missed; 2 when the browser is missing.
 """
 
@@ -32,6 +36,8 @@ MEASURE = ROOT / "benchmarks" / "viewer" / "measure.mjs"
 FIRST_PAINT = 2000.0
 EXPAND_QUICK = 1000.0
 EXPAND_FULL = 5000.0
+LLM_EXPAND = 500.0
+LLM_HEAP_MIB = 1536.0
 PRIMITIVES = ["dot_general", "add", "mul", "tanh", "reshape", "broadcast_in_dim", "reduce_sum", "exp"]
 
 
@@ -59,6 +65,47 @@ def synthetic(modules: int = 20, per: int = 1000) -> Graph:
             last = out
     return Graph(
         target={"path": "model.py", "name": "Synthetic", "kind": "function"},
+        profile={"name": None},
+        versions={"jax": None, "jaxlib": None, "flax": None, "equinox": None, "python": "3"},
+        coverage=Coverage(),
+        sources={},
+        inputs=[Port("v0", "args/0", "input")],
+        outputs=[Port(last, "out", "output")],
+        nodes=nodes,
+        values=values,
+        groups=groups,
+    )
+
+
+def llm(equations: int = 200_000, layers: int = 32) -> Graph:
+    """A decoder-only model's shape: ``Decoder/layers_i/{attn,mlp,norm1,norm2}``, ``equations`` in all."""
+    subs = ["attn", "mlp", "norm1", "norm2"]
+    per = equations // (layers * len(subs))
+    values = [Value("v0", [4, 128, 512], "float32")]
+    nodes: list[Node] = []
+    groups = [Group("root", "module", None, "Decoder")]
+    last = "v0"
+    for layer in range(layers):
+        lid = f"L{layer}"
+        groups.append(Group(lid, "module", "root", f"layers_{layer}"))
+        for sub in subs:
+            gid = f"{lid}_{sub}"
+            groups.append(Group(gid, "module", lid, sub))
+            start = len(nodes)
+            for k in range(per):
+                i = len(nodes)
+                inputs = [last]
+                if k % 3 == 2 and k >= 7:
+                    inputs.append(nodes[start + k - 7].outputs[0])
+                out = f"v{i + 1}"
+                values.append(Value(out, [4, 128, 512], "float32", producer=f"n{i}"))
+                frame = Frame("model.py", 10 + k % 50, 4, 10 + k % 50, 30)
+                scope = f"Decoder/layers_{layer}/{sub}"
+                prim = PRIMITIVES[k % len(PRIMITIVES)]
+                nodes.append(Node(f"n{i}", prim, {}, inputs, [out], scope, gid, frame, [frame]))
+                last = out
+    return Graph(
+        target={"path": "model.py", "name": "Decoder", "kind": "linen"},
         profile={"name": None},
         versions={"jax": None, "jaxlib": None, "flax": None, "equinox": None, "python": "3"},
         coverage=Coverage(),
@@ -129,6 +176,12 @@ def main() -> int:
                 ],
                 False,
             ),
+            (
+                "LLM 200k (32 layers)",
+                llm(),
+                [{"label": "expand layers_5 (one layer)", "expand": "L5"}],
+                False,
+            ),
         ]
         for label, graph, steps, thousand in cases:
             r = measure(graph, tmp / "page.html", steps)
@@ -136,13 +189,24 @@ def main() -> int:
             ok &= paint_ok and not r["errors"]
             print(
                 f"  {label:<28} first paint {r['firstPaintMs']:6.0f} ms ({r['topItems']} boxes; target <= "
-                f"{FIRST_PAINT:.0f}) {'ok' if paint_ok else 'MISSED'} | ELK layout shown at {r['firstFullMs']:6.0f} ms"
+                f"{FIRST_PAINT:.0f}) {'ok' if paint_ok else 'MISSED'} | ELK layout shown at {r['firstFullMs']:6.0f} ms "
+                f"| graph read at {r['graphMs']:6.0f} ms | JS heap {r['heapMiB']:.0f} MiB, "
+                f"{r['heapMiBAfter']:.0f} after"
             )
+            llm_case = label.startswith("LLM")
+            if llm_case:
+                heap_ok = max(r["heapMiB"], r["heapMiBAfter"]) <= LLM_HEAP_MIB
+                ok &= heap_ok
+                print(f"    JS heap target <= {LLM_HEAP_MIB:.0f} MiB {'ok' if heap_ok else 'MISSED'}")
             for s in r["steps"]:
                 line = (
                     f"    {s['label']:<34} on screen {s['quickMs']:6.0f} ms, laid out {s['fullMs']:6.0f} ms "
                     f"(ELK {s['elkMs']:.0f} ms; {s['items']} boxes)"
                 )
+                if llm_case:
+                    step_ok = s["quickMs"] <= LLM_EXPAND
+                    ok &= step_ok
+                    line += f" (target <= {LLM_EXPAND:.0f} on screen) {'ok' if step_ok else 'MISSED'}"
                 if thousand:
                     step_ok = s["quickMs"] <= EXPAND_QUICK and s["fullMs"] <= EXPAND_FULL
                     ok &= step_ok

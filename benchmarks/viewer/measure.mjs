@@ -1,7 +1,8 @@
 // Times the viewer in headless Chromium for benchmarks/viewer.py: first paint of the collapsed top
 // level (quick layout, then ELK) and expanding groups (something on screen, then the full layout).
 // Usage: node measure.mjs PAGE.html '[{"label": ..., "expand": GROUP_ID | "all"}, ...]'
-// Prints one JSON object. Times are ms: page load from navigation start, expansions from the call.
+// Prints one JSON object. Times are ms: page load from navigation start, expansions from the call;
+// the page's JS heap (MiB) after the first layout and after the steps.
 import { createRequire } from "node:module";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { dirname, join } from "node:path";
@@ -28,13 +29,16 @@ const poll = async (page, expr, ms = 60000) => {
   }
 };
 try {
-  const page = await (await browser.newContext({ viewport: { width: 1400, height: 900 } })).newPage();
+  const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+  const page = await context.newPage();
+  const cdp = await context.newCDPSession(page);
   const errors = [];
   page.on("pageerror", (e) => errors.push(e.message));
   await page.goto(pathToFileURL(page_).href, { waitUntil: "load" });
   await poll(page, "window.__jaxlsp && window.__jaxlsp.marks.firstFull");
   const marks = await page.evaluate("({...window.__jaxlsp.marks, items: document.querySelector('.jx-canvas').dataset.items})");
-  const out = { graphMs: marks.graph, firstPaintMs: marks.firstPaint, firstFullMs: marks.firstFull, topItems: Number(marks.items), steps: [] };
+  const heap = async () => (await cdp.send("Runtime.getHeapUsage")).totalSize / 2 ** 20;
+  const out = { graphMs: marks.graph, firstPaintMs: marks.firstPaint, firstFullMs: marks.firstFull, topItems: Number(marks.items), heapMiB: await heap(), steps: [] };
   const layouts = () => page.evaluate("window.__jaxlsp.marks.fullLayouts");
   for (const s of steps) {
     let n = await layouts();
@@ -50,6 +54,7 @@ try {
     const m = await page.evaluate("({...window.__jaxlsp.marks, items: Number(document.querySelector('.jx-canvas').dataset.items)})");
     out.steps.push({ label: s.label, quickMs: quick - t0, fullMs: m.full - t0, items: m.items, elkMs: m.elkMs, drawMs: m.drawMs });
   }
+  out.heapMiBAfter = await heap();
   out.errors = errors;
   console.log(JSON.stringify(out));
 } finally {

@@ -1035,6 +1035,9 @@ class Viewer {
   goTo(id: string): void {
     if (!this.model) return;
     for (const g of this.model.ancestors(id)) this.open(g);
+    // A group found inside a roll-up (layers_7 of "layers_* ×32") is shown by unrolling its run;
+    // it stays closed itself.
+    if (this.model.groups.has(id)) this.unrollAround(id);
     this.selected = id;
     this.refresh(null);
     const rep = this.repFor(id);

@@ -80,6 +80,10 @@ export class Model {
   /** Graph input ports by value id. */
   readonly portOf = new Map<string, { port: Port; index: number }>();
   readonly roles: string[] = [];
+  /** Each group's chain of enclosing groups, outermost first, itself last (memoised: a 200,000-op
+   * graph asks for a node's chain once per node, in every view). */
+  private readonly chains = new Map<string, readonly string[]>();
+  private readonly types = new Map<string, string>();
 
   constructor(readonly graph: Graph) {
     for (const v of graph.values) this.values.set(v.id, v);
@@ -106,17 +110,40 @@ export class Model {
     return n.group !== null && this.groups.has(n.group) ? n.group : null;
   }
 
-  /** The chain of groups around a node or group, outermost first. */
+  /** The chain of groups around a node or group, outermost first (a new array: callers may change it). */
   ancestors(id: string): string[] {
-    const chain: string[] = [];
+    const g = this.nodes.has(id) ? this.groupOfNode(this.nodes.get(id)!) : this.parentOf(id);
+    return g === null ? [] : [...this.chain(g)];
+  }
+
+  /** ``gid`` and the groups around it, outermost first (shared: do not change it). A broken tree
+   * (a parent cycle) ends where it would repeat, as seen from ``gid``. */
+  chain(gid: string): readonly string[] {
+    const done = this.chains.get(gid);
+    if (done) return done;
+    const up: string[] = [];
     const seen = new Set<string>();
-    let g = this.nodes.has(id) ? this.groupOfNode(this.nodes.get(id)!) : this.parentOf(id);
+    let g: string | null = gid;
     while (g !== null && !seen.has(g)) {
+      const known = this.chains.get(g);
+      // A known chain can be reused only when it repeats none of the groups already walked.
+      if (known && !known.some((k) => seen.has(k))) {
+        const out = [...known, ...up.reverse()];
+        this.chains.set(gid, out);
+        return out;
+      }
       seen.add(g);
-      chain.push(g);
+      up.push(g);
       g = this.parentOf(g);
     }
-    return chain.reverse();
+    const out = up.reverse();
+    this.chains.set(gid, out);
+    return out;
+  }
+
+  /** Whether ``gid`` is ``outer`` or inside it. */
+  within(gid: string | null, outer: string): boolean {
+    return gid !== null && this.chain(gid).includes(outer);
   }
 
   private buildChildren(): void {
@@ -145,22 +172,33 @@ export class Model {
     }
   }
 
-  /** Same kind and, recursively, the same primitives (with output types) and sub-structures in the same order. */
+  /** Same kind and, recursively, the same primitives (with output types) and sub-structures in the
+   * same order. Two 32-bit hashes over interned tokens, not the structure's text: a 200,000-op
+   * graph's text would be built once per level of nesting. */
   private buildSignatures(): void {
+    const tokens = new Map<string, number>();
+    const token = (text: string): number => {
+      let t = tokens.get(text);
+      if (t === undefined) tokens.set(text, (t = tokens.size + 1));
+      return t;
+    };
     const visiting = new Set<string>();
     const sig = (gid: string): string => {
       const done = this.signature.get(gid);
       if (done !== undefined) return done;
       if (visiting.has(gid)) return "cycle";
       visiting.add(gid);
-      const parts = [this.groups.get(gid)!.kind];
-      for (const c of this.children.get(gid) ?? []) {
+      const kids = this.children.get(gid) ?? [];
+      let h1 = Math.imul(0x811c9dc5 ^ token(this.groups.get(gid)!.kind), 16777619);
+      let h2 = 0x01000193 ^ kids.length;
+      for (const c of kids) {
         // Output types too: Dense(256→1024) and Dense(1024→256) are not repeats of one block.
         const n = c.kind === "node" ? this.nodes.get(c.id)! : null;
-        parts.push(n ? `${n.primitive}:${this.outputTypes(n)}` : `(${sig(c.id)})`);
+        const t = n ? token(`${n.primitive}:${this.outputTypes(n)}`) : token(`(${sig(c.id)})`);
+        h1 = Math.imul(h1 ^ t, 16777619);
+        h2 = Math.imul(h2 + t, 2246822519) ^ (h2 >>> 13);
       }
-      const text = parts.join(" ");
-      const h = text.length > 64 ? `#${hash(text)}:${text.length}` : text;
+      const h = `${(h1 >>> 0).toString(36)}${(h2 >>> 0).toString(36)}:${kids.length}`;
       this.signature.set(gid, h);
       return h;
     };
@@ -168,7 +206,14 @@ export class Model {
   }
 
   outputTypes(n: GNode): string {
-    return n.outputs.map((o) => typeStr(this.values.get(o))).join(", ");
+    return n.outputs.map((o) => this.typeOf(o)).join(", ");
+  }
+
+  /** ``f32[4,128]`` of a value id (memoised). */
+  typeOf(vid: string): string {
+    let t = this.types.get(vid);
+    if (t === undefined) this.types.set(vid, (t = typeStr(this.values.get(vid))));
+    return t;
   }
 
   /** Nodes and groups matching ``query`` (primitive, scope, group label, or a type like f32[4). */
@@ -195,15 +240,4 @@ export class Model {
     }
     return found;
   }
-}
-
-export function hash(text: string): string {
-  let h1 = 0x811c9dc5;
-  let h2 = 0x01000193;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    h1 = Math.imul(h1 ^ c, 16777619);
-    h2 = Math.imul(h2 + c, 2246822519) ^ (h2 >>> 13);
-  }
-  return (h1 >>> 0).toString(36) + (h2 >>> 0).toString(36);
 }

@@ -85,7 +85,8 @@ export class Overlay {
   private readonly nodeSums = new Map<string, Sums>();
   readonly hasCosts: boolean;
   readonly gradient: boolean;
-  readonly total: Sums = empty();
+  private readonly total: Sums = empty();
+  private summed = false;
   private readonly changed = new Map<string, DiffInfo["changed"][number]>();
   private readonly added = new Set<string>();
   private readonly live = new Map<string, number>(); // producer node -> bytes live at the peak
@@ -105,19 +106,41 @@ export class Overlay {
         if (value?.producer) this.live.set(value.producer, (this.live.get(value.producer) ?? 0) + bytesOf(value.shape, value.dtype));
       }
     }
+  }
+
+  /** The per-node and per-group sums, made when first asked for: a graph opened without an
+   * overlay never pays for them. Each node adds to its own group, then each group to its parent,
+   * children first: one pass, whatever the nesting. */
+  private ensure(): void {
+    if (this.summed) return;
+    this.summed = true;
+    const model = this.model;
     for (const n of model.graph.nodes) {
       const s = this.sumsOf(n);
       this.nodeSums.set(n.id, s);
-      if (ROLLED_UP.has(n.primitive)) {
-        // its body's nodes count themselves; only the marks of the node itself stay
-        const own = { ...empty(), added: s.added, changed: s.changed, peak: s.peak };
-        this.addTo(this.total, own);
-        for (const g of model.ancestors(n.id)) this.addTo(this.sumFor(g), own);
-        continue;
-      }
-      this.addTo(this.total, s);
-      for (const g of model.ancestors(n.id)) this.addTo(this.sumFor(g), s);
+      // a call's body counts itself; only the marks of the call itself stay
+      const counted = ROLLED_UP.has(n.primitive) ? { ...empty(), added: s.added, changed: s.changed, peak: s.peak } : s;
+      this.addTo(this.total, counted);
+      const g = model.groupOfNode(n);
+      if (g !== null) this.addTo(this.sumFor(g), counted);
     }
+    const done = new Set<string>();
+    // The group tree from the top, children before parents; a group outside it (a broken parent
+    // chain) adds its own nodes to each group of its chain, as that chain reads from it.
+    const post: string[] = [];
+    const walk = (g: string): void => {
+      if (done.has(g)) return;
+      done.add(g);
+      for (const c of model.children.get(g) ?? []) if (c.kind === "group") walk(c.id);
+      post.push(g);
+    };
+    for (const c of model.children.get(null) ?? []) if (c.kind === "group") walk(c.id);
+    for (const g of post) {
+      const p = model.parentOf(g);
+      if (p !== null && this.groups.has(g)) this.addTo(this.sumFor(p), this.groups.get(g)!);
+    }
+    const outside = [...this.groups].filter(([g]) => !done.has(g)).map(([g, mine]): [string, Sums] => [g, { ...mine }]);
+    for (const [g, mine] of outside) for (const outer of model.chain(g).slice(0, -1)) this.addTo(this.sumFor(outer), mine);
   }
 
   private sumFor(g: string): Sums {
@@ -185,6 +208,7 @@ export class Overlay {
 
   /** The sums of a box: a node, a group, or a roll-up's members together. */
   sums(kind: string, ref: string, members?: string[]): Sums | null {
+    this.ensure();
     if (kind === "node") return this.nodeSums.get(ref) ?? null;
     if (kind === "group" || kind === "container" || kind === "rollup") {
       const out = empty();
@@ -267,6 +291,7 @@ export class Overlay {
   /** What the details panel adds for a box: costs, forward / backward side by side, precision,
    * memory and changes, each when there is something to say. */
   details(kind: string, ref: string, members?: string[]): Section[] {
+    this.ensure();
     const s = this.sums(kind, ref, members);
     if (!s) return [];
     const out: Section[] = [];

@@ -180,20 +180,28 @@ export function buildView(model: Model, state: State): View {
       model.graph.outputs.length === 1 ? typeStr(model.values.get(model.graph.outputs[0].value)) : `${model.graph.outputs.length} arrays`, root);
   }
 
-  const repCache = new Map<string, string | null>();
-  const repOf = (nodeId: string): string | null => {
-    const hit = repCache.get(nodeId);
+  // The box standing for a group's contents: its outermost enclosing group that is drawn closed
+  // (or rolled up), memoised per group so that 200,000 nodes cost one lookup each.
+  const groupBox = new Map<string, string | null>();
+  const boxOfGroup = (gid: string): string | null => {
+    const hit = groupBox.get(gid);
     if (hit !== undefined) return hit;
-    let rep: string | null = items.has(nodeId) ? nodeId : null;
-    for (const g of model.ancestors(nodeId)) {
+    let rep: string | null = null;
+    for (const g of model.chain(gid)) {
       const r = groupRep.get(g);
       if (r !== undefined) {
         rep = r;
         break;
       }
     }
-    repCache.set(nodeId, rep);
+    groupBox.set(gid, rep);
     return rep;
+  };
+  const repOf = (nodeId: string): string | null => {
+    const n = model.nodes.get(nodeId);
+    const g = n ? model.groupOfNode(n) : null;
+    const rep = g === null ? null : boxOfGroup(g);
+    return rep ?? (items.has(nodeId) ? nodeId : null);
   };
 
   const edges: Edge[] = [];
@@ -204,10 +212,10 @@ export function buildView(model: Model, state: State): View {
     const found = seen.get(key);
     if (found) {
       found.count++;
-      found.label = `${typeStr(model.values.get(found.value))} +${found.count - 1}`;
+      found.label = `${model.typeOf(found.value)} +${found.count - 1}`;
       return;
     }
-    const edge = { id: `e${edges.length}`, source, target, label: typeStr(model.values.get(value)), value, count: 1 };
+    const edge = { id: `e${edges.length}`, source, target, label: model.typeOf(value), value, count: 1 };
     seen.set(key, edge);
     edges.push(edge);
   };
@@ -226,7 +234,7 @@ export function buildView(model: Model, state: State): View {
       if (port && INSIDE_ROLES.has(port.port.role)) {
         if (target === null) continue;
         const item = items.get(target)!;
-        if (item.kind === "rollup" && !model.ancestors(n.id).includes(item.ref)) continue;
+        if (item.kind === "rollup" && !model.within(model.groupOfNode(n), item.ref)) continue;
         let set = owned.get(target);
         if (!set) owned.set(target, (set = new Set()));
         set.add(vid);
