@@ -116,6 +116,9 @@ class Graph:
     # The workspace's jaxtyping annotations checked against the traced values (docs/graph-format.md
     # "Contracts"): {checked, violations, notes?}. None when the workspace does not use jaxtyping.
     contracts: dict[str, Any] | None = None
+    # What XLA made of the program (docs/graph-format.md "Compiled"): collectives, fusions,
+    # per-device shapes, costs and memory of the compiled program. None unless traced --compiled.
+    compiled: dict[str, Any] | None = None
     format: str = FORMAT
     version: int = VERSION
     backend: str = "jaxpr"

@@ -72,6 +72,35 @@ _DTYPE_BYTES = {
     "c128": 16,
     "token": 0,
 }
+# Instructions that make no buffer of their own: their result is (part of) their operands'.
+NO_BUFFER_OPCODES = frozenset({"bitcast", "tuple", "get-tuple-element"})
+# Arithmetic counted as one flop per result element (transcendentals are counted apart by XLA).
+ELEMENTWISE_FLOP_OPCODES = frozenset(
+    {
+        "add",
+        "subtract",
+        "multiply",
+        "divide",
+        "maximum",
+        "minimum",
+        "negate",
+        "abs",
+        "compare",
+        "select",
+        "clamp",
+        "remainder",
+        "power",
+        "sign",
+        "floor",
+        "ceil",
+        "round-nearest-afz",
+        "round-nearest-even",
+        "and",
+        "or",
+        "xor",
+        "not",
+    }
+)
 _ARRAY_RE = re.compile(r"\b([a-z][a-z0-9]*)\[([^\]]*)\]")
 _INSTR_RE = re.compile(r"^\s*(ROOT\s+)?%?([^\s=]+)\s*=\s*(.*)$")
 _COMP_RE = re.compile(r"^\s*(ENTRY\s+)?%?([^\s(]+)\s*\(.*\)\s*->\s*.*\{\s*$")
@@ -108,6 +137,7 @@ class Instruction:
     replica_groups_text: str | None = None  # as printed
     fusion_kind: str | None = None  # kLoop, kInput, kOutput, kCustom (fusions only)
     sharding: str | None = None  # ``{devices=[1,4]<=[4]}`` as printed, None when not printed
+    parameter_number: int | None = None  # ``parameter(N)``'s N
     attributes: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     @property
@@ -163,6 +193,7 @@ class Module:
     num_partitions: int = 1
     num_replicas: int = 1
     attributes: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+    _names: dict[str, dict[str, Instruction]] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def entry_computation(self) -> Computation:
         return self.computations[self.entry]
@@ -199,6 +230,110 @@ class Module:
             visit(c)
         return out
 
+    def schedule(self) -> list[Instruction]:
+        """The entry computation's instructions in the order they run (the printed order of a
+        scheduled module, ``is_scheduled=true``)."""
+        return list(self.entry_computation().instructions)
+
+    def instruction(self, computation: str, name: str) -> Instruction | None:
+        """An instruction by computation and name."""
+        table = self._names.get(computation)
+        if table is None:
+            comp = self.computations.get(computation)
+            table = self._names[computation] = {i.name: i for i in comp.instructions} if comp else {}
+        return table.get(name)
+
+    def operand_shapes(self, instr: Instruction) -> list[str]:
+        """The printed shapes of an instruction's operands ("" where unknown)."""
+        found = [self.instruction(instr.computation, o) for o in instr.operands]
+        return [f.shape if f is not None else "" for f in found]
+
+    def bytes_accessed(self, instr: Instruction) -> int:
+        """Bytes an instruction reads and writes on one device: its operands' and its result
+        (a fusion's: what crosses its boundary, as XLA counts a fused kernel). An estimate."""
+        if instr.opcode in NO_BUFFER_OPCODES or instr.opcode in ("parameter", "constant"):
+            return 0
+        return sum(shape_bytes(s) for s in self.operand_shapes(instr)) + shape_bytes(instr.shape)
+
+    def flops(self, instr: Instruction) -> int:
+        """Floating-point operations of one (unfused or fused) instruction on one device, by
+        XLA's counting: 2 per multiply-add of a dot or convolution, 1 per element of arithmetic
+        and reductions, none for transcendentals (counted apart), data movement and calls. An
+        estimate from the printed shapes; the program's total from XLA is in its cost analysis."""
+        out = array_dims(instr.shape)
+        if out is None:
+            return 0
+        elements = _product(out)
+        if instr.opcode == "dot":
+            shapes = self.operand_shapes(instr)
+            lhs = array_dims(shapes[0]) if shapes else None
+            dims = [int(d) for d in re.findall(r"\d+", instr.attributes.get("lhs_contracting_dims", ""))]
+            contracted = _product([lhs[d] for d in dims if lhs is not None and d < len(lhs)])
+            return 2 * elements * contracted
+        if instr.opcode == "convolution":
+            shapes = self.operand_shapes(instr)
+            rhs = array_dims(shapes[1]) if len(shapes) > 1 else None
+            labels = instr.attributes.get("dim_labels", "")
+            kernel = labels.split("_")[1].split("->")[0] if "_" in labels else ""
+            if rhs is None or "o" not in kernel or len(kernel) != len(rhs):
+                return 0
+            # the kernel's input features are already per group (feature_group_count)
+            per_output = _product(rhs) // max(1, rhs[kernel.index("o")])
+            return 2 * elements * per_output
+        if instr.opcode in ("reduce", "reduce-window"):
+            shapes = self.operand_shapes(instr)
+            first = array_dims(shapes[0]) if shapes else None
+            return _product(first) if first is not None else 0
+        if instr.opcode in ELEMENTWISE_FLOP_OPCODES:
+            return elements
+        return 0
+
+    def schedule_peak(self) -> Peak:
+        """The most bytes live at once on one device over the entry computation's schedule: the
+        arguments throughout, each other result from the instruction that makes it to its last
+        use (to the end when it is an output). Aliasing instructions (bitcast, tuple,
+        get-tuple-element) make no buffer; constants and the temporaries inside loop bodies and
+        fusions are not counted. An estimate of XLA's buffer assignment, which may share or
+        reuse buffers this walk keeps apart."""
+        schedule = self.schedule()
+        position = {i.name: k for k, i in enumerate(schedule)}
+        by_name = {i.name: i for i in schedule}
+        end = len(schedule)
+
+        def sources(name: str, seen: frozenset[str] = frozenset()) -> list[str]:
+            instr = by_name.get(name)
+            if instr is None or name in seen:
+                return []
+            if instr.opcode in NO_BUFFER_OPCODES:
+                return [s for o in instr.operands for s in sources(o, seen | {name})]
+            if instr.opcode == "constant":
+                return []
+            return [name]
+
+        last: dict[str, int] = {}
+        for k, instr in enumerate(schedule):
+            for operand in instr.operands:
+                for src in sources(operand):
+                    last[src] = max(last.get(src, -1), k)
+        root = self.entry_computation().root
+        outputs = set(sources(root.name)) if root is not None else set()
+        buffers: list[Buffer] = []
+        for instr in schedule:
+            if instr.opcode in NO_BUFFER_OPCODES or instr.opcode == "constant":
+                continue
+            start = -1 if instr.opcode == "parameter" else position[instr.name]
+            stop = end if instr.opcode == "parameter" or instr.name in outputs else last.get(instr.name, start)
+            buffers.append(Buffer(instr, shape_bytes(instr.shape), start, stop, instr.name in outputs))
+        best, best_at = -1, 0
+        for k in range(end):
+            total = sum(b.bytes for b in buffers if b.start <= k <= b.stop)
+            if total > best:
+                best, best_at = total, k
+        if not schedule:
+            return Peak(0, None, [])
+        live = [b for b in buffers if b.start <= best_at <= b.stop]
+        return Peak(max(best, 0), schedule[best_at], live)
+
     def fusions(self) -> list[Instruction]:
         """The fusion instructions of the non-fusion computations (the kernels that run)."""
         inner = {c for i in self.instructions() if i.opcode == "fusion" for c in i.called}
@@ -209,6 +344,49 @@ class Module:
             for i in comp.instructions
             if i.opcode == "fusion"
         ]
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """A result buffer of the entry computation's schedule, live from ``start`` to ``stop``
+    (positions in the schedule; -1 for arguments, which are live before the first instruction)."""
+
+    instruction: Instruction
+    bytes: int
+    start: int
+    stop: int
+    live_out: bool = False
+
+
+@dataclass(frozen=True)
+class Peak:
+    bytes: int
+    at: Instruction | None  # the instruction at which the most bytes are live
+    live: list[Buffer]
+
+
+def array_dims(shape: str) -> list[int] | None:
+    """The dimensions of a printed array shape (``f32[8,16]`` -> ``[8, 16]``), None for a tuple
+    or a dynamic shape."""
+    found = _ARRAY_RE.fullmatch(shape.strip())
+    if found is None:
+        return None
+    dims = []
+    for d in found.group(2).split(","):
+        d = d.strip()
+        if not d:
+            continue
+        if not d.isdigit():
+            return None
+        dims.append(int(d))
+    return dims
+
+
+def _product(dims: list[int] | None) -> int:
+    n = 1
+    for d in dims or []:
+        n *= d
+    return n
 
 
 def shape_bytes(shape: str) -> int:
@@ -547,8 +725,16 @@ def _parse_instruction(
         replica_groups_text=groups_text,
         fusion_kind=attrs.get("kind") if opcode == "fusion" else None,
         sharding=attrs.get("sharding"),
+        parameter_number=_int_or_none(rest[om.end() : close - 1]) if opcode == "parameter" else None,
         attributes=attrs,
     )
+
+
+def _int_or_none(text: str) -> int | None:
+    try:
+        return int(text.strip())
+    except ValueError:
+        return None
 
 
 def parse_module(text: str) -> Module:
