@@ -148,7 +148,10 @@ def render(graph: Graph) -> str:
         lines.extend("  " + line for line in table)
     seconds = section.get("seconds") or {}
     if seconds:
-        lines.append("compile: " + ", ".join(f"{k} {v:.2f}s" for k, v in seconds.items()))
+        order = [k for k in ("lower", "compile", "read", "map") if k in seconds] + sorted(
+            k for k in seconds if k not in ("lower", "compile", "read", "map")
+        )
+        lines.append("compile: " + ", ".join(f"{k} {float(seconds[k]):.2f}s" for k in order))
     return "\n".join(lines)
 
 

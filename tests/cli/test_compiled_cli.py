@@ -11,8 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from jsonschema import Draft202012Validator
 
 from jaxlsp.graph import io
+from jaxlsp.graph.validate import load_schema
 from tests.cli.helpers import run
 
 pytest.importorskip("jax")
@@ -32,7 +34,9 @@ def _trace(root: Path, target: str, profile: str) -> Traced:
     out = f"{profile}.json"
     result = run(["trace", target, "--profile", profile, "--compiled", "-o", out], cwd=root)
     assert result.returncode == 0, result.stderr
-    return result, json.loads((root / out).read_text())
+    graph = json.loads((root / out).read_text())
+    assert [e.message for e in Draft202012Validator(load_schema()).iter_errors(graph)] == []
+    return result, graph
 
 
 def _line(root: Path, file: str, needle: str) -> int:
@@ -101,6 +105,8 @@ def test_fsdp_all_gathers_are_at_the_layers_that_need_their_kernels(root: Path) 
     peak = graph["compiled"]["peak"]
     assert {m["scope"] for m in peak["byModule"]} >= {"up", "down"}
     assert peak["bytes"] == sum(m["bytes"] for m in peak["byModule"])
+    gathered = [v for v in peak["values"] if v["instruction"].startswith("all-gather")]
+    assert gathered and all("value" not in v for v in gathered)  # a gathered kernel is no node's result
     # the batch is split over the 4 devices: each holds 2 of its 8 rows
     x = next(p["value"] for p in graph["inputs"] if p["role"] == "input")
     h = next(n for n in graph["nodes"] if n["scope"] == "up" and n["primitive"] == "dot_general")["outputs"][0]

@@ -57,6 +57,7 @@ def measure(graph: Graph, closed: Any, operands: Any, device: Any, platform: str
         return
     section["devices"] = module.num_partitions * module.num_replicas
     section["mesh"] = _mesh(shardings)
+    parsed_at = time.perf_counter()
     section.update(describe(graph, module, spell))
     section["costs"] = _costs(compiled)
     section["memory"] = _memory(compiled)
@@ -64,14 +65,16 @@ def measure(graph: Graph, closed: Any, operands: Any, device: Any, platform: str
     section["seconds"] = {
         "lower": round(lowered_at - started, 3),
         "compile": round(compiled_at - lowered_at, 3),
-        "map": round(time.perf_counter() - compiled_at, 3),
+        "read": round(parsed_at - compiled_at, 3),  # as_text() and parsing it
+        "map": round(time.perf_counter() - parsed_at, 3),
     }
 
 
 def describe(graph: Graph, module: hlo.Module, spell: Any) -> dict[str, Any]:
     """What the HLO module says about the graph: collectives, fusions, per-device shapes of values,
     the schedule's peak and the estimated per-instruction figures, each attributed to nodes."""
-    mapping = hlo.map_module(module, graph.nodes)
+    index = hlo.NodeIndex.build(graph.nodes)  # one index: its answers are shared by all below
+    mapping = hlo.map_module(module, graph.nodes, index)
     nodes = {n.id: n for n in graph.nodes}
     collectives = [_collective(c, mapping, nodes, spell) for c in module.collectives()]
     fusions = [
@@ -87,8 +90,8 @@ def describe(graph: Graph, module: hlo.Module, spell: Any) -> dict[str, Any]:
         "collectives": collectives,
         "fusions": fusions,
         "fusionCount": len(module.fusions()),
-        "values": _value_shapes(graph, module),
-        "modules": _modules(module, mapping, nodes),
+        "values": _value_shapes(graph, module, index),
+        "modules": _modules(module, mapping, nodes, index),
         "peak": _peak(graph, module, mapping, nodes),
     }
 
@@ -230,13 +233,12 @@ def _scope_from_op_name(op_name: str) -> str:
     return marked[-1] if marked else "/".join(names)
 
 
-def _value_shapes(graph: Graph, module: hlo.Module) -> dict[str, dict[str, Any]]:
+def _value_shapes(graph: Graph, module: hlo.Module, index: hlo.NodeIndex) -> dict[str, dict[str, Any]]:
     """Value id -> ``{perDevice, split}``: the per-device shape of the HLO instruction computing
     the value (the only output of the one node it maps to, of the same rank, each global dimension
     a multiple of the device's), and how many parts each dimension is split into."""
     values = {v.id: v for v in graph.values}
     producers = {n.id: n for n in graph.nodes}
-    index = hlo.NodeIndex.build(graph.nodes)
     out: dict[str, dict[str, Any]] = {}
     skip = {"parameter", "constant", "bitcast", "tuple", "get-tuple-element", "copy", "fusion"}
     for instr in module.instructions():
@@ -265,11 +267,12 @@ def _value_shapes(graph: Graph, module: hlo.Module) -> dict[str, dict[str, Any]]
     return out
 
 
-def _modules(module: hlo.Module, mapping: dict[str, list[str]], nodes: dict[str, Node]) -> list[dict[str, Any]]:
+def _modules(
+    module: hlo.Module, mapping: dict[str, list[str]], nodes: dict[str, Node], index: hlo.NodeIndex
+) -> list[dict[str, Any]]:
     """Per module (and its ancestors, as the costs table counts): estimated FLOPs and bytes of the
     compiled program on one device, and the collectives' count and bytes."""
     rows: dict[str, dict[str, int]] = {}
-    index = hlo.NodeIndex.build(nodes.values())
 
     def add(scope: str, key: str, amount: int) -> None:
         parts = scope.split("/") if scope else []
@@ -304,21 +307,26 @@ def _peak(graph: Graph, module: hlo.Module, mapping: dict[str, list[str]], nodes
     inputs = [p.value for p in graph.inputs if p.role != "constant"]
     held: list[dict[str, Any]] = []
     by_module: dict[str, int] = {}
+    users: dict[str, list[str]] = {}  # value id -> the nodes that read it
+    for n in graph.nodes:
+        for v in n.inputs:
+            users.setdefault(v, []).append(n.id)
     for buf in peak.live:
         instr = buf.instruction
         entry: dict[str, Any] = {"instruction": instr.name, "bytes": buf.bytes}
         if instr.opcode == "parameter":
             number = instr.parameter_number
             value = inputs[number] if number is not None and 0 <= number < len(inputs) else None
-            consumers = [n for n in graph.nodes if value is not None and value in n.inputs]
-            scope = _scope_of([n.id for n in consumers], nodes) if consumers else ""
+            consumers = users.get(value, []) if value is not None else []
+            scope = _scope_of(consumers, nodes) if consumers else ""
             entry.update(kind="argument", value=value)
         else:
             ids = mapping.get(instr.name, [])
             scope = _scope_of(ids, nodes) if ids else _scope_from_op_name(instr.op_name)
             node = nodes.get(ids[-1]) if ids else None
             entry.update(kind="output" if buf.live_out else "temporary", nodes=ids)
-            if node is not None and len(node.outputs) == 1:
+            # a collective's buffer is what it moved (a gathered weight), not its node's result
+            if node is not None and len(node.outputs) == 1 and not instr.is_collective:
                 entry["value"] = node.outputs[0]
         entry["scope"] = scope
         held.append(entry)

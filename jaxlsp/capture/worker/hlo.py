@@ -18,6 +18,7 @@ Replica groups come as ``{{0,1},{2,3}}``, as an iota ``[2,2]<=[4]`` (optionally 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -106,6 +107,11 @@ _INSTR_RE = re.compile(r"^\s*(ROOT\s+)?%?([^\s=]+)\s*=\s*(.*)$")
 _COMP_RE = re.compile(r"^\s*(ENTRY\s+)?%?([^\s(]+)\s*\(.*\)\s*->\s*.*\{\s*$")
 _OPERAND_RE = re.compile(r"%([A-Za-z0-9_.\-]+)")
 _COMMENT_RE = re.compile(r"/\*.*?\*/")
+_META_RE = re.compile(r'(\w+)=("((?:[^"\\]|\\.)*)"|[^\s}]+)')
+_SHAPE_RE = re.compile(r"(\S+?\[[^\]]*\](?:\{[^}]*\})?|token\[\]|\S+)\s+")
+_OPCODE_RE = re.compile(r"([A-Za-z][\w\-]*)\(")
+_LAYOUT_RE = re.compile(r"\{[^{}]*\}")
+_WRAPPED_RE = re.compile(r"[A-Za-z_][\w]*\((.*)\)")
 
 
 @dataclass(frozen=True)
@@ -324,13 +330,18 @@ class Module:
             start = -1 if instr.opcode == "parameter" else position[instr.name]
             stop = end if instr.opcode == "parameter" or instr.name in outputs else last.get(instr.name, start)
             buffers.append(Buffer(instr, shape_bytes(instr.shape), start, stop, instr.name in outputs))
-        best, best_at = -1, 0
-        for k in range(end):
-            total = sum(b.bytes for b in buffers if b.start <= k <= b.stop)
-            if total > best:
-                best, best_at = total, k
         if not schedule:
             return Peak(0, None, [])
+        # a sweep over the schedule: each buffer adds its bytes at its start, takes them at its stop
+        change = [0] * (end + 2)
+        for b in buffers:
+            change[max(b.start, 0)] += b.bytes
+            change[min(b.stop, end) + 1] -= b.bytes
+        best, best_at, total = -1, 0, 0
+        for k in range(end):
+            total += change[k]
+            if total > best:
+                best, best_at = total, k
         live = [b for b in buffers if b.start <= best_at <= b.stop]
         return Peak(max(best, 0), schedule[best_at], live)
 
@@ -431,7 +442,7 @@ def scope_names(op_name: str) -> list[str]:
     for part in parts:
         inner = part
         while True:
-            m = re.fullmatch(r"[A-Za-z_][\w]*\((.*)\)", inner)
+            m = _WRAPPED_RE.fullmatch(inner)
             if not m:
                 break
             inner = m.group(1)
@@ -443,39 +454,39 @@ def scope_names(op_name: str) -> list[str]:
 # Parsing
 
 
+_SPECIAL = re.compile(r'[()\[\]{}"\\]|,')
+
+
 def split_top(text: str, sep: str = ",") -> list[str]:
-    """Split at ``sep`` outside brackets and quotes."""
+    """Split at ``sep`` (one character) outside brackets and quotes. Only the special characters
+    are visited (a regex scan): attribute lists are long (backend configs, layouts)."""
+    special = _SPECIAL if sep == "," else re.compile(r'[()\[\]{}"\\]|' + re.escape(sep))
     out: list[str] = []
     depth = 0
     quote = False
-    cur: list[str] = []
-    i = 0
-    while i < len(text):
+    escaped_until = -1
+    begin = 0
+    for m in special.finditer(text):
+        i = m.start()
+        if i < escaped_until:
+            continue
         ch = text[i]
         if quote:
-            cur.append(ch)
-            if ch == "\\" and i + 1 < len(text):
-                cur.append(text[i + 1])
-                i += 2
-                continue
-            if ch == '"':
+            if ch == "\\":
+                escaped_until = i + 2
+            elif ch == '"':
                 quote = False
-        elif ch == '"':
+            continue
+        if ch == '"':
             quote = True
-            cur.append(ch)
         elif ch in "([{":
             depth += 1
-            cur.append(ch)
         elif ch in ")]}":
             depth -= 1
-            cur.append(ch)
         elif ch == sep and depth == 0:
-            out.append("".join(cur).strip())
-            cur = []
-        else:
-            cur.append(ch)
-        i += 1
-    tail = "".join(cur).strip()
+            out.append(text[begin:i].strip())
+            begin = i + 1
+    tail = text[begin:].strip()
     if tail:
         out.append(tail)
     return out
@@ -513,7 +524,7 @@ def _matching(text: str, start: int) -> int:
 def parse_metadata(text: str) -> dict[str, str]:
     """``op_name="a b" stack_frame_id=2`` -> ``{"op_name": "a b", "stack_frame_id": "2"}``."""
     out: dict[str, str] = {}
-    for m in re.finditer(r'(\w+)=("((?:[^"\\]|\\.)*)"|[^\s}]+)', text):
+    for m in _META_RE.finditer(text):
         out[m.group(1)] = m.group(3).replace('\\"', '"').replace("\\\\", "\\") if m.group(3) is not None else m.group(2)
     return out
 
@@ -660,17 +671,18 @@ def _parse_instruction(
     m = _INSTR_RE.match(line)
     if not m:
         return None
-    is_root, name, rest = bool(m.group(1)), m.group(2).lstrip("%"), _COMMENT_RE.sub("", m.group(3))
+    rest = m.group(3)
+    is_root, name, rest = bool(m.group(1)), m.group(2).lstrip("%"), _COMMENT_RE.sub("", rest) if "/*" in rest else rest
     # the result shape: a tuple in parentheses or one array type with an optional layout
     if rest.startswith("("):
         end = _matching(rest, 0)
         shape, rest = rest[:end], rest[end:].lstrip()
     else:
-        sm = re.match(r"(\S+?\[[^\]]*\](?:\{[^}]*\})?|token\[\]|\S+)\s+", rest)
+        sm = _SHAPE_RE.match(rest)
         if not sm:
             return None
         shape, rest = sm.group(1), rest[sm.end() :]
-    om = re.match(r"([A-Za-z][\w\-]*)\(", rest)
+    om = _OPCODE_RE.match(rest)
     if not om:
         return None
     opcode = om.group(1)
@@ -714,7 +726,7 @@ def _parse_instruction(
         name=name,
         opcode=opcode,
         computation=computation,
-        shape=re.sub(r"\{[^{}]*\}", "", shape),
+        shape=_LAYOUT_RE.sub("", shape) if "{" in shape else shape,
         operands=operands,
         is_root=is_root,
         op_name=meta.get("op_name", ""),
@@ -821,26 +833,32 @@ PRIMITIVE_ALIASES = {
 
 @dataclass
 class NodeIndex:
-    """Graph nodes keyed for the lookup: by (primitive, line), by line and by primitive."""
+    """Graph nodes keyed for the lookup: by (primitive, line), by line and by primitive; with each
+    node's frames and scope parts read once, and the answers of ``map_instruction`` kept (the
+    instructions of one equation share their metadata)."""
 
     by_prim_line: dict[tuple[str, int], list[Any]] = field(default_factory=dict)
     by_line: dict[int, list[Any]] = field(default_factory=dict)
     by_prim: dict[str, list[Any]] = field(default_factory=dict)
+    frames: dict[str, list[tuple[int, str, int]]] = field(default_factory=dict)  # id -> (line, path, column)
+    scopes: dict[str, tuple[str, ...]] = field(default_factory=dict)  # id -> scope parts
+    answers: dict[tuple[str, SourceFrame | None], list[str]] = field(default_factory=dict)
 
     @classmethod
     def build(cls, nodes: Iterable[NodeLike]) -> NodeIndex:
         index = cls()
         for node in nodes:
             index.by_prim.setdefault(node.primitive, []).append(node)
-            lines = {f.line for f in (node.frames or []) if f is not None}
-            if node.source is not None:
-                lines.add(node.source.line)
-            for line in lines:
+            frames = _node_frames(node)
+            index.frames[node.id] = [(f.line, f.path, f.column) for f in frames]
+            index.scopes[node.id] = tuple(p for p in (node.scope or "").split("/") if p)
+            for line in {f.line for f in frames}:
                 index.by_prim_line.setdefault((node.primitive, line), []).append(node)
                 index.by_line.setdefault(line, []).append(node)
         return index
 
 
+@functools.lru_cache(maxsize=65536)
 def _same_file(hlo_file: str, graph_path: str) -> bool:
     """The graph's path is relative (to the workspace or a ``sys.path`` entry), XLA's absolute."""
     if not hlo_file or not graph_path:
@@ -850,6 +868,13 @@ def _same_file(hlo_file: str, graph_path: str) -> bool:
     return a == b or a.endswith("/" + b) or b.endswith("/" + a)
 
 
+@functools.lru_cache(maxsize=65536)
+def _stack_names(op_name: str) -> frozenset[str]:
+    """The name stack's names, the worker's marked scopes (``jaxlsp::blocks``) also without their mark."""
+    names = set(scope_names(op_name))
+    return frozenset(names | {n.rsplit("::", 1)[-1] for n in names})
+
+
 def _node_frames(node: Any) -> list[Any]:
     frames = [f for f in (node.frames or []) if f is not None]
     if node.source is not None and all(f is not node.source for f in frames):
@@ -857,19 +882,16 @@ def _node_frames(node: Any) -> list[Any]:
     return frames
 
 
-def _score(instr: Instruction, node: Any) -> tuple[int, int, int]:
+def _score(frame: SourceFrame | None, names: frozenset[str], nid: str, index: NodeIndex) -> tuple[int, int, int]:
     """Higher is better: the frame matches (file, line, column), then the name stack agrees."""
-    frame = instr.frames[0] if instr.frames else None
     best_frame = 0
     if frame is not None:
-        for f in _node_frames(node):
-            if f.line == frame.line and _same_file(frame.file, f.path):
-                best_frame = max(best_frame, 2 if f.column == frame.column else 1)
-    names = set(scope_names(instr.op_name))
-    scope_parts = [p for p in (node.scope or "").split("/") if p]
-    agree = sum(1 for p in scope_parts if p in names or any(n.endswith("::" + p) or n == p for n in names))
-    extra = len(scope_parts) - agree
-    return best_frame, agree, -extra
+        for line, path, column in index.frames.get(nid, ()):
+            if line == frame.line and _same_file(frame.file, path):
+                best_frame = max(best_frame, 2 if column == frame.column else 1)
+    parts = index.scopes.get(nid, ())
+    agree = sum(1 for p in parts if p in names)
+    return best_frame, agree, agree - len(parts)
 
 
 def map_instruction(instr: Instruction, index: NodeIndex) -> list[str]:
@@ -879,38 +901,47 @@ def map_instruction(instr: Instruction, index: NodeIndex) -> list[str]:
     name stack break ties); else the equations at that frame whatever their primitive (an op XLA
     rewrote); without a source frame, the equations of its primitive whose scope agrees with the
     name stack, when that picks them out. [] when neither its metadata nor the graph tell."""
-    prim = instr.primitive
-    names = PRIMITIVE_ALIASES.get(prim, (prim,))
     frame = instr.frames[0] if instr.frames else None
-    candidates: list[Any] = []
+    key = (instr.op_name, frame)
+    known = index.answers.get(key)
+    if known is not None:
+        return list(known)
+    prim = instr.primitive
+    aliases = PRIMITIVE_ALIASES.get(prim, (prim,))
+    names = _stack_names(instr.op_name)
+    scored: list[tuple[tuple[int, int, int], str]] = []
     if frame is not None:
-        for p in names:
-            candidates.extend(n for n in index.by_prim_line.get((p, frame.line), []) if _score(instr, n)[0] > 0)
-        if not candidates:
-            candidates = [n for n in index.by_line.get(frame.line, []) if _score(instr, n)[0] > 0]
+        for p in aliases:
+            for n in index.by_prim_line.get((p, frame.line), []):
+                s = _score(frame, names, n.id, index)
+                if s[0] > 0:
+                    scored.append((s, n.id))
+        if not scored:
+            for n in index.by_line.get(frame.line, []):
+                s = _score(frame, names, n.id, index)
+                if s[0] > 0:
+                    scored.append((s, n.id))
     elif prim:
-        for p in names:
-            candidates.extend(index.by_prim.get(p, []))
-        if len(candidates) > 1:
-            top_agree = max(_score(instr, n)[1] for n in candidates)
-            if top_agree == 0:
-                return []  # the primitive occurs in several places and nothing tells which
-    if not candidates:
-        return []
-    scored = [(_score(instr, n), n) for n in candidates]
-    top = max(s for s, _ in scored)
+        for p in aliases:
+            scored.extend((_score(None, names, n.id, index), n.id) for n in index.by_prim.get(p, []))
+        if len(scored) > 1 and max(s[1] for s, _ in scored) == 0:
+            scored = []  # the primitive occurs in several places and nothing tells which
     ids: list[str] = []
-    for s, n in scored:
-        if s == top and n.id not in ids:
-            ids.append(n.id)
-    return ids
+    if scored:
+        top = max(s for s, _ in scored)
+        for s, nid in scored:
+            if s == top and nid not in ids:
+                ids.append(nid)
+    index.answers[key] = ids
+    return list(ids)
 
 
-def map_module(module: Module, nodes: Sequence[NodeLike]) -> dict[str, list[str]]:
+def map_module(module: Module, nodes: Sequence[NodeLike], index: NodeIndex | None = None) -> dict[str, list[str]]:
     """Instruction name -> graph node ids, for every instruction of the module's non-fusion
     computations that maps to any: a fusion maps to the union of its members' nodes (in the order
-    of its members), every other instruction through ``map_instruction``."""
-    index = NodeIndex.build(nodes)
+    of its members), every other instruction through ``map_instruction``. ``index``: one built
+    already for these nodes (its answers are shared)."""
+    index = index if index is not None else NodeIndex.build(nodes)
     inner = {c for i in module.instructions() if i.opcode == "fusion" for c in i.called}
     out: dict[str, list[str]] = {}
     for comp in module.computations.values():

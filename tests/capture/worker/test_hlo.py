@@ -166,3 +166,17 @@ def test_shapes_and_bad_text() -> None:
         hlo.parse_module("module @jit_f {}")
     with pytest.raises(ValueError, match="HLO line 4: not an instruction"):
         hlo.parse_module("HloModule m\n\nENTRY %main () -> f32[] {\n  garbage here\n}\n")
+
+
+def test_flops_bytes_and_the_schedule_peak_on_one_device(texts: dict[str, str]) -> None:
+    module = hlo.parse_module(texts["matmul"])
+    dots = [m for f in module.fusions() for m in module.fused_members(f) if m.opcode == "dot"]
+    assert [module.flops(d) for d in dots] == [2 * 8 * 16 * 16]  # each device contracts 16 of the 64
+    [ar] = module.collectives()
+    assert module.bytes_accessed(ar) == 2 * 8 * 16 * 4
+    peak = module.schedule_peak()
+    # both arguments' shards, the partial product and its sum, live together at the all-reduce
+    assert peak.at is not None and peak.at.opcode == "all-reduce"
+    assert peak.bytes == (8 * 16 + 16 * 16) * 4 + 2 * 8 * 16 * 4
+    assert sorted(b.instruction.opcode for b in peak.live) == ["all-reduce", "fusion", "parameter", "parameter"]
+    assert [p.parameter_number for p in module.schedule() if p.opcode == "parameter"] == [0, 1]
