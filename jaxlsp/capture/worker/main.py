@@ -420,7 +420,7 @@ def graph_from_jaxpr(
         from jaxlsp.capture.worker.compiled import measure as compile_program
 
         platform = str(used_profile.get("device", "cpu")).split(":", 1)[0] or "cpu"
-        compile_program(graph, closed, traced.operands, device, platform, lambda p: spelling.spell(p)[0])
+        compile_program(graph, closed, traced, device, platform, lambda p: spelling.spell(p)[0])
         timings["compile"] = time.perf_counter() - t0
     return graph, gb
 
