@@ -75,6 +75,7 @@ def main() -> int:
     print("compiled program overhead (seconds; medians of alternating runs)")
     for case in cases:
         bare, added, phases = [], [], []
+        splits: list[dict[str, float]] = []
         collectives = fusions = 0
         for _ in range(repeat):
             bare.append(bare_compile(case))
@@ -89,6 +90,7 @@ def main() -> int:
             added.append(timings["compile"] + max(0.0, extra_serialise))
             phases.append((plain_wall, compiled_wall))
             section = made.graph.compiled or {}
+            splits.append(dict(section.get("seconds") or {}))
             if section.get("error"):
                 raise SystemExit(f"{case.label}: the compile failed: {section['error']}")
             collectives = len(section.get("collectives", []))
@@ -103,6 +105,11 @@ def main() -> int:
         print(
             f"  runs: bare [{' '.join(f'{t:.2f}' for t in bare)}] added [{' '.join(f'{t:.2f}' for t in added)}] "
             f"capture walls plain/compiled [{' '.join(f'{a:.2f}/{b:.2f}' for a, b in phases)}]"
+        )
+        keys = ("lower", "compile", "read", "map")
+        print(
+            "  worker phases (medians): "
+            + ", ".join(f"{k} {statistics.median(float(s.get(k, 0.0)) for s in splits):.2f}" for k in keys)
         )
     print("compiled ratios " + ("within target" if ok else "MISSED a target"))
     return 0 if ok else 1

@@ -7,11 +7,14 @@ docs/graph-format.md, "Compiled"). What is measured and what is estimated: the c
 fusions and the per-device shapes are read from XLA's optimised HLO (measured); the program's
 FLOPs and bytes are XLA's ``cost_analysis()`` and its memory XLA's ``memory_analysis()``
 (measured, per device); the per-module split of FLOPs and bytes is estimated from the HLO's shapes,
-and the peak's holders come from a walk of the compiled schedule (estimated).
+and the peak's holders come from a walk of the compiled schedule (estimated). Beside it, and in
+its place when the compile failed, the traced program's liveness walk with the per-device sizes
+the compiled program gave.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -122,6 +125,28 @@ def memory_lines(section: dict[str, Any]) -> list[str]:
     return lines
 
 
+def traced_peak(graph: Graph) -> tuple[int, list[tuple[str, int]], int]:
+    """The liveness walk of the traced program (jaxlsp.graph.memory) with each value at its size
+    on one device where the compiled program gave it (``values``' ``perDevice``), else whole:
+    ``(peak bytes, by module, values sized per device)``. What the peak is without XLA's schedule
+    (a compile that failed: every value whole)."""
+    from jaxlsp.graph import memory
+
+    shapes = (graph.compiled or {}).get("values") or {}
+    values = [
+        dataclasses.replace(v, shape=list(shapes[v.id]["perDevice"])) if v.id in shapes else v for v in graph.values
+    ]
+    found = memory.peak(dataclasses.replace(graph, values=values))
+    return found.bytes, found.by_module, sum(1 for v in graph.values if v.id in shapes)
+
+
+def _traced_peak_line(graph: Graph) -> str:
+    total, by_module, sized = traced_peak(graph)
+    holders = ", ".join(f"{scope or '(top level)'} {size(b)}" for scope, b in by_module[:5])
+    how = f"{sized} value(s) at their compiled per-device size" if sized else "every value whole"
+    return f"peak per device (traced program, liveness walk; {how}): {size(total)}: {holders}"
+
+
 def render(graph: Graph) -> str:
     """What ``jaxlsp trace --compiled`` prints after the summary."""
     section = graph.compiled
@@ -129,6 +154,7 @@ def render(graph: Graph) -> str:
         return collectives_line(graph)
     lines = [collectives_line(graph)]
     if section.get("error"):
+        lines.append(_traced_peak_line(graph))
         return "\n".join(lines)
     devices = section.get("devices", 1)
     mesh = (section.get("mesh") or {}).get("axes")
@@ -142,6 +168,7 @@ def render(graph: Graph) -> str:
             f"{costs.get('transcendentals', 0):,} transcendentals"
         )
     lines.extend(memory_lines(section))
+    lines.append(_traced_peak_line(graph))
     table = render_table(section)
     if table:
         lines.append("per module, one device (estimated from the compiled HLO):")

@@ -112,6 +112,9 @@ def test_fsdp_all_gathers_are_at_the_layers_that_need_their_kernels(root: Path) 
     h = next(n for n in graph["nodes"] if n["scope"] == "up" and n["primitive"] == "dot_general")["outputs"][0]
     assert graph["compiled"]["values"][h] == {"perDevice": [2, 64], "split": [4, 1]}
     assert {"value": x, "sharding": "P('x', None)"} in graph["compiled"]["inputs"]
+    assert graph["compiled"]["values"][x] == {"perDevice": [2, 32], "split": [4, 1]}
+    kernels = [p["value"] for p in graph["inputs"] if p["role"] == "parameter" and p["label"].endswith("kernel")]
+    assert sorted(graph["compiled"]["values"][k]["split"] for k in kernels) == [[4, 1], [4, 1]]  # FSDP shards
 
 
 def test_a_single_device_program_says_collectives_none(root: Path) -> None:

@@ -74,11 +74,12 @@ def test_none_a_failed_compile_and_no_compile_are_said_plainly() -> None:
     assert (
         compiled.collectives_line(failed) == "collectives: unknown, the compile failed: XlaRuntimeError: out of memory"
     )
-    assert compiled.summary_json(failed) == {
-        "collectives": "collectives: unknown, the compile failed: XlaRuntimeError: out of memory",
-        "text": ["collectives: unknown, the compile failed: XlaRuntimeError: out of memory"],
-        "error": "XlaRuntimeError: out of memory",
-    }
+    summary = compiled.summary_json(failed)
+    assert summary is not None and summary["error"] == "XlaRuntimeError: out of memory"
+    assert summary["text"][0] == summary["collectives"] == compiled.collectives_line(failed)
+    assert set(summary) == {"collectives", "text", "error"}
+    # without XLA's schedule, the traced program's liveness walk still says the peak
+    assert compiled.render(failed).splitlines()[1].startswith("peak per device (traced program, liveness walk; every")
     assert compiled.collectives_line(_graph(None)) == "collectives: not measured (trace with --compiled)"
     assert compiled.summary_json(_graph(None)) is None
 

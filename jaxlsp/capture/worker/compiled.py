@@ -103,15 +103,17 @@ def _lower(closed: Any, traced: Any, shardings: list[Any]) -> Any:
 
     from jaxlsp.capture.worker import jaxcompat
 
+    # keep_unused: the entry's parameter N is then the graph's input N (the inputs a program never
+    # reads would otherwise be dropped and the numbers shift); the caller holds them anyway
     try:
-        return jax.jit(traced.fn).lower(*traced.operands)
+        return jax.jit(traced.fn, keep_unused=True).lower(*traced.operands)
     except Exception:
         pass
     invars = closed.jaxpr.invars
     if len(shardings) != len(invars):
         shardings = [None] * len(invars)
     specs = [_spec(v.aval, s) for v, s in zip(invars, shardings, strict=True)]
-    return jax.jit(jaxcompat.jaxpr_as_fun(closed)).lower(*specs)
+    return jax.jit(jaxcompat.jaxpr_as_fun(closed), keep_unused=True).lower(*specs)
 
 
 def _sharding_of(x: Any) -> Any:
@@ -259,6 +261,12 @@ def _value_shapes(graph: Graph, module: hlo.Module, index: hlo.NodeIndex) -> dic
     producers = {n.id: n for n in graph.nodes}
     out: dict[str, dict[str, Any]] = {}
     skip = {"parameter", "constant", "bitcast", "tuple", "get-tuple-element", "copy", "fusion"}
+    inputs = [p.value for p in graph.inputs if p.role != "constant"]
+    found: list[tuple[str, hlo.Instruction]] = []  # (value id, the instruction that holds it)
+    for instr in module.schedule():  # the entry's parameters are the graph's inputs, in order
+        number = instr.parameter_number
+        if instr.opcode == "parameter" and number is not None and 0 <= number < len(inputs):
+            found.append((inputs[number], instr))
     for instr in module.instructions():
         if instr.opcode in skip or instr.is_collective or not instr.op_name:
             continue
@@ -266,9 +274,12 @@ def _value_shapes(graph: Graph, module: hlo.Module, index: hlo.NodeIndex) -> dic
         if len(ids) != 1:
             continue
         node = producers[ids[0]]
-        if len(node.outputs) != 1 or node.outputs[0] in out:
+        if len(node.outputs) == 1:
+            found.append((node.outputs[0], instr))
+    for vid, instr in found:
+        if vid in out:
             continue
-        value = values.get(node.outputs[0])
+        value = values.get(vid)
         local = hlo.array_dims(instr.shape)
         if value is None or local is None or len(local) != len(value.shape):
             continue
