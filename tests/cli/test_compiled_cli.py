@@ -122,3 +122,14 @@ def test_a_single_device_program_says_collectives_none(root: Path) -> None:
     assert _collectives_line(result) == "collectives: none"
     assert graph["compiled"]["collectives"] == [] and graph["compiled"]["devices"] == 1
     assert graph["compiled"]["fusions"] and all(f["nodes"] for f in graph["compiled"]["fusions"])
+
+
+def test_a_program_that_does_not_compile_keeps_its_graph_and_says_why(root: Path) -> None:
+    result = run(["trace", "foreign.py::foreign", "--profile", "foreign", "--compiled", "-o", "foreign.json"], cwd=root)
+    assert result.returncode == 1, result.stdout
+    assert "compiling foreign.py::foreign failed: " in result.stderr
+    assert "No FFI handler registered for jaxlsp_no_such_target" in result.stderr
+    assert _collectives_line(result).startswith("collectives: unknown, the compile failed: ")
+    graph = io.read(root / "foreign.json")  # the graph was made and written all the same
+    assert [n.primitive for n in graph.nodes] == ["ffi_call", "mul"]
+    assert graph.compiled is not None and "jaxlsp_no_such_target" in graph.compiled["error"]
