@@ -200,14 +200,24 @@ class Module:
     num_replicas: int = 1
     attributes: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
     _names: dict[str, dict[str, Instruction]] = field(default_factory=dict, compare=False, hash=False, repr=False)
+    _cache: dict[Any, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def entry_computation(self) -> Computation:
         return self.computations[self.entry]
 
     def instructions(self) -> Iterator[Instruction]:
         """Every instruction of every computation, in the order printed."""
-        for comp in self.computations.values():
-            yield from comp.instructions
+        every = self._cache.get("all")
+        if every is None:
+            every = self._cache["all"] = [i for comp in self.computations.values() for i in comp.instructions]
+        return iter(every)
+
+    def fused_computations(self) -> set[str]:
+        """The computations that fusions call (their instructions run inside a kernel)."""
+        inner = self._cache.get("inner")
+        if inner is None:
+            inner = self._cache["inner"] = {c for i in self.instructions() if i.opcode == "fusion" for c in i.called}
+        return set(inner)
 
     def collectives(self) -> list[Instruction]:
         """The communication instructions of the whole module (inside loop bodies too)."""
@@ -216,6 +226,10 @@ class Module:
     def fused_members(self, instr: Instruction) -> list[Instruction]:
         """The instructions a fusion (or call) computes: those of its called computations,
         recursively through nested fusions, without parameters and the nested fusion wrappers."""
+        key = ("members", instr.computation, instr.name)
+        known = self._cache.get(key)
+        if known is not None:
+            return list(known)
         out: list[Instruction] = []
         seen: set[str] = set()
 
@@ -234,7 +248,8 @@ class Module:
 
         for c in instr.called:
             visit(c)
-        return out
+        self._cache[key] = out
+        return list(out)
 
     def schedule(self) -> list[Instruction]:
         """The entry computation's instructions in the order they run (the printed order of a
@@ -347,7 +362,7 @@ class Module:
 
     def fusions(self) -> list[Instruction]:
         """The fusion instructions of the non-fusion computations (the kernels that run)."""
-        inner = {c for i in self.instructions() if i.opcode == "fusion" for c in i.called}
+        inner = self.fused_computations()
         return [
             i
             for comp in self.computations.values()
@@ -417,6 +432,13 @@ def _array_bytes(dtype: str, dims: str) -> int:
 def op_name_parts(op_name: str) -> list[str]:
     """``jit(f)/Dense_0/jit(relu)/max`` -> ``["jit(f)", "Dense_0", "jit(relu)", "max"]`` (slashes
     inside parentheses stay: ``transpose(jvp(a/b))`` is one part)."""
+    return list(_op_name_parts(op_name))
+
+
+@functools.lru_cache(maxsize=65536)
+def _op_name_parts(op_name: str) -> tuple[str, ...]:
+    """``jit(f)/Dense_0/jit(relu)/max`` -> ``["jit(f)", "Dense_0", "jit(relu)", "max"]`` (slashes
+    inside parentheses stay: ``transpose(jvp(a/b))`` is one part)."""
     parts: list[str] = []
     depth = 0
     cur: list[str] = []
@@ -431,7 +453,7 @@ def op_name_parts(op_name: str) -> list[str]:
         else:
             cur.append(ch)
     parts.append("".join(cur))
-    return [p for p in parts if p]
+    return tuple(p for p in parts if p)
 
 
 def scope_names(op_name: str) -> list[str]:
@@ -492,32 +514,37 @@ def split_top(text: str, sep: str = ",") -> list[str]:
     return out
 
 
+_BRACKETS = re.compile(r'[()\[\]{}"\\]')
+
+
 def _matching(text: str, start: int) -> int:
-    """Index just past the bracket closing the one at ``start`` (quotes respected)."""
+    """Index just past the bracket closing the one at ``start`` (quotes respected); only the
+    special characters are visited."""
     opening = text[start]
     closing = {"(": ")", "[": "]", "{": "}"}[opening]
     depth = 0
     quote = False
-    i = start
-    while i < len(text):
+    skip_to = -1
+    for m in _BRACKETS.finditer(text, start):
+        i = m.start()
+        if i < skip_to:
+            continue
         ch = text[i]
         if quote:
             if ch == "\\":
-                i += 2
-                continue
-            if ch == '"':
+                skip_to = i + 2
+            elif ch == '"':
                 quote = False
         elif ch == '"':
             quote = True
         elif ch in "([{":
             depth += 1
-        elif ch in ")]}":
+        else:
             depth -= 1
             if depth == 0:
                 if ch != closing:
                     raise ValueError(f"unbalanced brackets at {i}")
                 return i + 1
-        i += 1
     raise ValueError(f"unclosed {opening!r} at {start}")
 
 
@@ -840,9 +867,19 @@ class NodeIndex:
     by_prim_line: dict[tuple[str, int], list[Any]] = field(default_factory=dict)
     by_line: dict[int, list[Any]] = field(default_factory=dict)
     by_prim: dict[str, list[Any]] = field(default_factory=dict)
-    frames: dict[str, list[tuple[int, str, int]]] = field(default_factory=dict)  # id -> (line, path, column)
+    frames: dict[str, dict[int, list[tuple[str, int]]]] = field(default_factory=dict)  # id -> line -> (path, column)
     scopes: dict[str, tuple[str, ...]] = field(default_factory=dict)  # id -> scope parts
     answers: dict[tuple[str, SourceFrame | None], list[str]] = field(default_factory=dict)
+    # (primitive, line) -> scope -> the nodes of that group with that scope (built when first asked)
+    by_scope: dict[tuple[str, int], dict[str, list[Any]]] = field(default_factory=dict)
+
+    def scoped(self, prim: str, line: int) -> dict[str, list[Any]]:
+        found = self.by_scope.get((prim, line))
+        if found is None:
+            found = self.by_scope[(prim, line)] = {}
+            for n in self.by_prim_line.get((prim, line), []):
+                found.setdefault("/".join(self.scopes[n.id]), []).append(n)
+        return found
 
     @classmethod
     def build(cls, nodes: Iterable[NodeLike]) -> NodeIndex:
@@ -850,7 +887,10 @@ class NodeIndex:
         for node in nodes:
             index.by_prim.setdefault(node.primitive, []).append(node)
             frames = _node_frames(node)
-            index.frames[node.id] = [(f.line, f.path, f.column) for f in frames]
+            by_line: dict[int, list[tuple[str, int]]] = {}
+            for f in frames:
+                by_line.setdefault(f.line, []).append((f.path, f.column))
+            index.frames[node.id] = by_line
             index.scopes[node.id] = tuple(p for p in (node.scope or "").split("/") if p)
             for line in {f.line for f in frames}:
                 index.by_prim_line.setdefault((node.primitive, line), []).append(node)
@@ -875,6 +915,24 @@ def _stack_names(op_name: str) -> frozenset[str]:
     return frozenset(names | {n.rsplit("::", 1)[-1] for n in names})
 
 
+@functools.lru_cache(maxsize=65536)
+def _module_paths(op_name: str) -> tuple[str, ...]:
+    """Every contiguous run of the name stack's module names (``jit(...)`` wrappers left out,
+    transforms unwrapped, the worker's marks dropped), longest first: the scopes a node of this
+    instruction may have."""
+    parts = op_name_parts(op_name)[1:-1]
+    names: list[str] = []
+    for part in parts:
+        if part.startswith(("jit(", "pjit(")):
+            continue
+        inner = part
+        while (m := _WRAPPED_RE.fullmatch(inner)) is not None:
+            inner = m.group(1)
+        names.extend(p.rsplit("::", 1)[-1] for p in inner.split("/") if p)
+    runs = {"/".join(names[i:j]) for i in range(len(names)) for j in range(i + 1, len(names) + 1)}
+    return tuple(sorted(runs, key=lambda r: (-r.count("/"), r)))
+
+
 def _node_frames(node: Any) -> list[Any]:
     frames = [f for f in (node.frames or []) if f is not None]
     if node.source is not None and all(f is not node.source for f in frames):
@@ -886,11 +944,11 @@ def _score(frame: SourceFrame | None, names: frozenset[str], nid: str, index: No
     """Higher is better: the frame matches (file, line, column), then the name stack agrees."""
     best_frame = 0
     if frame is not None:
-        for line, path, column in index.frames.get(nid, ()):
-            if line == frame.line and _same_file(frame.file, path):
+        for path, column in index.frames[nid].get(frame.line, ()):
+            if _same_file(frame.file, path):
                 best_frame = max(best_frame, 2 if column == frame.column else 1)
-    parts = index.scopes.get(nid, ())
-    agree = sum(1 for p in parts if p in names)
+    parts = index.scopes[nid]
+    agree = sum(map(names.__contains__, parts))
     return best_frame, agree, agree - len(parts)
 
 
@@ -911,11 +969,23 @@ def map_instruction(instr: Instruction, index: NodeIndex) -> list[str]:
     names = _stack_names(instr.op_name)
     scored: list[tuple[tuple[int, int, int], str]] = []
     if frame is not None:
+        # the nodes whose whole scope the name stack spells first (one lookup each, instead of
+        # scoring the dozens of layers a library line serves); all of them when none does
         for p in aliases:
-            for n in index.by_prim_line.get((p, frame.line), []):
-                s = _score(frame, names, n.id, index)
-                if s[0] > 0:
-                    scored.append((s, n.id))
+            groups = index.scoped(p, frame.line)
+            for path in _module_paths(instr.op_name) if len(groups) > 1 else ():
+                for n in groups.get(path, []):
+                    s = _score(frame, names, n.id, index)
+                    if s[0] > 0:
+                        scored.append((s, n.id))
+                if scored:
+                    break
+        if not scored:
+            for p in aliases:
+                for n in index.by_prim_line.get((p, frame.line), []):
+                    s = _score(frame, names, n.id, index)
+                    if s[0] > 0:
+                        scored.append((s, n.id))
         if not scored:
             for n in index.by_line.get(frame.line, []):
                 s = _score(frame, names, n.id, index)
@@ -942,7 +1012,7 @@ def map_module(module: Module, nodes: Sequence[NodeLike], index: NodeIndex | Non
     of its members), every other instruction through ``map_instruction``. ``index``: one built
     already for these nodes (its answers are shared)."""
     index = index if index is not None else NodeIndex.build(nodes)
-    inner = {c for i in module.instructions() if i.opcode == "fusion" for c in i.called}
+    inner = module.fused_computations()
     out: dict[str, list[str]] = {}
     for comp in module.computations.values():
         if comp.name in inner:
