@@ -75,6 +75,10 @@ _DTYPE_BYTES = {
 }
 # Instructions that make no buffer of their own: their result is (part of) their operands'.
 NO_BUFFER_OPCODES = frozenset({"bitcast", "tuple", "get-tuple-element"})
+# Instructions whose result XLA keeps in their operand's buffers: a loop updates its carry in place.
+IN_PLACE_OPCODES = frozenset({"while", "opt-barrier", "optimization-barrier"})
+# Instructions whose work is their called computations' (counted there, not as the call's bytes).
+CONTROL_OPCODES = frozenset({"while", "conditional", "call", "async-start", "async-done"})
 # Arithmetic counted as one flop per result element (transcendentals are counted apart by XLA).
 ELEMENTWISE_FLOP_OPCODES = frozenset(
     {
@@ -272,7 +276,11 @@ class Module:
     def bytes_accessed(self, instr: Instruction) -> int:
         """Bytes an instruction reads and writes on one device: its operands' and its result
         (a fusion's: what crosses its boundary, as XLA counts a fused kernel). An estimate."""
-        if instr.opcode in NO_BUFFER_OPCODES or instr.opcode in ("parameter", "constant"):
+        if (
+            instr.opcode in NO_BUFFER_OPCODES
+            or instr.opcode in CONTROL_OPCODES
+            or instr.opcode in ("parameter", "constant")
+        ):
             return 0
         return sum(shape_bytes(s) for s in self.operand_shapes(instr)) + shape_bytes(instr.shape)
 
@@ -313,9 +321,9 @@ class Module:
         """The most bytes live at once on one device over the entry computation's schedule: the
         arguments throughout, each other result from the instruction that makes it to its last
         use (to the end when it is an output). Aliasing instructions (bitcast, tuple,
-        get-tuple-element) make no buffer; constants and the temporaries inside loop bodies and
-        fusions are not counted. An estimate of XLA's buffer assignment, which may share or
-        reuse buffers this walk keeps apart."""
+        get-tuple-element) make no buffer, a loop's result is its carry's; constants and the
+        temporaries inside loop bodies and fusions are not counted. An estimate of XLA's buffer
+        assignment, which may share or reuse buffers this walk keeps apart."""
         schedule = self.schedule()
         position = {i.name: k for k, i in enumerate(schedule)}
         by_name = {i.name: i for i in schedule}
@@ -325,7 +333,7 @@ class Module:
             instr = by_name.get(name)
             if instr is None or name in seen:
                 return []
-            if instr.opcode in NO_BUFFER_OPCODES:
+            if instr.opcode in NO_BUFFER_OPCODES or instr.opcode in IN_PLACE_OPCODES:
                 return [s for o in instr.operands for s in sources(o, seen | {name})]
             if instr.opcode == "constant":
                 return []
@@ -340,7 +348,7 @@ class Module:
         outputs = set(sources(root.name)) if root is not None else set()
         buffers: list[Buffer] = []
         for instr in schedule:
-            if instr.opcode in NO_BUFFER_OPCODES or instr.opcode == "constant":
+            if instr.opcode in NO_BUFFER_OPCODES or instr.opcode in IN_PLACE_OPCODES or instr.opcode == "constant":
                 continue
             start = -1 if instr.opcode == "parameter" else position[instr.name]
             stop = end if instr.opcode == "parameter" or instr.name in outputs else last.get(instr.name, start)

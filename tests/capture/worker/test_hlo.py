@@ -43,7 +43,15 @@ PROGRAMS = textwrap.dedent(
             return (h @ w2).sum()
     def single(a):
         return jnp.tanh(a @ a.T).sum()
+    def scanned(ws, x):
+        def layer(h, w):
+            return jnp.tanh(h @ w), None
+        return jax.lax.scan(layer, x, ws)[0].sum()
+    plain = lambda *shape: jax.ShapeDtypeStruct(shape, jnp.float32)
+    looped = jax.jit(scanned).lower(plain(6, 32, 32), plain(8, 32)).compile()
     out = {
+        "scanned": looped.as_text(),
+        "scanned_flops": str(looped.cost_analysis()["flops"]),
         "matmul": jax.jit(matmul).lower(spec((8, 64), None, "x"), spec((64, 16), "x", None)).compile().as_text(),
         "mapped": jax.jit(mapped).lower(spec((16, 8), "x")).compile().as_text(),
         "fsdp": jax.jit(fsdp).lower(spec((32, 64), "x", None), spec((64, 16), "x", None), spec((8, 32), "x", None)).compile().as_text(),
@@ -180,3 +188,18 @@ def test_flops_bytes_and_the_schedule_peak_on_one_device(texts: dict[str, str]) 
     assert peak.bytes == (8 * 16 + 16 * 16) * 4 + 2 * 8 * 16 * 4
     assert sorted(b.instruction.opcode for b in peak.live) == ["all-reduce", "fusion", "parameter", "parameter"]
     assert [p.parameter_number for p in module.schedule() if p.opcode == "parameter"] == [0, 1]
+
+
+def test_loop_bodies_are_counted_once_as_xla_counts_them(texts: dict[str, str]) -> None:
+    from jaxlsp.capture.worker.compiled import _kernels
+
+    module = hlo.parse_module(texts["scanned"])
+    kernels = _kernels(module)
+    assert any(k.opcode == "while" for k in kernels) and any(k.computation != module.entry for k in kernels)
+    flops = sum(module.flops(m) for k in kernels for m in (module.fused_members(k) if k.opcode == "fusion" else [k]))
+    xla = float(texts["scanned_flops"])
+    assert abs(flops - xla) <= 0.01 * xla, (flops, xla)  # one layer's product, as XLA counts it
+    # the loop updates its carry in place: its result is no second copy of the weights
+    peak = module.schedule_peak()
+    assert all(b.instruction.opcode != "while" for b in peak.live)
+    assert peak.bytes < 2 * (6 * 32 * 32 + 8 * 32) * 4
