@@ -95,7 +95,7 @@ def describe(graph: Graph, module: hlo.Module, spell: Any) -> dict[str, Any]:
 def _lower(closed: Any, traced: Any, shardings: list[Any]) -> Any:
     """The traced function lowered on its operands: ``jax.jit`` of the very function
     ``make_jaxpr`` traced, on the same operands, finds that trace in JAX's cache and only lowers
-    it (the transformer's lowering took 0.44 s this way against 0.68 s for a replay of the jaxpr).
+    it (the transformer's lowering took 0.21 s this way against 0.68 s for a replay of the jaxpr).
     Should that fail (a context the trace ran in and this call lacks), the jaxpr is replayed with
     ``jaxpr_as_fun``, which keeps each equation's frames and name stack, on abstract inputs with
     the operands' shardings."""
