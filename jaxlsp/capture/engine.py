@@ -77,6 +77,9 @@ class TraceRequest:
     answers: dict[str, Any] | None = None
     costs: bool = False  # measure XLA's costs of every equation (worker/costs.py)
     xla_compare: bool = False  # and XLA's whole-program cost and memory analysis (implies costs)
+    # compile the program for the profile's devices and read back collectives, fusions, shardings
+    # and per-device memory (worker/compiled.py)
+    compiled: bool = False
     values: ValuesOptions | None = None  # also run the graph on the profile's inputs (statistics)
     # The graph's workspace paths relative to the recipe's folder (the CLI) instead of the root.
     paths_from_recipe: bool = False
@@ -347,6 +350,8 @@ def build_request(
     request["limits"] = limits.resolve(req.limits)
     if req.costs or req.xla_compare:
         request["costs"] = {"cacheDir": str(cost_cache_dir()), "xlaCompare": req.xla_compare}
+    if req.compiled:
+        request["compiled"] = True
     if req.values is not None:
         request["values"] = req.values.request()
     names = resolved.profile.get("env")

@@ -14,10 +14,12 @@ from jaxlsp.server.views import View
 
 TRACE_COMMAND = wire.TRACE_GRAPH_COMMAND
 VALUES_COMMAND = wire.TRACE_WITH_VALUES_COMMAND
+COMPILED_COMMAND = wire.TRACE_COMPILED_COMMAND
 OPEN_COMMAND = wire.OPEN_GRAPH_COMMAND
 LENS_TITLE = "Trace graph"
 OPEN_TITLE = "Open graph"
 VALUES_TITLE = "Trace with values"
+COMPILED_TITLE = "Trace compiled"
 
 
 def to_range(span: Span, lines: Sequence[str], codec: PositionCodec) -> types.Range:
@@ -44,6 +46,12 @@ def values_command(uri: str, entry_name: str) -> types.Command:
     """The "Trace with values" lens: a trace with ``values`` (statistics on every value)."""
     argument: wire.TraceGraphArguments = {"uri": uri, "name": entry_name}
     return types.Command(title=VALUES_TITLE, command=VALUES_COMMAND, arguments=[argument])
+
+
+def compiled_command(uri: str, entry_name: str) -> types.Command:
+    """The "Trace compiled" code action: a trace with ``compiled`` (what XLA made of it)."""
+    argument: wire.TraceGraphArguments = {"uri": uri, "name": entry_name}
+    return types.Command(title=COMPILED_TITLE, command=COMPILED_COMMAND, arguments=[argument])
 
 
 def open_command(trace_id: str, node_id: str | None = None) -> types.Command:

@@ -113,11 +113,16 @@ class TraceGraphArguments(TypedDict):
     example: NotRequired[Annotated[str, Size(4096, least=1)]]
     values: NotRequired[bool]  # also run the graph on the profile's inputs ("Trace with values")
     dims: NotRequired[Dims]
+    compiled: NotRequired[bool]  # also compile for the profile's devices ("Trace compiled")
 
 
 TRACE_WITH_VALUES_COMMAND: Final = "jaxlsp.traceWithValues"
 """The "Trace with values" lens and code action: ``jaxlsp.traceGraph``'s argument, run with
 ``values`` (its own name, so that clients which run ``jaxlsp.traceGraph`` themselves pass it on)."""
+
+TRACE_COMPILED_COMMAND: Final = "jaxlsp.traceCompiled"
+"""The "Trace compiled" code action: ``jaxlsp.traceGraph``'s argument, run with ``compiled``
+(the collectives XLA inserted, by line and module; fusions; per-device costs and memory)."""
 
 OPEN_GRAPH_COMMAND: Final = "jaxlsp.openGraph"
 
@@ -148,6 +153,9 @@ class TraceParams(TypedDict):
     example: NotRequired[Annotated[str, Size(4096, least=1)]]
     values: NotRequired[bool]  # also run the graph on the profile's inputs: statistics on every value
     dims: NotRequired[Dims]  # sizes of the profile's symbolic dimensions (a values run needs them)
+    # also compile for the profile's devices and read what XLA made of it (collectives, fusions,
+    # per-device shapes, costs and memory): the result's ``compiled``
+    compiled: NotRequired[bool]
 
 
 class TraceSummary(TypedDict):
@@ -185,6 +193,38 @@ class ValuesSummary(TypedDict):
     zeroGradients: NotRequired[list[str]]  # gradient profiles: parameters whose gradient is all zero
 
 
+class CollectiveGroup(TypedDict):
+    """The collectives of one kind that one module's line caused."""
+
+    kind: str  # all-reduce | all-gather | reduce-scatter | all-to-all | collective-permute | ...
+    where: str  # "model.py:8" (relative, as the graph's paths), "" when unknown
+    scope: str  # the module path, "" outside modules
+    count: int
+    bytes: int  # their results' bytes on one device
+
+
+class CompiledModuleRow(TypedDict):
+    """One module of the compiled program, on one device (FLOPs and bytes estimated)."""
+
+    scope: str
+    flops: int
+    bytes: int
+    collectiveBytes: int
+    collectives: int
+
+
+class CompiledSummary(TypedDict):
+    """What XLA made of the program (``jaxlsp/trace`` with ``compiled``)."""
+
+    collectives: str  # the line "collectives: all-reduce ... at model.py:8 Dense_0; ..." or "collectives: none"
+    text: list[str]  # the lines ``jaxlsp trace --compiled`` prints
+    error: NotRequired[str]  # lowering or compiling failed (the graph stands)
+    groups: NotRequired[list[CollectiveGroup]]
+    modules: NotRequired[list[CompiledModuleRow]]
+    peakBytes: NotRequired[int]  # the compiled schedule's peak on one device
+    devices: NotRequired[int]
+
+
 class TraceResult(TypedDict):
     """``jaxlsp/trace`` response (and ``jaxlsp.traceGraph``'s) when a graph was made."""
 
@@ -198,6 +238,7 @@ class TraceResult(TypedDict):
     saved: NotRequired[str]  # the jaxlsp.toml URI the profile was written to
     inputsFrom: NotRequired[str]  # "tests/test_models.py:25 (test)": the call site the inputs came from
     values: NotRequired[ValuesSummary]  # with ``values``: what the run found
+    compiled: NotRequired[CompiledSummary]  # with ``compiled``: what XLA made of the program
 
 
 class ExampleChoice(TypedDict):

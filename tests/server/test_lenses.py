@@ -141,10 +141,12 @@ async def test_code_actions(client: JaxClient) -> None:
         if not actions:
             found[case] = None
             continue
-        action, values = actions  # "Trace graph" and "Trace with values" on every entrypoint
+        # "Trace graph", "Trace with values" and "Trace compiled" on every entrypoint
+        action, values, compiled = actions
         assert isinstance(action, types.CodeAction) and isinstance(values, types.CodeAction), case
         assert action.title == f"Trace graph: {expected}", case
         assert values.title == f"Trace with values: {expected}", case
+        assert compiled.title == f"Trace compiled: {expected}", case
         name = action.command.arguments[0]["name"] if action.command and action.command.arguments else None
         assert command_of(action.command) == trace_command(uri, str(name)), case
         assert command_of(values.command) == (
@@ -152,6 +154,7 @@ async def test_code_actions(client: JaxClient) -> None:
             "jaxlsp.traceWithValues",
             [{"uri": uri, "name": name}],
         )
+        assert command_of(compiled.command) == ("Trace compiled", "jaxlsp.traceCompiled", [{"uri": uri, "name": name}])
         found[case] = name
     assert found == {case: expected for case, (_, _, expected) in ACTION_CASES.items()}
 
@@ -159,10 +162,10 @@ async def test_code_actions(client: JaxClient) -> None:
 async def test_code_action_for_a_range_over_a_body(client: JaxClient) -> None:
     uri = client.open("mixed.py")
     actions = await client.actions(uri, 16, 0, end=(18, 20))
-    assert [a.title for a in actions] == ["Trace graph: Dense", "Trace with values: Dense"]
+    assert [a.title for a in actions] == ["Trace graph: Dense", "Trace with values: Dense", "Trace compiled: Dense"]
     # A range that reaches from a plain class into a def line touches that def line.
     actions = await client.actions(uri, 22, 0, end=(28, 0))
-    assert [a.title for a in actions] == ["Trace graph: scale", "Trace with values: scale"]
+    assert [a.title for a in actions] == ["Trace graph: scale", "Trace with values: scale", "Trace compiled: scale"]
 
 
 # -- jaxlsp/discover ---------------------------------------------------------------------------
@@ -248,7 +251,11 @@ async def test_incremental_edits_add_and_remove_entrypoints(client: JaxClient) -
     # And back: the lens returns, and a code action finds the new function at its new line.
     client.edit(uri, (12, 12), (12, 18), "nn.Module")
     assert await client.lens_names(uri) == shifted
-    assert [a.title for a in await client.actions(uri, 98, 4)] == ["Trace graph: added", "Trace with values: added"]
+    assert [a.title for a in await client.actions(uri, 98, 4)] == [
+        "Trace graph: added",
+        "Trace with values: added",
+        "Trace compiled: added",
+    ]
 
     # Turn a JAX-free function into a JAX one within its body.
     client.edit(uri, (35, 17), (35, 18), "jnp.sum(i)")  # "total += i" -> "total += jnp.sum(i)"
@@ -295,6 +302,7 @@ async def test_base_class_edit_in_open_document_changes_subclass_lenses(client: 
     assert [a.title for a in await client.actions(sub, 5, 4)] == [
         "Trace graph: ViaPackage",
         "Trace with values: ViaPackage",
+        "Trace compiled: ViaPackage",
     ]
     _assert_refresh_policy(client)
 

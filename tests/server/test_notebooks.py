@@ -166,7 +166,7 @@ async def test_lenses_trace_hover_and_reveal_in_cells_while_cells_move(vscode: J
     assert await trace_lenses(client, notebook.at(SOFTMAX)) == [("softmax_rows", 0)]
     assert await trace_lenses(client, notebook.at(3)) == []
     actions = await client.actions(dense, DENSE_LINE)
-    assert [a.title for a in actions] == ["Trace graph: Dense2", "Trace with values: Dense2"]
+    assert [a.title for a in actions] == ["Trace graph: Dense2", "Trace with values: Dense2", "Trace compiled: Dense2"]
     found = client.plain(await client.request("jaxlsp/discover", {"textDocument": {"uri": dense}}))
     assert [(e["name"], e["cell"], e["range"]["start"]["line"]) for e in found["entrypoints"]] == [("Dense2", DENSE, 0)]
 

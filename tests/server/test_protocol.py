@@ -29,6 +29,7 @@ COMMANDS = [  # sorted, as advertised: derived from the registered commands
     "jaxlsp.listTrusted",
     "jaxlsp.openGraph",
     "jaxlsp.revokeTrust",
+    "jaxlsp.traceCompiled",
     "jaxlsp.traceGraph",
     "jaxlsp.traceWithValues",
 ]
@@ -313,7 +314,11 @@ async def test_a_session_never_imports_jax(importtime_client: StderrClient) -> N
     assert [(lens.data["name"], lens.range.start.line) for lens in lenses] == MIXED_LENSES
     for lens in lenses:
         await client.within(client.code_lens_resolve_async(lens))
-    assert [a.title for a in await client.actions(mixed, 18, 8)] == ["Trace graph: Dense", "Trace with values: Dense"]
+    assert [a.title for a in await client.actions(mixed, 18, 8)] == [
+        "Trace graph: Dense",
+        "Trace with values: Dense",
+        "Trace compiled: Dense",
+    ]
     await client.request("jaxlsp/discover", {"textDocument": {"uri": mixed}})
     error = await _execute(client, [{"uri": mixed, "name": "Dense"}])
     assert error.code == REQUEST_FAILED

@@ -308,6 +308,7 @@ async def test_lens_titles_carry_the_last_trace(trusted: JaxClient) -> None:
         ("Trace graph: predict", "jaxlsp.traceGraph"),
         ("Open graph: predict", "jaxlsp.openGraph"),
         ("Trace with values: predict", "jaxlsp.traceWithValues"),
+        ("Trace compiled: predict", "jaxlsp.traceCompiled"),
     ]
     client.edit(uri, (11, 4), (11, 4), "# ")
     assert (await title()).startswith("Re-trace (stale) · ")

@@ -100,9 +100,12 @@ export interface TraceGraphArguments {
   example?: string;
   values?: boolean;
   dims?: Dims;
+  compiled?: boolean;
 }
 
 export const TRACE_WITH_VALUES_COMMAND = "jaxlsp.traceWithValues";
+
+export const TRACE_COMPILED_COMMAND = "jaxlsp.traceCompiled";
 
 export const OPEN_GRAPH_COMMAND = "jaxlsp.openGraph";
 
@@ -131,6 +134,7 @@ export interface TraceParams {
   example?: string;
   values?: boolean;
   dims?: Dims;
+  compiled?: boolean;
 }
 
 export interface TraceSummary {
@@ -171,6 +175,41 @@ export interface ValuesSummary {
 }
 
 /**
+ * The collectives of one kind that one module's line caused.
+ */
+export interface CollectiveGroup {
+  kind: string;
+  where: string;
+  scope: string;
+  count: number;
+  bytes: number;
+}
+
+/**
+ * One module of the compiled program, on one device (FLOPs and bytes estimated).
+ */
+export interface CompiledModuleRow {
+  scope: string;
+  flops: number;
+  bytes: number;
+  collectiveBytes: number;
+  collectives: number;
+}
+
+/**
+ * What XLA made of the program (`jaxlsp/trace` with `compiled`).
+ */
+export interface CompiledSummary {
+  collectives: string;
+  text: string[];
+  error?: string;
+  groups?: CollectiveGroup[];
+  modules?: CompiledModuleRow[];
+  peakBytes?: number;
+  devices?: number;
+}
+
+/**
  * `jaxlsp/trace` response (and `jaxlsp.traceGraph`'s) when a graph was made.
  */
 export interface TraceResult {
@@ -184,6 +223,7 @@ export interface TraceResult {
   saved?: string;
   inputsFrom?: string;
   values?: ValuesSummary;
+  compiled?: CompiledSummary;
 }
 
 /**

@@ -1,6 +1,7 @@
 """``textDocument/codeLens`` (+ resolve) and ``textDocument/codeAction``: one "Trace graph" per
 entrypoint, and once it is traced an "Open graph" and a "Trace with values" beside it (as code
-actions too, for editors without lenses; "Trace with values" is always one), and on a values
+actions too, for editors without lenses; "Trace with values" and "Trace compiled" are always
+code actions), and on a values
 run's first non-finite diagnostic an action that opens the graph at its node. A notebook cell's
 document gets the lenses of the entrypoints in that cell.
 
@@ -22,9 +23,11 @@ from jaxlsp.discovery import Discovery, Entrypoint
 from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
 from jaxlsp.server.convert import (
+    COMPILED_TITLE,
     LENS_TITLE,
     OPEN_TITLE,
     VALUES_TITLE,
+    compiled_command,
     open_command,
     shown_span,
     to_range,
@@ -150,6 +153,10 @@ class Lenses:
         values = values_command(uri, entry.name)
         actions.append(
             types.CodeAction(title=f"{VALUES_TITLE}: {entry.name}", kind=types.CodeActionKind.Empty, command=values)
+        )
+        compiled = compiled_command(uri, entry.name)
+        actions.append(
+            types.CodeAction(title=f"{COMPILED_TITLE}: {entry.name}", kind=types.CodeActionKind.Empty, command=compiled)
         )
         return actions
 

@@ -35,6 +35,7 @@ from jaxlsp.capture.engine import (
 from jaxlsp.capture.options import CaptureOptions
 from jaxlsp.capture.service import Busy, CaptureService
 from jaxlsp.discovery.callsites import CallSiteFinder
+from jaxlsp.graph.compiled import summary_json as compiled_summary
 from jaxlsp.graph.model import Frame
 from jaxlsp.graph.report import summarize
 from jaxlsp.graph.store import Trace
@@ -52,7 +53,7 @@ from jaxlsp.server.views import OpenNotebooks
 log = logging.getLogger(__name__)
 # Work-done percentages at the start of each phase (the worker announces import, trace, build).
 # run: an example, to learn the inputs; values: the graph run on the profile's inputs
-PHASE_PERCENT = {"run": 10, "import": 10, "trace": 40, "build": 70, "costs": 75, "values": 80}
+PHASE_PERCENT = {"run": 10, "import": 10, "trace": 40, "build": 70, "costs": 75, "compile": 78, "values": 80}
 NON_FINITE = "non-finite"  # the code of a values run's first non-finite diagnostic
 SHAPE_CONTRACT = "shape-contract"  # the code of a jaxtyping annotation the traced values broke
 
@@ -79,6 +80,7 @@ class TraceArgs:
     example: str | None = None  # run this example to learn the inputs (capture/autoinputs.py)
     values: bool = False  # also run the graph on the profile's inputs
     dims: dict[str, int] | None = None  # sizes of symbolic dimensions, for a values run
+    compiled: bool = False  # also compile for the profile's devices (what XLA made of it)
 
     @classmethod
     def parse(cls, arg: Any, where: str, notebooks: OpenNotebooks) -> TraceArgs:
@@ -107,6 +109,7 @@ class TraceArgs:
             data.get("example"),
             data.get("values", False),
             data.get("dims") or None,
+            data.get("compiled", False),
         )
 
 
@@ -146,6 +149,16 @@ class Tracing:
                 dataclasses.replace(TraceArgs.parse(args[0], "arguments[0]", ls.notebooks), values=True)
             )
 
+        @server.command(wire.TRACE_COMPILED_COMMAND)
+        async def trace_compiled(ls: JaxServer, *args: Any) -> TraceAnswer:
+            if len(args) != 1:
+                raise invalid(
+                    f"{wire.TRACE_COMPILED_COMMAND}: expected one argument {{uri, name, profile?}}, got {len(args)}"
+                )
+            return await self.trace(
+                dataclasses.replace(TraceArgs.parse(args[0], "arguments[0]", ls.notebooks), compiled=True)
+            )
+
         @server.feature(wire.TRACE)
         async def trace(ls: JaxServer, params: Any) -> TraceAnswer:
             return await self.trace(TraceArgs.parse(params, "params", ls.notebooks))
@@ -173,7 +186,9 @@ class Tracing:
             for hear in self.explicit:
                 hear(False)
         if "traceId" in answer:
-            self.picked[(args.uri, args.name)] = dataclasses.replace(args, save=False, values=False, dims=None)
+            self.picked[(args.uri, args.name)] = dataclasses.replace(
+                args, save=False, values=False, dims=None, compiled=False
+            )
         return answer
 
     async def live(self, args: TraceArgs, folder: Path) -> Outcome:
@@ -211,6 +226,7 @@ class Tracing:
             run_examples=False,
             find_sites=self._sites,
             values=ValuesOptions(dims=dict(args.dims or {})) if args.values else None,
+            compiled=args.compiled,
         )
 
     async def _run(self, args: TraceArgs, folder: Path, live: bool = False) -> TraceAnswer:
@@ -276,6 +292,9 @@ class Tracing:
         self.diagnose_contracts(args.uri, args.name, trace)
         for hear in self.traced:
             hear(args, trace)
+        compiled = compiled_summary(graph)
+        if compiled is not None:
+            result["compiled"] = compiled  # type: ignore[typeddict-item]  # summary_json's keys are CompiledSummary's
         if graph.execution is not None:
             result["values"] = self.values_summary(trace)
             self.diagnose_values(args.uri, args.name, trace)
