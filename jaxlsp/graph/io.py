@@ -46,7 +46,7 @@ _TOP_KEYS = (
     "values",
     "groups",
 )
-_OPTIONAL_TOP_KEYS = ("costs", "execution", "contracts")
+_OPTIONAL_TOP_KEYS = ("costs", "execution", "contracts", "time")
 # The graph's ``costs``: how the per-node figures were measured (docs/graph-format.md).
 _GRAPH_COST_KEYS = ("equations", "measured", "unique", "cached", "lowered", "unknown", "seconds", "xla")
 _NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
@@ -160,6 +160,8 @@ def to_json(graph: Graph) -> dict[str, Any]:
         data["execution"] = _jsonable(graph.execution)
     if graph.contracts is not None:
         data["contracts"] = _jsonable(graph.contracts)
+    if graph.time is not None:
+        data["time"] = _jsonable(graph.time)
     return data
 
 
@@ -764,6 +766,7 @@ def _from_json(data: Any) -> Graph:
         costs=_graph_costs(d.get("costs")),
         execution=None if d.get("execution") is None else _execution(d["execution"], "execution"),
         contracts=None if d.get("contracts") is None else _contracts(d["contracts"], "contracts"),
+        time=None if d.get("time") is None else _time(d["time"], "time"),
         format=FORMAT,
         version=VERSION,
         backend=BACKEND,
@@ -791,6 +794,46 @@ def _contracts(data: Any, path: str) -> dict[str, Any]:
             _str(v[key], f"{where}.{key}")
         _list(v["bindings"], f"{where}.bindings")
         _obj(v["source"], f"{where}.source", ("path", "line", "column", "endLine", "endColumn"), ("cell",))
+    copied: dict[str, Any] = _json_copy(d, path)
+    return copied
+
+
+_TIME_KEYS = ("platform", "device", "devices", "timeline", "repeat", "warmup", "step", "steps", "compile")
+_TIME_FIGURES = ("busy", "attributed", "split", "nodes", "lines", "modules", "ops", "notes")
+
+
+def _time(data: Any, path: str) -> dict[str, Any]:
+    """The ``time`` section (jaxlsp.graph.timing): what readers total up is checked."""
+    d = _obj(data, path, _TIME_KEYS + _TIME_FIGURES, ())
+
+    def seconds(value: Any, where: str) -> None:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+            raise _fail(where, f"expected seconds (a number >= 0), got {_kind(value)}")
+
+    for key in ("step", "compile", "busy", "attributed"):
+        seconds(d[key], _join(path, key))
+    for key in ("repeat", "devices"):
+        _int(d[key], _join(path, key), 1)
+    _int(d["warmup"], _join(path, "warmup"), 0)
+    for i, s in enumerate(_list(d["steps"], _join(path, "steps"))):
+        seconds(s, f"{path}.steps[{i}]")
+    nodes = d["nodes"]
+    if not isinstance(nodes, dict):
+        raise _fail(_join(path, "nodes"), f"expected an object, got {_kind(nodes)}")
+    for nid, s in nodes.items():
+        seconds(s, f"{path}.nodes.{nid}")
+    for key, required, optional in (
+        ("lines", ("path", "line", "seconds"), ("cell",)),
+        ("modules", ("module", "seconds"), ()),
+        ("ops", ("name", "opcode", "seconds", "count", "nodes"), ()),
+    ):
+        for i, item in enumerate(_list(d[key], _join(path, key))):
+            where = f"{path}.{key}[{i}]"
+            _obj(item, where, required, optional)
+            seconds(item["seconds"], f"{where}.seconds")
+            if key == "ops":
+                _strs(item["nodes"], f"{where}.nodes")
+    _strs(d["notes"], _join(path, "notes"))
     copied: dict[str, Any] = _json_copy(d, path)
     return copied
 

@@ -1,0 +1,145 @@
+"""Measured time (``jaxlsp trace --time``, ``time: true``): the traced program compiled, run on the
+profile's real inputs (made as for a values run) once to warm up and then ``repeat`` times under
+``jax.profiler``, the profile read back (``devicetime``) and each HLO op's device time attributed
+to the graph's nodes (``jaxlsp.graph.timing``) through the compiled program's metadata
+(``hlo``). Runs in the user's interpreter, after the graph and its costs are built.
+
+Nothing here assumes the CPU: the profiler's events are read by the HLO names their stats carry,
+on an accelerator's own timeline when it has one (``--device cuda:0``), else on the host's threads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import re
+import shutil
+import tempfile
+import time
+from typing import Any
+
+from jaxlsp.capture.worker import devicetime
+from jaxlsp.capture.worker.failures import CaptureError
+from jaxlsp.graph import timing as graph_timing
+from jaxlsp.graph.model import Graph
+
+DEFAULT_REPEAT = 5
+MAX_REPEAT = 1000
+WARMUP = 1
+_MODULE_NAME = re.compile(r"^HloModule\s+([^\s,]+)")
+# On a GPU, XLA records runs of kernels as CUDA graphs (command buffers), which the profiler
+# times as one launch: off for a timed compile, so each kernel is seen with its op's name.
+GPU_OPTIONS = {"xla_gpu_enable_command_buffer": ""}
+
+
+def measure(graph: Graph, traced: Any, options: dict[str, Any], device: Any) -> None:
+    """Fill ``graph.time``; ``traced``: the target's function and its concrete operands; ``device``:
+    the device to run on (None: the CPU). Raises CaptureError naming what failed."""
+    import jax
+
+    repeat = int(options.get("repeat", DEFAULT_REPEAT))
+    if not 1 <= repeat <= MAX_REPEAT:
+        raise CaptureError("refused", f"time: repeat must be from 1 to {MAX_REPEAT}, got {repeat}")
+    platform = "cpu" if device is None else str(device.platform)
+    where = "cpu" if device is None else f"{device.platform}:{device.id}"
+    on_device = jax.default_device(device) if device is not None else contextlib.nullcontext()
+    notes: list[str] = []
+    with on_device:
+        t0 = time.perf_counter()
+        try:
+            lowered = jax.jit(traced.fn).lower(*traced.operands)
+            compiled = _compile(lowered, platform, notes)
+        except Exception as exc:
+            raise CaptureError("trace", f"time: compiling the program failed: {type(exc).__name__}: {exc}") from None
+        compile_seconds = time.perf_counter() - t0
+        text = compiled.as_text()
+        found = _MODULE_NAME.match(text)
+        module = found.group(1) if found else None
+        try:
+            ready: Any = jax.block_until_ready  # untyped in jax
+            for _ in range(WARMUP):
+                ready(compiled(*traced.operands))
+            steps, data = _profiled(jax, compiled, traced.operands, repeat)
+        except CaptureError:
+            raise
+        except Exception as exc:
+            raise CaptureError("trace", f"time: running the program failed: {type(exc).__name__}: {exc}") from None
+    try:
+        times = devicetime.read(data, module)
+    except devicetime.ProfileError as exc:
+        raise CaptureError("trace", f"time: {exc}") from None
+    devices = max(1, len(times.busy))
+    per_step = 1.0 / (repeat * devices)
+    mapped = ops_to_nodes(text, graph)
+    ops = []
+    for name, seconds in times.ops.items():
+        opcode, nodes = mapped.get(name, ("", []))
+        ops.append(graph_timing.Op(name, opcode, seconds * per_step, times.counts.get(name, 0), nodes))
+    if times.others:
+        notes.append(f"other programs ran while profiling and are left out: {', '.join(times.others[:5])}")
+    graph.time = graph_timing.section(
+        graph,
+        ops,
+        step=sum(steps) / len(steps),
+        steps=steps,
+        busy=times.total * per_step,
+        compile_seconds=compile_seconds,
+        repeat=repeat,
+        warmup=WARMUP,
+        device=where,
+        devices=devices,
+        timeline=times.where,
+        notes=notes,
+    )
+
+
+def _compile(lowered: Any, platform: str, notes: list[str]) -> Any:
+    if platform not in ("cuda", "gpu", "rocm"):
+        return lowered.compile()
+    try:
+        return lowered.compile(GPU_OPTIONS)
+    except Exception as exc:  # an XLA that does not know the option: its kernels may then hide in graphs
+        notes.append(f"compiled with command buffers ({type(exc).__name__}: the option to turn them off was refused)")
+        return lowered.compile()
+
+
+def _profiled(jax: Any, compiled: Any, operands: Any, repeat: int) -> tuple[list[float], Any]:
+    """Run ``compiled`` ``repeat`` times under the profiler: each run's wall seconds (to its
+    results being ready) and the profile read back."""
+    from jax.profiler import ProfileData
+
+    folder = tempfile.mkdtemp(prefix="jaxlsp-time-")
+    try:
+        try:
+            jax.profiler.start_trace(folder)
+        except RuntimeError as exc:  # the user's code left a trace running
+            raise CaptureError("refused", f"time: the profiler could not start: {exc}") from None
+        steps: list[float] = []
+        try:
+            for _ in range(repeat):
+                t0 = time.perf_counter()
+                jax.block_until_ready(compiled(*operands))
+                steps.append(time.perf_counter() - t0)
+        finally:
+            jax.profiler.stop_trace()
+        files = sorted(glob.glob(os.path.join(folder, "**", "*.xplane.pb"), recursive=True))
+        if not files:
+            raise CaptureError("trace", "time: the profiler wrote no trace (no .xplane.pb file)")
+        return steps, ProfileData.from_file(files[-1])
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def ops_to_nodes(text: str, graph: Graph) -> dict[str, tuple[str, list[str]]]:
+    """HLO instruction name -> (its opcode, the graph node ids it comes from), for every
+    instruction of the compiled program's non-fusion computations (the ones that run)."""
+    from jaxlsp.capture.worker import hlo
+
+    module = hlo.parse_module(text)
+    mapped = hlo.map_module(module, graph.nodes)
+    return {
+        instr.name: (instr.opcode, mapped.get(instr.name, []))
+        for instr in module.instructions()
+        if instr.opcode != "parameter"
+    }
