@@ -121,6 +121,7 @@ def _trace(args: argparse.Namespace) -> int:
             limits=_limits(args),
             costs=bool(args.costs or args.xla_compare),
             xla_compare=bool(args.xla_compare),
+            compiled=bool(args.compiled),
             values=values,
             time=timed,
             paths_from_recipe=True,
@@ -158,6 +159,11 @@ def _trace(args: argparse.Namespace) -> int:
 
         print()
         print(render_analysis(graph, bool(args.costs or args.xla_compare), bool(args.precision)))
+    if args.compiled:
+        from jaxlsp.graph.compiled import render as render_compiled
+
+        print()
+        print(render_compiled(graph))
     if graph.execution is not None:
         print()
         print(render_values(graph))
@@ -187,6 +193,11 @@ def _trace(args: argparse.Namespace) -> int:
         print(f"wrote values: {args.save_values} ({len(saved.get('keys', []))} arrays){missing}")
     if args.save:
         return _save(outcome)
+    if args.compiled and (graph.compiled is None or graph.compiled.get("error")):
+        # the graph was made (and written), the compiled program was not: not a success
+        why = (graph.compiled or {}).get("error", "this capture path does not compile (a run of an example)")
+        print(f"jaxlsp trace: compiling {args.target} failed: {why}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -405,6 +416,12 @@ def parser() -> argparse.ArgumentParser:
         "--xla-compare",
         action="store_true",
         help="with --costs: also XLA's whole-program cost and memory analysis, beside ours (slower: compiles)",
+    )
+    t.add_argument(
+        "--compiled",
+        action="store_true",
+        help="also compile for the profile's devices: the collectives XLA inserted (by line and module), fusions, "
+        "per-device shapes, costs and peak memory",
     )
     t.add_argument(
         "--precision", action="store_true", help="print dtype conversions and matmul precision settings per module"

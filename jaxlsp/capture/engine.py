@@ -90,6 +90,9 @@ class TraceRequest:
     answers: dict[str, Any] | None = None
     costs: bool = False  # measure XLA's costs of every equation (worker/costs.py)
     xla_compare: bool = False  # and XLA's whole-program cost and memory analysis (implies costs)
+    # compile the program for the profile's devices and read back collectives, fusions, shardings
+    # and per-device memory (worker/compiled.py)
+    compiled: bool = False
     values: ValuesOptions | None = None  # also run the graph on the profile's inputs (statistics)
     time: TimeOptions | None = None  # also time the compiled program on those inputs (implies costs)
     # The graph's workspace paths relative to the recipe's folder (the CLI) instead of the root.
@@ -364,6 +367,8 @@ def build_request(
     # A timed run splits a fusion's time over its equations by their FLOPs: it needs the costs.
     if req.costs or req.xla_compare or req.time is not None:
         request["costs"] = {"cacheDir": str(cost_cache_dir()), "xlaCompare": req.xla_compare}
+    if req.compiled:
+        request["compiled"] = True
     if req.values is not None:
         request["values"] = req.values.request()
     if req.time is not None:

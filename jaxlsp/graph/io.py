@@ -46,7 +46,7 @@ _TOP_KEYS = (
     "values",
     "groups",
 )
-_OPTIONAL_TOP_KEYS = ("costs", "execution", "contracts", "time")
+_OPTIONAL_TOP_KEYS = ("costs", "execution", "contracts", "compiled", "time")
 # The graph's ``costs``: how the per-node figures were measured (docs/graph-format.md).
 _GRAPH_COST_KEYS = ("equations", "measured", "unique", "cached", "lowered", "unknown", "seconds", "xla")
 _NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
@@ -160,6 +160,8 @@ def to_json(graph: Graph) -> dict[str, Any]:
         data["execution"] = _jsonable(graph.execution)
     if graph.contracts is not None:
         data["contracts"] = _jsonable(graph.contracts)
+    if graph.compiled is not None:
+        data["compiled"] = _jsonable(graph.compiled)
     if graph.time is not None:
         data["time"] = _jsonable(graph.time)
     return data
@@ -766,6 +768,7 @@ def _from_json(data: Any) -> Graph:
         costs=_graph_costs(d.get("costs")),
         execution=None if d.get("execution") is None else _execution(d["execution"], "execution"),
         contracts=None if d.get("contracts") is None else _contracts(d["contracts"], "contracts"),
+        compiled=None if d.get("compiled") is None else _compiled(d["compiled"], "compiled"),
         time=None if d.get("time") is None else _time(d["time"], "time"),
         format=FORMAT,
         version=VERSION,
@@ -794,6 +797,35 @@ def _contracts(data: Any, path: str) -> dict[str, Any]:
             _str(v[key], f"{where}.{key}")
         _list(v["bindings"], f"{where}.bindings")
         _obj(v["source"], f"{where}.source", ("path", "line", "column", "endLine", "endColumn"), ("cell",))
+    copied: dict[str, Any] = _json_copy(d, path)
+    return copied
+
+
+def _compiled(data: Any, path: str) -> dict[str, Any]:
+    """The ``compiled`` section (jaxlsp.graph.compiled reads it): the members readers rely on are
+    checked, the rest copied whole."""
+    d = _open_obj(data, path, ("platform",))
+    _str(d["platform"], _join(path, "platform"))
+    if d.get("error") is not None:
+        _str(d["error"], _join(path, "error"))
+    for i, item in enumerate(_list(d.get("collectives", []), _join(path, "collectives"))):
+        where = f"{_join(path, 'collectives')}[{i}]"
+        c = _open_obj(item, where, ("kind", "instruction", "shape", "bytes", "nodes", "scope", "source"))
+        for key in ("kind", "instruction", "shape", "scope"):
+            _str(c[key], _join(where, key))
+        _int(c["bytes"], _join(where, "bytes"), 0)
+        for k, nid in enumerate(_list(c["nodes"], _join(where, "nodes"))):
+            _str(nid, f"{_join(where, 'nodes')}[{k}]", nonempty=True)
+        if c["source"] is not None:
+            s = _open_obj(c["source"], _join(where, "source"), ("path", "line"))
+            _str(s["path"], _join(where, "source.path"))
+            _int(s["line"], _join(where, "source.line"), 0)
+    for i, item in enumerate(_list(d.get("modules", []), _join(path, "modules"))):
+        where = f"{_join(path, 'modules')}[{i}]"
+        m = _open_obj(item, where, ("scope", "flops", "bytes", "collectiveBytes", "collectives"))
+        _str(m["scope"], _join(where, "scope"))
+        for key in ("flops", "bytes", "collectiveBytes", "collectives"):
+            _int(m[key], _join(where, key), 0)
     copied: dict[str, Any] = _json_copy(d, path)
     return copied
 

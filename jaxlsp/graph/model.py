@@ -116,6 +116,9 @@ class Graph:
     # The workspace's jaxtyping annotations checked against the traced values (docs/graph-format.md
     # "Contracts"): {checked, violations, notes?}. None when the workspace does not use jaxtyping.
     contracts: dict[str, Any] | None = None
+    # What XLA made of the program (docs/graph-format.md "Compiled"): collectives, fusions,
+    # per-device shapes, costs and memory of the compiled program. None unless traced --compiled.
+    compiled: dict[str, Any] | None = None
     # Measured device time (``jaxlsp trace --time``; docs/graph-format.md "Time", jaxlsp.graph.timing):
     # the step, seconds per node, line and module, the HLO ops that ran. None when not timed.
     time: dict[str, Any] | None = None

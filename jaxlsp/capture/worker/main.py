@@ -347,6 +347,7 @@ def build_graph(
             found.kind,
             extra if extra is not None else {},
             found.loader.notebook,
+            found.device,
         )
 
 
@@ -365,11 +366,13 @@ def graph_from_jaxpr(
     kind: str,
     extra: dict[str, Any],
     notebook: Any = None,
+    device: Any = None,
 ) -> tuple[Any, Any]:
     """The graph from a traced jaxpr (``t0``: when building started), with XLA's costs when the
     request asks, and its builder (which recorded the walk when a values run follows); ``extra``
     receives the roots its relative paths are relative to; ``notebook``: the loader's notebook
-    (its cell and notes) when the target is defined in one."""
+    (its cell and notes) when the target is defined in one; ``device``: the jax device a compiled
+    program is made for (None: the default, the CPU)."""
     from jaxlsp.capture.worker import targets
     from jaxlsp.capture.worker.build import GraphBuilder, forwarded_outputs
     from jaxlsp.capture.worker.paths import Spelling
@@ -421,6 +424,14 @@ def graph_from_jaxpr(
             graph, gb.eqns, closed, dict(costs), str(used_profile.get("device", "cpu")), bool(used_profile.get("x64"))
         )
         timings["costs"] = time.perf_counter() - t0
+    if request.get("compiled"):
+        announce(request, "compile")
+        t0 = time.perf_counter()
+        from jaxlsp.capture.worker.compiled import measure as compile_program
+
+        platform = str(used_profile.get("device", "cpu")).split(":", 1)[0] or "cpu"
+        compile_program(graph, closed, traced.operands, device, platform, lambda p: spelling.spell(p)[0])
+        timings["compile"] = time.perf_counter() - t0
     return graph, gb
 
 

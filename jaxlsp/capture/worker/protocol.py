@@ -169,6 +169,7 @@ class WorkerRequest(TypedDict):
     limits: NotRequired[dict[str, int]]  # graph-size limits {equations, values, bytes} (worker/limits.py)
     costs: NotRequired[CostOptions]  # measure XLA's costs of every equation (worker/costs.py)
     values: NotRequired[ValuesRequest]  # also evaluate the graph: statistics on every value
+    compiled: NotRequired[bool]  # compile for the profile's devices and read the HLO back (worker/compiled.py)
     time: NotRequired[TimeRequest]  # also run the compiled program under the profiler (implies costs)
     # The folder the graph's workspace paths are relative to (worker/paths.py); default workspaceRoot.
     # The CLI sends the recipe's folder.
