@@ -18,6 +18,7 @@ Replica groups come as ``{{0,1},{2,3}}``, as an iota ``[2,2]<=[4]`` (optionally 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -857,6 +858,13 @@ def _node_frames(node: Any) -> list[Any]:
     return frames
 
 
+@functools.lru_cache(maxsize=16384)
+def _scope_set(op_name: str) -> frozenset[str]:
+    """``scope_names`` as a set, once per op_name: an instruction is scored against every node at
+    its line (a 12-layer transformer: 95,000 scores of 1,800 instructions, 5 s unshared)."""
+    return frozenset(scope_names(op_name))
+
+
 def _score(instr: Instruction, node: Any) -> tuple[int, int, int]:
     """Higher is better: the frame matches (file, line, column), then the name stack agrees."""
     frame = instr.frames[0] if instr.frames else None
@@ -865,7 +873,7 @@ def _score(instr: Instruction, node: Any) -> tuple[int, int, int]:
         for f in _node_frames(node):
             if f.line == frame.line and _same_file(frame.file, f.path):
                 best_frame = max(best_frame, 2 if f.column == frame.column else 1)
-    names = set(scope_names(instr.op_name))
+    names = _scope_set(instr.op_name)
     scope_parts = [p for p in (node.scope or "").split("/") if p]
     agree = sum(1 for p in scope_parts if p in names or any(n.endswith("::" + p) or n == p for n in names))
     extra = len(scope_parts) - agree
@@ -913,6 +921,17 @@ def map_module(module: Module, nodes: Sequence[NodeLike]) -> dict[str, list[str]
     index = NodeIndex.build(nodes)
     inner = {c for i in module.instructions() if i.opcode == "fusion" for c in i.called}
     out: dict[str, list[str]] = {}
+    # An equation lowers to several instructions of one op_name and frame, which map alike: each
+    # such pair is looked up once (a 12-layer transformer: 3,280 instructions).
+    known: dict[tuple[str, tuple[SourceFrame, ...]], list[str]] = {}
+
+    def lookup(member: Instruction) -> list[str]:
+        key = (member.op_name, member.frames[:1])
+        found = known.get(key)
+        if found is None:
+            found = known[key] = map_instruction(member, index)
+        return found
+
     for comp in module.computations.values():
         if comp.name in inner:
             continue
@@ -922,7 +941,7 @@ def map_module(module: Module, nodes: Sequence[NodeLike]) -> dict[str, list[str]
             ids: list[str] = []
             members = module.fused_members(instr) if instr.opcode == "fusion" else [instr]
             for member in members:
-                for nid in map_instruction(member, index):
+                for nid in lookup(member):
                     if nid not in ids:
                         ids.append(nid)
             if not ids and instr.opcode == "fusion":
