@@ -831,7 +831,7 @@ def _compiled(data: Any, path: str) -> dict[str, Any]:
 
 
 _TIME_KEYS = ("platform", "device", "devices", "timeline", "repeat", "warmup", "step", "steps", "compile")
-_TIME_FIGURES = ("busy", "attributed", "split", "nodes", "lines", "modules", "ops", "notes")
+_TIME_FIGURES = ("busy", "attributed", "split", "nodes", "lines", "modules", "ops", "notes", "phases")
 
 
 def _time(data: Any, path: str) -> dict[str, Any]:
@@ -866,6 +866,11 @@ def _time(data: Any, path: str) -> dict[str, Any]:
             if key == "ops":
                 _strs(item["nodes"], f"{where}.nodes")
     _strs(d["notes"], _join(path, "notes"))
+    phases = d["phases"]
+    if not isinstance(phases, dict):
+        raise _fail(_join(path, "phases"), f"expected an object, got {_kind(phases)}")
+    for name, s in phases.items():
+        seconds(s, f"{path}.phases.{name}")
     copied: dict[str, Any] = _json_copy(d, path)
     return copied
 

@@ -139,6 +139,7 @@ def section(
             for op in sorted(ran, key=lambda o: -o.seconds)
         ],
         "notes": [SPLIT_NOTE, *notes],
+        "phases": {},
     }
     return out
 

@@ -890,22 +890,30 @@ def map_instruction(instr: Instruction, index: NodeIndex) -> list[str]:
     prim = instr.primitive
     names = PRIMITIVE_ALIASES.get(prim, (prim,))
     frame = instr.frames[0] if instr.frames else None
+    scores: dict[int, tuple[int, int, int]] = {}  # each candidate scored once
+
+    def score(node: Any) -> tuple[int, int, int]:
+        found = scores.get(id(node))
+        if found is None:
+            found = scores[id(node)] = _score(instr, node)
+        return found
+
     candidates: list[Any] = []
     if frame is not None:
         for p in names:
-            candidates.extend(n for n in index.by_prim_line.get((p, frame.line), []) if _score(instr, n)[0] > 0)
+            candidates.extend(n for n in index.by_prim_line.get((p, frame.line), []) if score(n)[0] > 0)
         if not candidates:
-            candidates = [n for n in index.by_line.get(frame.line, []) if _score(instr, n)[0] > 0]
+            candidates = [n for n in index.by_line.get(frame.line, []) if score(n)[0] > 0]
     elif prim:
         for p in names:
             candidates.extend(index.by_prim.get(p, []))
         if len(candidates) > 1:
-            top_agree = max(_score(instr, n)[1] for n in candidates)
+            top_agree = max(score(n)[1] for n in candidates)
             if top_agree == 0:
                 return []  # the primitive occurs in several places and nothing tells which
     if not candidates:
         return []
-    scored = [(_score(instr, n), n) for n in candidates]
+    scored = [(score(n), n) for n in candidates]
     top = max(s for s, _ in scored)
     ids: list[str] = []
     for s, n in scored:

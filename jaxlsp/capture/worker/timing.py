@@ -33,10 +33,13 @@ _MODULE_NAME = re.compile(r"^HloModule\s+([^\s,]+)")
 GPU_OPTIONS = {"xla_gpu_enable_command_buffer": ""}
 
 
-def measure(graph: Graph, traced: Any, options: dict[str, Any], device: Any) -> None:
-    """Fill ``graph.time``; ``traced``: the target's function and its concrete operands; ``device``:
-    the device to run on (None: the CPU). Raises CaptureError naming what failed."""
+def measure(graph: Graph, closed: Any, operands: Any, options: dict[str, Any], device: Any) -> None:
+    """Fill ``graph.time``; ``closed``: the traced program (the jaxpr the graph was built from),
+    ``operands``: its concrete inputs (a pytree); ``device``: the device to run on (None: the CPU).
+    Raises CaptureError naming what failed."""
     import jax
+
+    from jaxlsp.capture.worker import jaxcompat
 
     repeat = int(options.get("repeat", DEFAULT_REPEAT))
     if not 1 <= repeat <= MAX_REPEAT:
@@ -45,10 +48,14 @@ def measure(graph: Graph, traced: Any, options: dict[str, Any], device: Any) -> 
     where = "cpu" if device is None else f"{device.platform}:{device.id}"
     on_device = jax.default_device(device) if device is not None else contextlib.nullcontext()
     notes: list[str] = []
+    # The jaxpr itself is compiled, not the target again: what runs is what the graph shows, and
+    # evaluating a jaxpr is quicker than tracing a model anew (its equations keep their source
+    # positions and name stacks, which the HLO's metadata carries).
+    leaves = jax.tree_util.tree_leaves(operands)
     with on_device:
         t0 = time.perf_counter()
         try:
-            lowered = jax.jit(traced.fn).lower(*traced.operands)
+            lowered = jax.jit(jaxcompat.jaxpr_as_fun(closed)).lower(*leaves)
             compiled = _compile(lowered, platform, notes)
         except Exception as exc:
             raise CaptureError("trace", f"time: compiling the program failed: {type(exc).__name__}: {exc}") from None
@@ -56,19 +63,27 @@ def measure(graph: Graph, traced: Any, options: dict[str, Any], device: Any) -> 
         text = compiled.as_text()
         found = _MODULE_NAME.match(text)
         module = found.group(1) if found else None
+        phases = {"compile": compile_seconds}
         try:
             ready: Any = jax.block_until_ready  # untyped in jax
+            t0 = time.perf_counter()
             for _ in range(WARMUP):
-                ready(compiled(*traced.operands))
-            steps, data = _profiled(jax, compiled, traced.operands, repeat)
+                ready(compiled(*leaves))
+            phases["warmup"] = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            steps, data = _profiled(jax, compiled, leaves, repeat)
+            phases["profiled"] = time.perf_counter() - t0
         except CaptureError:
             raise
         except Exception as exc:
             raise CaptureError("trace", f"time: running the program failed: {type(exc).__name__}: {exc}") from None
+    t0 = time.perf_counter()
     try:
         times = devicetime.read(data, module)
     except devicetime.ProfileError as exc:
         raise CaptureError("trace", f"time: {exc}") from None
+    phases["read"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
     devices = max(1, len(times.busy))
     per_step = 1.0 / (repeat * devices)
     mapped = ops_to_nodes(text, graph)
@@ -92,6 +107,8 @@ def measure(graph: Graph, traced: Any, options: dict[str, Any], device: Any) -> 
         timeline=times.where,
         notes=notes,
     )
+    phases["attribute"] = time.perf_counter() - t0
+    graph.time["phases"] = {k: round(v, 4) for k, v in phases.items()}
 
 
 def _compile(lowered: Any, platform: str, notes: list[str]) -> Any:
@@ -104,7 +121,20 @@ def _compile(lowered: Any, platform: str, notes: list[str]) -> Any:
         return lowered.compile()
 
 
-def _profiled(jax: Any, compiled: Any, operands: Any, repeat: int) -> tuple[list[float], Any]:
+def _options(jax: Any) -> dict[str, Any]:
+    """The profiler's options: no Python call tracing and no HLO protos (the op events are all this
+    reads: a third of the trace's size); {} where jax has no ProfileOptions."""
+    make = getattr(jax.profiler, "ProfileOptions", None)
+    if make is None:
+        return {}
+    options = make()
+    with contextlib.suppress(AttributeError):
+        options.python_tracer_level = 0
+        options.enable_hlo_proto = False
+    return {"profiler_options": options}
+
+
+def _profiled(jax: Any, compiled: Any, operands: list[Any], repeat: int) -> tuple[list[float], Any]:
     """Run ``compiled`` ``repeat`` times under the profiler: each run's wall seconds (to its
     results being ready) and the profile read back."""
     from jax.profiler import ProfileData
@@ -112,7 +142,7 @@ def _profiled(jax: Any, compiled: Any, operands: Any, repeat: int) -> tuple[list
     folder = tempfile.mkdtemp(prefix="jaxlsp-time-")
     try:
         try:
-            jax.profiler.start_trace(folder)
+            jax.profiler.start_trace(folder, **_options(jax))
         except RuntimeError as exc:  # the user's code left a trace running
             raise CaptureError("refused", f"time: the profiler could not start: {exc}") from None
         steps: list[float] = []
