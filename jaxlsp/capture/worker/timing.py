@@ -52,6 +52,13 @@ def measure(graph: Graph, closed: Any, operands: Any, options: dict[str, Any], d
     # evaluating a jaxpr is quicker than tracing a model anew (its equations keep their source
     # positions and name stacks, which the HLO's metadata carries).
     leaves = jax.tree_util.tree_leaves(operands)
+    shapes = [i for i, x in enumerate(leaves) if isinstance(x, jax.ShapeDtypeStruct)]
+    if shapes:
+        raise CaptureError(
+            "refused",
+            f"time: the program needs real arrays, and {len(shapes)} of its {len(leaves)} inputs are only shapes "
+            "(an init or inputs factory returned jax.ShapeDtypeStruct): return arrays from the factory to time it",
+        )
     with on_device:
         t0 = time.perf_counter()
         try:
