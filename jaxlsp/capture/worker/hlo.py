@@ -18,7 +18,6 @@ Replica groups come as ``{{0,1},{2,3}}``, as an iota ``[2,2]<=[4]`` (optionally 
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -858,13 +857,6 @@ def _node_frames(node: Any) -> list[Any]:
     return frames
 
 
-@functools.lru_cache(maxsize=16384)
-def _scope_set(op_name: str) -> frozenset[str]:
-    """``scope_names`` as a set, once per op_name: an instruction is scored against every node at
-    its line (a 12-layer transformer: 95,000 scores of 1,800 instructions, 5 s unshared)."""
-    return frozenset(scope_names(op_name))
-
-
 def _score(instr: Instruction, node: Any) -> tuple[int, int, int]:
     """Higher is better: the frame matches (file, line, column), then the name stack agrees."""
     frame = instr.frames[0] if instr.frames else None
@@ -873,7 +865,7 @@ def _score(instr: Instruction, node: Any) -> tuple[int, int, int]:
         for f in _node_frames(node):
             if f.line == frame.line and _same_file(frame.file, f.path):
                 best_frame = max(best_frame, 2 if f.column == frame.column else 1)
-    names = _scope_set(instr.op_name)
+    names = set(scope_names(instr.op_name))
     scope_parts = [p for p in (node.scope or "").split("/") if p]
     agree = sum(1 for p in scope_parts if p in names or any(n.endswith("::" + p) or n == p for n in names))
     extra = len(scope_parts) - agree
@@ -890,30 +882,22 @@ def map_instruction(instr: Instruction, index: NodeIndex) -> list[str]:
     prim = instr.primitive
     names = PRIMITIVE_ALIASES.get(prim, (prim,))
     frame = instr.frames[0] if instr.frames else None
-    scores: dict[int, tuple[int, int, int]] = {}  # each candidate scored once
-
-    def score(node: Any) -> tuple[int, int, int]:
-        found = scores.get(id(node))
-        if found is None:
-            found = scores[id(node)] = _score(instr, node)
-        return found
-
     candidates: list[Any] = []
     if frame is not None:
         for p in names:
-            candidates.extend(n for n in index.by_prim_line.get((p, frame.line), []) if score(n)[0] > 0)
+            candidates.extend(n for n in index.by_prim_line.get((p, frame.line), []) if _score(instr, n)[0] > 0)
         if not candidates:
-            candidates = [n for n in index.by_line.get(frame.line, []) if score(n)[0] > 0]
+            candidates = [n for n in index.by_line.get(frame.line, []) if _score(instr, n)[0] > 0]
     elif prim:
         for p in names:
             candidates.extend(index.by_prim.get(p, []))
         if len(candidates) > 1:
-            top_agree = max(score(n)[1] for n in candidates)
+            top_agree = max(_score(instr, n)[1] for n in candidates)
             if top_agree == 0:
                 return []  # the primitive occurs in several places and nothing tells which
     if not candidates:
         return []
-    scored = [(score(n), n) for n in candidates]
+    scored = [(_score(instr, n), n) for n in candidates]
     top = max(s for s, _ in scored)
     ids: list[str] = []
     for s, n in scored:
@@ -929,17 +913,6 @@ def map_module(module: Module, nodes: Sequence[NodeLike]) -> dict[str, list[str]
     index = NodeIndex.build(nodes)
     inner = {c for i in module.instructions() if i.opcode == "fusion" for c in i.called}
     out: dict[str, list[str]] = {}
-    # An equation lowers to several instructions of one op_name and frame, which map alike: each
-    # such pair is looked up once (a 12-layer transformer: 3,280 instructions).
-    known: dict[tuple[str, tuple[SourceFrame, ...]], list[str]] = {}
-
-    def lookup(member: Instruction) -> list[str]:
-        key = (member.op_name, member.frames[:1])
-        found = known.get(key)
-        if found is None:
-            found = known[key] = map_instruction(member, index)
-        return found
-
     for comp in module.computations.values():
         if comp.name in inner:
             continue
@@ -949,7 +922,7 @@ def map_module(module: Module, nodes: Sequence[NodeLike]) -> dict[str, list[str]
             ids: list[str] = []
             members = module.fused_members(instr) if instr.opcode == "fusion" else [instr]
             for member in members:
-                for nid in lookup(member):
+                for nid in map_instruction(member, index):
                     if nid not in ids:
                         ids.append(nid)
             if not ids and instr.opcode == "fusion":

@@ -183,7 +183,7 @@ def _capture(
         t0 = time.perf_counter()
         from jaxlsp.capture.worker import timing
 
-        timing.measure(graph, found.closed, found.traced.operands, dict(request["time"]), found.device)
+        timing.measure(graph, found.closed, found.traced, dict(request["time"]), found.device)
         timings["time"] = time.perf_counter() - t0
     if found.concrete and request.get("values") is not None:
         announce(request, "values")

@@ -33,10 +33,10 @@ _MODULE_NAME = re.compile(r"^HloModule\s+([^\s,]+)")
 GPU_OPTIONS = {"xla_gpu_enable_command_buffer": ""}
 
 
-def measure(graph: Graph, closed: Any, operands: Any, options: dict[str, Any], device: Any) -> None:
+def measure(graph: Graph, closed: Any, traced: Any, options: dict[str, Any], device: Any) -> None:
     """Fill ``graph.time``; ``closed``: the traced program (the jaxpr the graph was built from),
-    ``operands``: its concrete inputs (a pytree); ``device``: the device to run on (None: the CPU).
-    Raises CaptureError naming what failed."""
+    ``traced``: the function ``make_jaxpr`` traced and its concrete ``operands``; ``device``: the
+    device to run on (None: the CPU). Raises CaptureError naming what failed."""
     import jax
 
     from jaxlsp.capture.worker import jaxcompat
@@ -48,9 +48,7 @@ def measure(graph: Graph, closed: Any, operands: Any, options: dict[str, Any], d
     where = "cpu" if device is None else f"{device.platform}:{device.id}"
     on_device = jax.default_device(device) if device is not None else contextlib.nullcontext()
     notes: list[str] = []
-    # The jaxpr itself is compiled, not the target again: what runs is what the graph shows, and
-    # evaluating a jaxpr is quicker than tracing a model anew (its equations keep their source
-    # positions and name stacks, which the HLO's metadata carries).
+    operands = traced.operands
     leaves = jax.tree_util.tree_leaves(operands)
     shapes = [i for i, x in enumerate(leaves) if isinstance(x, jax.ShapeDtypeStruct)]
     if shapes:
@@ -62,8 +60,8 @@ def measure(graph: Graph, closed: Any, operands: Any, options: dict[str, Any], d
     with on_device:
         t0 = time.perf_counter()
         try:
-            lowered = jax.jit(jaxcompat.jaxpr_as_fun(closed)).lower(*leaves)
-            compiled = _compile(lowered, platform, notes)
+            call, args = _lowered(jax, jaxcompat, traced.fn, operands, closed, leaves)
+            compiled = _compile(call, platform, notes)
         except Exception as exc:
             raise CaptureError("trace", f"time: compiling the program failed: {type(exc).__name__}: {exc}") from None
         compile_seconds = time.perf_counter() - t0
@@ -75,10 +73,10 @@ def measure(graph: Graph, closed: Any, operands: Any, options: dict[str, Any], d
             ready: Any = jax.block_until_ready  # untyped in jax
             t0 = time.perf_counter()
             for _ in range(WARMUP):
-                ready(compiled(*leaves))
+                ready(compiled(*args))
             phases["warmup"] = time.perf_counter() - t0
             t0 = time.perf_counter()
-            steps, data = _profiled(jax, compiled, leaves, repeat)
+            steps, data = _profiled(jax, compiled, args, repeat)
             phases["profiled"] = time.perf_counter() - t0
         except CaptureError:
             raise
@@ -116,6 +114,17 @@ def measure(graph: Graph, closed: Any, operands: Any, options: dict[str, Any], d
     )
     phases["attribute"] = time.perf_counter() - t0
     graph.time["phases"] = {k: round(v, 4) for k, v in phases.items()}
+
+
+def _lowered(jax: Any, jaxcompat: Any, fn: Any, operands: Any, closed: Any, leaves: list[Any]) -> tuple[Any, list[Any]]:
+    """The program lowered, and the arguments its compiled form takes. The very function
+    ``make_jaxpr`` traced, on the same operands, lowers from JAX's trace cache (no second trace of
+    the model); when that fails (a function JAX cannot jit as it is), the jaxpr itself, whose
+    equations keep their source positions and name stacks for the HLO's metadata."""
+    try:
+        return jax.jit(fn).lower(*operands), list(operands)
+    except Exception:
+        return jax.jit(jaxcompat.jaxpr_as_fun(closed)).lower(*leaves), leaves
 
 
 def _compile(lowered: Any, platform: str, notes: list[str]) -> Any:
