@@ -113,7 +113,7 @@ def section(
     attributed = sum(per_node.values())
     ran = [op for op in ops if op.seconds > 0]
     out: dict[str, Any] = {
-        "platform": device.split(":", 1)[0],
+        "platform": device.split(":", 1)[0],  # cpu, cuda
         "device": device,
         "devices": devices,
         "timeline": timeline,

@@ -183,7 +183,8 @@ def _capture(
         t0 = time.perf_counter()
         from jaxlsp.capture.worker import timing
 
-        timing.measure(graph, found.closed, found.traced, dict(request["time"]), found.device)
+        where = str(request["profile"].get("device") or "cpu")
+        timing.measure(graph, found.closed, found.traced, dict(request["time"]), found.device, where)
         timings["time"] = time.perf_counter() - t0
     if found.concrete and request.get("values") is not None:
         announce(request, "values")

@@ -33,10 +33,11 @@ _MODULE_NAME = re.compile(r"^HloModule\s+([^\s,]+)")
 GPU_OPTIONS = {"xla_gpu_enable_command_buffer": ""}
 
 
-def measure(graph: Graph, closed: Any, traced: Any, options: dict[str, Any], device: Any) -> None:
+def measure(graph: Graph, closed: Any, traced: Any, options: dict[str, Any], device: Any, where: str = "cpu") -> None:
     """Fill ``graph.time``; ``closed``: the traced program (the jaxpr the graph was built from),
     ``traced``: the function ``make_jaxpr`` traced and its concrete ``operands``; ``device``: the
-    device to run on (None: the CPU). Raises CaptureError naming what failed."""
+    device to run on (None: the CPU), ``where`` the profile's name for it (``cuda:0``). Raises
+    CaptureError naming what failed."""
     import jax
 
     from jaxlsp.capture.worker import jaxcompat
@@ -45,7 +46,6 @@ def measure(graph: Graph, closed: Any, traced: Any, options: dict[str, Any], dev
     if not 1 <= repeat <= MAX_REPEAT:
         raise CaptureError("refused", f"time: repeat must be from 1 to {MAX_REPEAT}, got {repeat}")
     platform = "cpu" if device is None else str(device.platform)
-    where = "cpu" if device is None else f"{device.platform}:{device.id}"
     on_device = jax.default_device(device) if device is not None else contextlib.nullcontext()
     notes: list[str] = []
     operands = traced.operands
@@ -87,6 +87,12 @@ def measure(graph: Graph, closed: Any, traced: Any, options: dict[str, Any], dev
         times = devicetime.read(data, module)
     except devicetime.ProfileError as exc:
         raise CaptureError("trace", f"time: {exc}") from None
+    if platform != "cpu" and times.where != "device":
+        raise CaptureError(
+            "trace",
+            f"time: the profiler recorded no kernel of the program on {where}'s own timeline (only the host's "
+            "launches, which are not the device's time): the GPU profiler needs CUPTI (jax's CUDA plugin ships it)",
+        )
     phases["read"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     devices = max(1, len(times.busy))
