@@ -184,7 +184,9 @@ class Tracing:
             for hear in self.explicit:
                 hear(False)
         if "traceId" in answer:
-            self.picked[(args.uri, args.name)] = dataclasses.replace(args, save=False, values=False, dims=None)
+            self.picked[(args.uri, args.name)] = dataclasses.replace(
+                args, save=False, values=False, dims=None, time=False, repeat=None
+            )
         return answer
 
     async def live(self, args: TraceArgs, folder: Path) -> Outcome:
