@@ -69,24 +69,44 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _trace(args: argparse.Namespace) -> int:
-    from jaxlsp.capture.engine import TraceFailure, TraceRequest, ValuesOptions, parse_target, workspace_root_for
+    from jaxlsp.capture.engine import (
+        TimeOptions,
+        TraceFailure,
+        TraceRequest,
+        ValuesOptions,
+        parse_target,
+        workspace_root_for,
+    )
     from jaxlsp.capture.options import CaptureOptions
     from jaxlsp.capture.service import trace_once
     from jaxlsp.graph import export, io
     from jaxlsp.graph.report import render_summary, render_values
 
     values = None
-    if args.values or args.save_values or args.nodes or args.dim:
-        if (args.nodes or args.dim) and not (args.values or args.save_values):
-            print("jaxlsp trace: --nodes and --dim go with --values (or --save-values)", file=sys.stderr)
-            return 2
-        try:
-            dims = _dims(args.dim or [])
-        except ValueError as exc:
-            print(f"jaxlsp trace: {exc}", file=sys.stderr)
-            return 2
+    timed = None
+    if args.repeat is not None and not args.time:
+        print("jaxlsp trace: --repeat goes with --time", file=sys.stderr)
+        return 2
+    if args.nodes and not (args.values or args.save_values):
+        print("jaxlsp trace: --nodes goes with --values (or --save-values)", file=sys.stderr)
+        return 2
+    if args.dim and not (args.values or args.save_values or args.time):
+        print("jaxlsp trace: --dim goes with --values (or --save-values) or --time", file=sys.stderr)
+        return 2
+    try:
+        dims = _dims(args.dim or [])
+    except ValueError as exc:
+        print(f"jaxlsp trace: {exc}", file=sys.stderr)
+        return 2
+    if args.values or args.save_values:
         save = Path(args.save_values) if args.save_values else None
         values = ValuesOptions(save=save, nodes=list(args.nodes or []), dims=dims)
+    if args.time:
+        repeat = 5 if args.repeat is None else args.repeat
+        if not 1 <= repeat <= 1000:
+            print(f"jaxlsp trace: --repeat expects a number of runs from 1 to 1000, got {repeat}", file=sys.stderr)
+            return 2
+        timed = TimeOptions(repeat=repeat, dims=dims)
     try:
         file, name = parse_target(args.target)
         req = TraceRequest(
@@ -103,6 +123,7 @@ def _trace(args: argparse.Namespace) -> int:
             xla_compare=bool(args.xla_compare),
             compiled=bool(args.compiled),
             values=values,
+            time=timed,
             paths_from_recipe=True,
             source=args.source,
             cwd=Path.cwd(),
@@ -146,6 +167,11 @@ def _trace(args: argparse.Namespace) -> int:
     if graph.execution is not None:
         print()
         print(render_values(graph))
+    if graph.time is not None:
+        from jaxlsp.graph.timing import render as render_time
+
+        print()
+        print(render_time(graph.time))
     capture = outcome.capture
     timings = capture.result.get("timings", {})
     phases = ", ".join(f"{k} {v:.2f}s" for k, v in timings.items())
@@ -409,6 +435,15 @@ def parser() -> argparse.ArgumentParser:
         "a replay check and (gradient profiles) gradient norms",
     )
     t.add_argument(
+        "--time",
+        action="store_true",
+        help="also compile the program and run it on the profile's inputs under the profiler: the step's "
+        "measured time, per module and source line (implies the costs, which split a fusion's time)",
+    )
+    t.add_argument(
+        "--repeat", type=int, metavar="K", help="with --time: the runs profiled after one warm-up (default 5)"
+    )
+    t.add_argument(
         "--save-values",
         metavar="OUT.npz",
         help="with --values: write values to this .npz, by label (the graph's inputs and outputs, or --nodes)",
@@ -423,7 +458,7 @@ def parser() -> argparse.ArgumentParser:
         "--dim",
         action="append",
         metavar="NAME=SIZE",
-        help="with --values: a size for a symbolic dimension of the profile (repeatable)",
+        help="with --values or --time: a size for a symbolic dimension of the profile (repeatable)",
     )
     t.add_argument(
         "--from",

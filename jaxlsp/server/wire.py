@@ -114,6 +114,8 @@ class TraceGraphArguments(TypedDict):
     values: NotRequired[bool]  # also run the graph on the profile's inputs ("Trace with values")
     dims: NotRequired[Dims]
     compiled: NotRequired[bool]  # also compile for the profile's devices ("Trace compiled")
+    time: NotRequired[bool]  # also run the compiled program under the profiler (measured time)
+    repeat: NotRequired[int]  # with time: the runs profiled after a warm-up (1 to 1000, default 5)
 
 
 TRACE_WITH_VALUES_COMMAND: Final = "jaxlsp.traceWithValues"
@@ -152,10 +154,14 @@ class TraceParams(TypedDict):
     # relative to the workspace folder (a needs-input answer's examples[].example)
     example: NotRequired[Annotated[str, Size(4096, least=1)]]
     values: NotRequired[bool]  # also run the graph on the profile's inputs: statistics on every value
-    dims: NotRequired[Dims]  # sizes of the profile's symbolic dimensions (a values run needs them)
     # also compile for the profile's devices and read what XLA made of it (collectives, fusions,
     # per-device shapes, costs and memory): the result's ``compiled``
     compiled: NotRequired[bool]
+    dims: NotRequired[Dims]  # sizes of the profile's symbolic dimensions (a values or timed run needs them)
+    # also compile the program and run it on the profile's inputs under jax.profiler: the graph's
+    # measured time per node, line and module (docs/graph-format.md "Time"); implies costs
+    time: NotRequired[bool]
+    repeat: NotRequired[int]  # with time: the runs profiled after a warm-up (1 to 1000, default 5)
 
 
 class TraceSummary(TypedDict):
@@ -223,6 +229,20 @@ class CompiledSummary(TypedDict):
     modules: NotRequired[list[CompiledModuleRow]]
     peakBytes: NotRequired[int]  # the compiled schedule's peak on one device
     devices: NotRequired[int]
+class TimeModule(TypedDict):
+    module: str  # a module path ("" outside every module)
+    seconds: float  # per step
+
+
+class TimeSummary(TypedDict):
+    """What a timed run measured (``jaxlsp/trace`` with ``time``); the graph's ``time`` has it all."""
+
+    step: float  # seconds: one run's wall-clock time, the mean of the profiled runs
+    busy: float  # seconds per step the device ran the program's ops
+    attributed: float  # of busy, the seconds attributed to graph nodes
+    repeat: int
+    device: str
+    modules: list[TimeModule]  # the table's rows (they add up to the step), largest first
 
 
 class TraceResult(TypedDict):
@@ -239,6 +259,7 @@ class TraceResult(TypedDict):
     inputsFrom: NotRequired[str]  # "tests/test_models.py:25 (test)": the call site the inputs came from
     values: NotRequired[ValuesSummary]  # with ``values``: what the run found
     compiled: NotRequired[CompiledSummary]  # with ``compiled``: what XLA made of the program
+    time: NotRequired[TimeSummary]  # with ``time``: what the profiled runs measured
 
 
 class ExampleChoice(TypedDict):

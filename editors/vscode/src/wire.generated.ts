@@ -101,6 +101,8 @@ export interface TraceGraphArguments {
   values?: boolean;
   dims?: Dims;
   compiled?: boolean;
+  time?: boolean;
+  repeat?: number;
 }
 
 export const TRACE_WITH_VALUES_COMMAND = "jaxlsp.traceWithValues";
@@ -133,8 +135,10 @@ export interface TraceParams {
   cell?: number;
   example?: string;
   values?: boolean;
-  dims?: Dims;
   compiled?: boolean;
+  dims?: Dims;
+  time?: boolean;
+  repeat?: number;
 }
 
 export interface TraceSummary {
@@ -209,6 +213,23 @@ export interface CompiledSummary {
   devices?: number;
 }
 
+export interface TimeModule {
+  module: string;
+  seconds: number;
+}
+
+/**
+ * What a timed run measured (`jaxlsp/trace` with `time`); the graph's `time` has it all.
+ */
+export interface TimeSummary {
+  step: number;
+  busy: number;
+  attributed: number;
+  repeat: number;
+  device: string;
+  modules: TimeModule[];
+}
+
 /**
  * `jaxlsp/trace` response (and `jaxlsp.traceGraph`'s) when a graph was made.
  */
@@ -224,6 +245,7 @@ export interface TraceResult {
   inputsFrom?: string;
   values?: ValuesSummary;
   compiled?: CompiledSummary;
+  time?: TimeSummary;
 }
 
 /**
