@@ -229,6 +229,8 @@ class CompiledSummary(TypedDict):
     modules: NotRequired[list[CompiledModuleRow]]
     peakBytes: NotRequired[int]  # the compiled schedule's peak on one device
     devices: NotRequired[int]
+
+
 class TimeModule(TypedDict):
     module: str  # a module path ("" outside every module)
     seconds: float  # per step

@@ -54,7 +54,16 @@ from jaxlsp.server.views import OpenNotebooks
 log = logging.getLogger(__name__)
 # Work-done percentages at the start of each phase (the worker announces import, trace, build).
 # run: an example, to learn the inputs; values: the graph run on the profile's inputs
-PHASE_PERCENT = {"run": 10, "import": 10, "trace": 40, "build": 70, "costs": 75, "compile": 77, "time": 78, "values": 80}
+PHASE_PERCENT = {
+    "run": 10,
+    "import": 10,
+    "trace": 40,
+    "build": 70,
+    "costs": 75,
+    "compile": 77,
+    "time": 78,
+    "values": 80,
+}
 MAX_REPEAT = 1000  # profiled runs a timed trace may ask for
 NON_FINITE = "non-finite"  # the code of a values run's first non-finite diagnostic
 SHAPE_CONTRACT = "shape-contract"  # the code of a jaxtyping annotation the traced values broke
