@@ -44,6 +44,8 @@ from typing import Any, BinaryIO, Protocol
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
+from jaxlsp.server import loopwatch
+
 log = logging.getLogger(__name__)
 
 MAX_MESSAGE = 64 * 1024 * 1024  # bytes of one message body
@@ -282,6 +284,11 @@ def _skipped(total: int, why: str, answered: int | str | None, found: int | None
 
 async def run(stop: threading.Event, reader: Reader, protocol: Dispatch) -> None:
     """Read, check and dispatch messages until the stream ends or ``stop`` is set."""
+    with loopwatch.watching():
+        await _run(stop, reader, protocol)
+
+
+async def _run(stop: threading.Event, reader: Reader, protocol: Dispatch) -> None:
     frames = Frames(reader)
     while not stop.is_set():
         length = await read_headers(frames, protocol)
