@@ -5,6 +5,8 @@ lifecycle (initialize, initialized, shutdown, fanned out to the features) and it
 from __future__ import annotations
 
 import asyncio
+import inspect
+import json
 import logging
 import sys
 import threading
@@ -26,6 +28,7 @@ from jaxlsp import __version__
 from jaxlsp.graph import collector
 from jaxlsp.server import transport, wire
 from jaxlsp.server.display import quoted, visible
+from jaxlsp.server.encoded import Encoded
 from jaxlsp.server.params import invalid, local_path, shown
 from jaxlsp.server.session import ClientSupport, Options, Session
 from jaxlsp.server.views import OpenNotebooks, View, cell_view, notebook_view
@@ -92,6 +95,7 @@ class JaxProtocol(LanguageServerProtocol):
         # (one failure per character), 5 ms at the first failure. Our error does not quote it.
         self._converter.detailed_validation = False
         self.last_message = time.monotonic()
+        self._writes: set[asyncio.Future[Any]] = set()  # writes of send_text in flight (asyncio writers)
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         # pygls turns untyped params into namedtuples, which rename keys that are not Python
@@ -132,6 +136,34 @@ class JaxProtocol(LanguageServerProtocol):
             del self._request_futures[msg_id]
             return
         super()._handle_response(msg_id, result, error)
+
+    def _send_response(self, msg_id: Any, result: Any | None = None, error: Any | None = None) -> None:
+        # A big answer a handler encoded in slices (encoded.py) is sent as it is: pygls would
+        # convert and encode it again in one piece, holding the loop.
+        if error is None and isinstance(result, Encoded):
+            self._result_types.pop(msg_id, None)
+            self.send_text(f'{{"jsonrpc": "2.0", "id": {json.dumps(msg_id)}, "result": {result.text}}}')
+            return
+        super()._send_response(msg_id, result, error)
+
+    def unstructure(self, value: Any) -> Any:
+        """``value`` (an lsprotocol type) as JSON-ready data, as pygls sends it."""
+        return self._converter.unstructure(value)
+
+    def send_text(self, body: str) -> None:
+        """One message whose JSON text is ``body``, framed as pygls frames its own (``_send_data``)."""
+        if self.writer is None:
+            log.error("unable to send a message: no transport")
+            return
+        header = f"Content-Length: {len(body.encode(self.CHARSET))}\r\n"
+        if self._include_headers:
+            data = f"{header}Content-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n{body}"
+        else:
+            data = body
+        written = self.writer.write(data.encode(self.CHARSET))
+        if inspect.isawaitable(written):  # an asyncio writer's drain: pygls leaves it to run too
+            self._writes.add(task := asyncio.ensure_future(written))
+            task.add_done_callback(self._writes.discard)
 
     def send_error(self, msg_id: int | str | None, code: int, message: str) -> None:
         """An error response written as it is: ``id`` may be null (a message whose id is unreadable)."""
