@@ -19,7 +19,6 @@ from urllib.parse import unquote
 import attrs
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidRequest
-from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.uris import to_fs_path
@@ -215,7 +214,8 @@ class JaxServer(LanguageServer):
         a limit ends the server with one log line and exit status 1."""
         self._stop_event = threading.Event()
         reader = transport.StdinReader(stdin or sys.stdin.buffer, self.thread_pool)
-        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+        writer = transport.ThreadedWriter(stdout or sys.stdout.buffer, self._stop_event.set)
+        self.protocol.set_writer(writer)
         broken: transport.TransportError | None = None
         try:
             asyncio.run(transport.run(self._stop_event, reader, self.jax_protocol))
@@ -227,6 +227,7 @@ class JaxServer(LanguageServer):
             pass
         finally:
             self.close()
+            writer.close()  # what is still queued goes out (``exit`` sent it already)
         if broken is not None:
             transport.fatal(broken)
 

@@ -32,8 +32,10 @@ It is a local guard for what belongs upstream in pygls (docs/reliability.md).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
+import queue
 import re
 import sys
 import threading
@@ -131,6 +133,51 @@ class StreamReader:
 
     async def readsome(self) -> bytes:
         return await self.reader.read(CHUNK)
+
+
+class ThreadedWriter:
+    """The client's output stream, written by a thread of its own: the event loop never waits for
+    a client that is slow to read (pygls' ``StdoutWriter`` writes and flushes in the loop, and a
+    full pipe held it: 4.6 s of 25 s while 1,000 traces were answered, issue 25). Messages go out
+    in the order they were written; :meth:`close` (``exit``) sends what is queued first."""
+
+    def __init__(self, stream: BinaryIO, on_broken: Callable[[], None] | None = None) -> None:
+        self.stream = stream
+        self.on_broken = on_broken
+        self.broken = False
+        self._queue: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="jaxlsp-writer", daemon=True)
+        self._thread.start()
+
+    def write(self, data: bytes) -> None:
+        if not self.broken:
+            self._queue.put(data)
+
+    def _run(self) -> None:
+        while (data := self._queue.get()) is not None:
+            try:
+                self.stream.write(data)
+                while not self._queue.empty():  # what came meanwhile, then one flush
+                    more = self._queue.get()
+                    if more is None:
+                        self.stream.flush()
+                        return
+                    self.stream.write(more)
+                self.stream.flush()
+            except (OSError, ValueError):  # the client is gone (BrokenPipeError) or closed its end
+                self.broken = True
+                log.error("the connection to the client is lost: shutting down")
+                if self.on_broken is not None:
+                    self.on_broken()
+                return
+
+    def close(self, timeout: float = EXIT_GRACE) -> None:
+        """Send what is queued (for at most ``timeout`` seconds), then close the stream."""
+        self._queue.put(None)
+        if self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+        with contextlib.suppress(OSError, ValueError):
+            self.stream.close()
 
 
 class Frames:
