@@ -95,6 +95,7 @@ class JaxProtocol(LanguageServerProtocol):
         self._converter.detailed_validation = False
         self.last_message = time.monotonic()
         self._writes: set[asyncio.Future[Any]] = set()  # writes of send_text in flight (asyncio writers)
+        self.reader_idle: asyncio.Event | None = None  # set by transport.run: all input read is handled
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         # pygls turns untyped params into namedtuples, which rename keys that are not Python
@@ -262,6 +263,14 @@ class JaxServer(LanguageServer):
         except (KeyboardInterrupt, SystemExit):
             pass
         self.close()
+
+    async def input_handled(self) -> None:
+        """Return once every message the client has sent so far was handed to its handler (the
+        reader waits for more): a request that a later one in the same burst supersedes or cancels
+        is then cancelled before it starts anything (``transport.Frames.idle``)."""
+        idle = self.jax_protocol.reader_idle
+        if idle is not None:
+            await idle.wait()
 
     def configure(self, params: types.InitializeParams) -> None:
         roots: list[Path] = []

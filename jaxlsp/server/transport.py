@@ -189,6 +189,9 @@ class Frames:
         self.reader = reader
         self.pending = b""
         self.pos = 0  # where the unread part of ``pending`` starts (slicing per line was quadratic)
+        # Set while every message read so far has been handed on and the next is awaited from the
+        # client: work that a message coming right behind may cancel can wait for it (tracing.py).
+        self.idle = asyncio.Event()
 
     def push_back(self, data: bytes) -> None:
         self.pending, self.pos = data + self.pending[self.pos :], 0
@@ -211,7 +214,12 @@ class Frames:
                 return self._take(end + 1 - self.pos if end >= 0 else MAX_HEADER + 1)
             if held and not _HEADER_PREFIX.fullmatch(self.pending, self.pos):
                 return self._take(held)
-            chunk = await self.reader.readsome()
+            if not held:
+                self.idle.set()
+            try:
+                chunk = await self.reader.readsome()
+            finally:
+                self.idle.clear()
             if not chunk:
                 return self._take(held)
             self.pending, self.pos = self.pending[self.pos :] + chunk, 0
@@ -337,21 +345,30 @@ async def run(stop: threading.Event, reader: Reader, protocol: Dispatch) -> None
 
 async def _run(stop: threading.Event, reader: Reader, protocol: Dispatch) -> None:
     frames = Frames(reader)
-    while not stop.is_set():
-        length = await read_headers(frames, protocol)
-        if length is None:
-            return
-        body = await frames.readexactly(length) if length else b""
-        if len(body) < length:
-            return  # the stream ended inside a message
-        if len(body) < 256 and _ends_session(body):
-            await settle(protocol)
-        rest = handle_body(body, protocol)
-        if rest:
-            frames.push_back(rest)
-        # Messages already read are handled without a read to wait on: let the tasks they
-        # started run between them, as they did while every line was a read of its own.
-        await asyncio.sleep(0)
+    if hasattr(protocol, "reader_idle"):
+        protocol.reader_idle = frames.idle
+    try:
+        while not stop.is_set():
+            length = await read_headers(frames, protocol)
+            if length is None:
+                return
+            body = await frames.readexactly(length) if length else b""
+            if len(body) < length:
+                return  # the stream ended inside a message
+            if len(body) < 256 and _ends_session(body):
+                frames.idle.set()  # what came before shutdown or exit is all handed on: let it run
+                try:
+                    await settle(protocol)
+                finally:
+                    frames.idle.clear()
+            rest = handle_body(body, protocol)
+            if rest:
+                frames.push_back(rest)
+            # Messages already read are handled without a read to wait on: let the tasks they
+            # started run between them, as they did while every line was a read of its own.
+            await asyncio.sleep(0)
+    finally:
+        frames.idle.set()  # no more input: nothing can supersede what still runs
 
 
 def _ends_session(body: bytes) -> bool:
