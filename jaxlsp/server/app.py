@@ -127,6 +127,14 @@ class JaxProtocol(LanguageServerProtocol):
             return
         super().handle_message(message)
 
+    def cancel_request(self, msg_id: int | str) -> None:
+        """``$/cancelRequest`` for ``msg_id``, as pygls handles it (cancel the request's task if it
+        is still running; nothing for an unknown or finished one), straight from the transport."""
+        self.last_message = time.monotonic()
+        future = self._request_futures.pop(msg_id, None)
+        if future is not None:
+            future.cancel()
+
     def _handle_response(self, msg_id: Any, result: Any | None = None, error: Any | None = None) -> None:
         # A request of ours whose waiter was cancelled (the client cancelled the trace that asked
         # for trust or progress) has a cancelled future: pygls would set its result anyway and log

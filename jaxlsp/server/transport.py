@@ -451,6 +451,8 @@ def dispatch(data: Any, protocol: Dispatch, escapes_surrogates: bool = False) ->
         return
     if escapes_surrogates and not lone_surrogates(data, protocol, msg_id if is_request else None):
         return
+    if data.get("method") == "$/cancelRequest" and "id" not in data and _cancel(data, protocol):
+        return
     try:
         message = protocol.structure_message(data)
     except JsonRpcException as exc:
@@ -464,6 +466,19 @@ def dispatch(data: Any, protocol: Dispatch, escapes_surrogates: bool = False) ->
         protocol.handle_message(message)
     except Exception:  # a handler's failure is answered by pygls; this only keeps the loop alive
         log.exception("unable to handle a message")
+
+
+def _cancel(data: dict[str, Any], protocol: Dispatch) -> bool:
+    """A ``$/cancelRequest`` with a well-formed id, handed to the protocol's ``cancel_request``
+    without structuring it into a message (a storm is thousands of them, each hovers queue behind:
+    cattrs and pygls' dispatch cost several times the cancel itself); False for anything else."""
+    cancel = getattr(protocol, "cancel_request", None)
+    params = data.get("params")
+    target = params.get("id") if type(params) is dict else None
+    if cancel is None or data.get("jsonrpc") != "2.0" or type(target) not in (int, str):
+        return False
+    cancel(target)
+    return True
 
 
 def oversized(message: dict[str, Any]) -> tuple[int, str] | None:

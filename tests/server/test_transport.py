@@ -255,3 +255,30 @@ def test_a_client_gone_stops_the_server_once() -> None:
     assert writer.broken
     writer.write(b"more")  # dropped, no error
     writer.close()
+
+
+class Canceller(Recorder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.cancelled: list[int | str] = []
+
+    def cancel_request(self, msg_id: int | str) -> None:
+        self.cancelled.append(msg_id)
+
+
+def test_cancels_go_straight_to_the_protocol_without_structuring() -> None:
+    """A cancel storm is thousands of ``$/cancelRequest`` (the soak's: 5,500), each structured by
+    cattrs and dispatched by pygls before it cancelled anything; well-formed ones now go straight to
+    ``cancel_request``, and the others take the usual way (where pygls ignores or refuses them)."""
+    cancels = [
+        {"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": 7}},
+        {"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": "abc"}},
+        {"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": True}},  # not an id
+        {"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {}},
+        {"jsonrpc": "2.0", "id": 3, "method": "$/cancelRequest", "params": {"id": 8}},  # a request
+    ]
+    canceller = Canceller()
+    data = b"".join(frame(json.dumps(c).encode()) for c in cancels)
+    asyncio.run(transport.run(threading.Event(), Bytes(data), canceller))
+    assert canceller.cancelled == [7, "abc"]
+    assert canceller.handled == cancels[2:]
