@@ -29,7 +29,10 @@ Bars: hover p99 <= 200 ms and max <= 1 s over phases 1-4; max <= 250 ms over pha
 servers' peak RSS (VmHWM) <= 1 GB, and back under 200 MB (VmRSS) once the soak is over.
 
 Prints its figures; exit status 1 when a bar is missed. Linux only (/proc). ``--quick`` shrinks
-every count (a smoke run, no bars).
+every count (a smoke run, no bars); ``--only hostile,graph`` runs some phases (no bars);
+``--watch 100`` runs the servers with the loop watchdog (``JAXLSP_LOOP_WATCH``, see
+``jaxlsp/server/loopwatch.py``) and prints, per phase, every stall of the event loop over 100 ms
+with its stacks and the worst CPU the loop's own work spent in one (docs/reliability.md).
 """
 
 from __future__ import annotations
