@@ -29,7 +29,10 @@ Bars: hover p99 <= 200 ms and max <= 1 s over phases 1-4; max <= 250 ms over pha
 servers' peak RSS (VmHWM) <= 1 GB, and back under 200 MB (VmRSS) once the soak is over.
 
 Prints its figures; exit status 1 when a bar is missed. Linux only (/proc). ``--quick`` shrinks
-every count (a smoke run, no bars).
+every count (a smoke run, no bars); ``--only hostile,graph`` runs some phases (no bars);
+``--watch 100`` runs the servers with the loop watchdog (``JAXLSP_LOOP_WATCH``, see
+``jaxlsp/server/loopwatch.py``) and prints, per phase, every stall of the event loop over 100 ms
+with its stacks and the worst CPU the loop's own work spent in one (docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ import contextlib
 import json
 import os
 import queue
+import re
 import statistics
 import subprocess
 import sys
@@ -94,7 +98,20 @@ class _TimedBox(queue.Queue[dict[str, Any]]):
 
 
 class SoakPeer(Peer):
-    """The robustness suite's raw peer; every request's box records when it was answered."""
+    """The robustness suite's raw peer; every request's box records when it was answered, and all
+    of stderr is kept (``Peer`` keeps its last 256 KiB)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.all_stderr = bytearray()
+        super().__init__(**kwargs)
+
+    def _drain_stderr(self) -> None:
+        err = self.proc.stderr
+        assert err is not None
+        while chunk := err.read1(65536):
+            self.all_stderr += chunk
+            self.stderr += chunk[-65536:]
+            del self.stderr[:-262144]
 
     def start(self, method: str, params: Any, *, with_params: bool = True) -> int:
         with self._lock:
@@ -133,7 +150,8 @@ class Hovers:
     peer: SoakPeer
     uri: str
     phase: str = "start"
-    sent: list[tuple[str, int]] = field(default_factory=list)
+    step: str = ""  # what the phase is doing now (the graph phase's steps)
+    sent: list[tuple[str, str, int]] = field(default_factory=list)
     closed_at: dict[str, float] = field(default_factory=dict)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
@@ -152,6 +170,7 @@ class Hovers:
     def enter(self, phase: str) -> None:
         self.closed_at[self.phase] = time.monotonic()
         self.phase = phase
+        self.step = ""
 
     def _run(self) -> None:
         params = {"textDocument": {"uri": self.uri}, "position": {"line": 6, "character": 12}}
@@ -160,19 +179,25 @@ class Hovers:
             if self.peer.proc.poll() is not None:
                 return
             with contextlib.suppress(OSError, ValueError):
-                self.sent.append((self.phase, self.peer.start("textDocument/hover", params)))
+                self.sent.append((self.phase, self.step, self.peer.start("textDocument/hover", params)))
             next_at += HOVER_EVERY
             self._stop.wait(max(next_at - time.monotonic(), 0))
 
-    def latencies(self, phase: str) -> list[float]:
-        """Seconds to each answer sent in ``phase``; an unanswered one counts until the soak's end."""
+    def latencies(self, phase: str, step: str | None = None) -> list[float]:
+        """Seconds to each answer sent in ``phase`` (during ``step`` of it, if given); an unanswered
+        one counts until the soak's end."""
         end = time.monotonic()
         out = []
-        for name, ident in self.sent:
-            if name == phase:
+        for name, during, ident in self.sent:
+            if name == phase and (step is None or during == step):
                 box = self.peer.box(ident)
                 out.append((box.at if box.at is not None else end) - box.sent)
         return out
+
+    def worst_by_step(self, phase: str) -> dict[str, float]:
+        """The slowest answer (ms) to a hover sent during each step of ``phase``."""
+        steps = dict.fromkeys(during for name, during, _ in self.sent if name == phase)
+        return {step or "-": round(max(self.latencies(phase, step)) * 1000, 1) for step in steps}
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -476,11 +501,12 @@ def write_graph_files(root: Path, ops: int) -> tuple[Path, Path]:
     return older, newer
 
 
-def phase_graph(peer: SoakPeer, root: Path, uri: str, ops: int, figures: dict[str, Any]) -> None:
+def phase_graph(peer: SoakPeer, root: Path, uri: str, ops: int, figures: dict[str, Any], hovers: Hovers) -> None:
     started = time.monotonic()
     steps: dict[str, Any] = {}
 
     def step(name: str, method: str, params: Any) -> Any:
+        hovers.step = name
         left = PHASE_LIMIT - (time.monotonic() - started)
         t0 = time.monotonic()
         ident = peer.start(method, params)
@@ -504,6 +530,7 @@ def phase_graph(peer: SoakPeer, root: Path, uri: str, ops: int, figures: dict[st
             url = urllib.parse.urlsplit(opened["url"])
             query = urllib.parse.parse_qs(url.query)
             graph_url = f"{url.scheme}://{url.netloc}/graph?token={query['token'][0]}&trace={trace_id}"
+            hovers.step = "GET /graph"
             t0 = time.monotonic()
             try:
                 with urllib.request.urlopen(graph_url, timeout=PHASE_LIMIT) as answer:
@@ -511,11 +538,12 @@ def phase_graph(peer: SoakPeer, root: Path, uri: str, ops: int, figures: dict[st
                 steps["GET /graph"] = round(time.monotonic() - t0, 2)
             except OSError as exc:
                 steps["GET /graph"] = f"failed: {exc}"
-    older, newer = write_graph_files(root, ops)
+    older, newer = root / "graphs" / "older.json", root / "graphs" / "newer.json"  # write_graph_files, before
     step("diff of two graph files", "jaxlsp/diff", {"uri": newer.as_uri(), "baseUri": older.as_uri()})
     figures["graph.ops"] = ops
     figures["graph.steps_s"] = steps
     figures["graph.seconds"] = round(time.monotonic() - started, 1)
+    figures["graph.worst_hover_by_step_ms"] = hovers.worst_by_step("graph")
 
 
 # -- the soak ---------------------------------------------------------------------------------------
@@ -545,8 +573,10 @@ def hover_figures(hovers: Hovers, phases: list[str], figures: dict[str, Any], pr
 
 
 @contextlib.contextmanager
-def serving(root: Path, options: dict[str, Any] | None) -> Iterator[tuple[SoakPeer, str]]:
-    peer = SoakPeer(env=server_env(JAX_PLATFORMS="cpu"))
+def serving(
+    root: Path, options: dict[str, Any] | None, extra_env: dict[str, str] | None = None
+) -> Iterator[tuple[SoakPeer, str]]:
+    peer = SoakPeer(env=server_env(JAX_PLATFORMS="cpu", **(extra_env or {})))
     try:
         peer.initialize(root, options=options)
         uri = peer.open(root / "ordinary.py")
@@ -568,10 +598,45 @@ def settle(peers: list[SoakPeer]) -> dict[str, float]:
     return {k: round(v, 1) for k, v in least.items()}
 
 
+PHASES = ("hostile", "fuzz", "framing", "traces", "cancels", "graph")
+
+
+def stalls(peer: SoakPeer, since: int) -> list[str]:
+    """The loop watchdog's reports (``JAXLSP_LOOP_WATCH``) written to stderr after offset ``since``."""
+    text = bytes(peer.all_stderr[since:]).decode("utf-8", "replace")
+    out: list[str] = []
+    for line in text.splitlines():
+        if "loop held" in line:
+            out.append(line)
+        elif out and line.startswith("  "):
+            out[-1] += "\n" + line
+    return out
+
+
+def loop_cpu(report: str) -> float:
+    """The loop thread's CPU milliseconds in one watchdog report (``... loop 12 ms; ...``)."""
+    found = re.search(r"[:,] loop (\d+) ms", report)
+    return float(found.group(1)) if found else 0.0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small counts, no bars (a smoke run)")
+    parser.add_argument(
+        "--only", default=",".join(PHASES), help=f"phases to run, comma-separated (of {', '.join(PHASES)}); no bars"
+    )
+    parser.add_argument(
+        "--watch",
+        type=float,
+        metavar="MS",
+        help="run the servers with the loop watchdog (JAXLSP_LOOP_WATCH): print each stall over MS ms with its stacks",
+    )
     args = parser.parse_args()
+    only = {p.strip() for p in args.only.split(",") if p.strip()}
+    unknown_phases = only - set(PHASES)
+    if unknown_phases:
+        parser.error(f"--only: no phase named {', '.join(sorted(unknown_phases))}")
+    partial = only != set(PHASES)
     scale = 0.02 if args.quick else 1.0
     fuzz_count = 100 if args.quick else FUZZ_COUNT
     traces, cancelled, unknown = (50, 20, 200) if args.quick else (TRACES, CANCELLED_TRACES, UNKNOWN_CANCELS)
@@ -579,54 +644,79 @@ def main() -> int:
     if not sys.platform.startswith("linux"):
         print("benchmarks/soak.py needs Linux (/proc)")
         return 1
+    extra_env = {"JAXLSP_LOOP_WATCH": str(args.watch)} if args.watch else {}
     figures: dict[str, Any] = {}
     shown: set[str] = set()
     base = Path(tempfile.mkdtemp(prefix="jaxlsp-soak-"))
     hostile_root, files = make_hostile_workspace(base, scale)
     trusted_root = make_trusted_workspace(base, ops)
+    if "graph" in only:
+        # Made here, not while hovers are timed: building two 60,000-op graphs holds this process's
+        # GIL, so the soak's own reader thread noted answers up to 2 s late (measured).
+        write_graph_files(trusted_root, ops)
     missed: list[str] = []
     helpers.FIGURES = base / "figures.json"  # the suite's figures file is not ours to write
+    untrusted_peak = trusted_peak = 0.0
+    untrusted_after: dict[str, float] = {}
+    trusted_after: dict[str, float] = {}
+    untrusted_alive = trusted_alive = True
+    hostile_lat: list[float] = []
+    busy_lat: list[float] = []
+    graph_lat: list[float] = []
+
+    def phase(hovers: Hovers, peer: SoakPeer, name: str, run: Callable[[], None]) -> None:
+        hovers.enter(name)
+        since = len(peer.all_stderr)
+        load_before = os.getloadavg()[0]
+        run()
+        figures[f"{name}.load_average"] = [round(load_before, 1), round(os.getloadavg()[0], 1)]
+        if args.watch:
+            found = stalls(peer, since)
+            figures[f"{name}.stalls"] = found
+            # What the loop's own work cost in its worst stall: CPU time, which a busy machine
+            # does not inflate (a stall's wall time includes waiting for a CPU or for the GIL).
+            figures[f"{name}.loop_cpu_in_stalls_max_ms"] = max((loop_cpu(s) for s in found), default=0.0)
+        show(figures, shown)
 
     # Untrusted: the hostile files and the fuzzed requests.
-    with serving(hostile_root, None) as (peer, uri), Hovers(peer, uri) as hovers:
-        hovers.enter("hostile")
-        phase_hostile(peer, files, figures)
-        show(figures, shown)
-        hovers.enter("fuzz")
-        phase_fuzz(peer, fuzz_count, figures)
-        show(figures, shown)
-        hovers.enter("idle")
-        untrusted_peak = peer.status_mb("VmHWM")
-        untrusted_after = settle([peer])
-        untrusted_alive = peer.proc.poll() is None
-    hostile_lat = hover_figures(hovers, ["hostile", "fuzz"], figures, "untrusted")
+    if only & {"hostile", "fuzz"}:
+        with serving(hostile_root, None, extra_env) as (peer, uri), Hovers(peer, uri) as hovers:
+            if "hostile" in only:
+                phase(hovers, peer, "hostile", lambda: phase_hostile(peer, files, figures))
+            if "fuzz" in only:
+                phase(hovers, peer, "fuzz", lambda: phase_fuzz(peer, fuzz_count, figures))
+            hovers.enter("idle")
+            untrusted_peak = peer.status_mb("VmHWM")
+            untrusted_after = settle([peer])
+            untrusted_alive = peer.proc.poll() is None
+        hostile_lat = hover_figures(hovers, ["hostile", "fuzz"], figures, "untrusted")
 
-    framing_ok = phase_framing(hostile_root, figures)
-    show(figures, shown)
+    framing_ok = True
+    if "framing" in only:
+        framing_ok = phase_framing(hostile_root, figures)
+        show(figures, shown)
 
     # Trusted: traces, cancels, the big graph.
-    with (
-        serving(trusted_root, {"trusted": True, "liveShapes": False}) as (peer, ordinary),
-        Hovers(peer, ordinary) as hovers,
-    ):
-        uri = peer.open(trusted_root / "model.py")
-        hovers.enter("warm-up")
-        peer.call("jaxlsp/trace", trace_params(uri, "f0"), timeout=PHASE_LIMIT)
-        hovers.enter("traces")
-        phase_traces(peer, uri, traces, figures)
-        show(figures, shown)
-        hovers.enter("cancels")
-        phase_cancels(peer, uri, cancelled, unknown, figures)
-        show(figures, shown)
-        hovers.enter("graph")
-        phase_graph(peer, trusted_root, uri, ops, figures)
-        show(figures, shown)
-        hovers.enter("idle")
-        trusted_peak = peer.status_mb("VmHWM")
-        trusted_after = settle([peer])
-        trusted_alive = peer.proc.poll() is None
-    busy_lat = hover_figures(hovers, ["traces", "cancels"], figures, "trusted")
-    graph_lat = hover_figures(hovers, ["graph"], figures, "trusted")
+    if only & {"traces", "cancels", "graph"}:
+        with (
+            serving(trusted_root, {"trusted": True, "liveShapes": False}, extra_env) as (peer, ordinary),
+            Hovers(peer, ordinary) as hovers,
+        ):
+            uri = peer.open(trusted_root / "model.py")
+            hovers.enter("warm-up")
+            peer.call("jaxlsp/trace", trace_params(uri, "f0"), timeout=PHASE_LIMIT)
+            if "traces" in only:
+                phase(hovers, peer, "traces", lambda: phase_traces(peer, uri, traces, figures))
+            if "cancels" in only:
+                phase(hovers, peer, "cancels", lambda: phase_cancels(peer, uri, cancelled, unknown, figures))
+            if "graph" in only:
+                phase(hovers, peer, "graph", lambda: phase_graph(peer, trusted_root, uri, ops, figures, hovers))
+            hovers.enter("idle")
+            trusted_peak = peer.status_mb("VmHWM")
+            trusted_after = settle([peer])
+            trusted_alive = peer.proc.poll() is None
+        busy_lat = hover_figures(hovers, ["traces", "cancels"], figures, "trusted")
+        graph_lat = hover_figures(hovers, ["graph"], figures, "trusted")
 
     load = hostile_lat + busy_lat
     figures["hover.load.p99_ms"] = round(percentile(load, 0.99) * 1000, 1)
@@ -659,8 +749,9 @@ def main() -> int:
         missed.append(f"the cancel storm wrote {figures['cancels.stderr_tracebacks']} tracebacks to stderr")
     with contextlib.suppress(OSError):
         subprocess.run(["rm", "-rf", str(base)], check=False)
-    if args.quick:
-        print("quick run: bars not checked" + (f" (would miss: {'; '.join(missed)})" if missed else ""))
+    if args.quick or partial:
+        why = "quick run" if args.quick else f"phases {', '.join(p for p in PHASES if p in only)} only"
+        print(f"{why}: bars not checked" + (f" (would miss: {'; '.join(missed)})" if missed else ""))
         return 0
     for line in missed:
         print(f"MISSED: {line}")

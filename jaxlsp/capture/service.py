@@ -40,6 +40,7 @@ from jaxlsp.capture.options import CaptureOptions
 from jaxlsp.capture.spare import SparePool
 from jaxlsp.capture.speculate import capture_speculatively, structure_of
 from jaxlsp.capture.supervise import CaptureOutcome
+from jaxlsp.graph import slices
 from jaxlsp.graph.store import GraphStore, Trace
 from jaxlsp.offloop import off_loop
 
@@ -199,7 +200,8 @@ def _decode(prepared: Prepared, outcome: CaptureOutcome) -> TraceOutcome:
     """``finish`` (in a graph thread), then the result's JSON form of the graph let go there too:
     freeing its million objects would otherwise take the loop's thread a third of a second."""
     traced = finish(prepared, outcome)
-    cast(dict[str, Any], outcome.result).pop("graph", None)
+    # A piece at a time: freed at once, it holds the GIL to the end (slices.release).
+    slices.release(cast(dict[str, Any], outcome.result).pop("graph", None))
     return traced
 
 

@@ -39,9 +39,11 @@ MAX_CLASS_NESTING = 20  # classes in classes (CPython itself stops at 100 indent
 MAX_TOKENS = 10_000  # tokens in one statement (names, numbers, strings, operators, brackets)
 
 # Strings (with prefixes, triple-quoted first), comments, brackets, separators, operators and
-# operator keywords, and operands (names, numbers). Whitespace and anything else is skipped.
+# operator keywords, and operands (names, numbers). Whitespace and anything else is skipped; a run
+# of spaces is taken whole, with the token after it (possessively: never given back), because
+# trying every alternative at each space cost 0.5 s on 1,000 nested classes' indentation (issue 25).
 _TOKEN = re.compile(
-    r"""(?P<s>[rRbBuUfF]{0,2}(?:\"\"\"(?:[^\\]|\\.)*?(?:\"\"\"|\Z)|'''(?:[^\\]|\\.)*?(?:'''|\Z)"""
+    r"""[ \t\f]*+(?:(?P<s>[rRbBuUfF]{0,2}(?:\"\"\"(?:[^\\]|\\.)*?(?:\"\"\"|\Z)|'''(?:[^\\]|\\.)*?(?:'''|\Z)"""
     r"""|"(?:[^"\\\n]|\\.)*(?:"|$)|'(?:[^'\\\n]|\\.)*(?:'|$)))"""
     r"|(?P<c>#[^\n]*)"
     r"|(?P<o>[(\[{])"
@@ -49,7 +51,7 @@ _TOKEN = re.compile(
     r"|(?P<p>[,;])"
     r"|(?P<n>\n)"
     r"|(?P<x>\*\*=?|//=?|<<=?|>>=?|[<>!=:]=|->|[-+*/%@&|^~<>=.]|\b(?:not|and|or|if|else|lambda|await|in|is)\b)"
-    r"|(?P<w>[A-Za-z_]\w*|\d[\w.]*)",
+    r"|(?P<w>[A-Za-z_]\w*|\d[\w.]*))",
     re.M | re.S,
 )
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import cast
 
 _TOKEN = re.compile(r"\"\"\"|'''|\"|'|#|\\\n|[()\[\]{}]|\n")
 _SINGLE_END = {
@@ -89,7 +90,16 @@ def logical_lines(text: str) -> list[LogicalLine]:
 
 def iter_logical_lines(text: str) -> Iterator[LogicalLine]:
     """:func:`logical_lines` one at a time (a 1 MB file's scan is then sliced with its parses)."""
+    return cast(Iterator[LogicalLine], ticking_logical_lines(text, 0))
+
+
+def ticking_logical_lines(text: str, every: int) -> Iterator[LogicalLine | None]:
+    """:func:`iter_logical_lines`, with a ``None`` (a tick) after every ``every`` tokens scanned
+    (never when ``every`` is 0): one logical line or statement can be long (100,000 decorator
+    lines are one statement: 0.15 s of scanning), and a caller that runs in slices
+    (:func:`jaxlsp.discovery.index.summarize_steps`) needs to be able to pause inside it."""
     n = len(text)
+    scanned = 0
     line = 0
     depth = 0
     start_line = 0
@@ -105,6 +115,11 @@ def iter_logical_lines(text: str) -> Iterator[LogicalLine]:
             return
         tok = m.group()
         pos = m.end()
+        if every:
+            scanned += 1
+            if scanned == every:
+                scanned = 0
+                yield None
         if tok == "\n":
             broken = bool(depth) and _RECOVERY_START.match(text, pos) is not None
             if broken:
@@ -159,7 +174,16 @@ def statements(lines: list[LogicalLine], indent: int = 0, first: int = 0, last: 
 def iter_statements(
     lines: Iterable[LogicalLine], indent: int = 0, first: int = 0, last: int | None = None
 ) -> Iterator[Statement]:
-    """Group logical lines into statements whose header sits at column ``indent``, one at a time.
+    """Group logical lines into statements whose header sits at column ``indent``, one at a time
+    (:func:`ticking_statements` without ticks)."""
+    return cast(Iterator[Statement], ticking_statements(lines, indent, first, last))
+
+
+def ticking_statements(
+    lines: Iterable[LogicalLine | None], indent: int = 0, first: int = 0, last: int | None = None
+) -> Iterator[Statement | None]:
+    """Group logical lines into statements whose header sits at column ``indent``, one at a time;
+    a ``None`` among the lines (a tick of :func:`ticking_logical_lines`) is passed on at once.
 
     Only lines ``first``..``last`` (physical, inclusive) are considered, which lets the same
     function split a class body. Lines indented deeper belong to the statement above them;
@@ -174,6 +198,9 @@ def iter_statements(
     pending_decorator = False
     after_broken = False
     for ll in lines:
+        if ll is None:
+            yield None
+            continue
         if ll.start < first or (last is not None and ll.start > last):
             continue
         if not ll.code:

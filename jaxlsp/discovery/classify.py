@@ -201,6 +201,10 @@ class Classifier:
         names = set(_ALWAYS_TRIGGERS)
         for name, bindings in fs.bindings.items():
             for b in bindings:
+                if name in names:
+                    # Decided: the name's other bindings cannot change it, and qualifying each one
+                    # looks through all earlier ones (10,000 `import jax` cells: 0.4 s of CPU).
+                    break
                 if b.how == "local":
                     if b.target == "def":
                         names.add(name)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from jaxlsp.discovery import budget
 from jaxlsp.discovery.budget import Refusal
-from jaxlsp.discovery.chunks import Statement, iter_logical_lines, iter_statements, normalize_newlines
+from jaxlsp.discovery.chunks import Statement, normalize_newlines, ticking_logical_lines, ticking_statements
 from jaxlsp.discovery.modules import ModuleMap
 from jaxlsp.discovery.summary import Binding, ChunkInfo, ClassInfo, FunctionInfo, summarize
 from jaxlsp.notebook import MAX_NOTEBOOK_BYTES, Cell, Module, NotebookError, is_notebook, parse_cells, read_module
@@ -36,6 +36,7 @@ SKIP_DIRS = frozenset({".venv", "venv", "node_modules", "build", "dist", "__pyca
 # they re-export.
 _MAY_MATTER = re.compile(r"jax|flax|equinox|optax|\bnnx\b|\beqx\b|^[ \t]*class\s", re.M)
 _CACHE_SIZE = 50_000
+TICK = 2_000  # tokens scanned between two chances for a caller in slices to pause (about 2 ms)
 LINKS_OUT = "it is a link to a file outside the workspace"
 
 
@@ -138,6 +139,9 @@ def summarize_steps(
         skipped.append(Refusal(0, budget.TOO_LARGE, whole_file=True))
         lines = [""]
     for offset, st in _statements(text, lines, cells) if not skipped else ():
+        if st is None:  # inside a long statement (100,000 decorator lines are one)
+            yield
+            continue
         start, end = offset + st.start, offset + st.end
         if len(chunks) == budget.MAX_STATEMENTS:
             skipped.append(Refusal(start, budget.TOO_MANY))
@@ -178,15 +182,16 @@ def summarize_steps(
     return fs
 
 
-def _statements(text: str, lines: list[str], cells: Module | None) -> Iterator[tuple[int, Statement]]:
+def _statements(text: str, lines: list[str], cells: Module | None) -> Iterator[tuple[int, Statement | None]]:
     """Top-level statements with the line their text starts at: the whole text's, or each
-    notebook cell's on its own (a statement never runs from one cell into the next)."""
+    notebook cell's on its own (a statement never runs from one cell into the next); ``None``
+    every :data:`TICK` tokens scanned, so that the caller can pause inside a long statement."""
     if cells is None:
-        for st in iter_statements(iter_logical_lines(text)):
+        for st in ticking_statements(ticking_logical_lines(text, TICK)):
             yield 0, st
         return
     for block in cells.blocks:
-        for st in iter_statements(iter_logical_lines("\n".join(lines[block.start : block.end + 1]))):
+        for st in ticking_statements(ticking_logical_lines("\n".join(lines[block.start : block.end + 1]), TICK)):
             yield block.start, st
 
 

@@ -178,6 +178,15 @@ def _data_element(element_id: str, data: object) -> str:
     return f'<script type="application/json" id="{element_id}">{_script_json(data)}</script>\n'
 
 
+def _graph_script(graph: Graph) -> str:
+    """The graph's JSON for the page, its dicts let go of a piece at a time (``slices.release``:
+    freed at once, a 60,000-equation graph's held the GIL 0.6 s in the exporting thread)."""
+    data = to_json(graph)
+    text = _script_json(data)
+    slices.release(data)
+    return text
+
+
 def to_html(graph: Graph, base: Graph | None = None) -> str:
     """One self-contained offline HTML page: the graph viewer (static mode) with the graph inlined,
     its analysis (costs by module, memory, precision: the overlays) and, given a ``base`` graph,
@@ -199,7 +208,7 @@ def to_html(graph: Graph, base: Graph | None = None) -> str:
             style,
             "</style>\n",
             '<script type="application/json" id="graph-data">',
-            _script_json(to_json(graph)),
+            _graph_script(graph),
             "</script>\n",
             *extra,
             html_page.BOOT,

@@ -98,3 +98,30 @@ def _value(text: str, at: int, depth: int) -> tuple[Any, int]:
 
 def _skip(text: str, at: int) -> int:
     return _SPACE.match(text, at).end()  # type: ignore[union-attr]  # matches the empty string too
+
+
+PIECE = 256  # items let go of at once by release(): a few hundred nodes, about a millisecond
+
+
+def release(value: Any) -> None:
+    """Let go of a big structure a piece at a time: ``value``'s own big lists (its members when it
+    is a dict or an object with attributes, or itself when it is a list) are emptied
+    :data:`PIECE` items at a time.
+
+    Dropping the last reference to a 60,000-equation graph frees it in one C cascade that holds
+    the GIL to its end (0.6 s measured), like ``json.loads``: in a graph thread, the event loop
+    waits as long. Only the lists directly held by ``value`` are emptied, so it may be called on
+    a structure whose items other objects still use (a decoded graph file whose parameters the
+    graph kept); ``value`` itself must be one that nothing else holds."""
+    members: Any
+    if isinstance(value, list):
+        members = [value]
+    elif isinstance(value, dict):
+        members = list(value.values())
+    else:
+        members = list(getattr(value, "__dict__", {}).values())
+        members += [getattr(value, name, None) for name in getattr(type(value), "__slots__", ())]
+    for member in members:
+        if type(member) is list:
+            while member:
+                del member[-PIECE:]

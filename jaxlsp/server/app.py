@@ -5,6 +5,8 @@ lifecycle (initialize, initialized, shutdown, fanned out to the features) and it
 from __future__ import annotations
 
 import asyncio
+import inspect
+import json
 import logging
 import sys
 import threading
@@ -17,7 +19,6 @@ from urllib.parse import unquote
 import attrs
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidRequest
-from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.uris import to_fs_path
@@ -26,6 +27,7 @@ from jaxlsp import __version__
 from jaxlsp.graph import collector
 from jaxlsp.server import transport, wire
 from jaxlsp.server.display import quoted, visible
+from jaxlsp.server.encoded import Encoded
 from jaxlsp.server.params import invalid, local_path, shown
 from jaxlsp.server.session import ClientSupport, Options, Session
 from jaxlsp.server.views import OpenNotebooks, View, cell_view, notebook_view
@@ -92,6 +94,8 @@ class JaxProtocol(LanguageServerProtocol):
         # (one failure per character), 5 ms at the first failure. Our error does not quote it.
         self._converter.detailed_validation = False
         self.last_message = time.monotonic()
+        self._writes: set[asyncio.Future[Any]] = set()  # writes of send_text in flight (asyncio writers)
+        self.reader_idle: asyncio.Event | None = None  # set by transport.run: all input read is handled
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         # pygls turns untyped params into namedtuples, which rename keys that are not Python
@@ -123,6 +127,14 @@ class JaxProtocol(LanguageServerProtocol):
             return
         super().handle_message(message)
 
+    def cancel_request(self, msg_id: int | str) -> None:
+        """``$/cancelRequest`` for ``msg_id``, as pygls handles it (cancel the request's task if it
+        is still running; nothing for an unknown or finished one), straight from the transport."""
+        self.last_message = time.monotonic()
+        future = self._request_futures.pop(msg_id, None)
+        if future is not None:
+            future.cancel()
+
     def _handle_response(self, msg_id: Any, result: Any | None = None, error: Any | None = None) -> None:
         # A request of ours whose waiter was cancelled (the client cancelled the trace that asked
         # for trust or progress) has a cancelled future: pygls would set its result anyway and log
@@ -132,6 +144,34 @@ class JaxProtocol(LanguageServerProtocol):
             del self._request_futures[msg_id]
             return
         super()._handle_response(msg_id, result, error)
+
+    def _send_response(self, msg_id: Any, result: Any | None = None, error: Any | None = None) -> None:
+        # A big answer a handler encoded in slices (encoded.py) is sent as it is: pygls would
+        # convert and encode it again in one piece, holding the loop.
+        if error is None and isinstance(result, Encoded):
+            self._result_types.pop(msg_id, None)
+            self.send_text(f'{{"jsonrpc": "2.0", "id": {json.dumps(msg_id)}, "result": {result.text}}}')
+            return
+        super()._send_response(msg_id, result, error)
+
+    def unstructure(self, value: Any) -> Any:
+        """``value`` (an lsprotocol type) as JSON-ready data, as pygls sends it."""
+        return self._converter.unstructure(value)
+
+    def send_text(self, body: str) -> None:
+        """One message whose JSON text is ``body``, framed as pygls frames its own (``_send_data``)."""
+        if self.writer is None:
+            log.error("unable to send a message: no transport")
+            return
+        header = f"Content-Length: {len(body.encode(self.CHARSET))}\r\n"
+        if self._include_headers:
+            data = f"{header}Content-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n{body}"
+        else:
+            data = body
+        written = self.writer.write(data.encode(self.CHARSET))
+        if inspect.isawaitable(written):  # an asyncio writer's drain: pygls leaves it to run too
+            self._writes.add(task := asyncio.ensure_future(written))
+            task.add_done_callback(self._writes.discard)
 
     def send_error(self, msg_id: int | str | None, code: int, message: str) -> None:
         """An error response written as it is: ``id`` may be null (a message whose id is unreadable)."""
@@ -183,7 +223,8 @@ class JaxServer(LanguageServer):
         a limit ends the server with one log line and exit status 1."""
         self._stop_event = threading.Event()
         reader = transport.StdinReader(stdin or sys.stdin.buffer, self.thread_pool)
-        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+        writer = transport.ThreadedWriter(stdout or sys.stdout.buffer, self._stop_event.set)
+        self.protocol.set_writer(writer)
         broken: transport.TransportError | None = None
         try:
             asyncio.run(transport.run(self._stop_event, reader, self.jax_protocol))
@@ -195,6 +236,7 @@ class JaxServer(LanguageServer):
             pass
         finally:
             self.close()
+            writer.close()  # what is still queued goes out (``exit`` sent it already)
         if broken is not None:
             transport.fatal(broken)
 
@@ -229,6 +271,14 @@ class JaxServer(LanguageServer):
         except (KeyboardInterrupt, SystemExit):
             pass
         self.close()
+
+    async def input_handled(self) -> None:
+        """Return once every message the client has sent so far was handed to its handler (the
+        reader waits for more): a request that a later one in the same burst supersedes or cancels
+        is then cancelled before it starts anything (``transport.Frames.idle``)."""
+        idle = self.jax_protocol.reader_idle
+        if idle is not None:
+            await idle.wait()
 
     def configure(self, params: types.InitializeParams) -> None:
         roots: list[Path] = []

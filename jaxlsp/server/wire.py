@@ -90,11 +90,20 @@ class EntrypointItem(TypedDict):
     cell: NotRequired[int]  # in a notebook: the index of its cell in the notebook's cells
 
 
+class DiscoverTruncated(TypedDict):
+    """How many items a ``jaxlsp/discover`` answer left out: the file's totals and the limit."""
+
+    entrypoints: int  # entrypoints the file has in all
+    drivers: int  # drivers the file has in all
+    limit: int  # items listed at most in each list (the first ones, in file order)
+
+
 class DiscoverResult(TypedDict):
     """``jaxlsp/discover`` response."""
 
     entrypoints: list[EntrypointItem]
     drivers: list[EntrypointItem]
+    truncated: NotRequired[DiscoverTruncated]  # only when a list was cut at the limit
 
 
 TRACE_GRAPH_COMMAND: Final = "jaxlsp.traceGraph"

@@ -75,3 +75,37 @@ def test_the_collector_stays_paused_until_the_last_thread_is_done() -> None:
         t.join(20)
     assert seen == [False]
     assert gc.isenabled()
+
+
+class _Noted:
+    """An item that notes, as it is freed, how many items its list still holds."""
+
+    def __init__(self, holder: list[object], seen: list[int]) -> None:
+        self.holder = holder
+        self.seen = seen
+
+    def __del__(self) -> None:
+        self.seen.append(len(self.holder))
+
+
+def test_release_lets_go_of_a_big_structure_a_piece_at_a_time() -> None:
+    """Freed at once, a 60,000-equation graph's JSON held the GIL 0.3-0.5 s in the thread that
+    let go of it (issue 25: export, GET /graph, a file diff): ``release`` frees ``PIECE`` items at a
+    time, and only the lists ``value`` holds itself, so items others still use live on."""
+    from jaxlsp.graph.slices import PIECE, release
+
+    seen: list[int] = []
+    nodes: list[object] = []
+    nodes.extend(_Noted(nodes, seen) for _ in range(PIECE * 4))
+    shared = {"params": [1, 2, 3]}
+    values = [shared] * 10
+    data = {"nodes": nodes, "values": values, "format": "jaxlsp.graph"}
+    del nodes
+    release(data)
+    assert data["nodes"] == [] and data["values"] == [] and data["format"] == "jaxlsp.graph"
+    assert len(seen) == PIECE * 4
+    # Freed in four pieces: the first PIECE while 3 * PIECE were still held, and so on.
+    assert sorted(set(seen), reverse=True) == [PIECE * 3, PIECE * 2, PIECE, 0]
+    assert shared == {"params": [1, 2, 3]}  # an item's own lists are never emptied
+    release([1, 2, 3])  # a list itself; a value with no lists: nothing to do
+    release(3)

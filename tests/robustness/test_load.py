@@ -268,6 +268,34 @@ def test_a_burst_of_50_traces(peer_factory: Any, tmp_path: Path) -> None:
     assert os.environ.get("JAXLSP_CAPTURE_CGROUPS") != "0"
 
 
+def test_a_burst_asks_for_progress_only_for_the_traces_it_keeps(peer_factory: Any, tmp_path: Path) -> None:
+    """50 traces of 10 targets sent at once: the 40 that later requests of the burst supersede are
+    cancelled before they ask the client to create a progress token (issue 25: each of the soak's
+    1,000 did, a request and an answer more per trace for hovers to queue behind)."""
+    pytest.importorskip("jax")
+    peer, uri, _ = _warm_server(peer_factory, tmp_path / "progress", 10)
+    creates = sum(r["method"] == "window/workDoneProgress/create" for r in peer.server_requests)
+    frames = b""
+    idents = []
+    for i in range(50):
+        idents.append(10_000 + i)
+        params = {"textDocument": {"uri": uri}, "name": f"f{i % 10}", "profile": f"f{i % 10}"}
+        body = json.dumps({"jsonrpc": "2.0", "id": 10_000 + i, "method": "jaxlsp/trace", "params": params}).encode()
+        frames += b"Content-Length: %d\r\n\r\n" % len(body) + body
+    assert peer.proc.stdin is not None
+    with peer._write_lock:  # one write: the server reads the burst at once
+        peer.proc.stdin.write(frames)
+        peer.proc.stdin.flush()
+    replies = [peer.wait(ident, timeout=scaled(240)) for ident in idents]
+    superseded = sum("error" in r and r["error"]["code"] == REQUEST_CANCELLED for r in replies)
+    asked = sum(r["method"] == "window/workDoneProgress/create" for r in peer.server_requests) - creates
+    record(**{"burst.50.progress_creates": asked, "burst.50.superseded": superseded})
+    assert superseded >= 40
+    # The 10 kept ones each get their progress; a superseded one only if it started before the
+    # reader had all of the burst (the pipe may hand it over in pieces).
+    assert 10 <= asked <= 25, f"{asked} progress tokens created for 50 traces"
+
+
 def test_a_burst_of_50_distinct_traces_is_bounded(peer_factory: Any, tmp_path: Path) -> None:
     """50 different targets at once: never more than 2 captures run, at most 8 wait, the rest are
     refused with a clear error; every request is answered."""

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import threading
 from typing import Any
 
 import pytest
 
 from jaxlsp.server import transport
+from tests.deadlines import scaled
 
 
 class Recorder:
@@ -206,3 +208,77 @@ def test_the_tcp_reader_resynchronises_too() -> None:
     recorder = asyncio.run(main())
     assert [(i, c) for i, c, _ in recorder.errors] == [(1, -32600)]
     assert [m["id"] for m in recorder.handled] == [2]
+
+
+# -- the writer ---------------------------------------------------------------------------------
+
+WRITER_DEADLINE = scaled(10.0)  # seconds: a liveness bound (the writes take microseconds)
+
+
+def test_writes_return_while_the_client_reads_nothing_and_arrive_in_order() -> None:
+    """The loop never waits for a client that is slow to read (issue 25: pygls' StdoutWriter wrote
+    and flushed in the loop; with the client's pipe full, answering 1,000 traces spent 4.6 s of
+    25 s blocked in ``write``). 2 MiB of messages into a 64 KiB pipe that nobody reads yet."""
+    read_fd, write_fd = os.pipe()
+    stream = os.fdopen(write_fd, "wb")
+    writer = transport.ThreadedWriter(stream)
+    messages = [b"Content-Length: %d\r\n\r\n" % 1024 + bytes([i % 251]) * 1024 for i in range(2048)]
+    done = threading.Event()
+
+    def write_all() -> None:
+        for message in messages:
+            writer.write(message)
+        done.set()
+
+    threading.Thread(target=write_all, daemon=True).start()
+    try:
+        assert done.wait(WRITER_DEADLINE), "a write waited for the client to read"
+        received = bytearray()
+        with os.fdopen(read_fd, "rb") as out:
+            closing = threading.Thread(target=writer.close, daemon=True)
+            closing.start()  # sends what is queued, then closes: the reader sees the end
+            while chunk := out.read(65536):
+                received += chunk
+            closing.join(WRITER_DEADLINE)
+        assert bytes(received) == b"".join(messages)
+    finally:
+        writer.close(0)
+
+
+def test_a_client_gone_stops_the_server_once() -> None:
+    read_fd, write_fd = os.pipe()
+    os.close(read_fd)
+    stopped = threading.Event()
+    writer = transport.ThreadedWriter(os.fdopen(write_fd, "wb"), stopped.set)
+    writer.write(b"Content-Length: 2\r\n\r\n{}")
+    assert stopped.wait(WRITER_DEADLINE)
+    assert writer.broken
+    writer.write(b"more")  # dropped, no error
+    writer.close()
+
+
+class Canceller(Recorder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.cancelled: list[int | str] = []
+
+    def cancel_request(self, msg_id: int | str) -> None:
+        self.cancelled.append(msg_id)
+
+
+def test_cancels_go_straight_to_the_protocol_without_structuring() -> None:
+    """A cancel storm is thousands of ``$/cancelRequest`` (the soak's: 5,500), each structured by
+    cattrs and dispatched by pygls before it cancelled anything; well-formed ones now go straight to
+    ``cancel_request``, and the others take the usual way (where pygls ignores or refuses them)."""
+    cancels = [
+        {"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": 7}},
+        {"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": "abc"}},
+        {"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": True}},  # not an id
+        {"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {}},
+        {"jsonrpc": "2.0", "id": 3, "method": "$/cancelRequest", "params": {"id": 8}},  # a request
+    ]
+    canceller = Canceller()
+    data = b"".join(frame(json.dumps(c).encode()) for c in cancels)
+    asyncio.run(transport.run(threading.Event(), Bytes(data), canceller))
+    assert canceller.cancelled == [7, "abc"]
+    assert canceller.handled == cancels[2:]

@@ -77,11 +77,21 @@ export interface EntrypointItem {
 }
 
 /**
+ * How many items a `jaxlsp/discover` answer left out: the file's totals and the limit.
+ */
+export interface DiscoverTruncated {
+  entrypoints: number;
+  drivers: number;
+  limit: number;
+}
+
+/**
  * `jaxlsp/discover` response.
  */
 export interface DiscoverResult {
   entrypoints: EntrypointItem[];
   drivers: EntrypointItem[];
+  truncated?: DiscoverTruncated;
 }
 
 export const TRACE_GRAPH_COMMAND = "jaxlsp.traceGraph";

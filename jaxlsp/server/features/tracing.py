@@ -620,6 +620,10 @@ class Progress:
     async def begin(self, message: str) -> None:
         if not self.ls.session.support.work_done_progress:
             return
+        # Not for a trace that a request already sent behind it supersedes or cancels: of 1,000
+        # traces sent at once over 10 targets, each asked the client to create its progress (a
+        # request and an answer more per trace, in a burst that hovers queue behind).
+        await self.ls.input_handled()
         token = f"jaxlsp-trace-{uuid.uuid4()}"
         try:
             await self.ls.work_done_progress.create_async(token)

@@ -202,4 +202,7 @@ class Viewer:
 
 def _graph_bytes(trace: Trace) -> bytes:
     """The canonical graph JSON the page loads, made a node at a time (``jaxlsp.graph.slices``)."""
-    return b"".join(piece.encode("utf-8") for piece in slices.iter_dumps(to_json(trace.graph), depth=2))
+    data = to_json(trace.graph)
+    body = b"".join(piece.encode("utf-8") for piece in slices.iter_dumps(data, depth=2))
+    slices.release(data)  # a piece at a time: freed at once, it holds the GIL (slices.release)
+    return body
