@@ -20,6 +20,7 @@ Notebooks are left out: they are never traced live.
 from __future__ import annotations
 
 import argparse
+import ast
 import itertools
 import json
 import os
@@ -196,13 +197,17 @@ def measure(root: Path, settle: float) -> dict[str, Any]:
             final = client.live[-1] if client.live else {"targets": [], "started": 0}
             states = {(t["uri"], t["name"]): t for t in final["targets"]}
 
-            # Hover every body line once (nested targets share lines): which show a shape.
+            # Hover every code line of each body once (nested targets share lines): which show a shape.
             lines: dict[tuple[str, int], bool] = {}
             owners: dict[tuple[str, int], set[str]] = {}
+            bodies = {file: code_lines("\n".join(text)) for file, text in texts.items()}
             for target in targets:
                 uri = Path(target["path"]).as_uri()
                 state = states.get((uri, target["name"]), {}).get("state", "unlisted")
-                for line in range(int(target["line"]), int(target["end_line"])):  # 0-based: after the def line
+                body = bodies[target["path"]].get(int(target["line"]))
+                if body is None:  # not a def/class ast knows at that line: every line after it
+                    body = list(range(int(target["line"]), int(target["end_line"])))
+                for line in body:
                     key = (target["path"], line)
                     owners.setdefault(key, set()).add(state)
                     if key in lines:
@@ -256,6 +261,11 @@ def measure(root: Path, settle: float) -> dict[str, Any]:
         "lines_with_shape": sum(lines.values()),
         "fresh_body_lines": len(fresh_lines),
         "fresh_lines_with_shape": sum(lines[k] for k in fresh_lines),
+        "fresh_misses": [
+            f"{os.path.relpath(path, root)}:{line + 1}: {texts[path][line].strip()[:100]}"
+            for path, line in sorted(fresh_lines)
+            if not lines[(path, line)]
+        ][:80],
         "fresh_targets": sorted(t["name"] for t in final["targets"] if t["state"] == "fresh"),
         "reasons": [{"state": s, "reason": r, "count": n} for (s, r), n in reasons.most_common()],
         "failed": [
@@ -281,6 +291,25 @@ def _slowest(timeline: dict[str, list[tuple[float, str]]], root: Path, count: in
                     {"target": f"{_relative(uri, root)}::{name}", "seconds": round(end - at, 1), "then": after}
                 )
     return sorted(spans, key=lambda s: -float(s["seconds"]))[:count]
+
+
+def code_lines(source: str) -> dict[int, list[int]]:
+    """Per ``def``/``class`` (by its 1-based keyword line, as discovery gives it): the 0-based
+    lines of its body, without docstrings (a string alone as a statement, at any depth)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return {}
+    docstrings: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            docstrings.update(range(node.lineno - 1, (node.end_lineno or node.lineno)))
+    found: dict[int, list[int]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and node.body:
+            span = range(node.body[0].lineno - 1, node.end_lineno or node.body[-1].lineno)
+            found[node.lineno] = [line for line in span if line not in docstrings]
+    return found
 
 
 def _relative(uri: str, root: Path) -> str:
