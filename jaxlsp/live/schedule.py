@@ -178,7 +178,15 @@ class LiveScheduler:
             self._timer.cancel()
         self._timer = asyncio.get_running_loop().call_later(self.quiet, self._quiet_over)
         if self._running is not None:
-            self._running[2].cancel()  # a burst: the older text's trace would be thrown away anyway
+            # A burst: the running trace yields until the quiet period ends. A target this burst
+            # submitted again is queued already (for its newer text); any other is still wanted
+            # for the text it was tracing, so it goes back in the queue (else it would stay
+            # "queued" with nothing left to run it).
+            target, fingerprint, task = self._running
+            if target not in self._queue:
+                self._wanted.setdefault(target, fingerprint)
+                self._queue.append(target)
+            task.cancel()
 
     def _quiet_over(self) -> None:
         self._timer = None

@@ -115,3 +115,21 @@ async def test_turned_off_nothing_runs() -> None:
     scheduler.submit([(A, "1")])
     await asyncio.sleep(0.05)
     assert fake.calls == [] and not scheduler.busy()
+
+
+async def test_a_burst_of_opens_that_cancels_a_running_trace_queues_it_again() -> None:
+    # Opening several files at once is a burst: the second open's quiet period cancels the trace
+    # started for the first; that target is still wanted (nothing newer submitted it), so it runs
+    # after the quiet period instead of staying "queued" with nothing to run it (seen on distreqx:
+    # 24 targets opened, one queued forever).
+    fake = Fake()
+    fake.gate.clear()
+    scheduler = LiveScheduler(run=fake, quiet=0.05, burst=0.3)
+    scheduler.submit([(A, "1")])
+    await asyncio.sleep(0.02)  # A is tracing
+    assert fake.calls == [A]
+    scheduler.submit([(B, "1")])  # another file, within the burst
+    fake.gate.set()
+    await idle(scheduler)
+    assert scheduler.statuses[A].state == FRESH and scheduler.statuses[B].state == FRESH
+    assert fake.calls.count(A) == 2 and fake.most == 1

@@ -12,10 +12,11 @@ import { CursorTracker } from "./cursor";
 import { Gate, routeShowDocument } from "./gate";
 import { GraphPanel } from "./panel";
 import { type PythonApi, initializationOptions, readSettings, resolveLaunch, safeCwd, selectedInterpreter, which } from "./server";
+import { LiveStatusItem } from "./live";
 import { isSource } from "./stale";
 import { TraceStatus, TraceStatusItem } from "./status";
 import { Tracer, isTarget } from "./tracer";
-import type { ExportFormat, TraceFinished } from "./wire";
+import type { ExportFormat, LiveStatus, TraceFinished } from "./wire";
 import { errorMessage } from "./wire";
 import { isAnalysed } from "./notebooks";
 
@@ -53,7 +54,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<Jaxlsp
   const panel = new GraphPanel(vscode.Uri.joinPath(context.extensionUri, "dist", "viewer"), current, revealGate);
   const tracer = new Tracer(current, status, ({ result }) => panel.show({ kind: "trace", traceId: result.traceId }));
   const cursor = new CursorTracker(current, panel);
-  context.subscriptions.push(output, new TraceStatusItem(status), panel, { dispose: () => cursor.dispose() });
+  const live = new LiveStatusItem();
+  context.subscriptions.push(output, new TraceStatusItem(status), live, panel, { dispose: () => cursor.dispose() });
 
   const clientOptions = (init: unknown): LanguageClientOptions => ({
     documentSelector: [
@@ -109,6 +111,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Jaxlsp
     if (!trusted) output?.info("the Python extension's interpreter is not asked for before the workspace is trusted");
     const next = new LanguageClient("jaxlsp", "jaxlsp", serverOptions, clientOptions(initializationOptions(settings, launch, trusted)));
     next.onNotification("jaxlsp/traceFinished", (note: TraceFinished) => status.finished(note));
+    next.onNotification("jaxlsp/liveStatus", (note: LiveStatus) => live.update(note));
     client = next;
     try {
       await next.start();
@@ -131,6 +134,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Jaxlsp
   async function restartNow(): Promise<void> {
     const previous = client;
     client = undefined;
+    live.clear();
     if (previous !== undefined) {
       try {
         await previous.stop();

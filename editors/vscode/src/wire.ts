@@ -10,6 +10,8 @@ export type {
   EntrypointItem,
   EnvironmentResult,
   ExampleChoice,
+  LiveStatus,
+  LiveTarget,
   Location,
   NeedsInputItem,
   NeedsInputResult,
