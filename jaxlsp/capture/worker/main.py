@@ -302,7 +302,9 @@ def trace_target(
     finally:
         checking.close()
     timings["trace"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
     limits.check_jaxpr(closed, request.get("limits"))  # before building: refused, never truncated
+    timings["limits"] = time.perf_counter() - t0
     return Traced(path, kind, closed, out_shape, plan, traced, loader, builder, device, concrete)
 
 
