@@ -251,6 +251,7 @@ def server(folder: Path, shape: Shape, size: int) -> dict[str, float]:
                     "jaxlsp": {
                         "trusted": True,
                         "liveShapes": False,
+                        "timeout": 3600,
                         "limits": {"equations": 10**8, "values": 10**8, "bytes": 2**40},
                     }
                 },
