@@ -34,7 +34,7 @@ from typing import Any, Literal
 from jaxlsp.capture import allowed_env, staging
 from jaxlsp.capture.options import DEFAULT_OPTIONS, CaptureOptions, Launch
 from jaxlsp.capture.staging import RefusedError, Stage
-from jaxlsp.capture.supervise import CaptureOutcome, Pipes, error_result, settle, supervise
+from jaxlsp.capture.supervise import CaptureOutcome, Pipes, error_result, result_limit, settle, supervise
 from jaxlsp.capture.worker import forkserver
 
 __all__ = ["CaptureOutcome", "capture_sync", "run_capture"]
@@ -132,7 +132,7 @@ async def spawn_cold(
         PopenChild(proc, cgroup),
         Pipes(stdout=out_r, stderr=err_r, result=result_r),
         options,
-        Launch(python, "cold", started, options.timeout, memory_mb),
+        Launch(python, "cold", started, options.timeout, memory_mb, result_limit(request)),
         extra_tasks=(writer,),
         workspace=_workspace_of(request),
     )

@@ -8,6 +8,7 @@ user's source frame when there is one, and one paragraph of text for humans.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Callable
@@ -225,14 +226,23 @@ def select_with_origin(req: TraceRequest) -> tuple[Resolved, Path | None, Origin
     except RecipeError as exc:
         raise TraceFailure("refused", str(exc), problems=list(exc.problems)) from None
     find = req.find_entrypoint or (lambda path, name: find_entrypoint(path, name, req.workspace_root))
-    entrypoint = find(file, req.name)
+    # Discovery only where it serves: proposals and call sites. The CLI's discovery imports libcst
+    # (1.5-1.9 s on the shared machine), which a profile that names the target never needs.
+    found: list[Any] = []
+
+    def entry() -> Any:
+        if not found:
+            found.append(find(file, req.name))
+        return found[0]
+
     base = recipe_path.parent if recipe_path is not None else req.workspace_root.resolve()
     if req.source not in (None, "auto"):
-        return _explicit(req, entrypoint, recipe, recipe_path, base)
+        return _explicit(req, entry(), recipe, recipe_path, base)
     try:
-        selected = select_profile(
-            recipe, file, req.name, req.profile, entrypoint=entrypoint, workspace_root=req.workspace_root.resolve()
-        )
+        root_dir = req.workspace_root.resolve()
+        selected = select_profile(recipe, file, req.name, req.profile, entrypoint=None, workspace_root=root_dir)
+        if selected.recipe is None:  # no profile: a proposal, made from the entrypoint
+            selected = select_profile(recipe, file, req.name, req.profile, entrypoint=entry(), workspace_root=root_dir)
     except RecipeError as exc:  # no such profile, several candidates, a target file gone...
         raise TraceFailure("refused", str(exc), problems=list(exc.problems)) from None
     root = project_root_for(req)
@@ -240,6 +250,7 @@ def select_with_origin(req: TraceRequest) -> tuple[Resolved, Path | None, Origin
     if selected.recipe is None and req.profile is None:  # no profile: where else the inputs can come from
         target_text = str(selected.proposal["target"] if isinstance(selected, NeedsInput) else selected.table["target"])
         sites = req.find_sites or (lambda path, name, entry: autoinputs.find_sites(path, name, root, entry))
+        entrypoint = entry()
         selected, origin = autoinputs.choose(
             entrypoint,
             selected,
@@ -423,6 +434,8 @@ class Prepared:
     kind: str | None = None  # the target's kind when known (which packages the check asks for)
     origin: Origin | None = None  # where the inputs come from
     req: TraceRequest | None = None  # what it was prepared from (auto's next example is prepared alike)
+    # The kind from discovery, asked only when the environment check needs it (check_environment).
+    find_kind: Callable[[], str | None] | None = None
 
     def running(self) -> str | None:
         """``running PATH[::TEST] to learn the inputs`` before an example runs; else None."""
@@ -438,10 +451,21 @@ def prepare(req: TraceRequest) -> Prepared:
     selection = choose_python(req, resolved)
     request = build_request(req, resolved, recipe_path, origin)
     kind = request["target"].get("kind")
+    find_kind = None
     if kind is None:  # inferred by the worker; discovery's kind says which packages the check needs
-        find = req.find_entrypoint or (lambda path, name: find_entrypoint(path, name, req.workspace_root))
-        kind = getattr(find(req.file.resolve(), req.name), "kind", None)
-    return Prepared(request, selection.python, resolved, recipe_path, selection.route, kind, origin, req)
+        if req.find_entrypoint is not None:  # the server's warm index: at once
+            kind = getattr(req.find_entrypoint(req.file.resolve(), req.name), "kind", None)
+        else:  # the CLI's discovery imports libcst: only if the check's verdict depends on the kind
+            file, name, root = req.file.resolve(), req.name, req.workspace_root
+            find_kind = functools.partial(_discovered_kind, file, name, root)
+    return Prepared(
+        request, selection.python, resolved, recipe_path, selection.route, kind, origin, req, find_kind=find_kind
+    )
+
+
+def _discovered_kind(file: Path, name: str, root: Path) -> str | None:
+    kind: str | None = getattr(find_entrypoint(file, name, root), "kind", None)
+    return kind
 
 
 def next_example(prepared: Prepared, failure: TraceFailure) -> Prepared | None:
@@ -474,11 +498,22 @@ def next_example(prepared: Prepared, failure: TraceFailure) -> Prepared | None:
 
 def check_environment(prepared: Prepared, refresh: bool = False) -> Report:
     """The (cached) compatibility check of the prepared capture's interpreter; it runs that
-    interpreter, so only once the workspace is trusted (the CLI is an explicit user action)."""
+    interpreter, so only once the workspace is trusted (the CLI is an explicit user action).
+
+    A kind left to discovery (``prepared.find_kind``) is looked up only when it could change the
+    verdict: when the check without it fails, or flax or equinox (which a kind may need) is not
+    fine in that interpreter; the report is then exactly the one for the discovered kind."""
     selection = Selection(prepared.python, prepared.route)
-    return compatibility.CACHE.check(
-        selection, prepared.kind, str(prepared.request["profile"].get("device") or "cpu"), refresh
-    )
+    device = str(prepared.request["profile"].get("device") or "cpu")
+    kind = prepared.kind
+    if kind is None and prepared.find_kind is not None:
+        report = compatibility.CACHE.check(selection, None, device, refresh)
+        every_need = sorted({p for needs in compatibility.NEEDS_BY_KIND.values() for p in needs})
+        problems = compatibility.evaluate(selection, report.probe, every_need, device, compatibility.nvidia_driver())
+        if report.ok and not any(p.severity == "error" for p in problems):
+            return report
+        kind, refresh = prepared.find_kind(), False  # the probe is fresh now
+    return compatibility.CACHE.check(selection, kind, device, refresh)
 
 
 def finish(prepared: Prepared, outcome: CaptureOutcome) -> TraceOutcome:

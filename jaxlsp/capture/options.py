@@ -67,6 +67,7 @@ class Launch:
     started: float
     limit: float
     memory_mb: int | None
+    result_bytes: int | None = None  # the result pipe's cap (supervise.result_limit); None: the default
 
 
 #: The defaults, as one shared value for signatures (the type is frozen).

@@ -43,6 +43,7 @@ from jaxlsp.capture.supervise import (
     Pipes,
     group_alive,
     killpg,
+    result_limit,
     settle,
     supervise,
 )
@@ -290,7 +291,7 @@ class SpareProcess:
             ForkedCapture(self, pid, job),
             Pipes(stdout=out_r, stderr=err_r, result=result_r),
             options,
-            Launch(self.python, "spare", started, options.timeout, memory_mb),
+            Launch(self.python, "spare", started, options.timeout, memory_mb, result_limit(request)),
             workspace=request.get("workspaceRoot") or None,
         )
 

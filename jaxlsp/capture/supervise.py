@@ -28,7 +28,7 @@ import signal
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, cast
 
@@ -41,7 +41,8 @@ log = logging.getLogger(__name__)
 
 LOG_HEAD = 512 * 1024  # bytes kept from the start of each of stdout and stderr
 LOG_TAIL = 512 * 1024  # bytes kept from the end of each
-RESULT_LIMIT = 256 * 1024 * 1024  # a larger result is refused (crash), not buffered
+RESULT_LIMIT = 256 * 1024 * 1024  # without limits in the request, a larger result is refused, not buffered
+RESULT_HEADROOM = 1024 * 1024  # above the request's bytes limit: the worker's phase lines, its own refusal
 RESULT_EXIT_GRACE = 2.0  # seconds a worker may linger after its whole result arrived
 DRAIN_GRACE = 2.0  # seconds to wait for pipes still held open by escaped processes
 GROUP_GONE_TIMEOUT = 5.0  # seconds to wait for a killed group to disappear
@@ -188,6 +189,18 @@ class _StreamSink:
                 log.exception("on_log callback failed")
 
 
+def result_limit(request: Mapping[str, Any]) -> int:
+    """The cap of a capture's result pipe: the request's bytes limit (which the worker enforces
+    itself, with its figures) and some headroom, so that a raised ``--max-bytes`` /
+    ``jaxlsp.limits.bytes`` holds end to end; :data:`RESULT_LIMIT` for a request without limits."""
+    from jaxlsp.capture.worker import limits
+
+    raw = request.get("limits")
+    if raw is None:
+        return RESULT_LIMIT
+    return limits.resolve(raw)["bytes"] + RESULT_HEADROOM
+
+
 class _ResultSink:
     """The result pipe: ``#phase NAME`` lines (the worker's progress), then one JSON result."""
 
@@ -195,10 +208,12 @@ class _ResultSink:
         self.data = bytearray()
         self.limit = limit
         self.overflow = False
+        self.size = 0  # every byte that arrived, the ones past an overflow too (for the refusal's figures)
         self.on_phase = on_phase
         self.preamble = True  # still reading phase lines
 
     def __call__(self, data: bytes) -> None:
+        self.size += len(data)
         if self.overflow:
             return
         if len(self.data) + len(data) > self.limit:
@@ -320,7 +335,11 @@ async def supervise(
     on_log, on_phase, cancel = options.on_log, options.on_phase, options.cancel
     timeout = max(launch.limit - (time.monotonic() - launch.started), 0.001)
     loop = asyncio.get_running_loop()
-    out, err, res = _StreamSink("stdout", on_log), _StreamSink("stderr", on_log), _ResultSink(on_phase=on_phase)
+    out, err, res = (
+        _StreamSink("stdout", on_log),
+        _StreamSink("stderr", on_log),
+        _ResultSink(launch.result_bytes or RESULT_LIMIT, on_phase=on_phase),
+    )
     readers = [
         PipeReader(loop, pipes.stdout, out),
         PipeReader(loop, pipes.stderr, err),
@@ -556,8 +575,14 @@ def _classify(
     last = lines[-1] if lines else ""
     said = f" Its last words: {last}" if last else ""
     if res.overflow:
+        mib = 1024 * 1024
         return error_result(
-            "crash", f"The capture worker sent a result larger than {RESULT_LIMIT // (1024 * 1024)} MiB.", tail or None
+            "refused",
+            f"the capture's result is {res.size:,} bytes ({res.size / mib:.1f} MiB), over the limit of "
+            f"{res.limit:,} bytes ({res.limit / mib:.1f} MiB) of the result pipe; nothing was cut (a graph is "
+            "never truncated). Raise the limit with the setting jaxlsp.limits.bytes (initializationOptions) or "
+            "--max-bytes on the command line, or trace a smaller part of the model",
+            tail or None,
         )
     if res.data and not res.preamble and not timed_out:  # a half phase line is no result
         try:

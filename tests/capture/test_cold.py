@@ -83,6 +83,24 @@ async def test_a_result_larger_than_a_pipe_buffer_arrives_whole(stand_in: Stage)
     assert outcome.ok and len(outcome.result["graph"]["blob"]) == 8 * 1024 * 1024
 
 
+async def test_the_result_pipe_follows_the_bytes_limit_and_refuses_past_it_with_the_figures(stand_in: Stage) -> None:
+    """The worker refuses a result over ``limits.bytes`` itself; the client's cap follows that
+    limit (a raised ``--max-bytes`` holds end to end, past the 256 MiB of a request without
+    limits) and refuses what still goes past it, never cutting it: here a stand-in that does not
+    check sends 8 MiB against a limit of 2 MiB."""
+    from jaxlsp.capture.supervise import RESULT_LIMIT, result_limit
+
+    assert result_limit({"limits": {"bytes": 1024 * 1024 * 1024}}) > 1024 * 1024 * 1024 > RESULT_LIMIT
+    assert result_limit({}) == RESULT_LIMIT
+    outcome = await run_capture(make_request("big", limits={"bytes": 2 * 1024 * 1024}), python=PY, stage=stand_in)
+    assert not outcome.ok and "graph" not in outcome.result
+    error = outcome.result["error"]
+    assert error["kind"] == "refused"
+    assert error["message"].startswith("the capture's result is 8,")
+    assert "over the limit of 3,145,728 bytes (3.0 MiB) of the result pipe; nothing was cut" in error["message"]
+    assert "jaxlsp.limits.bytes" in error["message"] and "--max-bytes" in error["message"]
+
+
 async def test_a_hang_times_out_and_takes_its_children_along(stand_in: Stage) -> None:
     # limit under test: this capture's time limit must run out (not a wait)
     outcome = await run_capture(make_request("sleep"), python=PY, stage=stand_in, options=CaptureOptions(timeout=1.5))

@@ -277,3 +277,59 @@ def hlo_cost_analysis(text: str) -> dict[str, Any]:
         return dict(_jax.hlo_module_cost_analysis(xla_bridge.get_backend(), module))
     except Exception:
         return dict(_jax.hlo_module_cost_analysis(xla_bridge.get_backend("cpu"), module))
+
+
+# Tracer attributes that only concrete arrays have, whose AttributeError libraries probe for with
+# ``getattr(x, "sharding", None)`` (Flax NNX does on every write to a Variable: each RNG draw).
+_PROBED_ATTRIBUTES = ("sharding", "device")
+
+
+class _TracerAttributeError(AttributeError):
+    """JAX's AttributeError for a tracer's ``sharding`` / ``device``, its text made when shown.
+
+    JAX writes the text eagerly, and its origin part (which operation the value came from) walks
+    every equation traced so far: a probe that is caught and discarded cost O(equations), and a
+    model whose construction draws N keys under ``nnx.eval_shape`` took O(N x equations) (16 of the
+    23 s of a Qwen3-1.7B's abstract init). The text, when someone reads it, is JAX's own."""
+
+    def __init__(self, tracer: Any, attribute: str) -> None:
+        super().__init__(attribute)
+        self._tracer: Any = tracer
+        self._attribute = attribute
+        self._text: str | None = None
+
+    def __str__(self) -> str:
+        if self._text is None:
+            tracer, origin = self._tracer, ""
+            with contextlib.suppress(Exception):
+                origin = tracer._origin_msg()
+            self._text = f"The '{self._attribute}' attribute is not available on {tracer._error_repr()}.{origin}"
+        return self._text
+
+
+@contextlib.contextmanager
+def cheap_tracer_probes() -> Any:
+    """Within the block, ``getattr(tracer, "sharding", None)`` (and ``device``) costs O(1): see
+    :class:`_TracerAttributeError`. Nothing changes when this jax defines them otherwise."""
+    try:
+        from jax._src import core
+    except ImportError:
+        yield
+        return
+    tracer_type: Any = getattr(core, "Tracer", None)
+    saved: dict[str, Any] = {}
+    for name in _PROBED_ATTRIBUTES:
+        attr = tracer_type.__dict__.get(name) if isinstance(tracer_type, type) else None
+        if isinstance(attr, property) and hasattr(tracer_type, "_origin_msg") and hasattr(tracer_type, "_error_repr"):
+            saved[name] = attr
+    for name in saved:
+
+        def probe(self: Any, _name: str = name) -> Any:
+            raise _TracerAttributeError(self, _name)
+
+        setattr(tracer_type, name, property(probe, doc=saved[name].__doc__))
+    try:
+        yield
+    finally:
+        for name, attr in saved.items():
+            setattr(tracer_type, name, attr)

@@ -222,7 +222,7 @@ def trace_target(
     """Load, initialise and trace the request's target (None in ``structure`` mode, whose
     structure goes into ``extra``); raises CaptureError."""
     from jaxlsp.capture.worker import inputs as inputs_mod
-    from jaxlsp.capture.worker import loading, targets
+    from jaxlsp.capture.worker import jaxcompat, loading, targets
 
     target = dict(request["target"])
     profile = dict(request["profile"])
@@ -274,6 +274,7 @@ def trace_target(
         extra["contracts"] = check  # the graph's contracts section (graph_from_jaxpr)
     checking = contextlib.ExitStack()  # the contract check covers construction and the trace
     try:
+        checking.enter_context(jaxcompat.cheap_tracer_probes())  # NNX probes tracers on every Variable write
         if check is not None:
             checking.enter_context(check)
         with on_device if concrete else contextlib.nullcontext():
@@ -312,7 +313,9 @@ def trace_target(
     finally:
         checking.close()
     timings["trace"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
     limits.check_jaxpr(closed, request.get("limits"))  # before building: refused, never truncated
+    timings["limits"] = time.perf_counter() - t0
     return Traced(path, kind, closed, out_shape, plan, traced, loader, builder, device, concrete)
 
 

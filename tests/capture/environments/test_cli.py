@@ -75,6 +75,28 @@ def test_the_request_wins_over_the_recipe_and_the_servers_own_runs_last(ws: Path
     assert f"with {sys.executable} (server's own interpreter)" in result.stdout
 
 
+def test_a_profile_traced_where_everything_is_installed_never_runs_discovery(ws: Path) -> None:
+    """The CLI looks the target's kind up with discovery (libcst: 1.5 s of a cold trace on the
+    shared machine, before the worker starts) only when the check's verdict could depend on it;
+    where flax is missing it still does, and names flax (the tests above)."""
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "jaxlsp", "trace", LINEN],
+        cwd=ws,
+        capture_output=True,
+        text=True,
+        timeout=scaled(300),
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (ws / "IMPORTED").exists() and "traced in" in result.stdout
+    imported = {
+        line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")
+    }
+    assert "jaxlsp.capture.engine" in imported
+    assert not {name for name in imported if name.split(".")[0] == "libcst"}
+    assert not {name for name in imported if name.startswith("jaxlsp.discovery.")} - {"jaxlsp.discovery.roots"}
+
+
 def test_a_function_traces_in_the_venv_without_flax(ws: Path, tmp_path: Path) -> None:
     python = make_venv(tmp_path / "noflax")
     result = run(["trace", FUNCTION, "--python", str(python)], ws)

@@ -121,3 +121,57 @@ def test_own_caches_trace_a_jit_again_in_another_thread_while_its_first_trace_is
 
     jax.make_jaxpr(step)(jnp.ones(3))
     assert traced[1:] == ["other"] and "mul" in str(inner["jaxpr"])
+
+
+def test_cheap_tracer_probes_keep_getattr_probes_from_walking_the_trace(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Flax NNX probes ``getattr(value, "sharding", None)`` on every Variable write (each RNG
+    draw); JAX's AttributeError text walks every equation traced so far, so an abstract
+    construction cost O(draws x equations). Inside the block the probe is O(1), and the text, when
+    read, is still JAX's own."""
+    import jax
+    import jax.numpy as jnp
+    from flax import nnx
+    from jax._src.interpreters import partial_eval
+
+    from jaxlsp.capture.worker import jaxcompat
+
+    walks = 0
+    original = partial_eval.DynamicJaxprTracer._origin_msg
+
+    def counted(self: object) -> str:
+        nonlocal walks
+        walks += 1
+        return original(self)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(partial_eval.DynamicJaxprTracer, "_origin_msg", counted)
+
+    class Stack(nnx.Module):
+        def __init__(self, rngs: nnx.Rngs) -> None:
+            self.layers = nnx.List([nnx.Linear(4, 4, rngs=rngs) for _ in range(3)])
+
+    def build() -> Stack:
+        return nnx.eval_shape(lambda: Stack(nnx.Rngs(0)))
+
+    build()
+    assert walks > 0  # JAX's own probe builds its text, every time
+
+    walks = 0
+    errors: list[BaseException] = []
+
+    def probed(x: jax.Array) -> jax.Array:
+        assert getattr(x, "sharding", None) is None and not hasattr(x, "device")
+        try:
+            x.sharding  # noqa: B018
+        except AttributeError as exc:
+            errors.append(exc)
+        return jnp.sin(x)
+
+    sharding = jax.core.Tracer.__dict__["sharding"]
+    with jaxcompat.cheap_tracer_probes():
+        model = build()
+        jax.make_jaxpr(probed)(1.0)
+    assert walks == 0
+    assert jax.core.Tracer.__dict__["sharding"] is sharding  # restored
+    assert [tuple(v.shape) for v in jax.tree_util.tree_leaves(nnx.state(model, nnx.Param))] == [(4,), (4, 4)] * 3
+    # the text, made when read, is JAX's own
+    assert str(errors[0]).startswith("The 'sharding' attribute is not available on traced array with shape float32[]")
