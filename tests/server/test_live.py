@@ -296,3 +296,12 @@ async def test_a_target_with_two_profiles_is_not_live_until_one_is_picked(live: 
     save(client, "twice.py", text.replace("[x, x]", "[x, x, x]"))
     await settled(client, "double", after=picked["traceId"])
     assert "f32[192]" in await hover(client, "twice.py", line_of(client, "twice.py", "return jnp.concatenate"))
+
+
+async def test_a_factory_returning_a_module_is_not_live_and_no_error(live: JaxClient) -> None:
+    client = live
+    uri = client.open("factory.py")
+    why = await settled(client, "make_head", ("notLive", "failed"))
+    assert why["state"] == "notLive", why
+    assert "returned a factory.Head" in why["reason"] and "init.factory" in why["reason"], why
+    assert not [d for d in client.diagnostics.get(uri, []) if d.source == "jaxlsp"]  # nothing the user broke

@@ -804,6 +804,9 @@ def _array_outputs(out: Any, kind: str) -> Any:
         where = label_of(tuple(path))
         where = f"out/{where}" if where else "out"
         hint = ""
+        # a factory (it returns a module or a function to trace) is a target chosen wrongly, not a
+        # program that failed: "refused", which a live trace shows as not live, never as an error
+        factory = infer_kind(leaf) != "function" or callable(leaf)
         if infer_kind(leaf) != "function":
             hint = (
                 f"; it returned a {infer_kind(leaf)} module: trace that module instead, with this function "
@@ -812,7 +815,7 @@ def _array_outputs(out: Any, kind: str) -> Any:
         elif callable(leaf):
             hint = "; it returned a function: trace that function instead"
         raise CaptureError(
-            "trace",
+            "refused" if factory else "trace",
             f"the {kind} target returned a {type(leaf).__module__}.{type(leaf).__qualname__} at {where}, "
             f"not an array: every output leaf must be an array or a number{hint}",
         )

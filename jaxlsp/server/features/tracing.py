@@ -273,6 +273,10 @@ class Tracing:
             meta = {"uri": args.uri, "name": args.name, "answers": args.answers, "dims": args.dims}
             captured = await self.capture.run(prepared, options, meta)
         except TraceFailure as failure:
+            if live and failure.kind == "refused":
+                # what the user's text cannot fix by an edit that keeps it running (a factory
+                # returning a module, a limit): the target is not live, with why; no diagnostic
+                raise NotLive(failure.message) from None
             return self._failed(args, failure)
         except Busy as exc:
             raise JsonRpcException(str(exc), code=REQUEST_FAILED) from None
