@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
+from jaxlsp.capture import phases
 from jaxlsp.capture.engine import (
     Prepared,
     TraceFailure,
@@ -105,6 +106,7 @@ class CaptureService:
         refusal = await self.gate(prepared)
         if refusal is not None:
             raise refusal
+        phases.mark("gate")
         if self._waiting >= self.max_waiting:
             raise Busy("too many traces waiting: try again when some finish")
         self._waiting += 1
@@ -112,6 +114,7 @@ class CaptureService:
             await self._slots.acquire()
         finally:
             self._waiting -= 1
+        phases.mark("slot")
         try:
             return await self._capture(prepared, options)
         finally:
@@ -129,6 +132,7 @@ class CaptureService:
         without calling the target, its next examples run in turn under the same deadline
         (``notify`` hears each ``running ...``); if none reaches it, the failure says what each
         did."""
+        phases.mark("prepare")
         failures: list[TraceFailure] = []
         if prepared.request["profile"].get("example"):
             options = replace(options, timeout=options.example_timeout)
@@ -137,6 +141,7 @@ class CaptureService:
             outcome = await self.capture(prepared, options)
             try:
                 traced = await off_loop(_decode, prepared, outcome)  # a big graph decodes for seconds
+                phases.mark("decode")
                 break
             except TraceFailure as exc:
                 failures.append(exc)
@@ -160,6 +165,7 @@ class CaptureService:
             before = self.store.newest_like(label)
             built = await off_loop(GraphStore.build, traced.graph, label, before)
             trace = self.store.keep(built)
+            phases.mark("store")
         return Captured(traced, trace)
 
     async def trace(self, req: TraceRequest, options: CaptureOptions, meta: dict[str, Any] | None = None) -> Captured:
@@ -173,6 +179,7 @@ class CaptureService:
         if not self.warm:
             return await self.pool.capture(request, prepared.python, options, warm=False)
         await self.pool.start(prepared.python)
+        phases.mark("spare")
         if "values" in request:  # a values run initialises for real: no structure hint to use
             return await self.pool.capture(request, prepared.python, options)
         target = prepared.request["target"]
@@ -181,6 +188,9 @@ class CaptureService:
             self.pool, prepared.request, prepared.python, options, hint=self._hints.get(key)
         )
         self._remember(key, structure_of(outcome))
+        current = phases.CURRENT.get()
+        if current is not None:
+            current.took(outcome.result.get("timings"), outcome.result.get("clock"))
         return outcome
 
     def _remember(self, key: tuple[str, str, str], structure: Any) -> None:
