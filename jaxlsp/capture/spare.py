@@ -397,7 +397,12 @@ class SparePool:
         spare = self._spares.get(self._key(python))
         if spare is None or not spare.is_ready or spare.ready is None:
             return None
-        return {**spare.ready.result(), "learned": list(spare.learned)}
+        return dict(spare.ready.result())
+
+    def learned(self, python: str) -> list[str]:
+        """The modules the spare for ``python`` preloaded since it started, learned from captures."""
+        spare = self._spares.get(self._key(python))
+        return [] if spare is None or spare.dead else list(spare.learned)
 
     def _ensure(self, python: str, staged: Stage, *, force: bool) -> SpareProcess:
         if self._closed:

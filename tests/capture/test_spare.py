@@ -128,10 +128,10 @@ async def test_a_spare_preloads_the_installed_modules_captures_imported(
     assert first.ok and first.via == "spare" and first.result["graph"]["value"] is False, first.result
     assert "imported" not in first.result  # the server's to act on, not the caller's
     deadline = asyncio.get_running_loop().time() + scaled(30)
-    while "wave" not in pool.info(jax_python)["learned"]:  # type: ignore[index]
-        assert asyncio.get_running_loop().time() < deadline, pool.info(jax_python)
+    while "wave" not in pool.learned(jax_python):
+        assert asyncio.get_running_loop().time() < deadline, pool.learned(jax_python)
         await asyncio.sleep(0.05)
-    assert "usermod" not in pool.info(jax_python)["learned"]  # type: ignore[index]  # never a user module
+    assert "usermod" not in pool.learned(jax_python)  # never a user module
     second = await pool.capture(make_request("user", path=str(user)), python=jax_python)
     assert second.ok and second.result["graph"]["value"] is True, second.result
     assert second.result["graph"]["alreadyImported"] is False  # the user's own module is imported anew
