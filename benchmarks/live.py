@@ -33,6 +33,7 @@ Linux only (/proc).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -188,8 +189,9 @@ print(json.dumps({{"import": t1 - t0, "trace": t2 - t1, "eqns": len(jaxpr.eqns)}
 """
 
 
-def bare_once(model: Model, root: Path) -> float:
-    """One run of the bare cold script for ``model``: its wall time."""
+def bare_once(model: Model, root: Path) -> tuple[float, float]:
+    """One run of the bare cold script for ``model``: its wall time, and the time it spent in the
+    abstract init and ``make_jaxpr`` alone (the floor of any trace of it, cold)."""
     code = BARE.format(
         folder=str(root / model.folder),
         module=model.file.removesuffix(".py"),
@@ -205,7 +207,8 @@ def bare_once(model: Model, root: Path) -> float:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False)
     if done.returncode != 0:
         raise SystemExit(f"the bare script of {model.label} failed:\n{done.stderr[-3000:]}")
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    return wall, float(json.loads(done.stdout.strip().splitlines()[-1])["trace"])
 
 
 def cpu_seconds(root: int) -> float:
@@ -377,6 +380,7 @@ def hover_line(session: Session, path: Path, name: str) -> dict[str, int]:
 class Measured:
     latencies: list[float] = field(default_factory=list)
     bare: list[float] = field(default_factory=list)
+    floor: list[float] = field(default_factory=list)  # the bare script's abstract init + make_jaxpr
     phases: list[str] = field(default_factory=list)
 
 
@@ -458,7 +462,9 @@ def save_rounds(models: list[Model], rounds: int) -> tuple[dict[str, Measured], 
                 measured = out.setdefault(model.label, Measured())
                 text = path.read_text()
                 for i in range(rounds):
-                    measured.bare.append(bare_once(model, root))
+                    wall, floor = bare_once(model, root)
+                    measured.bare.append(wall)
+                    measured.floor.append(floor)
                     text += f"_jaxlsp_bench_edit = {i}\n"  # code, not a comment: a real re-trace
                     had = len(session.logs)
                     took, last = timed_save(session, model, path, text, position, last)
@@ -466,7 +472,7 @@ def save_rounds(models: list[Model], rounds: int) -> tuple[dict[str, Measured], 
                     mine = [entry for entry in session.logs[had:] if entry.startswith(f"live {model.name} fresh")]
                     measured.phases.append(mine[-1] if mine else "(no log line)")
                 if model.breaks is not None and last is not None:
-                    measured.bare.append(bare_once(model, root))
+                    measured.bare.append(bare_once(model, root)[0])
                     to_diagnostic, to_fixed, last = timed_break(session, model, path, text, position, last)
                     diagnostics.append(to_diagnostic)
                     measured.latencies.append(to_fixed)
@@ -568,7 +574,8 @@ def main() -> int:
         median, bare = statistics.median(m.latencies), statistics.median(m.bare)
         print(
             f"  {label:<44} save -> fresh hover p50 {median:5.2f} max {max(m.latencies):5.2f} | "
-            f"bare {bare:5.2f} | {median / bare:.2f}x  runs [{' '.join(f'{w:.2f}' for w in m.latencies)}]"
+            f"bare {bare:5.2f} (init + make_jaxpr {statistics.median(m.floor):.2f}) | {median / bare:.2f}x  "
+            f"runs [{' '.join(f'{w:.2f}' for w in m.latencies)}]"
         )
         timed = [line for line in m.phases if line.startswith("live ")]
         print(f"  {'':<44} phases (medians): {phase_medians(timed)}")

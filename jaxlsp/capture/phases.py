@@ -50,20 +50,23 @@ class Phases:
     def spans(self) -> list[tuple[str, float]]:
         """(phase, seconds) in order: each mark's name is the span that ended at it. The span that
         ended at ``result`` is split with the child's clock and durations: its start after the
-        fork (``child start``), then each worker phase, then what is left (``to server``)."""
+        previous mark (``child start``, zero when the child began before the server heard of the
+        fork), then each worker phase, then the rest of the child's time (``worker other``), then
+        from its result being ready to the server having read it (``to server``)."""
         out: list[tuple[str, float]] = []
         before = self.saved
         for name, at in self.marks:
-            if name == "result" and before <= self.clock.get("forked", 0.0) <= self.clock.get("done", 0.0) <= at:
-                forked, done = self.clock["forked"], self.clock["done"]
-                out.append(("child start", max(forked - before, 0.0)))
+            forked, done = self.clock.get("forked", 0.0), self.clock.get("done", 0.0)
+            if name == "result" and 0.0 < forked <= done <= at and before <= done:
+                begun = max(forked, before)
+                out.append(("child start", begun - before))
                 shown = 0.0
                 for key, label in WORKER_PHASES:
                     if key in self.worker:
                         out.append((label, self.worker[key]))
                         shown += self.worker[key]
-                out.append(("worker other", max(done - forked - shown, 0.0)))
-                out.append(("to server", max(at - done, 0.0)))
+                out.append(("worker other", max(done - begun - shown, 0.0)))
+                out.append(("to server", at - done))
             else:
                 out.append((name, max(at - before, 0.0)))
             before = at

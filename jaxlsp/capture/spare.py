@@ -285,6 +285,7 @@ class SpareProcess:
         request = dict(request_without_fd)
         request["resultFd"] = -1  # the child puts its own number here
         result_r, result_w = os.pipe()
+        _widen(result_w)
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         message = {
@@ -321,6 +322,22 @@ class SpareProcess:
         )
         self.learn(cast(dict[str, Any], outcome.result).pop("imported", None))
         return outcome
+
+
+RESULT_PIPE_BYTES = 1 << 20
+
+
+def _widen(fd: int) -> None:
+    """A 1 MiB result pipe (Linux; the default is 64 KiB): a graph's few hundred kilobytes are then
+    written at once and read in a few large reads, not sixteen turns of the event loop."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: refused before any capture anyway
+        return
+    setsize = getattr(fcntl, "F_SETPIPE_SZ", None)
+    if setsize is not None:
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(fd, setsize, RESULT_PIPE_BYTES)
 
 
 class ForkedCapture:

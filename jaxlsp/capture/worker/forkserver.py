@@ -16,8 +16,9 @@ Wire (newline-delimited JSON both ways):
   ``{"event": "started", "id", "pid"}`` (or ``"error"``); ``{"event": "exited", "id", "pid",
   "status"}`` (a raw wait status) after the spare killed the child's whole group and reaped it;
   ``{"event": "preloaded", "modules", "seconds"}``, or ``{"event": "retiring", "modules",
-  "message"}`` when they made forking unsafe (the spare then forks no more and exits once its
-  running captures have ended; the server starts another without them).
+  "message"}`` when a preload made forking unsafe or took too long (the spare then forks no more
+  and exits once its running captures have ended; the server starts another, never sending it
+  that batch again).
 
 The spare never runs user code itself: every user import happens in a fresh fork. What it learns
 to preload are the installed libraries (site-packages, the standard library) that earlier
@@ -44,6 +45,7 @@ from typing import Any
 
 FDS_PER_CAPTURE = 3
 MAX_LEARNED = 4000  # module names one capture may report (a hostile one could list anything)
+PRELOAD_LIMIT = 20.0  # seconds the spare may spend importing what captures imported, each time
 _MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
@@ -151,30 +153,58 @@ class ForkServer:
         return True
 
     def _preload(self, modules: Any) -> None:
-        """Import the installed modules earlier captures imported, in their order; retire if that
-        started an XLA backend or a thread (a fork would then hang or inherit a held lock)."""
+        """Import the installed modules earlier captures imported, in their order, within
+        :data:`PRELOAD_LIMIT` seconds; retire if that started an XLA backend or a thread (a fork
+        would then hang or inherit a held lock) or ran out of time (a module is half imported)."""
         import importlib
         import threading
-        import time
 
         started = time.monotonic()
         threads = threading.active_count()
         loaded: list[str] = []
-        for name in modules if isinstance(modules, list) else []:
-            if not isinstance(name, str) or not _MODULE_NAME.fullmatch(name) or name in sys.modules:
-                continue
+        expired: list[bool] = []
+
+        def on_alarm(signum: int, frame: Any) -> None:
+            expired.append(True)
+            raise TimeoutError("preloading took too long")
+
+        previous = signal.signal(signal.SIGALRM, on_alarm)
+        signal.setitimer(signal.ITIMER_REAL, PRELOAD_LIMIT)
+        try:
+            for name in modules if isinstance(modules, list) else []:
+                if expired:
+                    break
+                if not isinstance(name, str) or not _MODULE_NAME.fullmatch(name) or name in sys.modules:
+                    continue
+                try:
+                    importlib.import_module(name)
+                    loaded.append(name)
+                except BaseException:  # a library's import failing here is not our failure
+                    continue
+        except TimeoutError:
+            expired.append(True)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+        why = ""
+        if expired:
+            why = f"preloading took over {PRELOAD_LIMIT:.0f} s"
+        elif _backends_initialised():
+            why = "an XLA backend started while preloading"
+        elif threading.active_count() > threads:
+            why = "a thread started while preloading"
+        else:
             try:
-                importlib.import_module(name)
-                loaded.append(name)
-            except BaseException:  # a library's import failing here is not our failure
-                continue
-        if _backends_initialised() or threading.active_count() > threads:
+                if self.warm is not None:
+                    self.warm()  # what the worker precomputes over the loaded modules covers these too
+            except Exception as exc:
+                why = f"the worker's warm-up failed after preloading: {type(exc).__name__}: {exc}"
+        if why:
             self.retiring = True
-            why = "an XLA backend started" if _backends_initialised() else "a thread started"
-            self.send({"event": "retiring", "modules": loaded, "message": f"{why} while preloading"})
+            # every module of the batch: the next spare is never sent the one that did it
+            batch = [m for m in modules if isinstance(m, str)] if isinstance(modules, list) else []
+            self.send({"event": "retiring", "modules": batch, "message": why})
             return
-        if self.warm is not None:
-            self.warm()  # what the worker precomputes over the loaded modules (their paths) covers these too
         self.send({"event": "preloaded", "modules": loaded, "seconds": time.monotonic() - started})
 
     def _reap(self) -> None:
