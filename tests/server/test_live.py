@@ -198,6 +198,27 @@ async def test_a_broken_shape_is_a_diagnostic_at_its_line_until_a_save_fixes_it(
     await client.wait_until(lambda: not client.diagnostics.get(uri), TRACE_WAIT)
 
 
+async def test_a_save_traces_the_target_it_edited_before_the_others_in_its_file(live: JaxClient) -> None:
+    client = live
+    client.open("pair.py")
+    await settled(client, "first")
+    await settled(client, "second")
+    text = (client.workspace / "pair.py").read_text()
+    seen = len(client.live)  # type: ignore[attr-defined]
+    save(client, "pair.py", text.replace("return y + 1.0", "return y + 2.0"))
+
+    def first_traced() -> str | None:
+        for status in client.live[seen:]:  # type: ignore[attr-defined]
+            for target in status["targets"]:
+                if target["state"] == "tracing":
+                    return str(target["name"])
+        return None
+
+    await client.wait_until(lambda: first_traced() is not None, TRACE_WAIT)
+    assert first_traced() == "second"  # the edited one; ``first`` is defined above it
+    await settled(client, "first", ("fresh",))
+
+
 async def test_a_burst_of_ten_saves_runs_at_most_two_traces(live: JaxClient) -> None:
     client = live
     client.open("model.py")

@@ -18,12 +18,14 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
 
 from jaxlsp.capture import phases
+from jaxlsp.live.edits import changed_lines, touches
 from jaxlsp.live.schedule import FAILED, FRESH, NOT_LIVE, QUEUED, TRACING, LiveScheduler, Outcome, Target
 from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
@@ -32,6 +34,7 @@ from jaxlsp.server.params import local_path
 
 NOTES = {FRESH: "live", TRACING: "live: tracing\u2026", QUEUED: "live: queued", FAILED: "live: failed"}
 MAX_NOTE = 60  # characters of a not-live reason in a lens title
+MAX_TEXTS = 64  # documents whose last saved text is kept to see what a save changed
 
 
 class Live:
@@ -44,6 +47,9 @@ class Live:
         # and queued, and the traces that ended since the last status (logged once it is sent).
         self._heard: dict[Target, tuple[float, float]] = {}
         self._ended: list[tuple[Target, str, phases.Phases]] = []
+        # Each document's text at its last open or save: a save's changed lines put the targets
+        # defined around them first (live/edits.py). The newest MAX_TEXTS documents only.
+        self._texts: OrderedDict[str, str] = OrderedDict()
 
     def register(self, server: JaxServer) -> None:
         server.open_listeners.append(self.opened)
@@ -94,8 +100,18 @@ class Live:
         if not session.is_trusted(session.folder_of(path)):
             return  # no process, no prompt: trust comes only from the user
         resolved = str(path.resolve())
+        entries = list(session.discover(path).entrypoints)
+        text = session.index.text(path)
+        before = self._texts.pop(uri, None)
+        if text is not None:
+            self._texts[uri] = text
+            while len(self._texts) > MAX_TEXTS:
+                self._texts.popitem(last=False)
+        if before is not None and text is not None:  # the targets the user just edited go first
+            edited = changed_lines(before, text)
+            entries.sort(key=lambda e: not touches(edited, e.body.line, e.body.end_line))
         wanted: list[Target] = []
-        for entry in session.discover(path).entrypoints:
+        for entry in entries:
             wanted.append(Target(uri, entry.name))
         seen = set(wanted)
         for trace in session.graphs.covering(resolved):  # newest first: targets whose graph read it
