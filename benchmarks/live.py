@@ -1,42 +1,55 @@
 """Live shapes: save -> refreshed hover and diagnostics, idle CPU, and the jaxtyping check's cost.
 
-One ``jaxlsp serve`` over pipes on a copy of benchmarks/models (trusted, liveShapes on by
-default), measured in one run:
+One ``jaxlsp serve`` over pipes on a workspace made of copies of benchmarks/models, examples/ and
+the capture fixtures (tests/workspaces/capture), trusted, liveShapes on by default, measured in
+one run:
 
-- save: the 12-layer d=256 Linen transformer (benchmarks/capture.py's target) is traced once
-  explicitly with its ``forward`` profile (the pick a live trace then reuses; it also starts the
-  warm spare), then each round edits transformer.py (a comment line), writes it, sends
+- save: the 12-layer d=256 Linen transformer (benchmarks/capture.py's target) and 20 models of
+  every kind (:data:`ZOO`: Linen, NNX, Equinox, plain functions, jit / custom_jvp / scan inside,
+  the jaxtyping-annotated stack), each with one profile in its folder's jaxlsp.toml. Each is
+  traced once explicitly (the pick a live trace then reuses, as a user's first click). Then each
+  round edits its file (a new module-level line: code, not a comment), writes it, sends
   ``didChange`` + ``didSave`` and times until its ``jaxlsp/liveStatus`` says ``fresh`` with a new
-  trace (the diagnostics are published before it) and a ``textDocument/hover`` on a traced line
-  has answered. p50 and p95 over the rounds, and the ratio to the bare cold script of
-  benchmarks/capture.py (a fresh ``python`` that imports jax and calls ``make_jaxpr``), run
-  before each round so that the machine's slow spells hit both sides alike.
+  trace (a failure's diagnostics are published before it) and a ``textDocument/hover`` on a traced
+  line has answered with the new graph. The transformer also gets a round that breaks a shape
+  (timed to its ``publishDiagnostics`` at the failing line) and one that fixes it (timed to the
+  diagnostic cleared and the hover fresh). p50 and p95 over every round of every model; per model,
+  the ratio of its median to the median of the bare cold script for it (a fresh ``python`` that
+  imports jax and the module, initialises abstractly and calls ``make_jaxpr``, as a user would by
+  hand), run before each round so that the machine's slow spells hit both sides alike.
   Targets: p50 <= 0.5 s, p95 <= 1.5 s.
+  Each round also prints where the time went, from the server's own log line
+  (``window/logMessage`` ``live NAME fresh in ...``, jaxlsp/capture/phases.py).
 - idle: with nothing changing for ``--idle`` seconds (60 by default), the CPU time of the server
   and all its children (warm spare, fork server) over that time. Target: <= 1 % of a core.
 - contracts: in this process, ``make_jaxpr`` of benchmarks/models/annotated.py (12 blocks, every
   function annotated with jaxtyping) with and without the check (worker/contracts.py), the
   minimum of several runs each, alternating. Target: <= 20 % added.
 
-Exit status 1 when a target is missed. Linux only (/proc).
+``--quick``: the transformer alone, 3 rounds, 10 s of idle. Exit status 1 when a target is missed.
+Linux only (/proc).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import re
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 BENCHMARKS = Path(__file__).resolve().parent
+ROOT = BENCHMARKS.parent
 sys.path.insert(0, str(BENCHMARKS))
 
-from capture import CASES, bare_once  # noqa: E402
 from server_memory import Peer  # noqa: E402
 
 P50_TARGET = 0.5
@@ -44,6 +57,158 @@ P95_TARGET = 1.5
 IDLE_TARGET = 0.01  # of one core
 CONTRACTS_TARGET = 0.20
 TICKS = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Model:
+    """One benchmarked target: where it is in the workspace, its profile, and how the bare script
+    builds it (``init``: constructor keyword arguments; ``inputs``: (shape, dtype) of each
+    positional input)."""
+
+    folder: str
+    file: str
+    name: str
+    kind: str  # function | linen | nnx | equinox
+    profile: str
+    inputs: list[tuple[list[int], str]]
+    init: dict[str, Any] = field(default_factory=dict)
+    toml: str = ""  # the profile's table, appended to the folder's jaxlsp.toml ("" : it is there)
+    linen_rngs: list[str] = field(default_factory=list)
+    linen_mutable: list[str] = field(default_factory=list)
+    linen_kwargs: dict[str, Any] = field(default_factory=dict)
+    # (old, new): a save that breaks a shape, and the line its diagnostic names
+    breaks: tuple[str, str] | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.folder}/{self.file}::{self.name}"
+
+
+def _array(shape: list[int], dtype: str = "float32") -> str:
+    return f'{{ kind = "array", shape = {shape}, dtype = "{dtype}" }}'
+
+
+def _profile(name: str, target: str, inputs: list[tuple[list[int], str]], extra: str = "") -> str:
+    args = ", ".join(_array(s, d) for s, d in inputs)
+    return f'\n[profiles.{name}]\ntarget = "{target}"\n{extra}inputs.args = [{args}]\n'
+
+
+TRANSFORMER = Model(
+    "models",
+    "transformer.py",
+    "Transformer",
+    "linen",
+    "forward",
+    [([2, 128], "int32")],
+    breaks=("return x + nn.Dense(self.dim)(nn.gelu(h))", "return x + nn.Dense(self.dim + 1)(nn.gelu(h))"),
+)
+
+F32 = "float32"
+ZOO: list[Model] = [
+    Model("examples", "jax_mlp.py", "mlp", "function", "mlp", []),  # a pytree of weights: its own bare below
+    Model("examples", "linen_cnn.py", "CNN", "linen", "cnn", [([4, 28, 28, 1], F32)],
+          linen_rngs=["dropout"], linen_mutable=["batch_stats"], linen_kwargs={"train": True}),
+    Model("examples", "nnx_transformer.py", "TransformerBlock", "nnx", "block", [([2, 16, 64], F32)],
+          init={"dim": 64, "heads": 4, "hidden": 256}),
+    Model("examples", "eqx_scan.py", "ScanRNN", "equinox", "rnn", [([12, 8], F32)]),
+    Model("examples", "linen_mlp.py", "MLP", "linen", "linen_mlp", [([8, 784], F32)],
+          toml=_profile("linen_mlp", "linen_mlp.py::MLP", [([8, 784], F32)])),
+    Model("examples", "eqx_mlp.py", "MLP", "equinox", "eqx_mlp", [([32], F32)], init={"in_size": 32, "out_size": 10},
+          toml=_profile("eqx_mlp", "eqx_mlp.py::MLP", [([32], F32)],
+                        "init.kwargs = { in_size = 32, out_size = 10 }\n")),
+    Model("examples", "nnx_cnn.py", "CNN", "nnx", "nnx_cnn", [([4, 28, 28, 1], F32)],
+          toml=_profile("nnx_cnn", "nnx_cnn.py::CNN", [([4, 28, 28, 1], F32)])),
+    Model("examples", "nnx_transformer.py", "FeedForward", "nnx", "ffn", [([2, 16, 64], F32)],
+          init={"dim": 64, "hidden": 256},
+          toml=_profile("ffn", "nnx_transformer.py::FeedForward", [([2, 16, 64], F32)],
+                        "init.kwargs = { dim = 64, hidden = 256 }\n")),
+    Model("examples", "attention.py", "attention", "function", "attention", [([2, 16, 32], F32)] * 3,
+          toml=_profile("attention", "attention.py::attention", [([2, 16, 32], F32)] * 3)),
+    Model("examples", "attention.py", "cumulative", "function", "cumulative", [([64], F32)],
+          toml=_profile("cumulative", "attention.py::cumulative", [([64], F32)])),
+    Model("fixtures", "models_linen.py", "MLP", "linen", "fx_mlp", [([4, 8], F32)],
+          toml=_profile("fx_mlp", "models_linen.py::MLP", [([4, 8], F32)])),
+    Model("fixtures", "models_linen.py", "Net", "linen", "net", [([4, 8], F32)],
+          linen_rngs=["dropout"], linen_mutable=["batch_stats"],
+          toml=_profile("net", "models_linen.py::Net", [([4, 8], F32)],
+                        'rngs = ["dropout"]\nmutable = ["batch_stats"]\n')),
+    Model("fixtures", "models_linen.py", "Encoder", "linen", "encoder", [([4, 5], F32)],
+          toml=_profile("encoder", "models_linen.py::Encoder", [([4, 5], F32)])),
+    Model("fixtures", "models_nnx.py", "Block", "nnx", "nnx_block", [([4, 8], F32)], init={"d": 8},
+          toml=_profile("nnx_block", "models_nnx.py::Block", [([4, 8], F32)], "init.kwargs = { d = 8 }\n")),
+    Model("fixtures", "models_nnx.py", "Tower", "nnx", "tower", [([4, 8], F32)],
+          toml=_profile("tower", "models_nnx.py::Tower", [([4, 8], F32)])),
+    Model("fixtures", "models_eqx.py", "Scanned", "equinox", "scanned", [([4], F32)],
+          toml=_profile("scanned", "models_eqx.py::Scanned", [([4], F32)])),
+    Model("fixtures", "funcs.py", "double", "function", "double", [([3, 4], F32)],
+          toml=_profile("double", "funcs.py::double", [([3, 4], F32)])),
+    Model("fixtures", "funcs.py", "softplus", "function", "softplus", [([8], F32)],
+          toml=_profile("softplus", "funcs.py::softplus", [([8], F32)])),
+    Model("fixtures", "funcs.py", "customs", "function", "customs", [([8], F32)],
+          toml=_profile("customs", "funcs.py::customs", [([8], F32)])),
+    Model("models", "annotated.py", "model", "function", "annotated", [([8, 256], F32)],
+          toml=_profile("annotated", "annotated.py::model", [([8, 256], F32)])),
+]  # fmt: skip
+
+BARE = """
+import json, sys, time
+t0 = time.perf_counter()
+import jax, jax.numpy as jnp
+sys.path.insert(0, {folder!r})
+import {module} as mod
+t1 = time.perf_counter()
+kind, name, init, shapes = {kind!r}, {name!r}, {init!r}, {shapes!r}
+xs = [jax.ShapeDtypeStruct(tuple(s), jnp.dtype(d)) for s, d in shapes]
+if name == "mlp":  # examples/jax_mlp.py: a list of (w, b) and the batch (its profile)
+    f32 = jnp.float32
+    layers = [(784, 256), (256, 128), (128, 10)]
+    ps = [(jax.ShapeDtypeStruct(l, f32), jax.ShapeDtypeStruct(l[1:], f32)) for l in layers]
+    xs = [ps, jax.ShapeDtypeStruct((8, 784), f32)]
+obj = getattr(mod, name)
+if kind == "function":
+    jaxpr = jax.make_jaxpr(obj)(*xs)
+elif kind == "linen":
+    m = obj(**init)
+    rngs = {{"params": jax.random.key(0), **{{s: jax.random.key(1 + i) for i, s in enumerate({rngs!r})}}}}
+    kw = {kwargs!r}
+    v = jax.eval_shape(lambda *x: m.init(rngs, *x, **kw), *xs)
+    mutable = {mutable!r}
+    jaxpr = jax.make_jaxpr(lambda v, *x: m.apply(v, *x, rngs={{k: r for k, r in rngs.items() if k != "params"}},
+                                                  mutable=mutable or False, **kw))(v, *xs)
+elif kind == "nnx":
+    from flax import nnx
+    g, s = nnx.split(nnx.eval_shape(lambda: obj(**init, rngs=nnx.Rngs(0))))
+    jaxpr = jax.make_jaxpr(lambda s, *x: nnx.merge(g, s)(*x))(s, *xs)
+else:
+    import equinox as eqx
+    model = eqx.filter_eval_shape(obj, **init, key=jax.random.key(0))
+    params, static = eqx.partition(model, lambda l: eqx.is_array(l) or isinstance(l, jax.ShapeDtypeStruct))
+    jaxpr = jax.make_jaxpr(lambda p, *x: eqx.combine(p, static)(*x))(params, *xs)
+t2 = time.perf_counter()
+print(json.dumps({{"import": t1 - t0, "trace": t2 - t1, "eqns": len(jaxpr.eqns)}}))
+"""
+
+
+def bare_once(model: Model, root: Path) -> tuple[float, float]:
+    """One run of the bare cold script for ``model``: its wall time, and the time it spent in the
+    abstract init and ``make_jaxpr`` alone (the floor of any trace of it, cold)."""
+    code = BARE.format(
+        folder=str(root / model.folder),
+        module=model.file.removesuffix(".py"),
+        kind=model.kind,
+        name=model.name,
+        init=model.init,
+        shapes=model.inputs,
+        rngs=model.linen_rngs,
+        mutable=model.linen_mutable,
+        kwargs=model.linen_kwargs,
+    )
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"the bare script of {model.label} failed:\n{done.stderr[-3000:]}")
+    wall = time.perf_counter() - start
+    return wall, float(json.loads(done.stdout.strip().splitlines()[-1])["trace"])
 
 
 def cpu_seconds(root: int) -> float:
@@ -67,116 +232,272 @@ def cpu_seconds(root: int) -> float:
     return total
 
 
-def wait_fresh(peer: Peer, name: str, after: str | None, deadline: float = 300.0) -> str:
-    """Read messages until ``name`` is fresh in a liveStatus with a trace other than ``after``."""
-    end = time.monotonic() + deadline
-    while time.monotonic() < end:
-        message = peer.receive()
-        peer.answer(message)
-        if message.get("method") != "jaxlsp/liveStatus":
-            continue
-        for target in message["params"]["targets"]:
-            if target["name"] == name and target["state"] == "fresh" and target.get("traceId") not in (None, after):
-                return str(target["traceId"])
-            if target["name"] == name and target["state"] == "failed":
-                raise SystemExit(f"the live trace of {name} failed: {target.get('reason')}")
-    raise SystemExit(f"{name} did not become fresh")
+def workspace(tmp: Path) -> Path:
+    """The benchmark's workspace: models/, examples/ and fixtures/, each profile in its folder."""
+    root = tmp / "ws"
+    shutil.copytree(BENCHMARKS / "models", root / "models")
+    shutil.copytree(ROOT / "examples", root / "examples", ignore=shutil.ignore_patterns("__pycache__", "*.ipynb"))
+    fixtures = ROOT / "tests" / "workspaces" / "capture"
+    (root / "fixtures").mkdir()
+    for name in ("models_linen.py", "models_nnx.py", "models_eqx.py", "funcs.py"):
+        shutil.copy(fixtures / name, root / "fixtures" / name)
+    (root / "fixtures" / "jaxlsp.toml").write_text("version = 1\n")
+    for model in [TRANSFORMER, *ZOO]:
+        if model.toml:
+            with (root / model.folder / "jaxlsp.toml").open("a") as f:
+                f.write(model.toml)
+    return root
 
 
-def save_rounds(rounds: int) -> tuple[list[float], list[float], float]:
-    """Save -> fresh hover latencies, the bare script's runs, and the server's idle CPU share."""
-    case = next(c for c in CASES if c.profile == "forward")
-    with tempfile.TemporaryDirectory(prefix="jaxlsp-live-bench-") as tmp:
-        root = Path(tmp) / "models"
-        shutil.copytree(BENCHMARKS / "models", root)
-        file = root / "transformer.py"
-        uri = file.as_uri()
-        peer = Peer([sys.executable, "-m", "jaxlsp", "serve"], cwd=root)
-        peer.request(
+class Session:
+    """The server, what it said last about each target, and its live log lines."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.peer = Peer([sys.executable, "-m", "jaxlsp", "serve"], cwd=root)
+        self.states: dict[str, dict[str, Any]] = {}  # "uri::name" -> its last liveStatus item
+        self.started = 0
+        self.logs: list[str] = []
+        self.diagnostics: dict[str, list[Any]] = {}
+        self.versions: dict[str, int] = {}
+        self.peer.request(
             "initialize",
             {
                 "processId": os.getpid(),
                 "rootUri": root.as_uri(),
-                "workspaceFolders": [{"uri": root.as_uri(), "name": "models"}],
+                "workspaceFolders": [{"uri": root.as_uri(), "name": "ws"}],
                 "capabilities": {"textDocument": {"hover": {}, "synchronization": {"didSave": True}}},
                 "initializationOptions": {"jaxlsp": {"trusted": True}},
             },
         )
-        peer.send({"method": "initialized", "params": {}})
-        text = file.read_text()
-        peer.send(
+        self.peer.send({"method": "initialized", "params": {}})
+
+    def take(self, message: dict[str, Any]) -> None:
+        self.peer.answer(message)
+        method = message.get("method")
+        params = message.get("params") or {}
+        if method == "jaxlsp/liveStatus":
+            self.started = int(params.get("started", self.started))
+            for target in params["targets"]:
+                self.states[f"{target['uri']}::{target['name']}"] = target
+        elif method == "window/logMessage" and str(params.get("message", "")).startswith("live "):
+            self.logs.append(str(params["message"]))
+        elif method == "textDocument/publishDiagnostics":
+            self.diagnostics[params["uri"]] = params["diagnostics"]
+
+    def receive(self) -> dict[str, Any]:
+        message = self.peer.receive()
+        self.take(message)
+        return message
+
+    def request(self, method: str, params: Any) -> Any:
+        self.peer.next_id += 1
+        ident = self.peer.next_id
+        self.peer.send({"id": ident, "method": method, "params": params})
+        while True:
+            message = self.peer.receive()
+            if message.get("id") == ident and "method" not in message:
+                if "error" in message:
+                    raise SystemExit(f"{method}: {message['error']}")
+                return message.get("result")
+            self.take(message)
+
+    def settle(self, deadline: float = 300.0) -> None:
+        """Until no target is queued or tracing (read after a round-trip, so nothing is in flight)."""
+        end = time.monotonic() + deadline
+        while time.monotonic() < end:
+            self.request(
+                "jaxlsp/discover",
+                {"textDocument": {"uri": (self.root / TRANSFORMER.folder / TRANSFORMER.file).as_uri()}},
+            )
+            if not any(s["state"] in ("queued", "tracing") for s in self.states.values()):
+                return
+            time.sleep(0.2)
+        raise SystemExit("the live queue did not settle")
+
+    def open(self, path: Path) -> None:
+        uri = path.as_uri()
+        if uri in self.versions:
+            return
+        self.versions[uri] = 1
+        self.peer.send(
             {
                 "method": "textDocument/didOpen",
-                "params": {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}},
+                "params": {
+                    "textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": path.read_text()}
+                },
             }
         )
-        first = peer.request(
-            "jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "Transformer", "profile": "forward"}
+
+    def save(self, path: Path, text: str) -> None:
+        """Write and save ``text``; what the server said of the file's targets before is forgotten
+        (call after :meth:`settle`, so that nothing older is still in flight)."""
+        uri = path.as_uri()
+        for key in [k for k in self.states if k.startswith(uri + "::")]:
+            del self.states[key]
+        path.write_text(text)
+        self.versions[uri] += 1
+        self.peer.send(
+            {
+                "method": "textDocument/didChange",
+                "params": {
+                    "textDocument": {"uri": uri, "version": self.versions[uri]},
+                    "contentChanges": [{"text": text}],
+                },
+            }
         )
-        last = str(first["traceId"])
-        line = next(i for i, t in enumerate(text.splitlines()) if "nn.Dense" in t or ("@" in t and "=" in t))
-        latencies: list[float] = []
-        bare: list[float] = []
-        for i in range(rounds):
-            bare.append(bare_once(case)[0])
-            text += f"# edit {i}\n"
-            file.write_text(text)
-            started = time.perf_counter()
-            peer.send(
-                {
-                    "method": "textDocument/didChange",
-                    "params": {"textDocument": {"uri": uri, "version": i + 2}, "contentChanges": [{"text": text}]},
-                }
-            )
-            peer.send({"method": "textDocument/didSave", "params": {"textDocument": {"uri": uri}}})
-            last = wait_fresh(peer, "Transformer", last)
-            shown = peer.request(
-                "textDocument/hover", {"textDocument": {"uri": uri}, "position": {"line": line, "character": 8}}
-            )
-            latencies.append(time.perf_counter() - started)
-            if not shown or "fresh" not in str(shown):
-                raise SystemExit(f"hover after save {i} is not fresh: {shown}")
-            time.sleep(1.0)  # the next save is not part of a burst
-        return latencies, bare, peer.proc.pid  # type: ignore[return-value]
+        self.peer.send({"method": "textDocument/didSave", "params": {"textDocument": {"uri": uri}}})
+
+    def wait(self, key: str, want: str, after: str | None, deadline: float = 300.0) -> dict[str, Any]:
+        """Until ``key``'s status is ``want`` (with a trace other than ``after`` when fresh)."""
+        end = time.monotonic() + deadline
+        while time.monotonic() < end:
+            state = self.states.get(key)
+            if state is not None and state["state"] == want and (want != "fresh" or state.get("traceId") != after):
+                return state
+            if state is not None and want == "fresh" and state["state"] == "failed":
+                raise SystemExit(f"the live trace of {key} failed: {state.get('reason')}")
+            self.receive()
+        raise SystemExit(f"{key} did not become {want}")
+
+
+def hover_line(session: Session, path: Path, name: str) -> dict[str, int]:
+    """A position in ``name``'s definition whose hover shows shapes (``→``)."""
+    entries = session.request("jaxlsp/discover", {"textDocument": {"uri": path.as_uri()}})["entrypoints"]
+    entry = next(e for e in entries if e["name"] == name)
+    lines = path.read_text().splitlines()
+    for line in range(entry["range"]["start"]["line"], len(lines)):
+        text = lines[line]
+        column = len(text) - len(text.lstrip()) + 1
+        position = {"line": line, "character": column}
+        shown = session.request("textDocument/hover", {"textDocument": {"uri": path.as_uri()}, "position": position})
+        if shown and "\u2192" in str(shown):
+            return position
+    raise SystemExit(f"no line of {name} shows shapes on hover")
+
+
+@dataclass
+class Measured:
+    latencies: list[float] = field(default_factory=list)
+    bare: list[float] = field(default_factory=list)
+    floor: list[float] = field(default_factory=list)  # the bare script's abstract init + make_jaxpr
+    phases: list[str] = field(default_factory=list)
+
+
+def timed_save(
+    session: Session, model: Model, path: Path, text: str, position: dict[str, int], last: str | None
+) -> tuple[float, str]:
+    """Save ``text``; seconds until the target is fresh with a new trace and a hover shows it."""
+    key = f"{path.as_uri()}::{model.name}"
+    session.settle()
+    started = time.perf_counter()
+    session.save(path, text)
+    state = session.wait(key, "fresh", last)
+    shown = session.request("textDocument/hover", {"textDocument": {"uri": path.as_uri()}, "position": position})
+    took = time.perf_counter() - started
+    if not shown or "**stale**" in str(shown) or "\u2192" not in str(shown):
+        raise SystemExit(f"hover after the save of {model.label} is not fresh: {str(shown)[:300]}")
+    return took, str(state["traceId"])
+
+
+def timed_break(
+    session: Session, model: Model, path: Path, text: str, position: dict[str, int], last: str
+) -> tuple[float, float, str]:
+    """Save a shape error: seconds to its diagnostic; then the fix: seconds to cleared + fresh hover."""
+    assert model.breaks is not None
+    old, new = model.breaks
+    broken = text.replace(old, new)
+    key = f"{path.as_uri()}::{model.name}"
+    session.settle()
+    uri = path.as_uri()
+    started = time.perf_counter()
+    session.save(path, broken)
+    while not session.diagnostics.get(uri):
+        session.receive()
+    to_diagnostic = time.perf_counter() - started
+    shown = session.diagnostics[uri][0]
+    at = broken.splitlines().index(next(t for t in broken.splitlines() if new in t))
+    if shown["range"]["start"]["line"] != at:
+        raise SystemExit(
+            f"the diagnostic of {model.label} is at line {shown['range']['start']['line'] + 1}, not {at + 1}"
+        )
+    session.wait(key, "failed", None)
+    session.settle()
+    started = time.perf_counter()
+    session.save(path, text)
+    state = session.wait(key, "fresh", last)
+    while session.diagnostics.get(uri):
+        session.receive()
+    hover = session.request("textDocument/hover", {"textDocument": {"uri": uri}, "position": position})
+    to_fixed = time.perf_counter() - started
+    if not hover or "**stale**" in str(hover):
+        raise SystemExit(f"hover after the fix of {model.label} is not fresh")
+    return to_diagnostic, to_fixed, str(state["traceId"])
+
+
+def save_rounds(models: list[Model], rounds: int) -> tuple[dict[str, Measured], list[float]]:
+    """Per model: save -> fresh hover latencies, its bare script's runs, the rounds' phases; and
+    the transformer's break -> diagnostic and fix -> cleared latencies."""
+    out: dict[str, Measured] = {}
+    diagnostics: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="jaxlsp-live-bench-") as tmp:
+        root = workspace(Path(tmp))
+        session = Session(root)
+        try:
+            for model in models:
+                path = root / model.folder / model.file
+                session.open(path)
+                first = session.request(
+                    "jaxlsp/trace",
+                    {"textDocument": {"uri": path.as_uri()}, "name": model.name, "profile": model.profile},
+                )
+                if "traceId" not in first:
+                    raise SystemExit(f"the explicit trace of {model.label} made no graph: {str(first)[:300]}")
+                session.settle()
+                position = hover_line(session, path, model.name)
+                last: str | None = str(first["traceId"])
+                state = session.states.get(f"{path.as_uri()}::{model.name}")
+                if state is not None and state.get("traceId"):
+                    last = str(state["traceId"])
+                measured = out.setdefault(model.label, Measured())
+                text = path.read_text()
+                for i in range(rounds):
+                    wall, floor = bare_once(model, root)
+                    measured.bare.append(wall)
+                    measured.floor.append(floor)
+                    text += f"_jaxlsp_bench_edit = {i}\n"  # code, not a comment: a real re-trace
+                    had = len(session.logs)
+                    took, last = timed_save(session, model, path, text, position, last)
+                    measured.latencies.append(took)
+                    mine = [entry for entry in session.logs[had:] if entry.startswith(f"live {model.name} fresh")]
+                    measured.phases.append(mine[-1] if mine else "(no log line)")
+                if model.breaks is not None and last is not None:
+                    measured.bare.append(bare_once(model, root)[0])
+                    to_diagnostic, to_fixed, last = timed_break(session, model, path, text, position, last)
+                    diagnostics.append(to_diagnostic)
+                    measured.latencies.append(to_fixed)
+                    measured.phases.append("(the fix after a broken save)")
+        finally:
+            session.peer.proc.kill()
+    return out, diagnostics
 
 
 def idle_share(seconds: float) -> float:
     """Open the transformer, let its live trace finish, then measure CPU over ``seconds``."""
     with tempfile.TemporaryDirectory(prefix="jaxlsp-live-idle-") as tmp:
-        root = Path(tmp) / "models"
-        shutil.copytree(BENCHMARKS / "models", root)
-        file = root / "annotated.py"
-        peer = Peer([sys.executable, "-m", "jaxlsp", "serve"], cwd=root)
-        peer.request(
-            "initialize",
-            {
-                "processId": os.getpid(),
-                "rootUri": root.as_uri(),
-                "workspaceFolders": [{"uri": root.as_uri(), "name": "models"}],
-                "capabilities": {},
-                "initializationOptions": {"jaxlsp": {"trusted": True}},
-            },
-        )
-        peer.send({"method": "initialized", "params": {}})
-        peer.send(
-            {
-                "method": "textDocument/didOpen",
-                "params": {
-                    "textDocument": {
-                        "uri": file.as_uri(),
-                        "languageId": "python",
-                        "version": 1,
-                        "text": file.read_text(),
-                    }
-                },
-            }
-        )
-        peer.request("jaxlsp/trace", {"textDocument": {"uri": file.as_uri()}, "name": "model"})  # warm spare up
-        time.sleep(5.0)  # let the live traces of the open file settle before the measured window
-        before = cpu_seconds(peer.proc.pid)
+        root = workspace(Path(tmp))
+        session = Session(root)
+        file = root / "models" / "annotated.py"
+        session.open(file)
+        session.request(
+            "jaxlsp/trace", {"textDocument": {"uri": file.as_uri()}, "name": "model", "profile": "annotated"}
+        )  # the warm spare up
+        session.settle()
+        time.sleep(2.0)
+        before = cpu_seconds(session.peer.proc.pid)
         time.sleep(seconds)
-        used = cpu_seconds(peer.proc.pid) - before
-        peer.proc.kill()
+        used = cpu_seconds(session.peer.proc.pid) - before
+        session.peer.proc.kill()
         return used / seconds
 
 
@@ -212,29 +533,67 @@ def contracts_cost(repeat: int) -> tuple[float, float]:
     return min(plain), min(checked)
 
 
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+
+
+PHASE = re.compile(r"([a-z_ ]+?) (\d+\.\d+)")
+
+
+def phase_medians(lines: list[str]) -> str:
+    """The median of each phase over the rounds' log lines (``live NAME fresh in T s: a 0.1 · b 0.2``)."""
+    spans: dict[str, list[float]] = {}
+    for line in lines:
+        _, _, tail = line.partition(": ")
+        for part in tail.split(" \u00b7 "):
+            found = PHASE.fullmatch(part.strip())
+            if found:
+                spans.setdefault(found.group(1), []).append(float(found.group(2)))
+    return " \u00b7 ".join(f"{name} {statistics.median(v):.3f}" for name, v in spans.items())
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=10, help="saves timed")
+    parser.add_argument("--rounds", type=int, default=3, help="saves timed per model")
     parser.add_argument("--idle", type=float, default=60.0, help="seconds of idle CPU measured")
     parser.add_argument("--repeat", type=int, default=7, help="contract-check runs (minimum)")
+    parser.add_argument("--quick", action="store_true", help="the transformer alone, 3 rounds, 10 s idle")
+    parser.add_argument("--only", default="", help="models whose label contains this (the transformer always runs)")
+    parser.add_argument("--phases", action="store_true", help="print every round's phases, not only their medians")
     args = parser.parse_args()
+    models = [TRANSFORMER] if args.quick else [TRANSFORMER, *[m for m in ZOO if args.only in m.label]]
+    idle = 10.0 if args.quick else args.idle
     ok = True
-    latencies, bare, _ = save_rounds(args.rounds)
-    ordered = sorted(latencies)
-    p50 = statistics.median(ordered)
-    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-    bare_wall = statistics.median(bare)
+    measured, diagnostics = save_rounds(models, args.rounds)
+    every = [t for m in measured.values() for t in m.latencies]
+    p50, p95 = statistics.median(every), percentile(every, 0.95)
     ok = ok and p50 <= P50_TARGET and p95 <= P95_TARGET
     print("live shapes (seconds; ratios against the bare cold script in the same run)")
+    for label, m in measured.items():
+        median, bare = statistics.median(m.latencies), statistics.median(m.bare)
+        print(
+            f"  {label:<44} save -> fresh hover p50 {median:5.2f} max {max(m.latencies):5.2f} | "
+            f"bare {bare:5.2f} (init + make_jaxpr {statistics.median(m.floor):.2f}) | {median / bare:.2f}x  "
+            f"runs [{' '.join(f'{w:.2f}' for w in m.latencies)}]"
+        )
+        timed = [line for line in m.phases if line.startswith("live ")]
+        print(f"  {'':<44} phases (medians): {phase_medians(timed)}")
+        if args.phases:
+            for line in m.phases:
+                print(f"  {'':<44}   {line}")
+    ratios = [statistics.median(m.latencies) / statistics.median(m.bare) for m in measured.values()]
     print(
-        f"  save -> fresh hover  transformer  p50 {p50:.2f} (target <= {P50_TARGET}) p95 {p95:.2f} "
-        f"(target <= {P95_TARGET}) | bare {bare_wall:.2f} | p50/bare {p50 / bare_wall:.2f}x"
+        f"  all {len(every)} saves of {len(measured)} models: p50 {p50:.2f} (target <= {P50_TARGET}) "
+        f"p95 {p95:.2f} (target <= {P95_TARGET}) | per-model p50/bare: median {statistics.median(ratios):.2f}x, "
+        f"max {max(ratios):.2f}x"
     )
-    print(f"  runs: [{' '.join(f'{w:.2f}' for w in latencies)}]")
-    share = idle_share(args.idle)
+    if diagnostics:
+        print(f"  save breaking a shape -> its diagnostic: [{' '.join(f'{w:.2f}' for w in diagnostics)}]")
+    share = idle_share(idle)
     ok = ok and share <= IDLE_TARGET
-    print(f"  idle CPU (server + workers) over {args.idle:.0f} s: {100 * share:.2f} % of a core (target <= 1 %)")
-    plain, checked = contracts_cost(args.repeat)
+    print(f"  idle CPU (server + workers) over {idle:.0f} s: {100 * share:.2f} % of a core (target <= 1 %)")
+    plain, checked = contracts_cost(3 if args.quick else args.repeat)
     added = checked / plain - 1
     ok = ok and added <= CONTRACTS_TARGET
     print(

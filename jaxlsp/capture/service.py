@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
+from jaxlsp.capture import phases
 from jaxlsp.capture.engine import (
     Prepared,
     TraceFailure,
@@ -106,6 +107,7 @@ class CaptureService:
         refusal = await self.gate(prepared)
         if refusal is not None:
             raise refusal
+        phases.mark("gate")
         if self._waiting >= self.max_waiting:
             raise Busy("too many traces waiting: try again when some finish")
         self._waiting += 1
@@ -113,6 +115,7 @@ class CaptureService:
             await self._slots.acquire()
         finally:
             self._waiting -= 1
+        phases.mark("slot")
         try:
             return await self._capture(prepared, options)
         finally:
@@ -130,6 +133,7 @@ class CaptureService:
         without calling the target, its next examples run in turn under the same deadline
         (``notify`` hears each ``running ...``); if none reaches it, the failure says what each
         did."""
+        phases.mark("prepare")
         failures: list[TraceFailure] = []
         if prepared.request["profile"].get("example"):
             options = replace(options, timeout=options.example_timeout)
@@ -138,6 +142,7 @@ class CaptureService:
             outcome = await self.capture(prepared, options)
             try:
                 traced = await off_loop(_decode, prepared, outcome)  # a big graph decodes for seconds
+                phases.mark("decode")
                 break
             except TraceFailure as exc:
                 failures.append(exc)
@@ -161,6 +166,7 @@ class CaptureService:
             before = self.store.newest_like(label)
             built = await off_loop(GraphStore.build, traced.graph, label, before)
             trace = self.store.keep(built)
+            phases.mark("store")
         return Captured(traced, trace)
 
     async def trace(self, req: TraceRequest, options: CaptureOptions, meta: dict[str, Any] | None = None) -> Captured:
@@ -174,6 +180,7 @@ class CaptureService:
         if not self.warm:
             return await self.pool.capture(request, prepared.python, options, warm=False)
         await self.pool.start(prepared.python)
+        phases.mark("spare")
         if "values" in request or "time" in request:  # these initialise for real: no structure hint to use
             return await self.pool.capture(request, prepared.python, options)
         target = prepared.request["target"]
@@ -182,6 +189,9 @@ class CaptureService:
             self.pool, prepared.request, prepared.python, options, hint=self._hints.get(key)
         )
         self._remember(key, structure_of(outcome))
+        current = phases.CURRENT.get()
+        if current is not None:
+            current.took(outcome.result.get("timings"), outcome.result.get("clock"))
         return outcome
 
     def _remember(self, key: tuple[str, str, str], structure: Any) -> None:

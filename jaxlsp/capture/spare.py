@@ -30,9 +30,9 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
-from jaxlsp.capture import allowed_env, staging
+from jaxlsp.capture import allowed_env, phases, staging
 from jaxlsp.capture.client import prepare, refused_outcome, spawn_cold, working_directory
 from jaxlsp.capture.options import DEFAULT_OPTIONS, CaptureOptions, Launch
 from jaxlsp.capture.staging import RefusedError, Stage
@@ -90,6 +90,12 @@ class SpareProcess:
     _send_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _stderr_reader: PipeReader | None = None
     on_death: Callable[[SpareProcess], None] | None = None
+    # Installed modules learned from the captures' ``imported`` lists (forkserver.py): sent to the
+    # spare to preload once each; ``refused`` are those that made some spare unsafe to fork (kept
+    # by the pool for the interpreter, so its next spare is never sent them again).
+    sent: set[str] = field(default_factory=set)
+    learned: list[str] = field(default_factory=list)
+    refused: set[str] = field(default_factory=set)
 
     # -- life -----------------------------------------------------------------------------------------
     def launch(self) -> None:
@@ -177,6 +183,12 @@ class SpareProcess:
             if not job.exited.done():
                 job.exited.set_result(int(event["status"]))
             self.jobs.pop(event["id"], None)
+        elif kind == "preloaded":
+            self.learned.extend(str(m) for m in event.get("modules") or [])
+            log.info("warm spare for %s preloaded %s", self.python, ", ".join(event.get("modules") or []))
+        elif kind == "retiring":
+            self.refused.update(str(m) for m in event.get("modules") or [])
+            log.warning("warm spare for %s retires: %s", self.python, event.get("message"))
 
     def _on_death(self) -> None:
         was_ready = self.is_ready
@@ -250,6 +262,19 @@ class SpareProcess:
         except SpareUnavailable:
             killpg(pid)  # orphaned: nobody reaps it but init; the number is very unlikely reused yet
 
+    def learn(self, modules: Any) -> None:
+        """A capture imported these installed modules: have the spare preload the new ones."""
+        if self.dead or not isinstance(modules, list):
+            return
+        new = [m for m in modules if isinstance(m, str) and m not in self.sent and m not in self.refused]
+        if new:
+            self.sent.update(new)
+            self.spawn_task(self._preload(new))
+
+    async def _preload(self, modules: list[str]) -> None:
+        with contextlib.suppress(SpareUnavailable):
+            await self.send({"op": "preload", "modules": modules})
+
     # -- one capture ----------------------------------------------------------------------------------
     async def run(
         self, request_without_fd: Mapping[str, Any], options: CaptureOptions, started: float
@@ -261,6 +286,7 @@ class SpareProcess:
         request = dict(request_without_fd)
         request["resultFd"] = -1  # the child puts its own number here
         result_r, result_w = os.pipe()
+        _widen(result_w)
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         message = {
@@ -278,6 +304,7 @@ class SpareProcess:
                 for fd in (result_w, out_w, err_w):
                     os.close(fd)
             pid = await job.started
+            phases.mark("fork")
         except BaseException as exc:
             for fd in (result_r, out_r, err_r):
                 os.close(fd)
@@ -287,13 +314,31 @@ class SpareProcess:
             if not isinstance(exc, SpareUnavailable | asyncio.CancelledError):
                 raise SpareUnavailable(str(exc)) from exc
             raise
-        return await supervise(
+        outcome = await supervise(
             ForkedCapture(self, pid, job),
             Pipes(stdout=out_r, stderr=err_r, result=result_r),
             options,
             Launch(self.python, "spare", started, options.timeout, memory_mb, result_limit(request)),
             workspace=request.get("workspaceRoot") or None,
         )
+        self.learn(cast(dict[str, Any], outcome.result).pop("imported", None))
+        return outcome
+
+
+RESULT_PIPE_BYTES = 1 << 20
+
+
+def _widen(fd: int) -> None:
+    """A 1 MiB result pipe (Linux; the default is 64 KiB): a graph's few hundred kilobytes are then
+    written at once and read in a few large reads, not sixteen turns of the event loop."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: refused before any capture anyway
+        return
+    setsize = getattr(fcntl, "F_SETPIPE_SZ", None)
+    if setsize is not None:
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(fd, setsize, RESULT_PIPE_BYTES)
 
 
 class ForkedCapture:
@@ -341,6 +386,7 @@ class SparePool:
         self.required = tuple(required)
         self.start_timeout = start_timeout
         self._spares: dict[str, SpareProcess] = {}
+        self._refused: dict[str, set[str]] = {}  # interpreter -> modules that made a spare unsafe to fork
         self._closed = False
 
     @staticmethod
@@ -371,6 +417,11 @@ class SparePool:
             return None
         return dict(spare.ready.result())
 
+    def learned(self, python: str) -> list[str]:
+        """The modules the spare for ``python`` preloaded since it started, learned from captures."""
+        spare = self._spares.get(self._key(python))
+        return [] if spare is None or spare.dead else list(spare.learned)
+
     def _ensure(self, python: str, staged: Stage, *, force: bool) -> SpareProcess:
         if self._closed:
             raise RuntimeError("the spare pool is closed")
@@ -384,7 +435,8 @@ class SparePool:
             return spare
         if spare is not None:
             spare.spawn_task(spare.close())
-        spare = SpareProcess(python, staged, self.preload, self.required, on_death=self._replace)
+        refused = self._refused.setdefault(key, set())
+        spare = SpareProcess(python, staged, self.preload, self.required, on_death=self._replace, refused=refused)
         self._spares[key] = spare
         spare.launch()
         return spare

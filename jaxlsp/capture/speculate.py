@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from jaxlsp.capture import phases
 from jaxlsp.capture.options import CaptureOptions
 from jaxlsp.capture.spare import SparePool
 from jaxlsp.capture.supervise import CaptureOutcome
@@ -31,10 +32,12 @@ async def capture_speculatively(
         return await pool.capture(request, python, options), False
     traced = asyncio.ensure_future(pool.capture({**request, "structureHint": hint}, python, options))
     checked = asyncio.ensure_future(
-        pool.capture({**request, "mode": "structure"}, python, replace(options, on_phase=None, on_log=None))
+        _unmarked(pool.capture({**request, "mode": "structure"}, python, replace(options, on_phase=None, on_log=None)))
     )
     try:
         check = await checked
+        if traced.done():
+            phases.mark("check")  # the traced capture had ended: how long its graph waited for the check
         if check.ok and check.result.get("structure") == hint:
             return await traced, True
         traced.cancel()  # the model changed, or its init fails: the usual capture says how
@@ -46,6 +49,12 @@ async def capture_speculatively(
         await asyncio.gather(traced, checked, return_exceptions=True)  # both groups killed first
         raise
     return await pool.capture(request, python, options), False
+
+
+async def _unmarked(work: Awaitable[CaptureOutcome]) -> CaptureOutcome:
+    """``work`` outside the live trace's phases (capture/phases.py): the check is not the trace."""
+    phases.CURRENT.set(None)  # this task's own copy of the context
+    return await work
 
 
 def structure_of(outcome: CaptureOutcome) -> Any:

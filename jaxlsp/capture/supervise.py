@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, cast
 
+from jaxlsp.capture import phases
 from jaxlsp.capture.options import CaptureOptions, Launch, LogCallback, PhaseCallback
 from jaxlsp.capture.worker.protocol import ErrorInfo, ErrorKind, WorkerResult
 from jaxlsp.graph import collector, slices
@@ -357,6 +358,7 @@ async def supervise(
         while True:
             if result_at is None and readers[2].eof.done():
                 result_at = loop.time()
+                phases.mark("result")
             until = deadline if result_at is None else min(deadline, result_at + RESULT_EXIT_GRACE)
             waiting: set[asyncio.Future[Any]] = {exited}
             if cancelled is not None:
@@ -386,6 +388,7 @@ async def supervise(
         # Pipes still open now are held by processes that escaped the group (setsid): wait a little.
         await asyncio.wait([r.eof for r in readers], timeout=DRAIN_GRACE)
         await wait_group_gone(child.pgid)
+        phases.mark("reap")
     except BaseException:
         await _abandon(child, exited)
         raise
@@ -412,6 +415,7 @@ async def supervise(
         workspace=workspace,
         growth=growth,
     )
+    phases.mark("parse")
     remove_scratch(child.pgid)
     return CaptureOutcome(
         result=result,

@@ -117,6 +117,26 @@ async def test_a_spare_that_died_is_replaced(pool: SparePool, jax_python: str) -
     assert again.ok and again.via == "spare"
 
 
+async def test_a_spare_preloads_the_installed_modules_captures_imported(
+    pool: SparePool, jax_python: str, tmp_path: Path
+) -> None:
+    # The user's module imports a standard library module the spare has not: the capture's result
+    # names it, the spare imports it, and the next fork starts with it (the user's module anew).
+    user = tmp_path / "usermod.py"
+    user.write_text("import sys\n\nVALUE = 'wave' in sys.modules\nimport wave  # noqa: E402\n")
+    first = await pool.capture(make_request("user", path=str(user)), python=jax_python)
+    assert first.ok and first.via == "spare" and first.result["graph"]["value"] is False, first.result
+    assert "imported" not in first.result  # the server's to act on, not the caller's
+    deadline = asyncio.get_running_loop().time() + scaled(30)
+    while "wave" not in pool.learned(jax_python):
+        assert asyncio.get_running_loop().time() < deadline, pool.learned(jax_python)
+        await asyncio.sleep(0.05)
+    assert "usermod" not in pool.learned(jax_python)  # never a user module
+    second = await pool.capture(make_request("user", path=str(user)), python=jax_python)
+    assert second.ok and second.result["graph"]["value"] is True, second.result
+    assert second.result["graph"]["alreadyImported"] is False  # the user's own module is imported anew
+
+
 async def test_closing_the_pool_stops_a_running_capture(pool: SparePool, jax_python: str) -> None:
     sleeping = asyncio.Event()
     pgid, on_log = watch_sleeper(sleeping)

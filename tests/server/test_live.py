@@ -138,6 +138,26 @@ async def test_a_profile_target_has_shapes_on_hover_after_open(live: JaxClient) 
     assert any("Live shapes: tracing layer" in str(v) for v in client.progress_reports.values())
 
 
+async def test_each_live_trace_logs_where_its_time_went(live: JaxClient) -> None:
+    client = live
+    client.open("model.py")
+    await settled(client, "layer")
+
+    def logged() -> list[str]:
+        return [m.message for m in client.log_messages if m.message.startswith("live layer fresh in ")]
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + TRACE_WAIT
+    while not logged() and loop.time() < deadline:  # sent right after the status: a deadline, not a pace
+        await asyncio.sleep(0.05)
+    (line,) = logged()
+    spans = dict(part.rsplit(" ", 1) for part in line.split(": ", 1)[1].split(" \u00b7 "))
+    for phase in ("wait", "prepare", "fork", "import", "make_jaxpr", "build", "to server", "decode", "store"):
+        assert float(spans[phase]) >= 0, (phase, line)
+    total = float(line.split(" in ", 1)[1].split(" s:", 1)[0])
+    assert abs(sum(float(v) for v in spans.values()) - total) < 0.05 * total + 0.01, line  # every moment counted once
+
+
 async def test_a_static_call_site_target_has_shapes_on_hover_after_open(live: JaxClient) -> None:
     client = live
     client.open("sites.py")
@@ -176,6 +196,27 @@ async def test_a_broken_shape_is_a_diagnostic_at_its_line_until_a_save_fixes_it(
     save(client, "model.py", good)
     await settled(client, "layer", after=first["traceId"])
     await client.wait_until(lambda: not client.diagnostics.get(uri), TRACE_WAIT)
+
+
+async def test_a_save_traces_the_target_it_edited_before_the_others_in_its_file(live: JaxClient) -> None:
+    client = live
+    client.open("pair.py")
+    await settled(client, "first")
+    await settled(client, "second")
+    text = (client.workspace / "pair.py").read_text()
+    seen = len(client.live)  # type: ignore[attr-defined]
+    save(client, "pair.py", text.replace("return y + 1.0", "return y + 2.0"))
+
+    def first_traced() -> str | None:
+        for status in client.live[seen:]:  # type: ignore[attr-defined]
+            for target in status["targets"]:
+                if target["state"] == "tracing":
+                    return str(target["name"])
+        return None
+
+    await client.wait_until(lambda: first_traced() is not None, TRACE_WAIT)
+    assert first_traced() == "second"  # the edited one; ``first`` is defined above it
+    await settled(client, "first", ("fresh",))
 
 
 async def test_a_burst_of_ten_saves_runs_at_most_two_traces(live: JaxClient) -> None:

@@ -10,12 +10,21 @@ the server as file descriptors) and memory cap, and writes the result to the res
 Wire (newline-delimited JSON both ways):
 
 - server -> spare: ``{"op": "capture", "id", "request", "memory", "cwd"}`` carrying three fds
-  (result, stdout, stderr write ends) in the same ``sendmsg``; ``{"op": "kill", "pid"}``.
+  (result, stdout, stderr write ends) in the same ``sendmsg``; ``{"op": "kill", "pid"}``;
+  ``{"op": "preload", "modules"}``.
 - spare -> server: ``{"event": "ready", ...}`` or ``{"event": "failed", "message"}`` once;
   ``{"event": "started", "id", "pid"}`` (or ``"error"``); ``{"event": "exited", "id", "pid",
-  "status"}`` (a raw wait status) after the spare killed the child's whole group and reaped it.
+  "status"}`` (a raw wait status) after the spare killed the child's whole group and reaped it;
+  ``{"event": "preloaded", "modules", "seconds"}``, or ``{"event": "retiring", "modules",
+  "message"}`` when a preload made forking unsafe or took too long (the spare then forks no more
+  and exits once its running captures have ended; the server starts another, never sending it
+  that batch again).
 
-The spare never runs user code itself: every user import happens in a fresh fork.
+The spare never runs user code itself: every user import happens in a fresh fork. What it learns
+to preload are the installed libraries (site-packages, the standard library) that earlier
+captures imported, never a workspace file: each capture's result lists them (``imported``), the
+server sends the new ones back (``preload``), and later forks start with them imported, so a
+capture pays only for the user's own modules.
 """
 
 from __future__ import annotations
@@ -23,16 +32,21 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import selectors
 import signal
 import socket
 import sys
+import time
 import traceback
 import warnings
 from collections import deque
 from typing import Any
 
 FDS_PER_CAPTURE = 3
+MAX_LEARNED = 4000  # module names one capture may report (a hostile one could list anything)
+PRELOAD_LIMIT = 20.0  # seconds the spare may spend importing what captures imported, each time
+_MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
 def _preload(modules: list[str], required: list[str]) -> tuple[list[str], list[str]]:
@@ -66,10 +80,12 @@ class ForkServer:
     def __init__(self, sock: socket.socket, capture: Any) -> None:
         self.sock = sock
         self.capture = capture
+        self.warm: Any = None  # the worker's ``warm``, run again after a preload
         self.fds: deque[int] = deque()
         self.buffer = b""
         self.children: dict[int, int] = {}  # pid -> capture id
         self.cgroups: dict[int, str] = {}  # pid -> the capture's cgroup, where one could be made
+        self.retiring = False  # a preload made forking unsafe: no more forks, exit when idle
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_r, False)
         os.set_blocking(self.wake_w, False)
@@ -91,6 +107,8 @@ class ForkServer:
                     if key.fileobj is self.sock:
                         if not self._receive():
                             return
+                        if self.retiring and not self.children:
+                            return
                     else:
                         try:
                             while os.read(self.wake_r, 512):
@@ -98,6 +116,8 @@ class ForkServer:
                         except BlockingIOError:
                             pass
                 self._reap()
+                if self.retiring and not self.children:
+                    return
         finally:
             for pid in list(self.children):
                 _killpg(pid)
@@ -128,7 +148,64 @@ class ForkServer:
                 pid = int(message["pid"])
                 if pid in self.children:  # never a reaped (hence reusable) pid
                     _killpg(pid)
+            elif message.get("op") == "preload" and not self.retiring:
+                self._preload(message.get("modules"))
         return True
+
+    def _preload(self, modules: Any) -> None:
+        """Import the installed modules earlier captures imported, in their order, within
+        :data:`PRELOAD_LIMIT` seconds; retire if that started an XLA backend or a thread (a fork
+        would then hang or inherit a held lock) or ran out of time (a module is half imported)."""
+        import importlib
+        import threading
+
+        started = time.monotonic()
+        threads = threading.active_count()
+        loaded: list[str] = []
+        expired: list[bool] = []
+
+        def on_alarm(signum: int, frame: Any) -> None:
+            expired.append(True)
+            raise TimeoutError("preloading took too long")
+
+        previous = signal.signal(signal.SIGALRM, on_alarm)
+        signal.setitimer(signal.ITIMER_REAL, PRELOAD_LIMIT)
+        try:
+            for name in modules if isinstance(modules, list) else []:
+                if expired:
+                    break
+                if not isinstance(name, str) or not _MODULE_NAME.fullmatch(name) or name in sys.modules:
+                    continue
+                try:
+                    importlib.import_module(name)
+                    loaded.append(name)
+                except BaseException:  # a library's import failing here is not our failure
+                    continue
+        except TimeoutError:
+            expired.append(True)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+        why = ""
+        if expired:
+            why = f"preloading took over {PRELOAD_LIMIT:.0f} s"
+        elif _backends_initialised():
+            why = "an XLA backend started while preloading"
+        elif threading.active_count() > threads:
+            why = "a thread started while preloading"
+        else:
+            try:
+                if self.warm is not None:
+                    self.warm()  # what the worker precomputes over the loaded modules covers these too
+            except Exception as exc:
+                why = f"the worker's warm-up failed after preloading: {type(exc).__name__}: {exc}"
+        if why:
+            self.retiring = True
+            # every module of the batch: the next spare is never sent the one that did it
+            batch = [m for m in modules if isinstance(m, str)] if isinstance(modules, list) else []
+            self.send({"event": "retiring", "modules": batch, "message": why})
+            return
+        self.send({"event": "preloaded", "modules": loaded, "seconds": time.monotonic() - started})
 
     def _reap(self) -> None:
         while self.children:
@@ -172,6 +249,11 @@ class ForkServer:
     def _fork(self, message: dict[str, Any]) -> None:
         ident = message["id"]
         fds = [self.fds.popleft() for _ in range(min(FDS_PER_CAPTURE, len(self.fds)))]
+        if self.retiring:
+            for fd in fds:
+                os.close(fd)
+            self.send({"event": "error", "id": ident, "message": "the warm spare is retiring"})
+            return
         if len(fds) != FDS_PER_CAPTURE:
             for fd in fds:
                 os.close(fd)
@@ -203,6 +285,8 @@ class ForkServer:
 
     def _child(self, message: dict[str, Any], fds: list[int], cgroup: str | None) -> None:
         code = 0
+        forked = time.monotonic()
+        before = set(sys.modules)
         try:
             cgroup_join(cgroup)  # before anything else runs here, so every descendant is born inside
             set_subreaper()  # orphans of this capture come back to it (not to the spare) while it runs
@@ -238,7 +322,20 @@ class ForkServer:
             request = message["request"]
             request["resultFd"] = result_fd
             try:
-                data = json.dumps(self.capture(request, jax_ready=True), separators=(",", ":")).encode()
+                result = self.capture(request, jax_ready=True)
+                # when this child began and when its result was ready, on the server's clock
+                # (monotonic is system-wide): where a live trace's time went (capture/phases.py)
+                result["clock"] = {"forked": forked, "done": time.monotonic()}
+                try:
+                    # A profile's env may change what a library does at import: not for the spare then.
+                    learned = (
+                        [] if request.get("env") else installed_imports(before, str(request.get("workspaceRoot") or ""))
+                    )
+                except Exception:  # what the spare could learn is never worth a capture
+                    learned = []
+                if learned:
+                    result["imported"] = learned
+                data = json.dumps(result, separators=(",", ":")).encode()
                 from jaxlsp.capture.worker.limits import check_bytes
 
                 data = check_bytes(data, request.get("limits"))
@@ -263,6 +360,34 @@ class ForkServer:
                 with contextlib.suppress(BaseException):
                     stream.flush()
             os._exit(code)
+
+
+def installed_imports(before: set[str], workspace_root: str) -> list[str]:
+    """The modules imported since ``before`` that a warm spare may preload: files of installed
+    libraries (under site-packages or dist-packages, or the standard library), never a workspace
+    file or jaxlsp's own, in the order they were imported."""
+    import sysconfig
+
+    from jaxlsp.capture.worker.failures import Workspace, realpath
+
+    workspace = Workspace(workspace_root)
+    stdlib = {realpath(p) + os.sep for p in {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]}}
+    out: list[str] = []
+    for name, module in list(sys.modules.items()):
+        if name in before or not _MODULE_NAME.fullmatch(name):
+            continue
+        path = getattr(module, "__file__", None)
+        if not isinstance(path, str) or path.startswith("<"):
+            continue
+        real = realpath(path)
+        if workspace.contains(real):
+            continue
+        parts = real.split(os.sep)
+        if "site-packages" in parts or "dist-packages" in parts or any(real.startswith(p) for p in stdlib):
+            out.append(name)
+            if len(out) >= MAX_LEARNED:
+                break
+    return out
 
 
 def _error(kind: str, message: str, trace: str | None = None) -> bytes:
@@ -505,6 +630,7 @@ def serve() -> None:
 
         worker = importlib.import_module(config["worker"])
         spare.capture = worker.capture
+        spare.warm = getattr(worker, "warm", None)
         # Work that is the same for every capture (package versions...) is done once, here.
         getattr(worker, "warm", lambda: None)()
         if _backends_initialised():

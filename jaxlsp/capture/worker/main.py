@@ -633,13 +633,15 @@ def warm() -> None:
         "firstcall",
         "runners",
         "learned",
+        "contracts",
     ):
         with contextlib.suppress(ImportError):
             importlib.import_module(f"jaxlsp.capture.worker.{name}")
     importlib.import_module("jaxlsp.graph.io")
-    from jaxlsp.capture.worker import jaxcompat
+    from jaxlsp.capture.worker import failures, jaxcompat
 
     jaxcompat.warm()
+    failures.remember_loaded()  # last: the modules above are loaded now
 
 
 @functools.cache

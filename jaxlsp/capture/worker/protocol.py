@@ -189,6 +189,7 @@ class WorkerResult(TypedDict):
     graph: NotRequired[dict[str, Any]]  # the graph's JSON form (jaxlsp.graph.io.to_json)
     error: NotRequired[ErrorInfo]
     timings: NotRequired[dict[str, float]]  # seconds: import, trace, build, serialize
+    clock: NotRequired[dict[str, float]]  # a forked capture: monotonic ``forked`` and ``done`` moments
     structure: NotRequired[Any]  # Linen: the variables' structure, a hint for the next capture
     arrays: NotRequired[dict[str, Any]]  # values run: value id -> {shape, dtype, data | omitted | error}
     saved: NotRequired[dict[str, Any]]  # values run: {path, keys, missing} of the written .npz

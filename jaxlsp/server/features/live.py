@@ -17,11 +17,15 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import time
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
 
+from jaxlsp.capture import phases
+from jaxlsp.live.edits import changed_lines, touches
 from jaxlsp.live.schedule import FAILED, FRESH, NOT_LIVE, QUEUED, TRACING, LiveScheduler, Outcome, Target
 from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
@@ -30,6 +34,7 @@ from jaxlsp.server.params import local_path
 
 NOTES = {FRESH: "live", TRACING: "live: tracing\u2026", QUEUED: "live: queued", FAILED: "live: failed"}
 MAX_NOTE = 60  # characters of a not-live reason in a lens title
+MAX_TEXTS = 64  # documents whose last saved text is kept to see what a save changed
 
 
 class Live:
@@ -38,6 +43,13 @@ class Live:
         self.tracing = tracing
         self.scheduler = LiveScheduler(run=self._trace, changed=self._changed)
         self._notify_soon = False
+        # Where each live trace's time goes (capture/phases.py): when its newest save was heard
+        # and queued, and the traces that ended since the last status (logged once it is sent).
+        self._heard: dict[Target, tuple[float, float]] = {}
+        self._ended: list[tuple[Target, str, phases.Phases]] = []
+        # Each document's text at its last open or save: a save's changed lines put the targets
+        # defined around them first (live/edits.py). The newest MAX_TEXTS documents only.
+        self._texts: OrderedDict[str, str] = OrderedDict()
 
     def register(self, server: JaxServer) -> None:
         server.open_listeners.append(self.opened)
@@ -80,6 +92,7 @@ class Live:
         """``uri`` was opened or saved: queue the targets its text feeds."""
         if not self.scheduler.enabled:
             return
+        heard = time.monotonic()
         path = local_path(uri)
         if path is None or path.suffix != ".py":
             return  # notebooks: traced when asked (their cells are not files the worker reads)
@@ -87,8 +100,18 @@ class Live:
         if not session.is_trusted(session.folder_of(path)):
             return  # no process, no prompt: trust comes only from the user
         resolved = str(path.resolve())
+        entries = list(session.discover(path).entrypoints)
+        text = session.index.text(path)
+        before = self._texts.pop(uri, None)
+        if text is not None:
+            self._texts[uri] = text
+            while len(self._texts) > MAX_TEXTS:
+                self._texts.popitem(last=False)
+        if before is not None and text is not None:  # the targets the user just edited go first
+            edited = changed_lines(before, text)
+            entries.sort(key=lambda e: not touches(edited, e.body.line, e.body.end_line))
         wanted: list[Target] = []
-        for entry in session.discover(path).entrypoints:
+        for entry in entries:
             wanted.append(Target(uri, entry.name))
         seen = set(wanted)
         for trace in session.graphs.covering(resolved):  # newest first: targets whose graph read it
@@ -99,7 +122,11 @@ class Live:
                 continue
             seen.add(target)
             wanted.append(target)
-        self.scheduler.submit([(t, self.fingerprint(t)) for t in wanted])
+        submitted = [(t, self.fingerprint(t)) for t in wanted]
+        queued = time.monotonic()
+        for target in wanted:
+            self._heard[target] = (heard, queued)
+        self.scheduler.submit(submitted)
 
     def fingerprint(self, target: Target) -> str:
         """The text a trace of ``target`` would read now: its file and its newest graph's sources."""
@@ -125,7 +152,16 @@ class Live:
         if not self.ls.session.is_trusted(folder):
             return Outcome(NOT_LIVE, f"{folder} is not trusted")
         args = self.tracing.picked.get((target.uri, target.name)) or TraceArgs(target.uri, path, target.name)
-        return await self.tracing.live(args, folder)
+        now = time.monotonic()
+        heard, queued = self._heard.pop(target, (now, now))
+        timing = phases.Phases(saved=heard)
+        timing.mark("discover", queued)
+        timing.mark("wait", now)
+        phases.CURRENT.set(timing)  # this task's own context: the captures it starts inherit it
+        outcome = await self.tracing.live(args, folder)
+        timing.mark("publish")
+        self._ended.append((target, outcome.state, timing))
+        return outcome
 
     def _explicit(self, starting: bool) -> None:
         if starting:
@@ -167,4 +203,10 @@ class Live:
     def _notify(self) -> None:
         self._notify_soon = False
         self.ls.protocol.notify(wire.LIVE_STATUS, self.status())
+        ended, self._ended = self._ended, []
+        for target, state, timing in ended:
+            timing.mark("status")
+            self.ls.window_log_message(
+                types.LogMessageParams(type=types.MessageType.Log, message=phases.summary(target.name, state, timing))
+            )
         self.ls.refresh_lenses()

@@ -1,0 +1,92 @@
+"""Where a live trace's time goes, from the save to the status that says it is fresh.
+
+A live trace carries one :class:`Phases` in a context variable (set for the trace's task by
+jaxlsp/server/features/live.py; the capture tasks it starts inherit it). The server's side marks the moments it
+passes (``mark``): the save heard, its targets queued, the trace started, prepared, past the
+gate, through the spare's fork, the result read, the child reaped, decoded, stored, published.
+The worker's own durations (import, init, trace, build, serialize) and the child's clock (when it
+was forked, when its result was ready) come back in its result and fill the span between the fork
+and the result. Outside a live trace ``mark`` does nothing (the CLI, the benchmarks). No pygls and no jax here;
+the live feature logs :func:`summary` once per trace
+(``window/logMessage``), which is how ``benchmarks/live.py`` reads each round's phases.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+#: the worker's durations shown, in order, with the names the summary gives them
+WORKER_PHASES = (
+    ("jax", "jax"),
+    ("import", "import"),
+    ("init", "init"),
+    ("trace", "make_jaxpr"),
+    ("build", "build"),
+    ("serialize", "json"),
+)
+
+
+@dataclass
+class Phases:
+    """The moments one live trace passed (monotonic seconds, system-wide on Linux and macOS)."""
+
+    saved: float
+    marks: list[tuple[str, float]] = field(default_factory=list)
+    worker: dict[str, float] = field(default_factory=dict)  # the traced child's own durations
+    clock: dict[str, float] = field(default_factory=dict)  # the traced child's forked / done moments
+
+    def mark(self, name: str, at: float | None = None) -> None:
+        self.marks.append((name, time.monotonic() if at is None else at))
+
+    def took(self, worker: Mapping[str, Any] | None, clock: Mapping[str, Any] | None) -> None:
+        """The traced child's timings and clock (a structure check beside it reports none here)."""
+        self.worker = {k: float(v) for k, v in (worker or {}).items() if isinstance(v, int | float)}
+        self.clock = {k: float(v) for k, v in (clock or {}).items() if isinstance(v, int | float)}
+
+    def spans(self) -> list[tuple[str, float]]:
+        """(phase, seconds) in order: each mark's name is the span that ended at it. The span that
+        ended at ``result`` is split with the child's clock and durations: its start after the
+        previous mark (``child start``, zero when the child began before the server heard of the
+        fork), then each worker phase, then the rest of the child's time (``worker other``), then
+        from its result being ready to the server having read it (``to server``)."""
+        out: list[tuple[str, float]] = []
+        before = self.saved
+        for name, at in self.marks:
+            forked, done = self.clock.get("forked", 0.0), self.clock.get("done", 0.0)
+            if name == "result" and 0.0 < forked <= done <= at and before <= done:
+                begun = max(forked, before)
+                out.append(("child start", begun - before))
+                shown = 0.0
+                for key, label in WORKER_PHASES:
+                    if key in self.worker:
+                        out.append((label, self.worker[key]))
+                        shown += self.worker[key]
+                out.append(("worker other", max(done - begun - shown, 0.0)))
+                out.append(("to server", at - done))
+            else:
+                out.append((name, max(at - before, 0.0)))
+            before = at
+        return out
+
+    def total(self) -> float:
+        return (self.marks[-1][1] if self.marks else self.saved) - self.saved
+
+
+CURRENT: contextvars.ContextVar[Phases | None] = contextvars.ContextVar("jaxlsp_live_phases", default=None)
+
+
+def mark(name: str) -> None:
+    """Mark ``name`` on the live trace this task runs (nothing outside a live trace)."""
+    phases = CURRENT.get()
+    if phases is not None:
+        phases.mark(name)
+
+
+def summary(name: str, state: str, phases: Phases) -> str:
+    """One line: ``live NAME fresh in 0.84 s: saved->queued 0.010 · wait 0.000 · ...``."""
+    spans = " · ".join(f"{label} {seconds:.3f}" for label, seconds in phases.spans())
+    return f"live {name} {state} in {phases.total():.3f} s: {spans}"
