@@ -40,6 +40,7 @@ from jaxlsp.capture.options import CaptureOptions
 from jaxlsp.capture.spare import SparePool
 from jaxlsp.capture.speculate import capture_speculatively, structure_of
 from jaxlsp.capture.supervise import CaptureOutcome
+from jaxlsp.graph.model import COMPACT_VERSION
 from jaxlsp.graph.store import GraphStore, Trace
 from jaxlsp.offloop import off_loop
 
@@ -158,7 +159,11 @@ class CaptureService:
             # Indexes and the diff from the target's previous trace are made off the loop too: a
             # hover or a lens title after it would otherwise compute them in the loop (seconds).
             before = self.store.newest_like(label)
-            built = await off_loop(GraphStore.build, traced.graph, label, before)
+            # The worker's compact form, checked by finish(), is what the store keeps (columns): no
+            # second encoding of the graph just made from it.
+            sent = outcome.result.get("graph")
+            kept = sent if isinstance(sent, dict) and sent.get("version") == COMPACT_VERSION else traced.graph
+            built = await off_loop(GraphStore.build, kept, label, before)
             trace = self.store.keep(built)
         return Captured(traced, trace)
 

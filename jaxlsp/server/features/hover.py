@@ -138,7 +138,7 @@ class Hover:
     def _body(self, trace: Trace, nodes: list[Any], changes: GraphDiff | None) -> list[str]:
         counts: Counter[tuple[str, str]] = Counter()
         stats: dict[tuple[str, str], list[list[dict[str, Any]]]] = {}
-        contracts = trace.graph.contracts
+        contracts = trace.contracts
         for n in nodes:
             values = [value for v in n.outputs if (value := trace.value(v)) is not None]
             named = names_at(contracts, n.source.path, n.source.line) if contracts and n.source else {}
@@ -162,7 +162,7 @@ class Hover:
             lines.append(f"- `{primitive}` → `{outs}`{times}")
         if len(counts) > HOVER_LINES:
             lines.append(f"- … {len(counts) - HOVER_LINES} more")
-        first = (trace.graph.execution or {}).get("firstNonFinite")
+        first = (trace.execution or {}).get("firstNonFinite")
         if first and any(n.id == first.get("node") for n in nodes):
             lines += ["", f"**{first.get('message')}**"]
         scopes = sorted({n.scope for n in nodes if n.scope})
