@@ -22,12 +22,14 @@ rare reader that needs everything.
 
 from __future__ import annotations
 
+import copy
 import json
 from array import array
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
-from jaxlsp.graph import io
+from jaxlsp.graph import collector, io
 from jaxlsp.graph.model import COMPACT_VERSION, FORMAT, VERSION, Frame, Graph, Node, Value
 
 TABLES = ("strings", "frames", "stacks", "params", "shapes", "transforms")
@@ -442,12 +444,15 @@ class Packed:
         # Everything else, as version 1 spells it (versions, target, ..., groups, costs, ...).
         self.header: dict[str, Any] = {key: item for key, item in d.items() if key not in ("tables", "nodes", "values")}
         self._order = [key for key in d if key != "tables"]
+        self._shell: Graph | None = None
         self._node_index: dict[str, int] | None = None
         self._value_index: dict[str, int] | None = None
 
     @classmethod
     def from_graph(cls, graph: Graph) -> Packed:
-        return cls(encode(io.to_json(graph)))
+        packed = cls(encode(io.to_json(graph)))
+        packed._shell = copy.deepcopy(replace(graph, nodes=[], values=[]))  # as given, not read again
+        return packed
 
     # -- ids ------------------------------------------------------------------------------------
     def node_id(self, i: int) -> str:
@@ -557,16 +562,18 @@ class Packed:
         return out
 
     def shell(self) -> Graph:
-        """The graph without nodes and values: everything small (ports, groups, sections)."""
-        return io.from_json(self.header_json())
+        """The graph without nodes and values: everything small (ports, groups, sections), read
+        once; the caller's to change (:meth:`to_graph` copies it)."""
+        if self._shell is None:
+            self._shell = io.from_json(self.header_json())
+        return self._shell
 
     def to_graph(self) -> Graph:
         """The whole graph as model objects (for the readers that need every node at once)."""
-        data = self.header_json()
-        data["nodes"] = [self.node_json(i, frame_refs=True) for i in range(self.node_count)]
-        data["values"] = [self.value_json(i) for i in range(self.value_count)]
-        data[io.FRAME_TABLE] = self.frame_json
-        return io.from_json(data)
+        with collector.paused():
+            nodes = [self.node(i) for i in range(self.node_count)]
+            values = [self.value(i) for i in range(self.value_count)]
+        return replace(copy.deepcopy(self.shell()), nodes=nodes, values=values)
 
     def iter_json(self) -> Iterator[str]:
         """The expanded (version 1) JSON text, ``io.dumps`` of :meth:`to_graph`, a row at a time."""
@@ -615,4 +622,9 @@ def _find(ident: str, ids: list[str] | None, prefix: str, count: int, owner: Pac
 
 def from_compact(data: Any) -> Graph:
     """The :class:`Graph` of a version 2 object (``io.from_json`` calls it)."""
-    return Packed(data).to_graph()
+    packed = Packed(data)
+    data = packed.header_json()
+    data["nodes"] = [packed.node_json(i, frame_refs=True) for i in range(packed.node_count)]
+    data["values"] = [packed.value_json(i) for i in range(packed.value_count)]
+    data[io.FRAME_TABLE] = packed.frame_json
+    return io.from_json(data)

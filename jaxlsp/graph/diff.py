@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from jaxlsp.graph import io
 from jaxlsp.graph.compact import Packed
 from jaxlsp.graph.model import Graph, Node, Value
 from jaxlsp.graph.report import shape_str, short_dtype
@@ -167,12 +168,13 @@ class _GraphSide:
 
 class _PackedSide:
     """:class:`_GraphSide` over a packed graph's columns (types by value, made once per shape and
-    dtype; params compared as the file spells them)."""
+    dtype, and params once per distinct params object)."""
 
     def __init__(self, packed: Packed) -> None:
         self.p = packed
         self.count = packed.node_count
         self._texts: dict[tuple[int, int], str] = {}
+        self._params: dict[int, Any] = {}
         header = packed.header_json()
         self.inputs = [_Port(str(x.get("value")), str(x.get("label"))) for x in header.get("inputs", [])]
         self.outputs = [_Port(str(x.get("value")), str(x.get("label"))) for x in header.get("outputs", [])]
@@ -202,7 +204,11 @@ class _PackedSide:
         return ", ".join(self._type(c) for c in p.refs[p.start[i] : p.start[i] + p.n_in[i]])
 
     def params(self, i: int) -> Any:
-        return self.p.params[self.p.param[i]]
+        k = self.p.param[i]
+        found = self._params.get(k)
+        if found is None:  # as the model holds them: non-finite floats as floats
+            found = self._params[k] = io._json_copy(self.p.params[k], f"tables.params[{k}]")
+        return found
 
     def node(self, i: int) -> Node:
         return self.p.node(i)
