@@ -445,6 +445,7 @@ class Packed:
         self.header: dict[str, Any] = {key: item for key, item in d.items() if key not in ("tables", "nodes", "values")}
         self._order = [key for key in d if key != "tables"]
         self._shell: Graph | None = None
+        self._params: dict[int, Any] = {}  # tables.params as the model holds them, by index
         self._node_index: dict[str, int] | None = None
         self._value_index: dict[str, int] | None = None
 
@@ -525,9 +526,28 @@ class Packed:
         return out
 
     def node(self, i: int) -> Node:
-        d = self.node_json(i, frame_refs=True)
-        path = f"nodes[{i}]"
-        return io._node_fast(d, path, self.frames) or io._node(d, path, self.frames)
+        """Node ``i`` as a model object, made anew, but its ``params`` are shared with the other
+        nodes made with the same params (read them, do not change them)."""
+        if any(i in rows for rows in self.node_extra.values()):  # members the columns do not hold
+            d = self.node_json(i, frame_refs=True)
+            path = f"nodes[{i}]"
+            return io._node_fast(d, path, self.frames) or io._node(d, path, self.frames)
+        strings, frames, src, k = self.strings, self.frames, self.source[i], self.param[i]
+        params = self._params.get(k)
+        if params is None:  # as the model holds them: non-finite floats as floats, checked once
+            params = self._params[k] = io._json_copy(self.params[k], f"tables.params[{k}]")
+        return Node(
+            self.node_id(i),
+            strings[self.primitive[i]],
+            params,
+            self.inputs(i),
+            self.outputs(i),
+            strings[self.scope[i]],
+            self.group_of(i),
+            None if src == _NULL else frames[src],
+            [frames[k] for k in self.stacks[self.stack[i]]],
+            list(self.transforms[self.transform[i]]),
+        )
 
     def value(self, i: int) -> Value:
         d = self.value_json(i)

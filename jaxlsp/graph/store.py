@@ -12,8 +12,8 @@ import os
 import uuid
 from array import array
 from collections import OrderedDict
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, overload
 
 from jaxlsp.graph.compact import Packed
 from jaxlsp.graph.diff import GraphDiff, diff_packed
@@ -21,6 +21,44 @@ from jaxlsp.graph.model import Frame, Graph, Node, Value
 from jaxlsp.graph.report import shape_str
 
 MEMO_LIMIT = 256  # derived answers kept per trace (hover lines)
+
+
+class NodeSeq(Sequence[Node]):
+    """Nodes of a packed graph by row, each made when it is read (a loop's line can hold every
+    equation of the graph: its ids and count cost nothing, its nodes one at a time)."""
+
+    def __init__(self, packed: Packed, rows: list[int]) -> None:
+        self._packed = packed
+        self.rows = rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @overload
+    def __getitem__(self, index: int) -> Node: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Node]: ...
+
+    def __getitem__(self, index: int | slice) -> Node | list[Node]:
+        if isinstance(index, slice):
+            return [self._packed.node(i) for i in self.rows[index]]
+        return self._packed.node(self.rows[index])
+
+    def __iter__(self) -> Iterator[Node]:
+        node = self._packed.node
+        return (node(i) for i in self.rows)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, NodeSeq):
+            return self._packed is other._packed and self.rows == other.rows
+        return isinstance(other, list) and list(self) == other
+
+    __hash__ = None  # type: ignore[assignment]  # mutable-looking, like a list
+
+    @property
+    def ids(self) -> list[str]:
+        return [self._packed.node_id(i) for i in self.rows]
 
 
 class Trace:
@@ -164,7 +202,7 @@ class Trace:
     def output_types(self) -> list[str]:
         return [shape_str(v) for p in self.info.outputs if (v := self.value(p.value)) is not None]
 
-    def nodes_at(self, path: str, line: int, cell: int | None = None) -> list[Node]:
+    def nodes_at(self, path: str, line: int, cell: int | None = None) -> NodeSeq:
         """Nodes produced at ``path:line`` (1-based; in a notebook, line of ``cell``), innermost first.
 
         A node belongs to the first (innermost) of its frames that lies in ``path``: the line
@@ -182,8 +220,7 @@ class Trace:
                 elif here:
                     known.extend(sorted(i for rows in here for i in rows))  # program order
             self.remember(key, known)
-        node = self.packed.node
-        return [node(i) for i in known]
+        return NodeSeq(self.packed, known)
 
     def line_index(self) -> dict[tuple[str, int | None], dict[int, dict[int, array[int]]]]:
         """Each node under the first of its frames in each workspace file (computed once; a new
