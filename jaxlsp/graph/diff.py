@@ -129,10 +129,14 @@ def diff(before: Graph, after: Graph) -> GraphDiff:
     return _diff(_GraphSide(before), _GraphSide(after))
 
 
-def diff_packed(before: Packed, after: Packed) -> GraphDiff:
-    """:func:`diff` of two packed graphs (``jaxlsp.graph.compact``), read from their columns:
-    only the nodes the answer names are made as :class:`Node` objects."""
-    return _diff(_PackedSide(before), _PackedSide(after))
+def diff_packed(before: Packed | Graph, after: Packed | Graph) -> GraphDiff:
+    """:func:`diff` where either side may be a packed graph (``jaxlsp.graph.compact``), read
+    from its columns: only the nodes the answer names are made as :class:`Node` objects."""
+    return _diff(_side(before), _side(after))
+
+
+def _side(graph: Packed | Graph) -> _GraphSide | _PackedSide:
+    return _PackedSide(graph) if isinstance(graph, Packed) else _GraphSide(graph)
 
 
 class _GraphSide:

@@ -111,9 +111,9 @@ def _diff(older: Packed | Path | None, newer: Packed | Path | None, limit: int) 
     graph file read here: the graphs read are freed here too, not in the loop's thread (a
     60,000-equation graph: 0.3 s)."""
     assert older is not None and newer is not None  # one of each was given, checked by the caller
-    newer = Packed.from_graph(_read(newer, "params.uri")) if isinstance(newer, Path) else newer
-    older = Packed.from_graph(_read(older, "params.baseUri")) if isinstance(older, Path) else older
-    return diff_packed(older, newer).json(limit)
+    after: Packed | Graph = _read(newer, "params.uri") if isinstance(newer, Path) else newer
+    before: Packed | Graph = _read(older, "params.baseUri") if isinstance(older, Path) else older
+    return diff_packed(before, after).json(limit)
 
 
 def _read(path: Path, where: str) -> Graph:
