@@ -324,7 +324,7 @@ class Trace:
 
     def items(self, entries: array[int], start: int, stop: int) -> list[dict[str, Any]]:
         """The page items of ``entries[start:stop]``."""
-        counts, children = self._group_counts()
+        counts, children = self.group_counts()
         out = []
         for e in entries[start:stop]:
             if e >= 0:
@@ -389,7 +389,7 @@ class Trace:
         found = self._group_index.get(gid) if isinstance(gid, str) else None
         return -2 if found is None else found
 
-    def _group_counts(self) -> tuple[array[int], array[int]]:
+    def group_counts(self) -> tuple[array[int], array[int]]:
         """Nodes anywhere inside each group and its direct child groups, computed once per trace."""
         if self._counts is None:
             groups = self.info.groups
@@ -451,6 +451,7 @@ class GraphStore:
         trace = Trace(uuid.uuid4().hex[:16], graph, meta)
         trace.line_index()
         trace.level_entries(None)
+        trace.group_counts()  # what a page's group items say: one pass over the nodes, here
         if before is not None:
             trace.changes_since(before)
         return trace
