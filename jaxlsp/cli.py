@@ -147,7 +147,7 @@ def _trace(args: argparse.Namespace) -> int:
         return {"needs_input": 3, "refused": 2}.get(failure.kind, 1)
     graph = outcome.graph
     if args.output:
-        io.write(graph, args.output)
+        io.write(graph, args.output, compact=bool(args.compact))
     if args.html:
         Path(args.html).write_text(export.to_html(graph), encoding="utf-8")
     print(render_summary(graph))
@@ -334,8 +334,8 @@ def _export(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         print(f"jaxlsp export: cannot read {args.graph}: {exc}", file=sys.stderr)
         return 2
-    if args.format == "json":
-        text = io.dumps(graph)
+    if args.format in ("json", "compact"):
+        text = io.dumps(graph, compact=args.format == "compact")
     elif args.format == "dot":
         text = export.to_dot(graph)
     else:
@@ -427,6 +427,11 @@ def parser() -> argparse.ArgumentParser:
         "--precision", action="store_true", help="print dtype conversions and matmul precision settings per module"
     )
     t.add_argument("-o", "--output", metavar="GRAPH.json", help="write the graph here")
+    t.add_argument(
+        "--compact",
+        action="store_true",
+        help="write the -o graph in the compact form (version 2, docs/graph-format.md; export expands it)",
+    )
     t.add_argument("--html", metavar="GRAPH.html", help="write an offline HTML view here")
     t.add_argument(
         "--values",
@@ -495,7 +500,7 @@ def parser() -> argparse.ArgumentParser:
 
     e = sub.add_parser("export", help="re-render a saved graph")
     e.add_argument("graph")
-    e.add_argument("--format", choices=["json", "dot", "html"], default="json")
+    e.add_argument("--format", choices=["json", "compact", "dot", "html"], default="json")
     e.add_argument("-o", "--output")
     e.set_defaults(func=_export)
     return p

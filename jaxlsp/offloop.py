@@ -37,6 +37,10 @@ async def off_loop(func: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T
             # allocates next (the loop's, often), would walk all of it at once (a 60,000-equation
             # graph's levels: a second). Frozen like the kept graphs (tracing.py).
             gc.freeze()
-            return result
+        # What the work made and dropped (a whole graph for an HTML export, two for a diff of
+        # files) is free but still in the RSS until the C heap gives it back; in this thread
+        # (ctypes lets go of the GIL for the call).
+        collector.trim()
+        return result
 
     return await asyncio.get_running_loop().run_in_executor(_POOL, run)

@@ -42,6 +42,8 @@ from jaxlsp.capture.spare import SparePool
 from jaxlsp.capture.speculate import capture_speculatively, structure_of
 from jaxlsp.capture.supervise import CaptureOutcome
 from jaxlsp.graph import slices
+from jaxlsp.graph.compact import Packed
+from jaxlsp.graph.model import COMPACT_VERSION
 from jaxlsp.graph.store import GraphStore, Trace
 from jaxlsp.offloop import off_loop
 
@@ -141,7 +143,8 @@ class CaptureService:
         while True:
             outcome = await self.capture(prepared, options)
             try:
-                traced = await off_loop(_decode, prepared, outcome)  # a big graph decodes for seconds
+                # a big graph decodes for seconds
+                traced, packed = await off_loop(_decode, prepared, outcome, self.store is not None)
                 phases.mark("decode")
                 break
             except TraceFailure as exc:
@@ -164,7 +167,8 @@ class CaptureService:
             # Indexes and the diff from the target's previous trace are made off the loop too: a
             # hover or a lens title after it would otherwise compute them in the loop (seconds).
             before = self.store.newest_like(label)
-            built = await off_loop(GraphStore.build, traced.graph, label, before)
+            kept = packed if packed is not None else traced.graph
+            built = await off_loop(GraphStore.build, kept, label, before)
             trace = self.store.keep(built)
             phases.mark("store")
         return Captured(traced, trace)
@@ -206,13 +210,21 @@ class CaptureService:
         await self.pool.close()
 
 
-def _decode(prepared: Prepared, outcome: CaptureOutcome) -> TraceOutcome:
+def _decode(prepared: Prepared, outcome: CaptureOutcome, keep: bool) -> tuple[TraceOutcome, Packed | None]:
     """``finish`` (in a graph thread), then the result's JSON form of the graph let go there too:
-    freeing its million objects would otherwise take the loop's thread a third of a second."""
+    freeing its million objects would otherwise take the loop's thread a third of a second. With
+    ``keep`` (a server's store keeps the trace) the worker's compact form, checked by finish(), is
+    packed here for the store, and the outcome keeps only the graph's small parts (the nodes and
+    values as model objects are freed here too, not in the loop's thread, and never kept)."""
     traced = finish(prepared, outcome)
-    # A piece at a time: freed at once, it holds the GIL to the end (slices.release).
-    slices.release(cast(dict[str, Any], outcome.result).pop("graph", None))
-    return traced
+    sent = cast(dict[str, Any], outcome.result).pop("graph", None)
+    packed = None
+    if keep and isinstance(sent, dict) and sent.get("version") == COMPACT_VERSION:
+        packed = Packed(sent)
+        traced.graph = packed.shell()
+    else:
+        slices.release(sent)  # a piece at a time: freed at once, it holds the GIL to the end
+    return traced, packed
 
 
 def _all_of(failures: list[TraceFailure]) -> TraceFailure:

@@ -16,8 +16,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from jaxlsp.graph import io
+from jaxlsp.graph.compact import Packed
 from jaxlsp.graph.model import Graph, Node, Value
-from jaxlsp.graph.report import shape_str
+from jaxlsp.graph.report import shape_str, short_dtype
 
 ARROW = "\u2192"  # the summary's "before -> after"
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
@@ -124,62 +126,165 @@ def _most_telling(changes: list[Change]) -> Change | None:
 
 def diff(before: Graph, after: Graph) -> GraphDiff:
     """What changed from ``before`` to ``after``."""
+    return _diff(_GraphSide(before), _GraphSide(after))
+
+
+def diff_packed(before: Packed | Graph, after: Packed | Graph) -> GraphDiff:
+    """:func:`diff` where either side may be a packed graph (``jaxlsp.graph.compact``), read
+    from its columns: only the nodes the answer names are made as :class:`Node` objects."""
+    return _diff(_side(before), _side(after))
+
+
+def _side(graph: Packed | Graph) -> _GraphSide | _PackedSide:
+    return _PackedSide(graph) if isinstance(graph, Packed) else _GraphSide(graph)
+
+
+class _GraphSide:
+    """One side of a diff: its nodes by index, their scope, primitive, types and params."""
+
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        self.count = len(graph.nodes)
+        self.types = _Types(graph)
+        self.inputs, self.outputs = graph.inputs, graph.outputs
+
+    def scope(self, i: int) -> str:
+        return self.graph.nodes[i].scope
+
+    def primitive(self, i: int) -> str:
+        return self.graph.nodes[i].primitive
+
+    def out_types(self, i: int) -> str:
+        return self.types.of(self.graph.nodes[i].outputs)
+
+    def in_types(self, i: int) -> str:
+        return self.types.of(self.graph.nodes[i].inputs)
+
+    def params(self, i: int) -> Any:
+        return self.graph.nodes[i].params
+
+    def node(self, i: int) -> Node:
+        return self.graph.nodes[i]
+
+    def port_type(self, value_id: str) -> str:
+        return self.types.of([value_id])
+
+
+class _PackedSide:
+    """:class:`_GraphSide` over a packed graph's columns (types by value, made once per shape and
+    dtype, and params once per distinct params object)."""
+
+    def __init__(self, packed: Packed) -> None:
+        self.p = packed
+        self.count = packed.node_count
+        self._texts: dict[tuple[int, int], str] = {}
+        self._params: dict[int, Any] = {}
+        header = packed.header_json()
+        self.inputs = [_Port(str(x.get("value")), str(x.get("label"))) for x in header.get("inputs", [])]
+        self.outputs = [_Port(str(x.get("value")), str(x.get("label"))) for x in header.get("outputs", [])]
+
+    def scope(self, i: int) -> str:
+        return self.p.strings[self.p.scope[i]]
+
+    def primitive(self, i: int) -> str:
+        return self.p.strings[self.p.primitive[i]]
+
+    def _type(self, code: int) -> str:
+        if code < 0:
+            return "?"
+        key = (self.p.shape[code], self.p.dtype[code])
+        text = self._texts.get(key)
+        if text is None:
+            shape = self.p.shapes[key[0]]
+            text = self._texts[key] = f"{short_dtype(self.p.strings[key[1]])}[{','.join(str(d) for d in shape)}]"
+        return text
+
+    def out_types(self, i: int) -> str:
+        p = self.p
+        return ", ".join(self._type(c) for c in p.refs[p.start[i] + p.n_in[i] : p.start[i + 1]])
+
+    def in_types(self, i: int) -> str:
+        p = self.p
+        return ", ".join(self._type(c) for c in p.refs[p.start[i] : p.start[i] + p.n_in[i]])
+
+    def params(self, i: int) -> Any:
+        k = self.p.param[i]
+        found = self._params.get(k)
+        if found is None:  # as the model holds them: non-finite floats as floats
+            found = self._params[k] = io._json_copy(self.p.params[k], f"tables.params[{k}]")
+        return found
+
+    def node(self, i: int) -> Node:
+        return self.p.node(i)
+
+    def port_type(self, value_id: str) -> str:
+        i = self.p.value_index(value_id)
+        return "?" if i is None else self._type(i)
+
+
+@dataclass
+class _Port:
+    value: str
+    label: str
+
+
+_Side = _GraphSide | _PackedSide
+
+
+def _diff(before: _Side, after: _Side) -> GraphDiff:
     out = GraphDiff()
-    old_types = _Types(before)
-    new_types = _Types(after)
     old_scopes = _by_scope(before)
     new_scopes = _by_scope(after)
+    added: list[int] = []
+    removed: list[int] = []
+    changed: list[tuple[int, int, list[tuple[str, str, str]]]] = []
     for scope in [*new_scopes, *(s for s in old_scopes if s not in new_scopes)]:
         a = old_scopes.get(scope, [])
         b = new_scopes.get(scope, [])
-        for x, y in _align(a, b, old_types, new_types):
+        for x, y in _align(a, b, before, after):
             if x is None and y is not None:
-                out.added.append(y)
+                added.append(y)
             elif y is None and x is not None:
-                out.removed.append(x)
+                removed.append(x)
             elif x is not None and y is not None:
                 out.matched += 1
-                fields = _compare(x, y, old_types, new_types)
+                fields = _compare(x, y, before, after)
                 if fields:
-                    out.changed.append(Change(x, y, fields))
-    order = {n.id: i for i, n in enumerate(after.nodes)}
-    out.added.sort(key=lambda n: order.get(n.id, 0))
-    out.changed.sort(key=lambda c: order.get(c.after.id, 0))
-    old_order = {n.id: i for i, n in enumerate(before.nodes)}
-    out.removed.sort(key=lambda n: old_order.get(n.id, 0))
-    out.inputs = _ports(before.inputs, after.inputs, old_types, new_types)
-    out.outputs = _ports(before.outputs, after.outputs, old_types, new_types)
+                    changed.append((x, y, fields))
+    out.added = [after.node(i) for i in sorted(added)]
+    out.removed = [before.node(i) for i in sorted(removed)]
+    changed.sort(key=lambda c: c[1])
+    out.changed = [Change(before.node(x), after.node(y), fields) for x, y, fields in changed]
+    out.inputs = _ports(before.inputs, after.inputs, before, after)
+    out.outputs = _ports(before.outputs, after.outputs, before, after)
     return out
 
 
-def _by_scope(graph: Graph) -> dict[str, list[Node]]:
-    scopes: dict[str, list[Node]] = {}
-    for n in graph.nodes:
-        scopes.setdefault(n.scope, []).append(n)
+def _by_scope(side: _Side) -> dict[str, list[int]]:
+    scopes: dict[str, list[int]] = {}
+    scope = side.scope
+    for i in range(side.count):
+        scopes.setdefault(scope(i), []).append(i)
     return scopes
 
 
-def _align(
-    a: list[Node], b: list[Node], ta: _Types | None = None, tb: _Types | None = None
-) -> list[tuple[Node | None, Node | None]]:
+def _align(a: list[int], b: list[int], sa: _Side, sb: _Side) -> list[tuple[int | None, int | None]]:
     """Pairs of one scope's nodes in order: first by primitive and output types, then, where those
     differ, by primitive alone (a wider layer changes every type but keeps the order of its
     operations; a different activation replaces its operations). Unpaired nodes are added or
     removed."""
-    if ta is None or tb is None:
-        return _align_by(a, b, lambda n: n.primitive, lambda n: n.primitive)
     return _align_by(
         a,
         b,
-        lambda n: (n.primitive, ta.of(n.outputs)),
-        lambda n: (n.primitive, tb.of(n.outputs)),
-        lambda x, y: _align_by(x, y, lambda n: n.primitive, lambda n: n.primitive),
+        lambda i: (sa.primitive(i), sa.out_types(i)),
+        lambda i: (sb.primitive(i), sb.out_types(i)),
+        lambda x, y: _align_by(x, y, sa.primitive, sb.primitive),
     )
 
 
 def _align_by(
-    a: list[Node], b: list[Node], key_a: Any, key_b: Any, inner: Any = None
-) -> list[tuple[Node | None, Node | None]]:
+    a: list[int], b: list[int], key_a: Any, key_b: Any, inner: Any = None
+) -> list[tuple[int | None, int | None]]:
     ka, kb = [key_a(n) for n in a], [key_b(n) for n in b]
     head = 0
     while head < len(a) and head < len(b) and ka[head] == kb[head]:
@@ -188,7 +293,7 @@ def _align_by(
     room = min(len(a), len(b)) - head
     while tail < room and ka[len(a) - 1 - tail] == kb[len(b) - 1 - tail]:
         tail += 1
-    pairs: list[tuple[Node | None, Node | None]] = [(a[i], b[i]) for i in range(head)]
+    pairs: list[tuple[int | None, int | None]] = [(a[i], b[i]) for i in range(head)]
     mid_a, mid_b = a[head : len(a) - tail], b[head : len(b) - tail]
     if mid_a or mid_b:
         matcher = difflib.SequenceMatcher(None, ka[head : len(a) - tail], kb[head : len(b) - tail], False)
@@ -222,16 +327,17 @@ class _Types:
         return ", ".join(out)
 
 
-def _compare(a: Node, b: Node, ta: _Types, tb: _Types) -> list[tuple[str, str, str]]:
+def _compare(a: int, b: int, sa: _Side, sb: _Side) -> list[tuple[str, str, str]]:
     fields: list[tuple[str, str, str]] = []
-    outs = (ta.of(a.outputs), tb.of(b.outputs))
+    outs = (sa.out_types(a), sb.out_types(b))
     if outs[0] != outs[1]:
         fields.append(("outputs", *outs))
-    ins = (ta.of(a.inputs), tb.of(b.inputs))
+    ins = (sa.in_types(a), sb.in_types(b))
     if ins[0] != ins[1]:
         fields.append(("inputs", *ins))
-    if a.params != b.params:
-        pa, pb = _normal(a.params), _normal(b.params)
+    params_a, params_b = sa.params(a), sb.params(b)
+    if params_a != params_b:
+        pa, pb = _normal(params_a), _normal(params_b)
         if pa != pb:
             for key in sorted(set(pa) | set(pb)):
                 if pa.get(key) != pb.get(key):
@@ -257,9 +363,9 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _ports(before: list[Any], after: list[Any], ta: _Types, tb: _Types) -> list[PortChange]:
-    old = {p.label: ta.of([p.value]) for p in before}
-    new = {p.label: tb.of([p.value]) for p in after}
+def _ports(before: list[Any], after: list[Any], sa: _Side, sb: _Side) -> list[PortChange]:
+    old = {p.label: sa.port_type(p.value) for p in before}
+    new = {p.label: sb.port_type(p.value) for p in after}
     out = []
     for label in [*new, *(k for k in old if k not in new)]:
         if old.get(label) != new.get(label):

@@ -16,13 +16,13 @@ import json
 import math
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from jaxlsp.graph import collector, shardings, slices
-from jaxlsp.graph.model import FORMAT, VERSION, Coverage, Frame, Graph, Group, Node, Port, Value
+from jaxlsp.graph.model import COMPACT_VERSION, FORMAT, VERSION, Coverage, Frame, Graph, Group, Node, Port, Value
 
 BACKEND = "jaxpr"
 VERSION_KEYS = ("jax", "jaxlib", "flax", "equinox", "python")
@@ -172,11 +172,16 @@ def to_json(graph: Graph) -> dict[str, Any]:
 
 
 def to_transport(graph: Graph) -> dict[str, Any]:
-    """:func:`to_json` for the worker -> server pipe only (never a file): each distinct frame is
-    written once in ``frameTable`` and nodes' ``source`` and ``frames`` hold indices into it. A
-    large model repeats a few hundred frames in thousands of stacks (3,200 nodes: 31,000 frames,
-    three quarters of the JSON), so this form is several times smaller and faster to read, and the
-    reader shares one :class:`Frame` per entry. :func:`from_json` reads both forms."""
+    """The form the worker sends the server: the compact one (:func:`to_compact`), several times
+    smaller to write, send and read than :func:`to_json`. :func:`from_json` reads every form."""
+    return to_compact(graph)
+
+
+def to_frame_table(graph: Graph) -> dict[str, Any]:
+    """:func:`to_json` with each distinct frame written once in ``frameTable`` and nodes'
+    ``source`` and ``frames`` as indices into it: the pipe form of earlier workers (a large model
+    repeats a few hundred frames in thousands of stacks), still read by :func:`from_json`, which
+    then shares one :class:`Frame` per entry. Never a graph file."""
     index: dict[int, int] = {}
     table: list[dict[str, Any]] = []
 
@@ -193,25 +198,42 @@ def to_transport(graph: Graph) -> dict[str, Any]:
     return data
 
 
-def dumps(graph: Graph, sliced: bool = False) -> str:
-    """Compact JSON text of ``graph``; equal graphs give identical text. ``sliced``: the same text
-    made a node at a time (``slices.py``: a thread doing it lets the server's event loop run)."""
+def to_compact(graph: Graph) -> dict[str, Any]:
+    """The compact form of ``graph`` (version 2: columns and interned tables, docs/graph-format.md
+    "Compact form"); :func:`from_json` reads it back to an equal graph."""
+    from jaxlsp.graph import compact
+
+    return compact.encode(to_json(graph))
+
+
+def dumps(graph: Graph, sliced: bool = False, compact: bool = False) -> str:
+    """JSON text (no spaces) of ``graph``, expanded (version 1) or with ``compact`` the compact
+    form (version 2); equal graphs give identical text. ``sliced``: the same text made a node at a
+    time (``slices.py``: a thread doing it lets the server's event loop run)."""
+    data = to_compact(graph) if compact else to_json(graph)
     if sliced:
-        data = to_json(graph)
-        text = slices.dumps(data, depth=2)
+        text = slices.dumps(data, depth=3 if compact else 2)
         slices.release(data)  # a piece at a time: freed at once, it holds the GIL (slices.release)
         return text
-    return json.dumps(to_json(graph), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
-def write(graph: Graph, path: str | os.PathLike[str], sliced: bool = False) -> None:
-    """Write ``graph`` to ``path`` (UTF-8) atomically: readers never see half a file."""
+def write(graph: Graph, path: str | os.PathLike[str], sliced: bool = False, compact: bool = False) -> None:
+    """Write ``graph`` to ``path`` (UTF-8) atomically: readers never see half a file. ``compact``:
+    the compact form (version 2), else the expanded one (version 1)."""
+    write_text(dumps(graph, sliced, compact), path)
+
+
+def write_text(text: str | Iterable[str], path: str | os.PathLike[str]) -> None:
+    """Write a graph's text (or its pieces) to ``path`` atomically."""
     target = Path(path)
-    text = dumps(graph, sliced)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+            if isinstance(text, str):
+                f.write(text)
+            else:
+                f.writelines(text)
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -733,9 +755,14 @@ def _items(data: dict[str, Any], key: str, fast: Any, read: Any) -> list[Any]:
 
 
 def from_json(data: Any) -> Graph:
-    """The :class:`Graph` of a JSON form (or of the worker's packed transport, see
-    :func:`to_transport`); ``ValueError`` naming the key path when malformed."""
+    """The :class:`Graph` of a JSON form: expanded (version 1), compact (version 2, see
+    :func:`to_compact`) or the packed transport of earlier workers; ``ValueError`` naming the key
+    path when malformed."""
     with collector.paused():
+        if isinstance(data, dict) and data.get("version") == COMPACT_VERSION and data.get("format") == FORMAT:
+            from jaxlsp.graph import compact
+
+            return compact.from_compact(data)
         return _from_json(data)
 
 
@@ -749,7 +776,9 @@ def _from_json(data: Any) -> Graph:
         raise _fail("format", f"expected {FORMAT!r}, got {json.dumps(d['format'], default=repr)}: not a jaxlsp graph")
     version = _int(d["version"], "version", 1)
     if version != VERSION:
-        raise _fail("version", f"unsupported version {version} (this jaxlsp reads version {VERSION})")
+        raise _fail(
+            "version", f"unsupported version {version} (this jaxlsp reads versions {VERSION} and {COMPACT_VERSION})"
+        )
     if d["backend"] != BACKEND:
         raise _fail("backend", f"expected {BACKEND!r}, got {json.dumps(d['backend'], default=repr)}")
 

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 FORMAT = "jaxlsp.graph"
-VERSION = 1
+VERSION = 1  # the expanded form: every node and value an object (what ``to_json`` gives)
+COMPACT_VERSION = 2  # the same graph as columns and interned tables (jaxlsp.graph.compact)
 
 
 @dataclass

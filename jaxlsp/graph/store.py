@@ -7,50 +7,156 @@ at most ``limit`` graphs; the oldest goes first.
 
 from __future__ import annotations
 
+import math
 import os
 import uuid
+from array import array
 from collections import OrderedDict
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, overload
 
-from jaxlsp.graph.diff import GraphDiff, diff
+from jaxlsp.graph.compact import Packed
+from jaxlsp.graph.diff import GraphDiff, diff_packed
 from jaxlsp.graph.model import Frame, Graph, Node, Value
 from jaxlsp.graph.report import shape_str
 
 MEMO_LIMIT = 256  # derived answers kept per trace (hover lines)
 
 
-@dataclass
+class NodeSeq(Sequence[Node]):
+    """Nodes of a packed graph by row, each made when it is read (a loop's line can hold every
+    equation of the graph: its ids and count cost nothing, its nodes one at a time)."""
+
+    def __init__(self, packed: Packed, rows: list[int]) -> None:
+        self._packed = packed
+        self.rows = rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @overload
+    def __getitem__(self, index: int) -> Node: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Node]: ...
+
+    def __getitem__(self, index: int | slice) -> Node | list[Node]:
+        if isinstance(index, slice):
+            return [self._packed.node(i) for i in self.rows[index]]
+        return self._packed.node(self.rows[index])
+
+    def __iter__(self) -> Iterator[Node]:
+        node = self._packed.node
+        return (node(i) for i in self.rows)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, NodeSeq):
+            return self._packed is other._packed and self.rows == other.rows
+        return isinstance(other, list) and list(self) == other
+
+    __hash__ = None  # type: ignore[assignment]  # mutable-looking, like a list
+
+    @property
+    def ids(self) -> list[str]:
+        return [self._packed.node_id(i) for i in self.rows]
+
+
 class Trace:
-    """A kept graph. Its paths are as the file spells them (relative: workspace files to the base,
-    library files to their ``sys.path`` entry); ``meta["roots"]`` (the worker's
-    ``{base, packages}``) resolves them again, and every method here takes and gives absolute
-    paths."""
+    """A kept graph, held packed (:class:`~jaxlsp.graph.compact.Packed`: columns and interned
+    tables, a few MB where model objects took hundreds): lookups read indexes over the columns and
+    materialise only the nodes and values they answer with. Its paths are as the file spells them
+    (relative: workspace files to the base, library files to their ``sys.path`` entry);
+    ``meta["roots"]`` (the worker's ``{base, packages}``) resolves them again, and every method
+    here takes and gives absolute paths."""
 
-    id: str
-    graph: Graph
-    meta: dict[str, Any]  # uri, name, profile, interpreter, roots {base, packages}...
-    _levels: dict[str | None, list[dict[str, Any]]] = field(default_factory=dict)
-    _values: dict[str, Value] = field(default_factory=dict)
-    _nodes: dict[str, Node] = field(default_factory=dict)
-    _group_counts: tuple[dict[str, int], dict[str, int]] | None = None
-    _tree: tuple[dict[str | None, list[int]], dict[str, int], dict[str | None, list[str]]] | None = None
-    _changes: tuple[str, GraphDiff] | None = None  # (the earlier trace's id, the diff from it)
-    _analysis: dict[str, Any] | None = None  # jaxlsp.graph.analysis.analysis_json, once
-    # (path as spelled, cell) -> (first line, last line, frame depth, node index, node) of the nodes
-    # whose innermost workspace frame is there: a hover looks at one file's nodes, not all of them
-    _lines: dict[tuple[str, int | None], list[tuple[int, int, int, int, Node]]] | None = None
-    memo: dict[tuple[Any, ...], Any] = field(default_factory=dict)  # see remember()
-
-    def __post_init__(self) -> None:
-        self._values = {v.id: v for v in self.graph.values}
-        self._nodes = {n.id: n for n in self.graph.nodes}
+    def __init__(self, id: str, graph: Graph | Packed | dict[str, Any], meta: dict[str, Any]) -> None:
+        """``graph``: model objects, a packed graph, or a compact (version 2) object already
+        checked by ``io.from_json``."""
+        self.id = id
+        self.meta = meta  # uri, name, profile, interpreter, roots {base, packages}...
+        if isinstance(graph, Packed):
+            self.packed = graph
+        else:
+            self.packed = Packed(graph) if isinstance(graph, dict) else Packed.from_graph(graph)
+        # Everything but the nodes and values, as model objects: ports, groups, sections.
+        self.info = self.packed.shell()
+        self._group_index = {g.id: i for i, g in enumerate(self.info.groups)}
+        # A level's entries in program order: a node index, or -1 - k for the child group k.
+        self._levels: dict[str | None, array[int]] = {}
+        self._tree: tuple[dict[int, array[int]], array[int], dict[int, list[int]]] | None = None
+        self._counts: tuple[array[int], array[int]] | None = None
+        self._changes: tuple[str, GraphDiff] | None = None  # (the earlier trace's id, the diff from it)
+        self._analysis: dict[str, Any] | None = None  # jaxlsp.graph.analysis.analysis_json, once
+        # (path as spelled, cell) -> frame depth -> frame index -> indices of the nodes whose first
+        # frame in that file it is: a hover looks at one file's frames, not at every node
+        self._lines: dict[tuple[str, int | None], dict[int, dict[int, array[int]]]] | None = None
+        self.memo: dict[tuple[Any, ...], Any] = {}  # see remember()
         roots = self.meta.get("roots") if isinstance(self.meta.get("roots"), dict) else {}
         base = roots.get("base") if isinstance(roots, dict) else None
         self._base = str(base) if isinstance(base, str) and base else None
         packages = roots.get("packages") if isinstance(roots, dict) else None
         self._packages = {str(k): str(v) for k, v in packages.items()} if isinstance(packages, dict) else {}
+
+    @property
+    def graph(self) -> Graph:
+        """The whole graph as model objects, made anew on each call (hundreds of MB for a big one,
+        gone when the caller drops it): for readers that need every node (analysis, DOT and HTML
+        exports, a diff), off the server's loop. Lookups use the methods below."""
+        return self.packed.to_graph()
+
+    # -- the small parts ---------------------------------------------------------------------
+    @property
+    def node_count(self) -> int:
+        return self.packed.node_count
+
+    @property
+    def value_count(self) -> int:
+        return self.packed.value_count
+
+    @property
+    def execution(self) -> dict[str, Any] | None:
+        return self.info.execution
+
+    @property
+    def contracts(self) -> dict[str, Any] | None:
+        return self.info.contracts
+
+    @property
+    def sources(self) -> dict[str, str]:
+        return self.info.sources
+
+    def set_values(self, stats: list[dict[str, Any] | None], execution: dict[str, Any] | None) -> None:
+        """A values run's results: each value's statistics (in value order) and the execution."""
+        if len(stats) != self.packed.value_count:
+            raise ValueError(f"{len(stats)} statistics for {self.packed.value_count} values")
+        for i, item in enumerate(stats):
+            self.packed.set_member(i, "stats", item)
+        self.info.execution = execution
+        self.packed.set_section("execution", execution)
+        self._analysis = None
+
+    def stats(self, value_ids: set[str] | None = None) -> dict[str, dict[str, Any] | None]:
+        """Each value's statistics by id (None where a values run computed none): of ``value_ids``,
+        or of every value."""
+        p = self.packed
+        rows = (
+            range(p.value_count)
+            if value_ids is None
+            else sorted(i for vid in value_ids if (i := p.value_index(vid)) is not None)
+        )
+        return {p.value_id(i): p.value(i).stats for i in rows}
+
+    def values_with_stats(self) -> int:
+        return len(self.packed.value_extra.get("stats", {}))
+
+    def parameters(self) -> int:
+        """Elements of the inputs with role ``parameter`` (``report.summarize``'s ``parameters``)."""
+        total = 0
+        for port in self.info.inputs:
+            v = self.value(port.value) if port.role == "parameter" else None
+            if v is not None and all(isinstance(d, int) for d in v.shape):
+                total += math.prod(int(d) for d in v.shape)
+        return total
 
     # -- paths: the graph's spelling <-> absolute ----------------------------------------------
     def resolve(self, path: str, package: str | None = None) -> str:
@@ -72,11 +178,10 @@ class Trace:
 
     def has_source(self, path: str) -> bool:
         """Whether the file at the absolute ``path`` contributed to the graph."""
-        return self.key(path) in self.graph.sources
+        return self.key(path) in self.info.sources
 
     def forget_pages(self) -> None:
-        """Drop the cached levels and memos (their items carry values' statistics, which changed)."""
-        self._levels.clear()
+        """Drop the memos (their answers carry values' statistics, which changed)."""
         self.memo.clear()
 
     def remember(self, key: tuple[Any, ...], value: Any) -> None:
@@ -87,50 +192,67 @@ class Trace:
             del self.memo[next(iter(self.memo))]
 
     def node(self, node_id: str) -> Node | None:
-        return self._nodes.get(node_id)
+        i = self.packed.node_index(node_id)
+        return None if i is None else self.packed.node(i)
 
     def value(self, value_id: str) -> Value | None:
-        return self._values.get(value_id)
+        i = self.packed.value_index(value_id)
+        return None if i is None else self.packed.value(i)
 
     def output_types(self) -> list[str]:
-        return [shape_str(v) for p in self.graph.outputs if (v := self._values.get(p.value)) is not None]
+        return [shape_str(v) for p in self.info.outputs if (v := self.value(p.value)) is not None]
 
-    def nodes_at(self, path: str, line: int, cell: int | None = None) -> list[Node]:
+    def nodes_at(self, path: str, line: int, cell: int | None = None) -> NodeSeq:
         """Nodes produced at ``path:line`` (1-based; in a notebook, line of ``cell``), innermost first.
 
         A node belongs to the first (innermost) of its frames that lies in ``path``: the line
         that wrote the operation, or the call in this file that led to it.
         """
         key = ("nodes_at", path, line, cell)
-        known: list[Node] | None = self.memo.get(key)  # a hover's line, again and again
+        known: list[int] | None = self.memo.get(key)  # a hover's line, again and again
         if known is None:
-            placed = self.line_index().get((self.key(path), cell), [])
-            known = [n for first, last, _, _, n in placed if first <= line <= last]  # innermost first
+            known = []
+            frames = self.packed.frames
+            for depth in sorted(by_depth := self.line_index().get((self.key(path), cell), {})):
+                here = [rows for f, rows in by_depth[depth].items() if frames[f].line <= line <= frames[f].end_line]
+                if len(here) == 1:
+                    known.extend(here[0])
+                elif here:
+                    known.extend(sorted(i for rows in here for i in rows))  # program order
             self.remember(key, known)
-        return list(known)  # the caller's to change
+        return NodeSeq(self.packed, known)
 
-    def line_index(self) -> dict[tuple[str, int | None], list[tuple[int, int, int, int, Node]]]:
+    def line_index(self) -> dict[tuple[str, int | None], dict[int, dict[int, array[int]]]]:
         """Each node under the first of its frames in each workspace file (computed once; a new
         trace's is built off the server's loop, with the trace)."""
         if self._lines is None:
-            lines: dict[tuple[str, int | None], list[tuple[int, int, int, int, Node]]] = {}
-            for index, n in enumerate(self.graph.nodes):
+            frames = self.packed.frames
+            # per distinct stack, computed once: (file key, depth, frame index) of its first
+            # frame in each workspace file
+            placed: list[list[tuple[tuple[str, int | None], int, int]]] = []
+            for stack in self.packed.stacks:
                 seen: set[str] = set()
-                for depth, frame in enumerate(n.frames):
+                entries = []
+                for depth, k in enumerate(stack):
+                    frame = frames[k]
                     if frame.package is None and frame.path not in seen:
                         seen.add(frame.path)
-                        lines.setdefault((frame.path, frame.cell), []).append(
-                            (frame.line, frame.end_line, depth, index, n)
-                        )
-            for placed in lines.values():
-                placed.sort(key=lambda item: (item[2], item[3]))  # innermost frame first, then program order
+                        entries.append(((frame.path, frame.cell), depth, k))
+                placed.append(entries)
+            lines: dict[tuple[str, int | None], dict[int, dict[int, array[int]]]] = {}
+            for i, s in enumerate(self.packed.stack):
+                for where, depth, k in placed[s]:
+                    rows = lines.setdefault(where, {}).setdefault(depth, {}).get(k)
+                    if rows is None:
+                        rows = lines[where][depth][k] = array("l")
+                    rows.append(i)
             self._lines = lines
         return self._lines
 
     def changes_since(self, before: Trace) -> GraphDiff:
         """What changed from ``before`` (an earlier trace of the same target), computed once."""
         if self._changes is None or self._changes[0] != before.id:
-            self._changes = (before.id, diff(before.graph, self.graph))
+            self._changes = (before.id, diff_packed(before.packed, self.packed))
         return self._changes[1]
 
     def stale_sources(self, read: Any) -> list[str]:
@@ -139,7 +261,7 @@ class Trace:
         import hashlib
 
         stale = []
-        for spelled, digest in self.graph.sources.items():
+        for spelled, digest in self.info.sources.items():
             path = self.resolve(spelled)
             text = read(path)
             if text is None or hashlib.sha256(text.encode("utf-8")).hexdigest() != digest:
@@ -155,100 +277,157 @@ class Trace:
         return self._analysis
 
     def value_json(self, value_id: str) -> dict[str, Any]:
-        v = self._values.get(value_id)
-        if v is None:
-            return {"id": value_id}
+        i = self.packed.value_index(value_id)
+        return {"id": value_id} if i is None else self._value_item(i)
+
+    def _value_item(self, i: int) -> dict[str, Any]:
+        v = self.packed.value(i)
         out = {"id": v.id, "shape": list(v.shape), "dtype": v.dtype, "weakType": v.weak_type, "type": shape_str(v)}
         if v.stats is not None:
             out["stats"] = dict(v.stats)
         return out
 
     def has_level(self, group: str | None) -> bool:
-        """Whether :meth:`level` of ``group`` is laid out already (then it costs nothing)."""
+        """Whether :meth:`level` of ``group`` is laid out already (then a page costs little)."""
         return group in self._levels
 
-    def level(self, group: str | None) -> list[dict[str, Any]]:
-        """Every item of one level (cached): nodes in ``group`` and its child groups."""
+    def level_entries(self, group: str | None) -> array[int]:
+        """One level in program order (cached, a few bytes an entry): a node index, or ``-1 - k``
+        for the child group ``k``; raises KeyError for an unknown group."""
         found = self._levels.get(group)
         if found is not None:
             return found
-        groups = {g.id: g for g in self.graph.groups}
-        if group is not None and group not in groups:
+        gi = -1 if group is None else self._group_index.get(group)
+        if gi is None:
             raise KeyError(group)
-        counts, children = self._counts(groups)
-        direct, first, kids = self._index(groups)
+        direct, first, kids = self._index()
         # One level is its own nodes plus each child group where that group's first node is: no
         # scan of the whole graph per level (a 100,000-equation graph has hundreds of levels).
-        placed: list[tuple[int, dict[str, Any]]] = [
-            (i, self._node_item(self.graph.nodes[i])) for i in direct.get(group, [])
-        ]
-        for child in kids.get(group, []):
-            if child in first:
-                owner = groups[child]
-                item = {
-                    "id": owner.id,
-                    "kind": "group",
-                    "groupKind": owner.kind,
-                    "label": owner.label,
-                    "counts": {"nodes": counts.get(child, 0), "groups": children.get(child, 0)},
-                }
-                placed.append((first[child], item))
-        placed.sort(key=lambda entry: entry[0])
-        items = [item for _, item in placed]
-        self._levels[group] = items
-        return items
+        own = direct.get(gi, array("l"))
+        children = sorted((first[k], k) for k in kids.get(gi, []) if first[k] >= 0)
+        entries = array("l")
+        at = 0
+        for position, k in children:  # merge: a group goes before its first node's position
+            while at < len(own) and own[at] < position:
+                entries.append(own[at])
+                at += 1
+            entries.append(-1 - k)
+        entries.extend(own[at:])
+        self._levels[group] = entries
+        return entries
 
-    def _index(
-        self, groups: dict[str, Any]
-    ) -> tuple[dict[str | None, list[int]], dict[str, int], dict[str | None, list[str]]]:
-        """Computed once per trace: node indices by their own group, each group's first node
-        anywhere inside it, and the child groups of each group (None: the top level)."""
+    def level(self, group: str | None) -> list[dict[str, Any]]:
+        """Every item of one level: nodes in ``group`` and its child groups (made on each call;
+        :meth:`items` makes a page of them)."""
+        entries = self.level_entries(group)
+        return self.items(entries, 0, len(entries))
+
+    def items(self, entries: array[int], start: int, stop: int) -> list[dict[str, Any]]:
+        """The page items of ``entries[start:stop]``."""
+        counts, children = self.group_counts()
+        out = []
+        for e in entries[start:stop]:
+            if e >= 0:
+                out.append(self._node_item(e))
+            else:
+                k = -1 - e
+                owner = self.info.groups[k]
+                out.append(
+                    {
+                        "id": owner.id,
+                        "kind": "group",
+                        "groupKind": owner.kind,
+                        "label": owner.label,
+                        "counts": {"nodes": counts[k], "groups": children[k]},
+                    }
+                )
+        return out
+
+    def _parent(self, k: int) -> int:
+        parent = self.info.groups[k].parent
+        if parent is None:
+            return -1
+        found = self._group_index.get(parent)
+        return -2 if found is None else found  # -2: a dangling parent, no place anywhere
+
+    def _index(self) -> tuple[dict[int, array[int]], array[int], dict[int, list[int]]]:
+        """Computed once per trace: node indices by their own group (-1: the top level), each
+        group's first node anywhere inside it (-1: none), and the child groups of each group."""
         if self._tree is None:
-            direct: dict[str | None, list[int]] = {}
-            first: dict[str, int] = {}
-            for i, n in enumerate(self.graph.nodes):
-                if n.group is not None and n.group not in groups:
+            groups = self.info.groups
+            parents = [self._parent(k) for k in range(len(groups))]
+            direct: dict[int, array[int]] = {}
+            first = array("l", [-1]) * len(groups)
+            column = self.packed.group
+            index_of = self._group_of_code
+            for i in range(self.packed.node_count):
+                gi = index_of(column[i])
+                if gi == -2:
                     continue  # a dangling group id: the node has no place on any level
-                direct.setdefault(n.group, []).append(i)
-                gid = n.group
-                while gid is not None and gid in groups and gid not in first:  # "not in first": no cycles
-                    first[gid] = i
-                    gid = groups[gid].parent
-            kids: dict[str | None, list[str]] = {}
-            for g in self.graph.groups:
-                if g.parent is None or g.parent in groups:
-                    kids.setdefault(g.parent, []).append(g.id)
+                rows = direct.get(gi)
+                if rows is None:
+                    rows = direct[gi] = array("l")
+                rows.append(i)
+                g = gi
+                while g >= 0 and first[g] < 0:  # "first[g] < 0": no cycles
+                    first[g] = i
+                    g = parents[g]
+            kids: dict[int, list[int]] = {}
+            for k, parent in enumerate(parents):
+                if parent != -2:
+                    kids.setdefault(parent, []).append(k)
             self._tree = (direct, first, kids)
         return self._tree
 
-    def _counts(self, groups: dict[str, Any]) -> tuple[dict[str, int], dict[str, int]]:
-        """Nodes anywhere inside each group and its direct child groups, computed once per trace."""
-        if self._group_counts is None:
-            nodes: dict[str, int] = {}
-            for n in self.graph.nodes:
-                gid = n.group
-                while gid is not None:
-                    nodes[gid] = nodes.get(gid, 0) + 1
-                    gid = groups[gid].parent if gid in groups else None
-            children: dict[str, int] = {}
-            for g in self.graph.groups:
-                if g.parent is not None:
-                    children[g.parent] = children.get(g.parent, 0) + 1
-            self._group_counts = (nodes, children)
-        return self._group_counts
+    def _group_of_code(self, code: int) -> int:
+        """A node's group column entry as an index into the groups (-1 top level, -2 unknown)."""
+        if code == -1:
+            return -1
+        if code < 0:
+            return -2
+        gid = self.packed.group_ids[code]
+        found = self._group_index.get(gid) if isinstance(gid, str) else None
+        return -2 if found is None else found
 
-    def _node_item(self, n: Node) -> dict[str, Any]:
+    def group_counts(self) -> tuple[array[int], array[int]]:
+        """Nodes anywhere inside each group and its direct child groups, computed once per trace."""
+        if self._counts is None:
+            groups = self.info.groups
+            parents = [self._parent(k) for k in range(len(groups))]
+            own = array("l", [0]) * len(groups)
+            column = self.packed.group
+            for i in range(self.packed.node_count):
+                g = self._group_of_code(column[i])
+                if g >= 0:
+                    own[g] += 1
+            nodes = array("l", [0]) * len(groups)
+            for k in range(len(groups)):
+                g, steps = k, 0
+                while g >= 0 and steps <= len(groups):  # steps: a cycle of parents ends
+                    nodes[g] += own[k]
+                    g, steps = parents[g], steps + 1
+            children = array("l", [0]) * len(groups)
+            for parent in parents:
+                if parent >= 0:
+                    children[parent] += 1
+            self._counts = (nodes, children)
+        return self._counts
+
+    def _node_item(self, i: int) -> dict[str, Any]:
+        p = self.packed
         item: dict[str, Any] = {
-            "id": n.id,
+            "id": p.node_id(i),
             "kind": "node",
-            "primitive": n.primitive,
-            "scope": n.scope,
-            "outputs": [self.value_json(v) for v in n.outputs],
+            "primitive": p.strings[p.primitive[i]],
+            "scope": p.strings[p.scope[i]],
+            "outputs": [self.value_json(v) for v in p.outputs(i)],
         }
-        if n.source is not None:
-            item["source"] = {"path": n.source.path, "line": n.source.line}
-            if n.source.cell is not None:  # a notebook's cell: the line counts within it
-                item["source"]["cell"] = n.source.cell
+        src = p.source[i]
+        if src >= 0:
+            frame = p.frames[src]
+            item["source"] = {"path": frame.path, "line": frame.line}
+            if frame.cell is not None:  # a notebook's cell: the line counts within it
+                item["source"]["cell"] = frame.cell
         return item
 
 
@@ -261,16 +440,18 @@ class GraphStore:
         self.listeners: list[Callable[[Trace], None]] = []
         self.update_listeners: list[Callable[[Trace], None]] = []  # a kept trace gained statistics
 
-    def add(self, graph: Graph, meta: dict[str, Any]) -> Trace:
+    def add(self, graph: Graph | Packed | dict[str, Any], meta: dict[str, Any]) -> Trace:
         return self.keep(self.build(graph, meta))
 
     @staticmethod
-    def build(graph: Graph, meta: dict[str, Any], before: Trace | None = None) -> Trace:
+    def build(graph: Graph | Packed | dict[str, Any], meta: dict[str, Any], before: Trace | None = None) -> Trace:
         """A new trace of ``graph`` with its indexes and, given the target's ``before`` trace, what
         changed since: the costly part of keeping a trace, touching no state of the store (the server
         runs it off its loop, then :meth:`keep` on it)."""
         trace = Trace(uuid.uuid4().hex[:16], graph, meta)
         trace.line_index()
+        trace.level_entries(None)
+        trace.group_counts()  # what a page's group items say: one pass over the nodes, here
         if before is not None:
             trace.changes_since(before)
         return trace
@@ -329,11 +510,11 @@ class GraphStore:
         trace = self._traces.get(trace_id)
         if trace is None:
             raise KeyError(trace_id)
-        items = trace.level(group)
+        entries = trace.level_entries(group)
         start = int(cursor) if cursor else 0
-        if start < 0 or start > len(items):
+        if start < 0 or start > len(entries):
             raise ValueError(cursor)
-        page: dict[str, Any] = {"items": items[start : start + limit]}
-        if start + limit < len(items):
+        page: dict[str, Any] = {"items": trace.items(entries, start, start + limit)}
+        if start + limit < len(entries):
             page["nextCursor"] = str(start + limit)
         return page

@@ -14,6 +14,9 @@ from typing import Any
 from jaxlsp.graph.model import Frame, Graph
 
 SCHEMA_PATH = Path(__file__).with_name("schema.json")
+# The compact form (version 2): its columns, and the version 1 schema's members by reference
+# (``urn:jaxlsp:graph:1#/...``), so a validator needs both documents.
+COMPACT_SCHEMA_PATH = Path(__file__).with_name("schema-compact.json")
 
 _INPUT_ROLES = frozenset(("parameter", "state", "input", "key", "constant"))
 _OUTPUT_ROLES = frozenset(("output", "state"))
@@ -24,6 +27,13 @@ MAX_PROBLEMS = 100  # a broken graph can have one problem per node: report the f
 def load_schema() -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of the graph file."""
     schema: dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    return schema
+
+
+def load_compact_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of the compact form; it refers to :func:`load_schema`'s
+    document by its ``$id``."""
+    schema: dict[str, Any] = json.loads(COMPACT_SCHEMA_PATH.read_text(encoding="utf-8"))
     return schema
 
 

@@ -17,7 +17,8 @@ from typing import Any, cast
 from pygls.exceptions import JsonRpcException
 
 from jaxlsp.graph import io, slices
-from jaxlsp.graph.diff import diff
+from jaxlsp.graph.compact import Packed
+from jaxlsp.graph.diff import diff_packed
 from jaxlsp.graph.model import Graph
 from jaxlsp.graph.store import Trace
 from jaxlsp.offloop import off_loop
@@ -53,9 +54,9 @@ class Diff:
         # Both files are checked before either is read: a refusal costs nothing.
         newer_path = self._allowed(data["uri"], "params.uri") if trace_id is None else None
         older_path = self._allowed(data["baseUri"], "params.baseUri") if "baseUri" in data else None
-        newer = self._trace(trace_id, "params.traceId").graph if trace_id is not None else None
+        newer = self._trace(trace_id, "params.traceId").packed if trace_id is not None else None
         if "base" in data:
-            older, base = self._trace(data["base"], "params.base").graph, data["base"]
+            older, base = self._trace(data["base"], "params.base").packed, data["base"]
         elif older_path is not None:
             older, base = None, data["baseUri"]
         else:
@@ -105,17 +106,18 @@ class Diff:
         )
 
 
-def _diff(older: Graph | Path | None, newer: Graph | Path | None, limit: int) -> dict[str, Any]:
-    """The diff's JSON (in a graph thread), each side a kept graph or a graph file read here: the
-    graphs read are freed here too, not in the loop's thread (a 60,000-equation graph: 0.3 s)."""
+def _diff(older: Packed | Path | None, newer: Packed | Path | None, limit: int) -> dict[str, Any]:
+    """The diff's JSON (in a graph thread), each side a kept graph (read from its columns) or a
+    graph file read here: the graphs read are freed here too, not in the loop's thread (a
+    60,000-equation graph: 0.3 s)."""
     assert older is not None and newer is not None  # one of each was given, checked by the caller
-    newer_read, older_read = isinstance(newer, Path), isinstance(older, Path)
-    newer = _read(newer, "params.uri") if isinstance(newer, Path) else newer
-    older = _read(older, "params.baseUri") if isinstance(older, Path) else older
-    found = diff(older, newer).json(limit)
+    after: Packed | Graph = _read(newer, "params.uri") if isinstance(newer, Path) else newer
+    before: Packed | Graph = _read(older, "params.baseUri") if isinstance(older, Path) else older
+    found = diff_packed(before, after).json(limit)
     # A graph read here is let go of a piece at a time: freed at once, each took the GIL for 0.6 s.
-    for graph in ([newer] if newer_read else []) + ([older] if older_read else []):
-        slices.release(graph)
+    for graph, read in ((after, isinstance(newer, Path)), (before, isinstance(older, Path))):
+        if read:
+            slices.release(graph)
     return found
 
 

@@ -28,7 +28,7 @@ def write_export(trace: Trace, fmt: str) -> Path:
     target = export_dir() / f"{trace.id}{SUFFIXES[fmt]}"
     target.parent.mkdir(parents=True, exist_ok=True)
     if fmt == "json":
-        io.write(trace.graph, target, sliced=True)
+        io.write_text(trace.packed.iter_json(), target)  # the expanded form, a row at a time
     else:
         text = export.to_dot(trace.graph) if fmt == "dot" else export.to_html(trace.graph)
         target.write_text(text, encoding="utf-8")

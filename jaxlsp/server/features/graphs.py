@@ -39,10 +39,10 @@ class Graphs:
         store = self.ls.session.graphs
         trace = store.get(data["traceId"])
         if trace is not None and not trace.has_level(data.get("group")):
-            # A level's first page lays out the whole level (a 60,000-equation graph's top level
-            # takes a second): done off the loop, then the pages come from the cached level.
+            # A level's first page orders the whole level (a 60,000-equation graph's top level:
+            # its entries, a few bytes each): done off the loop, then each page makes its items.
             with contextlib.suppress(KeyError):  # an unknown group: said below
-                await off_loop(trace.level, data.get("group"))
+                await off_loop(trace.level_entries, data.get("group"))
         try:
             page = store.page(data["traceId"], data.get("group"), cursor, limit)
         except KeyError as exc:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +86,7 @@ class Hover:
             )
         return hints
 
-    def costs(self, nodes: list[Any]) -> list[str]:
+    def costs(self, nodes: Sequence[Any]) -> list[str]:
         """XLA's figures of the line's equations, times how often each runs (loops)."""
         measured = [n for n in nodes if n.costs is not None and n.primitive not in ROLLED_UP]
         if not measured:
@@ -96,7 +97,7 @@ class Hover:
         split = f" ({backward:,} in the backward pass)" if backward else ""
         return ["", f"costs: {flops:,} FLOPs{split}, {moved:,} bytes accessed"]
 
-    def changes(self, found: GraphDiff | None, nodes: list[Any]) -> list[str]:
+    def changes(self, found: GraphDiff | None, nodes: Sequence[Any]) -> list[str]:
         """What changed at this line since the target's previous trace (the diff's summary else)."""
         if found is None or found.same:
             return []
@@ -111,7 +112,7 @@ class Hover:
             lines.append(f"- {len(added)} new op{'s' if len(added) != 1 else ''}: `{added[0].primitive}`")
         return lines
 
-    async def text(self, trace: Trace, nodes: list[Any]) -> str:
+    async def text(self, trace: Trace, nodes: Sequence[Any]) -> str:
         """Operations at the line with their output types, aggregated over repeated calls, and
         after a values run their statistics (over all those calls) beside each type."""
         stale = trace.stale_sources(lambda p: self.ls.session.index.text(Path(p)))
@@ -137,10 +138,10 @@ class Hover:
         # need a trusted command URI that not every editor renders.
         return "\n".join(head + body)
 
-    def _body(self, trace: Trace, nodes: list[Any], changes: GraphDiff | None) -> list[str]:
+    def _body(self, trace: Trace, nodes: Sequence[Any], changes: GraphDiff | None) -> list[str]:
         counts: Counter[tuple[str, str]] = Counter()
         stats: dict[tuple[str, str], list[list[dict[str, Any]]]] = {}
-        contracts = trace.graph.contracts
+        contracts = trace.contracts
         for n in nodes:
             values = [value for v in n.outputs if (value := trace.value(v)) is not None]
             named = names_at(contracts, n.source.path, n.source.line) if contracts and n.source else {}
@@ -167,7 +168,7 @@ class Hover:
             lines.append(f"- `{primitive}` → `{outs}`{times}")
         if len(counts) > HOVER_LINES:
             lines.append(f"- … {len(counts) - HOVER_LINES} more")
-        first = (trace.graph.execution or {}).get("firstNonFinite")
+        first = (trace.execution or {}).get("firstNonFinite")
         if first and any(n.id == first.get("node") for n in nodes):
             lines += ["", f"**{first.get('message')}**"]
         scopes = sorted({n.scope for n in nodes if n.scope})

@@ -217,7 +217,7 @@ class Lenses:
         live = self.ls.live_note(uri, name)  # live shapes: tracing, failed, not live (why)
         if trace is None:
             return f"{LENS_TITLE} · {live}" if live else LENS_TITLE
-        figures = lens_figures(len(trace.graph.nodes), trace.output_types())
+        figures = lens_figures(trace.node_count, trace.output_types())
         changes = session.graphs.changes(trace)
         if changes is not None:
             summary = changes.summary()

@@ -135,7 +135,7 @@ class Live:
         files = {str(path.resolve())} if path is not None else set()
         trace = self.ls.session.graphs.latest(target.uri, target.name)
         if trace is not None:
-            files |= {trace.resolve(p) for p in trace.graph.sources}
+            files |= {trace.resolve(p) for p in trace.sources}
         digest = hashlib.sha256()
         for file in sorted(files):
             text = index.text(Path(file))

@@ -8,7 +8,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from jaxlsp.graph.store import Trace
+from jaxlsp.graph.store import NodeSeq, Trace
 from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
 from jaxlsp.server.convert import range_json
@@ -43,7 +43,7 @@ class Navigation:
         def nodes_at(ls: JaxServer, params: Any) -> wire.NodesAtResult:
             found = self.at(*document_line(ls, parse(params, wire.NodesAtParams)))
             return (
-                {"traceId": found[0].id, "nodeIds": [n.id for n in found[1]]}
+                {"traceId": found[0].id, "nodeIds": found[1].ids}
                 if found
                 else {
                     "traceId": None,
@@ -58,7 +58,7 @@ class Navigation:
     def find(self, trace_id: str) -> Trace:
         return known_trace(self.ls.session.graphs, trace_id)
 
-    def at(self, uri: str, line: int) -> tuple[Trace, list[Any]] | None:
+    def at(self, uri: str, line: int) -> tuple[Trace, NodeSeq] | None:
         """The freshest trace with nodes at ``line`` (0-based) of the document ``uri`` (a file, a
         notebook cell, a notebook), and those nodes (innermost first)."""
         view = self.ls.view(uri)

@@ -38,7 +38,6 @@ from jaxlsp.capture.service import Busy, CaptureService
 from jaxlsp.discovery.callsites import CallSiteFinder
 from jaxlsp.graph.compiled import summary_json as compiled_summary
 from jaxlsp.graph.model import Frame
-from jaxlsp.graph.report import summarize
 from jaxlsp.graph.store import Trace
 from jaxlsp.live.schedule import FAILED, FRESH, NOT_LIVE, Outcome
 from jaxlsp.recipes import Resolved
@@ -423,10 +422,10 @@ class Tracing:
 
     def values_summary(self, trace: Trace) -> wire.ValuesSummary:
         """The trace's values run in brief (its graph has an ``execution``)."""
-        execution = trace.graph.execution or {}
+        execution = trace.execution or {}
         validation = execution.get("validation") or {}
         summary: wire.ValuesSummary = {
-            "values": sum(1 for v in trace.graph.values if v.stats is not None),
+            "values": trace.values_with_stats(),
             "seconds": float(execution.get("seconds") or 0.0),
             "validation": validation.get("status", "mismatch"),
         }
@@ -442,7 +441,7 @@ class Tracing:
         return summary
 
     def first_non_finite(self, trace: Trace) -> wire.FirstNonFinite | None:
-        first = (trace.graph.execution or {}).get("firstNonFinite")
+        first = (trace.execution or {}).get("firstNonFinite")
         if not first:
             return None
         out: wire.FirstNonFinite = {
@@ -485,7 +484,7 @@ class Tracing:
         """A warning on each jaxtyping annotation the trace's values broke (the graph's
         ``contracts``); the target's next trace replaces them."""
         by_uri: dict[str, list[types.Diagnostic]] = {}
-        for violation in (trace.graph.contracts or {}).get("violations", []):
+        for violation in (trace.contracts or {}).get("violations", []):
             frame = _frame(violation["source"])
             where, at = self.ls.frame_location(frame, trace.frame_path(frame), trace.meta.get("cellUris"))
             by_uri.setdefault(where, []).append(
@@ -603,12 +602,11 @@ def _collect_and_freeze() -> None:
 
 
 def _summary(trace: Trace) -> wire.TraceSummary:
-    graph = trace.graph
     return {
-        "ops": len(graph.nodes),
-        "values": len(graph.values),
-        "groups": len(graph.groups),
-        "parameters": int(summarize(graph).get("parameters", 0)),
+        "ops": trace.node_count,
+        "values": trace.value_count,
+        "groups": len(trace.info.groups),
+        "parameters": trace.parameters(),
         "outputs": trace.output_types(),
     }
 

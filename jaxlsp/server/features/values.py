@@ -18,6 +18,7 @@ from pygls.exceptions import JsonRpcException
 from jaxlsp.capture.engine import TraceFailure, finish
 from jaxlsp.capture.options import CaptureOptions
 from jaxlsp.capture.service import Busy, CaptureService
+from jaxlsp.graph.compact import Packed
 from jaxlsp.graph.model import Graph
 from jaxlsp.graph.store import Trace
 from jaxlsp.server import wire
@@ -42,18 +43,16 @@ class Values:
         wanted = self.wanted(trace, data)
         inline = sorted(wanted) if data.get("inline") else []
         arrays: dict[str, Any] = {}
-        if trace.graph.execution is None or inline:
+        if trace.execution is None or inline:
             arrays = await self.run(trace, inline, data.get("dims"))
-        execution = trace.graph.execution or {}
-        chosen = wanted or {v.id for v in trace.graph.values}
+        execution = trace.execution or {}
+        chosen = wanted or None
         result: wire.ValuesResult = {
             "traceId": trace.id,
             "seconds": float(execution.get("seconds") or 0.0),
             "validation": dict(execution.get("validation") or {}),
             "executed": dict(execution.get("executed") or {}),
-            "stats": {
-                v.id: (dict(v.stats) if v.stats is not None else None) for v in trace.graph.values if v.id in chosen
-            },
+            "stats": trace.stats(chosen),
         }
         first = self.tracing.first_non_finite(trace)
         if first is not None:
@@ -109,26 +108,24 @@ class Values:
             ) from None
         except Busy as exc:
             raise JsonRpcException(str(exc), code=REQUEST_FAILED) from None
-        if not same_program(trace.graph, fresh):
+        if not same_program(trace.packed, fresh):
             stale = trace.stale_sources(lambda p: self.ls.session.index.text(Path(p)))
             why = f" ({', '.join(Path(p).name for p in stale)} changed)" if stale else ""
             raise JsonRpcException(
                 f"trace {trace.id} is not the program its target traces now{why}: trace it again with values",
                 code=REQUEST_FAILED,
             )
-        for old, new in zip(trace.graph.values, fresh.values, strict=True):
-            old.stats = new.stats
-        trace.graph.execution = fresh.execution
+        trace.set_values([v.stats for v in fresh.values], fresh.execution)
         self.ls.session.graphs.touch(trace)
         self.tracing.diagnose_values(uri, name, trace)
         arrays: dict[str, Any] = outcome.result.get("arrays") or {}
         return arrays
 
 
-def same_program(a: Graph, b: Graph) -> bool:
-    """The same equations in the same order, producing as many values."""
+def same_program(a: Packed, b: Graph) -> bool:
+    """The same equations in the same order, producing as many values (``a`` read from its columns)."""
     return (
-        len(a.nodes) == len(b.nodes)
-        and len(a.values) == len(b.values)
-        and all(x.primitive == y.primitive and x.outputs == y.outputs for x, y in zip(a.nodes, b.nodes, strict=True))
+        a.node_count == len(b.nodes)
+        and a.value_count == len(b.values)
+        and all(a.strings[a.primitive[i]] == y.primitive and a.outputs(i) == y.outputs for i, y in enumerate(b.nodes))
     )

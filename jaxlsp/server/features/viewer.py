@@ -15,9 +15,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from jaxlsp.graph import slices
-from jaxlsp.graph.diff import diff
-from jaxlsp.graph.io import to_json
+from jaxlsp.graph.diff import diff_packed
 from jaxlsp.graph.store import Trace
 from jaxlsp.offloop import off_loop
 from jaxlsp.server import wire
@@ -132,7 +130,11 @@ class Viewer:
             found = await off_loop(lambda: trace.changes_since(previous).json())
             return {**found, "traceId": trace.id, "base": previous.id}
         older = self._find(base)
-        return {**await off_loop(lambda: diff(older.graph, trace.graph).json()), "traceId": trace.id, "base": base}
+        return {
+            **await off_loop(lambda: diff_packed(older.packed, trace.packed).json()),
+            "traceId": trace.id,
+            "base": base,
+        }
 
     def _is_stale(self, trace_id: str) -> bool:
         trace = self._find(trace_id)
@@ -201,8 +203,6 @@ class Viewer:
 
 
 def _graph_bytes(trace: Trace) -> bytes:
-    """The canonical graph JSON the page loads, made a node at a time (``jaxlsp.graph.slices``)."""
-    data = to_json(trace.graph)
-    body = b"".join(piece.encode("utf-8") for piece in slices.iter_dumps(data, depth=2))
-    slices.release(data)  # a piece at a time: freed at once, it holds the GIL (slices.release)
-    return body
+    """The canonical (expanded) graph JSON the page loads, made a row at a time from the kept
+    columns (``jaxlsp.graph.compact``)."""
+    return b"".join(piece.encode("utf-8") for piece in trace.packed.iter_json())
