@@ -69,24 +69,44 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _trace(args: argparse.Namespace) -> int:
-    from jaxlsp.capture.engine import TraceFailure, TraceRequest, ValuesOptions, parse_target, workspace_root_for
+    from jaxlsp.capture.engine import (
+        TimeOptions,
+        TraceFailure,
+        TraceRequest,
+        ValuesOptions,
+        parse_target,
+        workspace_root_for,
+    )
     from jaxlsp.capture.options import CaptureOptions
     from jaxlsp.capture.service import trace_once
     from jaxlsp.graph import export, io
     from jaxlsp.graph.report import render_summary, render_values
 
     values = None
-    if args.values or args.save_values or args.nodes or args.dim:
-        if (args.nodes or args.dim) and not (args.values or args.save_values):
-            print("jaxlsp trace: --nodes and --dim go with --values (or --save-values)", file=sys.stderr)
-            return 2
-        try:
-            dims = _dims(args.dim or [])
-        except ValueError as exc:
-            print(f"jaxlsp trace: {exc}", file=sys.stderr)
-            return 2
+    timed = None
+    if args.repeat is not None and not args.time:
+        print("jaxlsp trace: --repeat goes with --time", file=sys.stderr)
+        return 2
+    if args.nodes and not (args.values or args.save_values):
+        print("jaxlsp trace: --nodes goes with --values (or --save-values)", file=sys.stderr)
+        return 2
+    if args.dim and not (args.values or args.save_values or args.time):
+        print("jaxlsp trace: --dim goes with --values (or --save-values) or --time", file=sys.stderr)
+        return 2
+    try:
+        dims = _dims(args.dim or [])
+    except ValueError as exc:
+        print(f"jaxlsp trace: {exc}", file=sys.stderr)
+        return 2
+    if args.values or args.save_values:
         save = Path(args.save_values) if args.save_values else None
         values = ValuesOptions(save=save, nodes=list(args.nodes or []), dims=dims)
+    if args.time:
+        repeat = 5 if args.repeat is None else args.repeat
+        if not 1 <= repeat <= 1000:
+            print(f"jaxlsp trace: --repeat expects a number of runs from 1 to 1000, got {repeat}", file=sys.stderr)
+            return 2
+        timed = TimeOptions(repeat=repeat, dims=dims)
     try:
         file, name = parse_target(args.target)
         req = TraceRequest(
@@ -101,7 +121,9 @@ def _trace(args: argparse.Namespace) -> int:
             limits=_limits(args),
             costs=bool(args.costs or args.xla_compare),
             xla_compare=bool(args.xla_compare),
+            compiled=bool(args.compiled),
             values=values,
+            time=timed,
             paths_from_recipe=True,
             source=args.source,
             cwd=Path.cwd(),
@@ -137,9 +159,19 @@ def _trace(args: argparse.Namespace) -> int:
 
         print()
         print(render_analysis(graph, bool(args.costs or args.xla_compare), bool(args.precision)))
+    if args.compiled:
+        from jaxlsp.graph.compiled import render as render_compiled
+
+        print()
+        print(render_compiled(graph))
     if graph.execution is not None:
         print()
         print(render_values(graph))
+    if graph.time is not None:
+        from jaxlsp.graph.timing import render as render_time
+
+        print()
+        print(render_time(graph.time))
     capture = outcome.capture
     timings = capture.result.get("timings", {})
     phases = ", ".join(f"{k} {v:.2f}s" for k, v in timings.items())
@@ -161,6 +193,11 @@ def _trace(args: argparse.Namespace) -> int:
         print(f"wrote values: {args.save_values} ({len(saved.get('keys', []))} arrays){missing}")
     if args.save:
         return _save(outcome)
+    if args.compiled and (graph.compiled is None or graph.compiled.get("error")):
+        # the graph was made (and written), the compiled program was not: not a success
+        why = (graph.compiled or {}).get("error", "this capture path does not compile (a run of an example)")
+        print(f"jaxlsp trace: compiling {args.target} failed: {why}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -381,6 +418,12 @@ def parser() -> argparse.ArgumentParser:
         help="with --costs: also XLA's whole-program cost and memory analysis, beside ours (slower: compiles)",
     )
     t.add_argument(
+        "--compiled",
+        action="store_true",
+        help="also compile for the profile's devices: the collectives XLA inserted (by line and module), fusions, "
+        "per-device shapes, costs and peak memory",
+    )
+    t.add_argument(
         "--precision", action="store_true", help="print dtype conversions and matmul precision settings per module"
     )
     t.add_argument("-o", "--output", metavar="GRAPH.json", help="write the graph here")
@@ -390,6 +433,15 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also run the graph on the profile's inputs: statistics on every value, the first NaN's line, "
         "a replay check and (gradient profiles) gradient norms",
+    )
+    t.add_argument(
+        "--time",
+        action="store_true",
+        help="also compile the program and run it on the profile's inputs under the profiler: the step's "
+        "measured time, per module and source line (implies the costs, which split a fusion's time)",
+    )
+    t.add_argument(
+        "--repeat", type=int, metavar="K", help="with --time: the runs profiled after one warm-up (default 5)"
     )
     t.add_argument(
         "--save-values",
@@ -406,7 +458,7 @@ def parser() -> argparse.ArgumentParser:
         "--dim",
         action="append",
         metavar="NAME=SIZE",
-        help="with --values: a size for a symbolic dimension of the profile (repeatable)",
+        help="with --values or --time: a size for a symbolic dimension of the profile (repeatable)",
     )
     t.add_argument(
         "--from",

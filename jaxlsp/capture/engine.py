@@ -62,6 +62,19 @@ class ValuesOptions:
 
 
 @dataclass
+class TimeOptions:
+    """A timed run (``jaxlsp trace --time``, ``time: true``): the compiled program run ``repeat``
+    times after a warm-up, under the profiler, on the profile's inputs made as for a values run."""
+
+    repeat: int = 5
+    dims: dict[str, int] = field(default_factory=dict)  # sizes of the profile's symbolic dimensions
+
+    def request(self) -> dict[str, Any]:
+        """The worker request's ``time`` object (``protocol.TimeRequest``)."""
+        return {"repeat": self.repeat}
+
+
+@dataclass
 class TraceRequest:
     file: Path
     name: str
@@ -80,7 +93,11 @@ class TraceRequest:
     answers: dict[str, Any] | None = None
     costs: bool = False  # measure XLA's costs of every equation (worker/costs.py)
     xla_compare: bool = False  # and XLA's whole-program cost and memory analysis (implies costs)
+    # compile the program for the profile's devices and read back collectives, fusions, shardings
+    # and per-device memory (worker/compiled.py)
+    compiled: bool = False
     values: ValuesOptions | None = None  # also run the graph on the profile's inputs (statistics)
+    time: TimeOptions | None = None  # also time the compiled program on those inputs (implies costs)
     # The graph's workspace paths relative to the recipe's folder (the CLI) instead of the root.
     paths_from_recipe: bool = False
     devices: int | None = None  # N virtual CPU devices (--devices), overriding the profile's
@@ -320,8 +337,10 @@ def build_request(
     profile = dict(resolved.profile)
     if req.device:
         profile["device"] = req.device
-    if req.values is not None and profile.get("symbolic"):
-        profile = with_sizes(profile, req.values.dims)
+    if (req.values is not None or req.time is not None) and profile.get("symbolic"):
+        profile = with_sizes(
+            profile, {**(req.time.dims if req.time else {}), **(req.values.dims if req.values else {})}
+        )
     if req.devices is not None:
         if str(profile.get("device") or "cpu") != "cpu":
             raise TraceFailure(
@@ -353,10 +372,15 @@ def build_request(
         if req.paths_from_recipe:
             request["pathBase"] = str(recipe_path.parent)
     request["limits"] = limits.resolve(req.limits)
-    if req.costs or req.xla_compare:
+    # A timed run splits a fusion's time over its equations by their FLOPs: it needs the costs.
+    if req.costs or req.xla_compare or req.time is not None:
         request["costs"] = {"cacheDir": str(cost_cache_dir()), "xlaCompare": req.xla_compare}
+    if req.compiled:
+        request["compiled"] = True
     if req.values is not None:
         request["values"] = req.values.request()
+    if req.time is not None:
+        request["time"] = req.time.request()
     names = resolved.profile.get("env")
     if names:
         request["env"] = allowed_env.named(names)

@@ -173,7 +173,7 @@ class CaptureService:
         if not self.warm:
             return await self.pool.capture(request, prepared.python, options, warm=False)
         await self.pool.start(prepared.python)
-        if "values" in request:  # a values run initialises for real: no structure hint to use
+        if "values" in request or "time" in request:  # these initialise for real: no structure hint to use
             return await self.pool.capture(request, prepared.python, options)
         target = prepared.request["target"]
         key = (str(target["path"]), str(target["name"]), str(prepared.resolved.name))

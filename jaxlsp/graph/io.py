@@ -46,7 +46,7 @@ _TOP_KEYS = (
     "values",
     "groups",
 )
-_OPTIONAL_TOP_KEYS = ("costs", "execution", "contracts", "mesh")
+_OPTIONAL_TOP_KEYS = ("costs", "execution", "contracts", "mesh", "compiled", "time")
 # The graph's ``costs``: how the per-node figures were measured (docs/graph-format.md).
 _GRAPH_COST_KEYS = ("equations", "measured", "unique", "cached", "lowered", "unknown", "seconds", "xla")
 _NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
@@ -164,6 +164,10 @@ def to_json(graph: Graph) -> dict[str, Any]:
         data["contracts"] = _jsonable(graph.contracts)
     if graph.mesh is not None:
         data["mesh"] = _jsonable(graph.mesh)
+    if graph.compiled is not None:
+        data["compiled"] = _jsonable(graph.compiled)
+    if graph.time is not None:
+        data["time"] = _jsonable(graph.time)
     return data
 
 
@@ -779,6 +783,8 @@ def _from_json(data: Any) -> Graph:
         execution=None if d.get("execution") is None else _execution(d["execution"], "execution"),
         contracts=None if d.get("contracts") is None else _contracts(d["contracts"], "contracts"),
         mesh=None if d.get("mesh") is None else shardings.read_mesh(d["mesh"], "mesh"),
+        compiled=None if d.get("compiled") is None else _compiled(d["compiled"], "compiled"),
+        time=None if d.get("time") is None else _time(d["time"], "time"),
         format=FORMAT,
         version=VERSION,
         backend=BACKEND,
@@ -806,6 +812,80 @@ def _contracts(data: Any, path: str) -> dict[str, Any]:
             _str(v[key], f"{where}.{key}")
         _list(v["bindings"], f"{where}.bindings")
         _obj(v["source"], f"{where}.source", ("path", "line", "column", "endLine", "endColumn"), ("cell",))
+    copied: dict[str, Any] = _json_copy(d, path)
+    return copied
+
+
+def _compiled(data: Any, path: str) -> dict[str, Any]:
+    """The ``compiled`` section (jaxlsp.graph.compiled reads it): the members readers rely on are
+    checked, the rest copied whole."""
+    d = _open_obj(data, path, ("platform",))
+    _str(d["platform"], _join(path, "platform"))
+    if d.get("error") is not None:
+        _str(d["error"], _join(path, "error"))
+    for i, item in enumerate(_list(d.get("collectives", []), _join(path, "collectives"))):
+        where = f"{_join(path, 'collectives')}[{i}]"
+        c = _open_obj(item, where, ("kind", "instruction", "shape", "bytes", "nodes", "scope", "source"))
+        for key in ("kind", "instruction", "shape", "scope"):
+            _str(c[key], _join(where, key))
+        _int(c["bytes"], _join(where, "bytes"), 0)
+        for k, nid in enumerate(_list(c["nodes"], _join(where, "nodes"))):
+            _str(nid, f"{_join(where, 'nodes')}[{k}]", nonempty=True)
+        if c["source"] is not None:
+            s = _open_obj(c["source"], _join(where, "source"), ("path", "line"))
+            _str(s["path"], _join(where, "source.path"))
+            _int(s["line"], _join(where, "source.line"), 0)
+    for i, item in enumerate(_list(d.get("modules", []), _join(path, "modules"))):
+        where = f"{_join(path, 'modules')}[{i}]"
+        m = _open_obj(item, where, ("scope", "flops", "bytes", "collectiveBytes", "collectives"))
+        _str(m["scope"], _join(where, "scope"))
+        for key in ("flops", "bytes", "collectiveBytes", "collectives"):
+            _int(m[key], _join(where, key), 0)
+    copied: dict[str, Any] = _json_copy(d, path)
+    return copied
+
+
+_TIME_KEYS = ("platform", "device", "devices", "timeline", "repeat", "warmup", "step", "steps", "compile")
+_TIME_FIGURES = ("busy", "attributed", "split", "nodes", "lines", "modules", "ops", "notes", "phases")
+
+
+def _time(data: Any, path: str) -> dict[str, Any]:
+    """The ``time`` section (jaxlsp.graph.timing): what readers total up is checked."""
+    d = _obj(data, path, _TIME_KEYS + _TIME_FIGURES, ())
+
+    def seconds(value: Any, where: str) -> None:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+            raise _fail(where, f"expected seconds (a number >= 0), got {_kind(value)}")
+
+    for key in ("step", "compile", "busy", "attributed"):
+        seconds(d[key], _join(path, key))
+    for key in ("repeat", "devices"):
+        _int(d[key], _join(path, key), 1)
+    _int(d["warmup"], _join(path, "warmup"), 0)
+    for i, s in enumerate(_list(d["steps"], _join(path, "steps"))):
+        seconds(s, f"{path}.steps[{i}]")
+    nodes = d["nodes"]
+    if not isinstance(nodes, dict):
+        raise _fail(_join(path, "nodes"), f"expected an object, got {_kind(nodes)}")
+    for nid, s in nodes.items():
+        seconds(s, f"{path}.nodes.{nid}")
+    for key, required, optional in (
+        ("lines", ("path", "line", "seconds"), ("cell",)),
+        ("modules", ("module", "seconds"), ()),
+        ("ops", ("name", "opcode", "seconds", "count", "nodes"), ()),
+    ):
+        for i, item in enumerate(_list(d[key], _join(path, key))):
+            where = f"{path}.{key}[{i}]"
+            _obj(item, where, required, optional)
+            seconds(item["seconds"], f"{where}.seconds")
+            if key == "ops":
+                _strs(item["nodes"], f"{where}.nodes")
+    _strs(d["notes"], _join(path, "notes"))
+    phases = d["phases"]
+    if not isinstance(phases, dict):
+        raise _fail(_join(path, "phases"), f"expected an object, got {_kind(phases)}")
+    for name, s in phases.items():
+        seconds(s, f"{path}.phases.{name}")
     copied: dict[str, Any] = _json_copy(d, path)
     return copied
 

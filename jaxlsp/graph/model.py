@@ -124,6 +124,12 @@ class Graph:
     # The mesh the values' shardings name (docs/graph-format.md "Shardings"): ``{"axisNames": [...],
     # "axisSizes": [...], "axisTypes": ["Explicit", ...]}``. None when the program saw no mesh.
     mesh: dict[str, Any] | None = None
+    # What XLA made of the program (docs/graph-format.md "Compiled"): collectives, fusions,
+    # per-device shapes, costs and memory of the compiled program. None unless traced --compiled.
+    compiled: dict[str, Any] | None = None
+    # Measured device time (``jaxlsp trace --time``; docs/graph-format.md "Time", jaxlsp.graph.timing):
+    # the step, seconds per node, line and module, the HLO ops that ran. None when not timed.
+    time: dict[str, Any] | None = None
     format: str = FORMAT
     version: int = VERSION
     backend: str = "jaxpr"

@@ -113,6 +113,8 @@ class TraceGraphArguments(TypedDict):
     example: NotRequired[Annotated[str, Size(4096, least=1)]]
     values: NotRequired[bool]  # also run the graph on the profile's inputs ("Trace with values")
     dims: NotRequired[Dims]
+    time: NotRequired[bool]  # also run the compiled program under the profiler (measured time)
+    repeat: NotRequired[int]  # with time: the runs profiled after a warm-up (1 to 1000, default 5)
 
 
 TRACE_WITH_VALUES_COMMAND: Final = "jaxlsp.traceWithValues"
@@ -147,7 +149,11 @@ class TraceParams(TypedDict):
     # relative to the workspace folder (a needs-input answer's examples[].example)
     example: NotRequired[Annotated[str, Size(4096, least=1)]]
     values: NotRequired[bool]  # also run the graph on the profile's inputs: statistics on every value
-    dims: NotRequired[Dims]  # sizes of the profile's symbolic dimensions (a values run needs them)
+    dims: NotRequired[Dims]  # sizes of the profile's symbolic dimensions (a values or timed run needs them)
+    # also compile the program and run it on the profile's inputs under jax.profiler: the graph's
+    # measured time per node, line and module (docs/graph-format.md "Time"); implies costs
+    time: NotRequired[bool]
+    repeat: NotRequired[int]  # with time: the runs profiled after a warm-up (1 to 1000, default 5)
 
 
 class TraceSummary(TypedDict):
@@ -185,6 +191,22 @@ class ValuesSummary(TypedDict):
     zeroGradients: NotRequired[list[str]]  # gradient profiles: parameters whose gradient is all zero
 
 
+class TimeModule(TypedDict):
+    module: str  # a module path ("" outside every module)
+    seconds: float  # per step
+
+
+class TimeSummary(TypedDict):
+    """What a timed run measured (``jaxlsp/trace`` with ``time``); the graph's ``time`` has it all."""
+
+    step: float  # seconds: one run's wall-clock time, the mean of the profiled runs
+    busy: float  # seconds per step the device ran the program's ops
+    attributed: float  # of busy, the seconds attributed to graph nodes
+    repeat: int
+    device: str
+    modules: list[TimeModule]  # the table's rows (they add up to the step), largest first
+
+
 class TraceResult(TypedDict):
     """``jaxlsp/trace`` response (and ``jaxlsp.traceGraph``'s) when a graph was made."""
 
@@ -198,6 +220,7 @@ class TraceResult(TypedDict):
     saved: NotRequired[str]  # the jaxlsp.toml URI the profile was written to
     inputsFrom: NotRequired[str]  # "tests/test_models.py:25 (test)": the call site the inputs came from
     values: NotRequired[ValuesSummary]  # with ``values``: what the run found
+    time: NotRequired[TimeSummary]  # with ``time``: what the profiled runs measured
 
 
 class ExampleChoice(TypedDict):

@@ -88,6 +88,7 @@ async def test_overlays_and_details_in_a_static_diff_page(
         ["none", False],
         ["flops", False],
         ["bytes", False],
+        ["time", True],  # not a timed trace
         ["precision", False],
         ["pass", False],
         ["memory", False],
@@ -167,6 +168,7 @@ async def test_modes_without_data_are_disabled(browser: Browser, tmp_path: Path)
         "none": False,
         "flops": True,
         "bytes": True,
+        "time": True,
         "precision": False,
         "pass": True,
         "memory": False,

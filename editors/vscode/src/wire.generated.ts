@@ -100,6 +100,8 @@ export interface TraceGraphArguments {
   example?: string;
   values?: boolean;
   dims?: Dims;
+  time?: boolean;
+  repeat?: number;
 }
 
 export const TRACE_WITH_VALUES_COMMAND = "jaxlsp.traceWithValues";
@@ -131,6 +133,8 @@ export interface TraceParams {
   example?: string;
   values?: boolean;
   dims?: Dims;
+  time?: boolean;
+  repeat?: number;
 }
 
 export interface TraceSummary {
@@ -170,6 +174,23 @@ export interface ValuesSummary {
   zeroGradients?: string[];
 }
 
+export interface TimeModule {
+  module: string;
+  seconds: number;
+}
+
+/**
+ * What a timed run measured (`jaxlsp/trace` with `time`); the graph's `time` has it all.
+ */
+export interface TimeSummary {
+  step: number;
+  busy: number;
+  attributed: number;
+  repeat: number;
+  device: string;
+  modules: TimeModule[];
+}
+
 /**
  * `jaxlsp/trace` response (and `jaxlsp.traceGraph`'s) when a graph was made.
  */
@@ -184,6 +205,7 @@ export interface TraceResult {
   saved?: string;
   inputsFrom?: string;
   values?: ValuesSummary;
+  time?: TimeSummary;
 }
 
 /**

@@ -9,14 +9,15 @@
  * page's embedded copy); the changes need a diff (the bridge's /diff, ``jaxlsp diff --html``). */
 
 import type { Model } from "./model";
-import type { Analysis, DiffInfo, GNode } from "./types";
+import type { Analysis, DiffInfo, GNode, TimedOp, TimeSection } from "./types";
 
-export type OverlayMode = "none" | "flops" | "bytes" | "precision" | "pass" | "memory" | "diff";
+export type OverlayMode = "none" | "flops" | "bytes" | "time" | "precision" | "pass" | "memory" | "diff";
 
 export const MODES: { mode: OverlayMode; label: string }[] = [
   { mode: "none", label: "No overlay" },
   { mode: "flops", label: "FLOPs" },
   { mode: "bytes", label: "Bytes" },
+  { mode: "time", label: "Measured time" },
   { mode: "precision", label: "Precision" },
   { mode: "pass", label: "Forward / backward" },
   { mode: "memory", label: "Memory peak" },
@@ -60,13 +61,21 @@ interface Sums {
   added: number;
   changed: number;
   liveBytes: number;
+  seconds: number;
   peak: boolean;
 }
 
 const empty = (): Sums => ({
   flops: 0, bytes: 0, transcendentals: 0, fwdOps: 0, bwdOps: 0, fwdFlops: 0, bwdFlops: 0,
-  up: 0, down: 0, products: 0, added: 0, changed: 0, liveBytes: 0, peak: false,
+  up: 0, down: 0, products: 0, added: 0, changed: 0, liveBytes: 0, seconds: 0, peak: false,
 });
+
+/** "12.4 ms", "830 µs", "1.25 s" (jaxlsp/graph/timing.py's duration). */
+export function duration(seconds: number): string {
+  if (seconds >= 1) return `${seconds.toFixed(2)} s`;
+  if (seconds >= 1e-3) return `${(seconds * 1e3).toFixed(1)} ms`;
+  return `${Math.round(seconds * 1e6)} \u00b5s`;
+}
 
 export function isBackward(n: GNode): boolean {
   return n.transforms.includes("transpose");
@@ -84,6 +93,9 @@ export class Overlay {
   private readonly groups = new Map<string, Sums>();
   private readonly nodeSums = new Map<string, Sums>();
   readonly hasCosts: boolean;
+  /** The measured time (a timed trace), and each node's HLO instructions that ran. */
+  readonly time: TimeSection | null;
+  private readonly instructions = new Map<string, TimedOp[]>();
   readonly gradient: boolean;
   readonly total: Sums = empty();
   private readonly changed = new Map<string, DiffInfo["changed"][number]>();
@@ -96,6 +108,14 @@ export class Overlay {
     readonly diff: DiffInfo | null = null,
   ) {
     this.hasCosts = model.graph.nodes.some((n) => n.costs !== undefined);
+    this.time = model.graph.time ?? null;
+    for (const op of this.time?.ops ?? []) {
+      for (const id of op.nodes) {
+        let ops = this.instructions.get(id);
+        if (!ops) this.instructions.set(id, (ops = []));
+        ops.push(op);
+      }
+    }
     this.gradient = model.graph.nodes.some(isBackward);
     for (const c of diff?.changed ?? []) this.changed.set(c.id, c);
     for (const a of diff?.added ?? []) this.added.add(a.id);
@@ -109,8 +129,9 @@ export class Overlay {
       const s = this.sumsOf(n);
       this.nodeSums.set(n.id, s);
       if (ROLLED_UP.has(n.primitive)) {
-        // its body's nodes count themselves; only the marks of the node itself stay
-        const own = { ...empty(), added: s.added, changed: s.changed, peak: s.peak };
+        // its body's nodes count themselves; only the marks of the node itself stay (and its own
+        // measured time: a loop's overhead, which no body node has)
+        const own = { ...empty(), added: s.added, changed: s.changed, peak: s.peak, seconds: s.seconds };
         this.addTo(this.total, own);
         for (const g of model.ancestors(n.id)) this.addTo(this.sumFor(g), own);
         continue;
@@ -152,6 +173,7 @@ export class Overlay {
     if (this.added.has(n.id)) s.added = 1;
     if (this.changed.has(n.id)) s.changed = 1;
     s.liveBytes = this.live.get(n.id) ?? 0;
+    s.seconds = this.time?.nodes[n.id] ?? 0;
     s.peak = this.analysis?.memory.node === n.id;
     return s;
   }
@@ -177,6 +199,7 @@ export class Overlay {
   /** Why a mode has nothing to show, or null when it can show something. */
   unavailable(mode: OverlayMode): string | null {
     if ((mode === "flops" || mode === "bytes") && !this.hasCosts) return "this trace has no costs: trace it with costs (jaxlsp trace --costs)";
+    if (mode === "time" && !this.time) return "this trace was not timed: trace it with time (jaxlsp trace --time)";
     if (mode === "pass" && !this.gradient) return "no backward pass: trace a gradient profile (transform = \"grad\")";
     if (mode === "memory" && !this.analysis) return "no memory analysis for this graph";
     if (mode === "diff" && !this.diff) return "no earlier trace of this target to compare with";
@@ -204,7 +227,7 @@ export class Overlay {
       if (s) sums.set(it.id, s);
     }
     const figure = (s: Sums): number =>
-      mode === "flops" ? s.flops : mode === "bytes" ? s.bytes : mode === "memory" ? s.liveBytes : 0;
+      mode === "flops" ? s.flops : mode === "bytes" ? s.bytes : mode === "memory" ? s.liveBytes : mode === "time" ? s.seconds : 0;
     // Shades are relative to the largest closed box: an open group holds them all, so it gets
     // its figure as a badge only (a shade would cover what it holds).
     let most = 0;
@@ -221,6 +244,11 @@ export class Overlay {
           m.badge = `${human(v)}${mode === "flops" ? "FLOP" : "B"}`;
         }
         if (node?.costs?.unknown) m.cls = "jx-ov-unknown";
+      } else if (mode === "time") {
+        if (s.seconds > 0) {
+          if (it.kind !== "container") m.heat = most > 0 ? Math.min(1, Math.sqrt(s.seconds / most)) : 0;
+          m.badge = `${duration(s.seconds)} \u00b7 ${this.share(s.seconds)}`;
+        }
       } else if (mode === "precision") {
         const conv = node ? this.conversion(node) : null;
         if (conv) {
@@ -264,8 +292,35 @@ export class Overlay {
     return out;
   }
 
-  /** What the details panel adds for a box: costs, forward / backward side by side, precision,
-   * memory and changes, each when there is something to say. */
+  /** "31 %": of the measured step. */
+  share(seconds: number): string {
+    const step = this.time?.step ?? 0;
+    return step > 0 ? `${Math.round((100 * seconds) / step)} %` : "-";
+  }
+
+  /** The measured time of a box, and for a node the HLO instructions that ran for it. */
+  private timeDetails(s: Sums, node: GNode | undefined): Section[] {
+    const t = this.time;
+    if (!t) return [];
+    const rows: [string, string][] = [
+      ["time", `${duration(s.seconds)} per step \u00b7 ${this.share(s.seconds)} of the step (${duration(t.step)})`],
+    ];
+    const out: Section[] = [{ title: "measured time", rows }];
+    if (node) {
+      const ops = this.instructions.get(node.id) ?? [];
+      const hlo: [string, string][] = ops.slice(0, 50).map((op) => {
+        const shared = op.nodes.length > 1 ? `, shared with ${op.nodes.length - 1} more node${op.nodes.length > 2 ? "s" : ""} by FLOPs` : "";
+        return [op.name, `${op.opcode || "?"} \u00b7 ${duration(op.seconds)}${shared}`];
+      });
+      if (ops.length > 50) hlo.push(["\u2026", `${ops.length - 50} more`]);
+      if (!hlo.length) hlo.push(["", "none ran for this node (fused away, or no HLO op names it)"]);
+      out.push({ title: "HLO instructions", rows: hlo });
+    }
+    return out;
+  }
+
+  /** What the details panel adds for a box: costs, measured time and HLO instructions, forward /
+   * backward side by side, precision, memory and changes, each when there is something to say. */
   details(kind: string, ref: string, members?: string[]): Section[] {
     const s = this.sums(kind, ref, members);
     if (!s) return [];
@@ -295,6 +350,7 @@ export class Overlay {
         ],
       });
     }
+    out.push(...this.timeDetails(s, node));
     if (this.gradient) {
       if (node) out.push({ title: "pass", rows: [["pass", isBackward(node) ? `backward (differentiates ${node.scope || "the loss"})` : "forward"]] });
       else {

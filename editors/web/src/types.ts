@@ -130,6 +130,28 @@ export interface Graph {
   costs?: Record<string, unknown>;
   execution?: Execution;
   mesh?: GMesh;
+  time?: TimeSection;
+}
+
+/** An HLO instruction that ran, in a timed graph (docs/graph-format.md#time). */
+export interface TimedOp {
+  name: string;
+  opcode: string;
+  seconds: number;
+  count: number;
+  nodes: string[];
+}
+
+/** Measured device time (``jaxlsp trace --time``): seconds per step and per device. */
+export interface TimeSection {
+  device: string;
+  repeat: number;
+  step: number;
+  busy: number;
+  attributed: number;
+  nodes: Record<string, number>;
+  ops: TimedOp[];
+  notes: string[];
 }
 
 /** What the server derives from a graph (jaxlsp/costs' answer, docs/lsp-extensions.md): the

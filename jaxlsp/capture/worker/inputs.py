@@ -363,7 +363,7 @@ def abstractify(tree: Any) -> Any:
     def leaf(x: Any) -> Any:
         if isinstance(x, jax.Array):
             weak = bool(getattr(x, "weak_type", False))
-            sharding = typed_sharding(x)
+            sharding = typed_sharding(x) or _spanning(x)
             if sharding is not None:
                 return sds(x.shape, x.dtype, weak_type=weak, sharding=sharding)
             return sds(x.shape, x.dtype, weak_type=weak)
@@ -372,6 +372,17 @@ def abstractify(tree: Any) -> Any:
         return x
 
     return jax.tree_util.tree_map(leaf, tree)
+
+
+def _spanning(x: Any) -> Any:
+    """The sharding of an array placed on several devices (a factory's FSDP-sharded model), kept on
+    its abstract copy so that a compiled program (worker/compiled.py) is partitioned as the user's
+    would be; None for an array on one device. Not part of the type: the trace is unchanged."""
+    sharding = getattr(x, "sharding", None)
+    try:
+        return sharding if sharding is not None and len(sharding.device_set) > 1 else None
+    except Exception:
+        return None
 
 
 def is_dynamic(x: Any) -> bool:

@@ -160,13 +160,14 @@ def _capture(
     if sys.platform.startswith("win"):
         raise CaptureError("refused", "tracing is not supported on Windows yet")
     if profile.get("example"):  # learn the inputs from a run of one of the workspace's own examples
-        if request.get("values") is not None:
-            raise CaptureError(
-                "refused",
-                "a values run needs its inputs written in a profile, not learned from a run of "
-                f"{profile['example'].get('text', 'an example')}: save the learned profile (--save, or "
-                "save from the editor) and run with values on that profile",
-            )
+        for key, what in (("values", "a values run"), ("time", "a timed run")):
+            if request.get(key) is not None:
+                raise CaptureError(
+                    "refused",
+                    f"{what} needs its inputs written in a profile, not learned from a run of "
+                    f"{profile['example'].get('text', 'an example')}: save the learned profile (--save, or "
+                    f"save from the editor) and run with {key} on that profile",
+                )
         from jaxlsp.capture.worker import firstcall
 
         devices = profile.get("devices")
@@ -177,7 +178,15 @@ def _capture(
     if found is None:
         return None
     graph, gb = build_graph(request, found, workspace, timings, extra)
-    if found.concrete:
+    if found.concrete and request.get("time") is not None:
+        announce(request, "time")
+        t0 = time.perf_counter()
+        from jaxlsp.capture.worker import timing
+
+        where = str(request["profile"].get("device") or "cpu")
+        timing.measure(graph, found.closed, found.traced, dict(request["time"]), found.device, where)
+        timings["time"] = time.perf_counter() - t0
+    if found.concrete and request.get("values") is not None:
         announce(request, "values")
         t0 = time.perf_counter()
         from jaxlsp.capture.worker.values import run as values_run
@@ -246,14 +255,16 @@ def trace_target(
     t0 = time.perf_counter()
     obj, method = targets.resolve_target(module, str(target["name"]), profile.get("method"))
     kind = str(target.get("kind") or targets.infer_kind(obj))
-    # A values run (values/run.py) makes every input for real: generators, a seeded init.
-    concrete = request.get("values") is not None and request.get("mode") != "structure"
+    # A values run (values/run.py) and a timed one (timing.py) make every input for real:
+    # generators, a seeded init.
+    running = request.get("values") is not None or request.get("time") is not None
+    concrete = running and request.get("mode") != "structure"
     symbolic = list(profile.get("symbolic", []))
     if concrete and symbolic:
         raise CaptureError(
             "needs_input",
-            f"a values run needs the sizes of the symbolic dimensions {', '.join(symbolic)} "
-            "(the CLI's --dim NAME=SIZE, jaxlsp/trace's dims)",
+            f"a {'values' if request.get('values') is not None else 'timed'} run needs the sizes of the symbolic "
+            f"dimensions {', '.join(symbolic)} (the CLI's --dim NAME=SIZE, jaxlsp/trace's dims)",
         )
     mesh = None
     if profile.get("mesh"):  # the recipe's mesh: after the import, so it wins over one the module set
@@ -342,6 +353,7 @@ def build_graph(
             found.kind,
             extra if extra is not None else {},
             found.loader.notebook,
+            found.device,
         )
 
 
@@ -360,11 +372,13 @@ def graph_from_jaxpr(
     kind: str,
     extra: dict[str, Any],
     notebook: Any = None,
+    device: Any = None,
 ) -> tuple[Any, Any]:
     """The graph from a traced jaxpr (``t0``: when building started), with XLA's costs when the
     request asks, and its builder (which recorded the walk when a values run follows); ``extra``
     receives the roots its relative paths are relative to; ``notebook``: the loader's notebook
-    (its cell and notes) when the target is defined in one."""
+    (its cell and notes) when the target is defined in one; ``device``: the jax device a compiled
+    program is made for (None: the default, the CPU)."""
     from jaxlsp.capture.worker import targets
     from jaxlsp.capture.worker.build import GraphBuilder, forwarded_outputs
     from jaxlsp.capture.worker.paths import Spelling
@@ -417,6 +431,14 @@ def graph_from_jaxpr(
             graph, gb.eqns, closed, dict(costs), str(used_profile.get("device", "cpu")), bool(used_profile.get("x64"))
         )
         timings["costs"] = time.perf_counter() - t0
+    if request.get("compiled"):
+        announce(request, "compile")
+        t0 = time.perf_counter()
+        from jaxlsp.capture.worker.compiled import measure as compile_program
+
+        platform = str(used_profile.get("device", "cpu")).split(":", 1)[0] or "cpu"
+        compile_program(graph, closed, traced.operands, device, platform, lambda p: spelling.spell(p)[0])
+        timings["compile"] = time.perf_counter() - t0
     return graph, gb
 
 

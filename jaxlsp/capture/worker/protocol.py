@@ -162,6 +162,12 @@ class ValuesRequest(TypedDict):
     inline: NotRequired[list[str]]  # value ids whose arrays come back in ``WorkerResult.arrays``
 
 
+class TimeRequest(TypedDict):
+    """A timed run (``timing.py``): the compiled program run on the profile's concrete inputs."""
+
+    repeat: NotRequired[int]  # runs profiled after one warm-up (default 5)
+
+
 class WorkerRequest(TypedDict):
     target: Target
     profile: ResolvedProfile
@@ -178,6 +184,8 @@ class WorkerRequest(TypedDict):
     limits: NotRequired[dict[str, int]]  # graph-size limits {equations, values, bytes} (worker/limits.py)
     costs: NotRequired[CostOptions]  # measure XLA's costs of every equation (worker/costs.py)
     values: NotRequired[ValuesRequest]  # also evaluate the graph: statistics on every value
+    compiled: NotRequired[bool]  # compile for the profile's devices and read the HLO back (worker/compiled.py)
+    time: NotRequired[TimeRequest]  # also run the compiled program under the profiler (implies costs)
     # The folder the graph's workspace paths are relative to (worker/paths.py); default workspaceRoot.
     # The CLI sends the recipe's folder.
     pathBase: NotRequired[str]

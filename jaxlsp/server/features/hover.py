@@ -16,6 +16,7 @@ from jaxlsp.graph.diff import GraphDiff
 from jaxlsp.graph.report import merge_stats, shape_str, stats_text
 from jaxlsp.graph.shardings import constraint_spec, map_specs
 from jaxlsp.graph.store import Trace
+from jaxlsp.graph.timing import hover_line
 from jaxlsp.live.dims import label, names_at
 from jaxlsp.offloop import off_loop
 from jaxlsp.server.app import JaxServer
@@ -172,6 +173,9 @@ class Hover:
         scopes = sorted({n.scope for n in nodes if n.scope})
         if scopes:
             lines += ["", "scope: " + ", ".join(f"`{s}`" for s in scopes[:4])]
+        measured = hover_line(trace.graph.time, [n.id for n in nodes])
+        if measured:
+            lines += ["", measured]
         lines += self.costs(nodes) + self.changes(changes, nodes)
         return lines
 

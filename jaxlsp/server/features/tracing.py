@@ -26,6 +26,7 @@ from pygls.exceptions import JsonRpcException
 
 from jaxlsp.capture.engine import (
     Prepared,
+    TimeOptions,
     TraceFailure,
     TraceRequest,
     ValuesOptions,
@@ -52,7 +53,8 @@ from jaxlsp.server.views import OpenNotebooks
 log = logging.getLogger(__name__)
 # Work-done percentages at the start of each phase (the worker announces import, trace, build).
 # run: an example, to learn the inputs; values: the graph run on the profile's inputs
-PHASE_PERCENT = {"run": 10, "import": 10, "trace": 40, "build": 70, "costs": 75, "values": 80}
+PHASE_PERCENT = {"run": 10, "import": 10, "trace": 40, "build": 70, "costs": 75, "time": 78, "values": 80}
+MAX_REPEAT = 1000  # profiled runs a timed trace may ask for
 NON_FINITE = "non-finite"  # the code of a values run's first non-finite diagnostic
 SHAPE_CONTRACT = "shape-contract"  # the code of a jaxtyping annotation the traced values broke
 
@@ -78,7 +80,9 @@ class TraceArgs:
     cell: int | None = None  # a notebook target's cell
     example: str | None = None  # run this example to learn the inputs (capture/autoinputs.py)
     values: bool = False  # also run the graph on the profile's inputs
-    dims: dict[str, int] | None = None  # sizes of symbolic dimensions, for a values run
+    dims: dict[str, int] | None = None  # sizes of symbolic dimensions, for a values or timed run
+    time: bool = False  # also time the compiled program under the profiler
+    repeat: int | None = None  # with time: the runs profiled (default 5)
 
     @classmethod
     def parse(cls, arg: Any, where: str, notebooks: OpenNotebooks) -> TraceArgs:
@@ -94,6 +98,11 @@ class TraceArgs:
         cell = data.get("cell")
         if cell is not None and cell < 0:
             raise invalid(f"{where}.cell: expected a cell index, got {cell}")
+        repeat = data.get("repeat")
+        if repeat is not None and not 1 <= repeat <= MAX_REPEAT:
+            raise invalid(f"{where}.repeat: expected a number of runs from 1 to {MAX_REPEAT}, got {repeat}")
+        if repeat is not None and not data.get("time"):
+            raise invalid(f"{where}.repeat: goes with time: true")
         ref = notebooks.cell(uri)
         return cls(
             uri,
@@ -107,6 +116,8 @@ class TraceArgs:
             data.get("example"),
             data.get("values", False),
             data.get("dims") or None,
+            data.get("time", False),
+            repeat,
         )
 
 
@@ -173,7 +184,9 @@ class Tracing:
             for hear in self.explicit:
                 hear(False)
         if "traceId" in answer:
-            self.picked[(args.uri, args.name)] = dataclasses.replace(args, save=False, values=False, dims=None)
+            self.picked[(args.uri, args.name)] = dataclasses.replace(
+                args, save=False, values=False, dims=None, time=False, repeat=None
+            )
         return answer
 
     async def live(self, args: TraceArgs, folder: Path) -> Outcome:
@@ -211,6 +224,7 @@ class Tracing:
             run_examples=False,
             find_sites=self._sites,
             values=ValuesOptions(dims=dict(args.dims or {})) if args.values else None,
+            time=TimeOptions(repeat=args.repeat or 5, dims=dict(args.dims or {})) if args.time else None,
         )
 
     async def _run(self, args: TraceArgs, folder: Path, live: bool = False) -> TraceAnswer:
@@ -279,6 +293,8 @@ class Tracing:
         if graph.execution is not None:
             result["values"] = self.values_summary(trace)
             self.diagnose_values(args.uri, args.name, trace)
+        if graph.time is not None:
+            result["time"] = time_summary(graph.time)
         finished: wire.TraceFinished = {"uri": args.uri, "name": args.name, "ok": True, "traceId": trace.id}
         self.ls.protocol.notify(wire.TRACE_FINISHED, finished)
         self.ls.refresh_lenses()  # titles now carry the trace's figures
@@ -598,3 +614,17 @@ class Progress:
         if self.token is not None:
             self.ls.work_done_progress.end(self.token, types.WorkDoneProgressEnd())
             self.token = None
+
+
+def time_summary(time: dict[str, Any]) -> wire.TimeSummary:
+    """A timed run in brief: the step, the busy time and the module table's rows."""
+    from jaxlsp.graph.timing import rows
+
+    return {
+        "step": float(time["step"]),
+        "busy": float(time["busy"]),
+        "attributed": float(time["attributed"]),
+        "repeat": int(time["repeat"]),
+        "device": str(time["device"]),
+        "modules": [{"module": r.label, "seconds": r.seconds} for r in rows(time)],
+    }

@@ -1,0 +1,174 @@
+"""Reading a graph's ``compiled`` section (``jaxlsp trace --compiled``): the ``collectives:`` line,
+the per-module table of FLOPs, bytes and collective bytes, and the per-device memory, as the CLI
+prints them and ``jaxlsp/trace`` returns them.
+
+Stdlib only (the section is written by ``jaxlsp.capture.worker.compiled``; its format is in
+docs/graph-format.md, "Compiled"). What is measured and what is estimated: the collectives, the
+fusions and the per-device shapes are read from XLA's optimised HLO (measured); the program's
+FLOPs and bytes are XLA's ``cost_analysis()`` and its memory XLA's ``memory_analysis()``
+(measured, per device); the per-module split of FLOPs and bytes is estimated from the HLO's shapes,
+and the peak's holders come from a walk of the compiled schedule (estimated).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from jaxlsp.graph.model import Graph
+
+SHOWN_COLLECTIVES = 6  # groups named on the collectives line before "+N more"
+
+
+def size(n: int) -> str:
+    """Bytes in binary units: ``512 B``, ``1.0 KiB``, ``3.2 MiB``."""
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+@dataclass
+class CollectiveGroup:
+    """The collectives of one kind caused at one line by one module."""
+
+    kind: str
+    where: str  # "model.py:8", "" when neither the graph nor the HLO names a line
+    scope: str
+    count: int = 0
+    bytes: int = 0
+
+    def text(self) -> str:
+        at = f" at {self.where}" if self.where else ""
+        scope = f" {self.scope}" if self.scope else ""
+        return f"{self.kind} \u00d7{self.count} ({size(self.bytes)}){at}{scope}"
+
+
+def groups(section: dict[str, Any]) -> list[CollectiveGroup]:
+    """The section's collectives grouped by kind, line and module, in program order."""
+    out: dict[tuple[str, str, str], CollectiveGroup] = {}
+    for c in section.get("collectives") or []:
+        source = c.get("source")
+        where = f"{source['path']}:{source['line']}" if source else ""
+        key = (str(c["kind"]), where, str(c.get("scope", "")))
+        group = out.get(key)
+        if group is None:
+            group = out[key] = CollectiveGroup(*key)
+        group.count += 1
+        group.bytes += int(c.get("bytes", 0))
+    return list(out.values())
+
+
+def collectives_line(graph: Graph) -> str:
+    """``collectives: all-reduce \u00d71 (1.0 KiB) at model.py:8 Dense_0; all-gather \u00d72 ...``, or
+    ``collectives: none``; says why when the graph was not compiled or the compile failed."""
+    section = graph.compiled
+    if section is None:
+        return "collectives: not measured (trace with --compiled)"
+    if section.get("error"):
+        return f"collectives: unknown, the compile failed: {section['error']}"
+    found = groups(section)
+    if not found:
+        return "collectives: none"
+    shown = "; ".join(g.text() for g in found[:SHOWN_COLLECTIVES])
+    more = f"; +{len(found) - SHOWN_COLLECTIVES} more" if len(found) > SHOWN_COLLECTIVES else ""
+    return f"collectives: {shown}{more}"
+
+
+def module_rows(section: dict[str, Any]) -> list[dict[str, Any]]:
+    return [dict(r) for r in section.get("modules") or []]
+
+
+def render_table(section: dict[str, Any], limit: int = 20) -> list[str]:
+    """The per-module table: module, FLOPs, bytes, collective bytes (per device, estimated)."""
+    rows = module_rows(section)
+    if not rows:
+        return []
+    head = ["module", "FLOPs", "bytes", "collective bytes"]
+    body = [
+        [r["scope"] or "(whole program)", f"{r['flops']:,}", f"{r['bytes']:,}", f"{r['collectiveBytes']:,}"]
+        for r in rows[:limit]
+    ]
+    widths = [max(len(line[k]) for line in [head, *body]) for k in range(len(head))]
+    lines = []
+    for cells in [head, *body]:
+        lines.append(
+            "  ".join([cells[0].ljust(widths[0]), *(c.rjust(w) for c, w in zip(cells[1:], widths[1:], strict=True))])
+        )
+    if len(rows) > limit:
+        lines.append(f"... and {len(rows) - limit} more modules")
+    return lines
+
+
+def memory_lines(section: dict[str, Any]) -> list[str]:
+    """The peak per device and what holds it, by module; XLA's own memory figures beside it."""
+    lines: list[str] = []
+    memory = section.get("memory")
+    if memory:
+        total = int(memory.get("argument", 0)) + int(memory.get("output", 0)) + int(memory.get("temp", 0))
+        total -= int(memory.get("alias", 0))
+        lines.append(
+            f"memory per device (XLA): {size(total)} = arguments {size(int(memory.get('argument', 0)))}"
+            f" + outputs {size(int(memory.get('output', 0)))} + temporaries {size(int(memory.get('temp', 0)))}"
+            + (f" - aliased {size(int(memory['alias']))}" if memory.get("alias") else "")
+        )
+    peak = section.get("peak")
+    if peak:
+        holders = ", ".join(f"{m['scope'] or '(top level)'} {size(int(m['bytes']))}" for m in peak["byModule"][:5])
+        at = f" at {peak['at']}" if peak.get("at") else ""
+        lines.append(f"peak per device (compiled schedule): {size(int(peak['bytes']))}{at}: {holders}")
+    return lines
+
+
+def render(graph: Graph) -> str:
+    """What ``jaxlsp trace --compiled`` prints after the summary."""
+    section = graph.compiled
+    if section is None:
+        return collectives_line(graph)
+    lines = [collectives_line(graph)]
+    if section.get("error"):
+        return "\n".join(lines)
+    devices = section.get("devices", 1)
+    mesh = (section.get("mesh") or {}).get("axes")
+    shape = " (" + ", ".join(f"{k}={v}" for k, v in mesh.items()) + ")" if mesh else ""
+    fusions = int(section.get("fusionCount", len(section.get("fusions") or [])))
+    lines.append(f"compiled for {devices} {section['platform']} device(s){shape}: {fusions} fused kernel(s)")
+    costs = section.get("costs")
+    if costs:
+        lines.append(
+            f"costs per device (XLA): {costs.get('flops', 0):,} FLOPs, {costs.get('bytes', 0):,} bytes accessed, "
+            f"{costs.get('transcendentals', 0):,} transcendentals"
+        )
+    lines.extend(memory_lines(section))
+    table = render_table(section)
+    if table:
+        lines.append("per module, one device (estimated from the compiled HLO):")
+        lines.extend("  " + line for line in table)
+    seconds = section.get("seconds") or {}
+    if seconds:
+        lines.append("compile: " + ", ".join(f"{k} {v:.2f}s" for k, v in seconds.items()))
+    return "\n".join(lines)
+
+
+def summary_json(graph: Graph) -> dict[str, Any] | None:
+    """The compiled program's part of ``jaxlsp/trace``'s result: the ``collectives:`` line, the
+    rendered lines, the collectives' groups and the per-module rows. None when not compiled."""
+    section = graph.compiled
+    if section is None:
+        return None
+    out: dict[str, Any] = {"collectives": collectives_line(graph), "text": render(graph).split("\n")}
+    if section.get("error"):
+        out["error"] = str(section["error"])
+        return out
+    out["groups"] = [
+        {"kind": g.kind, "where": g.where, "scope": g.scope, "count": g.count, "bytes": g.bytes}
+        for g in groups(section)
+    ]
+    out["modules"] = module_rows(section)
+    peak = section.get("peak")
+    if peak:
+        out["peakBytes"] = int(peak["bytes"])
+    out["devices"] = int(section.get("devices", 1))
+    return out
