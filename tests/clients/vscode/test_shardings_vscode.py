@@ -2,12 +2,14 @@
 sharded over a data-by-model mesh of 4 virtual CPU devices by its recipe alone (``mesh`` and
 ``sharding`` in jaxlsp.toml), traced from its lens once the workspace is trusted; hover on its
 lines says the sharded types as JAX writes them (``f32[8@data,64@model]``) and the graph panel's
-boxes carry them too. Screenshots of each step stay in
+boxes carry them too; a trace with measured time ("jaxlsp: Trace with measured time") gives the
+panel's time overlay and the line's time in hover. Screenshots of each step stay in
 ``build/test-artifacts/vscode/test_the_sharded_mlp_shows_its_shardings_in_hover_and_panel/``.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -58,3 +60,30 @@ async def test_the_sharded_mlp_shows_its_shardings_in_hover_and_panel(vscode: Op
     boxes = " ".join(await page.texts("g.jx-node", frame="viewer"))
     assert "f32[8@data,64@model]" in boxes, boxes
     await page.screenshot("panel-shardings")
+
+    # Measured time: the palette's "Trace with measured time" compiles and runs the program on the
+    # 4 devices under the profiler; the panel follows the new trace, whose time overlay is offered.
+    old = await page.eval("window.__jaxlsp.traceId", frame="viewer")
+    await page.click(".monaco-editor .view-line", has_text="h = jnp.tanh(")  # the editor active again
+    await page.command("jaxlsp: Trace with measured time")
+    await page.wait(
+        f"window.__jaxlsp.traceId && window.__jaxlsp.traceId !== {json.dumps(old)}", frame="viewer", timeout=180
+    )
+    await status_item(page, "mlp ·")
+    await page.wait("window.__jaxlsp.marks.firstFull", frame="viewer", timeout=60)
+    await page.wait("!document.querySelector('.jx-overlay option[value=time]').disabled", frame="viewer", timeout=30)
+    await page.eval(  # as a user picks "Measured time" in the overlay menu
+        "(() => { const s = document.querySelector('.jx-overlay'); s.value = 'time'; "
+        "s.dispatchEvent(new Event('change')); })()",
+        frame="viewer",
+    )
+    await page.wait("document.querySelector('.jx-canvas').dataset.overlay === 'time'", frame="viewer", timeout=30)
+    badges = await page.eval("[...document.querySelectorAll('.jx-badge')].map(e => e.textContent)", frame="viewer")
+    assert badges and all(" \u00b7 " in b and b.endswith("%") for b in badges), badges
+    boxes = " ".join(await page.texts("g.jx-node", frame="viewer"))
+    assert "f32[8@data,64@model]" in boxes, boxes  # the shardings stay beside the time
+    await page.screenshot("panel-time-overlay")
+    # ... and hover gives the line's measured time beside its sharded types.
+    timed = await hover_line(page, "h = jnp.tanh(", "of the step")
+    assert "f32[8@data,64@model]" in timed and "measured" in timed, timed
+    await page.screenshot("hover-time")
