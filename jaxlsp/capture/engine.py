@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from jaxlsp.capture import allowed_env, autoinputs, compatibility, interpreters
 from jaxlsp.capture.autoinputs import Origin
@@ -22,6 +22,7 @@ from jaxlsp.capture.compatibility import Report
 from jaxlsp.capture.interpreters import InterpreterError, Selection, select_interpreter
 from jaxlsp.capture.supervise import CaptureOutcome
 from jaxlsp.capture.worker import limits
+from jaxlsp.capture.worker.protocol import MeshSpec
 from jaxlsp.graph import io
 from jaxlsp.graph.model import Graph
 from jaxlsp.recipes import (
@@ -34,6 +35,8 @@ from jaxlsp.recipes import (
     resolve_table,
     select_profile,
 )
+from jaxlsp.recipes.mesh import size_of, too_few
+from jaxlsp.recipes.problems import format_key_path
 from jaxlsp.recipes.propose import new_profile_name
 from jaxlsp.recipes.schema import MAX_DEVICES
 
@@ -357,6 +360,11 @@ def build_request(
         if not 1 <= req.devices <= MAX_DEVICES:
             raise TraceFailure("refused", f"--devices: expected a number from 1 to {MAX_DEVICES}, got {req.devices}")
         profile["devices"] = req.devices
+        mesh = cast("MeshSpec | None", profile.get("mesh"))
+        if mesh is not None and req.devices < size_of(mesh):
+            name = str(profile.get("name") or "")
+            where = format_key_path(("profiles", name, "mesh")) if name else "the profile's mesh"
+            raise TraceFailure("refused", too_few(mesh, where, req.devices, "--devices"))
     elif profile.get("devices") and str(profile.get("device") or "cpu") != "cpu":
         raise TraceFailure(
             "refused",

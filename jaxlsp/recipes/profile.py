@@ -14,6 +14,7 @@ from typing import Any, cast
 
 from jaxlsp.capture.worker.protocol import CallSpec, ExampleSpec, ResolvedProfile, Target, TargetKind
 from jaxlsp.recipes import examples, schema
+from jaxlsp.recipes.mesh import check_devices, check_mesh
 from jaxlsp.recipes.problems import KeyPath, format_key_path
 from jaxlsp.recipes.schema import show
 from jaxlsp.recipes.specs import Context, check_args, check_kwargs, check_ref_name, check_seed, is_int
@@ -97,6 +98,11 @@ def check_profile(name: str, table: object, base: Path, prefix: KeyPath | None =
             ctx.error((*path, key), f'{key} is for Linen modules, and kind = "{kind}"')
 
     devices = _devices(ctx, (*path, "devices"), table.get("devices"), device)
+    mesh = check_mesh(ctx, (*path, "mesh"), table.get("mesh"))  # before the inputs, whose shardings name it
+    if "mesh" in table and "from" in table:
+        ctx.error((*path, "mesh"), "from learns the inputs, and their shardings, from a run; drop mesh or from")
+    if mesh is not None and (devices is not None or "devices" not in table):
+        devices = check_devices(ctx, (*path, "mesh"), mesh, devices, device)
     example = _example(ctx, path, table, base)
     init: CallSpec | None = None
     if "init" in table:
@@ -136,6 +142,8 @@ def check_profile(name: str, table: object, base: Path, prefix: KeyPath | None =
         profile["symbolic"] = symbolic
     if devices is not None:
         profile["devices"] = devices
+    if mesh is not None:
+        profile["mesh"] = mesh
     if env:
         profile["env"] = env
     if example is not None:

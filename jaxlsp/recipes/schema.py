@@ -36,6 +36,7 @@ PROFILE_KEYS: Final = (
     "dims",
     "symbolic",
     "devices",
+    "mesh",
     "env",
     "from",
 )
@@ -45,7 +46,8 @@ TRANSFORMS: Final = ("grad", "value_and_grad")
 LOADS: Final = ("module", "definitions", "cells")
 NOTEBOOK_LOADS: Final = ("definitions", "cells")  # a notebook target's; "definitions" is its default
 SPEC_KINDS: Final = ("array", "key", "none")
-ARRAY_KEYS: Final = ("kind", "shape", "dtype", "generator")
+ARRAY_KEYS: Final = ("kind", "shape", "dtype", "generator", "sharding")
+MESH_KEYS: Final = ("axes", "types")
 KEY_KEYS: Final = ("kind", "seed", "impl", "legacy")
 KEY_IMPLS: Final = ("threefry2x32", "rbg", "unsafe_rbg")
 MAX_DEVICES: Final = 256  # virtual CPU devices (devices = N)

@@ -29,6 +29,8 @@ class Context:
     missing_shapes: list[KeyPath] = field(default_factory=list)
     arrays: list[tuple[KeyPath, int, list[int | str]]] = field(default_factory=list)  # path, elements, shape
     wide: list[tuple[KeyPath, str]] = field(default_factory=list)  # dtype key path, dtype
+    mesh: dict[str, int] | None = None  # the profile's mesh axes and sizes, for the arrays' shardings
+    mesh_path: KeyPath | None = None  # where the mesh is (a problem with it: the shardings are not checked)
 
     def error(self, path: KeyPath, message: str) -> None:
         self.problems.append((path, message))
@@ -159,7 +161,63 @@ def _array(ctx: Context, path: KeyPath, table: dict[str, Any]) -> Any:
         ctx.wide.append(((*path, "dtype"), dtype))
     shape = _shape(ctx, path, table)
     generator = _generator(ctx, (*path, "generator"), table.get("generator"), dtype)
-    return {"kind": "array", "shape": shape, "dtype": dtype, "generator": generator}
+    out: dict[str, Any] = {"kind": "array", "shape": shape, "dtype": dtype, "generator": generator}
+    if "sharding" in table:
+        known = isinstance(table.get("shape"), list)  # else asked for: its length is not known yet
+        sharding = _sharding(ctx, (*path, "sharding"), table["sharding"], shape if known else None)
+        if sharding is not None:
+            out["sharding"] = sharding
+    return out
+
+
+def _sharding(
+    ctx: Context, path: KeyPath, value: object, shape: list[int | str] | None
+) -> list[list[str] | None] | None:
+    """``sharding = ["data", []]``: per dimension, the mesh axis (or list of axes) it is split over,
+    ``[]`` for none; dimensions past the list's end are not split (as in a ``PartitionSpec``).
+    Resolved to one entry per dimension, each a list of axes or None (the graph's spelling)."""
+    if ctx.mesh_path is None:
+        ctx.error(path, "a sharding names mesh axes, and this profile has no mesh (mesh = { axes = { data = 4 } })")
+        return None
+    if not isinstance(value, list):
+        ctx.error(
+            path,
+            f"expected a list with one entry per dimension (an axis name, a list of them, or []), got {show(value)}",
+        )
+        return None
+    if shape is not None and len(value) > len(shape):
+        ctx.error(path, f"{len(value)} entries for an array of {len(shape)} dimensions (shape {show(shape)})")
+        return None
+    mesh = ctx.mesh
+    out: list[list[str] | None] = []
+    used: set[str] = set()
+    for i, entry in enumerate(value):
+        where = (*path, i)
+        names = [entry] if isinstance(entry, str) else entry
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            ctx.error(where, f"expected a mesh axis name, a list of them, or [] (not split), got {show(entry)}")
+            out.append(None)
+            continue
+        if mesh is None:  # the mesh has a problem of its own: these names cannot be checked
+            out.append(list(names) or None)
+            continue
+        bad = [n for n in names if n not in mesh]
+        twice = [n for n in names if n in used or names.count(n) > 1]
+        if bad:
+            ctx.error(where, f"{show(bad[0])} is not an axis of the mesh (axes: {', '.join(mesh)})")
+        elif twice:
+            ctx.error(where, f"axis {show(twice[0])} splits more than one dimension (JAX allows each axis once)")
+        else:
+            parts = math.prod(mesh[n] for n in names)
+            dim = shape[i] if shape is not None else None
+            if is_int(dim) and dim % parts:  # type: ignore[operator]
+                over = ", ".join(f"{n}: {mesh[n]}" for n in names)
+                ctx.error(where, f"dimension {i} of size {dim} does not split evenly over {over} ({parts} devices)")
+        used.update(names)
+        out.append(list(names) or None)
+    if shape is not None:
+        out.extend([None] * (len(shape) - len(out)))
+    return out
 
 
 def _shape(ctx: Context, path: KeyPath, table: dict[str, Any]) -> list[int | str]:

@@ -170,6 +170,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<Jaxlsp
       }),
     ),
     vscode.commands.registerCommand(
+      "jaxlsp.traceWithTime",
+      guarded(async () => {
+        const target = await tracer.pickTarget(vscode.window.activeTextEditor);
+        return target === undefined ? undefined : tracer.trace({ ...target, time: true });
+      }),
+    ),
+    vscode.commands.registerCommand(
       "jaxlsp.retrace",
       guarded(async () => (tracer.last ? tracer.trace(tracer.last) : vscode.commands.executeCommand("jaxlsp.trace"))),
     ),

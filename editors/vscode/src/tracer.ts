@@ -10,11 +10,13 @@ export interface Target {
   uri: string;
   name: string;
   profile?: string;
+  /** Also compile and time the program under the profiler ("Trace with measured time"). */
+  time?: boolean;
 }
 
 export function isTarget(value: unknown): value is Target {
   const v = value as Partial<Target> | null;
-  return typeof v === "object" && v !== null && typeof v.uri === "string" && typeof v.name === "string" && (v.profile === undefined || typeof v.profile === "string");
+  return typeof v === "object" && v !== null && typeof v.uri === "string" && typeof v.name === "string" && (v.profile === undefined || typeof v.profile === "string") && (v.time === undefined || typeof v.time === "boolean");
 }
 
 export const MANAGE_TRUST = "Manage Workspace Trust";
@@ -58,6 +60,7 @@ export class Tracer {
     try {
       const params: TraceParams = { textDocument: { uri: target.uri }, name: target.name };
       if (target.profile !== undefined) params.profile = target.profile;
+      if (target.time) params.time = true;
       let result = await client.sendRequest<TraceResult | NeedsInputResult>("jaxlsp/trace", params);
       let save: boolean | undefined;
       const answers: Record<string, string> = {};

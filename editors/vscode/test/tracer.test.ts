@@ -50,6 +50,15 @@ test("needs input: ask each item, ask to save, trace again with the answers", as
   assert.equal(tracer.last?.traceId, "t1");
 });
 
+test("a timed target asks for time, and the needs-input rounds keep asking for it", async () => {
+  const { client, tracer } = setup({ "jaxlsp/trace": [() => needs, () => done] });
+  fake.inputAnswers = ["8", "[8, 784]"];
+  fake.messageAnswers = ["Don't save"];
+  assert.equal((await tracer.trace({ uri: "file:///w/mlp.py", name: "mlp", time: true }))?.traceId, "t1");
+  assert.deepEqual(client.requests.map((r) => (r.params as { time?: boolean }).time), [true, true]);
+  assert.equal(tracer.last?.time, true); // Re-trace times again
+});
+
 test("runnable examples: one pick traces it, after the save question; the status says where the inputs came from", async () => {
   const choices = { ...needs, examples: [{ example: "tests/test_m.py::test_mlp", kind: "test", path: "tests/test_m.py:12", static: false, via: "through Net" }] };
   const learned = { ...done, inputsFrom: "models.py:40 (test)" };

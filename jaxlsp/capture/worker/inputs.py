@@ -52,10 +52,11 @@ class InputBuilder:
     ``concrete``: arrays are made by their generators and keys are real keys (a values run);
     otherwise both are abstract (shapes and dtypes only, no device work)."""
 
-    def __init__(self, loader: Loader, symbolic: list[str], seed: int, concrete: bool = False):
+    def __init__(self, loader: Loader, symbolic: list[str], seed: int, concrete: bool = False, mesh: Any = None):
         self.loader = loader
         self.seed = seed
         self.concrete = concrete
+        self.mesh = mesh  # the profile's jax Mesh (:func:`make_mesh`), which array shardings name
         self.symbolic_names = list(symbolic)
         self._dims: dict[str, Any] = {}
         self._scope: Any = None
@@ -118,9 +119,11 @@ class InputBuilder:
             dtype = jnp.dtype(spec.get("dtype", "float32"))
             generator = dict(spec.get("generator", {}))
             self.generators.append(generator)
+            sharding = self._sharding(spec.get("sharding"))
             if self.concrete:
-                return generate(generator, shape, dtype, self.seed)
-            return sds(shape, dtype)
+                made = generate(generator, shape, dtype, self.seed)
+                return made if sharding is None else jax.device_put(made, sharding)
+            return sds(shape, dtype) if sharding is None else sds(shape, dtype, sharding=sharding)
         if kind == "key":
             seed = int(spec.get("seed", self.seed))
             impl = spec.get("impl")
@@ -149,6 +152,19 @@ class InputBuilder:
             return {str(k): self.build(v) for k, v in spec.items()}
         raise CaptureError("needs_input", f"unknown input spec kind {kind!r}")
 
+    def _sharding(self, spec: Any) -> Any:
+        """``NamedSharding(mesh, P(...))`` of an array spec's ``sharding`` (None: not sharded)."""
+        if not spec:
+            return None
+        if self.mesh is None:
+            raise CaptureError("needs_input", "an array has a sharding, and the profile has no mesh")
+        from jax.sharding import NamedSharding
+        from jax.sharding import PartitionSpec as P
+
+        axes = [None if not names else names[0] if len(names) == 1 else tuple(names) for names in spec]
+        partition: Any = P
+        return NamedSharding(self.mesh, partition(*axes))
+
     def call_args(self, call: dict[str, Any] | None) -> tuple[list[Any], dict[str, Any]]:
         """``(args, kwargs)`` of a CallSpec; a factory is called with no arguments."""
         if not call:
@@ -168,6 +184,40 @@ class InputBuilder:
         args = [self.build(s) for s in call.get("args", [])]
         kwargs = {str(k): self.build(v) for k, v in call.get("kwargs", {}).items()}
         return args, kwargs
+
+
+def make_mesh(spec: dict[str, Any], device: Any, where: str) -> Any:
+    """The profile's mesh (``jax.make_mesh`` with its axis types) on the first devices of its
+    platform, the profile's own device first; fewer devices than the mesh's size is ``refused``
+    with ``where`` (the mesh's key path) and both counts."""
+    import math
+
+    import jax
+
+    names = [str(n) for n in spec["axisNames"]]
+    sizes = [int(s) for s in spec["axisSizes"]]
+    axis_type = getattr(jax.sharding, "AxisType", None)
+    if axis_type is None or not hasattr(jax, "set_mesh"):
+        raise CaptureError(
+            "refused",
+            f"{where}: a mesh in the profile needs explicit sharding (jax.sharding.AxisType, jax.set_mesh: "
+            f"jax >= 0.7); this interpreter has jax {jax.__version__}",
+        )
+    size = math.prod(sizes)
+    platform = device.platform if device is not None else "cpu"
+    found = list(jax.devices(platform))
+    if device is not None:  # cuda:N: that device first, then the others of its platform
+        found = [device, *[d for d in found if d != device]]
+    if len(found) < size:
+        spelled = ", ".join(f"{n}: {s}" for n, s in zip(names, sizes, strict=True))
+        hint = "" if device is not None else f" (set devices = {size} or more)"
+        raise CaptureError(
+            "refused",
+            f"{where}: a mesh of {size} devices ({spelled}) needs at least {size} devices, and this capture has "
+            f"{len(found)} {platform} device(s){hint}",
+        )
+    types = tuple(getattr(axis_type, str(t)) for t in spec["axisTypes"])
+    return jax.make_mesh(tuple(sizes), tuple(names), axis_types=types, devices=found[:size])
 
 
 def generate(generator: dict[str, Any], shape: tuple[int, ...], dtype: Any, seed: int) -> Any:

@@ -266,7 +266,12 @@ def trace_target(
             f"a {'values' if request.get('values') is not None else 'timed'} run needs the sizes of the symbolic "
             f"dimensions {', '.join(symbolic)} (the CLI's --dim NAME=SIZE, jaxlsp/trace's dims)",
         )
-    builder = inputs_mod.InputBuilder(loader, symbolic, int(profile.get("seed", 0)), concrete=concrete)
+    mesh = None
+    if profile.get("mesh"):  # the recipe's mesh: after the import, so it wins over one the module set
+        where = f"profiles.{profile['name']}.mesh" if profile.get("name") else "the profile's mesh"
+        mesh = inputs_mod.make_mesh(profile["mesh"], device, where)
+        jax.set_mesh(mesh)  # a capture is one process: the mesh holds for its trace and values run
+    builder = inputs_mod.InputBuilder(loader, symbolic, int(profile.get("seed", 0)), concrete=concrete, mesh=mesh)
     transform = profile.get("transform")
     on_device = jax.default_device(device) if device is not None else contextlib.nullcontext()
     check = _contracts(request, workspace)

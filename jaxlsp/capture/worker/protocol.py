@@ -38,6 +38,20 @@ class ArraySpec(TypedDict):
     shape: list[int | str]  # a str only for a dimension traced symbolically (see ``symbolic``)
     dtype: str  # recipes/schema.py DTYPES: float16 ... float64, int8 ... int64, uint8 ... uint64, bool, complex64/128
     generator: Generator
+    # per dimension, the profile's mesh axes it is split over (None: not split), as the graph
+    # spells a sharding; absent: not sharded
+    sharding: NotRequired[list[list[str] | None]]
+
+
+AxisType = Literal["Explicit", "Auto"]
+
+
+class MeshSpec(TypedDict):
+    """The profile's device mesh (``jax.make_mesh``), spelled as the graph's ``mesh``."""
+
+    axisNames: list[str]
+    axisSizes: list[int]
+    axisTypes: list[AxisType]
 
 
 class KeySpec(TypedDict):
@@ -117,6 +131,7 @@ class ResolvedProfile(TypedDict):
     name: str | None  # the profile's name in jaxlsp.toml, None for a proposed or CLI-made one
     device: str  # "cpu" | "cuda:N"
     devices: NotRequired[int]  # N virtual CPU devices (pmap, shard_map, meshes); CPU only
+    mesh: NotRequired[MeshSpec]  # the inputs' shardings name its axes; traced under jax.set_mesh
     seed: int
     x64: bool
     init: NotRequired[CallSpec]  # constructor / Linen init arguments (module targets)
