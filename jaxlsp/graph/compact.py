@@ -330,6 +330,7 @@ class Packed:
             if key not in d:
                 raise io._fail("", f"missing key {key!r}")
         t = io._obj(d["tables"], "tables", TABLES, ())
+        self._tables = t  # as read: small (each distinct string, frame, shape... once); written back as is
         self.strings: list[str] = io._strs(t["strings"], "tables.strings")
         top = len(self.strings) - 1
         flat = _ints(t["frames"], "tables.frames", None, _NULL, None)
@@ -429,6 +430,7 @@ class Packed:
             for k in range(self.start[i] + n_in[i], self.start[i + 1]):
                 if self.refs[k] >= 0:
                     self.producer[self.refs[k]] = i
+        self._producer_extra = self.value_extra.get("producer", {})  # written back as read
         for row, text in self.value_extra.pop("producer", {}).items():
             code = json.loads(text)
             if code is None:
@@ -594,6 +596,72 @@ class Packed:
             nodes = [self.node(i) for i in range(self.node_count)]
             values = [self.value(i) for i in range(self.value_count)]
         return replace(copy.deepcopy(self.shell()), nodes=nodes, values=values)
+
+    def iter_compact(self) -> Iterator[str]:
+        """The compact (version 2) JSON text of the graph as it is now (members and sections set
+        since included), a column at a time: what the viewer reads and expands itself (a
+        200,000-equation graph is 9 MB this way, 230 MB expanded)."""
+        encode_ = _TEXT
+        index = {text: i for i, text in reversed(list(enumerate(self.strings)))}
+        names = self.names
+
+        def coded(codes: array[int]) -> str:  # -1 null, -2 - k a dangling id, else an index
+            return encode_([c if c >= _NULL else names[-2 - c] for c in codes])
+
+        def refs() -> Iterator[str]:
+            previous = 0
+            out: list[int | str] = []
+            for r in self.refs:
+                if r >= 0:
+                    out.append(r - previous)
+                    previous = r
+                else:
+                    out.append(names[-2 - r])
+            yield encode_(out)
+
+        def extra(members: dict[str, dict[int, str]]) -> str:
+            rows = [
+                encode_(name) + ":[" + ",".join(f"[{row},{text}]" for row, text in sorted(items.items())) + "]"
+                for name, items in members.items()
+                if items
+            ]
+            return "{" + ",".join(rows) + "}"
+
+        def ids(own: list[str] | None) -> str:
+            return "null" if own is None else encode_([index[i] for i in own])
+
+        n_out = [self.start[i + 1] - self.start[i] - self.n_in[i] for i in range(self.node_count)]
+        header = self.header_json()
+        header["version"] = COMPACT_VERSION
+        yield "{"
+        for k, key in enumerate(header):
+            yield ("," if k else "") + encode_(key) + ":"
+            if key == "nodes":
+                yield "{"
+                yield f'"count":{self.node_count},"ids":{ids(self.node_ids)}'
+                for name, column in (("primitive", self.primitive), ("params", self.param), ("scope", self.scope)):
+                    yield f',"{name}":' + encode_(column.tolist())
+                yield ',"group":' + coded(self.group)
+                yield ',"source":' + encode_(self.source.tolist())
+                yield ',"frames":' + encode_(self.stack.tolist())
+                yield ',"transforms":' + encode_(self.transform.tolist())
+                yield ',"inputs":' + encode_(self.n_in.tolist())
+                yield ',"outputs":' + encode_(n_out)
+                yield ',"refs":'
+                yield from refs()
+                yield ',"extra":' + extra(self.node_extra) + "}"
+            elif key == "values":
+                values_extra = {**self.value_extra, "producer": self._producer_extra}
+                yield "{"
+                yield f'"count":{self.value_count},"ids":{ids(self.value_ids)}'
+                yield ',"shape":' + encode_(self.shape.tolist())
+                yield ',"dtype":' + encode_(self.dtype.tolist())
+                yield ',"flags":' + encode_(self.flags.tolist())
+                yield ',"extra":' + extra(values_extra) + "}"
+            else:
+                yield encode_(header[key])
+        yield ',"tables":' + encode_(self._tables)
+        yield "}"
 
     def iter_json(self) -> Iterator[str]:
         """The expanded (version 1) JSON text, ``io.dumps`` of :meth:`to_graph`, a row at a time."""

@@ -160,6 +160,10 @@ def round_trip(graph: Graph) -> None:
     assert streamed == io.dumps(graph)  # compact -> the expanded text, a row at a time
     assert compact.encode(json.loads(streamed)) == json.loads(text)  # expanded -> compact
     assert packed.to_graph() == graph
+    # the compact text a kept trace streams (the viewer's GET /graph): valid, the same graph
+    again = json.loads("".join(packed.iter_compact()))
+    assert errors(COMPACT, again) == []
+    assert io.from_json(again) == graph
 
 
 @pytest.mark.parametrize("index", range(len(sample_graphs())))
