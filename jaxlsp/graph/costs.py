@@ -419,13 +419,14 @@ def module_params(graph: Graph) -> dict[str, tuple[int, int]]:
         size = num_elements(value)
         if size is None:
             continue
-        scope = _common_scope(consumers.get(port.value, []))
+        scope = common_scope(consumers.get(port.value, []))
         elements, nbytes = out.get(scope, (0, 0))
         out[scope] = (elements + size, nbytes + size * (itemsize(value.dtype) or 0))
     return out
 
 
-def _common_scope(scopes: list[str]) -> str:
+def common_scope(scopes: list[str]) -> str:
+    """The longest module path all of ``scopes`` lie in (``""``: none, or no scopes)."""
     if not scopes:
         return ""
     parts = scopes[0].split("/") if scopes[0] else []

@@ -324,6 +324,24 @@ def _session(clients: list[str], name: str, config: ClientServerConfig = CONFIG)
     return fixture
 
 
+def trusted_session(workspace: str, name: str = "client") -> Any:
+    """A VS Code-like client on a trusted copy of ``tests/workspaces/WORKSPACE``, live shapes off
+    (the tests that use it trace explicitly and count what ran)."""
+
+    @pytest_lsp.fixture(config=CONFIG, params=["visual-studio-code"], name=name)
+    async def fixture(lsp: JaxClient, request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[None]:
+        root = copy_workspace(workspace, tmp_path)
+        lsp.client_name = request.param
+        lsp.workspace = root
+        params = initialize_params(request.param, root)
+        params.initialization_options = {"jaxlsp": {"liveShapes": False, "trusted": True}}
+        lsp.initialize_result = await within(lsp.initialize_session(params))
+        yield
+        await lsp.finish()
+
+    return fixture
+
+
 client = _session(CLIENTS, "client")
 # ``python -X importtime -m jaxlsp serve`` with VS Code's capabilities; the client keeps stderr.
 importtime_client = _session(["visual-studio-code"], "importtime_client", IMPORTTIME_CONFIG)

@@ -8,27 +8,16 @@ the whole flow."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
-import pytest_lsp
 from lsprotocol import types
 
-from tests.server.conftest import CONFIG, JaxClient, copy_workspace, initialize_params, within
+from tests.server.conftest import JaxClient, trusted_session
 
 pytest.importorskip("jax")
 
 
-@pytest_lsp.fixture(config=CONFIG, params=["visual-studio-code"])
-async def client(lsp: JaxClient, request: pytest.FixtureRequest, tmp_path: Path) -> Any:
-    root = copy_workspace("compiled", tmp_path)
-    lsp.client_name = request.param
-    lsp.workspace = root
-    params = initialize_params(request.param, root)
-    params.initialization_options = {"jaxlsp": {"liveShapes": False, "trusted": True}}
-    lsp.initialize_result = await within(lsp.initialize_session(params))
-    yield
-    await lsp.finish()
+client = trusted_session("compiled")
 
 
 def _line(root: Path, file: str, needle: str) -> int:

@@ -4,29 +4,16 @@ whose shardings disagree is a diagnostic at its line naming both. Real server, r
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
 import pytest
-import pytest_lsp
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from tests.server.conftest import CONFIG, JaxClient, copy_workspace, initialize_params, within
+from tests.server.conftest import JaxClient, trusted_session
 
 REQUEST_FAILED = -32803
 
 
-@pytest_lsp.fixture(config=CONFIG, params=["visual-studio-code"])
-async def sharded(lsp: JaxClient, request: pytest.FixtureRequest, tmp_path: Path) -> Any:
-    root = copy_workspace("sharding", tmp_path)
-    lsp.client_name = request.param
-    lsp.workspace = root
-    params = initialize_params(request.param, root)
-    params.initialization_options = {"jaxlsp": {"liveShapes": False, "trusted": True}}
-    lsp.initialize_result = await within(lsp.initialize_session(params))
-    yield
-    await lsp.finish()
+sharded = trusted_session("sharding", "sharded")
 
 
 def _line(client: JaxClient, text: str) -> int:

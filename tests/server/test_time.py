@@ -8,29 +8,17 @@ much the widest; one server for the whole flow.
 from __future__ import annotations
 
 import re
-from pathlib import Path
-from typing import Any
 
 import pytest
-import pytest_lsp
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from tests.server.conftest import CONFIG, JaxClient, copy_workspace, initialize_params, within
+from tests.server.conftest import JaxClient, trusted_session
 
 INVALID_PARAMS = -32602
 
 
-@pytest_lsp.fixture(config=CONFIG, params=["visual-studio-code"])
-async def client(lsp: JaxClient, request: pytest.FixtureRequest, tmp_path: Path) -> Any:
-    root = copy_workspace("timing", tmp_path)
-    lsp.client_name = request.param
-    lsp.workspace = root
-    params = initialize_params(request.param, root)
-    params.initialization_options = {"jaxlsp": {"liveShapes": False, "trusted": True}}
-    lsp.initialize_result = await within(lsp.initialize_session(params))
-    yield
-    await lsp.finish()
+client = trusted_session("timing")
 
 
 async def test_a_timed_trace_measures_the_step_and_hover_shows_each_lines_share(client: JaxClient) -> None:

@@ -8,32 +8,21 @@ checking a whole flow, so the suite starts few servers.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-import pytest_lsp
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from jaxlsp.graph.report import figure
-from tests.server.conftest import CONFIG, JaxClient, copy_workspace, initialize_params, within
+from tests.server.conftest import JaxClient, trusted_session
 
 REQUEST_FAILED = -32803
 BLOWUP = "first non-finite (nan): sqrt at model.py:8, scan iteration 7, input min -1.0"
 
 
-@pytest_lsp.fixture(config=CONFIG, params=["visual-studio-code"])
-async def client(lsp: JaxClient, request: pytest.FixtureRequest, tmp_path: Path) -> Any:
-    root = copy_workspace("lsp_values", tmp_path)
-    lsp.client_name = request.param
-    lsp.workspace = root
-    params = initialize_params(request.param, root)
-    params.initialization_options = {"jaxlsp": {"liveShapes": False, "trusted": True}}
-    lsp.initialize_result = await within(lsp.initialize_session(params))
-    yield
-    await lsp.finish()
+client = trusted_session("lsp_values")
 
 
 async def _call(client: JaxClient, method: str, params: Any) -> Any:

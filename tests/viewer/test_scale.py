@@ -5,31 +5,12 @@ deep inside and brings it into view, and the hover on a source line still answer
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import AsyncIterator
-from pathlib import Path
-
-import pytest
-import pytest_lsp
 from lsprotocol import types
 
-from tests.server.conftest import CONFIG, JaxClient, initialize_params, within
+from tests.server.conftest import JaxClient, trusted_session, within
 from tests.viewer.conftest import Browser
 
-WORKSPACE = Path(__file__).resolve().parents[1] / "workspaces" / "large"
-
-
-@pytest_lsp.fixture(config=CONFIG, params=["visual-studio-code"])
-async def large(lsp: JaxClient, request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[None]:
-    root = tmp_path / "workspace"
-    shutil.copytree(WORKSPACE, root)
-    lsp.client_name = request.param
-    lsp.workspace = root.resolve()
-    params = initialize_params(request.param, lsp.workspace)
-    params.initialization_options = {"jaxlsp": {"liveShapes": False, "trusted": True}}
-    lsp.initialize_result = await within(lsp.initialize_session(params))
-    yield
-    await lsp.finish()
+large = trusted_session("large", "large")
 
 
 async def test_a_50k_equation_model_in_the_viewer(large: JaxClient, browser: Browser) -> None:

@@ -19,6 +19,7 @@ import time
 from typing import Any
 
 from jaxlsp.capture.worker import hlo
+from jaxlsp.graph.costs import common_scope
 from jaxlsp.graph.model import Frame, Graph, Node
 
 FUSION_LIMIT = 5000  # fusions listed (a 12-layer transformer's gradient has about 600)
@@ -232,17 +233,7 @@ def _collective(
 
 
 def _scope_of(ids: list[str], nodes: dict[str, Node]) -> str:
-    scopes = [nodes[i].scope for i in ids if i in nodes]
-    if not scopes:
-        return ""
-    parts = scopes[0].split("/") if scopes[0] else []
-    for s in scopes[1:]:
-        other = s.split("/") if s else []
-        k = 0
-        while k < min(len(parts), len(other)) and parts[k] == other[k]:
-            k += 1
-        parts = parts[:k]
-    return "/".join(parts)
+    return common_scope([nodes[i].scope for i in ids if i in nodes])
 
 
 def _scope_from_op_name(op_name: str) -> str:
