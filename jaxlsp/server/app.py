@@ -205,6 +205,8 @@ class JaxServer(LanguageServer):
         self.edit_listeners: list[Callable[[Path], None]] = []
         # Called with each document the client opens (live shapes trace what it defines).
         self.open_listeners: list[Callable[[str], None]] = []
+        # a notebook synchronised cell by cell was opened or saved (its path): live shapes
+        self.notebook_listeners: list[Callable[[Path], None]] = []
         # A target's live-shapes state for its lens title (live.py): None when it has nothing to say.
         self.live_note: Callable[[str, str], str | None] = lambda uri, name: None
         self.sweeper: asyncio.Future[None] | None = None  # sweep_when_idle, from initialized on

@@ -18,6 +18,8 @@ from pygls.exceptions import JsonRpcException
 
 from tests.deadlines import scaled
 from tests.server.conftest import CONFIG, JaxClient, copy_workspace, initialize_params, within
+from tests.server.test_live import CONFIG as LIVE_CONFIG
+from tests.server.test_live import settled, state
 
 NOTEBOOK = "models.ipynb"
 DENSE = 5  # the cell defining Dense2 (index in the notebook's cells, markdown counted)
@@ -358,3 +360,58 @@ def stale_header(url: str) -> str:
         return str(answer.getheader("X-Jaxlsp-Stale"))
     finally:
         conn.close()
+
+
+@pytest_lsp.fixture(config=LIVE_CONFIG)
+async def vscode_live(lsp: JaxClient, tmp_path: Path) -> Any:
+    """VS Code with notebook sync, trusted, live shapes on (the default)."""
+    root = copy_workspace("notebooks", tmp_path)
+    lsp.client_name = "visual-studio-code"
+    lsp.workspace = root
+    params = vscode_with_notebooks(root)
+    params.initialization_options = {"jaxlsp": {"trusted": True, "inlayHints": True}}
+    lsp.initialize_result = await within(lsp.initialize_session(params))
+    yield
+    await lsp.finish()
+
+
+async def test_a_notebook_is_live_on_open_and_on_save(vscode_live: JaxClient) -> None:
+    """Opening a notebook traces its cells' targets (hover with no click); a save that breaks a
+    cell puts the diagnostic in that cell, and the save that fixes it clears it."""
+    client = vscode_live
+    recipe = client.workspace / "jaxlsp.toml"
+    # a profile that runs the cells above its target is never run on a save
+    recipe.write_text(
+        recipe.read_text().replace('target = "models.ipynb::Gate"', 'target = "models.ipynb::Gate"\nload = "cells"')
+    )
+    path = client.workspace / NOTEBOOK
+    notebook = Notebook(client, path)
+    notebook.open()
+    dense = notebook.at(DENSE)
+    await settled(client, "Dense2")
+    gate = await settled(client, "Gate", ("notLive", "fresh", "failed"))
+    assert gate["state"] == "notLive" and 'load = "cells"' in gate["reason"], gate
+    text = await hover_text(client, dense, DENSE_LINE)
+    assert text is not None and "f32[4,16]" in text, text
+
+    data = json.loads(path.read_text())
+    good = data["cells"][SOFTMAX]["source"][2]
+    before = state(client, "softmax_rows")
+    data["cells"][SOFTMAX]["source"][2] = "    e = jnp.exp(shifted) @ jnp.ones((3, 3))\n"  # f32[2,5] @ f32[3,3]
+    path.write_text(json.dumps(data))
+    notebook.edit(SOFTMAX, 2, data["cells"][SOFTMAX]["source"][2].rstrip("\n"))
+    client.notebook_document_did_save(
+        types.DidSaveNotebookDocumentParams(notebook_document=types.NotebookDocumentIdentifier(uri=notebook.uri))
+    )
+    softmax = notebook.at(SOFTMAX)
+    await settled(client, "softmax_rows", ("failed",))
+    await client.wait_until(lambda: [d.range.start.line for d in client.diagnostics.get(softmax, [])] == [2])
+
+    data["cells"][SOFTMAX]["source"][2] = good
+    path.write_text(json.dumps(data))
+    notebook.edit(SOFTMAX, 2, good.rstrip("\n"))
+    client.notebook_document_did_save(
+        types.DidSaveNotebookDocumentParams(notebook_document=types.NotebookDocumentIdentifier(uri=notebook.uri))
+    )
+    await settled(client, "softmax_rows", after=(before or {}).get("traceId"))
+    await client.wait_until(lambda: not [d for d in client.diagnostics.get(softmax, []) if d.source == "jaxlsp"])

@@ -53,6 +53,7 @@ class Live:
 
     def register(self, server: JaxServer) -> None:
         server.open_listeners.append(self.opened)
+        server.notebook_listeners.append(self.notebook_touched)
         server.on_initialized.append(self.initialized)
         server.on_shutdown.append(self.scheduler.close)
         server.live_note = self.note
@@ -88,6 +89,33 @@ class Live:
     def opened(self, uri: str) -> None:
         self.touched(uri)
 
+    def notebook_touched(self, path: Path) -> None:
+        """A notebook the client synchronises cell by cell was opened or saved: queue the targets
+        its cells define, each by its cell's document (as the cell's lens traces it). The worker
+        reads the notebook from disk, which is what the user saved."""
+        if not self.scheduler.enabled:
+            return
+        session = self.ls.session
+        if not session.is_trusted(session.folder_of(path)):
+            return
+        heard = time.monotonic()
+        uris = self.ls.notebooks.uris(path) or []
+        found = session.discover(path).entrypoints
+        wanted: list[Target] = []
+        for uri in uris:
+            view = self.ls.view(uri)
+            if view is None or view.cells is None or view.cell is None:
+                continue
+            for entry in found:
+                where = view.cells.locate(entry.header.line)
+                block = view.cells.block(where[0]) if where is not None else None
+                if block is not None and block.cell == view.cell:
+                    wanted.append(Target(uri, entry.name))
+        queued = time.monotonic()
+        for target in wanted:
+            self._heard[target] = (heard, queued)
+        self.scheduler.submit([(t, self.fingerprint(t)) for t in wanted])
+
     def touched(self, uri: str) -> None:
         """``uri`` was opened or saved: queue the targets its text feeds."""
         if not self.scheduler.enabled:
@@ -95,7 +123,7 @@ class Live:
         heard = time.monotonic()
         path = local_path(uri)
         if path is None or path.suffix != ".py":
-            return  # notebooks: traced when asked (their cells are not files the worker reads)
+            return  # a synchronised notebook comes through notebook_touched
         session = self.ls.session
         if not session.is_trusted(session.folder_of(path)):
             return  # no process, no prompt: trust comes only from the user
@@ -118,7 +146,7 @@ class Live:
             target = Target(str(trace.meta.get("uri")), str(trace.meta.get("name")))
             if target in seen or session.graphs.latest(target.uri, target.name) is not trace:
                 continue
-            if local_path(target.uri) is None or self.ls.notebooks.cell(target.uri) is not None:
+            if self._path_of(target.uri) is None:
                 continue
             seen.add(target)
             wanted.append(target)
@@ -131,7 +159,7 @@ class Live:
     def fingerprint(self, target: Target) -> str:
         """The text a trace of ``target`` would read now: its file and its newest graph's sources."""
         index = self.ls.session.index
-        path = local_path(target.uri)
+        path = self._path_of(target.uri)
         files = {str(path.resolve())} if path is not None else set()
         trace = self.ls.session.graphs.latest(target.uri, target.name)
         if trace is not None:
@@ -144,14 +172,22 @@ class Live:
         return digest.hexdigest()
 
     # -- running ---------------------------------------------------------------------------------------
+    def _path_of(self, uri: str) -> Path | None:
+        """The file a target's document is: itself, or the notebook a cell's document is in."""
+        ref = self.ls.notebooks.cell(uri)
+        return ref.path if ref is not None else local_path(uri)
+
     async def _trace(self, target: Target) -> Outcome:
-        path = local_path(target.uri)
+        path = self._path_of(target.uri)
         if path is None:
             return Outcome(NOT_LIVE, "not a file")
         folder = self.ls.session.folder_of(path)
         if not self.ls.session.is_trusted(folder):
             return Outcome(NOT_LIVE, f"{folder} is not trusted")
-        args = self.tracing.picked.get((target.uri, target.name)) or TraceArgs(target.uri, path, target.name)
+        ref = self.ls.notebooks.cell(target.uri)
+        args = self.tracing.picked.get((target.uri, target.name)) or TraceArgs(
+            target.uri, path, target.name, cell=ref.cell if ref is not None else None
+        )
         now = time.monotonic()
         heard, queued = self._heard.pop(target, (now, now))
         timing = phases.Phases(saved=heard)

@@ -25,6 +25,7 @@ class Notebooks:
         @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
         def did_open(ls: JaxServer, params: types.DidOpenNotebookDocumentParams) -> None:
             self.sync(params.notebook_document.uri)
+            self.saved(params.notebook_document.uri)  # what is on disk is what was opened
 
         @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
         def did_change(ls: JaxServer, params: types.DidChangeNotebookDocumentParams) -> None:
@@ -32,7 +33,7 @@ class Notebooks:
 
         @server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
         def did_save(ls: JaxServer, params: types.DidSaveNotebookDocumentParams) -> None:
-            pass  # the open cells are what counts until the notebook is closed
+            self.saved(params.notebook_document.uri)  # live shapes: what the worker reads changed
 
         @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
         def did_close(ls: JaxServer, params: types.DidCloseNotebookDocumentParams) -> None:
@@ -44,6 +45,12 @@ class Notebooks:
                 ls.refresh_lenses()
             ls.edited(path)  # closing drops unsaved edits: the disk notebook counts again
             self.documents.report_skips(path)
+
+    def saved(self, uri: str) -> None:
+        path = local_path(uri)
+        if path is not None and is_notebook(path) and self.ls.notebooks.is_open(path):
+            for listener in self.ls.notebook_listeners:
+                listener(path)
 
     def sync(self, uri: str) -> None:
         """The notebook's code cells (Python cell documents) as its module, into the index."""

@@ -563,6 +563,9 @@ async def _quietly_runnable(prepared: Prepared, args: TraceArgs) -> None:
     origin = prepared.origin
     if origin is not None and origin.how == "example" and args.example is None and prepared.resolved.recipe is None:
         raise NotLive("its inputs would come from running an example: trace it once and pick one")
+    if (prepared.request.get("profile") or {}).get("load") == "cells":
+        # the cells above a notebook target run whole (training, plots): never on every save
+        raise NotLive('its profile runs the notebook\'s cells above it (load = "cells"): trace it when you want it')
     report = await asyncio.to_thread(check_environment, prepared)
     if not report.ok:
         raise NotLive(f"the interpreter cannot trace it: {report.message()}")
