@@ -7,10 +7,13 @@ from __future__ import annotations
 
 from lsprotocol import types
 
+from tests.deadlines import scaled
 from tests.server.conftest import JaxClient, trusted_session, within
 from tests.viewer.conftest import Browser
 
 large = trusted_session("large", "large")
+# seconds on the reference machine for a page wait on a 50,000-equation graph (browser.wait scales it)
+PAGE_WAIT = 60
 
 
 async def test_a_50k_equation_model_in_the_viewer(large: JaxClient, browser: Browser) -> None:
@@ -23,8 +26,8 @@ async def test_a_50k_equation_model_in_the_viewer(large: JaxClient, browser: Bro
     assert result["summary"]["ops"] >= 49_000, result["summary"]
     opened = await client.request("jaxlsp/openGraph", {"traceId": result["traceId"]})
 
-    assert await browser.send("goto", url=opened["url"], timeout=120) == 200
-    await browser.wait("window.__jaxlsp && window.__jaxlsp.marks.firstPaint", timeout=120)
+    assert await browser.send("goto", url=opened["url"], timeout=scaled(120)) == 200
+    await browser.wait("window.__jaxlsp && window.__jaxlsp.marks.firstPaint", timeout=PAGE_WAIT * 2)
     # Decoder opens by itself (the only group); its 32 identical layers are one box.
     rollups = await browser.eval("[...document.querySelectorAll('.jx-rollup .jx-t1')].map(e => e.textContent)")
     assert rollups == ["layers_* \u00d732"], rollups
@@ -38,25 +41,25 @@ async def test_a_50k_equation_model_in_the_viewer(large: JaxClient, browser: Bro
     await browser.eval(
         "[...document.querySelectorAll('.jx-result')].find(e => e.textContent === 'module: layers_7').click()"
     )
-    layer = await browser.wait("document.querySelector('.jx-selected.jx-group')?.dataset.id", timeout=60)
+    layer = await browser.wait("document.querySelector('.jx-selected.jx-group')?.dataset.id", timeout=PAGE_WAIT)
     assert int(await browser.eval("document.querySelector('.jx-canvas').dataset.items")) >= 34
     await browser.send("dblclick", selector=f".jx-group[data-id={layer}]")
-    await browser.wait(f"!!document.querySelector('.jx-container[data-id={layer}]')", timeout=60)
+    await browser.wait(f"!!document.querySelector('.jx-container[data-id={layer}]')", timeout=PAGE_WAIT)
     # (boxes are drawn side by side, not nested in the DOM: the titles of closed groups)
     titles = await browser.wait(
         "(() => { const t = [...document.querySelectorAll('.jx-group .jx-t1')].map(e => e.textContent);"
         " return t.includes('attn') && t.includes('mlp') && t; })()",
-        timeout=60,
+        timeout=PAGE_WAIT,
     )
     assert titles.count("attn") == 1 and titles.count("mlp") == 1, titles
     await browser.send("type", selector=".jx-search", text="")
 
     # Search reaches every node: the sub in layers_31's mlp, the last module of the program.
     await browser.send("type", selector=".jx-search", text="layers_31/mlp")
-    count = await browser.wait("document.querySelectorAll('.jx-result').length", timeout=60)
+    count = await browser.wait("document.querySelectorAll('.jx-result').length", timeout=PAGE_WAIT)
     assert count > 0
     await browser.send("click", selector=".jx-result")
-    await browser.wait("!!document.querySelector('.jx-selected.jx-op')", timeout=60)
+    await browser.wait("!!document.querySelector('.jx-selected.jx-op')", timeout=PAGE_WAIT)
 
     # The server still answers hover on a source line of the big graph.
     hover = await client.within(

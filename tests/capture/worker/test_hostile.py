@@ -40,6 +40,7 @@ from jaxlsp.capture.options import CaptureOptions
 from jaxlsp.capture.service import CaptureService
 from jaxlsp.capture.spare import SparePool
 from jaxlsp.capture.supervise import CaptureOutcome, _seconds
+from jaxlsp.graph import io
 from tests.capture.worker.conftest import request
 from tests.deadlines import scaled
 
@@ -234,8 +235,9 @@ def check(case: Case, outcome: CaptureOutcome, sandbox: Sandbox, scratch_before:
     result = outcome.result
     if case.kind is None:
         assert result["ok"] is True, result.get("error")
-        assert tuple(n["primitive"] for n in result["graph"]["nodes"]) == case.primitives
-        assert result["graph"]["target"]["path"] == case.file  # relative to the workspace root
+        graph = io.from_json(result["graph"])  # the worker sends the compact form
+        assert tuple(n.primitive for n in graph.nodes) == case.primitives
+        assert graph.target["path"] == case.file  # relative to the workspace root
         return
     assert result["ok"] is False
     error = result["error"]
