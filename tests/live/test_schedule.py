@@ -4,6 +4,7 @@ preemption, failures that wait for a change, nothing re-run for the same text.""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from jaxlsp.live.schedule import FAILED, FRESH, LiveScheduler, Outcome, Target
 from tests.deadlines import scaled
@@ -33,12 +34,18 @@ class Fake:
             self.running -= 1
 
 
-async def idle(scheduler: LiveScheduler) -> None:
+async def until(done: Callable[[], bool]) -> None:
+    """Wait (a deadline, not a pace) until ``done()`` holds."""
+
     async def loop() -> None:
-        while scheduler.busy():
+        while not done():
             await asyncio.sleep(0.01)
 
     await asyncio.wait_for(loop(), scaled(10))
+
+
+async def idle(scheduler: LiveScheduler) -> None:
+    await until(lambda: not scheduler.busy())
 
 
 async def test_a_burst_of_saves_runs_at_most_two_traces_and_the_last_text_wins() -> None:
@@ -126,7 +133,7 @@ async def test_a_burst_of_opens_that_cancels_a_running_trace_queues_it_again() -
     fake.gate.clear()
     scheduler = LiveScheduler(run=fake, quiet=0.05, burst=0.3)
     scheduler.submit([(A, "1")])
-    await asyncio.sleep(0.02)  # A is tracing
+    await until(lambda: fake.running == 1)  # A is tracing
     assert fake.calls == [A]
     scheduler.submit([(B, "1")])  # another file, within the burst
     fake.gate.set()
