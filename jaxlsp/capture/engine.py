@@ -378,6 +378,11 @@ def build_request(
         "workspaceRoot": str(root),
         "transport": "packed",  # frames once each; finish() reads it back (jaxlsp.graph.io)
     }
+    if origin is not None and origin.how == "site" and origin.site is not None:
+        from jaxlsp.discovery.sites import import_folders
+
+        folders = import_folders(origin.site.path.resolve(), origin.root.resolve())
+        request["siteFolders"] = [str(p) for p in folders]
     if recipe_path is not None:
         request["recipePath"] = str(recipe_path)
         if req.paths_from_recipe:

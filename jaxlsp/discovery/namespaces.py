@@ -245,6 +245,9 @@ class Scope:
         self.calls: list[Call] = []
         # the context managers of the ``with`` blocks a call is inside (by the call node's id)
         self.contexts: dict[int, tuple[cst.BaseExpression, ...]] = {}
+        # the ``with`` items around each nested function's ``def`` (by the def node's id): a
+        # helper defined inside ``with pytest.raises(E):`` and called there is inside it too
+        self.nested_contexts: dict[int, tuple[cst.BaseExpression, ...]] = {}
         self.decorators: tuple[str, ...] = ()
         self._statements: set[int] = set()
         if node is not None:
@@ -268,6 +271,9 @@ class Scope:
             return
         start = self.file.statements[self.index].start
         walker = _Walker(self, parsed.code, start)
+        around = self.parent.nested_contexts.get(id(node)) if self.parent is not None else None
+        if around:
+            walker.within.append(around)
         walker.visit(node.body)
 
     def walk_module_statement(self, index: int) -> None:
@@ -325,6 +331,8 @@ class _Walker:
             if isinstance(n, cst.FunctionDef):
                 if n is not self.scope.node:
                     self.scope.nested.append(n)
+                    if self.within:
+                        self.scope.nested_contexts[id(n)] = tuple(x for items in self.within for x in items)
                     continue
             elif isinstance(n, (cst.ClassDef, cst.Lambda)):
                 continue

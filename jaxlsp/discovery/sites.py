@@ -150,3 +150,28 @@ def place(path: Path, line: int, root: Path, cell: tuple[int, int] | None = None
     """``PATH:LINE`` relative to ``root``; in a notebook ``PATH:cell C:LINE`` (the line in that
     cell, as the editor shows it: discovery reads a notebook as one module of its code cells)."""
     return f"{relative(path, root)}:{line}" if cell is None else f"{relative(path, root)}:cell {cell[0]}:{cell[1]}"
+
+
+def import_folders(path: Path, root: Path) -> list[Path]:
+    """Where a call site's file imports from when it runs, as pytest's default ``prepend`` import
+    mode sets it up: the file's basedir (the first folder up from it without ``__init__.py``),
+    then those of the ``conftest.py`` files between it and ``root``, nearest first. A trace whose
+    inputs came from the site needs them to load the site's own names (a ``ref`` to a helper class
+    in the test file) and what it imports beside itself (``from fixtures import Tiny``)."""
+    out = [_basedir(path)]
+    folder = path.parent
+    while True:
+        conftest = folder / "conftest.py"
+        if conftest.is_file():
+            out.append(_basedir(conftest))
+        if folder == root or folder.parent == folder or root not in folder.parents:
+            break
+        folder = folder.parent
+    return list(dict.fromkeys(out))
+
+
+def _basedir(path: Path) -> Path:
+    folder = path.parent
+    while (folder / "__init__.py").is_file() and folder.parent != folder:
+        folder = folder.parent
+    return folder

@@ -39,12 +39,22 @@ def module_name_for(path: str) -> tuple[str, str]:
     return ".".join(parts), folder
 
 
-def setup_sys_path(target_path: str, workspace_root: str) -> None:
-    """The target's folder first and the workspace root last on ``sys.path``."""
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def setup_sys_path(target_path: str, workspace_root: str, site_folders: list[str] | None = None) -> None:
+    """The target's folder first, then ``site_folders`` (where the call site the inputs came from
+    imports from: a test file's folder, as pytest puts it there), and the workspace root last."""
     folder = os.path.dirname(os.path.abspath(target_path))
     root = os.path.abspath(workspace_root) if workspace_root else ""
-    sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) not in (folder, root) and p != ""]
-    sys.path.insert(0, folder)
+    extra = [os.path.abspath(f) for f in site_folders or [] if os.path.abspath(f) not in (folder, root)]
+    ours = {folder, root, *extra}
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) not in ours and p != ""]
+    sys.path[0:0] = [folder, *dict.fromkeys(extra)]
     if root:
         sys.path.append(root)
 
@@ -128,6 +138,14 @@ class Loader:
         name = self.module_name
         if is_notebook(self.path):
             return self._exec_notebook(mode)
+        existing = sys.modules.get(name)
+        file = getattr(existing, "__file__", None)
+        if existing is not None and isinstance(file, str) and _same_file(file, self.path):
+            # Its package's __init__ imported it already (equimo's ``tabular/layers/__init__``
+            # imports ``blocks``): loading it again by path would make a second module object
+            # of one file, whose registration decorators fail ("already registered") or fill
+            # a registry the first one never reads.
+            return existing
         spec = importlib.util.spec_from_file_location(name, self.path)
         if spec is None or spec.loader is None:
             raise CaptureError("import", f"cannot load {self.path} as a Python module")

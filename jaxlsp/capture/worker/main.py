@@ -240,7 +240,10 @@ def trace_target(
     device = configure_jax(str(profile.get("device", "cpu")), x64, jax_ready, int(devices) if devices else None)
     timings["jax"] = time.perf_counter() - t0
 
-    loading.setup_sys_path(path, str(request.get("workspaceRoot", "")))
+    site_folders = request.get("siteFolders")
+    loading.setup_sys_path(
+        path, str(request.get("workspaceRoot", "")), [str(f) for f in site_folders] if site_folders else None
+    )
     cell = target.get("cell")
     loader = loading.Loader(path, workspace, str(target["name"]), cell if isinstance(cell, int) else None)
     announce(request, "import")

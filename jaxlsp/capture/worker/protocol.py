@@ -172,6 +172,10 @@ class WorkerRequest(TypedDict):
     target: Target
     profile: ResolvedProfile
     workspaceRoot: str  # last on sys.path; the target's folder is first
+    # after the target's folder on sys.path: where the call site the inputs came from imports
+    # from (its file's first folder up without __init__.py, and its conftest.py files': pytest's
+    # rootdir-relative insertion), so its refs (``test_generic:_Block``) and its imports load
+    siteFolders: NotRequired[list[str]]
     resultFd: int  # the private pipe the result is written to
     recipePath: NotRequired[str]  # hashed into ``sources``
     env: NotRequired[dict[str, str]]  # the profile's ``env`` names with the server's values

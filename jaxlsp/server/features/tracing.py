@@ -39,6 +39,7 @@ from jaxlsp.discovery.callsites import CallSiteFinder
 from jaxlsp.graph.compiled import summary_json as compiled_summary
 from jaxlsp.graph.model import Frame
 from jaxlsp.graph.store import Trace
+from jaxlsp.live.downloads import site_download
 from jaxlsp.live.schedule import FAILED, FRESH, NOT_LIVE, Outcome
 from jaxlsp.recipes import Resolved
 from jaxlsp.recipes.save import SaveError, recipe_file, save_profile
@@ -93,6 +94,7 @@ class TraceArgs:
     compiled: bool = False  # also compile for the profile's devices (what XLA made of it)
     time: bool = False  # also time the compiled program under the profiler
     repeat: int | None = None  # with time: the runs profiled (default 5)
+    picked: bool = False  # what an explicit trace that succeeded used: live traces may run it again
 
     @classmethod
     def parse(cls, arg: Any, where: str, notebooks: OpenNotebooks) -> TraceArgs:
@@ -206,7 +208,7 @@ class Tracing:
                 hear(False)
         if "traceId" in answer:
             self.picked[(args.uri, args.name)] = dataclasses.replace(
-                args, save=False, values=False, dims=None, compiled=False, time=False, repeat=None
+                args, save=False, values=False, dims=None, compiled=False, time=False, repeat=None, picked=True
             )
         return answer
 
@@ -563,6 +565,11 @@ async def _quietly_runnable(prepared: Prepared, args: TraceArgs) -> None:
     origin = prepared.origin
     if origin is not None and origin.how == "example" and args.example is None and prepared.resolved.recipe is None:
         raise NotLive("its inputs would come from running an example: trace it once and pick one")
+    site = origin.site if origin is not None and origin.how == "site" and not args.picked else None
+    if site is not None:  # opening a file never fetches a checkpoint (live/downloads.py)
+        fetches = site_download(site.init, site.inputs, site.where(origin.root) if origin is not None else "")
+        if fetches is not None:
+            raise NotLive(fetches)
     if (prepared.request.get("profile") or {}).get("load") == "cells":
         # the cells above a notebook target run whole (training, plots): never on every save
         raise NotLive('its profile runs the notebook\'s cells above it (load = "cells"): trace it when you want it')
