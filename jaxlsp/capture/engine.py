@@ -115,6 +115,9 @@ class TraceRequest:
     find_sites: Callable[[Path, str, Any], list[Any]] | None = None
     # auto may pick an example to run (the CLI); False (the editor): examples are offered as choices
     run_examples: bool = True
+    # a live trace: the worker reaches no other machine, and a capture that wanted to is refused
+    # (worker/offline.py), never a download on opening a file
+    offline: bool = False
 
 
 @dataclass
@@ -383,6 +386,8 @@ def build_request(
 
         folders = import_folders(origin.site.path.resolve(), origin.root.resolve())
         request["siteFolders"] = [str(p) for p in folders]
+    if req.offline:
+        request["offline"] = True
     if recipe_path is not None:
         request["recipePath"] = str(recipe_path)
         if req.paths_from_recipe:

@@ -1,6 +1,7 @@
 """Live shapes on the layouts of real repositories (issue 27, /work/repos/LIVE_NOTE.md), over stdio
 on ``tests/workspaces/lsp_live_repos``: a call site that downloads a checkpoint never feeds a live
-trace (bonsai), and a call site in a test file imports beside it (equimo).
+trace (bonsai), nor does a capture that wants the network, and a call site in a test file
+imports beside it (equimo).
 
 Real captures (JAX on CPU); ``hub.py``'s ``from_pretrained`` writes a line to ``DOWNLOADS`` each
 time it runs, which counts what really ran.
@@ -53,6 +54,17 @@ async def test_a_call_site_that_downloads_a_checkpoint_is_not_used_by_a_live_tra
     text = (client.workspace / "hub.py").read_text()
     save(client, "hub.py", text.replace("jnp.tanh(y)", "jnp.tanh(y) * 2.0"))
     await settled(client, "forward", after=picked["traceId"])
+
+
+async def test_a_live_trace_that_wants_the_network_is_refused_and_not_live(live: JaxClient) -> None:
+    """What no name shows: ``Store.open(...)`` connects to a server. The live capture refuses the
+    connection at once (no DNS, no timeout) and the target is not live, with why; no diagnostic."""
+    client = live
+    uri = client.open("remote.py")
+    why = await settled(client, "predict", ("notLive", "fresh", "failed"))
+    assert why["state"] == "notLive", why
+    assert "needs the network (it tried to reach tiny.weights.invalid:443)" in why["reason"], why
+    assert not [d for d in client.diagnostics.get(uri, []) if d.source == "jaxlsp"]
 
 
 async def test_a_call_site_in_a_test_file_imports_the_modules_beside_it(live: JaxClient) -> None:

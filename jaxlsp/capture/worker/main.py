@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from jaxlsp.capture.worker import limits
+from jaxlsp.capture.worker import limits, offline
 from jaxlsp.capture.worker.failures import CaptureError, Workspace, format_tb, from_exception
 from jaxlsp.capture.worker.protocol import ErrorInfo, WorkerRequest, WorkerResult
 
@@ -115,7 +115,21 @@ def _scratch_dir(env: dict[str, str]) -> Iterator[str]:
 
 
 def capture(request: WorkerRequest | dict[str, Any], *, jax_ready: bool = False) -> WorkerResult:
-    """Capture the request's target into a graph; errors come back structured, never raised."""
+    """Capture the request's target into a graph; errors come back structured, never raised.
+    An ``offline`` request (a live trace) reaches no other machine (worker/offline.py): when it
+    failed after wanting the network, the failure is a refusal that says so."""
+    if not request.get("offline"):
+        return _capture_reporting(request, jax_ready)
+    with offline.offline():
+        result = _capture_reporting(request, jax_ready)
+    error = result.get("error")
+    if error is not None and offline.attempts() and error["kind"] not in ("timeout", "crash", "memory"):
+        error["kind"] = "refused"
+        error["message"] = offline.refusal(error["message"])
+    return result
+
+
+def _capture_reporting(request: WorkerRequest | dict[str, Any], jax_ready: bool) -> WorkerResult:
     sys.dont_write_bytecode = True
     timings: dict[str, float] = {}
     extra: dict[str, Any] = {"started": time.monotonic()}

@@ -176,6 +176,7 @@ class WorkerRequest(TypedDict):
     # from (its file's first folder up without __init__.py, and its conftest.py files': pytest's
     # rootdir-relative insertion), so its refs (``test_generic:_Block``) and its imports load
     siteFolders: NotRequired[list[str]]
+    offline: NotRequired[bool]  # a live trace: no connection to another machine (worker/offline.py)
     resultFd: int  # the private pipe the result is written to
     recipePath: NotRequired[str]  # hashed into ``sources``
     env: NotRequired[dict[str, str]]  # the profile's ``env`` names with the server's values

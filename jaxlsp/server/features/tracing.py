@@ -253,6 +253,8 @@ class Tracing:
 
     async def _run(self, args: TraceArgs, folder: Path, live: bool = False) -> TraceAnswer:
         req = self.request(args, folder)
+        if live:
+            req = dataclasses.replace(req, offline=True)
         progress = Progress(self.ls, f"Live shapes: tracing {args.name}" if live else f"Tracing {args.name}")
         await progress.begin("prepare")
         saved: str | None = None
