@@ -42,7 +42,6 @@ import contextlib
 import json
 import os
 import queue
-import re
 import statistics
 import subprocess
 import sys
@@ -603,20 +602,7 @@ PHASES = ("hostile", "fuzz", "framing", "traces", "cancels", "graph")
 
 def stalls(peer: SoakPeer, since: int) -> list[str]:
     """The loop watchdog's reports (``JAXLSP_LOOP_WATCH``) written to stderr after offset ``since``."""
-    text = bytes(peer.all_stderr[since:]).decode("utf-8", "replace")
-    out: list[str] = []
-    for line in text.splitlines():
-        if "loop held" in line:
-            out.append(line)
-        elif out and line.startswith("  "):
-            out[-1] += "\n" + line
-    return out
-
-
-def loop_cpu(report: str) -> float:
-    """The loop thread's CPU milliseconds in one watchdog report (``... loop 12 ms; ...``)."""
-    found = re.search(r"[:,] loop (\d+) ms", report)
-    return float(found.group(1)) if found else 0.0
+    return helpers.stalls(bytes(peer.all_stderr[since:]))
 
 
 def main() -> int:
@@ -675,7 +661,7 @@ def main() -> int:
             figures[f"{name}.stalls"] = found
             # What the loop's own work cost in its worst stall: CPU time, which a busy machine
             # does not inflate (a stall's wall time includes waiting for a CPU or for the GIL).
-            figures[f"{name}.loop_cpu_in_stalls_max_ms"] = max((loop_cpu(s) for s in found), default=0.0)
+            figures[f"{name}.loop_cpu_in_stalls_max_ms"] = max((helpers.loop_cpu(s) for s in found), default=0.0)
         show(figures, shown)
 
     # Untrusted: the hostile files and the fuzzed requests.

@@ -26,7 +26,15 @@ from jaxlsp.discovery.budget import Refusal
 from jaxlsp.discovery.chunks import Statement, normalize_newlines, ticking_logical_lines, ticking_statements
 from jaxlsp.discovery.modules import ModuleMap
 from jaxlsp.discovery.summary import Binding, ChunkInfo, ClassInfo, FunctionInfo, summarize
-from jaxlsp.notebook import MAX_NOTEBOOK_BYTES, Cell, Module, NotebookError, is_notebook, parse_cells, read_module
+from jaxlsp.notebook import (
+    MAX_NOTEBOOK_BYTES,
+    Cell,
+    Module,
+    NotebookError,
+    build_module,
+    is_notebook,
+    parse_cells,
+)
 from jaxlsp.textfiles import Unreadable, read_text, real_path
 
 SOURCE_SUFFIXES = (".py", ".ipynb")  # what discovery reads: Python files and Jupyter notebooks
@@ -476,7 +484,7 @@ class WorkspaceIndex:
                 if path in self._open:
                     yield path
                     continue
-                text = self._read(path)
+                text = yield from self._read_steps(path)
                 if text is None or not may_matter(path, text):
                     continue
                 yield from self._refresh_steps(path, text)
@@ -486,6 +494,17 @@ class WorkspaceIndex:
     def _read(self, path: Path) -> str | None:
         """A file's text from disk, or None; why it was not read is kept in ``unread``. A
         notebook's text is its module's (same reading rules, its own size cap)."""
+        steps = self._read_steps(path)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+
+    def _read_steps(self, path: Path) -> Generator[None, None, str | None]:
+        """:meth:`_read`, pausing (None) between reading a notebook, parsing its JSON into cells and
+        building its module: the 10,000-cell notebook's were one step of 40-85 ms of the event
+        loop during indexing (loop watchdog, issue 25), each of them about a third of it."""
         notebook = is_notebook(path)
         if notebook:  # parsing a notebook's JSON (outputs and all) costs more than its code: once
             stamp = _stamp_of(path)
@@ -493,8 +512,11 @@ class WorkspaceIndex:
                 return self._notebooks[path].text
         text = read_text(path, MAX_NOTEBOOK_BYTES if notebook else budget.MAX_FILE_BYTES)
         if notebook and not isinstance(text, Unreadable):
+            yield
             try:
-                cells = read_module(text)
+                parsed = parse_cells(text)
+                yield
+                cells = build_module(parsed)
             except NotebookError as exc:
                 text = Unreadable(str(exc))
             else:

@@ -672,7 +672,31 @@ class _Refused(Exception):
 def summarize_class(text: str, header: int, column: int) -> ClassInfo | None:
     """Summarize a class statement whose text starts at column 0 (decorators included); raises
     :class:`_Refused` past ``budget.MAX_CLASS_NESTING`` nested classes or a header over budget."""
-    return _summarize_class(text.split("\n"), logical_lines(text), header, column, 0)
+    lls = logical_lines(text)
+    too_deep = _too_deep(lls)
+    if too_deep is not None:
+        raise _Refused(Refusal(too_deep, f"classes nest more than {budget.MAX_CLASS_NESTING} deep"))
+    return _summarize_class(text.split("\n"), lls, header, column, 0)
+
+
+def _too_deep(lls: list[LogicalLine]) -> int | None:
+    """The line of the first class nested more than ``budget.MAX_CLASS_NESTING`` deep (each in the
+    body of the one before), found in one pass over the logical lines before anything is parsed.
+    The summary refused it only once there, having dedented and re-indexed the rest of the
+    statement at each level on the way: 1,000 nested classes held the event loop 0.2 s (issue 25)."""
+    stack: list[tuple[int, int]] = []  # (indent, classes it is nested in, -1 when not a class) per open line
+    for ll in lls:
+        if not ll.code:
+            continue
+        while stack and stack[-1][0] >= ll.indent:
+            stack.pop()
+        depth = -1
+        if ll.word == "class":
+            depth = stack[-1][1] + 1 if stack and stack[-1][1] >= 0 else (0 if not stack else -1)
+            if depth > budget.MAX_CLASS_NESTING:
+                return ll.start
+        stack.append((ll.indent, depth))
+    return None
 
 
 def _summarize_class(

@@ -7,6 +7,7 @@ at most ``limit`` graphs; the oldest goes first.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import uuid
@@ -15,6 +16,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, overload
 
+from jaxlsp.graph import slices
 from jaxlsp.graph.compact import Packed
 from jaxlsp.graph.diff import GraphDiff, diff_packed
 from jaxlsp.graph.model import Frame, Graph, Node, Value
@@ -104,6 +106,18 @@ class Trace:
         exports, a diff), off the server's loop. Lookups use the methods below."""
         return self.packed.to_graph()
 
+    @contextlib.contextmanager
+    def whole(self) -> Iterator[Graph]:
+        """:attr:`graph` for the block, let go of a piece at a time at its end
+        (:func:`jaxlsp.graph.slices.release`): a 60,000-equation graph dropped at once is one C
+        cascade of 55-80 ms holding the GIL, which the event loop waited for while an HTML export
+        or a cost table ran in a graph thread (loop watchdog, issue 25)."""
+        graph = self.packed.to_graph()
+        try:
+            yield graph
+        finally:
+            slices.release(graph)
+
     # -- the small parts ---------------------------------------------------------------------
     @property
     def node_count(self) -> int:
@@ -120,6 +134,13 @@ class Trace:
     @property
     def contracts(self) -> dict[str, Any] | None:
         return self.info.contracts
+
+    @property
+    def time(self) -> dict[str, Any] | None:
+        """The measured time section (``jaxlsp trace --time``), read from the small parts: a hover
+        asks for it on every line, and :attr:`graph` would make all 60,000 nodes of a big trace
+        to read it (1.2-1.6 s of the event loop, measured with the loop watchdog, issue 25)."""
+        return self.info.time
 
     @property
     def sources(self) -> dict[str, str]:
@@ -273,7 +294,8 @@ class Trace:
         if self._analysis is None:
             from jaxlsp.graph.analysis import analysis_json
 
-            self._analysis = analysis_json(self.graph)
+            with self.whole() as graph:
+                self._analysis = analysis_json(graph)
         return self._analysis
 
     def value_json(self, value_id: str) -> dict[str, Any]:

@@ -118,3 +118,23 @@ def test_notebook_json_with_a_huge_code_cell_is_capped_like_a_file(tmp_path: Pat
     index = WorkspaceIndex([tmp_path])
     assert Classifier(index).discover(path).entrypoints == ()
     assert index.skips(path)[0].whole_file
+
+
+def _scan_pauses(root: Path) -> list[Path | None]:
+    return list(WorkspaceIndex([root]).scan())
+
+
+def test_indexing_a_notebook_pauses_between_reading_parsing_and_building_it(tmp_path: Path) -> None:
+    """The 10,000-cell notebook was read, parsed into cells and built into its module in one step
+    of the index's scan: 40-85 ms of the event loop (the soak's watchdog, issue 25). The scan
+    pauses (None) after reading it and after parsing its cells, then summarises as for a file."""
+    notebook, script = tmp_path / "nb", tmp_path / "py"
+    notebook.mkdir()
+    script.mkdir()
+    code = "import jax\n\n\n@jax.jit\ndef f(x):\n    return x\n"
+    cell = {"cell_type": "code", "metadata": {}, "source": code, "outputs": [], "execution_count": None}
+    (notebook / "m.ipynb").write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    (script / "m.py").write_text(code)
+    as_notebook, as_script = _scan_pauses(notebook), _scan_pauses(script)
+    assert as_notebook[-1] == (notebook / "m.ipynb").resolve() and as_script[-1] == (script / "m.py").resolve()
+    assert as_notebook.count(None) == as_script.count(None) + 2, (as_notebook, as_script)

@@ -12,6 +12,7 @@ import fcntl
 import json
 import os
 import queue
+import re
 import subprocess
 import sys
 import tempfile
@@ -101,6 +102,36 @@ def cgroups_usable() -> bool:
         return False
     forkserver.cgroup_remove(made)
     return True
+
+
+# -- the loop watchdog's reports (jaxlsp/server/loopwatch.py) --------------------------------------
+
+_STALL_LINE = re.compile(r"  \d+/\d+ samples:|    \S")  # what a report's lines after the first look like
+_LOOP_CPU = re.compile(r"[:,] loop (\d+) ms")
+
+
+def stalls(stderr: bytes) -> list[str]:
+    """The loop watchdog's reports (``JAXLSP_LOOP_WATCH``) in a server's stderr, each with its
+    stacks; a line that is not part of one (a logged traceback's ``  File ...``) ends it."""
+    out: list[str] = []
+    open_ = False
+    for line in stderr.decode("utf-8", "replace").splitlines():
+        if "loop held" in line:
+            out.append(line)
+            open_ = True
+        elif open_ and _STALL_LINE.match(line):
+            out[-1] += "\n" + line
+        else:
+            open_ = False
+    return out
+
+
+def loop_cpu(report: str) -> float:
+    """The loop thread's CPU milliseconds in one watchdog report (``... loop 12 ms; ...``): what
+    the loop's own work held it, which a busy machine does not inflate (a stall's wall time
+    includes waiting for a CPU or for the GIL)."""
+    found = _LOOP_CPU.search(report.split("\n", 1)[0])
+    return float(found.group(1)) if found else 0.0
 
 
 # -- a raw stdio peer -----------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from jaxlsp.graph.costs import render_table, table
+from jaxlsp.graph.store import Trace
 from jaxlsp.offloop import off_loop
 from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
@@ -31,9 +32,16 @@ class Costs:
             raise invalid(f"params.limit: expected an integer from 1 to {MAX_MODULES}, got {shown(limit)}")
         trace = known_trace(self.ls.session.graphs, data["traceId"])
         # off the loop: a 60,000-equation graph's analysis takes a second (jaxlsp/offloop.py)
-        analysis, text = await off_loop(lambda: (trace.analysis(), render_table(table(trace.graph))))
+        analysis, text = await off_loop(_costs, trace)
         found = dict(analysis)
         found["modules"] = found["modules"][:limit]
         found["traceId"] = trace.id
         found["text"] = text
         return cast(wire.CostsResult, found)  # analysis_json builds this shape (jaxlsp.graph has no wire types)
+
+
+def _costs(trace: Trace) -> tuple[dict[str, Any], str]:
+    """The analysis and the cost table (in a graph thread)."""
+    analysis = trace.analysis()  # kept with the trace: made once, from a whole graph of its own
+    with trace.whole() as graph:
+        return analysis, render_table(table(graph))

@@ -30,7 +30,8 @@ def write_export(trace: Trace, fmt: str) -> Path:
     if fmt == "json":
         io.write_text(trace.packed.iter_json(), target)  # the expanded form, a row at a time
     else:
-        text = export.to_dot(trace.graph) if fmt == "dot" else export.to_html(trace.graph)
+        with trace.whole() as graph:
+            text = export.to_dot(graph) if fmt == "dot" else export.to_html(graph)
         target.write_text(text, encoding="utf-8")
     return target
 

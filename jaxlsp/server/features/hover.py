@@ -41,7 +41,7 @@ class Hover:
             if found is None:
                 return None
             trace, nodes = found
-            self.viewer.highlight(trace.id, [n.id for n in nodes])
+            self.viewer.highlight(trace.id, nodes)
             return types.Hover(
                 contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=await self.text(trace, nodes))
             )
@@ -174,7 +174,7 @@ class Hover:
         scopes = sorted({n.scope for n in nodes if n.scope})
         if scopes:
             lines += ["", "scope: " + ", ".join(f"`{s}`" for s in scopes[:4])]
-        measured = hover_line(trace.graph.time, [n.id for n in nodes])
+        measured = hover_line(trace.time, [n.id for n in nodes])
         if measured:
             lines += ["", measured]
         lines += self.costs(nodes) + self.changes(changes, nodes)

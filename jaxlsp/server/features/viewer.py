@@ -16,7 +16,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from jaxlsp.graph.diff import diff_packed
-from jaxlsp.graph.store import Trace
+from jaxlsp.graph.store import NodeSeq, Trace
 from jaxlsp.offloop import off_loop
 from jaxlsp.server import wire
 from jaxlsp.server.app import JaxServer
@@ -66,9 +66,9 @@ class Viewer:
                 return  # a notification has no answer to carry the error; nothing to highlight
             found = self.navigation.at(uri, line)
             if found is None:
-                self.highlight(None, [])
+                self.highlight(None)
             else:
-                self.highlight(found[0].id, [n.id for n in found[1]])
+                self.highlight(found[0].id, found[1])
 
     async def open(self, data: wire.OpenGraphParams) -> wire.OpenGraphResult:
         """Serve the trace on the loopback bridge and ask the client to open it (at ``nodeId``)."""
@@ -152,15 +152,18 @@ class Viewer:
             raise BridgeError(404, e.message) from e
 
     # -- pushes ------------------------------------------------------------------------------------
-    def highlight(self, trace_id: str | None, node_ids: list[str]) -> None:
-        """The nodes at the editor's cursor, innermost first, to every open page."""
+    def highlight(self, trace_id: str | None, nodes: NodeSeq | None = None) -> None:
+        """The nodes at the editor's cursor, innermost first, to every open page. Their ids are
+        read only when a page is open: a loop's line holds every equation of the graph, and making
+        60,000 nodes to read their ids held each hover 100 ms (loop watchdog, issue 25)."""
         bridge = self.bridge
         if bridge is None or not bridge.pages:
             return
+        node_ids = nodes.ids if nodes is not None and trace_id is not None else []
         if trace_id is None:  # nothing at the cursor: clear the last highlight
             if self._highlighted is None:
                 return
-            trace_id, node_ids = self._highlighted, []
+            trace_id = self._highlighted
         self._highlighted = trace_id if node_ids else None
         bridge.push("highlight", {"traceId": trace_id, "nodeIds": node_ids})
         self._push_staleness()
