@@ -124,3 +124,22 @@ async def test_an_edit_that_changes_the_variables_is_traced_with_a_fresh_init(
         assert _essence(hinted) == _essence(fresh)
     finally:
         await pool.close()
+
+
+async def test_an_edit_of_the_forward_pass_alone_reuses_the_init(tmp_path: Path, jax_python: str) -> None:
+    """The everyday edit (another activation, a line moved) keeps every variable: the re-trace
+    skips the init and its graph is the one a fresh trace of the edited file gives."""
+    pool = SparePool()
+    options = CaptureOptions(timeout=scaled(120))
+    try:
+        assert await pool.start(jax_python)
+        first, _ = await capture_speculatively(pool, _request(tmp_path, 8), jax_python, options, hint=None)
+        source = "# an edit above the model moves every line\n" + MODEL.format(features=8).replace("nn.relu", "nn.gelu")
+        edited = _request(tmp_path, 8, source)
+        hinted, used = await capture_speculatively(pool, edited, jax_python, options, hint=structure_of(first))
+        fresh, _ = await capture_speculatively(pool, edited, jax_python, options, hint=None)
+        assert hinted.ok and used and hinted.result["hint"] == "held", hinted.result
+        assert _essence(hinted) == _essence(fresh) != _essence(first)
+        assert structure_of(hinted) == structure_of(fresh) == structure_of(first)
+    finally:
+        await pool.close()
