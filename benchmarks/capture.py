@@ -9,8 +9,9 @@ bundled Linen CNN.
   trace time (abstract init + make_jaxpr, the first and only call: no cache).
 - cold: ``jaxlsp trace`` as a fresh command (interpreter, worker, graph, JSON).
 - warm: a capture through the warm spare, the server's path: each capture of a target hints the
-  next with the variables structure it found, so a re-trace skips the abstract init while a
-  second child checks it (capture/speculate.py), as when a user re-traces in the editor; the
+  next with the variables structure it found, so a re-trace skips the abstract init, which the
+  hinted trace checks as it reads each variable (capture/speculate.py), as when a user re-traces
+  in the editor; the
   first of the runs has no hint.
 - build: graph building + JSON serialisation in the worker (median of the warm runs).
 

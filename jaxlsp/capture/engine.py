@@ -534,8 +534,9 @@ def check_environment(prepared: Prepared, refresh: bool = False) -> Report:
     return compatibility.CACHE.check(selection, kind, device, refresh)
 
 
-def finish(prepared: Prepared, outcome: CaptureOutcome) -> TraceOutcome:
-    """Decode a capture's outcome into a graph; raises TraceFailure."""
+def finish(prepared: Prepared, outcome: CaptureOutcome, decode: Callable[[Any], Graph] = io.from_json) -> TraceOutcome:
+    """Decode a capture's outcome into a graph (``decode``: from the worker's JSON form, checked;
+    a server's store reads it as packed columns instead, capture/service.py); raises TraceFailure."""
     result = outcome.result
     if not result.get("ok"):
         error = result.get("error") or {"kind": "internal", "message": "the worker returned no result"}
@@ -551,7 +552,7 @@ def finish(prepared: Prepared, outcome: CaptureOutcome) -> TraceOutcome:
     if graph_json is None:
         raise TraceFailure("internal", "the worker reported success without a graph")
     try:
-        graph = io.from_json(graph_json)
+        graph = decode(graph_json)
     except ValueError as exc:  # a graph the format refuses: a bug of the worker, said as one
         raise TraceFailure("internal", f"the worker's graph is not a valid jaxlsp graph: {exc}") from None
     return TraceOutcome(graph, outcome, prepared.resolved, prepared.request, prepared.route, prepared.origin)

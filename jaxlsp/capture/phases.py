@@ -43,7 +43,7 @@ class Phases:
         self.marks.append((name, time.monotonic() if at is None else at))
 
     def took(self, worker: Mapping[str, Any] | None, clock: Mapping[str, Any] | None) -> None:
-        """The traced child's timings and clock (a structure check beside it reports none here)."""
+        """The traced child's timings and clock."""
         self.worker = {k: float(v) for k, v in (worker or {}).items() if isinstance(v, int | float)}
         self.clock = {k: float(v) for k, v in (clock or {}).items() if isinstance(v, int | float)}
 

@@ -1,24 +1,24 @@
-"""Re-traces that skip the abstract init, checked on the second core.
+"""Re-traces that skip the abstract init, checked by the trace itself.
 
-A Linen target's capture spends a quarter of its time in ``jax.eval_shape(model.init)``, only to
-learn the shapes of its variables, which rarely change between two traces of the same target.
-With the structure the last capture reported as a hint, two children of the warm spare run at
-once: one traces with the hinted variables (no init), the other runs only the real abstract init
-and reports the structure it finds. The first child's graph is kept only when the two
-structures are equal; otherwise it is killed and the target is captured the usual way. Both
-import the current files, so the graph is as fresh as an unhinted one, and identical to it (a
-test compares them). No pygls here.
+A Linen target's capture spends a quarter to a half of its time in ``jax.eval_shape(model.init)``,
+only to learn the shapes of its variables, which rarely change between two traces of the same
+target. With the structure the last capture reported as a hint, the worker traces ``apply`` on
+the hinted variables with no init, and checks each variable the call reads against its own
+initialiser as it goes (worker/targets.py ``HintCheck``: a handful of cached abstract
+initialiser calls, not a forward pass); when the check fails (the model changed, the hint is
+garbage) the same worker initialises for real and traces again, so the graph is as fresh as an
+unhinted one, and identical to it (a test compares them).
+
+Until 2026-12 a second child of the warm spare ran the real init beside the hinted trace and the
+graph waited for it to agree: on two loaded cores that wait was most of a warm re-trace (0.5 s of
+1.2 s on a 1,000-equation model, the init being a whole forward pass). No pygls here.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import Awaitable, Mapping
-from dataclasses import replace
+from collections.abc import Mapping
 from typing import Any
 
-from jaxlsp.capture import phases
 from jaxlsp.capture.options import CaptureOptions
 from jaxlsp.capture.spare import SparePool
 from jaxlsp.capture.supervise import CaptureOutcome
@@ -30,31 +30,8 @@ async def capture_speculatively(
     """The capture's outcome, and whether the hint held (the init was skipped)."""
     if hint is None:
         return await pool.capture(request, python, options), False
-    traced = asyncio.ensure_future(pool.capture({**request, "structureHint": hint}, python, options))
-    checked = asyncio.ensure_future(
-        _unmarked(pool.capture({**request, "mode": "structure"}, python, replace(options, on_phase=None, on_log=None)))
-    )
-    try:
-        check = await checked
-        if traced.done():
-            phases.mark("check")  # the traced capture had ended: how long its graph waited for the check
-        if check.ok and check.result.get("structure") == hint:
-            return await traced, True
-        traced.cancel()  # the model changed, or its init fails: the usual capture says how
-        with contextlib.suppress(asyncio.CancelledError):
-            await traced
-    except BaseException:
-        for task in (traced, checked):
-            task.cancel()
-        await asyncio.gather(traced, checked, return_exceptions=True)  # both groups killed first
-        raise
-    return await pool.capture(request, python, options), False
-
-
-async def _unmarked(work: Awaitable[CaptureOutcome]) -> CaptureOutcome:
-    """``work`` outside the live trace's phases (capture/phases.py): the check is not the trace."""
-    phases.CURRENT.set(None)  # this task's own copy of the context
-    return await work
+    outcome = await pool.capture({**request, "structureHint": hint}, python, options)
+    return outcome, outcome.ok and outcome.result.get("hint") == "held"
 
 
 def structure_of(outcome: CaptureOutcome) -> Any:

@@ -80,7 +80,12 @@ def encode(data: dict[str, Any]) -> dict[str, Any]:
             raise ValueError(f"{path}: expected a string, got {io._kind(text)}")
         return strings.add(text)
 
+    read: dict[int, int] = {}  # id of a frame object already read (alive in ``data``) -> its index
+
     def frame(f: Any, path: str) -> int:
+        done = read.get(id(f))
+        if done is not None:
+            return done
         if type(f) is not dict or not f.keys() <= _FRAME_KEYS:
             raise ValueError(f"{path}: expected a frame object")
         get = f.get
@@ -98,6 +103,7 @@ def encode(data: dict[str, Any]) -> dict[str, Any]:
             frame_flat.append(_NULL if key[6] is None else s(key[6], f"{path}.package"))
             frame_flat.append(_NULL if key[7] is None else key[7])
             found = frames.add(key)
+        read[id(f)] = found
         return found
 
     values_in = io._list(data.get("values"), "values")

@@ -1,8 +1,9 @@
 """Re-traces that skip the abstract init (capture/speculate.py), through the real warm spare.
 
 The hinted capture must give exactly the graph an unhinted one gives; a hint that no longer holds
-(the model changed) or is garbage must be caught by the init run beside it, and the target then
-captured the usual way, with the new shapes.
+(the model changed: a width, a layer more or fewer) or is garbage must be caught by the hinted
+trace itself (worker/targets.py HintCheck), and the target then captured the usual way, with the
+new shapes, in the same worker.
 """
 
 from __future__ import annotations
@@ -37,8 +38,8 @@ class Net(nn.Module):
 """
 
 
-def _request(root: Path, features: int) -> dict[str, Any]:
-    (root / "model.py").write_text(MODEL.format(features=features))
+def _request(root: Path, features: int, source: str | None = None) -> dict[str, Any]:
+    (root / "model.py").write_text(MODEL.format(features=features) if source is None else source)
     array = {"kind": "array", "shape": [4, 3], "dtype": "float32"}
     return {**request("model.py", "Net", array, workspace=root, kind="linen", transform="grad"), "transport": "packed"}
 
@@ -68,12 +69,15 @@ async def test_a_hinted_capture_is_the_same_graph_and_a_stale_hint_is_caught(tmp
         assert again.ok and used, again.result
         assert _essence(again) == _essence(first)  # the very same graph
 
-        # The model changed since: the init beside the trace sees it, the usual capture runs.
+        assert again.result["hint"] == "held" and "stale" not in again.result["timings"]
+
+        # The model changed since: the hinted trace sees it, the usual capture runs.
         changed = _request(tmp_path, 16)
         fresh, used = await capture_speculatively(
             pool, changed, hint=hint, python=jax_python, options=CaptureOptions(timeout=scaled(120))
         )
         assert fresh.ok and not used, fresh.result
+        assert fresh.result["hint"] == "stale" and fresh.result["timings"]["stale"] > 0
         graph = io.to_json(io.from_json(fresh.result["graph"]))  # the worker sends the compact form
         kernels = [p for p in graph["inputs"] if p["label"] == "params/Dense_0/kernel"]
         shapes = {v["id"]: v["shape"] for v in graph["values"]}
@@ -84,5 +88,58 @@ async def test_a_hinted_capture_is_the_same_graph_and_a_stale_hint_is_caught(tmp
             pool, changed, hint={"params": "nonsense"}, python=jax_python, options=CaptureOptions(timeout=scaled(120))
         )
         assert garbage.ok and not used and _essence(garbage) == _essence(fresh)
+    finally:
+        await pool.close()
+
+
+EDITS = {
+    "a layer fewer": ("        x = nn.BatchNorm(use_running_average=True)(x)\n", ""),
+    "a layer more": ("        return nn.Dense(2)(nn.relu(x))", "        return nn.Dense(2)(nn.Dense(8)(nn.relu(x)))"),
+    "a width": ("nn.Dense(2)", "nn.Dense(3)"),
+    "a dtype": ("nn.Dense(2)", "nn.Dense(2, param_dtype=jnp.bfloat16)"),
+}
+
+
+@pytest.mark.parametrize("edit", EDITS)
+async def test_an_edit_that_changes_the_variables_is_traced_with_a_fresh_init(
+    tmp_path: Path, jax_python: str, edit: str
+) -> None:
+    """Each edit keeps the first layer (its check passes) and changes what comes after it: only
+    the trace's own check of the variables it reads, and of the ones it never read, can tell."""
+    pool = SparePool()
+    options = CaptureOptions(timeout=scaled(120))
+    try:
+        assert await pool.start(jax_python)
+        first, _ = await capture_speculatively(pool, _request(tmp_path, 8), jax_python, options, hint=None)
+        hint = structure_of(first)
+        old, new = EDITS[edit]
+        source = "import jax.numpy as jnp\n" + MODEL.format(features=8)
+        assert old in source
+        edited = _request(tmp_path, 8, source.replace(old, new))
+        fresh, used = await capture_speculatively(pool, edited, jax_python, options, hint=None)
+        hinted, used = await capture_speculatively(pool, edited, jax_python, options, hint=hint)
+        assert fresh.ok and hinted.ok, hinted.result
+        assert not used and hinted.result["hint"] == "stale"
+        assert structure_of(hinted) == structure_of(fresh) != hint
+        assert _essence(hinted) == _essence(fresh)
+    finally:
+        await pool.close()
+
+
+async def test_an_edit_of_the_forward_pass_alone_reuses_the_init(tmp_path: Path, jax_python: str) -> None:
+    """The everyday edit (another activation, a line moved) keeps every variable: the re-trace
+    skips the init and its graph is the one a fresh trace of the edited file gives."""
+    pool = SparePool()
+    options = CaptureOptions(timeout=scaled(120))
+    try:
+        assert await pool.start(jax_python)
+        first, _ = await capture_speculatively(pool, _request(tmp_path, 8), jax_python, options, hint=None)
+        source = "# an edit above the model moves every line\n" + MODEL.format(features=8).replace("nn.relu", "nn.gelu")
+        edited = _request(tmp_path, 8, source)
+        hinted, used = await capture_speculatively(pool, edited, jax_python, options, hint=structure_of(first))
+        fresh, _ = await capture_speculatively(pool, edited, jax_python, options, hint=None)
+        assert hinted.ok and used and hinted.result["hint"] == "held", hinted.result
+        assert _essence(hinted) == _essence(fresh) != _essence(first)
+        assert structure_of(hinted) == structure_of(fresh) == structure_of(first)
     finally:
         await pool.close()

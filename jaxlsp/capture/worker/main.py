@@ -142,6 +142,8 @@ def _capture_reporting(request: WorkerRequest | dict[str, Any], jax_ready: bool)
             result["graph"] = graph
         if extra.get("structure") is not None:
             result["structure"] = extra["structure"]
+        if extra.get("hint") is not None:
+            result["hint"] = extra["hint"]
         for key in ("roots", "callsite", "learned"):
             if extra.get(key) is not None:
                 result[key] = extra[key]
@@ -168,8 +170,8 @@ def _capture_reporting(request: WorkerRequest | dict[str, Any], jax_ready: bool)
 def _capture(
     request: dict[str, Any], workspace: Workspace, timings: dict[str, float], jax_ready: bool, extra: dict[str, Any]
 ) -> dict[str, Any] | None:
-    """The graph's JSON form; with ``mode = "structure"`` only the target's variables structure
-    (in ``extra``, and no graph): the check of a structure hint (capture/speculate.py)."""
+    """The graph's JSON form (None: no graph, which only an example run that never reached the
+    target can leave; it raises first)."""
     profile = request["profile"]
     if sys.platform.startswith("win"):
         raise CaptureError("refused", "tracing is not supported on Windows yet")
@@ -189,8 +191,16 @@ def _capture(
         device = configure_jax(str(profile.get("device", "cpu")), x64, jax_ready, int(devices) if devices else None)
         return firstcall.capture_at_first_call(request, workspace, timings, device, extra)
     found = trace_target(request, workspace, timings, jax_ready, extra)
-    if found is None:
-        return None
+    if not found.concrete:
+        from jaxlsp.graph import collector
+
+        # One pause from the build to the JSON: the collector back on between them (its
+        # allocation count run up by the build) made a full pass over the new graph, 0.17 s at
+        # 10,000 equations, in a process about to exit. A values or timed run runs the program
+        # between them, with the collector on.
+        with collector.paused():
+            graph, _ = build_graph(request, found, workspace, timings, extra)
+            return graph_json(graph, request, timings)
     graph, gb = build_graph(request, found, workspace, timings, extra)
     if found.concrete and request.get("time") is not None:
         announce(request, "time")
@@ -232,9 +242,9 @@ def trace_target(
     timings: dict[str, float],
     jax_ready: bool = False,
     extra: dict[str, Any] | None = None,
-) -> Traced | None:
-    """Load, initialise and trace the request's target (None in ``structure`` mode, whose
-    structure goes into ``extra``); raises CaptureError."""
+) -> Traced:
+    """Load, initialise and trace the request's target; raises CaptureError. ``extra`` gets the
+    variables structure (a hint for the next capture) and whether the request's hint held."""
     from jaxlsp.capture.worker import inputs as inputs_mod
     from jaxlsp.capture.worker import jaxcompat, loading, targets
 
@@ -275,7 +285,7 @@ def trace_target(
     # A values run (values/run.py) and a timed one (timing.py) make every input for real:
     # generators, a seeded init.
     running = request.get("values") is not None or request.get("time") is not None
-    concrete = running and request.get("mode") != "structure"
+    concrete = running
     symbolic = list(profile.get("symbolic", []))
     if concrete and symbolic:
         raise CaptureError(
@@ -304,23 +314,39 @@ def trace_target(
             if kind == "function" and made.factory and not target.get("kind"):
                 kind = targets.infer_kind(made.model)  # a factory of a function target may make a module
             call_args = builder.call_args(profile.get("inputs"))
-            if request.get("mode") == "structure":
-                with contextlib.suppress(OSError, AttributeError):
-                    os.nice(10)  # the check beside a hinted trace: the trace has the core first
-            hint = request.get("structureHint") if request.get("mode") != "structure" and not concrete else None
-            plan = targets.make_plan(kind, made, profile, method, call_args, hint, concrete)
+        # A jaxtyping check keeps what a trace broke: a hinted trace that is thrown away must not
+        # leave its findings there, so targets with annotated functions initialise for real.
+        hint = request.get("structureHint") if not concrete and (check is None or not check.checked) else None
+
+        def attempt(hint: Any, t0: float) -> tuple[Any, Any, Any, Any, float]:
+            with on_device if concrete else contextlib.nullcontext():
+                plan = targets.make_plan(kind, made, profile, method, call_args, hint, concrete)
+            traced = targets.traceable(plan, call_args[0], call_args[1], transform, frozenset(builder.keys), concrete)
+            if not x64:
+                _refuse_wide(traced.operands)
+            timings["init"] = time.perf_counter() - t0
+            t1 = time.perf_counter()
+            with jax.default_device(device) if device is not None else contextlib.nullcontext():
+                closed, out_shape = jax.make_jaxpr(traced.fn, return_shape=True)(*traced.operands)
+            if plan.hint_check is not None and not plan.hint_check.held():
+                raise targets.HintStale("the call read other variables than the hint's")
+            return plan, traced, closed, out_shape, t1
+
+        if hint is None:
+            plan, traced, closed, out_shape, t0 = attempt(None, t0)
+        else:
+            try:
+                plan, traced, closed, out_shape, t0 = attempt(hint, t0)
+                if extra is not None:  # a hint that is no variables structure is not used at all
+                    extra["hint"] = "held" if plan.hint_check is not None else "stale"
+            except Exception:  # the model changed, or the hint is garbage: the usual way says how
+                t1 = time.perf_counter()
+                timings["stale"] = t1 - t0  # the hinted attempt, thrown away
+                if extra is not None:
+                    extra["hint"] = "stale"
+                plan, traced, closed, out_shape, t0 = attempt(None, t1)
         if extra is not None:
             extra["structure"] = plan.structure
-        if request.get("mode") == "structure":
-            timings["init"] = time.perf_counter() - t0
-            return None
-        traced = targets.traceable(plan, call_args[0], call_args[1], transform, frozenset(builder.keys), concrete)
-        if not x64:
-            _refuse_wide(traced.operands)
-        timings["init"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        with jax.default_device(device) if device is not None else contextlib.nullcontext():
-            closed, out_shape = jax.make_jaxpr(traced.fn, return_shape=True)(*traced.operands)
     except CaptureError:
         raise
     except BaseException as exc:
@@ -609,10 +635,10 @@ def _refuse_wide(operands: Any) -> None:
 
 def _contracts(request: dict[str, Any], workspace: Workspace) -> Any:
     """The check of the workspace's jaxtyping annotations (worker/contracts.py), when its code
-    imported jaxtyping; None otherwise, and for a structure check (no graph comes of it)."""
+    imported jaxtyping; None otherwise."""
     from jaxlsp.capture.worker import contracts
 
-    if request.get("mode") == "structure" or not contracts.uses_jaxtyping():
+    if not contracts.uses_jaxtyping():
         return None
     return contracts.Contracts(workspace)
 

@@ -182,10 +182,9 @@ class WorkerRequest(TypedDict):
     env: NotRequired[dict[str, str]]  # the profile's ``env`` names with the server's values
     # "packed": the graph in the pipe form of ``jaxlsp.graph.io.to_transport`` (frames once each)
     transport: NotRequired[Literal["packed"]]
-    # capture/speculate.py: a variables structure to use instead of the abstract init, or
-    # mode "structure" to return only the target's structure (no trace)
+    # capture/speculate.py: a Linen variables structure to use instead of the abstract init,
+    # checked by the trace itself (worker/targets.py HintCheck)
     structureHint: NotRequired[Any]
-    mode: NotRequired[Literal["structure"]]
     limits: NotRequired[dict[str, int]]  # graph-size limits {equations, values, bytes} (worker/limits.py)
     costs: NotRequired[CostOptions]  # measure XLA's costs of every equation (worker/costs.py)
     values: NotRequired[ValuesRequest]  # also evaluate the graph: statistics on every value
@@ -211,6 +210,7 @@ class WorkerResult(TypedDict):
     timings: NotRequired[dict[str, float]]  # seconds: import, trace, build, serialize
     clock: NotRequired[dict[str, float]]  # a forked capture: monotonic ``forked`` and ``done`` moments
     structure: NotRequired[Any]  # Linen: the variables' structure, a hint for the next capture
+    hint: NotRequired[Literal["held", "stale"]]  # whether the request's structureHint held
     arrays: NotRequired[dict[str, Any]]  # values run: value id -> {shape, dtype, data | omitted | error}
     saved: NotRequired[dict[str, Any]]  # values run: {path, keys, missing} of the written .npz
     # What the graph's relative paths are relative to: {base, packages: {package: sys.path entry}}

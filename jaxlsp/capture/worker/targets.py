@@ -14,7 +14,7 @@ import inspect
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from jaxlsp.capture.worker.failures import CaptureError
 from jaxlsp.capture.worker.inputs import InputBuilder, abstract_key, abstractify, is_dynamic
@@ -36,6 +36,8 @@ class Plan:
     scope_mode: str = "stack"  # stack: every Scope item; marked: only the worker's own scopes
     arg_names: tuple[str, ...] = ()  # a function's positional parameter names (roles by name)
     structure: Any = None  # Linen: the variables' structure (variables_structure), for hints
+    # Linen with a structure hint: the check of the hinted variables the trace makes (HintCheck)
+    hint_check: HintCheck | None = None
 
 
 def infer_kind(obj: Any) -> str:
@@ -319,6 +321,7 @@ def _linen_plan(
         model = model(*init_args, **init_kwargs)
     variables: Any = None
     ours = True  # the variables come from our own init of this model with these arguments
+    check: HintCheck | None = None
     if getattr(model, "scope", None) is not None:
         model, variables = model.unbind()
         variables = variables if concrete else abstractify(variables)
@@ -335,12 +338,14 @@ def _linen_plan(
             return model.init(rngs, *a, method=method, **kw)
 
         # A hint (the structure the last capture's init gave) skips the abstract init here; the
-        # caller checks it against a real init run beside this one (capture/speculate.py).
+        # trace itself checks every variable it reads against its initialiser (HintCheck), and
+        # the caller traces again with a real init when the hint did not hold.
         hinted = from_structure(structure_hint) if structure_hint is not None and not concrete else None
         if concrete:  # a values run: the real variables, initialised with the seed
             variables = init_fn(*dyn)
         elif hinted is not None:
             variables = hinted
+            check = HintCheck(structure_hint)
         else:
             variables = jax.eval_shape(init_fn, *dyn)
     structure = variables_structure(variables)
@@ -349,8 +354,12 @@ def _linen_plan(
     keys = {s: jax.random.key(seed + 1 + i) if concrete else abstract_key(seed + 1 + i) for i, s in enumerate(streams)}
 
     def apply(params: Any, state: Any, keys: Any, args: list[Any], kwargs: dict[str, Any]) -> tuple[Any, Any]:
+        if check is not None:  # hinted variables: each checked as the call reads it
+            reading: contextlib.AbstractContextManager[None] = check.checking()
+        else:  # our own init's need no check; a bound module's keep Flax's
+            reading = _linen_params_as_initialised() if ours else contextlib.nullcontext()
         with (
-            _linen_params_as_initialised() if ours else contextlib.nullcontext(),
+            reading,
             _linen_initializing() if mutable is True else contextlib.nullcontext(),
         ):
             out = model.apply(
@@ -377,6 +386,7 @@ def _linen_plan(
         strip_value=True,
         scope_mode="stack",
         structure=structure,
+        hint_check=check,
     )
 
 
@@ -413,6 +423,111 @@ def _linen_params_as_initialised() -> Iterator[None]:
         yield
     finally:
         Scope.param = original  # type: ignore[method-assign]
+
+
+class HintStale(Exception):
+    """The hinted variables are not what an init of the model as it is now would make."""
+
+
+class HintCheck:
+    """Checks, while a Linen ``apply`` is traced on hinted variables, that they are the ones
+    ``jax.eval_shape(model.init)`` of the model as it is now would give, without running that init
+    (a whole forward pass more, the size of the trace itself).
+
+    Each parameter or variable the call reads is compared (shape, dtype, weak type) with its own
+    initialiser's abstract output, as Flax's ``Scope.param`` compares shapes, with the outputs
+    cached by initialiser and arguments (a transformer's thousand parameters come from a handful
+    of distinct ones); a mismatch stops the trace at once (:class:`HintStale`). After the trace,
+    :meth:`held` is true only when the call read every hinted leaf and created none: an init makes
+    exactly the variables its call reads, so anything else (a layer removed, a new one, a variable
+    only ``init`` touches, a read without an initialiser) is not known to match, and the caller
+    then initialises for real."""
+
+    def __init__(self, structure: Any) -> None:
+        self.expected = frozenset(_leaf_paths(structure, ()))
+        self.seen: set[tuple[str, ...]] = set()
+        self.created = False
+        self._abstract: dict[Any, Any] = {}
+
+    def held(self) -> bool:
+        return not self.created and self.seen == self.expected
+
+    def verify(self, scope: Any, col: str, name: str, init_fn: Any, args: Any, kwargs: Any, keyed: bool) -> None:
+        """Compare the hinted ``col``/``name`` of ``scope`` with ``init_fn``'s abstract output."""
+        import jax
+
+        value = scope.get_variable(col, name)
+        want = self._initialised(init_fn, args, kwargs, keyed)
+        got_leaves, got_tree = jax.tree_util.tree_flatten(value)
+        want_leaves, want_tree = jax.tree_util.tree_flatten(want)
+        differs = cast(Any, got_tree) != want_tree
+        if differs or any(_aval(a) != _aval(b) for a, b in zip(got_leaves, want_leaves, strict=True)):
+            raise HintStale(f"{col}/{'/'.join((*scope.path, name))}")
+        self.seen.update(_leaf_paths(value, (col, *scope.path, name)))
+
+    def _initialised(self, init_fn: Any, args: Any, kwargs: Any, keyed: bool) -> Any:
+        import jax
+
+        def run() -> Any:
+            return init_fn(jax.random.key(0), *args, **kwargs) if keyed else init_fn(*args, **kwargs)
+
+        key = (init_fn, tuple(args), tuple(sorted(kwargs.items())), keyed)
+        try:
+            hash(key)
+        except TypeError:  # arrays among the arguments: not cached
+            return jax.eval_shape(run)
+        if key not in self._abstract:
+            self._abstract[key] = jax.eval_shape(run)
+        return self._abstract[key]
+
+    @contextlib.contextmanager
+    def checking(self) -> Iterator[None]:
+        """Flax's ``Scope.param`` and ``Scope.variable`` checking each hinted variable they read."""
+        try:
+            from flax.core.scope import Scope
+        except ImportError:
+            raise HintStale("flax.core.scope") from None
+        param_, variable_ = Scope.__dict__.get("param"), Scope.__dict__.get("variable")
+        if param_ is None or variable_ is None:
+            raise HintStale("another Flax")
+        check = self
+
+        def param(self: Any, name: str, init_fn: Any, *init_args: Any, unbox: bool = True, **init_kwargs: Any) -> Any:
+            if not self.has_variable("params", name):
+                check.created = True
+                return param_(self, name, init_fn, *init_args, unbox=unbox, **init_kwargs)
+            self.reserve(name, "params")
+            check.verify(self, "params", name, init_fn, init_args, init_kwargs, True)
+            return self.get_variable("params", name)
+
+        def variable(self: Any, col: str, name: str, init_fn: Any = None, *init_args: Any, **kwargs: Any) -> Any:
+            if not self.has_variable(col, name):
+                check.created = True
+            elif init_fn is not None:
+                rest = {k: v for k, v in kwargs.items() if k != "unbox"}
+                check.verify(self, col, name, init_fn, init_args, rest, False)
+            return variable_(self, col, name, init_fn, *init_args, **kwargs)
+
+        Scope.param = param  # type: ignore[method-assign]  # replaced for the block only
+        Scope.variable = variable  # type: ignore[method-assign]
+        try:
+            yield
+        finally:
+            Scope.param = param_  # type: ignore[method-assign]
+            Scope.variable = variable_  # type: ignore[method-assign]
+
+
+def _aval(x: Any) -> tuple[Any, ...]:
+    return (tuple(getattr(x, "shape", ())), str(getattr(x, "dtype", type(x))), bool(getattr(x, "weak_type", False)))
+
+
+def _leaf_paths(tree: Any, prefix: tuple[str, ...]) -> Iterator[tuple[str, ...]]:
+    """The key paths of a variables tree's leaves (nested mappings; any other value is a leaf)."""
+    if isinstance(tree, Mapping):
+        for key, sub in tree.items():
+            yield from _leaf_paths(sub, (*prefix, str(key)))
+    else:
+        yield prefix
 
 
 @contextlib.contextmanager
