@@ -404,9 +404,9 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument(
         "--timeout", type=float, help="seconds before the worker is killed (default 60; 300 for a run of an example)"
     )
-    t.add_argument("--max-equations", type=int, metavar="N", help="refuse graphs with more equations (200000)")
-    t.add_argument("--max-values", type=int, metavar="N", help="refuse graphs with more values (400000)")
-    t.add_argument("--max-bytes", type=int, metavar="N", help="refuse graphs whose JSON is larger (268435456)")
+    t.add_argument("--max-equations", type=int, metavar="N", help="refuse graphs with more equations (500000)")
+    t.add_argument("--max-values", type=int, metavar="N", help="refuse graphs with more values (1000000)")
+    t.add_argument("--max-bytes", type=int, metavar="N", help="refuse graphs whose compact JSON is larger (268435456)")
     t.add_argument(
         "--costs",
         action="store_true",
