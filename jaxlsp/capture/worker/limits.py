@@ -15,9 +15,9 @@ from jaxlsp.capture.worker.failures import CaptureError
 
 # What the compact form makes cheap (docs/graph-format.md "What a large graph costs", measured on
 # a lax.sin chain and benchmarks/models/scale_lm.py's decoder): at 500,000 equations the file is
-# 15-45 MB, the server holds 89-245 MB and answers pages and hovers in 37 ms or less at p99 while
-# exporting; at a million a flat program's pages and hovers pass 100 ms and receiving it peaks at
-# 2.5 GB in the server, so the limit stops between the two. ``bytes`` is the compact result's.
+# 15-45 MB, the server holds 89-245 MB and every process of the trace stays near 3 GB or less; at a
+# million the worker peaks at 5.8 GB (of its 8 GiB cap), receiving peaks at 2.5 GB in the server and
+# a flat program's pages and hovers take p50 25-76 ms. ``bytes`` is the compact result's.
 DEFAULTS = {"equations": 500_000, "values": 1_000_000, "bytes": 256 * 1024 * 1024}
 # Where each limit is raised: the server setting and the CLI flag.
 SETTINGS = {
