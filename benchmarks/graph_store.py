@@ -92,27 +92,30 @@ lines = sorted({(f.path, f.line) for f in frames if f.package is None})
 lat = {"page": [], "group page": [], "nodes at a line": [], "node": []}
 i = 0
 deadline = time.monotonic() + float(sys.argv[3])
-while time.monotonic() < deadline or not exported.is_set():
-    i += 1
-    top = str((i * 200) % max(1, len(trace.level_entries(None))))
-    t = time.perf_counter()
-    store.page(trace.id, None, top, 200)
-    lat["page"].append(time.perf_counter() - t)
-    t = time.perf_counter()
-    store.page(trace.id, groups[i % len(groups)], None, 200)
-    lat["group page"].append(time.perf_counter() - t)
-    path, line = lines[i % len(lines)]
-    trace.memo.clear()  # a new line each time, not the memo's answer
-    t = time.perf_counter()
-    found = trace.nodes_at(path, line)
-    found[:50]  # what a hover reads in the loop before it sums a long line up off it
-    lat["nodes at a line"].append(time.perf_counter() - t)
-    t = time.perf_counter()
-    trace.node(f"n{(i * 7919) % trace.node_count}")
-    lat["node"].append(time.perf_counter() - t)
-    time.sleep(0.02)
-done.set()
-worker.join()
+try:
+    while time.monotonic() < deadline or not exported.is_set():
+        i += 1
+        top = str((i * 200) % max(1, len(trace.level_entries(None))))
+        t = time.perf_counter()
+        store.page(trace.id, None, top, 200)
+        lat["page"].append(time.perf_counter() - t)
+        if groups:  # a traced plain function (a lax.sin chain) has none
+            t = time.perf_counter()
+            store.page(trace.id, groups[i % len(groups)], None, 200)
+            lat["group page"].append(time.perf_counter() - t)
+        path, line = lines[i % len(lines)]
+        trace.memo.clear()  # a new line each time, not the memo's answer
+        t = time.perf_counter()
+        found = trace.nodes_at(path, line)
+        found[:50]  # what a hover reads in the loop before it sums a long line up off it
+        lat["nodes at a line"].append(time.perf_counter() - t)
+        t = time.perf_counter()
+        trace.node(f"n{(i * 7919) % trace.node_count}")
+        lat["node"].append(time.perf_counter() - t)
+        time.sleep(0.02)
+finally:  # the exporting thread stops whatever happened here, or the process never exits
+    done.set()
+    worker.join()
 def p99(xs):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(0.99 * len(xs)))]
@@ -121,7 +124,7 @@ print(json.dumps({
     "answers": {
         k: {"n": len(v), "p50_ms": round(statistics.median(v) * 1000, 2), "p99_ms": round(p99(v) * 1000, 2),
             "max_ms": round(max(v) * 1000, 2)}
-        for k, v in lat.items()
+        for k, v in lat.items() if v
     },
 }))
 """
@@ -130,10 +133,18 @@ print(json.dumps({
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small graphs, no bars (a smoke run)")
+    parser.add_argument(
+        "files", nargs="*", help="graph files (jaxlsp trace -o) to hold instead of the synthetic graphs; no bars"
+    )
     args = parser.parse_args()
     if not sys.platform.startswith("linux"):
         print("benchmarks/graph_store.py needs Linux (/proc)")
         return 1
+    for name in args.files:
+        held = subprocess.run([sys.executable, "-c", CHILD, name, str(ROOT), "10"], capture_output=True, text=True)
+        print(f"{name}: {held.stdout.strip().splitlines()[-1] if held.returncode == 0 else held.stderr[-3000:]}")
+    if args.files:
+        return 0
     sizes = {"chain": [2_000], "transformer": [5_000]} if args.quick else SIZES
     missed: list[str] = []
     with tempfile.TemporaryDirectory(prefix="jaxlsp-graph-store-") as tmp:

@@ -13,9 +13,10 @@ stage of unrolled layers). Each runs in a scratch copy of the model file, measur
   and the worker's own stage times (jax, import, init, trace, build, serialize, as the command
   prints them); "rest" is the wall time outside the worker's stages (interpreter start, the
   pipe, reading the result, writing the file).
-- file: bytes per equation of the graph file; parse (``io.read``), write (``io.write``) and store
-  (``GraphStore.build``: the indexes the server makes, and the diff from the target's previous
-  trace) measured in this process on that file.
+- file: bytes per equation of the graph file (the compact form, ``-o``'s default); parse
+  (``io.read``), write (``io.write``, compact) and store (``GraphStore.build``: the indexes the
+  server makes, and the diff from the target's previous trace) measured in this process on that
+  file.
 - server: a fresh ``jaxlsp serve`` over pipes (trusted, work-done progress on): the first
   ``jaxlsp/trace`` (which starts the warm spare), the first page of ``jaxlsp/graph`` (in ms) and the
   server's RSS above its idle RSS while it holds the graph; then the model file is edited (a
@@ -206,7 +207,7 @@ def _file_stages(graph_path: Path) -> tuple[dict[str, float], Any]:
     out["parse"] = time.perf_counter() - t0
     scratch = graph_path.with_suffix(".again.json")
     t0 = time.perf_counter()
-    io.write(graph, scratch)
+    io.write(graph, scratch, compact=True)  # as jaxlsp trace -o writes it
     out["write"] = time.perf_counter() - t0
     scratch.unlink()
     meta = {"uri": "file:///scale", "name": "LM", "roots": {"base": str(graph_path.parent)}}

@@ -147,7 +147,7 @@ def _trace(args: argparse.Namespace) -> int:
         return {"needs_input": 3, "refused": 2}.get(failure.kind, 1)
     graph = outcome.graph
     if args.output:
-        io.write(graph, args.output, compact=bool(args.compact))
+        io.write(graph, args.output, compact=not args.expanded)
     if args.html:
         Path(args.html).write_text(export.to_html(graph), encoding="utf-8")
     print(render_summary(graph))
@@ -404,9 +404,9 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument(
         "--timeout", type=float, help="seconds before the worker is killed (default 60; 300 for a run of an example)"
     )
-    t.add_argument("--max-equations", type=int, metavar="N", help="refuse graphs with more equations (200000)")
-    t.add_argument("--max-values", type=int, metavar="N", help="refuse graphs with more values (400000)")
-    t.add_argument("--max-bytes", type=int, metavar="N", help="refuse graphs whose JSON is larger (268435456)")
+    t.add_argument("--max-equations", type=int, metavar="N", help="refuse graphs with more equations (500000)")
+    t.add_argument("--max-values", type=int, metavar="N", help="refuse graphs with more values (1000000)")
+    t.add_argument("--max-bytes", type=int, metavar="N", help="refuse graphs whose compact JSON is larger (268435456)")
     t.add_argument(
         "--costs",
         action="store_true",
@@ -426,12 +426,19 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument(
         "--precision", action="store_true", help="print dtype conversions and matmul precision settings per module"
     )
-    t.add_argument("-o", "--output", metavar="GRAPH.json", help="write the graph here")
     t.add_argument(
-        "--compact",
-        action="store_true",
-        help="write the -o graph in the compact form (version 2, docs/graph-format.md; export expands it)",
+        "-o",
+        "--output",
+        metavar="GRAPH.json",
+        help="write the graph here, in the compact form (version 2, docs/graph-format.md; "
+        "jaxlsp export --format json expands it)",
     )
+    form = t.add_mutually_exclusive_group()
+    form.add_argument(
+        "--expanded", action="store_true", help="write the -o graph in the expanded form (version 1) instead"
+    )
+    # The default since the compact form became the file's; kept so that scripts passing it still run.
+    form.add_argument("--compact", action="store_true", help=argparse.SUPPRESS)
     t.add_argument("--html", metavar="GRAPH.html", help="write an offline HTML view here")
     t.add_argument(
         "--values",

@@ -7,7 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
-from tests.cli.helpers import run
+from tests.cli.helpers import expanded, run
 
 CASES = Path(__file__).resolve().parents[1] / "workspaces" / "callsite_cases"
 
@@ -24,7 +24,7 @@ def test_one_file_that_fails_to_import_leaves_the_others_to_run(tmp_path: Path) 
     root = case("collect_error", tmp_path)
     result = run(["trace", "pkg/models.py::Small", "-o", "small.json"], cwd=root)
     assert result.returncode == 0, result.stderr
-    assert json.loads((root / "small.json").read_text())["target"]["name"] == "Small"
+    assert expanded(root / "small.json")["target"]["name"] == "Small"
 
 
 def test_when_no_file_reaches_the_target_the_error_names_each_cause(tmp_path: Path) -> None:
@@ -192,7 +192,7 @@ def test_every_test_of_a_class_that_names_the_user_is_an_example(tmp_path: Path)
     ]
     traced = run(["trace", "pkg/bij.py::_helper", "-o", "helper.json"], cwd=root)
     assert traced.returncode == 0, traced.stderr
-    assert json.loads((root / "helper.json").read_text())["target"]["name"] == "_helper"
+    assert expanded(root / "helper.json")["target"]["name"] == "_helper"
 
 
 def test_a_library_call_on_an_array_spec_is_evaluated_abstractly(tmp_path: Path) -> None:

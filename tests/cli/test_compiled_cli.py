@@ -4,7 +4,6 @@ table, per-device memory, and ``collectives: none`` on one device."""
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -15,7 +14,7 @@ from jsonschema import Draft202012Validator
 
 from jaxlsp.graph import io
 from jaxlsp.graph.validate import load_schema
-from tests.cli.helpers import run
+from tests.cli.helpers import expanded, run
 
 pytest.importorskip("jax")
 
@@ -34,7 +33,7 @@ def _trace(root: Path, target: str, profile: str) -> Traced:
     out = f"{profile}.json"
     result = run(["trace", target, "--profile", profile, "--compiled", "-o", out], cwd=root)
     assert result.returncode == 0, result.stderr
-    graph = json.loads((root / out).read_text())
+    graph = expanded(root / out)
     assert [e.message for e in Draft202012Validator(load_schema()).iter_errors(graph)] == []
     return result, graph
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.helpers import run
+from tests.cli.helpers import expanded, run
 
 WORKSPACE = Path(__file__).resolve().parents[1] / "workspaces" / "costs"
 
@@ -45,7 +45,7 @@ def test_trace_costs_prints_the_module_table(traced: tuple[Path, subprocess.Comp
     assert any(line.startswith("residuals for the backward pass: ") for line in lines)
     assert any(line.startswith("precision: ") for line in lines)
     assert any("MLP/Dense_0: f32 x f32 -> f32, precision DEFAULT" in line for line in lines)
-    graph = json.loads((root / "a.json").read_text())
+    graph = expanded(root / "a.json")
     assert graph["costs"]["platform"] == "cpu" and all("costs" in n for n in graph["nodes"])
 
 

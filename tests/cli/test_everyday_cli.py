@@ -3,7 +3,6 @@ recipes as a new user meets them (real JAX, real workers)."""
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 from pathlib import Path
@@ -13,6 +12,7 @@ import pytest
 
 from jaxlsp.graph import io
 from jaxlsp.graph.validate import check
+from tests.cli.helpers import expanded
 from tests.cli.test_trace_cli import run
 from tests.discovery.helpers import write_tree
 
@@ -80,7 +80,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _graph(path: Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(path.read_text())
+    data = expanded(path)
     assert check(io.from_json(data)) == []
     return data
 

@@ -15,7 +15,7 @@ import pytest
 
 from jaxlsp.graph import io
 from jaxlsp.graph.validate import SCHEMA_PATH, check
-from tests.cli.helpers import run
+from tests.cli.helpers import expanded, run
 
 WORKSPACE = Path(__file__).resolve().parents[1] / "workspaces" / "mesh_recipe"
 MESH = {"axisNames": ["data", "model"], "axisSizes": [2, 2], "axisTypes": ["Explicit", "Explicit"]}
@@ -39,7 +39,7 @@ def _values(data: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], dict[str, 
 def test_a_recipe_mesh_shards_the_inputs_and_every_value(project: Path) -> None:
     result = run(["trace", "mlp.py::mlp", "-o", "mlp.json"], project)
     assert result.returncode == 0, result.stderr
-    data = json.loads((project / "mlp.json").read_text())
+    data = expanded(project / "mlp.json")
     jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text())).validate(data)
     assert check(io.from_json(data)) == []
     assert data["mesh"] == MESH and data["profile"]["devices"] == 4  # the mesh's size, by default
@@ -59,7 +59,7 @@ def test_a_recipe_mesh_shards_the_inputs_and_every_value(project: Path) -> None:
 def test_a_values_run_puts_the_arrays_on_the_mesh(project: Path) -> None:
     result = run(["trace", "mlp.py::mlp", "--values", "-o", "values.json"], project)
     assert result.returncode == 0, result.stderr
-    data = json.loads((project / "values.json").read_text())
+    data = expanded(project / "values.json")
     ports, made = _values(data)
     assert ports["args/1"]["sharding"] == {"spec": [["data"], None]} and "stats" in ports["args/1"]
     assert made["tanh"]["sharding"] == {"spec": [["data"], ["model"]]} and "stats" in made["tanh"]

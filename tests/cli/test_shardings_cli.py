@@ -15,7 +15,7 @@ import pytest
 
 from jaxlsp.graph import io
 from jaxlsp.graph.validate import SCHEMA_PATH, check
-from tests.cli.helpers import run
+from tests.cli.helpers import expanded, run
 
 WORKSPACE = Path(__file__).resolve().parents[1] / "workspaces" / "sharding"
 MESH = {"axisNames": ["x"], "axisSizes": [4], "axisTypes": ["Explicit"]}
@@ -37,7 +37,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def mlp(project: Path) -> tuple[dict[str, Any], subprocess.CompletedProcess[str]]:
     result = run(["trace", "model.py::mlp", "-o", "mlp.json"], project)
     assert result.returncode == 0, result.stderr
-    data: dict[str, Any] = json.loads((project / "mlp.json").read_text())
+    data = expanded(project / "mlp.json")
     return data, result
 
 
@@ -63,7 +63,7 @@ def test_the_sharded_mlp_keeps_every_values_sharding_and_the_mesh(
     # the same MLP on one device: its graph is as before, with no mesh and no sharding anywhere
     single = run(["trace", "single.py::mlp", "-o", "single.json"], project)
     assert single.returncode == 0, single.stderr
-    plain = json.loads((project / "single.json").read_text())
+    plain = expanded(project / "single.json")
     jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text())).validate(plain)
     assert "mesh" not in plain and not any("sharding" in v for v in plain["values"])
     assert (
@@ -113,7 +113,7 @@ def test_an_auto_mesh_keeps_the_mesh_and_the_constraint_on_its_node(project: Pat
     and ``with_sharding_constraint`` says what it asks for (its node's params, the DOT label)."""
     result = run(["trace", "auto.py::step", "-o", "auto.json"], project)
     assert result.returncode == 0, result.stderr
-    data = json.loads((project / "auto.json").read_text())
+    data = expanded(project / "auto.json")
     jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text())).validate(data)
     assert data["mesh"] == {"axisNames": ["d"], "axisSizes": [4], "axisTypes": ["Auto"]}
     assert not any("sharding" in v for v in data["values"]) and "mesh: d: 4 (Auto)" in result.stdout

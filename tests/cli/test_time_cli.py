@@ -3,7 +3,6 @@ much the widest is ranked first, and the module rows add up to the measured step
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import subprocess
@@ -11,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.helpers import run
+from tests.cli.helpers import expanded, run
 
 WORKSPACE = Path(__file__).resolve().parents[1] / "workspaces" / "timing"
 UNITS = {"s": 1.0, "ms": 1e-3, "µs": 1e-6}
@@ -52,7 +51,7 @@ def test_the_widest_layer_ranks_first_and_the_rows_add_up_to_the_step(
     measured = seconds(step.group(1), step.group(2))
     assert sum(rows.values()) == pytest.approx(total, rel=0.02)  # the printed figures are rounded
     assert abs(sum(rows.values()) - measured) <= 0.10 * measured, (rows, measured)
-    graph = json.loads((root / "t.json").read_text())
+    graph = expanded(root / "t.json")
     time = graph["time"]
     # Without the idle row the rows are the device's busy time, which the modules cover.
     busy = sum(v for k, v in rows.items() if not k.startswith("(idle"))

@@ -8,13 +8,16 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from referencing import Registry, Resource
 
 from jaxlsp.graph import io
-from jaxlsp.graph.validate import SCHEMA_PATH, check
-from tests.cli.helpers import run
+from jaxlsp.graph.validate import SCHEMA_PATH, check, load_compact_schema, load_schema
+from tests.cli.helpers import expanded, run
 from tests.discovery.helpers import write_tree
 
 ROOT = Path(__file__).resolve().parents[2]
+MODELS = ROOT / "benchmarks" / "models"  # the 12-layer Linen transformer (profile forward: 1,132 equations)
+BYTES_PER_EQUATION = 250  # issue 29's bar for the graph file
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +34,7 @@ def test_trace_writes_a_valid_graph_and_prints_a_summary(
 ) -> None:
     out, result = cnn_graph
     assert result.returncode == 0, result.stderr
-    data = json.loads((out / "cnn.json").read_text())
+    data = expanded(out / "cnn.json")
     jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text())).validate(data)
     graph = io.from_json(data)
     assert check(graph) == []
@@ -54,6 +57,48 @@ def test_export_re_renders_a_saved_graph(cnn_graph: tuple[Path, subprocess.Compl
     assert (out / "again.dot").read_text().startswith("digraph")
     broken = run(["export", str(out / "cnn.html")], cwd=ROOT)
     assert broken.returncode == 2 and "cannot read" in broken.stderr
+
+
+@pytest.fixture(scope="module")
+def transformer_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The transformer traced three times: by default, with --expanded, with --compact (the old opt-in)."""
+    out = tmp_path_factory.mktemp("transformer")
+    for name, flags in (("default", []), ("expanded", ["--expanded"]), ("compact", ["--compact"])):
+        target = ["trace", "transformer.py::Transformer", "--profile", "forward", *flags]
+        result = run([*target, "-o", str(out / f"{name}.json")], cwd=MODELS)
+        assert result.returncode == 0, result.stderr
+    return out
+
+
+def test_the_graph_file_is_the_compact_form_by_default(transformer_files: Path) -> None:
+    path = transformer_files / "default.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert (data["format"], data["version"]) == ("jaxlsp.graph", 2)
+    registry = Registry().with_resource(load_schema()["$id"], Resource.from_contents(load_schema()))
+    validator = jsonschema.Draft202012Validator(load_compact_schema(), registry=registry)
+    assert [e.message for e in validator.iter_errors(data)] == []
+    equations = data["nodes"]["count"]
+    assert equations > 1_000, equations
+    per_equation = path.stat().st_size / equations
+    assert per_equation <= BYTES_PER_EQUATION, f"{per_equation:.0f} bytes an equation"
+    # --compact, the opt-in of earlier versions, is still accepted and writes the same file
+    assert (transformer_files / "compact.json").read_bytes() == path.read_bytes()
+
+
+def test_expanded_writes_version_1_which_the_default_file_exports_to(transformer_files: Path) -> None:
+    full = transformer_files / "expanded.json"
+    data = json.loads(full.read_text(encoding="utf-8"))
+    assert data["version"] == 1
+    jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text())).validate(data)
+    assert full.stat().st_size / len(data["nodes"]) > 4 * BYTES_PER_EQUATION  # what the default saves
+    again = transformer_files / "again.json"
+    exported = run(["export", str(transformer_files / "default.json"), "--format", "json", "-o", str(again)], cwd=ROOT)
+    assert exported.returncode == 0, exported.stderr
+    assert again.read_bytes() == full.read_bytes()  # the same graph: the same version 1 text
+    assert io.read(transformer_files / "default.json") == io.read(full)
+    both = run(["trace", "transformer.py::Transformer", "--expanded", "--compact", "-o", "x.json"], cwd=MODELS)
+    assert both.returncode == 2 and "not allowed with argument" in both.stderr, both.stderr
+    assert not (MODELS / "x.json").exists()
 
 
 def test_trace_errors_name_the_cause_and_the_line(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 
 from jaxlsp.graph.validate import SCHEMA_PATH
-from tests.cli.helpers import run
+from tests.cli.helpers import expanded, run
 
 REPO = Path(__file__).resolve().parents[1] / "workspaces" / "callsites_repo"
 
@@ -56,7 +56,7 @@ def test_auto_traces_the_best_static_call_site(repo: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "inputs from tests/test_models.py:35 (test)" in result.stdout.splitlines()
     assert "to learn the inputs" not in result.stdout  # nothing of the workspace ran but the model
-    data = json.loads((repo / "lm.json").read_text())
+    data = expanded(repo / "lm.json")
     jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text())).validate(data)
     ports = {p["label"]: p for p in data["inputs"]}
     assert ports["args/0"]["role"] == "input"
@@ -69,7 +69,7 @@ def test_auto_runs_an_example_then_save_writes_the_learned_profile(repo: Path) -
     assert lines[0] == "running toy.py to learn the inputs"
     assert "inputs from zoo/rnn.py:36 (module)" in lines
     assert f"saved profile Block in {repo / 'jaxlsp.toml'} (new file)" in lines
-    data = json.loads((repo / "block.json").read_text())
+    data = expanded(repo / "block.json")
     jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text())).validate(data)
     saved = tomllib.loads((repo / "jaxlsp.toml").read_text())
     assert saved["profiles"]["Block"] == {
@@ -170,7 +170,7 @@ def test_auto_runs_the_next_script_when_the_first_never_calls_the_target(tmp_pat
     lines = result.stdout.splitlines()
     assert lines[:2] == ["running a_dry.py to learn the inputs", "running b_run.py to learn the inputs"]
     assert "inputs from b_run.py:14 (script)" in lines
-    graph = json.loads((tmp_path / "g.json").read_text())
+    graph = expanded(tmp_path / "g.json")
     assert [v["shape"] for v in graph["values"] if v["id"] == graph["inputs"][0]["value"]] == [[4, 5]]
     (tmp_path / "b_run.py").write_text(script.format(shape="4, 5", guard="False"))
     failed = run(["trace", "pkg/model.py::double"], cwd=tmp_path)
@@ -228,7 +228,7 @@ def test_a_notebook_is_run_cell_by_cell_to_learn_the_inputs(tmp_path: Path) -> N
     lines = result.stdout.splitlines()
     assert lines[0] == "running nb.ipynb to learn the inputs"
     assert "inputs from nb.ipynb:cell 4:3 (module)" in lines
-    graph = json.loads((tmp_path / "g.json").read_text())
+    graph = expanded(tmp_path / "g.json")
     ports = {p["label"]: p["value"] for p in graph["inputs"]}
     shapes = {v["id"]: v["shape"] for v in graph["values"]}
     assert shapes[ports["args/0"]] == [3]
@@ -258,7 +258,7 @@ def test_a_script_runs_with_the_arguments_its_readme_gives(tmp_path: Path) -> No
     result = run(["trace", "model.py::double", "-o", "g.json", "--save"], cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[0] == "running train.py --size 5 to learn the inputs"
-    graph = json.loads((tmp_path / "g.json").read_text())
+    graph = expanded(tmp_path / "g.json")
     assert [v["shape"] for v in graph["values"] if v["id"] == graph["inputs"][0]["value"]] == [[5, 2]]
     saved = tomllib.loads((tmp_path / "jaxlsp.toml").read_text())  # what the run learned, as a recipe
     assert [p["inputs"]["args"] for p in saved["profiles"].values()] == [[{"kind": "array", "shape": [5, 2]}]]

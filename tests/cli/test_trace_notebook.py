@@ -14,6 +14,7 @@ import pytest
 from jaxlsp.graph import io
 from jaxlsp.graph.validate import SCHEMA_PATH, check
 from jaxlsp.notebook import read_module
+from tests.cli.helpers import expanded
 from tests.deadlines import scaled
 
 WORKSPACE = Path(__file__).resolve().parents[1] / "workspaces" / "notebooks"
@@ -60,7 +61,7 @@ def test_a_notebook_target_traces_with_frames_in_its_cell(
     assert output in result.stdout
     # the IPython lines of the cells above are listed, not run
     assert "IPython lines not run" in result.stdout and "cell 1 line 3: !pip install --quiet equinox" in result.stdout
-    data = json.loads(path.read_text())
+    data = expanded(path)
     jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text())).validate(data)
     graph = io.from_json(data)
     assert check(graph) == []

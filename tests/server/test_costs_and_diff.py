@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 import pytest
 import pytest_lsp
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
+from jaxlsp.graph import io
 from tests.server.conftest import CONFIG, JaxClient, copy_workspace, initialize_params, within
 
 REQUEST_FAILED = -32803
@@ -136,6 +138,12 @@ async def test_diffs_after_a_wider_layer_a_no_op_edit_and_a_new_layer(client: Ja
     exported = await client.request("jaxlsp/export", {"traceId": first["traceId"], "format": "json"})
     files = await client.request("jaxlsp/diff", {"uri": exported["uri"], "baseUri": exported["uri"]})
     assert files["same"] is True and files["traceId"] is None
+    lean = client.workspace / "first.json"  # the compact form, as jaxlsp trace -o writes it
+    io.write(io.read(Path(unquote(urlparse(exported["uri"]).path))), lean, compact=True)
+    both = await client.request("jaxlsp/diff", {"uri": lean.as_uri(), "baseUri": exported["uri"]})
+    assert both["same"] is True
+    since = await client.request("jaxlsp/diff", {"traceId": deeper["traceId"], "baseUri": lean.as_uri()})
+    assert since["counts"] == across["counts"]
     bad = client.workspace / "bad.json"
     bad.write_text("{}")
     error = await _error(client, "jaxlsp/diff", {"traceId": first["traceId"], "baseUri": bad.as_uri()})

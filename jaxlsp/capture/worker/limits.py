@@ -1,7 +1,7 @@
 """Graph-size limits (stdlib only): a target over a limit is refused with its figures, never truncated.
 
 Equations and values are counted from the jaxpr right after tracing, before any graph is built;
-bytes are measured on the serialized result. The limits arrive in ``WorkerRequest.limits``
+bytes are measured on the serialized result (the compact form, version 2). The limits arrive in ``WorkerRequest.limits``
 (the engine always sends them; the server's settings ``jaxlsp.limits.*`` and the CLI's
 ``--max-*`` flags raise them). Without ``limits`` in the request nothing is checked.
 """
@@ -13,7 +13,12 @@ from typing import Any
 
 from jaxlsp.capture.worker.failures import CaptureError
 
-DEFAULTS = {"equations": 200_000, "values": 400_000, "bytes": 256 * 1024 * 1024}
+# What the compact form makes cheap (docs/graph-format.md "What a large graph costs", measured on
+# a lax.sin chain and benchmarks/models/scale_lm.py's decoder): at 500,000 equations the file is
+# 15-45 MB, the server holds 89-245 MB and every process of the trace stays near 3 GB or less; at a
+# million the worker peaks at 5.8 GB (of its 8 GiB cap), receiving peaks at 2.5 GB in the server and
+# a flat program's pages and hovers take p50 25-76 ms. ``bytes`` is the compact result's.
+DEFAULTS = {"equations": 500_000, "values": 1_000_000, "bytes": 256 * 1024 * 1024}
 # Where each limit is raised: the server setting and the CLI flag.
 SETTINGS = {
     "equations": ("jaxlsp.limits.equations", "--max-equations"),
