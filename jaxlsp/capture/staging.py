@@ -14,9 +14,16 @@ that is unusable, a fresh private temporary folder. An unchanged tree reuses its
 
 The worker then starts as ``[python, "-I", "-B", "-c", BOOTSTRAP, stage, memory, result_fd]``:
 ``-I`` keeps ``PYTHONPATH``, ``PYTHONHOME``, the user site and the current directory off
-``sys.path``; ``-B`` writes no bytecode (an edit of equal size within the same second must never
-load stale code). BOOTSTRAP puts the staging folder at ``sys.path[0]``, applies the memory cap
-and calls the worker's ``main()``.
+``sys.path``; ``-B`` writes no bytecode for the user's modules (an edit of equal size within the
+same second must never load stale code). BOOTSTRAP puts the staging folder at ``sys.path[0]``,
+applies the memory cap and calls the worker's ``main()``.
+
+The staged modules' bytecode is cached inside the stage (``__pycache__`` beside each file, one
+per interpreter version, written by the worker's own interpreter the first time it imports the
+module): checked-hash pycs (PEP 552), loaded only when the header's hash is the hash of the
+staged source as it is now, so an edited, damaged or foreign stage file is compiled afresh, and an
+unreadable or corrupt pyc is ignored and rewritten. It saves every cold capture compiling the
+worker's ~14,000 lines (0.2-0.4 s). The user's modules are never written (``-B`` holds for them).
 """
 
 from __future__ import annotations
@@ -46,21 +53,57 @@ STALE_AFTER = 7 * 24 * 3600.0  # seconds; older unused stages are removed when a
 #: Shared start of both bootstraps (any Python >= 3.10): argv[1] is the stage. Puts the stage first
 #: on ``sys.path`` and guards the ``jaxlsp`` namespace, so that only staged modules import even in an
 #: interpreter where the whole server is installed (an editable install's finder would otherwise
-#: serve ``jaxlsp.discovery`` and friends from the checkout).
+#: serve ``jaxlsp.discovery`` and friends from the checkout). Staged modules load through
+#: ``_StagedLoader``: their bytecode cached in the stage as checked-hash pycs (the module docstring).
 PROLOGUE = """\
 import os, sys
 sys.dont_write_bytecode = True
 stage = sys.argv.pop(1)
 sys.path.insert(0, stage)
+from importlib.machinery import PathFinder, SourceFileLoader
+class _StagedLoader(SourceFileLoader):
+    def get_code(self, fullname):
+        import marshal
+        from importlib.util import MAGIC_NUMBER, cache_from_source, source_hash
+        path = self.get_filename(fullname)
+        source = self.get_data(path)
+        try:
+            cached = cache_from_source(path)
+            head = MAGIC_NUMBER + bytes((3, 0, 0, 0)) + source_hash(source)  # PEP 552: checked hash
+        except Exception:
+            return self.source_to_code(source, path)
+        try:
+            with open(cached, "rb") as f:
+                data = f.read()
+            if data[:16] == head:
+                code = marshal.loads(memoryview(data)[16:])
+                if type(code) is type(_StagedLoader.get_code.__code__):
+                    return code
+        except Exception:
+            pass
+        code = self.source_to_code(source, path)
+        tmp = "%s.%d.tmp" % (cached, os.getpid())
+        try:
+            os.makedirs(os.path.dirname(cached), mode=0o700, exist_ok=True)
+            with open(tmp, "wb") as f:
+                f.write(head + marshal.dumps(code))
+            os.replace(tmp, cached)
+        except OSError:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        return code
 class _OnlyStaged:
     @staticmethod
     def find_spec(name, path=None, target=None):
         if name != "jaxlsp" and not name.startswith("jaxlsp."):
             return None
-        from importlib.machinery import PathFinder
         spec = PathFinder.find_spec(name, [stage] if name == "jaxlsp" else path, target)
         if spec is None:
             raise ModuleNotFoundError("No module named %r (only the capture worker is staged)" % name, name=name)
+        if type(spec.loader) is SourceFileLoader:
+            spec.loader = _StagedLoader(spec.loader.name, spec.loader.path)
         return spec
 sys.meta_path.insert(0, _OnlyStaged)
 """
