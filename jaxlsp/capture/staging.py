@@ -37,7 +37,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -108,14 +108,17 @@ class _OnlyStaged:
 sys.meta_path.insert(0, _OnlyStaged)
 """
 
-#: The cold worker: argv = [stage, memory bytes (0: none), result fd, worker module]. Applies the
-#: memory cap (soft RLIMIT_AS, before anything heavy is imported) and calls the worker's
-#: ``main()``. A worker that cannot even be imported is reported on the result fd as an
-#: ``internal`` error.
+#: The cold worker: argv = [stage, memory bytes (0: none), result fd, worker module, preload].
+#: Applies the memory cap (soft RLIMIT_AS, before anything heavy is imported) and calls the
+#: worker's ``main()``. A worker that cannot even be imported is reported on the result fd as an
+#: ``internal`` error. ``preload`` (comma-separated, maybe empty) names installed modules to
+#: import before the request is read (an early worker, capture/early.py): a failure there is left
+#: to the capture to report, and ``main(early=...)`` hears how long they took.
 BOOTSTRAP = (
     PROLOGUE
     + """\
 memory, fd, module = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+preload = [name for name in sys.argv[4].split(",") if name] if len(sys.argv) > 4 else []
 del sys.argv[1:]
 import faulthandler, signal
 faulthandler.enable()  # a segfault in user code prints the Python stack (with the user's line) on stderr
@@ -146,7 +149,17 @@ except BaseException as exc:
     error = {"kind": "internal", "message": message, "traceback": traceback.format_exc()}
     os.write(fd, json.dumps({"ok": False, "error": error}).encode())
     sys.exit(70)
-main()
+if preload:
+    import time
+    started = time.perf_counter()
+    for name in preload:
+        try:
+            importlib.import_module(name)
+        except Exception:
+            pass
+    main(early=time.perf_counter() - started)
+else:
+    main()
 """
 )
 
@@ -298,9 +311,11 @@ def _intact(folder: Path, contents: Mapping[str, bytes]) -> bool:
         return False
 
 
-def worker_command(python: str, staged: Stage, *, memory_bytes: int | None, result_fd: int) -> list[str]:
-    """The argv that runs the worker's ``main()`` in ``python``."""
-    return [
+def worker_command(
+    python: str, staged: Stage, *, memory_bytes: int | None, result_fd: int, preload: Sequence[str] = ()
+) -> list[str]:
+    """The argv that runs the worker's ``main()`` in ``python`` (``preload``: BOOTSTRAP's)."""
+    argv = [
         python,
         "-I",
         "-B",
@@ -311,6 +326,7 @@ def worker_command(python: str, staged: Stage, *, memory_bytes: int | None, resu
         str(result_fd),
         staged.worker_module,
     ]
+    return [*argv, ",".join(preload)] if preload else argv
 
 
 # -- the interpreter ---------------------------------------------------------------------------------

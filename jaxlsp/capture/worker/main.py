@@ -29,8 +29,11 @@ from jaxlsp.capture.worker.failures import CaptureError, Workspace, format_tb, f
 from jaxlsp.capture.worker.protocol import ErrorInfo, WorkerRequest, WorkerResult
 
 
-def main() -> None:
-    """Read a request on stdin, capture, write the result to ``resultFd`` and close it."""
+def main(early: float | None = None) -> None:
+    """Read a request on stdin, capture, write the result to ``resultFd`` and close it.
+
+    ``early``: the seconds the bootstrap spent importing jax (and frameworks) before the request
+    came (an early worker, capture/early.py), reported as the ``early`` timing."""
     sys.dont_write_bytecode = True
     fd: int | None = None
     try:
@@ -38,6 +41,8 @@ def main() -> None:
         request = json.loads(raw)
         fd = int(request["resultFd"])
         result = capture(request)
+        if early is not None:
+            result["timings"] = {"early": early, **(result.get("timings") or {})}
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):
             raise
