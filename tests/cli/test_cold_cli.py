@@ -1,14 +1,21 @@
-"""``jaxlsp trace`` starts its worker early (capture/early.py): the capture runs in it, and a trace
-refused before its capture leaves no worker behind."""
+"""The cold ``jaxlsp trace``'s own costs: it starts its worker early (capture/early.py), the capture
+runs in it and a trace refused before its capture leaves no worker behind; it writes the graph
+with the cyclic collector paused."""
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from jaxlsp import cli
+from jaxlsp.graph import io
 from tests.deadlines import scaled
 
 MODEL = "import jax.numpy as jnp\n\n\ndef f(x):\n    return jnp.sin(x) * 2\n"
@@ -55,3 +62,38 @@ def test_trace_captures_in_its_early_worker_and_a_refusal_leaves_none(tmp_path: 
     refused = _trace(tmp_path, cache)
     assert refused.returncode == 2 and "profiles.f" in refused.stderr, refused.stderr
     assert _workers_of(cache) == []
+
+
+def test_the_graph_file_is_written_with_the_collector_paused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Enough equations that the file's objects would start collections (a few thousand objects).
+    (tmp_path / "model.py").write_text(
+        MODEL + "\n\ndef g(x):\n    for _ in range(300):\n        x = f(x)\n    return x\n"
+    )
+    (tmp_path / "jaxlsp.toml").write_text(GOOD.replace("::f", "::g"))
+    monkeypatch.chdir(tmp_path)
+    writing = [False]
+    during: list[int] = []  # generations collected while the file was made
+
+    def watch(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start" and writing[0]:
+            during.append(int(info["generation"]))
+
+    real = io.write
+
+    def write(*args: Any, **kwargs: Any) -> None:
+        writing[0] = True
+        try:
+            gc.collect()  # what came before is not this one's to count
+            during.clear()
+            real(*args, **kwargs)
+        finally:
+            writing[0] = False
+
+    monkeypatch.setattr(io, "write", write)
+    gc.callbacks.append(watch)
+    try:
+        code = cli.main(["trace", "model.py::g", "--profile", "f", "-o", str(tmp_path / "g.json")])
+    finally:
+        gc.callbacks.remove(watch)
+    assert code == 0 and len(io.read(tmp_path / "g.json").nodes) == 600
+    assert during == []
