@@ -390,8 +390,8 @@ def main() -> int:
                 measured_server = server(folder, shape, size)
             rows.append(Row(shape.name, size, depth, eqns, measured_bare, measured_cli, measured_file, measured_server))
             print(f"  measured {shape.name} {size} ({eqns} equations)", flush=True)
-    if args.json:
-        Path(args.json).write_text(json.dumps([r.__dict__ for r in rows], indent=1), encoding="utf-8")
+            if args.json:  # after each size: a long run stopped early keeps what it measured
+                Path(args.json).write_text(json.dumps([r.__dict__ for r in rows], indent=1), encoding="utf-8")
     return 0 if report(rows) else 1
 
 

@@ -157,7 +157,7 @@ def start(
     """An early worker for ``jaxlsp trace FILE::NAME`` as the command line gives it, or None when
     the guess is unsure (a recipe that names an interpreter, an environment or a device) or the
     worker cannot start (the capture then says why, as without this)."""
-    if device not in (None, "cpu"):
+    if device not in (None, "cpu") or not file.is_file():
         return None
     found = recipe if recipe is not None else _nearest_recipe(file, workspace_root)
     try:

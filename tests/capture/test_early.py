@@ -82,6 +82,7 @@ def test_the_cli_guess_skips_recipes_that_choose_another_interpreter_env_or_devi
         recipe.write_text(text)
         assert early.start(model, tmp_path, python=None, device=None, recipe=None) is None, text
     assert early.start(model, tmp_path, python=None, device="cuda:0", recipe=None) is None
+    assert early.start(tmp_path / "missing.py", tmp_path, python=None, device=None, recipe=None) is None
     recipe.write_text('version = 1\n[profiles.a]\ntarget = "model.py::f"\n')
     worker = early.start(model, tmp_path, python=sys.executable, device=None, recipe=None)
     assert worker is not None and worker.launched is not None
