@@ -48,8 +48,13 @@ def _workers_of(cache: Path) -> list[int]:
     return found
 
 
+#: Says, as the user's module is imported, whether the worker's graph building was loaded already.
+WITNESS = "import sys\n\nopen({out!r}, 'w').write(str('jaxlsp.capture.worker.build' in sys.modules))\n"
+
+
 def test_trace_captures_in_its_early_worker_and_a_refusal_leaves_none(tmp_path: Path) -> None:
-    (tmp_path / "model.py").write_text(MODEL)
+    witness = tmp_path / "witness.txt"
+    (tmp_path / "model.py").write_text(WITNESS.format(out=str(witness)) + MODEL)
     (tmp_path / "jaxlsp.toml").write_text(GOOD)
     cache = tmp_path / "cache"
     done = _trace(tmp_path, cache)
@@ -57,6 +62,7 @@ def test_trace_captures_in_its_early_worker_and_a_refusal_leaves_none(tmp_path: 
     line = re.search(r"traced in [\d.]+s \(cold; early ([\d.]+)s, jax ([\d.]+)s", done.stdout)
     assert line is not None, done.stdout  # jax came imported: the capture ran in the early worker
     assert float(line.group(1)) > 0 and (tmp_path / "g.json").is_file()
+    assert witness.read_text() == "True"  # the capture's own modules were loaded before the request
     # Refused after the worker started (the recipe's input is wrong): it is killed, not left.
     (tmp_path / "jaxlsp.toml").write_text(BAD)
     refused = _trace(tmp_path, cache)
