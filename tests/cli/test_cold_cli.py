@@ -16,6 +16,7 @@ import pytest
 
 from jaxlsp import cli
 from jaxlsp.graph import io
+from jaxlsp.graph.model import Graph
 from tests.deadlines import scaled
 
 MODEL = "import jax.numpy as jnp\n\n\ndef f(x):\n    return jnp.sin(x) * 2\n"
@@ -70,7 +71,9 @@ def test_trace_captures_in_its_early_worker_and_a_refusal_leaves_none(tmp_path: 
     assert _workers_of(cache) == []
 
 
-def test_the_graph_file_is_written_with_the_collector_paused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_graph_is_written_with_the_collector_paused_and_never_formatted_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Enough equations that the file's objects would start collections (a few thousand objects).
     (tmp_path / "model.py").write_text(
         MODEL + "\n\ndef g(x):\n    for _ in range(300):\n        x = f(x)\n    return x\n"
@@ -96,6 +99,14 @@ def test_the_graph_file_is_written_with_the_collector_paused(tmp_path: Path, mon
             writing[0] = False
 
     monkeypatch.setattr(io, "write", write)
+    formatted = [0]  # the graph's repr: a dataclass repr of every node (asyncio.run's end made one)
+    plain_repr = Graph.__repr__
+
+    def counted(self: Graph) -> str:
+        formatted[0] += 1
+        return plain_repr(self)
+
+    monkeypatch.setattr(Graph, "__repr__", counted)
     gc.callbacks.append(watch)
     try:
         code = cli.main(["trace", "model.py::g", "--profile", "f", "-o", str(tmp_path / "g.json")])
@@ -103,3 +114,4 @@ def test_the_graph_file_is_written_with_the_collector_paused(tmp_path: Path, mon
         gc.callbacks.remove(watch)
     assert code == 0 and len(io.read(tmp_path / "g.json").nodes) == 600
     assert during == []
+    assert formatted == [0]
