@@ -136,7 +136,13 @@ def capture_sync(
     stage: Stage | None = None,
 ) -> CaptureOutcome:
     """:func:`run_capture` for callers without an event loop. Ctrl-C kills the worker."""
-    return asyncio.run(run_capture(request_without_fd, python, options, stage=stage))
+    done: list[CaptureOutcome] = []
+
+    async def once() -> None:  # never the main task's result (service.trace_once says why)
+        done.append(await run_capture(request_without_fd, python, options, stage=stage))
+
+    asyncio.run(once())
+    return done[0]
 
 
 async def write_all(loop: asyncio.AbstractEventLoop, fd: int, data: bytes) -> None:
