@@ -31,7 +31,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
-from jaxlsp.capture import allowed_env, staging
+from jaxlsp.capture import staging
+from jaxlsp.capture.early import EarlyWorker, launch
 from jaxlsp.capture.options import DEFAULT_OPTIONS, CaptureOptions, Launch
 from jaxlsp.capture.staging import RefusedError, Stage
 from jaxlsp.capture.supervise import CaptureOutcome, Pipes, error_result, result_limit, settle, supervise
@@ -88,49 +89,33 @@ async def spawn_cold(
     staged: Stage,
     options: CaptureOptions,
     started: float,
+    early: EarlyWorker | None = None,
 ) -> CaptureOutcome:
     """A fresh worker for the capture, supervised until its end; ``started`` is when the capture
-    began (time spent before, waiting for a spare, counts against ``options.timeout``)."""
+    began (time spent before, waiting for a spare, counts against ``options.timeout``).
+    ``early``: a worker the CLI started ahead (capture/early.py), used when it is this one."""
     memory_mb = options.memory_for(request_without_fd)
-    loop = asyncio.get_running_loop()
-    result_r, result_w = os.pipe()
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
-    in_r, in_w = os.pipe()
     request = dict(request_without_fd)
-    request["resultFd"] = result_w
-    argv = staging.worker_command(
-        python, staged, memory_bytes=memory_mb * 1024 * 1024 if memory_mb else None, result_fd=result_w
-    )
-    try:
-        proc = subprocess.Popen(
-            argv,
-            stdin=in_r,
-            stdout=out_w,
-            stderr=err_w,
-            pass_fds=(result_w,),
-            start_new_session=True,
-            close_fds=True,
-            cwd=working_directory(request, str(staged.path)),
-            env=allowed_env.base_environment(),
-        )
-    except OSError as exc:
-        for fd in (result_r, out_r, err_r, in_w):
-            os.close(fd)
-        return refused_outcome(f"The Python interpreter {python!r} could not be started: {exc}.", python, started)
-    finally:
-        for fd in (result_w, out_w, err_w, in_r):
-            os.close(fd)
+    cwd = working_directory(request, str(staged.path))
+    launched = early.take(python, staged, memory_mb, cwd, request) if early is not None else None
+    if launched is None:
+        try:
+            launched = launch(python, staged, memory_mb, cwd)
+        except OSError as exc:
+            return refused_outcome(f"The Python interpreter {python!r} could not be started: {exc}.", python, started)
+    proc = launched.proc
+    request["resultFd"] = launched.result_fd
     # Into its own cgroup (where one can be made) before the request is written: the worker runs no
     # user code before it has read the request, so every process that code starts is born inside.
     cgroup = forkserver.cgroup_create(f"{os.getpid()}-cold-{proc.pid}")
     if cgroup is not None and not forkserver.cgroup_join(cgroup, proc.pid):
         forkserver.cgroup_remove(cgroup)
         cgroup = None
-    writer = asyncio.ensure_future(write_all(loop, in_w, json.dumps(request).encode()))
+    loop = asyncio.get_running_loop()
+    writer = asyncio.ensure_future(write_all(loop, launched.in_w, json.dumps(request).encode()))
     return await supervise(
         PopenChild(proc, cgroup),
-        Pipes(stdout=out_r, stderr=err_r, result=result_r),
+        Pipes(stdout=launched.out_r, stderr=launched.err_r, result=launched.result_r),
         options,
         Launch(python, "cold", started, options.timeout, memory_mb, result_limit(request)),
         extra_tasks=(writer,),
@@ -151,7 +136,13 @@ def capture_sync(
     stage: Stage | None = None,
 ) -> CaptureOutcome:
     """:func:`run_capture` for callers without an event loop. Ctrl-C kills the worker."""
-    return asyncio.run(run_capture(request_without_fd, python, options, stage=stage))
+    done: list[CaptureOutcome] = []
+
+    async def once() -> None:  # never the main task's result (service.trace_once says why)
+        done.append(await run_capture(request_without_fd, python, options, stage=stage))
+
+    asyncio.run(once())
+    return done[0]
 
 
 async def write_all(loop: asyncio.AbstractEventLoop, fd: int, data: bytes) -> None:

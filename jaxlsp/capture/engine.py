@@ -19,6 +19,7 @@ from typing import Any, cast
 from jaxlsp.capture import allowed_env, autoinputs, compatibility, interpreters
 from jaxlsp.capture.autoinputs import Origin
 from jaxlsp.capture.compatibility import Report
+from jaxlsp.capture.early import workspace_root_for as workspace_root_for  # where it lived: a public name
 from jaxlsp.capture.interpreters import InterpreterError, Selection, select_interpreter
 from jaxlsp.capture.supervise import CaptureOutcome
 from jaxlsp.capture.worker import limits
@@ -204,13 +205,6 @@ def project_root_for(req: TraceRequest) -> Path:
     if req.root is not None:
         return req.root.resolve()
     return project_root(req.file, req.workspace_root)
-
-
-def workspace_root_for(file: Path, cwd: Path) -> Path:
-    """The current directory when the target is inside it, else the target's folder."""
-    file = file.resolve()
-    cwd = cwd.resolve()
-    return cwd if file.is_relative_to(cwd) else file.parent
 
 
 def select(req: TraceRequest) -> tuple[Resolved, Path | None]:

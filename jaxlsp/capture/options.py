@@ -6,11 +6,13 @@ supervisor) takes a :class:`CaptureOptions` instead of the same five keywords ea
 
 from __future__ import annotations
 
-import asyncio
 import enum
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+if TYPE_CHECKING:  # annotations only: the CLI's early worker starts before asyncio is imported
+    import asyncio
 
 DEFAULT_MEMORY_MB: Final = 8192
 DEFAULT_TIMEOUT: Final = 60.0

@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from jaxlsp.capture import phases
+from jaxlsp.capture.early import EarlyWorker
 from jaxlsp.capture.engine import (
     Prepared,
     TraceFailure,
@@ -77,7 +78,8 @@ class Captured:
 class CaptureService:
     """Scheduling, the warm pool, speculation hints, the compatibility gate and storage.
 
-    ``warm=False`` never starts a spare (every capture is a fresh worker): the CLI's one-shot way.
+    ``warm=False`` never starts a spare (every capture is a fresh worker): the CLI's one-shot way,
+    whose ``early`` worker (capture/early.py) is used for its capture when it fits.
     """
 
     def __init__(
@@ -89,8 +91,10 @@ class CaptureService:
         pool: SparePool | None = None,
         max_running: int = MAX_RUNNING,
         max_waiting: int = MAX_WAITING,
+        early: EarlyWorker | None = None,
     ) -> None:
         self.store = store
+        self.early = early
         self.gate = gate
         self.warm = warm
         self.pool = pool or SparePool()
@@ -182,7 +186,7 @@ class CaptureService:
         if "values" in request:  # the run stops, naming where it was, before the time limit kills it
             request = {**request, "values": {**request["values"], "timeout": options.timeout}}
         if not self.warm:
-            return await self.pool.capture(request, prepared.python, options, warm=False)
+            return await self.pool.capture(request, prepared.python, options, warm=False, early=self.early)
         await self.pool.start(prepared.python)
         phases.mark("spare")
         if "values" in request or "time" in request:  # these initialise for real: no structure hint to use
@@ -245,19 +249,36 @@ def _all_of(failures: list[TraceFailure]) -> TraceFailure:
     return replace(last, message=f"{last.message} (before it: {earlier})")
 
 
-def trace_once(req: TraceRequest, options: CaptureOptions, notify: Callable[[str], None] | None = None) -> TraceOutcome:
+def trace_once(
+    req: TraceRequest,
+    options: CaptureOptions,
+    notify: Callable[[str], None] | None = None,
+    early: EarlyWorker | None = None,
+) -> TraceOutcome:
     """One cold capture for callers without an event loop (the CLI); raises TraceFailure.
-    ``notify`` hears ``running PATH[::TEST] to learn the inputs`` before an example runs."""
+    ``notify`` hears ``running PATH[::TEST] to learn the inputs`` before an example runs;
+    ``early`` is a worker started ahead for it (used if it fits, else killed; killed on failure)."""
 
-    async def once() -> TraceOutcome:
-        service = CaptureService(warm=False)
+    done: list[TraceOutcome] = []
+
+    async def once() -> None:
+        service = CaptureService(warm=False, early=early)
         try:
             prepared = service.prepare(req)
             running = prepared.running()
             if running and notify is not None:
                 notify(running)
-            return (await service.run(prepared, options, notify=notify)).outcome
+            done.append((await service.run(prepared, options, notify=notify)).outcome)
         finally:
             await service.close()
 
-    return asyncio.run(once())
+    # The outcome is handed out beside the loop's main task, never as its result: at its end
+    # asyncio.run (3.11) looks up the SIGINT handler, whose failed enum lookup formats the
+    # handler's repr, which holds the task, whose repr holds its result: the whole graph as
+    # dataclass reprs (10,000 equations: 1.1 s of the CLI's wall time, growing with the graph).
+    try:
+        asyncio.run(once())
+    finally:
+        if early is not None:
+            early.discard()
+    return done[0]

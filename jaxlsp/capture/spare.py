@@ -34,6 +34,7 @@ from typing import Any, cast
 
 from jaxlsp.capture import allowed_env, phases, staging
 from jaxlsp.capture.client import prepare, refused_outcome, spawn_cold, working_directory
+from jaxlsp.capture.early import EarlyWorker
 from jaxlsp.capture.options import DEFAULT_OPTIONS, CaptureOptions, Launch
 from jaxlsp.capture.staging import RefusedError, Stage
 from jaxlsp.capture.supervise import (
@@ -463,8 +464,10 @@ class SparePool:
         options: CaptureOptions = DEFAULT_OPTIONS,
         *,
         warm: bool = True,
+        early: EarlyWorker | None = None,
     ) -> CaptureOutcome:
-        """Like :func:`jaxlsp.capture.client.run_capture`, through the spare when one is ready.
+        """Like :func:`jaxlsp.capture.client.run_capture`, through the spare when one is ready
+        (cold: through ``early``, the CLI's early worker, when it fits).
 
         With ``warm`` (the default) a missing or dead spare is (re)started in the background for
         the next capture; a spare still starting is waited for (it is at least as fast as a cold
@@ -489,7 +492,7 @@ class SparePool:
                     return await spare.run(request_without_fd, options, started)
                 except SpareUnavailable as exc:
                     log.info("warm spare unavailable (%s): capturing cold", exc)
-        return await spawn_cold(request_without_fd, python, staged, options, started)
+        return await spawn_cold(request_without_fd, python, staged, options, started, early)
 
     async def close(self) -> None:
         """Stop every spare (and with them any capture they are running)."""

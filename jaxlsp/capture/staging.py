@@ -14,9 +14,16 @@ that is unusable, a fresh private temporary folder. An unchanged tree reuses its
 
 The worker then starts as ``[python, "-I", "-B", "-c", BOOTSTRAP, stage, memory, result_fd]``:
 ``-I`` keeps ``PYTHONPATH``, ``PYTHONHOME``, the user site and the current directory off
-``sys.path``; ``-B`` writes no bytecode (an edit of equal size within the same second must never
-load stale code). BOOTSTRAP puts the staging folder at ``sys.path[0]``, applies the memory cap
-and calls the worker's ``main()``.
+``sys.path``; ``-B`` writes no bytecode for the user's modules (an edit of equal size within the
+same second must never load stale code). BOOTSTRAP puts the staging folder at ``sys.path[0]``,
+applies the memory cap and calls the worker's ``main()``.
+
+The staged modules' bytecode is cached inside the stage (``__pycache__`` beside each file, one
+per interpreter version, written by the worker's own interpreter the first time it imports the
+module): checked-hash pycs (PEP 552), loaded only when the header's hash is the hash of the
+staged source as it is now, so an edited, damaged or foreign stage file is compiled afresh, and an
+unreadable or corrupt pyc is ignored and rewritten. It saves every cold capture compiling the
+worker's ~14,000 lines (0.2-0.4 s). The user's modules are never written (``-B`` holds for them).
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,33 +53,72 @@ STALE_AFTER = 7 * 24 * 3600.0  # seconds; older unused stages are removed when a
 #: Shared start of both bootstraps (any Python >= 3.10): argv[1] is the stage. Puts the stage first
 #: on ``sys.path`` and guards the ``jaxlsp`` namespace, so that only staged modules import even in an
 #: interpreter where the whole server is installed (an editable install's finder would otherwise
-#: serve ``jaxlsp.discovery`` and friends from the checkout).
+#: serve ``jaxlsp.discovery`` and friends from the checkout). Staged modules load through
+#: ``_StagedLoader``: their bytecode cached in the stage as checked-hash pycs (the module docstring).
 PROLOGUE = """\
 import os, sys
 sys.dont_write_bytecode = True
 stage = sys.argv.pop(1)
 sys.path.insert(0, stage)
+from importlib.machinery import PathFinder, SourceFileLoader
+class _StagedLoader(SourceFileLoader):
+    def get_code(self, fullname):
+        import marshal
+        from importlib.util import MAGIC_NUMBER, cache_from_source, source_hash
+        path = self.get_filename(fullname)
+        source = self.get_data(path)
+        try:
+            cached = cache_from_source(path)
+            head = MAGIC_NUMBER + bytes((3, 0, 0, 0)) + source_hash(source)  # PEP 552: checked hash
+        except Exception:
+            return self.source_to_code(source, path)
+        try:
+            with open(cached, "rb") as f:
+                data = f.read()
+            if data[:16] == head:
+                code = marshal.loads(memoryview(data)[16:])
+                if type(code) is type(_StagedLoader.get_code.__code__):
+                    return code
+        except Exception:
+            pass
+        code = self.source_to_code(source, path)
+        tmp = "%s.%d.tmp" % (cached, os.getpid())
+        try:
+            os.makedirs(os.path.dirname(cached), mode=0o700, exist_ok=True)
+            with open(tmp, "wb") as f:
+                f.write(head + marshal.dumps(code))
+            os.replace(tmp, cached)
+        except OSError:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        return code
 class _OnlyStaged:
     @staticmethod
     def find_spec(name, path=None, target=None):
         if name != "jaxlsp" and not name.startswith("jaxlsp."):
             return None
-        from importlib.machinery import PathFinder
         spec = PathFinder.find_spec(name, [stage] if name == "jaxlsp" else path, target)
         if spec is None:
             raise ModuleNotFoundError("No module named %r (only the capture worker is staged)" % name, name=name)
+        if type(spec.loader) is SourceFileLoader:
+            spec.loader = _StagedLoader(spec.loader.name, spec.loader.path)
         return spec
 sys.meta_path.insert(0, _OnlyStaged)
 """
 
-#: The cold worker: argv = [stage, memory bytes (0: none), result fd, worker module]. Applies the
-#: memory cap (soft RLIMIT_AS, before anything heavy is imported) and calls the worker's
-#: ``main()``. A worker that cannot even be imported is reported on the result fd as an
-#: ``internal`` error.
+#: The cold worker: argv = [stage, memory bytes (0: none), result fd, worker module, preload].
+#: Applies the memory cap (soft RLIMIT_AS, before anything heavy is imported) and calls the
+#: worker's ``main()``. A worker that cannot even be imported is reported on the result fd as an
+#: ``internal`` error. ``preload`` (comma-separated, maybe empty) names installed modules to
+#: import before the request is read (an early worker, capture/early.py): a failure there is left
+#: to the capture to report, and ``main(early=...)`` hears how long they took.
 BOOTSTRAP = (
     PROLOGUE
     + """\
 memory, fd, module = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+preload = [name for name in sys.argv[4].split(",") if name] if len(sys.argv) > 4 else []
 del sys.argv[1:]
 import faulthandler, signal
 faulthandler.enable()  # a segfault in user code prints the Python stack (with the user's line) on stderr
@@ -103,7 +149,17 @@ except BaseException as exc:
     error = {"kind": "internal", "message": message, "traceback": traceback.format_exc()}
     os.write(fd, json.dumps({"ok": False, "error": error}).encode())
     sys.exit(70)
-main()
+if preload:
+    import time
+    started = time.perf_counter()
+    for name in preload:
+        try:
+            importlib.import_module(name)
+        except Exception:
+            pass
+    main(early=time.perf_counter() - started)
+else:
+    main()
 """
 )
 
@@ -255,9 +311,11 @@ def _intact(folder: Path, contents: Mapping[str, bytes]) -> bool:
         return False
 
 
-def worker_command(python: str, staged: Stage, *, memory_bytes: int | None, result_fd: int) -> list[str]:
-    """The argv that runs the worker's ``main()`` in ``python``."""
-    return [
+def worker_command(
+    python: str, staged: Stage, *, memory_bytes: int | None, result_fd: int, preload: Sequence[str] = ()
+) -> list[str]:
+    """The argv that runs the worker's ``main()`` in ``python`` (``preload``: BOOTSTRAP's)."""
+    argv = [
         python,
         "-I",
         "-B",
@@ -268,6 +326,7 @@ def worker_command(python: str, staged: Stage, *, memory_bytes: int | None, resu
         str(result_fd),
         staged.worker_module,
     ]
+    return [*argv, ",".join(preload)] if preload else argv
 
 
 # -- the interpreter ---------------------------------------------------------------------------------

@@ -128,11 +128,13 @@ def capture(request: dict[str, Any], *, jax_ready: bool = False) -> Any:
     return {"ok": True, "graph": graph}
 
 
-def main() -> None:
+def main(early: float | None = None) -> None:
     request = json.loads(sys.stdin.read())
     result = capture(request)
     if result is _NO_RESULT:
         return
+    if early is not None:  # an early worker's bootstrap preloaded modules first (capture/early.py)
+        result["graph"]["early"] = early
     fd = request["resultFd"]
     data = json.dumps(result).encode()
     view = memoryview(data)

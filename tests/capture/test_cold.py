@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from jaxlsp.capture import staging
-from jaxlsp.capture.client import capture_sync, run_capture
+from jaxlsp.capture.client import CaptureOutcome, capture_sync, run_capture
 from jaxlsp.capture.options import DEFAULT_MEMORY_MB, CaptureOptions
 from jaxlsp.capture.staging import Stage
 from tests.capture.conftest import STAND_IN, alive, assert_group_gone, make_request, watch_sleeper
@@ -226,3 +226,18 @@ async def test_concurrent_captures_leak_no_descriptors(stand_in: Stage) -> None:
         assert_group_gone(outcome.pgid)
     if before is not None:
         assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_capture_sync_never_formats_its_outcome(stand_in: Stage, monkeypatch: pytest.MonkeyPatch) -> None:
+    # asyncio.run (3.11) formats its main task at the end, result included (service.trace_once):
+    # a big graph's result as text, for nothing.
+    formatted = [0]
+
+    def counted(self: CaptureOutcome) -> str:
+        formatted[0] += 1
+        return "CaptureOutcome(...)"
+
+    monkeypatch.setattr(CaptureOutcome, "__repr__", counted)
+    outcome = capture_sync(make_request("big"), python=sys.executable, stage=stand_in)
+    assert outcome.result["ok"] and len(outcome.result["graph"]["blob"]) == 8 * 1024 * 1024
+    assert formatted == [0]

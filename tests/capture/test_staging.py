@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+import marshal
 import os
 import stat
 import sys
@@ -26,9 +28,12 @@ def test_stage_holds_only_the_worker_packages(stand_in: Stage) -> None:
     assert "stand_in_worker.py" in files
     allowed = ("jaxlsp/capture/worker/", "jaxlsp/graph/", "jaxlsp/notebook/")
     others = {"jaxlsp/__init__.py", "jaxlsp/capture/__init__.py", "stand_in_worker.py"}
-    assert all(f in others or f.startswith(allowed) for f in files), files
-    assert all(f.endswith((".py", ".json")) for f in files)
-    assert not any("__pycache__" in f for f in files)
+    # Staging copies no bytecode: what a __pycache__ holds, workers wrote (checked-hash pycs of staged files).
+    copied = [f for f in files if "/__pycache__/" not in f]
+    assert all(f in others or f.startswith(allowed) for f in copied), copied
+    assert all(f.endswith((".py", ".json")) for f in copied)
+    for pyc in (stand_in.path / f for f in files if "/__pycache__/" in f):
+        assert _checked_hash_of_source(pyc), pyc
     assert stat.S_IMODE(stand_in.path.parent.stat().st_mode) == 0o700
 
 
@@ -80,3 +85,82 @@ def test_interpreter_path_keeps_the_venv_symlink() -> None:
     # A venv's python is a symlink to the base interpreter: resolving it would leave the venv.
     here = os.path.abspath(sys.executable)
     assert staging.resolve_interpreter(sys.executable) == here
+
+
+# -- the staged worker's bytecode ---------------------------------------------------------------------
+
+PROBE = """\"\"\"A staged worker module whose result says which code ran, and where its user module was.\"\"\"
+import json, os, sys
+MARK = "%s"
+def main():
+    request = json.loads(sys.stdin.buffer.read())
+    sys.path.insert(0, os.path.dirname(request["target"]["path"]))
+    import usermod  # a user module, through the ordinary import system
+    fd = int(request["resultFd"])
+    os.write(fd, json.dumps({"ok": True, "graph": {"mark": MARK, "user": usermod.VALUE}}).encode())
+    os.close(fd)
+"""
+PROBE_MODULE = "jaxlsp/capture/worker/cache_probe.py"
+
+
+def _checked_hash_of_source(pyc: Path) -> bool:
+    """A checked-hash pyc (PEP 552) whose header is that of its source as it is now."""
+    source = pyc.parent.parent / (pyc.name.split(".")[0] + ".py")
+    head = importlib.util.MAGIC_NUMBER + bytes((3, 0, 0, 0)) + importlib.util.source_hash(source.read_bytes())
+    return pyc.read_bytes()[:16] == head
+
+
+def _probe(tmp_path: Path, mark: str) -> tuple[Stage, Path, Path]:
+    """A stage whose worker module is the probe; (stage, the staged probe, the user module)."""
+    source = tmp_path / "probe.py"
+    source.write_text(PROBE % mark)
+    user = tmp_path / "user" / "usermod.py"
+    user.parent.mkdir(exist_ok=True)
+    user.write_text("VALUE = 42\n")
+    staged = staging.stage(
+        extra={PROBE_MODULE: source}, worker_module="jaxlsp.capture.worker.cache_probe", cache_dir=tmp_path / "cache"
+    )
+    return staged, staged.path / PROBE_MODULE, user
+
+
+def _run_probe(staged: Stage, user: Path) -> str:
+    outcome = capture_sync(make_request("probe", path=str(user)), python=sys.executable, stage=staged)
+    assert outcome.result.get("ok"), outcome.result
+    assert outcome.result["graph"]["user"] == 42
+    return str(outcome.result["graph"]["mark"])
+
+
+def test_the_staged_worker_is_compiled_once_and_its_bytecode_reused(tmp_path: Path) -> None:
+    staged, probe, user = _probe(tmp_path, "from the source")
+    pyc = Path(importlib.util.cache_from_source(str(probe)))
+    assert not pyc.exists()
+    assert _run_probe(staged, user) == "from the source"
+    # Written by the worker's interpreter, for every staged module it imported (the bootstrap's too).
+    assert _checked_hash_of_source(pyc)
+    forkserver = staged.path / "jaxlsp/capture/worker/forkserver.py"
+    assert _checked_hash_of_source(Path(importlib.util.cache_from_source(str(forkserver))))
+    # The user's modules are never written (-B holds for them).
+    assert not (user.parent / "__pycache__").exists()
+    # The next capture loads the cached code instead of compiling the source: a pyc whose header
+    # matches the source but whose code says otherwise is what runs.
+    other = compile(PROBE % "from the cache", str(probe), "exec")
+    pyc.write_bytes(pyc.read_bytes()[:16] + marshal.dumps(other))
+    assert _run_probe(staged, user) == "from the cache"
+
+
+def test_a_changed_source_or_a_corrupt_pyc_is_compiled_afresh(tmp_path: Path) -> None:
+    staged, probe, user = _probe(tmp_path, "aaaa")
+    assert _run_probe(staged, user) == "aaaa"
+    pyc = Path(importlib.util.cache_from_source(str(probe)))
+    # An edit of equal size with the same mtime (what a timestamp pyc cannot see): the hash does.
+    before = probe.stat()
+    probe.write_text(probe.read_text().replace("aaaa", "bbbb"))
+    os.utime(probe, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert probe.stat().st_size == before.st_size
+    assert _run_probe(staged, user) == "bbbb"
+    assert _checked_hash_of_source(pyc)
+    # A corrupt cache is ignored (and rewritten): a valid header over garbage, a truncated file.
+    for damaged in (pyc.read_bytes()[:16] + b"\xff garbage, not marshal data", b"\x00" * 5):
+        pyc.write_bytes(damaged)
+        assert _run_probe(staged, user) == "bbbb"
+        assert _checked_hash_of_source(pyc) and pyc.read_bytes() != damaged

@@ -29,15 +29,26 @@ from jaxlsp.capture.worker.failures import CaptureError, Workspace, format_tb, f
 from jaxlsp.capture.worker.protocol import ErrorInfo, WorkerRequest, WorkerResult
 
 
-def main() -> None:
-    """Read a request on stdin, capture, write the result to ``resultFd`` and close it."""
+def main(early: float | None = None) -> None:
+    """Read a request on stdin, capture, write the result to ``resultFd`` and close it.
+
+    ``early``: the seconds the bootstrap spent importing jax (and frameworks) before the request
+    came (an early worker, capture/early.py); such a worker also does :func:`warm_capture` before
+    it reads the request, and reports both as the ``early`` timing."""
     sys.dont_write_bytecode = True
+    if early is not None:  # while the CLI still prepares the request: what every capture needs
+        t0 = time.perf_counter()
+        with contextlib.suppress(Exception):  # jax missing, say: the capture itself says so, clearly
+            warm_capture()
+        early += time.perf_counter() - t0
     fd: int | None = None
     try:
         raw = sys.stdin.buffer.read()
         request = json.loads(raw)
         fd = int(request["resultFd"])
         result = capture(request)
+        if early is not None:
+            result["timings"] = {"early": early, **(result.get("timings") or {})}
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):
             raise
@@ -660,6 +671,24 @@ def _sources(paths: set[str], spelling: Any, digests: dict[str, str]) -> dict[st
     return out
 
 
+#: The worker's modules every capture of a target imports (the rest only for costs, values, examples...).
+CAPTURE_MODULES = ("inputs", "loading", "targets", "build", "scopes", "jaxcompat", "limits")
+
+
+def warm_capture() -> None:
+    """What every capture of a target needs, done before its request (an early worker): the
+    package versions, the worker's own modules, JAX's user-frame patterns. No user code."""
+    import importlib
+
+    versions()
+    for name in CAPTURE_MODULES:
+        importlib.import_module(f"jaxlsp.capture.worker.{name}")
+    importlib.import_module("jaxlsp.graph.io")
+    from jaxlsp.capture.worker import jaxcompat
+
+    jaxcompat.warm()
+
+
 def warm() -> None:
     """Called once by the warm spare before it forks: precompute what every capture needs.
 
@@ -669,13 +698,7 @@ def warm() -> None:
 
     versions()
     for name in (
-        "inputs",
-        "loading",
-        "targets",
-        "build",
-        "scopes",
-        "jaxcompat",
-        "limits",
+        *CAPTURE_MODULES,
         "costs",
         "values.run",
         "firstcall",
