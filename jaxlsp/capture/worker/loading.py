@@ -11,6 +11,7 @@ import importlib
 import importlib.util
 import os
 import sys
+import weakref
 from types import ModuleType
 from typing import Any, Literal
 
@@ -37,6 +38,11 @@ def module_name_for(path: str) -> tuple[str, str]:
     if not parts:  # a top-level __init__.py outside any package
         parts = [os.path.basename(os.path.dirname(os.path.abspath(path)))]
     return ".".join(parts), folder
+
+
+# Modules this worker loaded with their top level reduced to definitions: never the module a
+# later full load may reuse (its statements did not run).
+_DEFINITIONS_ONLY: weakref.WeakSet[ModuleType] = weakref.WeakSet()
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -140,7 +146,8 @@ class Loader:
             return self._exec_notebook(mode)
         existing = sys.modules.get(name)
         file = getattr(existing, "__file__", None)
-        if existing is not None and isinstance(file, str) and _same_file(file, self.path):
+        reusable = existing is not None and (mode == "definitions" or existing not in _DEFINITIONS_ONLY)
+        if reusable and isinstance(file, str) and _same_file(file, self.path):
             # Its package's __init__ imported it already (equimo's ``tabular/layers/__init__``
             # imports ``blocks``): loading it again by path would make a second module object
             # of one file, whose registration decorators fail ("already registered") or fill
@@ -163,6 +170,7 @@ class Loader:
                         for target in assigned_names(stmt):
                             self.skipped.setdefault(target, stmt.lineno)
                 self.skipped.update(run_definitions(kept, self.path, module.__dict__))
+                _DEFINITIONS_ONLY.add(module)
             else:
                 spec.loader.exec_module(module)
         except BaseException:
