@@ -643,9 +643,10 @@ def warm() -> None:
         with contextlib.suppress(ImportError):
             importlib.import_module(f"jaxlsp.capture.worker.{name}")
     importlib.import_module("jaxlsp.graph.io")
-    from jaxlsp.capture.worker import failures, jaxcompat
+    from jaxlsp.capture.worker import contracts, failures, jaxcompat
 
     jaxcompat.warm()
+    contracts.warm()
     failures.remember_loaded()  # last: the modules above are loaded now
 
 
