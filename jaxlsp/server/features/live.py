@@ -117,13 +117,17 @@ class Live:
         self.scheduler.submit([(t, self.fingerprint(t)) for t in wanted])
 
     def touched(self, uri: str) -> None:
-        """``uri`` was opened or saved: queue the targets its text feeds."""
+        """``uri`` was opened or saved: queue the targets its text feeds. A notebook sent as one
+        document (jupyterlab-lsp) is one document here too: its targets are traced by its URI,
+        each from the last cell that defines it, the worker reading the notebook as saved."""
         if not self.scheduler.enabled:
             return
         heard = time.monotonic()
         path = local_path(uri)
-        if path is None or path.suffix != ".py":
-            return  # a synchronised notebook comes through notebook_touched
+        if path is None or path.suffix not in (".py", ".ipynb"):
+            return
+        if path.suffix == ".ipynb" and self.ls.notebooks.is_open(path):
+            return  # synchronised cell by cell: it comes through notebook_touched
         session = self.ls.session
         if not session.is_trusted(session.folder_of(path)):
             return  # no process, no prompt: trust comes only from the user
