@@ -643,6 +643,7 @@ def warm() -> None:
         with contextlib.suppress(ImportError):
             importlib.import_module(f"jaxlsp.capture.worker.{name}")
     importlib.import_module("jaxlsp.graph.io")
+    importlib.import_module("jaxlsp.graph.compact")  # the result's form (io.to_compact imports it late)
     from jaxlsp.capture.worker import contracts, failures, jaxcompat
 
     jaxcompat.warm()
