@@ -63,8 +63,9 @@ class Phases:
         before = self.saved
         forked, done = self.clock.get("forked", 0.0), self.clock.get("done", 0.0)
         marks = self._on_the_childs_clock(forked, done)
-        for name, at in marks:
-            if name != "result":
+        last = max((i for i, (name, _) in enumerate(marks) if name == "result"), default=-1)
+        for index, (name, at) in enumerate(marks):
+            if index != last:  # an earlier result (a hinted trace whose check disagreed) stays whole
                 out.append((name, max(at - before, 0.0)))
                 before = at
                 continue
@@ -89,7 +90,7 @@ class Phases:
         names = [name for name, _ in self.marks]
         if not 0.0 < forked <= done or "result" not in names:
             return list(self.marks)
-        end = names.index("result")
+        end = len(names) - 1 - names[::-1].index("result")  # the child the clock is of: the last
         out: list[tuple[str, float]] = []
         previous = self.saved
         for index, (name, at) in enumerate(self.marks):

@@ -59,3 +59,17 @@ def test_a_cold_capture_names_every_phase_too() -> None:
     assert list(values) == ["spare", "fork", *EVERY]
     assert values["fork"] == 0.0 and abs(values["child start"] - 0.6) < 1e-9 and values["to server"] == 0.0
     assert abs(sum(values.values()) - timing.total()) < 1e-9
+
+
+def test_only_the_last_result_is_split_when_a_trace_ran_twice() -> None:
+    # A hinted trace whose structure check disagreed runs again: the clock and durations are the
+    # second child's, so only its result span is split, and nothing is counted twice.
+    timing = Phases(saved=0.0)
+    timing.mark("fork", 0.1)
+    timing.mark("result", 0.5)
+    timing.mark("fork", 0.6)
+    timing.took({"import": 0.1, "trace": 0.2}, {"forked": 0.59, "done": 1.0})
+    timing.mark("result", 1.1)
+    spans = timing.spans()
+    assert [name for name, _ in spans] == ["fork", "result", "fork", *EVERY]
+    assert abs(sum(seconds for _, seconds in spans) - timing.total()) < 1e-9
