@@ -381,7 +381,10 @@ class JaxServer(LanguageServer):
 
     def hovered(self, uri: str, line: int) -> None:
         for listener in self.hover_listeners:
-            listener(uri, line)
+            try:
+                listener(uri, line)
+            except Exception:  # what a feature learns from a hover must not lose the hover
+                log.exception("hover listener failed")
 
     def opened(self, uri: str) -> None:
         for listener in self.open_listeners:
