@@ -49,27 +49,55 @@ class Phases:
 
     def spans(self) -> list[tuple[str, float]]:
         """(phase, seconds) in order: each mark's name is the span that ended at it. The span that
-        ended at ``result`` is split with the child's clock and durations: its start after the
-        previous mark (``child start``, zero when the child began before the server heard of the
-        fork), then each worker phase, then the rest of the child's time (``worker other``), then
-        from its result being ready to the server having read it (``to server``)."""
+        ended at ``result`` is split into the child's: its start after the previous mark (``child
+        start``, zero when the child began before the server heard of the fork), then every worker
+        phase (0 when the worker did not report it), then the rest of the child's time (``worker
+        other``), then from its result being ready to the server having read it (``to server``).
+
+        Every live trace names the same phases: a server that heard the spare announce the fork
+        only after the child had finished (a busy loop, the machine loaded) has its ``fork`` mark
+        moved back to the fork on the child's clock; a capture without that clock (a cold one, no
+        warm spare to fork it: no ``fork`` either, so ``fork`` is 0) counts its process's start
+        before the worker's phases as ``child start``."""
         out: list[tuple[str, float]] = []
         before = self.saved
-        for name, at in self.marks:
-            forked, done = self.clock.get("forked", 0.0), self.clock.get("done", 0.0)
-            if name == "result" and 0.0 < forked <= done <= at and before <= done:
-                begun = max(forked, before)
-                out.append(("child start", begun - before))
-                shown = 0.0
-                for key, label in WORKER_PHASES:
-                    if key in self.worker:
-                        out.append((label, self.worker[key]))
-                        shown += self.worker[key]
-                out.append(("worker other", max(done - begun - shown, 0.0)))
-                out.append(("to server", at - done))
-            else:
+        forked, done = self.clock.get("forked", 0.0), self.clock.get("done", 0.0)
+        marks = self._on_the_childs_clock(forked, done)
+        last = max((i for i, (name, _) in enumerate(marks) if name == "result"), default=-1)
+        for index, (name, at) in enumerate(marks):
+            if index != last:  # an earlier result (a hinted trace whose check disagreed) stays whole
                 out.append((name, max(at - before, 0.0)))
+                before = at
+                continue
+            span = max(at - before, 0.0)
+            shown = sum(self.worker.get(key, 0.0) for key, _ in WORKER_PHASES)
+            if not any(mark == "fork" for mark, _ in marks):
+                out.append(("fork", 0.0))
+            if 0.0 < forked <= done <= at and before <= done:
+                begun = max(forked, before)
+                start, other, to_server = begun - before, max(done - begun - shown, 0.0), at - done
+            else:  # no clock from the child: all of the span but its phases came before them
+                start, other, to_server = max(span - shown, 0.0), 0.0, 0.0
+            out.append(("child start", start))
+            out += [(label, self.worker.get(key, 0.0)) for key, label in WORKER_PHASES]
+            out += [("worker other", other), ("to server", to_server)]
             before = at
+        return out
+
+    def _on_the_childs_clock(self, forked: float, done: float) -> list[tuple[str, float]]:
+        """The marks, those before ``result`` that the server passed only after the child had
+        finished moved back to the child's fork (at the earliest the mark before them)."""
+        names = [name for name, _ in self.marks]
+        if not 0.0 < forked <= done or "result" not in names:
+            return list(self.marks)
+        end = len(names) - 1 - names[::-1].index("result")  # the child the clock is of: the last
+        out: list[tuple[str, float]] = []
+        previous = self.saved
+        for index, (name, at) in enumerate(self.marks):
+            if index < end and at > done:
+                at = max(forked, previous)
+            out.append((name, at))
+            previous = at
         return out
 
     def total(self) -> float:

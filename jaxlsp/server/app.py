@@ -207,6 +207,8 @@ class JaxServer(LanguageServer):
         self.open_listeners: list[Callable[[str], None]] = []
         # a notebook synchronised cell by cell was opened or saved (its path): live shapes
         self.notebook_listeners: list[Callable[[Path], None]] = []
+        # the user hovered this document line (live shapes trace that line's target first)
+        self.hover_listeners: list[Callable[[str, int], None]] = []
         # A target's live-shapes state for its lens title (live.py): None when it has nothing to say.
         self.live_note: Callable[[str, str], str | None] = lambda uri, name: None
         self.sweeper: asyncio.Future[None] | None = None  # sweep_when_idle, from initialized on
@@ -376,6 +378,13 @@ class JaxServer(LanguageServer):
                 listener(path)
             except Exception:  # a view that fails to follow an edit must not lose the edit
                 log.exception("edit listener failed")
+
+    def hovered(self, uri: str, line: int) -> None:
+        for listener in self.hover_listeners:
+            try:
+                listener(uri, line)
+            except Exception:  # what a feature learns from a hover must not lose the hover
+                log.exception("hover listener failed")
 
     def opened(self, uri: str) -> None:
         for listener in self.open_listeners:

@@ -17,17 +17,59 @@ def test_the_result_span_is_split_by_the_childs_clock_and_phases() -> None:
     spans = timing.spans()
     names = [name for name, _ in spans]
     assert names == [
-        "discover", "wait", "fork", "child start", "import", "make_jaxpr", "build", "worker other", "to server", "store"
+        "discover", "wait", "fork", "child start", "jax", "import", "init", "make_jaxpr", "build", "json",
+        "worker other", "to server", "store",
     ]  # fmt: skip
     values = dict(spans)
+    assert values["jax"] == values["init"] == values["json"] == 0.0  # not reported: 0, still named
     assert values["child start"] == 0.0  # the child began before the server heard of the fork
     assert abs(values["worker other"] - 0.05) < 1e-9 and abs(values["to server"] - 0.1) < 1e-9
     assert abs(sum(values.values()) - timing.total()) < 1e-9 and abs(timing.total() - 1.0) < 1e-9
     assert summary("f", "fresh", timing).startswith("live f fresh in 1.000 s: discover 0.010 \u00b7 wait 0.010")
 
 
-def test_without_the_childs_clock_the_result_span_stays_whole() -> None:
+EVERY = ["child start", "jax", "import", "init", "make_jaxpr", "build", "json", "worker other", "to server"]
+
+
+def test_a_fork_heard_after_the_child_finished_still_splits_the_result_span() -> None:
+    # A loaded machine: the server's loop read the spare's "started" only after the child had
+    # written its result. The phases still come out, every moment counted once.
+    timing = Phases(saved=10.0)
+    timing.mark("spare", 10.01)
+    timing.mark("fork", 10.5)  # heard late
+    timing.took({"jax": 0.0, "import": 0.05, "init": 0.1, "trace": 0.1, "build": 0.02, "serialize": 0.01},
+                {"forked": 10.02, "done": 10.32})  # fmt: skip
+    timing.mark("result", 10.52)
+    timing.mark("reap", 10.55)
+    spans = timing.spans()
+    assert [name for name, _ in spans] == ["spare", "fork", *EVERY, "reap"]
+    values = dict(spans)
+    assert abs(values["fork"] - 0.01) < 1e-9 and values["child start"] == 0.0 and values["import"] == 0.05
+    assert abs(values["worker other"] - 0.02) < 1e-9 and abs(values["to server"] - 0.2) < 1e-9
+    assert abs(sum(values.values()) - timing.total()) < 1e-9
+
+
+def test_a_cold_capture_names_every_phase_too() -> None:
+    # No warm spare (it was starting, or retired): no fork and no child clock, only its durations.
+    timing = Phases(saved=0.0)
+    timing.mark("spare", 0.1)
+    timing.took({"jax": 0.5, "import": 0.1, "init": 0.1, "trace": 0.2}, None)
+    timing.mark("result", 1.6)
+    values = dict(timing.spans())
+    assert list(values) == ["spare", "fork", *EVERY]
+    assert values["fork"] == 0.0 and abs(values["child start"] - 0.6) < 1e-9 and values["to server"] == 0.0
+    assert abs(sum(values.values()) - timing.total()) < 1e-9
+
+
+def test_only_the_last_result_is_split_when_a_trace_ran_twice() -> None:
+    # A hinted trace whose structure check disagreed runs again: the clock and durations are the
+    # second child's, so only its result span is split, and nothing is counted twice.
     timing = Phases(saved=0.0)
     timing.mark("fork", 0.1)
-    timing.mark("result", 0.6)  # a cold capture: no fork server, no clock
-    assert timing.spans() == [("fork", 0.1), ("result", 0.5)]
+    timing.mark("result", 0.5)
+    timing.mark("fork", 0.6)
+    timing.took({"import": 0.1, "trace": 0.2}, {"forked": 0.59, "done": 1.0})
+    timing.mark("result", 1.1)
+    spans = timing.spans()
+    assert [name for name, _ in spans] == ["fork", "result", "fork", *EVERY]
+    assert abs(sum(seconds for _, seconds in spans) - timing.total()) < 1e-9

@@ -346,3 +346,27 @@ async def test_a_factory_returning_a_module_is_not_live_and_no_error(live: JaxCl
     assert why["state"] == "notLive", why
     assert "returned a factory.Head" in why["reason"] and "init.factory" in why["reason"], why
     assert not [d for d in client.diagnostics.get(uri, []) if d.source == "jaxlsp"]  # nothing the user broke
+
+
+async def test_a_save_traces_the_target_last_hovered_before_its_neighbours(live: JaxClient) -> None:
+    # An edit inside no target (a new line at the end of the file): the one the user was looking
+    # at goes first, not the first one defined.
+    client = live
+    client.open("pair.py")
+    await settled(client, "first")
+    await settled(client, "second")
+    assert "f32" in await hover(client, "pair.py", line_of(client, "pair.py", "y = jnp.cos(x)"))
+    text = (client.workspace / "pair.py").read_text()
+    seen = len(client.live)  # type: ignore[attr-defined]
+    save(client, "pair.py", text + "\nLATER = 1\n")
+
+    def first_traced() -> str | None:
+        for status in client.live[seen:]:  # type: ignore[attr-defined]
+            for target in status["targets"]:
+                if target["state"] == "tracing":
+                    return str(target["name"])
+        return None
+
+    await client.wait_until(lambda: first_traced() is not None, TRACE_WAIT)
+    assert first_traced() == "second"  # hovered; ``first`` is defined above it
+    await settled(client, "first", ("fresh",))

@@ -415,3 +415,41 @@ async def test_a_notebook_is_live_on_open_and_on_save(vscode_live: JaxClient) ->
     )
     await settled(client, "softmax_rows", after=(before or {}).get("traceId"))
     await client.wait_until(lambda: not [d for d in client.diagnostics.get(softmax, []) if d.source == "jaxlsp"])
+
+
+@pytest_lsp.fixture(config=LIVE_CONFIG)
+async def jupyterlab_live(lsp: JaxClient, tmp_path: Path) -> Any:
+    """jupyterlab-lsp's way (one text document per notebook, no notebook sync), trusted, live on."""
+    root = copy_workspace("notebooks", tmp_path)
+    lsp.client_name = "jupyterlab-lsp"
+    lsp.workspace = root
+    params = initialize_params("visual-studio-code", root)
+    params.initialization_options = {"jaxlsp": {"trusted": True}}
+    lsp.initialize_result = await within(lsp.initialize_session(params))
+    yield
+    await lsp.finish()
+
+
+async def test_a_notebook_sent_as_one_document_is_live_on_open_and_on_save(jupyterlab_live: JaxClient) -> None:
+    """jupyterlab-lsp opens a notebook as one document under its .ipynb URI: opening it traces the
+    targets its cells define (hover with no click), and a save that changes a width re-traces."""
+    client = jupyterlab_live
+    path = client.workspace / NOTEBOOK
+    text = virtual_document(path)
+    uri = client.open_text(path.as_uri(), text)
+    first = await settled(client, "Dense2")
+    lines = text.split("\n")
+    line = lines.index("        return nn.Dense(3)(h)")
+    shown = await hover_text(client, uri, line)
+    assert shown is not None and "f32[4,3]" in shown and "fresh" in shown, shown
+
+    data = json.loads(path.read_text())
+    source = data["cells"][DENSE]["source"]
+    at = next(i for i, s in enumerate(source) if "nn.Dense(3)" in s)
+    source[at] = source[at].replace("nn.Dense(3)", "nn.Dense(5)")
+    path.write_text(json.dumps(data))
+    client.edit(uri, (line, 0), (line, len(lines[line])), "        return nn.Dense(5)(h)")
+    client.text_document_did_save(types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(uri)))
+    await settled(client, "Dense2", after=first["traceId"])
+    shown = await hover_text(client, uri, line)
+    assert shown is not None and "f32[4,5]" in shown and "fresh" in shown, shown

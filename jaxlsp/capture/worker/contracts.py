@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
 import inspect
 import linecache
 import re
@@ -55,6 +56,43 @@ def checker() -> tuple[Any, str] | None:
         return typechecked, "typeguard"
     except ImportError:
         return None
+
+
+def warm() -> None:
+    """In the warm spare, before it forks: make one checker the way a capture makes them, call it
+    on a passing and a failing pair of numpy arrays, and drop it, so that what jaxtyping and
+    beartype build lazily on first use (their caches, their own late imports) is the spare's
+    rather than every capture's (a capture's first checkers took twice as long without it: 25-48
+    ms against 8-24 ms for the four of benchmarks/models/annotated.py). Only when jaxtyping and a
+    checker are loaded already (equinox imports jaxtyping; the spare preloads beartype once a
+    capture has used it): this imports neither."""
+    if "jaxtyping" not in sys.modules or not {"beartype", "typeguard"} & set(sys.modules):
+        return
+    found = checker()
+    if found is None:
+        return
+    import jaxtyping
+    import numpy
+
+    def probe(x: Any, y: Any) -> Any:
+        return x
+
+    probe.__annotations__ = {
+        "x": jaxtyping.Float[numpy.ndarray, "a b"],
+        "y": jaxtyping.Float[numpy.ndarray, " b"],
+        "return": jaxtyping.Float[numpy.ndarray, "a b"],
+    }
+    x, y = numpy.zeros((2, 3), numpy.float32), numpy.zeros(3, numpy.float32)
+    try:
+        entry = _Entry(probe, inspect.signature(probe), jaxtyping, found[0])  # type: ignore[arg-type]
+        for check, out in ((entry.full(), x), (entry.params(), None)):
+            entry.box[0] = out
+            check(x, y)
+            with contextlib.suppress(Exception):
+                check(x, x)  # the failing path: jaxtyping's message, the checker's error
+        _annotation_axes(probe, entry.signature, jaxtyping)  # type: ignore[arg-type]
+    except Exception:  # another jaxtyping or checker than the ones measured: only the head start is lost
+        return
 
 
 class Contracts:
@@ -108,8 +146,10 @@ class Contracts:
 
     def _functions(self) -> list[types.FunctionType]:
         """Workspace functions and methods (unwrapped) defined in the workspace's loaded modules."""
+        from jaxlsp.capture.worker.failures import imported_since
+
         out: dict[int, types.FunctionType] = {}
-        for module in list(sys.modules.values()):
+        for module in imported_since():  # a forked capture: not the spare's libraries
             path = getattr(module, "__file__", None)
             if not isinstance(path, str) or not self.workspace.contains(path):
                 continue
@@ -130,7 +170,7 @@ class Contracts:
             signature = inspect.signature(fn)
             entry = _Entry(fn, signature, self._jaxtyping, self._typechecker)
             trampoline = _trampoline(fn, id(entry))
-        except Exception:  # an annotation jaxtyping cannot read, a signature we cannot copy
+        except Exception:  # a signature we cannot copy (an unreadable annotation: at its first call)
             return
         self._entries[id(entry)] = entry
         self._swapped.append((fn, fn.__code__, fn.__dict__.get("__signature__")))
@@ -144,23 +184,43 @@ class Contracts:
         seen = _abstract(args, kwargs)
         if seen is not None and seen in entry.passed:
             return entry.original(*args, **kwargs)  # the same types passed before: same verdict
-        if entry.full is None:  # nothing to check after the call: the parameters, before it
-            failed = self._check(entry, entry.params, args, kwargs, None, sys._getframe(2))
+        if not entry.returns:  # nothing to check after the call: the parameters, before it
+            check = self._checker(entry, entry.params)
+            if check is None:
+                return entry.original(*args, **kwargs)
+            failed = self._check(entry, check, args, kwargs, None, sys._getframe(2))
             out = entry.original(*args, **kwargs)
         else:
             try:
                 out = entry.original(*args, **kwargs)
             except BaseException:  # the body failed: a broken parameter may say why
-                self._check(entry, entry.params, args, kwargs, None, sys._getframe(2))
+                check = self._checker(entry, entry.params)
+                if check is not None:
+                    self._check(entry, check, args, kwargs, None, sys._getframe(2))
                 raise
             # one check of parameters and return together (jaxtyping binds across both)
-            failed = self._check(entry, entry.full, args, kwargs, out, sys._getframe(2))
+            check = self._checker(entry, entry.full)
+            if check is None:
+                return out
+            failed = self._check(entry, check, args, kwargs, out, sys._getframe(2))
         if not failed and seen is not None:
             entry.passed.add(seen)
         if not failed and self._bound_calls.get(key, 0) < MAX_BOUND_CALLS:
             self._bound_calls[key] = self._bound_calls.get(key, 0) + 1
             self._record_sizes(key, entry, args, kwargs, out)
         return out
+
+    def _checker(self, entry: _Entry, make: Any) -> Any:
+        """``entry``'s checker from ``make``; None when jaxtyping or the checker cannot read its
+        annotations (the function is then called as it is, and not listed as checked)."""
+        if entry.unreadable:
+            return None
+        try:
+            return make()
+        except Exception:
+            entry.unreadable = True
+            self.checked.discard(f"{entry.fn.__module__}.{entry.fn.__qualname__}")
+            return None
 
     def _record_sizes(self, key: int, entry: _Entry, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
         """The sizes a passing call bound to each plain dimension name (``batch`` in ``"batch
@@ -171,7 +231,7 @@ class Contracts:
             return
         bound["return"] = out
         sizes = self._bound.setdefault(key, {})
-        for name, words in entry.axes:
+        for name, words in entry.axes():
             shape = getattr(bound.get(name), "shape", None)
             if not isinstance(shape, tuple):
                 continue
@@ -305,7 +365,12 @@ class Contracts:
 
 class _Entry:
     """One watched function: its original (a copy with the original code), its signature, and
-    jaxtyping's checkers of its parameters and of parameters and return together."""
+    jaxtyping's checkers of its parameters and of parameters and return together.
+
+    The checkers are made at the function's first call, each when first needed: decorating is
+    jaxtyping's and beartype's code generation (2-4 ms a checker), and most annotated functions of
+    a workspace are not called by a given trace; a function with a return annotation needs its
+    parameters-only checker only when its body fails."""
 
     def __init__(self, fn: types.FunctionType, signature: inspect.Signature, jaxtyping: Any, typechecker: Any) -> None:
         self.fn = fn
@@ -316,12 +381,32 @@ class _Entry:
         self.original.__module__ = fn.__module__
         self.box: list[Any] = [None]
         self.passed: set[tuple[Any, ...]] = set()  # abstract argument types whose calls passed
-        params_only = signature.replace(return_annotation=inspect.Signature.empty)
-        self.params = jaxtyping.jaxtyped(typechecker=typechecker)(self._shadow(params_only))
-        has_return = signature.return_annotation is not inspect.Signature.empty
-        self.full = jaxtyping.jaxtyped(typechecker=typechecker)(self._shadow(signature)) if has_return else None
-        self._names = _annotation_dims(fn, signature, jaxtyping)
-        self.axes = _annotation_axes(fn, signature, jaxtyping)
+        self.returns = signature.return_annotation is not inspect.Signature.empty
+        self._jaxtyping = jaxtyping
+        self._typechecker = typechecker
+        self._params: Any = None
+        self._full: Any = None
+        self._names: list[tuple[str, set[str]]] | None = None
+        self._axes: list[tuple[str, list[str]]] | None = None
+        self.unreadable = False  # making a checker failed: an annotation jaxtyping cannot read
+
+    def params(self) -> Any:
+        """jaxtyping's checker of the parameters alone."""
+        if self._params is None:
+            only = self.signature.replace(return_annotation=inspect.Signature.empty)
+            self._params = self._jaxtyping.jaxtyped(typechecker=self._typechecker)(self._shadow(only))
+        return self._params
+
+    def full(self) -> Any:
+        """jaxtyping's checker of the parameters and the return together (one binding of names)."""
+        if self._full is None:
+            self._full = self._jaxtyping.jaxtyped(typechecker=self._typechecker)(self._shadow(self.signature))
+        return self._full
+
+    def axes(self) -> list[tuple[str, list[str]]]:
+        if self._axes is None:
+            self._axes = _annotation_axes(self.fn, self.signature, self._jaxtyping)
+        return self._axes
 
     def _shadow(self, signature: inspect.Signature) -> Any:
         box = self.box
@@ -385,6 +470,8 @@ class _Entry:
 
     def binder(self, dim: str, param: str) -> str | None:
         """The first parameter (in order) whose annotation names ``dim``: where jaxtyping bound it."""
+        if self._names is None:
+            self._names = _annotation_dims(self.fn, self.signature, self._jaxtyping)
         for name, dims in self._names:
             if dim in dims:
                 return name

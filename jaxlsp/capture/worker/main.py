@@ -709,9 +709,11 @@ def warm() -> None:
         with contextlib.suppress(ImportError):
             importlib.import_module(f"jaxlsp.capture.worker.{name}")
     importlib.import_module("jaxlsp.graph.io")
-    from jaxlsp.capture.worker import failures, jaxcompat
+    importlib.import_module("jaxlsp.graph.compact")  # the result's form (io.to_compact imports it late)
+    from jaxlsp.capture.worker import contracts, failures, jaxcompat
 
     jaxcompat.warm()
+    contracts.warm()
     failures.remember_loaded()  # last: the modules above are loaded now
 
 

@@ -37,6 +37,7 @@ class Hover:
     def register(self, server: JaxServer) -> None:
         @server.feature(types.TEXT_DOCUMENT_HOVER)
         async def hover(ls: JaxServer, params: types.HoverParams) -> types.Hover | None:
+            ls.hovered(params.text_document.uri, params.position.line)
             found = self.viewer.navigation.at(params.text_document.uri, params.position.line)
             if found is None:
                 return None

@@ -50,9 +50,13 @@ class Live:
         # Each document's text at its last open or save: a save's changed lines put the targets
         # defined around them first (live/edits.py). The newest MAX_TEXTS documents only.
         self._texts: OrderedDict[str, str] = OrderedDict()
+        # The line each document was last hovered at: after the targets a save edited, the one
+        # the user looks at goes before its neighbours (the newest MAX_TEXTS documents only).
+        self._hovered: OrderedDict[str, int] = OrderedDict()
 
     def register(self, server: JaxServer) -> None:
         server.open_listeners.append(self.opened)
+        server.hover_listeners.append(self.hovered)
         server.notebook_listeners.append(self.notebook_touched)
         server.on_initialized.append(self.initialized)
         server.on_shutdown.append(self.scheduler.close)
@@ -89,6 +93,12 @@ class Live:
     def opened(self, uri: str) -> None:
         self.touched(uri)
 
+    def hovered(self, uri: str, line: int) -> None:
+        self._hovered.pop(uri, None)
+        self._hovered[uri] = line
+        while len(self._hovered) > MAX_TEXTS:
+            self._hovered.popitem(last=False)
+
     def notebook_touched(self, path: Path) -> None:
         """A notebook the client synchronises cell by cell was opened or saved: queue the targets
         its cells define, each by its cell's document (as the cell's lens traces it). The worker
@@ -117,13 +127,17 @@ class Live:
         self.scheduler.submit([(t, self.fingerprint(t)) for t in wanted])
 
     def touched(self, uri: str) -> None:
-        """``uri`` was opened or saved: queue the targets its text feeds."""
+        """``uri`` was opened or saved: queue the targets its text feeds. A notebook sent as one
+        document (jupyterlab-lsp) is one document here too: its targets are traced by its URI,
+        each from the last cell that defines it, the worker reading the notebook as saved."""
         if not self.scheduler.enabled:
             return
         heard = time.monotonic()
         path = local_path(uri)
-        if path is None or path.suffix != ".py":
-            return  # a synchronised notebook comes through notebook_touched
+        if path is None or path.suffix not in (".py", ".ipynb"):
+            return
+        if path.suffix == ".ipynb" and self.ls.notebooks.is_open(path):
+            return  # synchronised cell by cell: it comes through notebook_touched
         session = self.ls.session
         if not session.is_trusted(session.folder_of(path)):
             return  # no process, no prompt: trust comes only from the user
@@ -135,9 +149,15 @@ class Live:
             self._texts[uri] = text
             while len(self._texts) > MAX_TEXTS:
                 self._texts.popitem(last=False)
-        if before is not None and text is not None:  # the targets the user just edited go first
-            edited = changed_lines(before, text)
-            entries.sort(key=lambda e: not touches(edited, e.body.line, e.body.end_line))
+        # the targets the user just edited go first, then the one last hovered, then the others
+        edited = changed_lines(before, text) if before is not None and text is not None else []
+        looked = self._hovered.get(uri)
+        entries.sort(
+            key=lambda e: (
+                not touches(edited, e.body.line, e.body.end_line),
+                looked is None or not e.header.line <= looked <= e.body.end_line,
+            )
+        )
         wanted: list[Target] = []
         for entry in entries:
             wanted.append(Target(uri, entry.name))
