@@ -146,8 +146,8 @@ class Loader:
             return self._exec_notebook(mode)
         existing = sys.modules.get(name)
         file = getattr(existing, "__file__", None)
-        reusable = existing is not None and (mode == "definitions" or existing not in _DEFINITIONS_ONLY)
-        if reusable and isinstance(file, str) and _same_file(file, self.path):
+        reusable = mode == "definitions" or existing not in _DEFINITIONS_ONLY
+        if existing is not None and reusable and isinstance(file, str) and _same_file(file, self.path):
             # Its package's __init__ imported it already (equimo's ``tabular/layers/__init__``
             # imports ``blocks``): loading it again by path would make a second module object
             # of one file, whose registration decorators fail ("already registered") or fill
