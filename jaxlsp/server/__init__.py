@@ -7,6 +7,7 @@ import os
 import sys
 
 MAX_LOG_LINE = 4000  # characters of one log record (pygls logs whole params, 10 MB and all)
+SWITCH_INTERVAL = 0.001  # seconds a thread may hold the GIL while another waits (CPython: 0.005)
 
 
 def _shorten(record: logging.LogRecord) -> bool:
@@ -45,6 +46,10 @@ def serve(tcp: tuple[str, int] | None = None) -> None:
     from jaxlsp.server.app import create_server
     from jaxlsp.server.viewer_http import raise_fd_limit
 
+    # Threads hand the GIL to each other at most every switch interval: the writer thread (one
+    # hand-over per 64 KiB a pipe takes) and the pool waited up to 5 ms for each while the loop
+    # worked in slices, so a big answer ahead of a hover cost that hover 0.1-0.4 s (issue 25).
+    sys.setswitchinterval(SWITCH_INTERVAL)
     raise_fd_limit()  # descriptors in reserve for the server's own work (docs/security.md)
     server = create_server()
     if tcp is not None:

@@ -326,3 +326,42 @@ def test_cancels_go_straight_to_the_protocol_without_structuring() -> None:
     asyncio.run(transport.run(threading.Event(), Bytes(data), canceller))
     assert canceller.cancelled == [7, "abc"]
     assert canceller.handled == cancels[2:]
+
+
+class _NoPool:
+    """An executor that fails the test if a read goes through it."""
+
+    def submit(self, *args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("stdin was read in the thread pool")
+
+
+def test_a_piped_stdin_is_read_on_the_loop_not_in_the_pool() -> None:
+    # Each read in the pool cost a GIL hand-over while the loop worked: a 10 MB didOpen was 160 of
+    # them, and the hovers behind it waited 0.8-1.3 s in the soak (issue 25).
+    read_end, write_end = os.pipe()
+    body = b"x" * (3 * transport.CHUNK + 5)
+    writer = threading.Thread(target=lambda: (os.write(write_end, body), os.close(write_end)))
+    writer.start()
+    with os.fdopen(read_end, "rb", buffering=0) as stdin:
+        reader = transport.StdinReader(stdin, _NoPool())  # type: ignore[arg-type]
+
+        async def read_all() -> bytes:
+            first = await asyncio.wait_for(reader.readsome(), scaled(10))
+            rest = await asyncio.wait_for(reader.readexactly(len(body) - len(first)), scaled(10))
+            end = await asyncio.wait_for(reader.readsome(), scaled(10))
+            return first + rest + end
+
+        assert asyncio.run(read_all()) == body
+    writer.join()
+
+
+def test_a_regular_file_as_stdin_is_still_read(tmp_path: Any) -> None:
+    path = tmp_path / "messages"
+    path.write_bytes(b"abc" * 1000)
+    with path.open("rb") as stdin:
+        reader = transport.StdinReader(stdin, None)
+
+        async def read() -> bytes:
+            return await reader.readexactly(3000) + await reader.readsome()
+
+        assert asyncio.run(read()) == b"abc" * 1000
