@@ -302,13 +302,14 @@ def hostile_requests(uri: str) -> list[tuple[str, dict[str, Any]]]:
     ]
 
 
-def phase_hostile(peer: SoakPeer, files: list[Path], figures: dict[str, Any]) -> None:
+def phase_hostile(peer: SoakPeer, files: list[Path], figures: dict[str, Any], hovers: Hovers) -> None:
     started = time.monotonic()
     slowest: dict[str, float] = {}
     outcomes: Counter[str] = Counter()
     for path in files:
         uri = path.as_uri()
         if path.name not in ("a.py", "pipe.py"):  # an editor cannot open a loop or a FIFO either
+            hovers.step = f"{path.name} didOpen"
             text = path.read_text()
             language = "python" if path.suffix == ".py" else "json"
             peer.notify(
@@ -317,6 +318,7 @@ def phase_hostile(peer: SoakPeer, files: list[Path], figures: dict[str, Any]) ->
             )
         for method, params in hostile_requests(uri):
             left = PHASE_LIMIT - (time.monotonic() - started)
+            hovers.step = f"{path.name} {method}"
             ident = peer.start(method, params)
             replies, took = collect(peer, [ident], max(min(REQUEST_LIMIT, left), 0.001))
             outcomes.update(tally(replies))
@@ -324,6 +326,8 @@ def phase_hostile(peer: SoakPeer, files: list[Path], figures: dict[str, Any]) ->
             slowest[key] = round(took, 2)
     figures["hostile.outcomes"] = dict(outcomes)
     figures["hostile.slowest_requests_s"] = dict(sorted(slowest.items(), key=lambda kv: -kv[1])[:8])
+    worst = hovers.worst_by_step("hostile")
+    figures["hostile.worst_hover_by_step_ms"] = dict(sorted(worst.items(), key=lambda kv: -kv[1])[:8])
     figures["hostile.seconds"] = round(time.monotonic() - started, 1)
 
 
@@ -668,7 +672,7 @@ def main() -> int:
     if only & {"hostile", "fuzz"}:
         with serving(hostile_root, None, extra_env) as (peer, uri), Hovers(peer, uri) as hovers:
             if "hostile" in only:
-                phase(hovers, peer, "hostile", lambda: phase_hostile(peer, files, figures))
+                phase(hovers, peer, "hostile", lambda: phase_hostile(peer, files, figures, hovers))
             if "fuzz" in only:
                 phase(hovers, peer, "fuzz", lambda: phase_fuzz(peer, fuzz_count, figures))
             hovers.enter("idle")

@@ -5,6 +5,7 @@ lifecycle (initialize, initialized, shutdown, fanned out to the features) and it
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
 import logging
@@ -227,7 +228,10 @@ class JaxServer(LanguageServer):
         a limit ends the server with one log line and exit status 1."""
         self._stop_event = threading.Event()
         reader = transport.StdinReader(stdin or sys.stdin.buffer, self.thread_pool)
-        writer = transport.ThreadedWriter(stdout or sys.stdout.buffer, self._stop_event.set)
+        out = stdout or sys.stdout.buffer
+        with contextlib.suppress(OSError, ValueError, AttributeError):  # a test's BytesIO has no descriptor
+            transport.widen_pipe(out.fileno())
+        writer = transport.ThreadedWriter(out, self._stop_event.set)
         self.protocol.set_writer(writer)
         broken: transport.TransportError | None = None
         try:

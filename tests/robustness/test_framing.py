@@ -11,6 +11,7 @@ traceback.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import time
@@ -20,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from jaxlsp.server import transport
 from tests.deadlines import scaled
 from tests.robustness.helpers import HOLD, Peer, record, server_env, untrusted_workspace
 
@@ -265,3 +267,16 @@ def test_long_lists_are_refused_before_structuring_and_memory_comes_back(peer_fa
     }
     record(**figures)
     assert figures["framing_64mib_rss_after_mb"] < rss_before + 200, figures
+
+
+@pytest.mark.skipif(not hasattr(fcntl, "F_GETPIPE_SZ"), reason="pipe sizes are Linux's")
+def test_the_servers_pipes_hold_a_megabyte(tmp_path: Path) -> None:
+    # Through 64 KiB pipes a 1.2 MB didOpen took 20 turns of the loop to read, and a hover behind
+    # it waited 160-210 ms in the soak (issue 25); the server widens both of its pipes.
+    peer = Peer(env=server_env())
+    try:
+        peer.initialize(tmp_path)
+        assert fcntl.fcntl(peer.proc.stdin.fileno(), fcntl.F_GETPIPE_SZ) >= transport.PIPE_BUFFER  # type: ignore[union-attr]
+        assert fcntl.fcntl(peer.proc.stdout.fileno(), fcntl.F_GETPIPE_SZ) >= transport.PIPE_BUFFER  # type: ignore[union-attr]
+    finally:
+        peer.close()
