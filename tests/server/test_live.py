@@ -77,6 +77,15 @@ def started(client: JaxClient) -> int:
     return int(client.live[-1]["started"]) if client.live else 0  # type: ignore[attr-defined]
 
 
+def first_traced(client: JaxClient, seen: int) -> str | None:
+    """The first target a ``jaxlsp/liveStatus`` after the ``seen`` first ones says is tracing."""
+    for status in client.live[seen:]:  # type: ignore[attr-defined]
+        for target in status["targets"]:
+            if target["state"] == "tracing":
+                return str(target["name"])
+    return None
+
+
 async def settled(client: JaxClient, name: str, states: tuple[str, ...] = ("fresh",), after: str | None = None) -> Any:
     """Wait until ``name``'s live state is one of ``states`` (with a trace other than ``after``)."""
 
@@ -207,15 +216,8 @@ async def test_a_save_traces_the_target_it_edited_before_the_others_in_its_file(
     seen = len(client.live)  # type: ignore[attr-defined]
     save(client, "pair.py", text.replace("return y + 1.0", "return y + 2.0"))
 
-    def first_traced() -> str | None:
-        for status in client.live[seen:]:  # type: ignore[attr-defined]
-            for target in status["targets"]:
-                if target["state"] == "tracing":
-                    return str(target["name"])
-        return None
-
-    await client.wait_until(lambda: first_traced() is not None, TRACE_WAIT)
-    assert first_traced() == "second"  # the edited one; ``first`` is defined above it
+    await client.wait_until(lambda: first_traced(client, seen) is not None, TRACE_WAIT)
+    assert first_traced(client, seen) == "second"  # the edited one; ``first`` is defined above it
     await settled(client, "first", ("fresh",))
 
 
@@ -360,13 +362,6 @@ async def test_a_save_traces_the_target_last_hovered_before_its_neighbours(live:
     seen = len(client.live)  # type: ignore[attr-defined]
     save(client, "pair.py", text + "\nLATER = 1\n")
 
-    def first_traced() -> str | None:
-        for status in client.live[seen:]:  # type: ignore[attr-defined]
-            for target in status["targets"]:
-                if target["state"] == "tracing":
-                    return str(target["name"])
-        return None
-
-    await client.wait_until(lambda: first_traced() is not None, TRACE_WAIT)
-    assert first_traced() == "second"  # hovered; ``first`` is defined above it
+    await client.wait_until(lambda: first_traced(client, seen) is not None, TRACE_WAIT)
+    assert first_traced(client, seen) == "second"  # hovered; ``first`` is defined above it
     await settled(client, "first", ("fresh",))
