@@ -24,7 +24,7 @@ one run:
   and all its children (warm spare, fork server) over that time. Target: <= 1 % of a core.
 - contracts: per model, the whole capture a warm spare's fork runs (benchmarks/forked_captures.py:
   import, init, ``make_jaxpr``, graph and JSON) with the jaxtyping check (worker/contracts.py) and
-  without it, ``--pairs`` pairs run back to back in one process, which goes first alternating;
+  without it, ``--pairs`` pairs (21) run back to back in one process, which goes first alternating;
   the figure is the median over pairs of the ratio of the captures' CPU times (wall beside it).
   Every capture in a spare with Equinox loaded pays the check's setup (Equinox imports jaxtyping);
   benchmarks/models/annotated.py (12 blocks, every function annotated) pays its checkers too.
@@ -627,7 +627,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3, help="saves timed per model")
     parser.add_argument("--idle", type=float, default=60.0, help="seconds of idle CPU measured")
-    parser.add_argument("--pairs", type=int, default=9, help="captures with and without the contract check, per model")
+    parser.add_argument(
+        "--pairs", type=int, default=21, help="captures with and without the contract check, per model"
+    )  # 9 were noise: +24 %, then +12 %
     parser.add_argument("--contracts-only", action="store_true", help="only the contract check's cost")
     parser.add_argument("--quick", action="store_true", help="the transformer alone, 3 rounds, 10 s idle")
     parser.add_argument("--only", default="", help="models whose label contains this (the transformer always runs)")
