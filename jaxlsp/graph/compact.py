@@ -17,7 +17,9 @@ check every row as they check a version 1 file.
 :class:`Packed` holds one graph as those columns (``array`` integers, the interned tables, the
 sparse members as JSON text) and gives back what is asked for: one node or value as a model
 object, the expanded (version 1) JSON streamed a row at a time, the whole :class:`Graph` for the
-rare reader that needs everything.
+rare reader that needs everything. :class:`CompactFile` checks a worker's compact object as
+``io.from_json`` would and gives the file ``io.write`` would write of it, without the model
+objects (``jaxlsp trace -o``).
 """
 
 from __future__ import annotations
