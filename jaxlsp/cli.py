@@ -158,7 +158,14 @@ def _trace_with(args: argparse.Namespace, early: EarlyWorker | None) -> int:
         options = (
             CaptureOptions(timeout=args.timeout, example_timeout=args.timeout) if args.timeout else CaptureOptions()
         )
-        outcome = trace_once(req, options, notify=lambda line: print(line, flush=True), early=early)
+        # What reads every node and value as a model object: the expanded file, the HTML view, the
+        # analysis and compiled tables, the values' statistics. Without them the worker's compact
+        # form is checked and written as it came, and the summary read from its columns (100,000
+        # equations: the decode and the encode back were 20 s of a 125 s cold trace).
+        whole = bool(
+            args.expanded or args.html or args.costs or args.xla_compare or args.precision or args.compiled or values
+        )
+        outcome = trace_once(req, options, notify=lambda line: print(line, flush=True), early=early, direct=not whole)
     except TraceFailure as failure:
         print(f"jaxlsp trace: {failure.paragraph()}", file=sys.stderr)
         if failure.needs is not None:
@@ -171,16 +178,19 @@ def _trace_with(args: argparse.Namespace, early: EarlyWorker | None) -> int:
         if failure.logs:
             print(f"\n--- worker output (tail) ---\n{failure.logs}", file=sys.stderr)
         return {"needs_input": 3, "refused": 2}.get(failure.kind, 1)
-    graph = outcome.graph
+    graph = outcome.graph  # with outcome.compact: the small parts only (no nodes, no values)
+    made = outcome.compact
     # The file's JSON is a fresh tree of objects as large as the graph, all surviving until it is
     # written: with the collector on, its passes walked them again and again (10k equations:
     # io.write 1.2-1.5 s -> 0.65 s paused, on this machine under load).
     with collector.paused():
-        if args.output:
+        if args.output and made is not None:
+            io.write_text(made.text(), args.output)
+        elif args.output:
             io.write(graph, args.output, compact=not args.expanded)
         if args.html:
             Path(args.html).write_text(export.to_html(graph), encoding="utf-8")
-    print(render_summary(graph))
+    print(render_summary(graph, None if made is None else made.packed.rows()))
     line = outcome.inputs_line()
     if line:
         print(line)

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from jaxlsp.capture import allowed_env, autoinputs, compatibility, interpreters
 from jaxlsp.capture.autoinputs import Origin
@@ -40,6 +40,9 @@ from jaxlsp.recipes.mesh import size_of, too_few
 from jaxlsp.recipes.problems import format_key_path
 from jaxlsp.recipes.propose import new_profile_name
 from jaxlsp.recipes.schema import MAX_DEVICES
+
+if TYPE_CHECKING:
+    from jaxlsp.graph.compact import CompactFile
 
 
 @dataclass
@@ -156,6 +159,9 @@ class TraceOutcome:
     request: dict[str, Any] = field(default_factory=dict)
     route: str = interpreters.OWN  # how the interpreter that ran it was chosen
     origin: Origin | None = None  # where the inputs came from (capture/autoinputs.py)
+    # The worker's compact form checked, when the caller asked for it (the CLI's -o, written as it
+    # came); ``graph`` is then its small parts only: no nodes, no values (graph/compact.py).
+    compact: CompactFile | None = None
 
     def inputs_line(self) -> str | None:
         """``inputs from PATH:LINE (test|script|module)``: the call site the inputs came from."""

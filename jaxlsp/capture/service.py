@@ -43,7 +43,7 @@ from jaxlsp.capture.spare import SparePool
 from jaxlsp.capture.speculate import capture_speculatively, structure_of
 from jaxlsp.capture.supervise import CaptureOutcome
 from jaxlsp.graph import io, slices
-from jaxlsp.graph.compact import Packed
+from jaxlsp.graph.compact import CompactFile, Packed
 from jaxlsp.graph.model import COMPACT_VERSION, Graph
 from jaxlsp.graph.store import GraphStore, Trace
 from jaxlsp.offloop import off_loop
@@ -79,7 +79,10 @@ class CaptureService:
     """Scheduling, the warm pool, speculation hints, the compatibility gate and storage.
 
     ``warm=False`` never starts a spare (every capture is a fresh worker): the CLI's one-shot way,
-    whose ``early`` worker (capture/early.py) is used for its capture when it fits.
+    whose ``early`` worker (capture/early.py) is used for its capture when it fits. ``direct``:
+    the outcome keeps the worker's compact form, checked, for a file written as it came
+    (``TraceOutcome.compact``; its ``graph`` the small parts only), never decoded into a model
+    object per node and value (a store's trace is read as packed columns whatever ``direct`` says).
     """
 
     def __init__(
@@ -92,8 +95,10 @@ class CaptureService:
         max_running: int = MAX_RUNNING,
         max_waiting: int = MAX_WAITING,
         early: EarlyWorker | None = None,
+        direct: bool = False,
     ) -> None:
         self.store = store
+        self.direct = direct
         self.early = early
         self.gate = gate
         self.warm = warm
@@ -148,7 +153,7 @@ class CaptureService:
             outcome = await self.capture(prepared, options)
             try:
                 # a big graph decodes for seconds
-                traced, packed = await off_loop(_decode, prepared, outcome, self.store is not None)
+                traced, packed = await off_loop(_decode, prepared, outcome, self.store is not None, self.direct)
                 phases.mark("decode")
                 break
             except TraceFailure as exc:
@@ -214,19 +219,27 @@ class CaptureService:
         await self.pool.close()
 
 
-def _decode(prepared: Prepared, outcome: CaptureOutcome, keep: bool) -> tuple[TraceOutcome, Packed | None]:
+def _decode(
+    prepared: Prepared, outcome: CaptureOutcome, keep: bool, direct: bool = False
+) -> tuple[TraceOutcome, Packed | None]:
     """``finish`` (in a graph thread), then the result's JSON form of the graph let go there too:
     freeing its million objects would otherwise take the loop's thread a third of a second. With
     ``keep`` (a server's store keeps the trace) the worker's compact form is read straight into
     packed columns for the store (which checks every column, index and reference as it reads
     them; rows are checked again when a reader materialises one), and the outcome keeps only the
     graph's small parts: never a model object per node and value (0.64 s at 10,000 equations,
-    made only to be dropped)."""
+    made only to be dropped). With ``direct`` (and no ``keep``) the compact form is checked as
+    ``io.from_json`` checks it and kept, as the file it makes, in the outcome (``compact``)."""
     packed: list[Packed] = []
+    made: list[CompactFile] = []
 
     def pack(sent: Any) -> Graph:
-        if not (keep and isinstance(sent, dict) and sent.get("version") == COMPACT_VERSION):
+        compact = isinstance(sent, dict) and sent.get("version") == COMPACT_VERSION
+        if not (compact and (keep or direct)):
             return io.from_json(sent)
+        if not keep:
+            made.append(CompactFile(sent))
+            return made[0].graph
         try:
             packed.append(Packed(sent))
             return packed[0].shell()
@@ -235,7 +248,9 @@ def _decode(prepared: Prepared, outcome: CaptureOutcome, keep: bool) -> tuple[Tr
 
     traced = finish(prepared, outcome, pack)
     sent = cast(dict[str, Any], outcome.result).pop("graph", None)
-    if not packed:  # the packed columns keep the small parts of ``sent`` (its header) as read
+    if made:  # its file is made of ``sent``'s own lists: they go when the outcome does
+        traced.compact = made[0]
+    elif not packed:  # the packed columns keep the small parts of ``sent`` (its header) as read
         slices.release(sent)  # a piece at a time: freed at once, it holds the GIL to the end
     return traced, packed[0] if packed else None
 
@@ -254,15 +269,17 @@ def trace_once(
     options: CaptureOptions,
     notify: Callable[[str], None] | None = None,
     early: EarlyWorker | None = None,
+    direct: bool = False,
 ) -> TraceOutcome:
     """One cold capture for callers without an event loop (the CLI); raises TraceFailure.
     ``notify`` hears ``running PATH[::TEST] to learn the inputs`` before an example runs;
-    ``early`` is a worker started ahead for it (used if it fits, else killed; killed on failure)."""
+    ``early`` is a worker started ahead for it (used if it fits, else killed; killed on failure);
+    ``direct`` as for :class:`CaptureService`."""
 
     done: list[TraceOutcome] = []
 
     async def once() -> None:
-        service = CaptureService(warm=False, early=early)
+        service = CaptureService(warm=False, early=early, direct=direct)
         try:
             prepared = service.prepare(req)
             running = prepared.running()

@@ -17,7 +17,9 @@ check every row as they check a version 1 file.
 :class:`Packed` holds one graph as those columns (``array`` integers, the interned tables, the
 sparse members as JSON text) and gives back what is asked for: one node or value as a model
 object, the expanded (version 1) JSON streamed a row at a time, the whole :class:`Graph` for the
-rare reader that needs everything.
+rare reader that needs everything. :class:`CompactFile` checks a worker's compact object as
+``io.from_json`` would and gives the file ``io.write`` would write of it, without the model
+objects (``jaxlsp trace -o``).
 """
 
 from __future__ import annotations
@@ -25,12 +27,16 @@ from __future__ import annotations
 import copy
 import json
 from array import array
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jaxlsp.graph import collector, io
 from jaxlsp.graph.model import COMPACT_VERSION, FORMAT, VERSION, Frame, Graph, Node, Value
+
+if TYPE_CHECKING:  # the worker imports this module: the report's only when a summary is made
+    from jaxlsp.graph.report import Rows
 
 TABLES = ("strings", "frames", "stacks", "params", "shapes", "transforms")
 NODE_COLUMNS = ("primitive", "params", "scope", "group", "source", "frames", "transforms", "inputs", "outputs")
@@ -603,6 +609,27 @@ class Packed:
             values = [self.value(i) for i in range(self.value_count)]
         return replace(copy.deepcopy(self.shell()), nodes=nodes, values=values)
 
+    def rows(self) -> Rows:
+        """What the summary reads of the nodes and values (``report.render_summary``), from the
+        columns: counts by string index, a value made only when a port asks for it."""
+        from jaxlsp.graph.report import Rows
+
+        def by_text(column: array[int]) -> Counter[str]:
+            out: Counter[str] = Counter()
+            for k, count in Counter(column).items():  # a string may be listed twice in a hand-made file
+                out[self.strings[k]] += count
+            return out
+
+        made: dict[str, Value | None] = {}  # the summary asks for a port's value more than once
+
+        def value(value_id: str) -> Value | None:
+            if value_id not in made:
+                i = self.value_index(value_id)
+                made[value_id] = None if i is None else self.value(i)
+            return made[value_id]
+
+        return Rows(self.node_count, self.value_count, by_text(self.scope), by_text(self.primitive), value)
+
     def iter_compact(self) -> Iterator[str]:
         """The compact (version 2) JSON text of the graph as it is now (members and sections set
         since included), a column at a time: what the viewer reads and expands itself (a
@@ -722,3 +749,94 @@ def from_compact(data: Any) -> Graph:
     data["values"] = [packed.value_json(i) for i in range(packed.value_count)]
     data[io.FRAME_TABLE] = packed.frame_json
     return io.from_json(data)
+
+
+# --------------------------------------------------------------------------------------------
+# a worker's compact form -> the graph file, as it came
+
+
+class CompactFile:
+    """A worker's compact (version 2) object checked as :func:`jaxlsp.graph.io.from_json` checks
+    it, and the file ``io.write(graph, compact=True)`` writes of the graph it reads to, without a
+    model object per node and value: ``jaxlsp trace -o``'s way (at 100,000 equations the decode
+    into model objects and the encode back were 20 s of a 125 s cold trace).
+
+    The columns are checked as :class:`Packed` reads them; what ``from_json`` checks beyond them
+    is checked here: each distinct params object once (non-finite numbers), the strings that must
+    not be empty (ids, primitives, dtypes), and every row with optional members (``costs``,
+    ``literal``, ``stats``, ``sharding``, ...), which is read as a model object, so its members
+    are checked by their readers and written back as those readers give them. The header's
+    sections are read the same way (:meth:`Packed.shell`) and written from what was read. So
+    :attr:`data` is ``io.to_compact(io.from_json(data))``, made of the worker's own lists."""
+
+    def __init__(self, data: Any) -> None:
+        try:
+            self.packed = packed = Packed(data)
+            shell = packed.shell()
+            self._check_params()
+            self._check_strings()
+            node_extra = self._rows_members(packed.node_extra, packed.node, io._node_json)
+            value_extra = self._rows_members(packed.value_extra, packed.value, io._value_json)
+        except (TypeError, KeyError, IndexError) as exc:  # what the columns' checks did not foresee
+            raise ValueError(f"<graph>: {type(exc).__name__}: {exc}") from None
+        nodes = {**data["nodes"], "extra": _members(data["nodes"]["extra"] or {}, node_extra)}
+        values = {**data["values"], "extra": _members(data["values"]["extra"] or {}, value_extra)}
+        out: dict[str, Any] = {}
+        for key, item in io.to_json(shell).items():  # encode's layout: tables just before nodes
+            if key == "nodes":
+                out["tables"] = data["tables"]
+                out["nodes"] = nodes
+            else:
+                out[key] = values if key == "values" else item
+        out["version"] = COMPACT_VERSION
+        self.data = out
+        self.graph = shell  # the small parts as model objects: ports, groups, sections
+
+    def text(self) -> str:
+        """The file's JSON text (``io.dumps(graph, compact=True)``)."""
+        return json.dumps(self.data, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+    def _check_params(self) -> None:
+        packed = self.packed
+        for k, p in enumerate(packed.params):
+            if k not in packed._params:  # kept as the model holds them: node() reuses them
+                packed._params[k] = io._json_copy(p, f"tables.params[{k}]")
+
+    def _check_strings(self) -> None:
+        packed = self.packed
+        if "" not in packed.strings:
+            return
+        empty = {k for k, text in enumerate(packed.strings) if not text}
+        columns = [("nodes", "primitive", packed.primitive), ("values", "dtype", packed.dtype)]
+        for what, name, column in columns:
+            for k in empty:
+                if k in column:
+                    raise io._fail(f"{what}[{column.index(k)}].{name}", "expected a non-empty string")
+        for what, ids in (("nodes", packed.node_ids), ("values", packed.value_ids)):
+            if ids is not None and "" in ids:
+                raise io._fail(f"{what}[{ids.index('')}].id", "expected a non-empty string")
+
+    @staticmethod
+    def _rows_members(extra: dict[str, dict[int, str]], row: Any, spell: Any) -> dict[str, dict[int, Any]]:
+        """Each optional member of each row that has one, as the model object read from the row
+        spells it (``io._node_json`` / ``io._value_json``): member name -> row -> JSON value, in
+        row order; a member its reader drops (a null ``costs``) is absent."""
+        out: dict[str, dict[int, Any]] = {key: {} for key in extra}
+        for i in sorted({i for rows in extra.values() for i in rows}):
+            spelled = spell(row(i))
+            for key, rows in extra.items():
+                if i in rows and key in spelled:
+                    out[key][i] = spelled[key]
+        return out
+
+
+def _members(sent: dict[str, Any], canonical: dict[str, dict[int, Any]]) -> dict[str, Any]:
+    """``extra`` with each member as read back (``canonical``), by row, in the order of the
+    members as sent (encode's: as first met); a member no row keeps is left out, as encode does."""
+    out: dict[str, Any] = {}
+    for key, pairs in sent.items():
+        rows = canonical.get(key)
+        kept = pairs if rows is None else [[i, member] for i, member in rows.items()]
+        if kept:
+            out[key] = kept
+    return out

@@ -6,6 +6,8 @@ Stdlib only, Python >= 3.10.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from jaxlsp.graph.model import Graph, Value
@@ -74,20 +76,42 @@ def _size(value: Value) -> int | None:
     return n
 
 
-def summarize(graph: Graph) -> dict[str, Any]:
-    """Figures about ``graph`` (JSON-safe, camelCase keys).
+@dataclass(frozen=True)
+class Rows:
+    """What the summary reads of a graph's nodes and values: their counts, the nodes by scope and
+    by primitive, and a value by id; a packed graph answers from its columns
+    (:meth:`jaxlsp.graph.compact.Packed.rows`), making no node or value it does not show."""
+
+    ops: int
+    values: int
+    scopes: Counter[str]
+    primitives: Counter[str]
+    value: Callable[[str], Value | None]
+
+
+def rows_of(graph: Graph) -> Rows:
+    """:class:`Rows` of a graph's model objects."""
+    values = {v.id: v for v in graph.values}
+    scopes = Counter(n.scope for n in graph.nodes)
+    prims = Counter(n.primitive for n in graph.nodes)
+    return Rows(len(graph.nodes), len(graph.values), scopes, prims, values.get)
+
+
+def summarize(graph: Graph, rows: Rows | None = None) -> dict[str, Any]:
+    """Figures about ``graph`` (JSON-safe, camelCase keys); ``rows``: its nodes and values, when
+    ``graph`` holds only its small parts (a packed graph's shell).
 
     ``parameters`` is the total number of elements of the inputs with role ``parameter``
     (``parameterBytes`` their size in memory; inputs with a symbolic dimension count in
     ``symbolicParameters`` instead). ``topScopes`` ranks scopes by the nodes whose scope is
     exactly that one (``""`` is the top level).
     """
-    values = {v.id: v for v in graph.values}
+    r = rows_of(graph) if rows is None else rows
     params = 0
     param_bytes: int | None = 0
     symbolic = 0
     for port in graph.inputs:
-        value = values.get(port.value)
+        value = r.value(port.value)
         if port.role != "parameter" or value is None:
             continue
         size = _size(value)
@@ -99,18 +123,17 @@ def summarize(graph: Graph) -> dict[str, Any]:
         param_bytes = None if itemsize is None or param_bytes is None else param_bytes + size * itemsize
 
     def port_json(port: Any) -> dict[str, str]:
-        value = values.get(port.value)
+        value = r.value(port.value)
         return {"label": port.label, "role": port.role, "shape": shape_str(value) if value else "?"}
 
-    scopes = Counter(n.scope for n in graph.nodes)
-    prims = Counter(n.primitive for n in graph.nodes)
+    scopes, prims = r.scopes, r.primitives
     kinds = Counter(g.kind for g in graph.groups)
     return {
         "target": dict(graph.target),
         "profile": graph.profile.get("name"),
         "versions": dict(graph.versions),
-        "ops": len(graph.nodes),
-        "values": len(graph.values),
+        "ops": r.ops,
+        "values": r.values,
         "groups": len(graph.groups),
         "groupKinds": dict(sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))),
         "parameters": params,
@@ -263,9 +286,10 @@ def render_values(graph: Graph) -> str:
     return "\n".join(lines)
 
 
-def render_summary(graph: Graph) -> str:
-    """A one-screen text summary of ``graph`` (about 25 lines at most, no trailing newline)."""
-    s = summarize(graph)
+def render_summary(graph: Graph, rows: Rows | None = None) -> str:
+    """A one-screen text summary of ``graph`` (about 25 lines at most, no trailing newline);
+    ``rows`` as for :func:`summarize`."""
+    s = summarize(graph, rows)
     target = s["target"]
     head = f"{target.get('path', '?')}::{target.get('name', '?')}"
     if target.get("kind"):
