@@ -7,32 +7,18 @@ expansion is ``--expanded``'s file."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from jaxlsp import cli
 from jaxlsp.graph import io
-from jaxlsp.graph.model import Node, Value
 from jaxlsp.graph.report import render_summary
+from tests.graph.rows import count_made
 
 MODEL = (
     "import jax.numpy as jnp\n\n\ndef g(x):\n    for _ in range(150):\n        x = jnp.sin(jnp.cos(x))\n    return x\n"
 )
 RECIPE = 'version = 1\n\n[profiles.g]\ntarget = "model.py::g"\ninputs.args = [{ kind = "array", shape = [3] }]\n'
-
-
-def _count_made(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    made: list[str] = []
-    for cls in (Node, Value):
-        plain = cls.__init__
-
-        def counted(self: Any, *args: Any, _plain: Any = plain, _name: str = cls.__name__, **kw: Any) -> None:
-            made.append(_name)
-            _plain(self, *args, **kw)
-
-        monkeypatch.setattr(cls, "__init__", counted)
-    return made
 
 
 def test_the_default_file_is_written_without_a_model_object_per_row(
@@ -42,7 +28,7 @@ def test_the_default_file_is_written_without_a_model_object_per_row(
     (tmp_path / "jaxlsp.toml").write_text(RECIPE)
     monkeypatch.chdir(tmp_path)
     with monkeypatch.context() as patched:
-        made = _count_made(patched)
+        made = count_made(patched)
         assert cli.main(["trace", "model.py::g", "--profile", "g", "-o", "g.json"]) == 0
     printed = capsys.readouterr().out
     assert "Node" not in made and made.count("Value") <= 2, made[:5]  # the two ports' shapes, no more

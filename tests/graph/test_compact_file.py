@@ -14,8 +14,9 @@ from hypothesis import HealthCheck, given, settings
 
 from jaxlsp.graph import io
 from jaxlsp.graph.compact import CompactFile
-from jaxlsp.graph.model import Graph, Node, Value
+from jaxlsp.graph.model import Graph
 from jaxlsp.graph.report import render_summary
+from tests.graph.rows import count_made
 from tests.graph.test_compact import _corrupt, sample_graphs
 from tests.graph.test_io import graphs
 from tests.graph.test_samples import small_graph
@@ -44,15 +45,7 @@ def test_the_file_of_random_graphs_is_what_io_writes(graph: Graph) -> None:
 def test_rows_without_optional_members_are_never_made(monkeypatch: pytest.MonkeyPatch) -> None:
     graph = sample_graphs()[-1]  # the transformer-shaped one: no literals, no costs
     sent = json.loads(io.dumps(graph, compact=True))
-    made: list[str] = []
-    for cls in (Node, Value):
-        plain = cls.__init__
-
-        def counted(self: Any, *args: Any, _plain: Any = plain, _name: str = cls.__name__, **kw: Any) -> None:
-            made.append(_name)
-            _plain(self, *args, **kw)
-
-        monkeypatch.setattr(cls, "__init__", counted)
+    made = count_made(monkeypatch)
     file = CompactFile(sent)
     assert made == []
     summary = render_summary(file.graph, file.packed.rows())
