@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from tests.capture.worker.conftest import WORKSPACE, array, request
+from tests.deadlines import scaled
 
 pytest.importorskip("jax")
 
@@ -42,7 +43,7 @@ def test_a_capture_forked_after_the_warm_up_imports_nothing_of_the_workers_own()
         [sys.executable, "-B", "-c", FORKED, json.dumps(req)],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=scaled(300),
         check=False,
         cwd=str(WORKSPACE),
     )
