@@ -16,6 +16,7 @@ from pathlib import Path
 from jaxlsp.discovery import ecosystem as eco
 from jaxlsp.discovery.entrypoints import Discovery, Entrypoint, Span
 from jaxlsp.discovery.index import FileSummary, WorkspaceIndex, iter_python_files
+from jaxlsp.discovery.steps import run_through
 from jaxlsp.discovery.summary import Binding, ClassInfo, FunctionDetail, FunctionInfo, SetupField
 from jaxlsp.textfiles import real_path
 
@@ -621,12 +622,7 @@ class Classifier:
 
     # -- files ---------------------------------------------------------------------------------
     def discover(self, path: Path) -> Discovery:
-        steps = self.discover_steps(path)
-        while True:
-            try:
-                next(steps)
-            except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]
+        return run_through(self.discover_steps(path))
 
     def discover_steps(self, path: Path) -> Generator[None, None, Discovery]:
         """:meth:`discover`, yielding between top-level statements (the server runs it in slices)."""

@@ -25,6 +25,7 @@ from jaxlsp.discovery import budget
 from jaxlsp.discovery.budget import Refusal
 from jaxlsp.discovery.chunks import Statement, normalize_newlines, ticking_logical_lines, ticking_statements
 from jaxlsp.discovery.modules import ModuleMap
+from jaxlsp.discovery.steps import run_through
 from jaxlsp.discovery.summary import Binding, ChunkInfo, ClassInfo, FunctionInfo, summarize
 from jaxlsp.notebook import (
     MAX_NOTEBOOK_BYTES,
@@ -125,12 +126,7 @@ def may_matter(path: Path, text: str) -> bool:
 def summarize_file(path: Path, module: str, text: str, cache: ChunkCache, cells: Module | None = None) -> FileSummary:
     """The file's summary; statements over discovery/budget.py's bounds are listed, not parsed.
     With ``cells`` (a notebook's module), statements are found cell by cell."""
-    steps = summarize_steps(path, module, text, cache, cells)
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
+    return run_through(summarize_steps(path, module, text, cache, cells))
 
 
 def summarize_steps(
@@ -258,12 +254,7 @@ class WorkspaceIndex:
     def set_text(self, path: Path, text: str) -> bool:
         """Use ``text`` for ``path`` (an open document). True when other files may see a change."""
         new_file = self.put_text(path, text)
-        steps = self.refresh_steps(path)
-        while True:
-            try:
-                next(steps)
-            except StopIteration as done:
-                return bool(done.value) or new_file
+        return bool(run_through(self.refresh_steps(path))) or new_file
 
     def put_text(self, path: Path, text: str) -> bool:
         """Use ``text`` for ``path`` (an open document) without summarising it yet: the server
@@ -315,12 +306,7 @@ class WorkspaceIndex:
 
     def file_changed(self, path: Path) -> bool:
         """The file changed, appeared or vanished on disk. True when other files may see a change."""
-        steps = self.file_changed_steps(path)
-        while True:
-            try:
-                next(steps)
-            except StopIteration as done:
-                return bool(done.value)
+        return bool(run_through(self.file_changed_steps(path)))
 
     def file_changed_steps(self, path: Path) -> Generator[None, None, bool]:
         """:meth:`file_changed`, yielding between statements (the server's watched-files handler)."""
@@ -379,12 +365,7 @@ class WorkspaceIndex:
 
     # -- queries -------------------------------------------------------------------------------
     def summary(self, path: Path) -> FileSummary | None:
-        steps = self.summary_steps(path)
-        while True:
-            try:
-                next(steps)
-            except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]
+        return run_through(self.summary_steps(path))
 
     def summary_steps(self, path: Path) -> Generator[None, None, FileSummary | None]:
         """:meth:`summary`, yielding between statements when the file must be (re)summarised."""
@@ -494,12 +475,7 @@ class WorkspaceIndex:
     def _read(self, path: Path) -> str | None:
         """A file's text from disk, or None; why it was not read is kept in ``unread``. A
         notebook's text is its module's (same reading rules, its own size cap)."""
-        steps = self._read_steps(path)
-        while True:
-            try:
-                next(steps)
-            except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]
+        return run_through(self._read_steps(path))
 
     def _read_steps(self, path: Path) -> Generator[None, None, str | None]:
         """:meth:`_read`, pausing (None) between reading a notebook, parsing its JSON into cells and
