@@ -39,7 +39,12 @@ def test_a_scan_body_is_timed_inside_the_while_loop(timed: Callable[..., Any]) -
     time = graph["time"]
     assert time["repeat"] == 4 and len(time["steps"]) == 4 and time["devices"] == 1
     assert time["timeline"] == "host" and time["platform"] == "cpu"
-    assert 0 < time["attributed"] <= time["busy"] * (1 + 1e-9) and time["attributed"] >= 0.9 * time["busy"]
+    # Every op with a source is attributed; what is left are XLA's own copies, whose share of a
+    # 1 ms step swings with the machine's load (4-14 % on a busy CI), so the test names them
+    # rather than bounding a ratio.
+    sourced = sum(op["seconds"] for op in time["ops"] if op["nodes"])
+    assert 0 < time["attributed"] == pytest.approx(sourced, rel=1e-6)
+    assert {op["opcode"] for op in time["ops"] if not op["nodes"]} <= {"copy", "copy-start", "copy-done"}
     assert sum(op["seconds"] for op in time["ops"]) == pytest.approx(time["busy"], rel=1e-6)
     by_id = {n["id"]: n for n in graph["nodes"]}
     scan = next(n for n in graph["nodes"] if n["primitive"] == "scan")
