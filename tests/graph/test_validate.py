@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import pytest
@@ -104,11 +103,10 @@ def test_check_names_each_broken_reference(what: str, brk: Callable[[Graph], Non
     assert any(p.startswith(problem) for p in problems), problems
 
 
-def test_problems_are_capped_and_check_is_cheap() -> None:
+def test_problems_are_capped() -> None:
+    # check's speed is benchmarks/scale.py's (the server checks each result before keeping it).
     graph = chain_graph(20_000, group_every=10)
-    start = time.perf_counter()
     assert check(graph) == []
-    assert time.perf_counter() - start < 1.0
     for node in graph.nodes:
         node.group = "nowhere"
     assert len(check(graph)) == MAX_PROBLEMS
