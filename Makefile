@@ -12,7 +12,12 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip install --disable-pip-version-check -q -c constraints.txt -e ".[jax,dev]"
 	touch $(STAMP)
 
+# jaxlsp's own bytecode, as a wheel install has it (pip compiles at install): an editable install
+# under PYTHONDONTWRITEBYTECODE=1 (this machine, many containers) never writes it, and every
+# `jaxlsp trace` / `jaxlsp serve` compiled its ~60 modules from source. Incremental: fresh .pyc
+# files are skipped, and a stale one is only ever read after an mtime check.
 install: $(STAMP)
+	@$(PY) -m compileall -q -j 0 jaxlsp
 
 # The last one is defined in a notebook's cell (examples/notebook_models.ipynb).
 DEMO_TARGETS := jax_mlp.py::mlp linen_cnn.py::CNN nnx_transformer.py::TransformerBlock eqx_scan.py::ScanRNN \
