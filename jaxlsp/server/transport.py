@@ -24,7 +24,10 @@ taken for a message). This loop keeps pygls' framing and dispatch and adds:
   diagnostics in a code action took 1.4 s to structure, a 64 MiB message of small objects minutes;
 - ``-32602`` for a request with a lone surrogate (``"\\ud800"``) in a string, and U+FFFD for one
   in a notification (:func:`lone_surrogates`);
-- only the top-level object is structured into a message.
+- only the top-level object is structured into a message;
+- a hover buffered behind requests that cannot change its answer (a burst of traces, lenses,
+  cancels) is handled before them (:mod:`jaxlsp.server.lookahead`); stdin's pipe is read by
+  :class:`PipeInput`, which keeps everything that arrived in view for that look.
 
 It is a local guard for what belongs upstream in pygls (docs/reliability.md).
 """
@@ -51,6 +54,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from jaxlsp.server import loopwatch
+from jaxlsp.server.lookahead import Lookahead
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +85,7 @@ MAX_SKIP = MAX_MESSAGE + MAX_HEADER  # bytes skipped looking for a header before
 EXIT_GRACE = 10.0  # seconds ``shutdown`` / ``exit`` wait for the requests in flight
 MAX_HEAD = CHUNK  # bytes of a skipped body kept to read its request's id from
 _CARRY = 64  # bytes kept between reads while looking for a header (one may straddle two)
+LOOK_AHEAD = 2 * PIPE_BUFFER  # bytes of input held in front of the loop for the look ahead for hovers
 HAND_OVER_EVERY = 0.002  # seconds between two hand-overs of the loop's writes to the writer thread
 
 
@@ -138,10 +143,10 @@ class StdinReader:
     def __init__(self, stdin: BinaryIO, executor: ThreadPoolExecutor | None) -> None:
         self.stdin = stdin
         self.executor = executor
-        self._stream: StreamReader | None = None
+        self._stream: PipeInput | None = None
         self._tried = False
 
-    async def _on_loop(self) -> StreamReader | None:
+    async def _on_loop(self) -> PipeInput | None:
         if not self._tried:
             self._tried = True
             try:
@@ -151,13 +156,13 @@ class StdinReader:
             if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
                 return None
             widen_pipe(self.stdin.fileno())
-            stream = asyncio.StreamReader(limit=PIPE_BUFFER)  # reading pauses past twice this
+            stream = PipeInput()
             loop = asyncio.get_running_loop()
             try:
-                await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stream), self.stdin)
+                await loop.connect_read_pipe(lambda: stream, self.stdin)
             except (OSError, ValueError):
                 return None
-            self._stream = StreamReader(stream)
+            self._stream = stream
         return self._stream
 
     async def readexactly(self, n: int) -> bytes:
@@ -173,6 +178,77 @@ class StdinReader:
         # A buffered stream's read1 is one read of what is there; a raw stream's read is too.
         read1 = getattr(self.stdin, "read1", self.stdin.read)
         return await asyncio.get_running_loop().run_in_executor(self.executor, read1, CHUNK)
+
+    def ready(self) -> bytes:
+        """What stdin holds now, without waiting; empty when nothing is there or it cannot be told
+        (a regular file or a terminal, read in the pool)."""
+        return self._stream.ready() if self._stream is not None else b""
+
+
+class PipeInput(asyncio.Protocol):
+    """A pipe's bytes as the loop receives them, with what is buffered in view (:meth:`ready`): the
+    look ahead for hovers (:mod:`jaxlsp.server.lookahead`) needs all of it, where an
+    ``asyncio.StreamReader`` hands out at most what one read asks for. Reading pauses while more
+    than twice :data:`PIPE_BUFFER` bytes wait, as a ``StreamReader`` of that limit does."""
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+        self._eof = False
+        self._waiter: asyncio.Future[None] | None = None
+        self._transport: asyncio.ReadTransport | None = None
+        self._paused = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.ReadTransport)
+        self._transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self._buffer += data
+        self._wake()
+        if not self._paused and len(self._buffer) > 2 * PIPE_BUFFER and self._transport is not None:
+            self._paused = True
+            self._transport.pause_reading()
+
+    def eof_received(self) -> bool | None:
+        self._eof = True
+        self._wake()
+        return None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._eof = True
+        self._wake()
+
+    def _wake(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    def _taken(self, n: int) -> bytes:
+        data = bytes(self._buffer[:n])
+        del self._buffer[:n]
+        if self._paused and len(self._buffer) <= PIPE_BUFFER and self._transport is not None:
+            self._paused = False
+            self._transport.resume_reading()
+        return data
+
+    def ready(self) -> bytes:
+        return self._taken(len(self._buffer))
+
+    async def readsome(self, n: int = CHUNK) -> bytes:
+        while not self._buffer and not self._eof:
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        return self._taken(n)
+
+    async def readexactly(self, n: int) -> bytes:
+        """``n`` bytes, fewer only at the end of the stream."""
+        parts = []
+        while n > 0 and (chunk := await self.readsome(n)):
+            parts.append(chunk)
+            n -= len(chunk)
+        return b"".join(parts)
 
 
 class StreamReader:
@@ -278,15 +354,42 @@ class Frames:
         # Set while every message read so far has been handed on and the next is awaited from the
         # client: work that a message coming right behind may cancel can wait for it (tracing.py).
         self.idle = asyncio.Event()
+        self.lookahead = Lookahead()
 
     def push_back(self, data: bytes) -> None:
         self.pending, self.pos = data + self.pending[self.pos :], 0
+        self.lookahead.reset()
+
+    def overtaking(self) -> bytes | None:
+        """The body of a hover buffered behind messages it may overtake (:mod:`.lookahead`), cut
+        out of the buffer; None when there is none. Called between messages only."""
+        ahead = self.lookahead
+        if not ahead.blocked or ahead.scan < self.pos:
+            self._fill()
+        found = ahead.find(self.pending, self.pos)
+        if found is None:
+            return None
+        frame, start, end = found
+        body = self.pending[start:end]
+        self.pending = self.pending[:frame] + self.pending[end:]
+        return body
+
+    def _fill(self) -> None:
+        """Take in what the stream holds now, without waiting, up to :data:`LOOK_AHEAD` bytes."""
+        ready = getattr(self.reader, "ready", None)
+        if ready is None or len(self.pending) - self.pos >= LOOK_AHEAD:
+            return
+        data = ready()
+        if data:
+            self.lookahead.rebase(self.pos)
+            self.pending, self.pos = self.pending[self.pos :] + data, 0
 
     def _take(self, n: int) -> bytes:
         data = self.pending[self.pos : self.pos + n]
         self.pos += len(data)
         if self.pos >= len(self.pending):
             self.pending, self.pos = b"", 0
+            self.lookahead.reset()
         return data
 
     async def readline(self) -> bytes:
@@ -308,6 +411,7 @@ class Frames:
                 self.idle.clear()
             if not chunk:
                 return self._take(held)
+            self.lookahead.rebase(self.pos)
             self.pending, self.pos = self.pending[self.pos :] + chunk, 0
 
     async def readexactly(self, n: int) -> bytes:
@@ -435,6 +539,11 @@ async def _run(stop: threading.Event, reader: Reader, protocol: Dispatch) -> Non
         protocol.reader_idle = frames.idle
     try:
         while not stop.is_set():
+            ahead = frames.overtaking()
+            if ahead is not None:
+                handle_body(ahead, protocol)
+                await asyncio.sleep(0)
+                continue
             length = await read_headers(frames, protocol)
             if length is None:
                 return

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import itertools
 import json
 import os
 import queue
@@ -423,3 +424,42 @@ def untrusted_workspace(dest: Path) -> tuple[Path, Path]:
         (bin_dir / name).write_text(script)
         (bin_dir / name).chmod(0o755)
     return root, sentinel
+
+
+# -- answers in order ------------------------------------------------------------------------------
+
+_order = itertools.count()
+
+
+class OrderedBox(queue.Queue[dict[str, Any]]):
+    """A response box that notes when, among all answers, its answer arrived."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rank: int | None = None
+
+    def put(self, item: dict[str, Any], block: bool = True, timeout: float | None = None) -> None:
+        if self.rank is None:
+            self.rank = next(_order)
+        super().put(item, block, timeout)
+
+
+def send_together(peer: Peer, messages: list[tuple[int | None, str, Any]]) -> dict[int, OrderedBox]:
+    """Send ``messages`` (id, method, params; a notification's id is None) in one write, so that
+    the server reads them at once; the requests' boxes, by id."""
+    boxes: dict[int, OrderedBox] = {}
+    frames = b""
+    for ident, method, params in messages:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "params": params}
+        if ident is not None:
+            boxes[ident] = OrderedBox()
+            message["id"] = ident
+        body = json.dumps(message).encode()
+        frames += b"Content-Length: %d\r\n\r\n" % len(body) + body
+    with peer._lock:
+        peer._responses.update(boxes)
+    assert peer.proc.stdin is not None
+    with peer._write_lock:
+        peer.proc.stdin.write(frames)
+        peer.proc.stdin.flush()
+    return boxes

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from jaxlsp.server import transport
+from jaxlsp.server import lookahead, transport
 from tests.deadlines import scaled
 
 
@@ -365,3 +365,116 @@ def test_a_regular_file_as_stdin_is_still_read(tmp_path: Any) -> None:
             return await reader.readexactly(3000) + await reader.readsome()
 
         assert asyncio.run(read()) == b"abc" * 1000
+
+
+# -- the look ahead for hovers (jaxlsp/server/lookahead.py) ---------------------------------------
+
+
+class Buffered(Bytes):
+    """A stream whose every byte has arrived: ``ready`` hands out all that is left, as a pipe the
+    client wrote a burst into does."""
+
+    def ready(self) -> bytes:
+        chunk, self.pos = self.data[self.pos :], len(self.data)
+        return chunk
+
+
+def message(ident: int | None, method: str, params: Any = None) -> bytes:
+    data: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "params": params or {}}
+    if ident is not None:
+        data["id"] = ident
+    return frame(json.dumps(data).encode())
+
+
+def handled_order(data: bytes) -> list[Any]:
+    recorder = Recorder()
+    asyncio.run(transport.run(threading.Event(), Buffered(data), recorder))
+    return [m.get("id", m.get("method")) for m in recorder.handled]
+
+
+def test_a_hover_goes_before_traces_lenses_and_cancels_buffered_ahead_of_it() -> None:
+    data = (
+        message(1, "jaxlsp/trace")
+        + message(2, "textDocument/codeLens")
+        + message(None, "$/cancelRequest", {"id": 1})
+        + message(3, "jaxlsp/nodesAt")
+        + message(4, "textDocument/hover")
+        + message(5, "jaxlsp/graph")
+        + message(6, "textDocument/hover")
+    )
+    # The cancel goes to the protocol's cancel_request (the Recorder has none: it is handled).
+    assert handled_order(data) == [4, 6, 1, 2, "$/cancelRequest", 3, 5]
+
+
+@pytest.mark.parametrize(
+    "barrier",
+    [
+        message(None, "textDocument/didChange"),  # the text the hover reads
+        message(None, "textDocument/didOpen"),
+        message(None, "jaxlsp/cursorMoved"),  # highlights in viewer pages, as a hover does
+        message(7, "workspace/executeCommand"),
+        message(7, "shutdown"),
+        frame(b'{"jsonrpc": "2.0", "id": 99, "result": {"title": "Trust once"}}'),  # a response
+        frame(b'{"jsonrpc": "2.0", "id": 7, "method": "jaxlsp/trace"'),  # not JSON
+        b"Content-Length: 5\r\nX-Other: 1\r\n\r\n" + b"[1,2]",  # a header block of another form
+        frame(json.dumps({"jsonrpc": "2.0", "id": 7, "method": "jaxlsp/trace", "p": "x" * 70_000}).encode()),
+    ],
+    ids=["didChange", "didOpen", "cursorMoved", "command", "shutdown", "response", "not-json", "other-header", "big"],
+)
+def test_a_hover_never_goes_past_what_may_change_its_answer(barrier: bytes) -> None:
+    order = handled_order(message(1, "jaxlsp/trace") + barrier + message(4, "textDocument/hover"))
+    assert order[0] == 1 and order[-1] == 4, order
+
+
+def test_a_hover_behind_broken_framing_waits_and_the_framing_is_still_answered() -> None:
+    recorder = Recorder()
+    data = message(1, "jaxlsp/trace") + b"Content-Length: -5\r\n\r\n" + request(2) + message(4, "textDocument/hover")
+    asyncio.run(transport.run(threading.Event(), Buffered(data), recorder))
+    assert [m["id"] for m in recorder.handled] == [1, 4]
+    assert [(i, c) for i, c, _ in recorder.errors] == [(2, -32600)]
+
+
+def test_the_look_ahead_waits_for_a_hover_still_arriving() -> None:
+    """A body or header cut short by the end of what arrived is neither taken nor given up."""
+    hover = message(4, "textDocument/hover")
+    for cut in (5, len(hover) - 3):
+        buffer = message(1, "jaxlsp/trace") + hover[:cut]
+        ahead = lookahead.Lookahead()
+        assert ahead.find(buffer, 0) is None and not ahead.blocked
+        assert ahead.find(buffer + hover[cut:], 0) is not None
+
+
+def test_each_buffered_message_is_looked_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    looked: list[bytes] = []
+    kind = lookahead.kind
+    monkeypatch.setattr(lookahead, "kind", lambda body: looked.append(body) or kind(body))
+    traces = 3 * lookahead.MAX_FRAMES
+    data = b"".join(message(i, "jaxlsp/trace") for i in range(traces)) + message(-1, "textDocument/hover")
+    order = handled_order(data)
+    # MAX_FRAMES looked at per message handled: the hover goes after three traces, not 3,000.
+    assert order.index(-1) == 3 and [i for i in order if i != -1] == list(range(traces))
+    assert len(looked) == traces + 1  # not once per message handled (quadratic)
+
+
+class _Transport:
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def pause_reading(self) -> None:
+        self.calls.append("pause")
+
+    def resume_reading(self) -> None:
+        self.calls.append("resume")
+
+
+def test_piped_input_pauses_while_the_loop_is_behind_and_resumes_once_read() -> None:
+    pipe = transport.PipeInput()
+    fake = _Transport()
+    pipe._transport = fake  # type: ignore[assignment]
+    for _ in range(3):
+        pipe.data_received(b"x" * transport.PIPE_BUFFER)
+    assert fake.calls == ["pause"]
+    assert len(pipe.ready()) == 3 * transport.PIPE_BUFFER
+    assert fake.calls == ["pause", "resume"]
+    pipe.eof_received()
+    assert asyncio.run(pipe.readsome()) == b""
