@@ -482,3 +482,28 @@ def test_malformed_shardings_name_the_key_path(where: str, value: Any, message: 
     with pytest.raises(ValueError) as info:
         io.from_json(data)
     assert str(info.value).startswith(message), str(info.value)
+
+
+def test_a_graph_written_in_pieces_goes_out_in_few_big_writes(tmp_path: Path) -> None:
+    """A write per row let the GIL go and come back at every 8 KiB flush, and the server's event
+    loop, waiting for it beside an exporting thread, starved for up to 1.1 s (issue 25)."""
+    import io as stdio
+
+    class Writes(stdio.StringIO):
+        def __init__(self) -> None:
+            super().__init__()
+            self.sizes: list[int] = []
+
+        def write(self, text: str) -> int:
+            self.sizes.append(len(text))
+            return super().write(text)
+
+    pieces = [f'{{"id":"n{i}"}},' for i in range(100_000)]
+    out = Writes()
+    io._write_pieces(out, iter(pieces))
+    assert out.getvalue() == "".join(pieces)
+    assert len(out.sizes) <= 1 + sum(map(len, pieces)) // io.WRITE_BATCH  # 1.4 MB: 6 writes, not 100,000
+    assert all(size >= io.WRITE_BATCH for size in out.sizes[:-1])
+    path = tmp_path / "g.json"
+    io.write_text(iter(pieces), path)
+    assert path.read_text(encoding="utf-8") == "".join(pieces)
