@@ -85,7 +85,10 @@ MAX_SKIP = MAX_MESSAGE + MAX_HEADER  # bytes skipped looking for a header before
 EXIT_GRACE = 10.0  # seconds ``shutdown`` / ``exit`` wait for the requests in flight
 MAX_HEAD = CHUNK  # bytes of a skipped body kept to read its request's id from
 _CARRY = 64  # bytes kept between reads while looking for a header (one may straddle two)
-LOOK_AHEAD = 2 * PIPE_BUFFER  # bytes of input held in front of the loop for the look ahead for hovers
+# Bytes of input held in front of the loop for the look ahead for hovers: 3,000 small requests. Each
+# time more arrives, what is held is copied once (bytes), so a larger hold costs a backlog of tiny
+# messages more per message than it gains.
+LOOK_AHEAD = 512 * 1024
 HAND_OVER_EVERY = 0.002  # seconds between two hand-overs of the loop's writes to the writer thread
 
 
