@@ -43,7 +43,9 @@ import os
 import queue
 import re
 import stat
+import struct
 import sys
+import termios
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -281,13 +283,23 @@ class ThreadedWriter:
     message over woke the thread each time, and on a busy machine each wake-up could cost the loop
     its CPU (1,000 superseded traces, answered one per turn: 1,138 hand-overs, 0.37-0.8 ms each
     under cProfile, a third of what answering them cost the loop; issue 25). A lone answer (a
-    hover) still goes at the end of its turn. Messages from other threads go straight to the queue."""
+    hover) still goes at the end of its turn. Messages from other threads go straight to the queue.
+
+    A hand-over the pipe has room for is written at once, on the loop's thread (:meth:`_write_now`),
+    when nothing is queued before it: the writer thread, woken for it, had to win the GIL from a
+    loop that takes it back after every ``select`` of its short turns, and waited up to 98 ms for
+    it while the soak's cancel storm was answered (issue 25). The kernel says how much a pipe holds
+    (``FIONREAD``) and how much it can (``F_GETPIPE_SZ``), so such a write never blocks."""
 
     def __init__(self, stream: BinaryIO, on_broken: Callable[[], None] | None = None) -> None:
         self.stream = stream
         self.on_broken = on_broken
         self.broken = False
         self._queue: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self._fd, self._capacity = pipe_capacity(stream)
+        self._writing = threading.Lock()  # held while bytes go to the stream (the thread, or a write now)
+        self._count_lock = threading.Lock()
+        self._queued = 0  # messages put in the queue and not yet written and flushed
         self._batch: list[bytes] = []  # written by the loop's thread in this turn of the loop
         self._batch_lock = threading.Lock()  # close() may run in another thread
         self._handed = 0.0  # when the last hand-over was (monotonic)
@@ -299,7 +311,7 @@ class ThreadedWriter:
             return
         loop = asyncio._get_running_loop()  # None outside the loop's thread (the public getter raises)
         if loop is None:
-            self._queue.put(data)
+            self._put(data)
             return
         with self._batch_lock:
             if not self._batch:
@@ -315,25 +327,60 @@ class ThreadedWriter:
             batch, self._batch = self._batch, []
             self._handed = time.monotonic()
         if batch:
-            self._queue.put(batch[0] if len(batch) == 1 else b"".join(batch))
+            data = batch[0] if len(batch) == 1 else b"".join(batch)
+            if not self._write_now(data):
+                self._put(data)
+
+    def _put(self, data: bytes) -> None:
+        with self._count_lock:
+            self._queued += 1
+        self._queue.put(data)
+
+    def _write_now(self, data: bytes) -> bool:
+        """Write ``data`` here and now if nothing is queued before it and the pipe has room for it
+        all; False (nothing written) otherwise."""
+        if self._fd is None or self.broken or not self._writing.acquire(blocking=False):
+            return False
+        try:
+            with self._count_lock:
+                if self._queued:
+                    return False  # older messages are still on their way: they go first
+            if self._capacity - pipe_held(self._fd) < len(data):
+                return False
+            written = 0
+            try:
+                while written < len(data):
+                    written += os.write(self._fd, memoryview(data)[written:])
+            except OSError:  # the client is gone: the thread finds it out and says so, once
+                self._fd = None
+                if written < len(data):
+                    self._put(data[written:])
+            return True
+        finally:
+            self._writing.release()
 
     def _run(self) -> None:
         while (data := self._queue.get()) is not None:
+            written = 1
             try:
-                self.stream.write(data)
-                while not self._queue.empty():  # what came meanwhile, then one flush
-                    more = self._queue.get()
-                    if more is None:
-                        self.stream.flush()
-                        return
-                    self.stream.write(more)
-                self.stream.flush()
+                with self._writing:
+                    self.stream.write(data)
+                    while not self._queue.empty():  # what came meanwhile, then one flush
+                        more = self._queue.get()
+                        if more is None:
+                            self.stream.flush()
+                            return
+                        self.stream.write(more)
+                        written += 1
+                    self.stream.flush()
             except (OSError, ValueError):  # the client is gone (BrokenPipeError) or closed its end
                 self.broken = True
                 log.error("the connection to the client is lost: shutting down")
                 if self.on_broken is not None:
                     self.on_broken()
                 return
+            with self._count_lock:
+                self._queued -= written
 
     def close(self, timeout: float = EXIT_GRACE) -> None:
         """Send what is queued (for at most ``timeout`` seconds), then close the stream."""
@@ -343,6 +390,29 @@ class ThreadedWriter:
             self._thread.join(timeout)
         with contextlib.suppress(OSError, ValueError):
             self.stream.close()
+
+
+def pipe_capacity(stream: BinaryIO) -> tuple[int | None, int]:
+    """``stream``'s descriptor and how many bytes its pipe holds at most (Linux); ``(None, 0)``
+    for anything else (a file, a socket, a stream without a descriptor)."""
+    if not hasattr(fcntl, "F_GETPIPE_SZ"):
+        return None, 0
+    try:
+        fd = stream.fileno()
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return None, 0
+        return fd, fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ)
+    except (OSError, ValueError, AttributeError):
+        return None, 0
+
+
+def pipe_held(fd: int) -> int:
+    """How many bytes the pipe ``fd`` writes into holds, not yet read (``FIONREAD``)."""
+    try:
+        held: int = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+    except OSError:
+        return 1 << 62  # unknown: as if full
+    return held
 
 
 class Frames:

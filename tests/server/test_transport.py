@@ -245,6 +245,60 @@ def test_writes_return_while_the_client_reads_nothing_and_arrive_in_order() -> N
         writer.close(0)
 
 
+def test_a_loop_write_the_pipe_has_room_for_goes_out_at_once_not_through_the_thread() -> None:
+    """The writer thread, woken for each hand-over, had to win the GIL from a loop that takes it
+    back after every select of its short turns: it waited up to 98 ms during the soak's cancel
+    storm (issue 25). A hand-over the pipe has room for, with nothing queued before it, is written
+    on the loop's thread; one it has no room for, and what comes after it, go through the thread."""
+    read_fd, write_fd = os.pipe()
+    writer = transport.ThreadedWriter(os.fdopen(write_fd, "wb"))
+    queued: list[int] = []
+    put = writer._put
+    writer._put = lambda data: (queued.append(len(data)), put(data))  # type: ignore[method-assign]
+    room = transport.pipe_capacity(writer.stream)[1]
+
+    async def turns() -> None:
+        for data in (b"small", b"x" * (room + 1), b"after"):
+            writer.write(data)
+            await asyncio.sleep(0.005)  # past HAND_OVER_EVERY: each is a hand-over of its own
+
+    try:
+        asyncio.run(turns())
+        assert queued == [room + 1, 5]
+        received = bytearray()
+        with os.fdopen(read_fd, "rb") as out:
+            while len(received) < room + 11:
+                received += out.read1(1 << 20)
+        assert bytes(received) == b"small" + b"x" * (room + 1) + b"after"
+    finally:
+        writer.close(0)
+
+
+def test_loop_writes_into_a_full_pipe_return_and_arrive_in_order() -> None:
+    read_fd, write_fd = os.pipe()
+    writer = transport.ThreadedWriter(os.fdopen(write_fd, "wb"))
+    messages = [bytes([i % 251]) * 1024 for i in range(2048)]  # 2 MiB into a 64 KiB pipe
+
+    async def turns() -> None:
+        for i, message in enumerate(messages):
+            writer.write(message)
+            if i % 7 == 0:
+                await asyncio.sleep(0)
+
+    try:
+        asyncio.run(asyncio.wait_for(turns(), WRITER_DEADLINE))
+        received = bytearray()
+        with os.fdopen(read_fd, "rb") as out:
+            closing = threading.Thread(target=writer.close, daemon=True)
+            closing.start()
+            while chunk := out.read(65536):
+                received += chunk
+            closing.join(WRITER_DEADLINE)
+        assert bytes(received) == b"".join(messages)
+    finally:
+        writer.close(0)
+
+
 class CountedStream:
     """A byte stream that keeps each write it was given."""
 
