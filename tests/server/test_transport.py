@@ -215,6 +215,18 @@ def test_the_tcp_reader_resynchronises_too() -> None:
 WRITER_DEADLINE = scaled(10.0)  # seconds: a liveness bound (the writes take microseconds)
 
 
+def read_until_closed(writer: transport.ThreadedWriter, read_fd: int) -> bytes:
+    """All the pipe ``read_fd`` gets while ``writer`` sends what is queued and closes."""
+    received = bytearray()
+    with os.fdopen(read_fd, "rb") as out:
+        closing = threading.Thread(target=writer.close, daemon=True)
+        closing.start()  # sends what is queued, then closes: the reader sees the end
+        while chunk := out.read(65536):
+            received += chunk
+        closing.join(WRITER_DEADLINE)
+    return bytes(received)
+
+
 def test_writes_return_while_the_client_reads_nothing_and_arrive_in_order() -> None:
     """The loop never waits for a client that is slow to read (issue 25: pygls' StdoutWriter wrote
     and flushed in the loop; with the client's pipe full, answering 1,000 traces spent 4.6 s of
@@ -233,14 +245,7 @@ def test_writes_return_while_the_client_reads_nothing_and_arrive_in_order() -> N
     threading.Thread(target=write_all, daemon=True).start()
     try:
         assert done.wait(WRITER_DEADLINE), "a write waited for the client to read"
-        received = bytearray()
-        with os.fdopen(read_fd, "rb") as out:
-            closing = threading.Thread(target=writer.close, daemon=True)
-            closing.start()  # sends what is queued, then closes: the reader sees the end
-            while chunk := out.read(65536):
-                received += chunk
-            closing.join(WRITER_DEADLINE)
-        assert bytes(received) == b"".join(messages)
+        assert read_until_closed(writer, read_fd) == b"".join(messages)
     finally:
         writer.close(0)
 
@@ -260,7 +265,7 @@ def test_a_loop_write_the_pipe_has_room_for_goes_out_at_once_not_through_the_thr
     async def turns() -> None:
         for data in (b"small", b"x" * (room + 1), b"after"):
             writer.write(data)
-            await asyncio.sleep(0.005)  # past HAND_OVER_EVERY: each is a hand-over of its own
+            writer._hand_over()  # each a hand-over of its own, as turns HAND_OVER_EVERY apart
 
     try:
         asyncio.run(turns())
@@ -287,14 +292,7 @@ def test_loop_writes_into_a_full_pipe_return_and_arrive_in_order() -> None:
 
     try:
         asyncio.run(asyncio.wait_for(turns(), WRITER_DEADLINE))
-        received = bytearray()
-        with os.fdopen(read_fd, "rb") as out:
-            closing = threading.Thread(target=writer.close, daemon=True)
-            closing.start()
-            while chunk := out.read(65536):
-                received += chunk
-            closing.join(WRITER_DEADLINE)
-        assert bytes(received) == b"".join(messages)
+        assert read_until_closed(writer, read_fd) == b"".join(messages)
     finally:
         writer.close(0)
 
