@@ -189,6 +189,20 @@ async def test_a_save_that_changes_a_width_updates_hover_and_inlay_hints(live: J
     assert resolved.command is not None and "f32[4,32]" in resolved.command.title
 
 
+async def test_a_save_of_a_module_the_target_imports_re_traces_it(live: JaxClient) -> None:
+    # widths.py gives no frame (constants only): it counts because the trace imported it
+    client = live
+    client.open("configured.py")
+    first = await settled(client, "project")
+    at = line_of(client, "configured.py", "h = x @ w")
+    assert "f32[4,16]" in await hover(client, "configured.py", at)
+    client.open("widths.py")
+    save(client, "widths.py", (client.workspace / "widths.py").read_text().replace("HIDDEN = 16", "HIDDEN = 24"))
+    await settled(client, "project", after=first["traceId"])
+    shown = await hover(client, "configured.py", at)
+    assert "f32[4,24]" in shown and "stale" not in shown
+
+
 async def test_a_broken_shape_is_a_diagnostic_at_its_line_until_a_save_fixes_it(live: JaxClient) -> None:
     client = live
     uri = client.open("model.py")

@@ -15,8 +15,9 @@ import weakref
 from types import ModuleType
 from typing import Any, Literal
 
-from jaxlsp.capture.worker.failures import CaptureError, Workspace, from_exception
+from jaxlsp.capture.worker.failures import CaptureError, Workspace, from_exception, imported_since
 from jaxlsp.capture.worker.notebooks import NotebookRun, run_notebook
+from jaxlsp.capture.worker.paths import is_own
 from jaxlsp.notebook import is_notebook
 
 LoadMode = Literal["module", "definitions", "cells"]
@@ -218,6 +219,18 @@ class Loader:
         if isinstance(file, str) and self.workspace.contains(file):
             self.files.add(os.path.realpath(file))
         return module
+
+    def imported_files(self) -> set[str]:
+        """The real paths of the workspace modules loaded in this capture (the target's imports,
+        theirs, and any a factory or the trace imported), with the files refs named: a module that
+        gives no frame (a config of constants, a package's ``__init__``) still decides the program,
+        so editing it must make the graph stale and re-trace it live."""
+        found = set(self.files)
+        for module in imported_since():
+            file = getattr(module, "__file__", None)
+            if isinstance(file, str) and file.endswith(".py") and self.workspace.contains(file) and not is_own(file):
+                found.add(os.path.realpath(file))
+        return found
 
     def resolve(self, ref: str) -> Any:
         """``module:Name`` (``Name`` may be dotted) to the object."""

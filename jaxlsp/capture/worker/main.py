@@ -405,7 +405,7 @@ def build_graph(
             found.out_shape,
             found.plan,
             found.traced,
-            found.loader.files,
+            found.loader.imported_files(),
             used_profile,
             found.kind,
             extra if extra is not None else {},

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -247,3 +248,23 @@ def test_grad_transform(run_capture: Run) -> None:
         "grad/params/Dense_1/kernel",
     ]
     assert {n["scope"] for n in graph["nodes"]} >= {"MLP/Dense_0", "MLP/Dense_1"}
+
+
+def test_sources_hold_every_workspace_module_the_capture_imported(run_capture: Run, tmp_path: Any) -> None:
+    # cfg.py and the package's __init__ give no frame, yet they decide the program: editing
+    # either must make the graph stale (and re-trace it live), so both are hashed in ``sources``.
+    (tmp_path / "cfg.py").write_text("WIDTH = 3\n")
+    (tmp_path / "layers").mkdir()
+    (tmp_path / "layers" / "__init__.py").write_text("from layers.act import act\n")
+    (tmp_path / "layers" / "act.py").write_text("import jax.numpy as jnp\n\n\ndef act(x):\n    return jnp.tanh(x)\n")
+    (tmp_path / "model.py").write_text(
+        "import jax.numpy as jnp\nfrom cfg import WIDTH\nfrom layers import act\nimport json\n\n\n"
+        "def f(x):\n    return act(x) * WIDTH\n"
+    )
+    graph = graph_of(run_capture(request("model.py", "f", array(4), workspace=tmp_path)))
+    assert set(graph["sources"]) == {"model.py", "cfg.py", "layers/__init__.py", "layers/act.py"}
+    import hashlib
+
+    assert graph["sources"]["cfg.py"] == hashlib.sha256(b"WIDTH = 3\n").hexdigest()
+    for name in ("cfg", "layers", "layers.act", "model"):
+        sys.modules.pop(name, None)

@@ -1,0 +1,3 @@
+"""The widths configured.py reads: constants only."""
+
+HIDDEN = 16
