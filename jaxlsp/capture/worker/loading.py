@@ -66,6 +66,40 @@ def setup_sys_path(target_path: str, workspace_root: str, site_folders: list[str
         sys.path.append(root)
 
 
+# The files the capture opens for reading (the ``open`` audit event), while a Loader records.
+_READS: set[str] | None = None
+_HOOKED = False
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if event != "open" or _READS is None:
+        return
+    try:
+        path, mode, flags = args
+        if isinstance(path, bytes):
+            path = os.fsdecode(path)
+        if not isinstance(path, str):
+            return  # a descriptor
+        if isinstance(mode, str):
+            if any(c in mode for c in "wax+"):
+                return  # what the program writes is its output, not what it read
+        elif not isinstance(flags, int) or flags & os.O_ACCMODE != os.O_RDONLY:
+            return
+        _READS.add(os.path.abspath(path))
+    except Exception:  # an audit hook must never fail the open it hears
+        pass
+
+
+def _record_reads() -> set[str]:
+    """Start recording the files opened for reading (the hook is installed once a process)."""
+    global _READS, _HOOKED
+    if not _HOOKED:
+        sys.addaudithook(_audit)
+        _HOOKED = True
+    _READS = set()
+    return _READS
+
+
 class Loader:
     """Loads the target module once and resolves ``module:Name`` references against it."""
 
@@ -79,6 +113,7 @@ class Loader:
         self.stem = os.path.splitext(os.path.basename(self.path))[0]
         self.module: ModuleType | None = None
         self.files: set[str] = set()  # files of modules that refs and factories named
+        self._reads = _record_reads()  # what loading and tracing open: a config file decides widths
         self.skipped: dict[str, int] = {}  # load = "definitions": top-level names left unset, by line
 
     def skipped_hint(self, exc: BaseException) -> str:
@@ -222,10 +257,23 @@ class Loader:
 
     def imported_files(self) -> set[str]:
         """The real paths of the workspace modules loaded in this capture (the target's imports,
-        theirs, and any a factory or the trace imported), with the files refs named: a module that
-        gives no frame (a config of constants, a package's ``__init__``) still decides the program,
-        so editing it must make the graph stale and re-trace it live."""
+        theirs, and any a factory or the trace imported), with the files refs named and the
+        workspace files the program opened for reading until now: a module that gives no frame
+        (a config of constants, a package's ``__init__``) or a data file (``config.json``) still
+        decides the program, so editing it must make the graph stale and re-trace it live."""
+        global _READS
+        if _READS is self._reads:
+            _READS = None  # what is opened from here on is ours (hashing, linecache)
         found = set(self.files)
+        for path in self._reads:
+            if (
+                "__pycache__" not in path
+                and not path.endswith((".pyc", ".so"))
+                and self.workspace.contains(path)
+                and not is_own(path)
+                and os.path.isfile(path)
+            ):
+                found.add(os.path.realpath(path))
         for module in imported_since():
             file = getattr(module, "__file__", None)
             if isinstance(file, str) and file.endswith(".py") and self.workspace.contains(file) and not is_own(file):

@@ -134,7 +134,7 @@ class Live:
             return
         heard = time.monotonic()
         path = local_path(uri)
-        if path is None or path.suffix not in (".py", ".ipynb"):
+        if path is None:
             return
         if path.suffix == ".ipynb" and self.ls.notebooks.is_open(path):
             return  # synchronised cell by cell: it comes through notebook_touched
@@ -142,6 +142,10 @@ class Live:
         if not session.is_trusted(session.folder_of(path)):
             return  # no process, no prompt: trust comes only from the user
         resolved = str(path.resolve())
+        if path.suffix not in (".py", ".ipynb"):  # a data file (config.json): the graphs that read it
+            if session.graphs.covering(resolved):
+                self._submit(uri, [], resolved, heard)
+            return
         entries = list(session.discover(path).entrypoints)
         text = session.index.text(path)
         before = self._texts.pop(uri, None)
@@ -158,9 +162,12 @@ class Live:
                 looked is None or not e.header.line <= looked <= e.body.end_line,
             )
         )
-        wanted: list[Target] = []
-        for entry in entries:
-            wanted.append(Target(uri, entry.name))
+        self._submit(uri, [Target(uri, entry.name) for entry in entries], resolved, heard)
+
+    def _submit(self, uri: str, wanted: list[Target], resolved: str, heard: float) -> None:
+        """Queue ``wanted`` (the targets ``uri`` defines, in order), then every other target whose
+        newest graph read the file at ``resolved``."""
+        session = self.ls.session
         seen = set(wanted)
         for trace in session.graphs.covering(resolved):  # newest first: targets whose graph read it
             target = Target(str(trace.meta.get("uri")), str(trace.meta.get("name")))

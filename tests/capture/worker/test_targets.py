@@ -250,19 +250,24 @@ def test_grad_transform(run_capture: Run) -> None:
     assert {n["scope"] for n in graph["nodes"]} >= {"MLP/Dense_0", "MLP/Dense_1"}
 
 
-def test_sources_hold_every_workspace_module_the_capture_imported(run_capture: Run, tmp_path: Any) -> None:
-    # cfg.py and the package's __init__ give no frame, yet they decide the program: editing
-    # either must make the graph stale (and re-trace it live), so both are hashed in ``sources``.
+def test_sources_hold_every_workspace_module_and_file_the_capture_read(run_capture: Run, tmp_path: Any) -> None:
+    # cfg.py, the package's __init__ and scale.json give no frame, yet they decide the program:
+    # editing one must make the graph stale (and re-trace it live), so each is hashed in ``sources``.
     (tmp_path / "cfg.py").write_text("WIDTH = 3\n")
     (tmp_path / "layers").mkdir()
     (tmp_path / "layers" / "__init__.py").write_text("from layers.act import act\n")
     (tmp_path / "layers" / "act.py").write_text("import jax.numpy as jnp\n\n\ndef act(x):\n    return jnp.tanh(x)\n")
+    # a data file read at import counts too; a file the program writes does not
+    (tmp_path / "scale.json").write_text('{"scale": 2.0}')
     (tmp_path / "model.py").write_text(
-        "import jax.numpy as jnp\nfrom cfg import WIDTH\nfrom layers import act\nimport json\n\n\n"
-        "def f(x):\n    return act(x) * WIDTH\n"
+        "import json\nimport pathlib\n\nimport jax.numpy as jnp\nfrom cfg import WIDTH\nfrom layers import act\n\n"
+        "HERE = pathlib.Path(__file__).parent\n"
+        "SCALE = json.loads((HERE / 'scale.json').read_text())['scale']\n"
+        "(HERE / 'log.txt').write_text('imported')\n\n\n"
+        "def f(x):\n    return act(x) * WIDTH * SCALE\n"
     )
     graph = graph_of(run_capture(request("model.py", "f", array(4), workspace=tmp_path)))
-    assert set(graph["sources"]) == {"model.py", "cfg.py", "layers/__init__.py", "layers/act.py"}
+    assert set(graph["sources"]) == {"model.py", "cfg.py", "layers/__init__.py", "layers/act.py", "scale.json"}
     import hashlib
 
     assert graph["sources"]["cfg.py"] == hashlib.sha256(b"WIDTH = 3\n").hexdigest()
