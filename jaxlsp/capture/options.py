@@ -41,7 +41,9 @@ class CaptureOptions:
     ``trace`` and ``build``. ``cancel`` set: the capture's process group is killed at once and
     :class:`asyncio.CancelledError` raised (cancelling the calling task does the same).
     ``example_timeout``: the limit instead when the capture runs one of the workspace's examples
-    up to the target's call (a caller's own ``timeout`` sets both)."""
+    up to the target's call (a caller's own ``timeout`` sets both). ``reuse``: when the target's
+    files changed since its newest kept trace only where their syntax trees stay the same, that
+    trace's graph with its positions moved stands for a capture (capture/reuse.py; live traces)."""
 
     timeout: float = DEFAULT_TIMEOUT
     example_timeout: float = EXAMPLE_TIMEOUT
@@ -49,6 +51,7 @@ class CaptureOptions:
     on_log: LogCallback | None = None
     on_phase: PhaseCallback | None = None
     cancel: asyncio.Event | None = None
+    reuse: bool = False
 
     def memory_for(self, request: Mapping[str, Any]) -> int | None:
         """The cap in MiB for ``request`` (its profile's device decides the default)."""

@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
-from jaxlsp.capture import phases
+from jaxlsp.capture import phases, reuse
 from jaxlsp.capture.early import EarlyWorker
 from jaxlsp.capture.engine import (
     Prepared,
@@ -108,6 +108,7 @@ class CaptureService:
         self._waiting = 0
         # (file, name, profile) -> the variables structure its last capture found (speculate.py)
         self._hints: OrderedDict[tuple[str, str, str], Any] = OrderedDict()
+        self._reuse = reuse.Reuse()  # what each kept trace was made of, for options.reuse
 
     def prepare(self, req: TraceRequest) -> Prepared:
         """Step 1 (no process runs); raises TraceFailure (refused, needs input)."""
@@ -145,6 +146,16 @@ class CaptureService:
         (``notify`` hears each ``running ...``); if none reaches it, the failure says what each
         did."""
         phases.mark("prepare")
+        key = reuse.request_key(prepared) if self.store is not None else None
+        if options.reuse and self.store is not None:
+            newest = self.store.newest_like(meta or {})
+            found = None if newest is None else await off_loop(self._reuse.moved, newest, key, meta or {})
+            if found is not None:  # the same program: its last graph, positions moved (capture/reuse.py)
+                phases.mark("moved")
+                same = self.store.keep(found[0])
+                await off_loop(self._reuse.remember, same, key, found[1])
+                phases.mark("store")
+                return Captured(found[1], same)
         failures: list[TraceFailure] = []
         if prepared.request["profile"].get("example"):
             options = replace(options, timeout=options.example_timeout)
@@ -179,6 +190,7 @@ class CaptureService:
             kept = packed if packed is not None else traced.graph
             built = await off_loop(GraphStore.build, kept, label, before)
             trace = self.store.keep(built)
+            await off_loop(self._reuse.remember, trace, reuse.request_key(prepared), traced)
             phases.mark("store")
         return Captured(traced, trace)
 

@@ -469,6 +469,27 @@ class Packed:
         packed._shell = copy.deepcopy(replace(graph, nodes=[], values=[]))  # as given, not read again
         return packed
 
+    def relocated(self, frame_json: list[dict[str, Any]], flat: list[int], header: dict[str, Any]) -> Packed:
+        """This graph with other frames (``frame_json``, the same count, and ``tables.frames`` as
+        ``flat``) and another header (ids, groups and sections as this one's; graph/relocate.py).
+        The columns and tables are shared, read only; what a values run sets later (members,
+        sections) is this copy's own."""
+        if len(frame_json) != len(self.frames) or len(flat) != len(frame_json) * FRAME_WIDTH:
+            raise ValueError("a relocated graph has as many frames as its original")
+        out = copy.copy(self)
+        out._tables = {**self._tables, "frames": flat}
+        out.frame_json = frame_json
+        out.frames = [
+            io._frame_fast(f) or io._frame(f, f"tables.frames[{k * FRAME_WIDTH}]") for k, f in enumerate(frame_json)
+        ]
+        out.header = header
+        out.groups_json = list(header.get("groups", []))
+        out._order = list(self._order)
+        out.node_extra = {key: dict(rows) for key, rows in self.node_extra.items()}
+        out.value_extra = {key: dict(rows) for key, rows in self.value_extra.items()}
+        out._shell = None
+        return out
+
     # -- ids ------------------------------------------------------------------------------------
     def node_id(self, i: int) -> str:
         return f"n{i}" if self.node_ids is None else self.node_ids[i]

@@ -99,6 +99,21 @@ class Trace:
         packages = roots.get("packages") if isinstance(roots, dict) else None
         self._packages = {str(k): str(v) for k, v in packages.items()} if isinstance(packages, dict) else {}
 
+    def moved(self, packed: Packed, meta: dict[str, Any]) -> Trace:
+        """A new trace of ``packed``, this trace's graph with its positions moved to an edited
+        text (graph/relocate.py): the indexes over nodes, levels and groups are this trace's (a
+        line index holds frame numbers, which the move kept); hover memos and the analysis are
+        made anew; the diff from this trace is empty."""
+        trace = Trace(uuid.uuid4().hex[:16], packed, meta)
+        trace._lines, trace._levels, trace._tree, trace._counts = (
+            self.line_index(),
+            self._levels,
+            self._tree,
+            self._counts,
+        )
+        trace._changes = (self.id, GraphDiff(matched=packed.node_count))
+        return trace
+
     @property
     def graph(self) -> Graph:
         """The whole graph as model objects, made anew on each call (hundreds of MB for a big one,

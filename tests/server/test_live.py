@@ -203,6 +203,43 @@ async def test_a_save_of_a_module_the_target_imports_re_traces_it(live: JaxClien
     assert "f32[4,24]" in shown and "stale" not in shown
 
 
+async def test_a_save_of_a_data_file_the_target_read_re_traces_it(live: JaxClient) -> None:
+    client = live
+    client.open("datafed.py")
+    first = await settled(client, "feed")
+    at = line_of(client, "datafed.py", "h = x @ w")
+    assert "f32[4,16]" in await hover(client, "datafed.py", at)
+    client.open("datafed.json")
+    save(client, "datafed.json", '{"hidden": 24}\n')
+    await settled(client, "feed", after=first["traceId"])
+    assert "f32[4,24]" in await hover(client, "datafed.py", at)
+
+
+async def test_a_save_that_changes_only_comments_and_layout_moves_the_graph_without_a_capture(
+    live: JaxClient,
+) -> None:
+    client = live
+    client.open("model.py")
+    first = await settled(client, "layer")
+    ran = imports(client, "model")
+    text = (client.workspace / "model.py").read_text()
+    edited = text.replace("    h = x @ w\n", "    # project to WIDTH\n\n    h = (\n        x @ w\n    )\n")
+    save(client, "model.py", edited)
+    moved = await settled(client, "layer", after=first["traceId"])
+    assert imports(client, "model") == ran  # no capture ran: the program is the same
+    at = line_of(client, "model.py", "x @ w")
+    assert at > line_of(client, "model.py", "h = (")
+    shown = await hover(client, "model.py", at)
+    assert "f32[4,16]" in shown and "stale" not in shown
+    above = await hover(client, "model.py", at - 3)  # the comment, where the line was: only the old trace has it
+    assert "f32[4,16]" not in above or "stale" in above
+    assert any(m.message.startswith("live layer fresh in ") and " moved " in m.message for m in client.log_messages)
+    save(client, "model.py", edited.replace("WIDTH = 16", "WIDTH = 32"))  # a change: a capture
+    await settled(client, "layer", after=moved["traceId"])
+    assert imports(client, "model") == ran + 1
+    assert "f32[4,32]" in await hover(client, "model.py", at)
+
+
 async def test_a_broken_shape_is_a_diagnostic_at_its_line_until_a_save_fixes_it(live: JaxClient) -> None:
     client = live
     uri = client.open("model.py")

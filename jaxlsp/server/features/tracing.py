@@ -258,10 +258,12 @@ class Tracing:
         progress = Progress(self.ls, f"Live shapes: tracing {args.name}" if live else f"Tracing {args.name}")
         await progress.begin("prepare")
         saved: str | None = None
-        options = CaptureOptions(on_phase=lambda phase: progress.report(phase, PHASE_PERCENT.get(phase)))
+        # a live trace after an edit that left the program as it was moves the last graph's
+        # positions instead (capture/reuse.py); the user's own request always traces
+        options = CaptureOptions(on_phase=lambda phase: progress.report(phase, PHASE_PERCENT.get(phase)), reuse=live)
         if self.ls.session.options.timeout:
             timeout = self.ls.session.options.timeout
-            options = CaptureOptions(timeout=timeout, example_timeout=timeout, on_phase=options.on_phase)
+            options = dataclasses.replace(options, timeout=timeout, example_timeout=timeout)
         try:
             prepared = _prepare_live(self.capture, req) if live else self.capture.prepare(req)
             learning = prepared.origin is not None and prepared.origin.how == "example"
