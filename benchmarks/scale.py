@@ -306,7 +306,8 @@ def live_after_comment(peer: Peer, model: Path, name: str, before: str) -> float
     last graph's positions instead of tracing it again)."""
     peer.send({"method": "workspace/didChangeConfiguration", "params": {"settings": {"jaxlsp": {"liveShapes": True}}}})
     text = model.read_text(encoding="utf-8")
-    model.write_text(text.replace("\nclass LM(", f"\n# the whole model ({time.time()})\nclass LM(", 1), encoding="utf-8")
+    comment = f"\n# the whole model ({time.time()})\nclass LM("
+    model.write_text(text.replace("\nclass LM(", comment, 1), encoding="utf-8")
     start = time.perf_counter()
     peer.send({"method": "textDocument/didSave", "params": {"textDocument": {"uri": model.as_uri()}}})
     while True:
