@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from jaxlsp.live.samecode import moves
 
-OLD = '''import jax.numpy as jnp
+OLD = """import jax.numpy as jnp
 
 
 def f(x):
     y = jnp.tanh(x)
     return y * 2
-'''
+"""
 
 
 def test_comments_and_blank_lines_keep_the_program_and_move_its_spans() -> None:
