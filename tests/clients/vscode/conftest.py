@@ -122,7 +122,9 @@ class Workbench(Browser):
         await self.send("press", key="Control+P")
         await self.wait_for(".quick-input-widget input")
         await self.send("type", text=name)
-        await self.wait_for(".quick-input-list .monaco-list-row", has_text=name)
+        # The row must be the focused one: Enter while the list is still being filled (a row shown,
+        # none focused yet) accepts nothing and leaves the picker open.
+        await self.wait_for(".quick-input-list .monaco-list-row.focused", has_text=name)
         await self.send("press", key="Enter")
         await self.wait_for(".tab.active", has_text=name)
 
