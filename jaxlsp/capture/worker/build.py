@@ -122,6 +122,25 @@ class Context:
     prefix: list[tuple[str, str]]  # the enclosing name-stack items
     source: Frame | None
     frames: list[Frame]
+    # name-stack items -> what the equations under them share (``Placement``): a layer's
+    # equations repeat a few name stacks thousands of times
+    placements: dict[tuple[tuple[str, str], ...], Placement] = dataclasses.field(default_factory=dict)
+    # id of a jax name stack -> (it, its placement): the equations traced under one stack share
+    # the object. By identity, the stack kept alive: jax's ``Scope("vmap")`` equals its
+    # ``Transform("vmap")`` (both one-field named tuples), so equal stacks may differ in kind.
+    by_stack: dict[int, tuple[Any, Placement]] = dataclasses.field(default_factory=dict)
+
+
+@dataclass
+class Placement:
+    """Where the equations of one name stack go, within one walk: their name-stack items (the
+    prefix of sub-walks), their module path, transforms and module group."""
+
+    items: list[tuple[str, str]]
+    scope: list[str]
+    transforms: list[str]
+    group: str | None
+    scope_text: str = ""  # ``scope`` joined with "/"
 
 
 class GraphBuilder:
@@ -148,6 +167,8 @@ class GraphBuilder:
         self.frame_files: set[str] = set()
         self._frames: dict[jaxcompat.RawFrame, Frame | None] = {}  # None: a frame of jaxlsp itself
         self._workspace_frames: set[int] = set()  # ids of the frames in workspace files
+        # id of a list of raw frames -> (it, its frames, the innermost workspace frame)
+        self._frame_lists: dict[int, tuple[list[jaxcompat.RawFrame], list[Frame], Frame | None]] = {}
         self._module_groups: dict[tuple[str | None, tuple[str, ...]], str] = {}
         self._effects: set[str] = set()
         self._dtypes: dict[Any, str] = {}
@@ -163,7 +184,12 @@ class GraphBuilder:
 
     def new_value(self, aval: Any, producer: str | None = None, kind: str = "var", literal: Any = None) -> str:
         vid = f"v{len(self.values)}"
-        shape = [_dim(d) for d in getattr(aval, "shape", ())]
+        dims = getattr(aval, "shape", ())
+        shape: list[int | str]
+        try:  # every dimension a number: one C-level pass
+            shape = list(map(operator.index, dims))
+        except TypeError:  # a symbolic dimension among them, spelled as text
+            shape = [_dim(d) for d in dims]
         dtype = getattr(aval, "dtype", None)
         name = self._dtypes.get(dtype) if dtype is not None else None
         if name is None:
@@ -246,19 +272,36 @@ class GraphBuilder:
         for eqn in jaxpr.eqns:
             self.equation(eqn, env, ctx, rec)
 
+    def placement(self, source_info: Any, ctx: Context) -> Placement:
+        """Where an equation goes, found once per name stack and walk (``Context.placements``):
+        equal name stacks give equal items, chains and groups (a group is made on first use)."""
+        stack = getattr(source_info, "name_stack", None)
+        seen = ctx.by_stack.get(id(stack))
+        if seen is not None and seen[0] is stack:
+            return seen[1]
+        items = ctx.prefix + jaxcompat.name_stack_items(source_info)
+        key = tuple(items)
+        found = ctx.placements.get(key)
+        if found is None:
+            chain = self.scope_chain(items)
+            # JAX's own scope around a checkpoint's recomputation is kept as the ``remat`` transform
+            transforms = [
+                name if kind == "transform" else _INTERNAL_SCOPES[name]
+                for kind, name in items
+                if kind == "transform" or name in _INTERNAL_SCOPES
+            ]
+            scope = list(chain[-1]) if chain else []
+            group = self.module_group(ctx.group, ctx.base_scope, chain)
+            found = ctx.placements[key] = Placement(items, scope, transforms, group, "/".join(scope))
+        if stack is not None:
+            ctx.by_stack[id(stack)] = (stack, found)
+        return found
+
     def equation(self, eqn: Any, env: dict[Any, str], ctx: Context, rec: Walked | None = None) -> None:
-        items = ctx.prefix + jaxcompat.name_stack_items(eqn.source_info)
-        chain = self.scope_chain(items)
-        scope = list(chain[-1]) if chain else []
-        # JAX's own scope around a checkpoint's recomputation is kept as the ``remat`` transform
-        transforms = [
-            name if kind == "transform" else _INTERNAL_SCOPES[name]
-            for kind, name in items
-            if kind == "transform" or name in _INTERNAL_SCOPES
-        ]
-        group = self.module_group(ctx.group, ctx.base_scope, chain)
-        frames = self.frames_of(eqn.source_info)
-        source = next((f for f in frames if id(f) in self._workspace_frames), None) or ctx.source
+        place = self.placement(eqn.source_info, ctx)
+        items, scope, group = place.items, place.scope, place.group
+        frames, innermost = self.frames_of(eqn.source_info)
+        source = innermost or ctx.source
         if not frames:
             frames = ctx.frames
         nid = f"n{len(self.nodes)}"
@@ -269,11 +312,11 @@ class GraphBuilder:
             params={},
             inputs=inputs,
             outputs=[],
-            scope="/".join(scope),
+            scope=place.scope_text,
             group=group,
             source=source,
             frames=frames,
-            transforms=transforms,
+            transforms=list(place.transforms),
         )
         self.nodes.append(node)
         if self.keep_equations:
@@ -486,18 +529,26 @@ class GraphBuilder:
             previous = level
         return gid
 
-    def frames_of(self, source_info: Any) -> list[Frame]:
+    def frames_of(self, source_info: Any) -> tuple[list[Frame], Frame | None]:
         """The equation's user frames, innermost first, their paths spelled for the graph
-        (worker/paths.py); jaxlsp's own frames (the worker's wrappers) are left out."""
+        (worker/paths.py), and the innermost in the workspace; jaxlsp's own frames (the worker's
+        wrappers) are left out. Equations with equal tracebacks share one list (jaxcompat gives
+        them one list of raw frames), which nothing changes once made."""
+        raws = jaxcompat.user_frames(source_info)
+        seen = self._frame_lists.get(id(raws))
+        if seen is not None and seen[0] is raws:
+            return seen[1], seen[2]
         out: list[Frame] = []
-        for raw in jaxcompat.user_frames(source_info):
+        for raw in raws:
             if raw in self._frames:
                 frame = self._frames[raw]
             else:
                 frame = self._frames[raw] = self._frame(raw)
             if frame is not None:
                 out.append(frame)
-        return out
+        innermost = next((f for f in out if id(f) in self._workspace_frames), None)
+        self._frame_lists[id(raws)] = (raws, out, innermost)  # ``raws`` kept: its id stays its own
+        return out, innermost
 
     def _frame(self, raw: jaxcompat.RawFrame) -> Frame | None:
         if is_own(raw.file):
@@ -723,10 +774,40 @@ def _finite(x: Any) -> Any:
     return x
 
 
+_PLAIN = frozenset({type(None), bool, int, float, str})
+# The types of dtypes met (numpy's one class per dtype): the branch they take below depends on the
+# type alone, so it is taken at once the next time. Their text is cached: numpy's ``str`` of a
+# dtype is Python code, 11 us each, for a param most equations have.
+_DTYPE_KINDS: set[type] = set()
+_DTYPE_TEXTS: dict[tuple[type, Any], str] = {}
+
+
+def _dtype_text(value: Any) -> str:
+    try:
+        key = (type(value), value)
+        text = _DTYPE_TEXTS.get(key)
+    except TypeError:  # unhashable
+        return str(value)
+    if text is None:
+        text = _DTYPE_TEXTS[key] = str(value)
+    return text
+
+
 def jsonable(value: Any, refs: dict[int, Any], where: str, depth: int = 0) -> Any:
     """A JSON-safe form of an equation param. What has no JSON form is written as readable text
     (``P('x', None)``, ``cpu:0``, ``b``, a function's name): a parameter is data about the
     equation, never a region of the program, so it never makes the graph incomplete."""
+    # Exact types first, which most params are (axes, shapes, flags, None): a fifth of the walk
+    # went to the checks below before they reached these. A subclass (an IntEnum, a named tuple)
+    # takes the general path. No id of a number, text or plain sequence is a key of ``refs``,
+    # which holds the ids of sub-jaxprs.
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    if (kind is tuple or kind is list) and depth <= 6 and id(value) not in refs:
+        return [jsonable(v, refs, where, depth + 1) for v in value]
+    if kind in _DTYPE_KINDS and depth <= 6:
+        return _dtype_text(value)
     if id(value) in refs:
         return refs[id(value)]
     if value is None or isinstance(value, bool | int | str):
@@ -768,7 +849,8 @@ def jsonable(value: Any, refs: dict[int, Any], where: str, depth: int = 0) -> An
         }
     module = module_of(value)
     if tname.endswith("DType") or tname == "dtype" or (module.startswith("numpy") and hasattr(value, "kind")):
-        return str(value)
+        _DTYPE_KINDS.add(kind)
+        return _dtype_text(value)
     if isinstance(value, type):
         return getattr(value, "__name__", str(value))
     if hasattr(value, "dtype") and hasattr(value, "shape"):
