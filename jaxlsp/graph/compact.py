@@ -87,6 +87,7 @@ def encode(data: dict[str, Any]) -> dict[str, Any]:
         return strings.add(text)
 
     read: dict[int, int] = {}  # id of a frame object already read (alive in ``data``) -> its index
+    stacks_read: dict[int, int] = {}  # id of a frames list already read (alive in ``data``) -> its index
 
     def frame(f: Any, path: str) -> int:
         done = read.get(id(f))
@@ -161,7 +162,12 @@ def encode(data: dict[str, Any]) -> dict[str, Any]:
         src = n.get("source")
         cols["source"].append(_NULL if src is None else frame(src, f"{path}.source"))
         stack = io._list(n.get("frames"), f"{path}.frames")
-        cols["frames"].append(stacks.add(tuple(frame(f, f"{path}.frames[{k}]") for k, f in enumerate(stack))))
+        done = stacks_read.get(id(stack))
+        if done is None:
+            done = stacks_read[id(stack)] = stacks.add(
+                tuple(frame(f, f"{path}.frames[{k}]") for k, f in enumerate(stack))
+            )
+        cols["frames"].append(done)
         tr = io._list(n.get("transforms"), f"{path}.transforms")
         cols["transforms"].append(transforms.add(tuple(tr)))
         for key, count in (("inputs", "inputs"), ("outputs", "outputs")):

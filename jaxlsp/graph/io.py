@@ -91,7 +91,9 @@ def _port_json(port: Port) -> dict[str, Any]:
     return {"value": port.value, "label": port.label, "role": port.role}
 
 
-def _node_json(node: Node, frame: Callable[[Frame], Any] = _frame_json) -> dict[str, Any]:
+def _node_json(node: Node, frame: Callable[[Frame], Any] = _frame_json, frames: bool = True) -> dict[str, Any]:
+    """A node's version 1 object; without ``frames``, its ``frames`` member is left for the
+    caller to set (in its place, so the members keep their order)."""
     return {
         "id": node.id,
         "primitive": node.primitive,
@@ -101,7 +103,7 @@ def _node_json(node: Node, frame: Callable[[Frame], Any] = _frame_json) -> dict[
         "scope": node.scope,
         "group": node.group,
         "source": None if node.source is None else frame(node.source),
-        "frames": [frame(f) for f in node.frames],
+        "frames": [frame(f) for f in node.frames] if frames else None,
         "transforms": list(node.transforms),
         **({} if node.costs is None else {"costs": dict(node.costs)}),
     }
@@ -189,7 +191,18 @@ def to_transport(graph: Graph) -> dict[str, Any]:
         return out
 
     data = to_json(replace(graph, nodes=[]))
-    data["nodes"] = [_node_json(n, frame) for n in graph.nodes]
+    # Nodes that share a frame stack (the builder gives equal tracebacks one list) share its
+    # JSON list too, which the encoder then reads once.
+    stacks: dict[int, tuple[list[Frame], list[dict[str, Any]]]] = {}
+    nodes = []
+    for n in graph.nodes:
+        item = _node_json(n, frame, frames=False)
+        seen = stacks.get(id(n.frames))
+        if seen is None or seen[0] is not n.frames:
+            seen = stacks[id(n.frames)] = (n.frames, [frame(f) for f in n.frames])
+        item["frames"] = seen[1]
+        nodes.append(item)
+    data["nodes"] = nodes
     return compact.encode(data)
 
 
