@@ -799,8 +799,8 @@ def jsonable(value: Any, refs: dict[int, Any], where: str, depth: int = 0) -> An
     equation, never a region of the program, so it never makes the graph incomplete."""
     # Exact types first, which most params are (axes, shapes, flags, None): a fifth of the walk
     # went to the checks below before they reached these. A subclass (an IntEnum, a named tuple)
-    # takes the general path. No id of a number, text or plain sequence is a key of ``refs``,
-    # which holds the ids of sub-jaxprs.
+    # takes the general path. ``refs`` holds the ids of live sub-jaxprs, never a number's or a
+    # text's.
     kind = type(value)
     if kind in _PLAIN:
         return value
