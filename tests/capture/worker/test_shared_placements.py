@@ -1,0 +1,79 @@
+"""The walk shares what equations repeat (a name stack's placement, a traceback's frames, a frame
+stack's JSON in the packed transport): sharing never mixes up what differs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.capture.worker.conftest import array, graph_of, request
+
+pytest.importorskip("jax")
+
+Run = Callable[[dict[str, Any]], dict[str, Any]]
+
+SOURCE = """\
+import jax
+import jax.numpy as jnp
+
+
+def layer(x):
+    return jnp.tanh(x) * 2.0
+
+
+def scope_and_transform(x):
+    with jax.named_scope("vmap"):
+        a = jnp.sin(x)
+    b = jax.vmap(jnp.cos)(x)
+    return a + b
+
+
+def stack(x):
+    for i in range(3):
+        with jax.named_scope(f"layer{i}"):
+            x = layer(x)
+    with jax.named_scope("layer1"):
+        x = jnp.exp(x)
+    return x
+"""
+
+
+def _by_primitive(graph: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    return [n for n in graph["nodes"] if n["primitive"] == name]
+
+
+def test_a_scope_and_a_transform_of_one_name_stay_apart(tmp_path: Path, run_capture: Run) -> None:
+    # jax's Scope("vmap") == Transform("vmap") (one-field named tuples): a placement keyed by
+    # name-stack equality would give the second what the first got.
+    (tmp_path / "model.py").write_text(SOURCE)
+    graph = graph_of(run_capture(request("model.py", "scope_and_transform", array(4), workspace=tmp_path)))
+    (sin,) = _by_primitive(graph, "sin")
+    (cos,) = _by_primitive(graph, "cos")
+    assert (sin["scope"], sin["transforms"]) == ("vmap", [])
+    assert (cos["scope"], cos["transforms"]) == ("", ["vmap"])
+
+
+def test_repeated_layers_keep_their_own_scopes_and_the_packed_form_is_the_same_graph(
+    tmp_path: Path, run_capture: Run
+) -> None:
+    from jaxlsp.graph import io
+
+    (tmp_path / "model.py").write_text(SOURCE)
+    plain = graph_of(run_capture(request("model.py", "stack", array(4), workspace=tmp_path)))
+    tanh = _by_primitive(plain, "tanh")
+    assert [n["scope"] for n in tanh] == ["layer0", "layer1", "layer2"]
+    # one traceback (the loop's line, then layer's): equal frames; a group per layer, and the
+    # later "layer1" scope is the first one's group again
+    assert len({str(n["frames"]) for n in tanh}) == 1 and tanh[0]["frames"]
+    groups = {g["id"]: g["label"] for g in plain["groups"]}
+    assert [groups[n["group"]] for n in tanh] == ["layer0", "layer1", "layer2"]
+    (exp,) = _by_primitive(plain, "exp")
+    assert exp["group"] == tanh[1]["group"] and exp["frames"] != tanh[1]["frames"]
+
+    req = request("model.py", "stack", array(4), workspace=tmp_path)
+    req["transport"] = "packed"
+    packed = graph_of(run_capture(req))
+    assert io.to_json(io.from_json(packed)) == io.to_json(io.from_json(plain))
