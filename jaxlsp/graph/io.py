@@ -91,9 +91,13 @@ def _port_json(port: Port) -> dict[str, Any]:
     return {"value": port.value, "label": port.label, "role": port.role}
 
 
-def _node_json(node: Node, frame: Callable[[Frame], Any] = _frame_json, frames: bool = True) -> dict[str, Any]:
-    """A node's version 1 object; without ``frames``, its ``frames`` member is left for the
-    caller to set (in its place, so the members keep their order)."""
+def _node_json(
+    node: Node,
+    frame: Callable[[Frame], Any] = _frame_json,
+    stack: Callable[[list[Frame]], list[Any]] | None = None,
+) -> dict[str, Any]:
+    """A node's version 1 object, its frames written by ``frame``, or its whole frame stack by
+    ``stack`` when given."""
     return {
         "id": node.id,
         "primitive": node.primitive,
@@ -103,7 +107,7 @@ def _node_json(node: Node, frame: Callable[[Frame], Any] = _frame_json, frames: 
         "scope": node.scope,
         "group": node.group,
         "source": None if node.source is None else frame(node.source),
-        "frames": [frame(f) for f in node.frames] if frames else None,
+        "frames": stack(node.frames) if stack is not None else [frame(f) for f in node.frames],
         "transforms": list(node.transforms),
         **({} if node.costs is None else {"costs": dict(node.costs)}),
     }
@@ -190,19 +194,18 @@ def to_transport(graph: Graph) -> dict[str, Any]:
             out = made[id(f)] = _frame_json(f)
         return out
 
-    data = to_json(replace(graph, nodes=[]))
     # Nodes that share a frame stack (the builder gives equal tracebacks one list) share its
     # JSON list too, which the encoder then reads once.
-    stacks: dict[int, tuple[list[Frame], list[dict[str, Any]]]] = {}
-    nodes = []
-    for n in graph.nodes:
-        item = _node_json(n, frame, frames=False)
-        seen = stacks.get(id(n.frames))
-        if seen is None or seen[0] is not n.frames:
-            seen = stacks[id(n.frames)] = (n.frames, [frame(f) for f in n.frames])
-        item["frames"] = seen[1]
-        nodes.append(item)
-    data["nodes"] = nodes
+    stacks: dict[int, list[dict[str, Any]]] = {}
+
+    def stack(frames: list[Frame]) -> list[dict[str, Any]]:
+        out = stacks.get(id(frames))  # the graph keeps each list alive: its id stays its own
+        if out is None:
+            out = stacks[id(frames)] = [frame(f) for f in frames]
+        return out
+
+    data = to_json(replace(graph, nodes=[]))
+    data["nodes"] = [_node_json(n, frame, stack) for n in graph.nodes]
     return compact.encode(data)
 
 

@@ -140,7 +140,7 @@ class Placement:
     scope: list[str]
     transforms: list[str]
     group: str | None
-    scope_text: str = ""  # ``scope`` joined with "/"
+    scope_text: str  # ``scope`` joined with "/"
 
 
 class GraphBuilder:
