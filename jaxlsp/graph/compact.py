@@ -71,20 +71,138 @@ class _Interned:
 
 
 # --------------------------------------------------------------------------------------------
-# version 1 JSON -> version 2 JSON
+# version 1 JSON or a Graph -> version 2 JSON
+
+
+class _Columns:
+    """The version 2 form being written: the interned tables and the columns, a node or a value at
+    a time, in the order :func:`encode` reads a version 1 object (strings in first-use order: each
+    node's primitive, scope and new frames' texts, then the values' dtypes, then irregular ids)."""
+
+    def __init__(self, groups: dict[Any, int], values: dict[Any, int], nodes: dict[Any, int]) -> None:
+        self.strings, self.frames, self.stacks, self.params, self.shapes, self.transforms = (
+            _Interned() for _ in TABLES
+        )
+        self.frame_flat: list[int] = []
+        self.groups, self.value_index, self.node_index = groups, values, nodes
+        self.cols: dict[str, list[Any]] = {name: [] for name in NODE_COLUMNS}
+        self.refs: list[int | str] = []
+        self.node_extra: dict[str, list[list[Any]]] = {}
+        self.implied: dict[int, int] = {}  # value index -> the first node listing it as an output
+        self.previous = 0
+        self.node_ids: list[str] = []
+        self.regular = True
+        self.vcols: dict[str, list[int]] = {name: [] for name in VALUE_COLUMNS}
+        self.value_extra: dict[str, list[list[Any]]] = {}
+        self.value_ids: list[str] = []
+        self.vregular = True
+
+    def frame(self, key: tuple[Any, ...]) -> int:
+        """The index of a frame (its eight members, :data:`FRAME_WIDTH`), added when new."""
+        found = self.frames.index.get(key)
+        if found is None:
+            add = self.strings.add
+            self.frame_flat.extend((add(key[0]), *key[1:5]))
+            self.frame_flat.append(_NULL if key[5] is None else add(key[5]))
+            self.frame_flat.append(_NULL if key[6] is None else add(key[6]))
+            self.frame_flat.append(_NULL if key[7] is None else key[7])
+            found = self.frames.add(key)
+        return found
+
+    def head(self, nid: str, primitive: str, params: dict[str, Any], scope: str, group: str | None) -> None:
+        """A node's first columns (``params``: its JSON-safe object); :meth:`tail` its others, once
+        its frames are read (their texts come after its primitive's and scope's)."""
+        i = len(self.node_ids)
+        self.node_ids.append(nid)
+        self.regular = self.regular and nid == f"n{i}"
+        cols = self.cols
+        cols["primitive"].append(self.strings.add(primitive))
+        cols["params"].append(self.params.add(_TEXT(params), params) if params else self.params.add("{}", {}))
+        cols["scope"].append(self.strings.add(scope))
+        cols["group"].append(_NULL if group is None else self.groups.get(group, group))
+
+    def tail(self, source: int, stack: int, transforms: tuple[str, ...], ports: tuple[list[Any], list[Any]]) -> None:
+        """The last node's other columns: ``source`` and ``stack`` indices (``_NULL``: no source),
+        ``ports`` its input and output value ids."""
+        i = len(self.node_ids) - 1
+        cols = self.cols
+        cols["source"].append(source)
+        cols["frames"].append(stack)
+        cols["transforms"].append(self.transforms.add(transforms))
+        refs, index, previous = self.refs, self.value_index, self.previous
+        for name, ids in zip(("inputs", "outputs"), ports, strict=True):
+            cols[name].append(len(ids))
+            for vid in ids:
+                r = index.get(vid)
+                if r is None:
+                    refs.append(vid)  # an id no value has: kept as written (validate.check names it)
+                    continue
+                refs.append(r - previous)
+                previous = r
+                if name == "outputs":
+                    self.implied.setdefault(r, i)
+        self.previous = previous
+
+    def value(self, vid: str, shape: list[Any], dtype: str, weak: bool, kind: str, producer: str | None) -> None:
+        i = len(self.value_ids)
+        self.value_ids.append(vid)
+        self.vregular = self.vregular and vid == f"v{i}"
+        vcols = self.vcols
+        vcols["shape"].append(self.shapes.add(tuple(shape), list(shape)))
+        vcols["dtype"].append(self.strings.add(dtype))
+        vcols["flags"].append(int(weak) | _KINDS.index(kind) << 1)
+        code: int | str | None = None if producer is None else self.node_index.get(producer, producer)
+        if code != self.implied.get(i):
+            self.value_extra.setdefault("producer", []).append([i, code])
+
+    def finish(self, header: dict[str, Any]) -> dict[str, Any]:
+        """The compact object: ``header``'s members in their order, ``nodes`` and ``values`` (which
+        it must hold, as placeholders) replaced by the columns."""
+        out: dict[str, Any] = {}
+        for key, item in header.items():
+            if key == "nodes":
+                out["tables"] = {
+                    "strings": self.strings.items,
+                    "frames": self.frame_flat,
+                    "stacks": [list(k) for k in self.stacks.items],
+                    "params": self.params.items,
+                    "shapes": self.shapes.items,
+                    "transforms": [list(k) for k in self.transforms.items],
+                }
+                out["nodes"] = {
+                    "count": len(self.node_ids),
+                    "ids": None if self.regular else [self.strings.add(x) for x in self.node_ids],
+                    **{name: self.cols[name] for name in NODE_COLUMNS},
+                    "refs": self.refs,
+                    "extra": self.node_extra,
+                }
+            elif key == "values":
+                out["values"] = {
+                    "count": len(self.value_ids),
+                    "ids": None if self.vregular else [self.strings.add(x) for x in self.value_ids],
+                    **self.vcols,
+                    "extra": self.value_extra,
+                }
+            else:
+                out[key] = item
+        out["version"] = COMPACT_VERSION
+        if "tables" not in out:
+            raise ValueError("nodes: missing")
+        if "values" not in out:
+            raise ValueError("values: missing")
+        out["tables"]["strings"] = self.strings.items  # ids interned after the table was placed
+        return out
 
 
 def encode(data: dict[str, Any]) -> dict[str, Any]:
     """The compact form of a version 1 graph's JSON (:func:`jaxlsp.graph.io.to_json`); ``ValueError``
     naming the member when a node or value holds something the columns cannot say (a malformed
     version 1 object: read it with ``from_json`` first to learn what)."""
-    strings, frames, stacks, params, shapes, transforms = (_Interned() for _ in TABLES)
-    frame_flat: list[int] = []
 
-    def s(text: Any, path: str) -> int:
+    def s(text: Any, path: str) -> str:
         if type(text) is not str:
             raise ValueError(f"{path}: expected a string, got {io._kind(text)}")
-        return strings.add(text)
+        return text
 
     read: dict[int, int] = {}  # id of a frame object already read (alive in ``data``) -> its index
     stacks_read: dict[int, int] = {}  # id of a frames list already read (alive in ``data``) -> its index
@@ -98,19 +216,18 @@ def encode(data: dict[str, Any]) -> dict[str, Any]:
         get = f.get
         key: tuple[Any, ...] = (get("path"), get("line"), get("column"), get("endLine"), get("endColumn"))
         key += (get("function"), get("package"), get("cell"))
-        found = frames.index.get(key)
-        if found is None:
+        if key not in columns.frames.index:
             for name, n in zip(("line", "column", "endLine", "endColumn"), key[1:5], strict=True):
                 if type(n) is not int or n < 0:
                     raise ValueError(f"{path}.{name}: expected an integer >= 0, got {io._kind(n)}")
             if key[7] is not None and (type(key[7]) is not int or key[7] < 0):
                 raise ValueError(f"{path}.cell: expected an integer >= 0, got {io._kind(key[7])}")
-            frame_flat.extend((s(key[0], f"{path}.path"), *key[1:5]))
-            frame_flat.append(_NULL if key[5] is None else s(key[5], f"{path}.function"))
-            frame_flat.append(_NULL if key[6] is None else s(key[6], f"{path}.package"))
-            frame_flat.append(_NULL if key[7] is None else key[7])
-            found = frames.add(key)
-        read[id(f)] = found
+            s(key[0], f"{path}.path")
+            if key[5] is not None:
+                s(key[5], f"{path}.function")
+            if key[6] is not None:
+                s(key[6], f"{path}.package")
+        found = read[id(f)] = columns.frame(key)
         return found
 
     values_in = io._list(data.get("values"), "values")
@@ -126,130 +243,95 @@ def encode(data: dict[str, Any]) -> dict[str, Any]:
         if type(n) is not dict:
             raise ValueError(f"nodes[{i}]: expected an object, got {io._kind(n)}")
         node_index.setdefault(n.get("id"), i)
+    columns = _Columns(group_index, value_index, node_index)
 
-    def ref(vid: Any, path: str) -> int | str:
-        found = value_index.get(vid)
-        if found is not None:
-            return found
-        if type(vid) is not str:
-            raise ValueError(f"{path}: expected a value id, got {io._kind(vid)}")
-        return vid  # an id no value has: kept as written (validate.check names it)
-
-    cols: dict[str, list[Any]] = {name: [] for name in NODE_COLUMNS}
-    refs: list[int | str] = []
-    node_extra: dict[str, list[list[Any]]] = {}
-    implied: dict[int, int] = {}  # value index -> the first node listing it as an output
-    node_ids: list[str] = []
-    regular = True
-    previous = 0
     for i, n in enumerate(nodes_in):
         path = f"nodes[{i}]"
-        nid = n.get("id")
-        if type(nid) is not str:
-            raise ValueError(f"{path}.id: expected a string, got {io._kind(nid)}")
-        node_ids.append(nid)
-        regular = regular and nid == f"n{i}"
-        cols["primitive"].append(s(n.get("primitive"), f"{path}.primitive"))
+        nid = s(n.get("id"), f"{path}.id")
+        primitive = s(n.get("primitive"), f"{path}.primitive")
         p = n.get("params")
         if type(p) is not dict:
             raise ValueError(f"{path}.params: expected an object, got {io._kind(p)}")
-        cols["params"].append(params.add(_TEXT(p), p) if p else params.add("{}", {}))
-        cols["scope"].append(s(n.get("scope"), f"{path}.scope"))
+        scope = s(n.get("scope"), f"{path}.scope")
         g = n.get("group")
         if g is not None and type(g) is not str:
             raise ValueError(f"{path}.group: expected a group id or null, got {io._kind(g)}")
-        cols["group"].append(_NULL if g is None else group_index.get(g, g))
+        columns.head(nid, primitive, p, scope, g)
         src = n.get("source")
-        cols["source"].append(_NULL if src is None else frame(src, f"{path}.source"))
+        source = _NULL if src is None else frame(src, f"{path}.source")
         stack = io._list(n.get("frames"), f"{path}.frames")
         done = stacks_read.get(id(stack))
         if done is None:
-            done = stacks_read[id(stack)] = stacks.add(
+            done = stacks_read[id(stack)] = columns.stacks.add(
                 tuple(frame(f, f"{path}.frames[{k}]") for k, f in enumerate(stack))
             )
-        cols["frames"].append(done)
-        tr = io._list(n.get("transforms"), f"{path}.transforms")
-        cols["transforms"].append(transforms.add(tuple(tr)))
-        for key, count in (("inputs", "inputs"), ("outputs", "outputs")):
-            ids = io._list(n.get(key), f"{path}.{key}")
-            cols[count].append(len(ids))
+        tr = tuple(io._list(n.get("transforms"), f"{path}.transforms"))
+        ports = (io._list(n.get("inputs"), f"{path}.inputs"), io._list(n.get("outputs"), f"{path}.outputs"))
+        for key, ids in zip(("inputs", "outputs"), ports, strict=True):
             for k, vid in enumerate(ids):
-                r = ref(vid, f"{path}.{key}[{k}]")
-                if type(r) is int:
-                    refs.append(r - previous)
-                    previous = r
-                    if key == "outputs":
-                        implied.setdefault(r, i)
-                else:
-                    refs.append(r)
+                if vid not in value_index and type(vid) is not str:
+                    raise ValueError(f"{path}.{key}[{k}]: expected a value id, got {io._kind(vid)}")
+        columns.tail(source, done, tr, ports)
         if len(n) > len(_NODE_KEYS & n.keys()):
             for key, item in n.items():
                 if key not in _NODE_KEYS:
-                    node_extra.setdefault(key, []).append([i, item])
+                    columns.node_extra.setdefault(key, []).append([i, item])
 
-    vcols: dict[str, list[int]] = {name: [] for name in VALUE_COLUMNS}
-    value_extra: dict[str, list[list[Any]]] = {}
-    value_ids: list[str] = []
-    vregular = True
     for i, v in enumerate(values_in):
         path = f"values[{i}]"
-        vid = v.get("id")
-        if type(vid) is not str:
-            raise ValueError(f"{path}.id: expected a string, got {io._kind(vid)}")
-        value_ids.append(vid)
-        vregular = vregular and vid == f"v{i}"
+        vid = s(v.get("id"), f"{path}.id")
         shape = io._list(v.get("shape"), f"{path}.shape")
-        vcols["shape"].append(shapes.add(tuple(shape), list(shape)))
-        vcols["dtype"].append(s(v.get("dtype"), f"{path}.dtype"))
+        dtype = s(v.get("dtype"), f"{path}.dtype")
         weak, kind = v.get("weakType"), v.get("kind")
         if type(weak) is not bool or kind not in _KINDS:
             raise ValueError(f"{path}: weakType must be a boolean and kind one of {', '.join(_KINDS)}")
-        vcols["flags"].append(int(weak) | _KINDS.index(kind) << 1)
         producer = v.get("producer")
         if producer is not None and type(producer) is not str:
             raise ValueError(f"{path}.producer: expected a node id or null, got {io._kind(producer)}")
-        code: int | str | None = None if producer is None else node_index.get(producer, producer)
-        if code != implied.get(i):
-            value_extra.setdefault("producer", []).append([i, code])
+        columns.value(vid, shape, dtype, weak, kind, producer)
         if len(v) > len(_VALUE_KEYS & v.keys()):
             for key, item in v.items():
                 if key not in _VALUE_KEYS:
-                    value_extra.setdefault(key, []).append([i, item])
+                    columns.value_extra.setdefault(key, []).append([i, item])
+    return columns.finish(data)
 
-    out: dict[str, Any] = {}
-    for key, item in data.items():
-        if key == "nodes":
-            out["tables"] = {
-                "strings": strings.items,
-                "frames": frame_flat,
-                "stacks": [list(k) for k in stacks.items],
-                "params": params.items,
-                "shapes": shapes.items,
-                "transforms": [list(k) for k in transforms.items],
-            }
-            out["nodes"] = {
-                "count": len(nodes_in),
-                "ids": None if regular else [strings.add(x) for x in node_ids],
-                **{name: cols[name] for name in NODE_COLUMNS},
-                "refs": refs,
-                "extra": node_extra,
-            }
-        elif key == "values":
-            out["values"] = {
-                "count": len(values_in),
-                "ids": None if vregular else [strings.add(x) for x in value_ids],
-                **vcols,
-                "extra": value_extra,
-            }
-        else:
-            out[key] = item
-    out["version"] = COMPACT_VERSION
-    if "tables" not in out:
-        raise ValueError("nodes: missing")
-    if "values" not in out:
-        raise ValueError("values: missing")
-    out["tables"]["strings"] = strings.items  # ids interned after the table was placed
-    return out
+
+def encode_graph(graph: Graph) -> dict[str, Any]:
+    """``encode(io.to_json(graph))``, equal member for member, from the model objects themselves:
+    no version 1 object per node and value (the worker's graph of 20,000 equations made 45,000 of
+    them, only to be read again), each frame and frame stack read once by identity (the builder
+    shares them), and no check of what the types already say."""
+    header = io.to_json(replace(graph, nodes=[], values=[]))
+    columns = _Columns(
+        {g.id: i for i, g in enumerate(graph.groups)},  # as encode's: the last of a repeated id
+        {v.id: i for i, v in reversed(list(enumerate(graph.values)))},
+        {n.id: i for i, n in reversed(list(enumerate(graph.nodes)))},
+    )
+    frame_at: dict[int, int] = {}  # id of a Frame (alive in ``graph``) -> its index
+    stack_at: dict[int, int] = {}  # id of a frames list (alive in ``graph``) -> its index
+
+    def frame(f: Frame) -> int:
+        found = frame_at.get(id(f))
+        if found is None:
+            key = (f.path, f.line, f.column, f.end_line, f.end_column, f.function, f.package, f.cell)
+            found = frame_at[id(f)] = columns.frame(key)
+        return found
+
+    jsonable = io._jsonable
+    for n in graph.nodes:
+        columns.head(n.id, n.primitive, jsonable(n.params), n.scope, n.group)
+        source = _NULL if n.source is None else frame(n.source)
+        stack = stack_at.get(id(n.frames))
+        if stack is None:
+            stack = stack_at[id(n.frames)] = columns.stacks.add(tuple(frame(f) for f in n.frames))
+        columns.tail(source, stack, tuple(n.transforms), (n.inputs, n.outputs))
+        if n.costs is not None:
+            columns.node_extra.setdefault("costs", []).append([len(columns.node_ids) - 1, dict(n.costs)])
+    for v in graph.values:
+        columns.value(v.id, v.shape, v.dtype, v.weak_type, v.kind, v.producer)
+        for key, item in io.value_extras(v):
+            columns.value_extra.setdefault(key, []).append([len(columns.value_ids) - 1, item])
+    return columns.finish(header)
 
 
 _FRAME_KEYS = frozenset(("path", "line", "column", "endLine", "endColumn", "function", "package", "cell"))

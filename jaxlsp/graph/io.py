@@ -16,7 +16,7 @@ import json
 import math
 import os
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
@@ -91,13 +91,8 @@ def _port_json(port: Port) -> dict[str, Any]:
     return {"value": port.value, "label": port.label, "role": port.role}
 
 
-def _node_json(
-    node: Node,
-    frame: Callable[[Frame], Any] = _frame_json,
-    stack: Callable[[list[Frame]], list[Any]] | None = None,
-) -> dict[str, Any]:
-    """A node's version 1 object, its frames written by ``frame``, or its whole frame stack by
-    ``stack`` when given."""
+def _node_json(node: Node, frame: Callable[[Frame], Any] = _frame_json) -> dict[str, Any]:
+    """A node's version 1 object, its frames written by ``frame``."""
     return {
         "id": node.id,
         "primitive": node.primitive,
@@ -107,7 +102,7 @@ def _node_json(
         "scope": node.scope,
         "group": node.group,
         "source": None if node.source is None else frame(node.source),
-        "frames": stack(node.frames) if stack is not None else [frame(f) for f in node.frames],
+        "frames": [frame(f) for f in node.frames],
         "transforms": list(node.transforms),
         **({} if node.costs is None else {"costs": dict(node.costs)}),
     }
@@ -122,17 +117,22 @@ def _value_json(value: Value) -> dict[str, Any]:
         "producer": value.producer,
         "kind": value.kind,
     }
-    if value.literal is not None:
-        out["literal"] = _jsonable(value.literal)
-    if value.per_device:
-        out["perDevice"] = True
-    if value.global_shape is not None:
-        out["globalShape"] = list(value.global_shape)
-    if value.stats is not None:
-        out["stats"] = _jsonable(value.stats)
-    if value.sharding is not None:
-        out["sharding"] = _jsonable(value.sharding)
+    out.update(value_extras(value))
     return out
+
+
+def value_extras(value: Value) -> Iterator[tuple[str, Any]]:
+    """A value's optional members as its version 1 object writes them (in this order), JSON-safe."""
+    if value.literal is not None:
+        yield "literal", _jsonable(value.literal)
+    if value.per_device:
+        yield "perDevice", True
+    if value.global_shape is not None:
+        yield "globalShape", list(value.global_shape)
+    if value.stats is not None:
+        yield "stats", _jsonable(value.stats)
+    if value.sharding is not None:
+        yield "sharding", _jsonable(value.sharding)
 
 
 def _group_json(group: Group) -> dict[str, Any]:
@@ -179,34 +179,8 @@ def to_json(graph: Graph) -> dict[str, Any]:
 
 def to_transport(graph: Graph) -> dict[str, Any]:
     """The form the worker sends the server: the compact one (:func:`to_compact`), several times
-    smaller to write, send and read than :func:`to_json`. :func:`from_json` reads every form.
-
-    The same object as :func:`to_compact`'s, made with one frame object per distinct frame (the
-    builder shares them: a 10,000-equation model's 43,000 frame references are a few hundred
-    frames), which the encoder then reads once each."""
-    from jaxlsp.graph import compact
-
-    made: dict[int, dict[str, Any]] = {}
-
-    def frame(f: Frame) -> dict[str, Any]:
-        out = made.get(id(f))
-        if out is None:
-            out = made[id(f)] = _frame_json(f)
-        return out
-
-    # Nodes that share a frame stack (the builder gives equal tracebacks one list) share its
-    # JSON list too, which the encoder then reads once.
-    stacks: dict[int, list[dict[str, Any]]] = {}
-
-    def stack(frames: list[Frame]) -> list[dict[str, Any]]:
-        out = stacks.get(id(frames))  # the graph keeps each list alive: its id stays its own
-        if out is None:
-            out = stacks[id(frames)] = [frame(f) for f in frames]
-        return out
-
-    data = to_json(replace(graph, nodes=[]))
-    data["nodes"] = [_node_json(n, frame, stack) for n in graph.nodes]
-    return compact.encode(data)
+    smaller to write, send and read than :func:`to_json`. :func:`from_json` reads every form."""
+    return to_compact(graph)
 
 
 def to_frame_table(graph: Graph) -> dict[str, Any]:
@@ -235,7 +209,7 @@ def to_compact(graph: Graph) -> dict[str, Any]:
     "Compact form"); :func:`from_json` reads it back to an equal graph."""
     from jaxlsp.graph import compact
 
-    return compact.encode(to_json(graph))
+    return compact.encode_graph(graph)
 
 
 def dumps(graph: Graph, sliced: bool = False, compact: bool = False) -> str:

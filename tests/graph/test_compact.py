@@ -159,6 +159,9 @@ def round_trip(graph: Graph) -> None:
     streamed = "".join(packed.iter_json())
     assert streamed == io.dumps(graph)  # compact -> the expanded text, a row at a time
     assert compact.encode(json.loads(streamed)) == json.loads(text)  # expanded -> compact
+    # Made from the model objects (the worker's path) or from their version 1 JSON: the same text,
+    # member order and interning order included.
+    assert json.dumps(compact.encode(expanded)) == text
     assert packed.to_graph() == graph
     # the compact text a kept trace streams (the viewer's GET /graph): valid, the same graph
     again = json.loads("".join(packed.iter_compact()))
