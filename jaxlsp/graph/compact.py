@@ -553,7 +553,7 @@ class Packed:
 
     @classmethod
     def from_graph(cls, graph: Graph) -> Packed:
-        packed = cls(encode(io.to_json(graph)))
+        packed = cls(encode_graph(graph))
         packed._shell = copy.deepcopy(replace(graph, nodes=[], values=[]))  # as given, not read again
         return packed
 
