@@ -5,9 +5,12 @@ only to learn the shapes of its variables, which rarely change between two trace
 target. With the structure the last capture reported as a hint, the worker traces ``apply`` on
 the hinted variables with no init, and checks each variable the call reads against its own
 initialiser as it goes (worker/targets.py ``HintCheck``: a handful of cached abstract
-initialiser calls, not a forward pass); when the check fails (the model changed, the hint is
-garbage) the same worker initialises for real and traces again, so the graph is as fresh as an
-unhinted one, and identical to it (a test compares them).
+initialiser calls, not a forward pass). When parameters changed shape or were added (a width, a
+dtype, a layer more), the hinted trace goes on with the shapes their initialisers give and the
+worker traces again on the repaired hint, checked as strictly: two traces, no init. When the
+check fails otherwise (a layer removed, another variable changed, the hint is garbage) the same
+worker initialises for real and traces again. Either way the graph is as fresh as an unhinted
+one, and identical to it (tests compare them).
 
 Until 2026-12 a second child of the warm spare ran the real init beside the hinted trace and the
 graph waited for it to agree: on two loaded cores that wait was most of a warm re-trace (0.5 s of
@@ -27,11 +30,11 @@ from jaxlsp.capture.supervise import CaptureOutcome
 async def capture_speculatively(
     pool: SparePool, request: Mapping[str, Any], python: str, options: CaptureOptions, *, hint: Any
 ) -> tuple[CaptureOutcome, bool]:
-    """The capture's outcome, and whether the hint held (the init was skipped)."""
+    """The capture's outcome, and whether the hint held or was repaired (the init was skipped)."""
     if hint is None:
         return await pool.capture(request, python, options), False
     outcome = await pool.capture({**request, "structureHint": hint}, python, options)
-    return outcome, outcome.ok and outcome.result.get("hint") == "held"
+    return outcome, outcome.ok and outcome.result.get("hint") in ("held", "repaired")
 
 
 def structure_of(outcome: CaptureOutcome) -> Any:

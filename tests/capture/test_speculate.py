@@ -2,8 +2,9 @@
 
 The hinted capture must give exactly the graph an unhinted one gives; a hint that no longer holds
 (the model changed: a width, a layer more or fewer) or is garbage must be caught by the hinted
-trace itself (worker/targets.py HintCheck), and the target then captured the usual way, with the
-new shapes, in the same worker.
+trace itself (worker/targets.py HintCheck). Parameters of other shapes or new ones are repaired
+(traced again on the hint with their shapes, no init); anything else is captured the usual way,
+with the new shapes, in the same worker.
 """
 
 from __future__ import annotations
@@ -71,7 +72,8 @@ async def test_a_hinted_capture_is_the_same_graph_and_a_stale_hint_is_caught(tmp
 
         assert again.result["hint"] == "held" and "stale" not in again.result["timings"]
 
-        # The model changed since: the hinted trace sees it, the usual capture runs.
+        # The model changed since: the hinted trace sees it (BatchNorm's statistics changed with the
+        # width: not a parameter, so not repaired), the usual capture runs.
         changed = _request(tmp_path, 16)
         fresh, used = await capture_speculatively(
             pool, changed, hint=hint, python=jax_python, options=CaptureOptions(timeout=scaled(120))
@@ -92,11 +94,18 @@ async def test_a_hinted_capture_is_the_same_graph_and_a_stale_hint_is_caught(tmp
         await pool.close()
 
 
+# edit -> how the hint fares: parameters of other shapes or new ones are repaired; a layer removed
+# (hinted variables left unread) and statistics of another width (not parameters) are not
 EDITS = {
-    "a layer fewer": ("        x = nn.BatchNorm(use_running_average=True)(x)\n", ""),
-    "a layer more": ("        return nn.Dense(2)(nn.relu(x))", "        return nn.Dense(2)(nn.Dense(8)(nn.relu(x)))"),
-    "a width": ("nn.Dense(2)", "nn.Dense(3)"),
-    "a dtype": ("nn.Dense(2)", "nn.Dense(2, param_dtype=jnp.bfloat16)"),
+    "a layer fewer": ("        x = nn.BatchNorm(use_running_average=True)(x)\n", "", "stale"),
+    "a layer more": (
+        "        return nn.Dense(2)(nn.relu(x))",
+        "        return nn.Dense(2)(nn.Dense(8)(nn.relu(x)))",
+        "repaired",
+    ),
+    "a width": ("nn.Dense(2)", "nn.Dense(3)", "repaired"),
+    "a dtype": ("nn.Dense(2)", "nn.Dense(2, param_dtype=jnp.bfloat16)", "repaired"),
+    "a width before statistics": ("nn.Dense(self.features)", "nn.Dense(self.features + 1)", "stale"),
 }
 
 
@@ -104,22 +113,24 @@ EDITS = {
 async def test_an_edit_that_changes_the_variables_is_traced_with_a_fresh_init(
     tmp_path: Path, jax_python: str, edit: str
 ) -> None:
-    """Each edit keeps the first layer (its check passes) and changes what comes after it: only
-    the trace's own check of the variables it reads, and of the ones it never read, can tell."""
+    """Each edit but the last keeps the first layer (its check passes) and changes what comes after
+    it: only the trace's own check of the variables it reads, and of the ones it never read, can
+    tell. A repaired hint gives the graph and the structure a fresh init gives."""
     pool = SparePool()
     options = CaptureOptions(timeout=scaled(120))
     try:
         assert await pool.start(jax_python)
         first, _ = await capture_speculatively(pool, _request(tmp_path, 8), jax_python, options, hint=None)
         hint = structure_of(first)
-        old, new = EDITS[edit]
+        old, new, fares = EDITS[edit]
         source = "import jax.numpy as jnp\n" + MODEL.format(features=8)
         assert old in source
         edited = _request(tmp_path, 8, source.replace(old, new))
         fresh, used = await capture_speculatively(pool, edited, jax_python, options, hint=None)
         hinted, used = await capture_speculatively(pool, edited, jax_python, options, hint=hint)
         assert fresh.ok and hinted.ok, hinted.result
-        assert not used and hinted.result["hint"] == "stale"
+        assert hinted.result["hint"] == fares and used == (fares == "repaired")
+        assert hinted.result["timings"]["stale"] > 0  # the trace that found the change is no graph
         assert structure_of(hinted) == structure_of(fresh) != hint
         assert _essence(hinted) == _essence(fresh)
     finally:
@@ -141,5 +152,54 @@ async def test_an_edit_of_the_forward_pass_alone_reuses_the_init(tmp_path: Path,
         assert hinted.ok and used and hinted.result["hint"] == "held", hinted.result
         assert _essence(hinted) == _essence(fresh) != _essence(first)
         assert structure_of(hinted) == structure_of(fresh) == structure_of(first)
+    finally:
+        await pool.close()
+
+
+SCANNED = """\
+import flax.linen as nn
+
+
+class Cell(nn.Module):
+    @nn.compact
+    def __call__(self, carry, _):
+        return nn.tanh(nn.Dense({inner})(carry)), None
+
+
+class Net(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        h = nn.Dense(4)(x)
+        h = nn.Dense({inner})(h)
+        Scan = nn.scan(Cell, variable_broadcast=False, variable_axes={{"params": 0}}, split_rngs={{"params": True}}, length=3)
+        h, _ = Scan()(h, None)
+        return nn.Dense({head})(h)
+"""
+
+
+@pytest.mark.parametrize(("edit", "fares"), [({"inner": 6, "head": 2}, "stale"), ({"inner": 5, "head": 3}, "repaired")])
+async def test_a_width_inside_a_scan_initialises_for_real_and_one_outside_is_repaired(
+    tmp_path: Path, jax_python: str, edit: dict[str, int], fares: str
+) -> None:
+    """``nn.scan`` stacks its body's parameters: the hint holds the stack, an initialiser one slice,
+    so a change inside is not repaired (the real init runs, as before repairs); one after the scan
+    is. Both give the graph a fresh trace gives."""
+    pool = SparePool()
+    options = CaptureOptions(timeout=scaled(120))
+    try:
+        assert await pool.start(jax_python)
+        first, _ = await capture_speculatively(
+            pool, _request(tmp_path, 0, SCANNED.format(inner=5, head=2)), jax_python, options, hint=None
+        )
+        assert first.ok, first.result
+        hint = structure_of(first)
+        assert hint["params"]["ScanCell_0"]["Dense_0"]["kernel"][0] == [3, 5, 5]  # stacked
+        edited = _request(tmp_path, 0, SCANNED.format(**edit))
+        hinted, used = await capture_speculatively(pool, edited, jax_python, options, hint=hint)
+        fresh, _ = await capture_speculatively(pool, edited, jax_python, options, hint=None)
+        assert hinted.ok and fresh.ok, hinted.result
+        assert hinted.result["hint"] == fares and used == (fares == "repaired")
+        assert _essence(hinted) == _essence(fresh)
+        assert structure_of(hinted) == structure_of(fresh) != hint
     finally:
         await pool.close()

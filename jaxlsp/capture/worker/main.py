@@ -329,9 +329,11 @@ def trace_target(
         # leave its findings there, so targets with annotated functions initialise for real.
         hint = request.get("structureHint") if not concrete and (check is None or not check.checked) else None
 
-        def attempt(hint: Any, t0: float) -> tuple[Any, Any, Any, Any, float]:
+        def attempt(hint: Any, t0: float, repair: bool = False) -> tuple[Any, Any, Any, Any, float]:
             with on_device if concrete else contextlib.nullcontext():
                 plan = targets.make_plan(kind, made, profile, method, call_args, hint, concrete)
+            if plan.hint_check is not None:
+                plan.hint_check.repair = repair
             traced = targets.traceable(plan, call_args[0], call_args[1], transform, frozenset(builder.keys), concrete)
             if not x64:
                 _refuse_wide(traced.operands)
@@ -339,20 +341,35 @@ def trace_target(
             t1 = time.perf_counter()
             with jax.default_device(device) if device is not None else contextlib.nullcontext():
                 closed, out_shape = jax.make_jaxpr(traced.fn, return_shape=True)(*traced.operands)
-            if plan.hint_check is not None and not plan.hint_check.held():
+            hinted = plan.hint_check
+            if hinted is not None and not hinted.held():
+                repaired = hinted.repaired_structure()
+                if repaired is not None:
+                    raise targets.HintRepaired(repaired, ["/".join(p) for p in hinted.repairs])
                 raise targets.HintStale("the call read other variables than the hint's")
             return plan, traced, closed, out_shape, t1
 
         if hint is None:
             plan, traced, closed, out_shape, t0 = attempt(None, t0)
         else:
+            # A hint that no longer holds because parameters changed shape or were added is
+            # repaired by the hinted trace itself, and traced again on the repaired hint (checked
+            # as strictly); anything else initialises for real. Either way the thrown-away
+            # attempts are timed as ``stale``.
             try:
-                plan, traced, closed, out_shape, t0 = attempt(hint, t0)
-                if extra is not None:  # a hint that is no variables structure is not used at all
-                    extra["hint"] = "held" if plan.hint_check is not None else "stale"
+                try:
+                    plan, traced, closed, out_shape, t0 = attempt(hint, t0, repair=True)
+                    if extra is not None:  # a hint that is no variables structure is not used at all
+                        extra["hint"] = "held" if plan.hint_check is not None else "stale"
+                except targets.HintRepaired as repaired:
+                    t1 = time.perf_counter()
+                    timings["stale"] = t1 - t0
+                    plan, traced, closed, out_shape, t0 = attempt(repaired.structure, t1)
+                    if extra is not None:
+                        extra["hint"] = "repaired"
             except Exception:  # the model changed, or the hint is garbage: the usual way says how
                 t1 = time.perf_counter()
-                timings["stale"] = t1 - t0  # the hinted attempt, thrown away
+                timings["stale"] = t1 - t0  # the hinted attempts, thrown away
                 if extra is not None:
                     extra["hint"] = "stale"
                 plan, traced, closed, out_shape, t0 = attempt(None, t1)

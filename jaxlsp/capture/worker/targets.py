@@ -9,6 +9,7 @@ arguments into one function of four pytrees, and says how to label and role ever
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import inspect
 import sys
@@ -429,6 +430,16 @@ class HintStale(Exception):
     """The hinted variables are not what an init of the model as it is now would make."""
 
 
+class HintRepaired(Exception):
+    """A repairing trace (:attr:`HintCheck.repair`) met parameters the hint did not have or had
+    with other shapes, and carried on with the shapes their initialisers give: ``structure`` is
+    the hint with those, to trace with again (the trace that met them is no graph)."""
+
+    def __init__(self, structure: Any, repaired: list[str]) -> None:
+        super().__init__(", ".join(repaired))
+        self.structure = structure
+
+
 class HintCheck:
     """Checks, while a Linen ``apply`` is traced on hinted variables, that they are the ones
     ``jax.eval_shape(model.init)`` of the model as it is now would give, without running that init
@@ -441,16 +452,62 @@ class HintCheck:
     :meth:`held` is true only when the call read every hinted leaf and created none: an init makes
     exactly the variables its call reads, so anything else (a layer removed, a new one, a variable
     only ``init`` touches, a read without an initialiser) is not known to match, and the caller
-    then initialises for real."""
+    then initialises for real.
 
-    def __init__(self, structure: Any) -> None:
+    With :attr:`repair` a parameter that does not match, or is not in the hint, does not stop the
+    trace: the call goes on with zeros of the shape its initialiser gives (the trace is then
+    thrown away, :meth:`repaired_structure`), so that an edit of a width or a dtype, or a layer
+    added, costs a second trace instead of a real init and a trace. Only parameters with plain
+    array initialisers outside lifted transforms are repaired (any other variable, a boxed
+    parameter, a weak-typed output, a parameter inside ``nn.scan`` or ``nn.vmap`` still stops
+    it), and the second trace checks the repaired hint as strictly as any: a repair can cost time,
+    never a wrong graph."""
+
+    def __init__(self, structure: Any, repair: bool = False) -> None:
+        self.structure = structure
         self.expected = frozenset(_leaf_paths(structure, ()))
         self.seen: set[tuple[str, ...]] = set()
         self.created = False
+        self.repair = repair
+        self.repairs: dict[tuple[str, ...], Any] = {}  # leaf path -> the ShapeDtypeStruct it needs
         self._abstract: dict[Any, Any] = {}
 
     def held(self) -> bool:
-        return not self.created and self.seen == self.expected
+        return not self.created and not self.repairs and self.seen == self.expected
+
+    def repaired_structure(self) -> Any:
+        """The hint with the repaired parameters' shapes, when the trace repaired some and read
+        every other hinted leaf (a leaf left unread may be a layer removed or a variable only
+        ``init`` makes: not known, so no structure); else None."""
+        if not self.repairs or self.created or not self.expected <= self.seen | self.repairs.keys():
+            return None
+        out = copy.deepcopy(self.structure)
+        for path, want in self.repairs.items():
+            at = out
+            for key in path[:-1]:
+                at = at.setdefault(key, {})
+                if not isinstance(at, dict):
+                    return None
+            at[path[-1]] = variables_structure(want)
+        return out
+
+    def substitute(self, scope: Any, name: str, init_fn: Any, args: Any, kwargs: Any) -> Any:
+        """For a repairing trace: zeros of the shape ``init_fn`` gives the parameter ``name`` of
+        ``scope``, noted as a repair; :class:`HintStale` when it is not a plain array's."""
+        import jax
+
+        where = f"params/{'/'.join((*scope.path, name))}"
+        root = scope.root
+        if root.path or getattr(root, "debug_path", ()):
+            # inside a lifted transform (nn.scan, nn.vmap): the hint holds the stacked parameter,
+            # the initialiser one slice of it
+            raise HintStale(where)
+        want = self._initialised(init_fn, args, kwargs, True)
+        leaf = variables_structure(want) if isinstance(want, jax.ShapeDtypeStruct) else None
+        if leaf is None or leaf[2]:  # boxed, a tree, symbolic or weak-typed: not repaired
+            raise HintStale(where)
+        self.repairs[("params", *scope.path, name)] = want
+        return jax.lax.full(want.shape, 0, want.dtype)
 
     def verify(self, scope: Any, col: str, name: str, init_fn: Any, args: Any, kwargs: Any, keyed: bool) -> None:
         """Compare the hinted ``col``/``name`` of ``scope`` with ``init_fn``'s abstract output."""
@@ -494,10 +551,18 @@ class HintCheck:
 
         def param(self: Any, name: str, init_fn: Any, *init_args: Any, unbox: bool = True, **init_kwargs: Any) -> Any:
             if not self.has_variable("params", name):
+                if check.repair:
+                    self.reserve(name, "params")
+                    return check.substitute(self, name, init_fn, init_args, init_kwargs)
                 check.created = True
                 return param_(self, name, init_fn, *init_args, unbox=unbox, **init_kwargs)
             self.reserve(name, "params")
-            check.verify(self, "params", name, init_fn, init_args, init_kwargs, True)
+            try:
+                check.verify(self, "params", name, init_fn, init_args, init_kwargs, True)
+            except HintStale:
+                if not check.repair:
+                    raise
+                return check.substitute(self, name, init_fn, init_args, init_kwargs)
             return self.get_variable("params", name)
 
         def variable(self: Any, col: str, name: str, init_fn: Any = None, *init_args: Any, **kwargs: Any) -> Any:
