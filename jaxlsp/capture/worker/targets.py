@@ -430,6 +430,9 @@ class HintStale(Exception):
     """The hinted variables are not what an init of the model as it is now would make."""
 
 
+_RESHAPING_LIFTS = ("scan(", "vmap(", "map_variables(")  # Flax's lift names in a debug path
+
+
 class HintRepaired(Exception):
     """A repairing trace (:attr:`HintCheck.repair`) met parameters the hint did not have or had
     with other shapes, and carried on with the shapes their initialisers give: ``structure`` is
@@ -458,10 +461,10 @@ class HintCheck:
     trace: the call goes on with zeros of the shape its initialiser gives (the trace is then
     thrown away, :meth:`repaired_structure`), so that an edit of a width or a dtype, or a layer
     added, costs a second trace instead of a real init and a trace. Only parameters with plain
-    array initialisers outside lifted transforms are repaired (any other variable, a boxed
-    parameter, a weak-typed output, a parameter inside ``nn.scan`` or ``nn.vmap`` still stops
-    it), and the second trace checks the repaired hint as strictly as any: a repair can cost time,
-    never a wrong graph."""
+    array initialisers are repaired (any other variable, a boxed parameter, a weak-typed output,
+    a parameter inside ``nn.scan``, ``nn.vmap`` or ``nn.map_variables`` still stops it; one
+    inside ``nn.remat`` or ``nn.jit`` is repaired), and the second trace checks the repaired hint
+    as strictly as any: a repair can cost time, never a wrong graph."""
 
     def __init__(self, structure: Any, repair: bool = False) -> None:
         self.structure = structure
@@ -497,10 +500,13 @@ class HintCheck:
         import jax
 
         where = f"params/{'/'.join((*scope.path, name))}"
-        root = scope.root
-        if root.path or getattr(root, "debug_path", ()):
-            # inside a lifted transform (nn.scan, nn.vmap): the hint holds the stacked parameter,
-            # the initialiser one slice of it
+        # Inside a lifted transform that reshapes variables (nn.scan, nn.vmap, nn.map_variables)
+        # the hint holds the stacked parameter, its initialiser one slice of it. Flax names each
+        # lift around the module it wraps in the debug path ("scan(ScanBlock_0)"), all of them
+        # (a remat inside a scan: "scan(Stage_0)", "remat(Block_0)"); a Flax without debug paths
+        # is trusted outside lifts only.
+        debug = getattr(scope, "debug_path", None)
+        if scope.root.path if debug is None else any(lift in str(part) for part in debug for lift in _RESHAPING_LIFTS):
             raise HintStale(where)
         want = self._initialised(init_fn, args, kwargs, True)
         leaf = variables_structure(want) if isinstance(want, jax.ShapeDtypeStruct) else None

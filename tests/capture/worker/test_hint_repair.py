@@ -28,13 +28,23 @@ class Cell(nn.Module):
 class Net(nn.Module):
     inner: int = 5
     head: int = 2
+    tail: int = 4
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
         h = nn.Dense(self.inner)(nn.Dense(4)(x))
         scan = nn.scan(Cell, variable_axes={"params": 0}, split_rngs={"params": True}, length=3)
         h, _ = scan(self.inner)(h, None)
+        h = nn.remat(Tail)(self.tail)(h)  # remat passes variables through as they are
         return nn.Dense(self.head)(h)
+
+
+class Tail(nn.Module):
+    width: int
+
+    @nn.compact
+    def __call__(self, h: jax.Array) -> jax.Array:
+        return nn.relu(nn.Dense(self.width)(h))
 
 
 X = jax.ShapeDtypeStruct((4, 3), jnp.float32)
@@ -51,12 +61,29 @@ def repairing_trace(model: nn.Module, hint: Any) -> targets.HintCheck:
     return check
 
 
-def test_a_changed_parameter_outside_lifted_transforms_is_repaired_to_what_the_init_makes() -> None:
+@pytest.mark.parametrize(
+    ("edit", "repaired"),
+    [
+        ({"head": 3}, [("params", "Dense_2", "kernel"), ("params", "Dense_2", "bias")]),
+        (
+            {"tail": 6, "head": 3},  # inside nn.remat, then the layer it feeds
+            [
+                ("params", "CheckpointTail_0", "Dense_0", "kernel"),
+                ("params", "CheckpointTail_0", "Dense_0", "bias"),
+                ("params", "Dense_2", "kernel"),
+                ("params", "Dense_2", "bias"),
+            ],
+        ),
+    ],
+)
+def test_a_changed_parameter_is_repaired_to_what_the_init_makes(
+    edit: dict[str, int], repaired: list[tuple[str, ...]]
+) -> None:
     hint = structure(Net())
-    check = repairing_trace(Net(head=3), hint)
+    check = repairing_trace(Net(**edit), hint)
     assert not check.held()
-    assert list(check.repairs) == [("params", "Dense_2", "kernel"), ("params", "Dense_2", "bias")]
-    assert check.repaired_structure() == structure(Net(head=3)) != hint
+    assert list(check.repairs) == repaired
+    assert check.repaired_structure() == structure(Net(**edit)) != hint
 
 
 def test_a_changed_parameter_inside_a_scan_stops_the_trace() -> None:
