@@ -12,7 +12,9 @@ Optional members of nodes and values that have no column (``costs``, ``literal``
 and whatever later versions add) are kept sparse, as JSON, under ``extra``; top-level sections
 other than ``nodes`` and ``values`` are the version 1 ones, unchanged. So ``encode`` and
 :class:`Packed` pass through members they do not know, and :mod:`jaxlsp.graph.io`'s readers
-check every row as they check a version 1 file.
+check every row as they check a version 1 file. :func:`encode` writes that form from a version 1
+object (checking it); :func:`encode_graph`, the same text, from the model objects (the worker's
+result, ``io.write``, the store of a graph).
 
 :class:`Packed` holds one graph as those columns (``array`` integers, the interned tables, the
 sparse members as JSON text) and gives back what is asked for: one node or value as a model
