@@ -30,7 +30,7 @@ INPUT_ROLES = ("parameter", "state", "input", "key", "constant")
 OUTPUT_ROLES = ("output", "state")
 VALUE_KINDS = ("var", "literal", "const")
 
-FRAME_TABLE = "frameTable"  # only in the packed transport (to_transport), never in a graph file
+FRAME_TABLE = "frameTable"  # only in earlier workers' pipe form (to_frame_table), never in a graph file
 _TOP_KEYS = (
     "format",
     "version",
@@ -177,12 +177,6 @@ def to_json(graph: Graph) -> dict[str, Any]:
     return data
 
 
-def to_transport(graph: Graph) -> dict[str, Any]:
-    """The form the worker sends the server: the compact one (:func:`to_compact`), several times
-    smaller to write, send and read than :func:`to_json`. :func:`from_json` reads every form."""
-    return to_compact(graph)
-
-
 def to_frame_table(graph: Graph) -> dict[str, Any]:
     """:func:`to_json` with each distinct frame written once in ``frameTable`` and nodes'
     ``source`` and ``frames`` as indices into it: the pipe form of earlier workers (a large model
@@ -206,7 +200,8 @@ def to_frame_table(graph: Graph) -> dict[str, Any]:
 
 def to_compact(graph: Graph) -> dict[str, Any]:
     """The compact form of ``graph`` (version 2: columns and interned tables, docs/graph-format.md
-    "Compact form"); :func:`from_json` reads it back to an equal graph."""
+    "Compact form"); :func:`from_json` reads it back to an equal graph. Also the form the worker
+    sends the server, several times smaller to write, send and read than :func:`to_json`."""
     from jaxlsp.graph import compact
 
     return compact.encode_graph(graph)

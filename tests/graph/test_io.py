@@ -318,7 +318,7 @@ def test_random_graphs_round_trip(graph: Graph) -> None:
 @given(graphs())
 def test_the_packed_transport_reads_back_the_same_graph(graph: Graph) -> None:
     assert io.FRAME_TABLE not in io.to_json(graph)  # never in the file format
-    for packed in (io.to_transport(graph), io.to_frame_table(graph)):  # today's and earlier workers'
+    for packed in (io.to_compact(graph), io.to_frame_table(graph)):  # today's and earlier workers'
         assert io.from_json(json.loads(json.dumps(packed))) == graph
 
 

@@ -750,8 +750,8 @@ def versions() -> dict[str, str | None]:
 
 def to_json(graph: Any, packed: bool = False) -> dict[str, Any]:
     """The graph's JSON form (``jaxlsp.graph.io.to_json``), or with ``packed`` the smaller form
-    for the pipe to the server (``io.to_transport``: each distinct frame once)."""
+    for the pipe to the server (``io.to_compact``: each distinct string, frame and stack once)."""
     from jaxlsp.graph import io
 
-    data: dict[str, Any] = io.to_transport(graph) if packed else io.to_json(graph)
+    data: dict[str, Any] = io.to_compact(graph) if packed else io.to_json(graph)
     return data

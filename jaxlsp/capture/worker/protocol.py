@@ -180,7 +180,7 @@ class WorkerRequest(TypedDict):
     resultFd: int  # the private pipe the result is written to
     recipePath: NotRequired[str]  # hashed into ``sources``
     env: NotRequired[dict[str, str]]  # the profile's ``env`` names with the server's values
-    # "packed": the graph in the pipe form of ``jaxlsp.graph.io.to_transport`` (frames once each)
+    # "packed": the graph in the compact form of ``jaxlsp.graph.io.to_compact`` (frames once each)
     transport: NotRequired[Literal["packed"]]
     # capture/speculate.py: a Linen variables structure to use instead of the abstract init,
     # checked by the trace itself (worker/targets.py HintCheck)
