@@ -2,7 +2,7 @@
 
 The hinted capture must give exactly the graph an unhinted one gives; a hint that no longer holds
 (the model changed: a width, a layer more or fewer) or is garbage must be caught by the hinted
-trace itself (worker/targets.py HintCheck). Parameters of other shapes or new ones are repaired
+trace itself (worker/hints.py HintCheck). Parameters of other shapes or new ones are repaired
 (traced again on the hint with their shapes, no init); anything else is captured the usual way,
 with the new shapes, in the same worker.
 """
@@ -201,5 +201,67 @@ async def test_a_width_inside_a_scan_initialises_for_real_and_one_outside_is_rep
         assert hinted.result["hint"] == fares and used == (fares == "repaired")
         assert _essence(hinted) == _essence(fresh)
         assert structure_of(hinted) == structure_of(fresh) != hint
+    finally:
+        await pool.close()
+
+
+BOXED = """\
+import flax.linen as nn
+
+RULES = (("embed", None), ("mlp", "model"), ("heads", "model"))
+
+
+def logical(*names):
+    return nn.with_logical_partitioning(nn.initializers.lecun_normal(), names)
+
+
+class Net(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        with nn.logical_axis_rules(RULES):
+            h = nn.Dense(8, kernel_init=logical("embed", "mlp"))(x)
+            h = nn.LayerNorm(scale_init=nn.with_logical_partitioning(nn.initializers.ones, ("mlp",)))(h)
+            return nn.Dense({head}, kernel_init=logical({names}))(nn.relu(h))
+"""
+
+
+@pytest.mark.parametrize(
+    ("edit", "fares"), [({}, "held"), ({"head": 3}, "repaired"), ({"names": "'mlp', 'heads'"}, "repaired")]
+)
+async def test_a_model_with_logically_partitioned_parameters_reuses_its_init(
+    tmp_path: Path, jax_python: str, edit: dict[str, Any], fares: str
+) -> None:
+    """Boxed parameters (``nn.with_logical_partitioning``, as Flax's LLMs declare shardings) are
+    hinted with their boxes; under the profile's mesh each read of one is a sharding constraint,
+    and the hinted graph is the fresh one, constraints and all. An edit of a width or of a
+    parameter's axis names is repaired."""
+    pool = SparePool()
+    options = CaptureOptions(timeout=scaled(120))
+    mesh = {"axisNames": ["model"], "axisSizes": [1], "axisTypes": ["Auto"]}
+
+    def boxed(head: int = 2, names: str = "'mlp', None") -> dict[str, Any]:
+        req = _request(tmp_path, 0, BOXED.format(head=head, names=names))
+        req["profile"]["mesh"] = mesh
+        return req
+
+    try:
+        assert await pool.start(jax_python)
+        first, _ = await capture_speculatively(pool, boxed(), jax_python, options, hint=None)
+        assert first.ok, first.result
+        hint = structure_of(first)
+        assert hint["params"]["Dense_0"]["kernel"][3] == {
+            "box": "LogicallyPartitioned",
+            "names": ["embed", "mlp"],
+            "rules": None,
+        }
+        edited = boxed(**edit)
+        hinted, used = await capture_speculatively(pool, edited, jax_python, options, hint=hint)
+        fresh, _ = await capture_speculatively(pool, edited, jax_python, options, hint=None)
+        assert hinted.ok and fresh.ok, hinted.result
+        assert hinted.result["hint"] == fares and used
+        assert "sharding_constraint" in _essence(hinted)  # the boxes' reads, under the mesh
+        assert _essence(hinted) == _essence(fresh)
+        assert structure_of(hinted) == structure_of(fresh)
+        assert (structure_of(hinted) == hint) == (fares == "held")
     finally:
         await pool.close()

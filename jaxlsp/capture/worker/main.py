@@ -256,8 +256,8 @@ def trace_target(
 ) -> Traced:
     """Load, initialise and trace the request's target; raises CaptureError. ``extra`` gets the
     variables structure (a hint for the next capture) and whether the request's hint held."""
+    from jaxlsp.capture.worker import hints, jaxcompat, loading, targets
     from jaxlsp.capture.worker import inputs as inputs_mod
-    from jaxlsp.capture.worker import jaxcompat, loading, targets
 
     target = dict(request["target"])
     profile = dict(request["profile"])
@@ -345,8 +345,8 @@ def trace_target(
             if hinted is not None and not hinted.held():
                 repaired = hinted.repaired_structure()
                 if repaired is not None:
-                    raise targets.HintRepaired(repaired, ["/".join(p) for p in hinted.repairs])
-                raise targets.HintStale("the call read other variables than the hint's")
+                    raise hints.HintRepaired(repaired, ["/".join(p) for p in hinted.repairs])
+                raise hints.HintStale("the call read other variables than the hint's")
             return plan, traced, closed, out_shape, t1
 
         if hint is None:
@@ -361,7 +361,7 @@ def trace_target(
                     plan, traced, closed, out_shape, t0 = attempt(hint, t0, repair=True)
                     if extra is not None:  # a hint that is no variables structure is not used at all
                         extra["hint"] = "held" if plan.hint_check is not None else "stale"
-                except targets.HintRepaired as repaired:
+                except hints.HintRepaired as repaired:
                     t1 = time.perf_counter()
                     timings["stale"] = t1 - t0
                     plan, traced, closed, out_shape, t0 = attempt(repaired.structure, t1)
@@ -689,7 +689,7 @@ def _sources(paths: set[str], spelling: Any, digests: dict[str, str]) -> dict[st
 
 
 #: The worker's modules every capture of a target imports (the rest only for costs, values, examples...).
-CAPTURE_MODULES = ("inputs", "loading", "targets", "build", "scopes", "jaxcompat", "limits")
+CAPTURE_MODULES = ("inputs", "loading", "hints", "targets", "build", "scopes", "jaxcompat", "limits")
 
 
 def warm_capture() -> None:

@@ -183,7 +183,7 @@ class WorkerRequest(TypedDict):
     # "packed": the graph in the compact form of ``jaxlsp.graph.io.to_compact`` (frames once each)
     transport: NotRequired[Literal["packed"]]
     # capture/speculate.py: a Linen variables structure to use instead of the abstract init,
-    # checked by the trace itself (worker/targets.py HintCheck)
+    # checked by the trace itself (worker/hints.py HintCheck)
     structureHint: NotRequired[Any]
     limits: NotRequired[dict[str, int]]  # graph-size limits {equations, values, bytes} (worker/limits.py)
     costs: NotRequired[CostOptions]  # measure XLA's costs of every equation (worker/costs.py)

@@ -9,15 +9,15 @@ arguments into one function of four pytrees, and says how to label and role ever
 from __future__ import annotations
 
 import contextlib
-import copy
 import functools
 import inspect
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 from jaxlsp.capture.worker.failures import CaptureError
+from jaxlsp.capture.worker.hints import HintCheck, from_structure, variables_structure
 from jaxlsp.capture.worker.inputs import InputBuilder, abstract_key, abstractify, is_dynamic
 from jaxlsp.capture.worker.scopes import Walker, equinox_module_paths, module_scopes, nnx_module_paths
 
@@ -426,181 +426,6 @@ def _linen_params_as_initialised() -> Iterator[None]:
         Scope.param = original  # type: ignore[method-assign]
 
 
-class HintStale(Exception):
-    """The hinted variables are not what an init of the model as it is now would make."""
-
-
-_RESHAPING_LIFTS = ("scan(", "vmap(", "map_variables(")  # Flax's lift names in a debug path
-
-
-class HintRepaired(Exception):
-    """A repairing trace (:attr:`HintCheck.repair`) met parameters the hint did not have or had
-    with other shapes, and carried on with the shapes their initialisers give: ``structure`` is
-    the hint with those, to trace with again (the trace that met them is no graph)."""
-
-    def __init__(self, structure: Any, repaired: list[str]) -> None:
-        super().__init__(", ".join(repaired))
-        self.structure = structure
-
-
-class HintCheck:
-    """Checks, while a Linen ``apply`` is traced on hinted variables, that they are the ones
-    ``jax.eval_shape(model.init)`` of the model as it is now would give, without running that init
-    (a whole forward pass more, the size of the trace itself).
-
-    Each parameter or variable the call reads is compared (shape, dtype, weak type) with its own
-    initialiser's abstract output, as Flax's ``Scope.param`` compares shapes, with the outputs
-    cached by initialiser and arguments (a transformer's thousand parameters come from a handful
-    of distinct ones); a mismatch stops the trace at once (:class:`HintStale`). After the trace,
-    :meth:`held` is true only when the call read every hinted leaf and created none: an init makes
-    exactly the variables its call reads, so anything else (a layer removed, a new one, a variable
-    only ``init`` touches, a read without an initialiser) is not known to match, and the caller
-    then initialises for real.
-
-    With :attr:`repair` a parameter that does not match, or is not in the hint, does not stop the
-    trace: the call goes on with zeros of the shape its initialiser gives (the trace is then
-    thrown away, :meth:`repaired_structure`), so that an edit of a width or a dtype, or a layer
-    added, costs a second trace instead of a real init and a trace. Only parameters with plain
-    array initialisers are repaired (any other variable, a boxed parameter, a weak-typed output,
-    a parameter inside ``nn.scan``, ``nn.vmap`` or ``nn.map_variables`` still stops it; one
-    inside ``nn.remat`` or ``nn.jit`` is repaired), and the second trace checks the repaired hint
-    as strictly as any: a repair can cost time, never a wrong graph."""
-
-    def __init__(self, structure: Any, repair: bool = False) -> None:
-        self.structure = structure
-        self.expected = frozenset(_leaf_paths(structure, ()))
-        self.seen: set[tuple[str, ...]] = set()
-        self.created = False
-        self.repair = repair
-        self.repairs: dict[tuple[str, ...], Any] = {}  # leaf path -> the ShapeDtypeStruct it needs
-        self._abstract: dict[Any, Any] = {}
-
-    def held(self) -> bool:
-        return not self.created and not self.repairs and self.seen == self.expected
-
-    def repaired_structure(self) -> Any:
-        """The hint with the repaired parameters' shapes, when the trace repaired some and read
-        every other hinted leaf (a leaf left unread may be a layer removed or a variable only
-        ``init`` makes: not known, so no structure); else None."""
-        if not self.repairs or self.created or not self.expected <= self.seen | self.repairs.keys():
-            return None
-        out = copy.deepcopy(self.structure)
-        for path, want in self.repairs.items():
-            at = out
-            for key in path[:-1]:
-                at = at.setdefault(key, {})
-                if not isinstance(at, dict):
-                    return None
-            at[path[-1]] = variables_structure(want)
-        return out
-
-    def substitute(self, scope: Any, name: str, init_fn: Any, args: Any, kwargs: Any) -> Any:
-        """For a repairing trace: zeros of the shape ``init_fn`` gives the parameter ``name`` of
-        ``scope``, noted as a repair; :class:`HintStale` when it is not a plain array's."""
-        import jax
-
-        where = f"params/{'/'.join((*scope.path, name))}"
-        # Inside a lifted transform that reshapes variables (nn.scan, nn.vmap, nn.map_variables)
-        # the hint holds the stacked parameter, its initialiser one slice of it. Flax names each
-        # lift around the module it wraps in the debug path ("scan(ScanBlock_0)"), all of them
-        # (a remat inside a scan: "scan(Stage_0)", "remat(Block_0)"); a Flax without debug paths
-        # is trusted outside lifts only.
-        debug = getattr(scope, "debug_path", None)
-        if scope.root.path if debug is None else any(lift in str(part) for part in debug for lift in _RESHAPING_LIFTS):
-            raise HintStale(where)
-        want = self._initialised(init_fn, args, kwargs, True)
-        leaf = variables_structure(want) if isinstance(want, jax.ShapeDtypeStruct) else None
-        if leaf is None or leaf[2]:  # boxed, a tree, symbolic or weak-typed: not repaired
-            raise HintStale(where)
-        self.repairs[("params", *scope.path, name)] = want
-        return jax.lax.full(want.shape, 0, want.dtype)
-
-    def verify(self, scope: Any, col: str, name: str, init_fn: Any, args: Any, kwargs: Any, keyed: bool) -> None:
-        """Compare the hinted ``col``/``name`` of ``scope`` with ``init_fn``'s abstract output."""
-        import jax
-
-        value = scope.get_variable(col, name)
-        want = self._initialised(init_fn, args, kwargs, keyed)
-        got_leaves, got_tree = jax.tree_util.tree_flatten(value)
-        want_leaves, want_tree = jax.tree_util.tree_flatten(want)
-        differs = cast(Any, got_tree) != want_tree
-        if differs or any(_aval(a) != _aval(b) for a, b in zip(got_leaves, want_leaves, strict=True)):
-            raise HintStale(f"{col}/{'/'.join((*scope.path, name))}")
-        self.seen.update(_leaf_paths(value, (col, *scope.path, name)))
-
-    def _initialised(self, init_fn: Any, args: Any, kwargs: Any, keyed: bool) -> Any:
-        import jax
-
-        def run() -> Any:
-            return init_fn(jax.random.key(0), *args, **kwargs) if keyed else init_fn(*args, **kwargs)
-
-        key = (init_fn, tuple(args), tuple(sorted(kwargs.items())), keyed)
-        try:
-            hash(key)
-        except TypeError:  # arrays among the arguments: not cached
-            return jax.eval_shape(run)
-        if key not in self._abstract:
-            self._abstract[key] = jax.eval_shape(run)
-        return self._abstract[key]
-
-    @contextlib.contextmanager
-    def checking(self) -> Iterator[None]:
-        """Flax's ``Scope.param`` and ``Scope.variable`` checking each hinted variable they read."""
-        try:
-            from flax.core.scope import Scope
-        except ImportError:
-            raise HintStale("flax.core.scope") from None
-        param_, variable_ = Scope.__dict__.get("param"), Scope.__dict__.get("variable")
-        if param_ is None or variable_ is None:
-            raise HintStale("another Flax")
-        check = self
-
-        def param(self: Any, name: str, init_fn: Any, *init_args: Any, unbox: bool = True, **init_kwargs: Any) -> Any:
-            if not self.has_variable("params", name):
-                if check.repair:
-                    self.reserve(name, "params")
-                    return check.substitute(self, name, init_fn, init_args, init_kwargs)
-                check.created = True
-                return param_(self, name, init_fn, *init_args, unbox=unbox, **init_kwargs)
-            self.reserve(name, "params")
-            try:
-                check.verify(self, "params", name, init_fn, init_args, init_kwargs, True)
-            except HintStale:
-                if not check.repair:
-                    raise
-                return check.substitute(self, name, init_fn, init_args, init_kwargs)
-            return self.get_variable("params", name)
-
-        def variable(self: Any, col: str, name: str, init_fn: Any = None, *init_args: Any, **kwargs: Any) -> Any:
-            if not self.has_variable(col, name):
-                check.created = True
-            elif init_fn is not None:
-                rest = {k: v for k, v in kwargs.items() if k != "unbox"}
-                check.verify(self, col, name, init_fn, init_args, rest, False)
-            return variable_(self, col, name, init_fn, *init_args, **kwargs)
-
-        Scope.param = param  # type: ignore[method-assign]  # replaced for the block only
-        Scope.variable = variable  # type: ignore[method-assign]
-        try:
-            yield
-        finally:
-            Scope.param = param_  # type: ignore[method-assign]
-            Scope.variable = variable_  # type: ignore[method-assign]
-
-
-def _aval(x: Any) -> tuple[Any, ...]:
-    return (tuple(getattr(x, "shape", ())), str(getattr(x, "dtype", type(x))), bool(getattr(x, "weak_type", False)))
-
-
-def _leaf_paths(tree: Any, prefix: tuple[str, ...]) -> Iterator[tuple[str, ...]]:
-    """The key paths of a variables tree's leaves (nested mappings; any other value is a leaf)."""
-    if isinstance(tree, Mapping):
-        for key, sub in tree.items():
-            yield from _leaf_paths(sub, (*prefix, str(key)))
-    else:
-        yield prefix
-
-
 @contextlib.contextmanager
 def _linen_initializing() -> Iterator[None]:
     """``mutable = true``: apply the module as ``init`` runs it, every collection mutable and
@@ -625,48 +450,6 @@ def _linen_initializing() -> Iterator[None]:
         yield
     finally:
         Scope.get_flag = original  # type: ignore[method-assign]
-
-
-def variables_structure(tree: Any) -> Any:
-    """A Linen variables tree as JSON: nested objects of ``[shape, dtype, weak]`` leaves; None when
-    it holds anything else (boxed variables, symbolic sizes), which is then never hinted."""
-    import jax
-
-    if isinstance(tree, Mapping):
-        out: dict[str, Any] = {}
-        for key, sub in tree.items():
-            leaf = variables_structure(sub)
-            if not isinstance(key, str) or leaf is None:
-                return None
-            out[key] = leaf
-        return out
-    if isinstance(tree, jax.ShapeDtypeStruct) and all(type(d) is int for d in tree.shape):
-        return [list(tree.shape), str(tree.dtype), bool(getattr(tree, "weak_type", False))]
-    return None
-
-
-def from_structure(structure: Any) -> Any:
-    """The variables tree of :func:`variables_structure`'s JSON (ShapeDtypeStruct leaves); None
-    when the JSON is not such a structure."""
-    import jax
-    import jax.numpy as jnp
-
-    if isinstance(structure, dict):
-        out = {}
-        for key, sub in structure.items():
-            value = from_structure(sub)
-            if value is None:
-                return None
-            out[key] = value
-        return out
-    if isinstance(structure, list) and len(structure) == 3 and isinstance(structure[0], list):
-        shape, dtype, weak = structure
-        try:
-            struct: Any = jax.ShapeDtypeStruct
-            return struct(tuple(int(d) for d in shape), jnp.dtype(dtype), weak_type=bool(weak))
-        except (TypeError, ValueError):
-            return None
-    return None
 
 
 def _nnx_plan(

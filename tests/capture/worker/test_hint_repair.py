@@ -1,9 +1,10 @@
-"""The repairing hint check (worker/targets.py ``HintCheck.repair``), in this process: which
+"""The repairing hint check (worker/hints.py ``HintCheck.repair``), in this process: which
 changed parameters it carries on past, and which it stops at as the strict check does. Through
 the warm spare, tests/capture/test_speculate.py compares the graphs."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from jaxlsp.capture.worker import targets
+from jaxlsp.capture.worker import hints, targets
 
 
 class Cell(nn.Module):
@@ -51,13 +52,13 @@ X = jax.ShapeDtypeStruct((4, 3), jnp.float32)
 
 
 def structure(model: nn.Module) -> Any:
-    return targets.variables_structure(jax.eval_shape(lambda x: model.init(jax.random.key(0), x), X))
+    return hints.variables_structure(jax.eval_shape(lambda x: model.init(jax.random.key(0), x), X))
 
 
-def repairing_trace(model: nn.Module, hint: Any) -> targets.HintCheck:
-    check = targets.HintCheck(hint, repair=True)
+def repairing_trace(model: nn.Module, hint: Any) -> hints.HintCheck:
+    check = hints.HintCheck(hint, repair=True)
     with check.checking():
-        jax.make_jaxpr(lambda v, x: model.apply(v, x))(targets.from_structure(hint), X)
+        jax.make_jaxpr(lambda v, x: model.apply(v, x))(hints.from_structure(hint), X)
     return check
 
 
@@ -92,10 +93,10 @@ def test_a_changed_parameter_inside_a_scan_stops_the_trace() -> None:
     hint = structure(Net())
     assert hint["params"]["ScanCell_0"]["Dense_0"]["kernel"][0] == [3, 5, 5]
     edited = Net(inner=6)
-    with pytest.raises(targets.HintStale, match="ScanCell_0"):
-        check = targets.HintCheck(structure(edited), repair=True)  # this one holds
+    with pytest.raises(hints.HintStale, match="ScanCell_0"):
+        check = hints.HintCheck(structure(edited), repair=True)  # this one holds
         with check.checking():
-            jax.make_jaxpr(lambda v, x: edited.apply(v, x))(targets.from_structure(check.structure), X)
+            jax.make_jaxpr(lambda v, x: edited.apply(v, x))(hints.from_structure(check.structure), X)
         assert check.held()
         repairing_trace(edited, hint)
 
@@ -108,3 +109,122 @@ def test_a_layer_removed_leaves_no_repaired_structure() -> None:
 
     check = repairing_trace(Shorter(head=3), structure(Net()))
     assert check.repairs and check.repaired_structure() is None  # the scan's parameters went unread
+
+
+# Boxed parameters: how Flax's LLMs (lm1b, T5X, MaxText) declare their shardings.
+def logical(init: Any, *names: Any) -> Any:
+    return nn.with_logical_partitioning(init, names)
+
+
+class Boxed(nn.Module):
+    width: int = 6
+    names: tuple[str, ...] = ("embed", "mlp")
+    depth: int = 1
+    heads: int = 2
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        h = nn.Dense(self.width, kernel_init=logical(nn.initializers.lecun_normal(), *self.names))(x)
+        for _ in range(self.depth):
+            h = nn.Dense(self.width, kernel_init=logical(nn.initializers.lecun_normal(), "mlp", "mlp"))(h)
+            h = nn.LayerNorm(scale_init=logical(nn.initializers.ones, "mlp"))(h)  # its shape comes as a list
+        kernel = nn.with_partitioning(nn.initializers.lecun_normal(), (None, ("data", "model")))
+        stack = nn.scan(  # partitioned parameters gain the scan's axis name ("layers")
+            BoxedCell,
+            variable_axes={"params": 0},
+            split_rngs={"params": True},
+            length=2,
+            metadata_params={nn.PARTITION_NAME: "layers"},
+        )
+        h, _ = stack(self.width, kernel)(h, None)
+        return nn.DenseGeneral(
+            (self.heads, 2), kernel_init=logical(nn.initializers.lecun_normal(), "mlp", "heads", None)
+        )(h)
+
+
+class BoxedCell(nn.Module):  # the scan cell of Boxed, with a kernel initialiser
+    width: int
+    kernel_init: Any = nn.linear.default_kernel_init
+
+    @nn.compact
+    def __call__(self, carry: jax.Array, _: None) -> tuple[jax.Array, None]:
+        return nn.tanh(nn.Dense(self.width, kernel_init=self.kernel_init)(carry)), None
+
+
+def test_a_boxed_structure_spells_its_boxes_and_comes_back_equal() -> None:
+    variables = jax.eval_shape(lambda x: Boxed().init(jax.random.key(0), x), X)
+    hint = hints.variables_structure(variables)
+    assert hint["params"]["Dense_0"]["kernel"] == [
+        [3, 6],
+        "float32",
+        False,
+        {"box": "LogicallyPartitioned", "names": ["embed", "mlp"], "rules": None},
+    ]
+    assert hint["params"]["ScanBoxedCell_0"]["Dense_0"]["kernel"][3] == {
+        "box": "Partitioned",
+        "names": ["layers", None, ["data", "model"]],
+    }
+    back = hints.from_structure(json.loads(json.dumps(hint)))
+    assert jax.tree_util.tree_structure(back) == jax.tree_util.tree_structure(variables)  # names and all
+    assert [hints._aval(v) for v in jax.tree_util.tree_leaves(back)] == [
+        hints._aval(v) for v in jax.tree_util.tree_leaves(variables)
+    ]
+
+
+def test_a_box_that_holds_a_mesh_or_another_box_gives_no_structure() -> None:
+    leaf = jax.ShapeDtypeStruct((2,), jnp.float32)
+    mesh = jax.sharding.Mesh(jax.devices()[:1], ("data",))
+    assert hints.variables_structure({"w": nn.Partitioned(leaf, ("data",), mesh=mesh)}) is None
+
+    class Tagged(nn.Partitioned):  # a subclass may carry more than its fields say
+        pass
+
+    assert hints.variables_structure({"w": Tagged(leaf, ("data",))}) is None
+    assert hints.variables_structure({"w": nn.Partitioned(leaf, ("data", 1.5))}) is None  # type: ignore[arg-type]
+    assert hints.from_structure({"w": [[2], "float32", False, {"box": "Boxed", "names": []}]}) is None
+    listed = hints.variables_structure({"w": nn.Partitioned(leaf, ["data"])})  # type: ignore[arg-type]
+    assert listed["w"][3]["names"] == {"list": ["data"]}
+    assert hints.from_structure(listed)["w"].names == ["data"]
+
+
+def test_a_boxed_hint_holds_and_a_boxed_edit_is_repaired_to_what_the_init_makes() -> None:
+    hint = structure(Boxed())
+    check = hints.HintCheck(hint)
+    with check.checking():
+        held = jax.make_jaxpr(lambda v, x: Boxed().apply(v, x))(hints.from_structure(hint), X)
+    assert check.held()
+    with targets._linen_params_as_initialised():
+        fresh = jax.make_jaxpr(lambda v, x: Boxed().apply(v, x))(hints.from_structure(hint), X)
+    assert str(held) == str(fresh)
+
+    # each initialiser's abstract output is made once per distinct initialiser and arguments, though
+    # Flax wraps the boxed ones, DenseGeneral's and LayerNorm's in new closures at every call
+    def made(depth: int) -> int:
+        check = hints.HintCheck(structure(Boxed(depth=depth)))
+        with check.checking():
+            jax.make_jaxpr(lambda v, x: Boxed(depth=depth).apply(v, x))(hints.from_structure(check.structure), X)
+        assert check.held()
+        return check.initialisers_run
+
+    assert made(4) == made(1)
+
+    for edit, where in (({"heads": 3}, "DenseGeneral_0"), ({"names": ("embed", "heads")}, "Dense_0")):
+        check = repairing_trace(Boxed(**edit), hint)  # type: ignore[arg-type]
+        assert ("params", where, "kernel") in check.repairs
+        assert check.repaired_structure() == structure(Boxed(**edit)) != hint  # type: ignore[arg-type]
+
+
+def test_an_initialiser_is_cached_by_what_it_computes() -> None:
+    def make(n: int) -> Any:
+        return lambda key, shape: jnp.zeros((*shape, n))
+
+    token = hints._token
+    assert token(make(2)) == token(make(2)) != token(make(3))
+    assert token(logical(make(2), "a")) == token(logical(make(2), "a")) != token(logical(make(2), "b"))
+    assert token([1, 2]) != token((1, 2)) and token(1) != token(1.0) != token(True)
+    assert token(jnp.float32) != token(jnp.bfloat16)
+    assert token(nn.Dense(3)) == token(nn.Dense(3)) != token(nn.Dense(4))
+    with pytest.raises(TypeError):
+        token(jnp.zeros(2))
+    with pytest.raises(TypeError):
+        token({"a": 1})
