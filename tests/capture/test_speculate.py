@@ -50,7 +50,9 @@ def _essence(outcome: Any) -> str:
     return json.dumps({k: graph[k] for k in ("nodes", "values", "inputs", "outputs", "groups")})
 
 
-async def test_a_hinted_capture_is_the_same_graph_and_a_stale_hint_is_caught(tmp_path: Path, jax_python: str) -> None:
+async def test_a_hinted_capture_is_the_same_graph_and_a_changed_model_is_caught(
+    tmp_path: Path, jax_python: str
+) -> None:
     pool = SparePool()
     try:
         assert await pool.start(jax_python)
@@ -72,19 +74,21 @@ async def test_a_hinted_capture_is_the_same_graph_and_a_stale_hint_is_caught(tmp
 
         assert again.result["hint"] == "held" and "stale" not in again.result["timings"]
 
-        # The model changed since: the hinted trace sees it (BatchNorm's statistics changed with the
-        # width: not a parameter, so not repaired), the usual capture runs.
+        # The model changed since: the hinted trace sees it (the first kernel and BatchNorm's
+        # statistics changed with the width) and is traced again with the shapes their
+        # initialisers give, without an init.
         changed = _request(tmp_path, 16)
         fresh, used = await capture_speculatively(
             pool, changed, hint=hint, python=jax_python, options=CaptureOptions(timeout=scaled(120))
         )
-        assert fresh.ok and not used, fresh.result
-        assert fresh.result["hint"] == "stale" and fresh.result["timings"]["stale"] > 0
+        assert fresh.ok and used, fresh.result
+        assert fresh.result["hint"] == "repaired" and fresh.result["timings"]["stale"] > 0
         graph = io.to_json(io.from_json(fresh.result["graph"]))  # the worker sends the compact form
         kernels = [p for p in graph["inputs"] if p["label"] == "params/Dense_0/kernel"]
         shapes = {v["id"]: v["shape"] for v in graph["values"]}
         assert [shapes[p["value"]] for p in kernels] == [[3, 16]]
         assert structure_of(fresh)["params"]["Dense_0"]["kernel"] == [[3, 16], "float32", False]
+        assert structure_of(fresh)["batch_stats"]["BatchNorm_0"]["mean"] == [[16], "float32", False]
 
         garbage, used = await capture_speculatively(
             pool, changed, hint={"params": "nonsense"}, python=jax_python, options=CaptureOptions(timeout=scaled(120))
@@ -94,8 +98,9 @@ async def test_a_hinted_capture_is_the_same_graph_and_a_stale_hint_is_caught(tmp
         await pool.close()
 
 
-# edit -> how the hint fares: parameters of other shapes or new ones are repaired; a layer removed
-# (hinted variables left unread) and statistics of another width (not parameters) are not
+# edit -> how the hint fares: parameters of other shapes or new ones, and statistics of another
+# width, are repaired; a layer removed (hinted variables left unread) and new statistics (not
+# known to be an init's) are not
 EDITS = {
     "a layer fewer": ("        x = nn.BatchNorm(use_running_average=True)(x)\n", "", "stale"),
     "a layer more": (
@@ -105,7 +110,12 @@ EDITS = {
     ),
     "a width": ("nn.Dense(2)", "nn.Dense(3)", "repaired"),
     "a dtype": ("nn.Dense(2)", "nn.Dense(2, param_dtype=jnp.bfloat16)", "repaired"),
-    "a width before statistics": ("nn.Dense(self.features)", "nn.Dense(self.features + 1)", "stale"),
+    "a width before statistics": ("nn.Dense(self.features)", "nn.Dense(self.features + 1)", "repaired"),
+    "new statistics": (
+        "        return nn.Dense(2)(nn.relu(x))",
+        "        return nn.Dense(2)(nn.BatchNorm(use_running_average=True)(nn.relu(x)))",
+        "stale",
+    ),
 }
 
 

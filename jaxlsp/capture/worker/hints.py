@@ -14,7 +14,7 @@ import copy
 import dataclasses
 import functools
 import types
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, cast
 
 
@@ -49,15 +49,17 @@ class HintCheck:
     only ``init`` touches, a read without an initialiser) is not known to match, and the caller
     then initialises for real.
 
-    With :attr:`repair` a parameter that does not match, or is not in the hint, does not stop the
-    trace: the call goes on with zeros of the shape its initialiser gives (the trace is then
-    thrown away, :meth:`repaired_structure`), so that an edit of a width or a dtype, or a layer
-    added, costs a second trace instead of a real init and a trace. Only parameters whose
-    initialisers give an array, plain or in a partitioning box the structure spells
-    (:func:`variables_structure`), are repaired (any other variable, a weak-typed output,
-    a parameter inside ``nn.scan``, ``nn.vmap`` or ``nn.map_variables`` still stops it; one
-    inside ``nn.remat`` or ``nn.jit`` is repaired), and the second trace checks the repaired hint
-    as strictly as any: a repair can cost time, never a wrong graph."""
+    With :attr:`repair` a parameter that does not match, or is not in the hint, and a hinted
+    variable of another collection that does not match (a BatchNorm's statistics after a width
+    edit) do not stop the trace: the call goes on with zeros of the shape their initialisers give
+    (the trace is then thrown away, :meth:`repaired_structure`), so that an edit of a width or a
+    dtype, or a layer added, costs a second trace instead of a real init and a trace. Only
+    initialisers that give an array, plain or in a partitioning box the structure spells
+    (:func:`variables_structure`), are repaired; a weak-typed output, a variable of another
+    collection the hint lacks (it may be one only ``apply`` makes, which is no input), and
+    anything inside ``nn.scan``, ``nn.vmap`` or ``nn.map_variables`` still stop it (inside
+    ``nn.remat`` or ``nn.jit`` is repaired); the second trace checks the repaired hint as
+    strictly as any: a repair can cost time, never a wrong graph."""
 
     def __init__(self, structure: Any, repair: bool = False) -> None:
         self.structure = structure
@@ -66,7 +68,9 @@ class HintCheck:
         self.created = False
         self.repair = repair
         self.repairs: dict[tuple[str, ...], Any] = {}  # leaf path -> the ShapeDtypeStruct it needs
-        self._abstract: dict[Any, Any] = {}
+        # initialiser key -> its abstract output; the attempts of one capture share it (a repair's
+        # second trace reads the same initialisers as the first)
+        self.outputs: dict[Any, Any] = {}
         self.initialisers_run = 0  # the abstract runs of initialisers the cache could not spare
 
     def held(self) -> bool:
@@ -88,12 +92,15 @@ class HintCheck:
             at[path[-1]] = variables_structure(want)
         return out
 
-    def substitute(self, scope: Any, name: str, init_fn: Any, args: Any, kwargs: Any) -> Any:
-        """For a repairing trace: zeros of the shape ``init_fn`` gives the parameter ``name`` of
-        ``scope``, noted as a repair; :class:`HintStale` when it is not a plain array's."""
+    def substitute(
+        self, scope: Any, name: str, init_fn: Any, args: Any, kwargs: Any, col: str = "params", keyed: bool = True
+    ) -> Any:
+        """For a repairing trace: zeros of the shape ``init_fn`` gives the variable ``col``/``name``
+        of ``scope`` (a parameter's initialiser takes a key first), noted as a repair;
+        :class:`HintStale` when it is not an array's, plain or boxed."""
         import jax
 
-        where = f"params/{'/'.join((*scope.path, name))}"
+        where = f"{col}/{'/'.join((*scope.path, name))}"
         # Inside a lifted transform that reshapes variables (nn.scan, nn.vmap, nn.map_variables)
         # the hint holds the stacked parameter, its initialiser one slice of it. Flax names each
         # lift around the module it wraps in the debug path ("scan(ScanBlock_0)"), all of them
@@ -102,11 +109,11 @@ class HintCheck:
         debug = getattr(scope, "debug_path", None)
         if scope.root.path if debug is None else any(lift in str(part) for part in debug for lift in _RESHAPING_LIFTS):
             raise HintStale(where)
-        want = self._initialised(init_fn, args, kwargs, True)
+        want = self._initialised(init_fn, args, kwargs, keyed)
         leaf = variables_structure(want) if not isinstance(want, Mapping) else None
         if not isinstance(leaf, list) or leaf[2]:  # a tree, symbolic, weak-typed, another box: not repaired
             raise HintStale(where)
-        self.repairs[("params", *scope.path, name)] = want
+        self.repairs[(col, *scope.path, name)] = want
         aval = want if isinstance(want, jax.ShapeDtypeStruct) else want.value
         zeros = jax.lax.full(aval.shape, 0, aval.dtype)
         return zeros if aval is want else want.replace_boxed(zeros)
@@ -135,13 +142,13 @@ class HintCheck:
             hash(key)
         except (TypeError, ValueError):  # arrays among the arguments, a mutable closure: not cached
             key = None
-        if key is None or key not in self._abstract:
+        if key is None or key not in self.outputs:
             self.initialisers_run += 1
             out = jax.eval_shape(run)
             if key is None:
                 return out
-            self._abstract[key] = out
-        return self._abstract[key]
+            self.outputs[key] = out
+        return self.outputs[key]
 
     @contextlib.contextmanager
     def checking(self) -> Iterator[None]:
@@ -179,7 +186,15 @@ class HintCheck:
                 check.created = True
             elif init_fn is not None:
                 rest = {k: v for k, v in kwargs.items() if k != "unbox"}
-                check.verify(self, col, name, init_fn, init_args, rest, False)
+                try:
+                    check.verify(self, col, name, init_fn, init_args, rest, False)
+                except HintStale:
+                    # Only a hinted variable of another shape (a width feeding a BatchNorm):
+                    # one the hint lacks may be one only ``apply`` makes, never an input.
+                    if not check.repair:
+                        raise
+                    value = check.substitute(self, name, init_fn, init_args, rest, col=col, keyed=False)
+                    return _Substitute(value, bool(kwargs.get("unbox", True)), meta.unbox)
             return variable_(self, col, name, init_fn, *init_args, **kwargs)
 
         Scope.param = param  # type: ignore[method-assign]  # replaced for the block only
@@ -189,6 +204,27 @@ class HintCheck:
         finally:
             Scope.param = param_  # type: ignore[method-assign]
             Scope.variable = variable_  # type: ignore[method-assign]
+
+
+class _Substitute:
+    """A repaired variable (``Scope.variable``'s stand-in) for a trace that is thrown away: it reads
+    zeros of its initialiser's shape and keeps what the module writes to it, as Flax's ``Variable``
+    would in a mutable collection, without touching the scope."""
+
+    def __init__(self, value: Any, unbox: bool, unboxing: Callable[[Any], Any]) -> None:
+        self._value = value
+        self._unbox = unboxing if unbox else None
+
+    @property
+    def value(self) -> Any:
+        return self._value if self._unbox is None else self._unbox(self._value)
+
+    @value.setter
+    def value(self, value: Any) -> None:
+        self._value = value
+
+    def is_mutable(self) -> bool:
+        return True
 
 
 class _Same:

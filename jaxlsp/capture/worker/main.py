@@ -329,11 +329,14 @@ def trace_target(
         # leave its findings there, so targets with annotated functions initialise for real.
         hint = request.get("structureHint") if not concrete and (check is None or not check.checked) else None
 
+        outputs: dict[Any, Any] = {}  # the initialisers' abstract outputs, for every hinted attempt
+
         def attempt(hint: Any, t0: float, repair: bool = False) -> tuple[Any, Any, Any, Any, float]:
             with on_device if concrete else contextlib.nullcontext():
                 plan = targets.make_plan(kind, made, profile, method, call_args, hint, concrete)
             if plan.hint_check is not None:
                 plan.hint_check.repair = repair
+                plan.hint_check.outputs = outputs
             traced = targets.traceable(plan, call_args[0], call_args[1], transform, frozenset(builder.keys), concrete)
             if not x64:
                 _refuse_wide(traced.operands)

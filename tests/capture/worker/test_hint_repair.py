@@ -228,3 +228,50 @@ def test_an_initialiser_is_cached_by_what_it_computes() -> None:
         token(jnp.zeros(2))
     with pytest.raises(TypeError):
         token({"a": 1})
+
+
+class Normed(nn.Module):
+    width: int = 5
+
+    @nn.compact
+    def __call__(self, x: jax.Array, train: bool) -> jax.Array:
+        h = nn.BatchNorm(use_running_average=not train)(nn.Dense(self.width)(x))
+        return nn.Dense(2)(nn.relu(h))
+
+
+@pytest.mark.parametrize("train", [False, True])
+def test_statistics_of_another_width_are_repaired_read_and_written(train: bool) -> None:
+    """A BatchNorm after a width edit: its hinted statistics no longer match; in training they are
+    also written (a mutable collection), which the stand-in takes."""
+
+    def structure_of(model: nn.Module) -> Any:
+        return hints.variables_structure(jax.eval_shape(lambda x: model.init(jax.random.key(0), x, train), X))
+
+    hint, edited = structure_of(Normed()), Normed(width=7)
+    check = hints.HintCheck(hint, repair=True)
+    with check.checking():
+        jax.make_jaxpr(lambda v, x: edited.apply(v, x, train, mutable=["batch_stats"] if train else False))(
+            hints.from_structure(hint), X
+        )
+    assert ("batch_stats", "BatchNorm_0", "mean") in check.repairs
+    assert check.repaired_structure() == structure_of(edited) != hint
+
+
+def test_statistics_the_hint_lacks_are_not_repaired() -> None:
+    """A variable of another collection that only ``apply`` makes is an output, never an input:
+    one the hint lacks is not known to be an init's."""
+
+    class Counted(nn.Module):
+        @nn.compact
+        def __call__(self, x: jax.Array) -> jax.Array:
+            if not self.is_initializing():
+                calls = self.variable("counts", "calls", lambda: jnp.zeros((), jnp.int32))
+                calls.value += 1
+            return nn.Dense(2)(x)
+
+    hint = structure(Counted())
+    assert "counts" not in hint
+    check = hints.HintCheck(hint, repair=True)
+    with check.checking():
+        jax.make_jaxpr(lambda v, x: Counted().apply(v, x, mutable=["counts"]))(hints.from_structure(hint), X)
+    assert check.created and not check.repairs and check.repaired_structure() is None and not check.held()
