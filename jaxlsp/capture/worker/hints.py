@@ -71,6 +71,7 @@ class HintCheck:
         # initialiser key -> its abstract output; the attempts of one capture share it (a repair's
         # second trace reads the same initialisers as the first)
         self.outputs: dict[Any, Any] = {}
+        self._fn_tokens: dict[int, tuple[Any, Any]] = {}  # id -> (the initialiser, kept alive; its token)
         self.initialisers_run = 0  # the abstract runs of initialisers the cache could not spare
 
     def held(self) -> bool:
@@ -138,7 +139,10 @@ class HintCheck:
             return init_fn(jax.random.key(0), *args, **kwargs) if keyed else init_fn(*args, **kwargs)
 
         try:
-            key = (_token(init_fn), _token(tuple(args)), _token(tuple(sorted(kwargs.items()))), keyed)
+            known = self._fn_tokens.get(id(init_fn))  # most reads share their initialiser object
+            if known is None or known[0] is not init_fn:
+                known = self._fn_tokens[id(init_fn)] = (init_fn, _token(init_fn))
+            key = (known[1], _token(tuple(args)), _token(tuple(sorted(kwargs.items()))), keyed)
             hash(key)
         except (TypeError, ValueError):  # arrays among the arguments, a mutable closure: not cached
             key = None
