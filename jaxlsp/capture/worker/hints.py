@@ -259,7 +259,9 @@ def _token(x: Any, depth: int = 0) -> Any:
     if x is None or type(x) in (bool, int, float, complex, str, bytes):
         return (type(x), x)
     if type(x) in (tuple, list):  # a list's items as they are now: the initialiser runs now
-        return (type(x), *(_token(item, depth) for item in x))
+        if depth >= 8:
+            raise TypeError("too deep to key")
+        return (type(x), *(_token(item, depth + 1) for item in x))
     if depth < 8 and type(x) is types.FunctionType:
         cells = tuple(cell.cell_contents for cell in x.__closure__ or ())  # an empty cell: ValueError
         return (
