@@ -3,8 +3,8 @@
 :func:`variables_structure` spells a Linen variables tree as JSON (shapes, dtypes, weak types and
 Flax's partitioning boxes), the hint a capture leaves for the next; :func:`from_structure` reads
 it back. :class:`HintCheck` checks, as the trace reads each hinted variable, that an init of the
-model as it is now would give the same, and repairs parameters of other shapes; the capture
-(worker/main.py) initialises for real whenever a hint does not hold.
+model as it is now would give the same, and repairs variables of other shapes; the capture
+(worker/main.py) initialises for real whenever a hint neither holds nor is repaired.
 """
 
 from __future__ import annotations
@@ -26,9 +26,10 @@ _RESHAPING_LIFTS = ("scan(", "vmap(", "map_variables(")  # Flax's lift names in 
 
 
 class HintRepaired(Exception):
-    """A repairing trace (:attr:`HintCheck.repair`) met parameters the hint did not have or had
-    with other shapes, and carried on with the shapes their initialisers give: ``structure`` is
-    the hint with those, to trace with again (the trace that met them is no graph)."""
+    """A repairing trace (:attr:`HintCheck.repair`) met parameters the hint did not have, or
+    variables it had with other shapes, and carried on with the shapes their initialisers give:
+    ``structure`` is the hint with those, to trace with again (the trace that met them is no
+    graph)."""
 
     def __init__(self, structure: Any, repaired: list[str]) -> None:
         super().__init__(", ".join(repaired))
