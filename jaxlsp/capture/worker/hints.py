@@ -79,7 +79,7 @@ class HintCheck:
         return not self.created and not self.repairs and self.seen == self.expected
 
     def repaired_structure(self) -> Any:
-        """The hint with the repaired parameters' shapes, when the trace repaired some and read
+        """The hint with the repaired variables' shapes, when the trace repaired some and read
         every other hinted leaf (a leaf left unread may be a layer removed or a variable only
         ``init`` makes: not known, so no structure); else None."""
         if not self.repairs or self.created or not self.expected <= self.seen | self.repairs.keys():
