@@ -41,4 +41,6 @@ def test_two_small_sizes_give_every_stage_its_figures_and_a_growth_fit(tmp_path:
     table = next(i for i, line in enumerate(lines) if line.startswith("scale: seconds per stage"))
     assert re.match(r" +shape +size +depth +eqns +b\.imp", lines[table + 1]), lines[table + 1]
     growth = next(line for line in lines if line.startswith("  forward  b.imp"))
-    assert re.search(r"build (-|\d+\.\d\d), ser (-|\d+\.\d\d)", growth), growth
+    # a slope (or "-" where a stage has no figure); between two small sizes on a busy machine a
+    # stage can take less time at the larger one, so a slope may be negative
+    assert re.search(r"build (-|-?\d+\.\d\d), ser (-|-?\d+\.\d\d)", growth), growth
