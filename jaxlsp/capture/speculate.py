@@ -6,9 +6,10 @@ target. With the structure the last capture reported as a hint, the worker trace
 the hinted variables with no init, and checks each variable the call reads against its own
 initialiser as it goes (worker/hints.py ``HintCheck``: a handful of cached abstract
 initialiser calls, not a forward pass). When parameters changed shape or were added (a width, a
-dtype, a layer more), the hinted trace goes on with the shapes their initialisers give and the
-worker traces again on the repaired hint, checked as strictly: two traces, no init. When the
-check fails otherwise (a layer removed, another variable changed, the hint is garbage) the same
+dtype, a layer more), or hinted statistics changed shape, the hinted trace goes on with the
+shapes their initialisers give and the worker traces again on the repaired hint, checked as
+strictly: two traces, no init. When the check fails otherwise (a layer removed, a new variable
+that is no parameter, a change inside ``nn.scan``, the hint is garbage) the same
 worker initialises for real and traces again. Either way the graph is as fresh as an unhinted
 one, and identical to it (tests compare them).
 

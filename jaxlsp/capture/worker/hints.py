@@ -347,8 +347,6 @@ def _box_json(x: Any) -> dict[str, Any] | None:
     mesh of its own (a mesh object is no JSON); else None. The metadata is part of the box's
     pytree structure, which the hint check compares, so it must come back equal, tuples as
     tuples: :func:`_aux_json`."""
-    import dataclasses
-
     name = next((n for n, cls in _boxes().items() if type(x) is cls), None)
     if name is None or tuple(f.name for f in dataclasses.fields(x)) != _BOX_FIELDS[name] or x.mesh is not None:
         return None

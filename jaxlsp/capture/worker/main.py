@@ -355,10 +355,10 @@ def trace_target(
         if hint is None:
             plan, traced, closed, out_shape, t0 = attempt(None, t0)
         else:
-            # A hint that no longer holds because parameters changed shape or were added is
-            # repaired by the hinted trace itself, and traced again on the repaired hint (checked
-            # as strictly); anything else initialises for real. Either way the thrown-away
-            # attempts are timed as ``stale``.
+            # A hint that no longer holds because parameters changed shape or were added, or
+            # hinted statistics changed shape, is repaired by the hinted trace itself, and traced
+            # again on the repaired hint (checked as strictly); anything else initialises for
+            # real. Either way the thrown-away attempts are timed as ``stale``.
             try:
                 try:
                     plan, traced, closed, out_shape, t0 = attempt(hint, t0, repair=True)

@@ -210,8 +210,9 @@ class WorkerResult(TypedDict):
     timings: NotRequired[dict[str, float]]  # seconds: import, trace, build, serialize
     clock: NotRequired[dict[str, float]]  # a forked capture: monotonic ``forked`` and ``done`` moments
     structure: NotRequired[Any]  # Linen: the variables' structure, a hint for the next capture
-    # whether the request's structureHint held, was repaired (parameters of other shapes, or new
-    # ones, traced again on the hint with their shapes: no init either) or was not used
+    # whether the request's structureHint held, was repaired (parameters of other shapes or new
+    # ones, hinted statistics of other shapes, traced again on the hint with their shapes: no
+    # init either) or was not used
     hint: NotRequired[Literal["held", "repaired", "stale"]]
     arrays: NotRequired[dict[str, Any]]  # values run: value id -> {shape, dtype, data | omitted | error}
     saved: NotRequired[dict[str, Any]]  # values run: {path, keys, missing} of the written .npz
