@@ -111,15 +111,20 @@ class _Columns:
             found = self.frames.add(key)
         return found
 
-    def head(self, nid: str, primitive: str, params: dict[str, Any], scope: str, group: str | None) -> None:
-        """A node's first columns (``params``: its JSON-safe object); :meth:`tail` its others, once
-        its frames are read (their texts come after its primitive's and scope's)."""
+    def param(self, params: dict[str, Any]) -> int:
+        """The index of a node's params (``params``: its JSON-safe object), added when new."""
+        return self.params.add(_TEXT(params), params) if params else self.params.add("{}", {})
+
+    def head(self, nid: str, primitive: str, params: dict[str, Any] | int, scope: str, group: str | None) -> None:
+        """A node's first columns (``params``: its JSON-safe object, or the index :meth:`param`
+        gave it); :meth:`tail` its others, once its frames are read (their texts come after its
+        primitive's and scope's)."""
         i = len(self.node_ids)
         self.node_ids.append(nid)
         self.regular = self.regular and nid == f"n{i}"
         cols = self.cols
         cols["primitive"].append(self.strings.add(primitive))
-        cols["params"].append(self.params.add(_TEXT(params), params) if params else self.params.add("{}", {}))
+        cols["params"].append(params if isinstance(params, int) else self.param(params))
         cols["scope"].append(self.strings.add(scope))
         cols["group"].append(_NULL if group is None else self.groups.get(group, group))
 
@@ -320,8 +325,14 @@ def encode_graph(graph: Graph) -> dict[str, Any]:
         return found
 
     jsonable = io._jsonable
+    param_at: dict[int, int] = {}  # id of a params object (alive in ``graph``) -> its index
+
     for n in graph.nodes:
-        columns.head(n.id, n.primitive, jsonable(n.params), n.scope, n.group)
+        # the builder gives the nodes of one equation's params one object: its text is made once
+        found = param_at.get(id(n.params))
+        if found is None:
+            found = param_at[id(n.params)] = columns.param(jsonable(n.params))
+        columns.head(n.id, n.primitive, found, n.scope, n.group)
         source = _NULL if n.source is None else frame(n.source)
         stack = stack_at.get(id(n.frames))
         if stack is None:

@@ -180,6 +180,21 @@ def test_random_graphs_round_trip_through_the_compact_form(graph: Graph) -> None
     round_trip(graph)
 
 
+def test_nodes_sharing_one_params_object_encode_as_nodes_with_equal_params() -> None:
+    # The worker's builder gives the nodes of one equation one params object (an inlined jit's
+    # body walked twice); the encoder makes its text once: the same file either way.
+    graph = copy.deepcopy(sample_graphs()[0])
+    dot = {"dimension_numbers": [[[1], [0]], [[], []]], "precision": None}
+    graph.nodes[0].params = dot
+    graph.nodes[1].params = dot
+    graph.nodes[2].params = copy.deepcopy(dot)  # equal, not the same
+    graph.nodes[3].params = {**dot, "precision": "HIGHEST"}
+    round_trip(graph)
+    data = io.to_compact(graph)
+    rows = data["nodes"]["params"][:4]
+    assert rows[0] == rows[1] == rows[2] != rows[3]
+
+
 def test_version_1_files_and_the_earlier_transport_still_load(tmp_path: Path) -> None:
     graph = odd_graph()
     path = tmp_path / "old.json"

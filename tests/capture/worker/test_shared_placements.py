@@ -3,6 +3,7 @@ stack's JSON in the packed transport): sharing never mixes up what differs."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,20 @@ def scope_and_transform(x):
         a = jnp.sin(x)
     b = jax.vmap(jnp.cos)(x)
     return a + b
+
+
+@jax.jit
+def inner(x):
+    return jnp.clip(x, 0.0, 1.0) * 3.0
+
+
+@jax.jit
+def outer(x):
+    return inner(jnp.sin(x)) + 1.0
+
+
+def twice(x):
+    return outer(outer(x))
 
 
 def stack(x):
@@ -77,3 +92,42 @@ def test_repeated_layers_keep_their_own_scopes_and_the_packed_form_is_the_same_g
     req["transport"] = "packed"
     packed = graph_of(run_capture(req))
     assert io.to_json(io.from_json(packed)) == io.to_json(io.from_json(plain))
+
+
+def test_equations_that_share_their_params_share_one_json_form_and_keep_their_own_groups(
+    tmp_path: Path, run_capture: Run
+) -> None:
+    # ``outer``'s body is traced once and walked twice: its equations (and their params) are the
+    # very same objects both times. Plain params are made once; a jit's params name its own
+    # region's group, which each walk makes anew.
+    import jax
+    import jax.numpy as jnp
+
+    from jaxlsp.capture.worker.build import GraphBuilder, jsonable
+    from jaxlsp.capture.worker.failures import Workspace
+
+    (tmp_path / "model.py").write_text(SOURCE)
+    sys_path = list(sys.path)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import model  # type: ignore[import-not-found]
+
+        closed = jax.make_jaxpr(model.twice)(jnp.zeros(4))
+    finally:
+        sys.path[:] = sys_path
+        sys.modules.pop("model", None)
+    builder = GraphBuilder(Workspace(str(tmp_path)), keep_equations=True)
+    builder.build(closed, [], [])
+    for node, eqn in zip(builder.nodes, builder.eqns, strict=True):
+        if node.primitive not in ("jit", "pjit"):
+            assert node.params == {str(k): jsonable(v, {}, str(k)) for k, v in eqn.params.items()}
+    by_equation: dict[int, list[Any]] = {}
+    for node, eqn in zip(builder.nodes, builder.eqns, strict=True):
+        if node.primitive == "convert_element_type":  # jnp.clip's, in ``outer``'s body
+            by_equation.setdefault(id(eqn), []).append(node)
+    assert [len(nodes) for nodes in by_equation.values()] == [2, 2]
+    assert all(a.params is b.params and a.params["new_dtype"] == "float32" for a, b in by_equation.values())
+    inner_calls = [n for n in builder.nodes if n.primitive in ("jit", "pjit") and n.params.get("name") == "inner"]
+    assert len(inner_calls) == 2
+    groups = [n.params["jaxpr"] for n in inner_calls]
+    assert groups[0] != groups[1] and {g["group"] for g in groups} == {n.group for n in inner_calls}
