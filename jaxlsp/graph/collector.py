@@ -42,6 +42,16 @@ def paused() -> Iterator[None]:
                 gc.enable()
 
 
+def off_until_exit() -> None:
+    """The collector off for good, the blocks inside :func:`paused` included: for a process that
+    exits once its result is written (a capture worker), where a collection at the end of the
+    last pause would walk the whole graph it is about to drop."""
+    global _restore
+    with _lock:
+        _restore = False
+        gc.disable()
+
+
 def sweep() -> None:
     """One full collection over everything, frozen objects included, then freeze again.
 

@@ -81,6 +81,7 @@ class ForkServer:
         self.sock = sock
         self.capture = capture
         self.warm: Any = None  # the worker's ``warm``, run again after a preload
+        self.exiting: Any = None  # the worker's ``exiting``: a child exits after its capture
         self.fds: deque[int] = deque()
         self.buffer = b""
         self.children: dict[int, int] = {}  # pid -> capture id
@@ -321,6 +322,8 @@ class ForkServer:
                     os.chdir(cwd)
             request = message["request"]
             request["resultFd"] = result_fd
+            if self.exiting is not None:
+                self.exiting()
             try:
                 result = self.capture(request, jax_ready=True)
                 # when this child began and when its result was ready, on the server's clock
@@ -631,6 +634,7 @@ def serve() -> None:
         worker = importlib.import_module(config["worker"])
         spare.capture = worker.capture
         spare.warm = getattr(worker, "warm", None)
+        spare.exiting = getattr(worker, "exiting", None)
         # Work that is the same for every capture (package versions...) is done once, here.
         getattr(worker, "warm", lambda: None)()
         if _backends_initialised():
