@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_two_small_sizes_give_every_stage_its_figures_and_a_growth_fit(tmp_path: Path) -> None:
     rows_file = tmp_path / "rows.json"
     command = [sys.executable, str(ROOT / "benchmarks" / "scale.py"), "--sizes", "300,600", "--shapes", "forward"]
+    command += ["--repeats", "2"]
     out = subprocess.run(
         [*command, "--json", str(rows_file)],
         capture_output=True,
@@ -38,6 +39,13 @@ def test_two_small_sizes_give_every_stage_its_figures_and_a_growth_fit(tmp_path:
         assert {"jax", "import", "init", "trace", "build", "serialize", "wall"} <= set(row["cli"])
         assert {"bytes", "parse", "write", "store"} <= set(row["file"])
         assert {"first", "page ms", "rss", "warm", "warm import", "warm trace", "warm build"} <= set(row["server"])
+        assert [len(row["runs"][kind]) for kind in ("bare", "cli", "warm")] == [2, 2, 2]
+        # the row's figures are those of the lower middle run
+        assert row["bare"]["wall"] == min(row["runs"]["bare"]) and row["server"]["warm"] == min(row["runs"]["warm"])
+    runs = [line for line in lines if "every run (the median kept):" in line]
+    assert len(runs) == 2 and all(
+        re.search(r"bare [\d.]+ [\d.]+; cli [\d.]+ [\d.]+; warm [\d.]+ [\d.]+$", r) for r in runs
+    )
     table = next(i for i, line in enumerate(lines) if line.startswith("scale: seconds per stage"))
     assert re.match(r" +shape +size +depth +eqns +b\.imp", lines[table + 1]), lines[table + 1]
     growth = next(line for line in lines if line.startswith("  forward  b.imp"))
