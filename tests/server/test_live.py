@@ -272,6 +272,23 @@ async def test_a_save_traces_the_target_it_edited_before_the_others_in_its_file(
     await settled(client, "first", ("fresh",))
 
 
+async def test_a_save_that_edits_no_target_traces_the_one_traced_before_ahead_of_its_neighbours(
+    live: JaxClient,
+) -> None:
+    client = live
+    client.open("neighbours.py")
+    first = await settled(client, "traced")
+    for name in ("scaled", "shifted"):  # no profile, no call site: not live
+        await settled(client, name, ("notLive",))
+    text = (client.workspace / "neighbours.py").read_text()
+    seen = len(client.live)  # type: ignore[attr-defined]
+    save(client, "neighbours.py", text + "\nEXTRA = 1\n")  # a line outside every target
+
+    await client.wait_until(lambda: first_traced(client, seen) is not None, TRACE_WAIT)
+    assert first_traced(client, seen) == "traced"  # defined last, but the only one with a graph
+    await settled(client, "traced", after=first["traceId"])
+
+
 async def test_a_burst_of_ten_saves_runs_at_most_two_traces(live: JaxClient) -> None:
     client = live
     client.open("model.py")
