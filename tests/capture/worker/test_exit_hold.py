@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.capture.worker.conftest import array, graph_of, request
+from tests.deadlines import scaled
 
 pytest.importorskip("jax")
 
@@ -49,7 +50,11 @@ def test_a_capture_in_a_process_about_to_exit_holds_its_graph_with_the_collector
     (tmp_path / "model.py").write_text(MODEL)
     req = request("model.py", "f", array(3, 4), workspace=tmp_path)
     done = subprocess.run(
-        [sys.executable, "-c", EXITING, json.dumps(req)], capture_output=True, text=True, timeout=300, cwd=tmp_path
+        [sys.executable, "-c", EXITING, json.dumps(req)],
+        capture_output=True,
+        text=True,
+        timeout=scaled(300),
+        cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     said = json.loads(done.stdout.strip().splitlines()[-1])
