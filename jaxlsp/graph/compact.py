@@ -115,16 +115,16 @@ class _Columns:
         """The index of a node's params (``params``: its JSON-safe object), added when new."""
         return self.params.add(_TEXT(params), params) if params else self.params.add("{}", {})
 
-    def head(self, nid: str, primitive: str, params: dict[str, Any] | int, scope: str, group: str | None) -> None:
-        """A node's first columns (``params``: its JSON-safe object, or the index :meth:`param`
-        gave it); :meth:`tail` its others, once its frames are read (their texts come after its
+    def head(self, nid: str, primitive: str, params: int, scope: str, group: str | None) -> None:
+        """A node's first columns (``params``: the index :meth:`param` gave its params);
+        :meth:`tail` its others, once its frames are read (their texts come after its
         primitive's and scope's)."""
         i = len(self.node_ids)
         self.node_ids.append(nid)
         self.regular = self.regular and nid == f"n{i}"
         cols = self.cols
         cols["primitive"].append(self.strings.add(primitive))
-        cols["params"].append(params if isinstance(params, int) else self.param(params))
+        cols["params"].append(params)
         cols["scope"].append(self.strings.add(scope))
         cols["group"].append(_NULL if group is None else self.groups.get(group, group))
 
@@ -263,7 +263,7 @@ def encode(data: dict[str, Any]) -> dict[str, Any]:
         g = n.get("group")
         if g is not None and type(g) is not str:
             raise ValueError(f"{path}.group: expected a group id or null, got {io._kind(g)}")
-        columns.head(nid, primitive, p, scope, g)
+        columns.head(nid, primitive, columns.param(p), scope, g)
         src = n.get("source")
         source = _NULL if src is None else frame(src, f"{path}.source")
         stack = io._list(n.get("frames"), f"{path}.frames")
