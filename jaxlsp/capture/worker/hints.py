@@ -66,6 +66,7 @@ class HintCheck:
         self.structure = structure
         self.expected = frozenset(_leaf_paths(structure, ()))
         self.seen: set[tuple[str, ...]] = set()
+        self.reads: list[tuple[str, ...]] = []  # the leaves read, in order (a replayed call's share, worker/replay.py)
         self.created = False
         self.repair = repair
         self.repairs: dict[tuple[str, ...], Any] = {}  # leaf path -> the ShapeDtypeStruct it needs
@@ -131,7 +132,12 @@ class HintCheck:
         differs = cast(Any, got_tree) != want_tree
         if differs or any(_aval(a) != _aval(b) for a, b in zip(got_leaves, want_leaves, strict=True)):
             raise HintStale(f"{col}/{'/'.join((*scope.path, name))}")
-        self.seen.update(_leaf_paths(value, (col, *scope.path, name)))
+        self.note_reads(list(_leaf_paths(value, (col, *scope.path, name))))
+
+    def note_reads(self, paths: list[tuple[str, ...]]) -> None:
+        """Hinted leaves read and checked (or, for a replayed call, read by the call it repeats)."""
+        self.seen.update(paths)
+        self.reads.extend(paths)
 
     def _initialised(self, init_fn: Any, args: Any, kwargs: Any, keyed: bool) -> Any:
         import jax
@@ -142,8 +148,8 @@ class HintCheck:
         try:
             known = self._fn_tokens.get(id(init_fn))  # most reads share their initialiser object
             if known is None or known[0] is not init_fn:
-                known = self._fn_tokens[id(init_fn)] = (init_fn, _token(init_fn))
-            key = (known[1], _token(tuple(args)), _token(tuple(sorted(kwargs.items()))), keyed)
+                known = self._fn_tokens[id(init_fn)] = (init_fn, token(init_fn))
+            key = (known[1], token(tuple(args)), token(tuple(sorted(kwargs.items()))), keyed)
             hash(key)
         except (TypeError, ValueError):  # arrays among the arguments, a mutable closure: not cached
             key = None
@@ -247,8 +253,9 @@ class _Same:
         return id(self.obj)
 
 
-def _token(x: Any, depth: int = 0) -> Any:
-    """A hashable key for ``x`` as an initialiser or one of its arguments, equal to another's only
+def token(x: Any, depth: int = 0) -> Any:
+    """A hashable key for ``x`` as an initialiser or one of its arguments (or a module's field,
+    worker/replay.py), equal to another's only
     when the two give the same output: scalars and strings by type and value, tuples item by
     item, a Python function by its code, globals, defaults and closure (Flax's partitioning
     wrappers and a module's inline ``lambda`` are new function objects at every call, the same
@@ -262,25 +269,25 @@ def _token(x: Any, depth: int = 0) -> Any:
     if type(x) in (tuple, list):  # a list's items as they are now: the initialiser runs now
         if depth >= 8:
             raise TypeError("too deep to key")
-        return (type(x), *(_token(item, depth + 1) for item in x))
+        return (type(x), *(token(item, depth + 1) for item in x))
     if depth < 8 and type(x) is types.FunctionType:
         cells = tuple(cell.cell_contents for cell in x.__closure__ or ())  # an empty cell: ValueError
         return (
             types.FunctionType,
             x.__code__,
             id(x.__globals__),
-            _token(x.__defaults__, depth + 1),
-            _token(tuple(sorted((x.__kwdefaults__ or {}).items())), depth + 1),
-            _token(cells, depth + 1),
+            token(x.__defaults__, depth + 1),
+            token(tuple(sorted((x.__kwdefaults__ or {}).items())), depth + 1),
+            token(cells, depth + 1),
         )
     if depth < 8 and type(x) is functools.partial:
         keywords = tuple(sorted(x.keywords.items()))
-        return (functools.partial, _token(x.func, depth + 1), _token(x.args, depth + 1), _token(keywords, depth + 1))
+        return (functools.partial, token(x.func, depth + 1), token(x.args, depth + 1), token(keywords, depth + 1))
     kind: Any = type(x)
     if isinstance(x, type) or (kind.__eq__ is object.__eq__ and kind.__hash__ is object.__hash__):
         return _Same(x)
     if depth < 8 and dataclasses.is_dataclass(x):  # Flax's DenseGeneral wraps its init in a closure of self
-        fields = ((f.name, _token(getattr(x, f.name), depth + 1)) for f in dataclasses.fields(x) if f.name != "parent")
+        fields = ((f.name, token(getattr(x, f.name), depth + 1)) for f in dataclasses.fields(x) if f.name != "parent")
         return (type(x), *fields)
     import numpy as np
 

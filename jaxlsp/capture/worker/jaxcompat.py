@@ -333,3 +333,192 @@ def cheap_tracer_probes() -> Any:
     finally:
         for name, attr in saved.items():
             setattr(tracer_type, name, attr)
+
+
+# -- Staged equations, recorded and replayed (worker/replay.py) ------------------------------------
+
+
+class Segment(NamedTuple):
+    """The equations one call added to a staging trace, in order, held as data: no tracer of that
+    trace, so that holding a segment keeps no equation alive past jax's dead-code elimination.
+
+    ``eqns``: ``(primitive, params, effects, ctx, traceback, name stack after the call's prefix,
+    inputs, output avals)``, each input ``("lit", literal)``, ``("in", i)`` (the call's i-th input)
+    or ``("eq", j, k)`` (output k of equation j); ``outputs``: the call's results, spelled alike."""
+
+    eqns: list[tuple[Any, ...]]
+    outputs: list[tuple[Any, ...]]
+
+
+def staging_trace() -> Any | None:
+    """The current trace when it is one that stages a jaxpr (``make_jaxpr``'s, a scan body's),
+    else None (a JVP, a vmap, eager evaluation, or a jax whose internals moved)."""
+    try:
+        from jax._src import core
+        from jax._src.interpreters import partial_eval as pe
+
+        trace = core.trace_ctx.trace
+        if type(trace) is not pe.DynamicJaxprTrace:
+            return None
+        frame = trace.frame
+        if not isinstance(frame.tracing_eqns, list):
+            return None
+        return trace
+    except Exception:
+        return None
+
+
+def staged_input(x: Any, trace: Any) -> tuple[Any, Any] | None:
+    """``(tracer, variable)`` standing for ``x`` in ``trace`` when ``x`` is an unknown value there:
+    a tracer of ``trace`` (no literal, no constant: jax folds operations on those), or a tracer of
+    an enclosing trace that ``trace`` already took in (a scan body's broadcast operand, which the
+    body reads as a constant of its own); else None."""
+    try:
+        from jax._src import core
+        from jax._src.interpreters import partial_eval as pe
+
+        if not isinstance(x, core.Tracer):
+            return None
+        if type(x) is pe.DynamicJaxprTracer and x._trace is trace:
+            atom = x.val
+            if type(atom) is not core.Var or atom in trace.frame.constvar_to_val or atom.aval.has_qdd:
+                return None
+            return x, atom
+        inner = trace.frame.constid_to_tracer.get(id(x))  # taken in before: the body's own tracer
+        if inner is None or trace.frame.constvar_to_val.get(inner.val) is not x or inner.val.aval.has_qdd:
+            return None
+        return inner, inner.val
+    except Exception:
+        return None
+
+
+def frame_mark(trace: Any) -> tuple[Any, ...]:
+    """Where ``trace``'s frame stands: equations so far, and what a call must leave as it was to
+    be replayed (arguments, effects, mutable state, higher-order types)."""
+    frame = trace.frame
+    eqns, qdds = len(frame.tracing_eqns), len(frame.mutable_qdds)
+    return (eqns, len(frame.invars), frame.is_high, qdds, frozenset(frame.effects))
+
+
+def segment(
+    trace: Any,
+    mark: tuple[Any, ...],
+    inputs: list[Any],
+    outputs: list[Any],
+    prefix: tuple[Any, ...],
+    own: str | None = None,
+) -> Segment | None:
+    """The equations ``trace`` staged since ``mark``, as a :class:`Segment` over ``inputs`` (the
+    call's input variables) giving ``outputs`` (its result tracers); None when the call did
+    anything a replay would not repeat: an effect, a new constant or argument, a read of a value
+    that is no input, an equation outside the name stack ``prefix`` (followed by the scope
+    ``own``, when given: the call's own, which a replay renames), a result that is no tracer."""
+    try:
+        import weakref
+
+        from jax._src import core
+        from jax._src import source_info_util as siu
+        from jax._src.interpreters import partial_eval as pe
+
+        frame = trace.frame
+        start = mark[0]
+        if (len(frame.invars), frame.is_high, len(frame.mutable_qdds), frozenset(frame.effects)) != mark[1:]:
+            return None
+        where: dict[Any, tuple[Any, ...]] = {}
+        for i, var in enumerate(inputs):
+            where.setdefault(var, ("in", i))
+        made: dict[Any, tuple[Any, ...]] = {}
+        eqns: list[tuple[Any, ...]] = []
+        if own is not None:
+            prefix = (*prefix, siu.Scope(own))
+        cut = len(prefix)
+        # Scope and Transform are named tuples that compare equal for one name: compare types too
+        typed = [(type(item), item) for item in prefix]
+        for ref in frame.tracing_eqns[start:]:
+            eqn = ref() if isinstance(ref, weakref.ReferenceType) else ref
+            if eqn is None:  # dead already: a trace of the call would have dropped it too
+                continue
+            if type(eqn) is not pe.TracingEqn or eqn.effects:
+                return None
+            source = eqn.source_info
+            stack = source.name_stack.stack
+            if len(stack) < cut or any(type(a) is not t or a != b for a, (t, b) in zip(stack, typed, strict=False)):
+                return None
+            ins: list[tuple[Any, ...]] = []
+            for tracer in eqn.in_tracers:
+                atom = tracer.val
+                if type(atom) is core.Literal:
+                    ins.append(("lit", atom))
+                elif atom in made:
+                    ins.append(made[atom])
+                elif atom in where:
+                    ins.append(where[atom])
+                else:  # a constant, or a value the call reached other than through its inputs
+                    return None
+            for k, var in enumerate(eqn.outvars):
+                if var.aval.has_qdd:
+                    return None
+                made[var] = ("eq", len(eqns), k)
+            avals = [var.aval for var in eqn.outvars]
+            suffix = tuple(stack[cut:])
+            eqns.append((eqn.primitive, eqn.params, eqn.effects, eqn.ctx, source.traceback, suffix, ins, avals))
+        outs: list[tuple[Any, ...]] = []
+        for out in outputs:
+            if type(out) is not pe.DynamicJaxprTracer or out._trace is not trace:
+                return None
+            spec = made.get(out.val) or where.get(out.val)
+            if spec is None:
+                return None
+            outs.append(spec)
+        return Segment(eqns, outs)
+    except Exception:
+        return None
+
+
+def replay(trace: Any, seg: Segment, inputs: list[Any], prefix: tuple[Any, ...], own: str | None = None) -> list[Any]:
+    """Stage ``seg``'s equations again in ``trace`` on ``inputs`` (tracers, in the recorded call's
+    order), under the name stack ``prefix`` and the scope ``own`` (when the segment was recorded
+    with one), each with its recorded traceback: the equations a trace of the same call would
+    stage. The result tracers, in order."""
+    from jax._src import source_info_util as siu
+    from jax._src.interpreters import partial_eval as pe
+
+    if own is not None:
+        prefix = (*prefix, siu.Scope(own))
+    made: list[list[Any]] = []
+    for primitive, params, effects, ctx, traceback, suffix, ins, avals in seg.eqns:
+        source = siu.SourceInfo(traceback, siu.NameStack(prefix + suffix))
+        tracers = []
+        for spec in ins:
+            if spec[0] == "in":
+                tracers.append(inputs[spec[1]])
+            elif spec[0] == "eq":
+                tracers.append(made[spec[1]][spec[2]])
+            else:
+                tracers.append(pe.DynamicJaxprTracer(trace, spec[1].aval, spec[1], source))
+        made.append(trace.emit_eqn(tracers, avals, primitive, params, effects, source, ctx))
+    return [inputs[spec[1]] if spec[0] == "in" else made[spec[1]][spec[2]] for spec in seg.outputs]
+
+
+def staging_context() -> tuple[Any, ...] | None:
+    """What the staged equations of a call depend on besides the call itself and its name stack:
+    jax's trace context (its configuration), the equation context and the Python call stack above
+    (code and instruction of every frame: the equations' tracebacks). None when unknown."""
+    try:
+        from jax._src import config, core
+        from jax._src import source_info_util as siu
+
+        # the traceback equations staged now get (a jax user_context's, when one is set)
+        return (config.trace_context(), core.current_jaxpr_eqn_context(), siu.current().traceback)
+    except Exception:
+        return None
+
+
+def current_name_stack() -> tuple[Any, ...] | None:
+    """The items of the name stack equations staged now get (None when unknown)."""
+    try:
+        from jax._src import source_info_util as siu
+
+        return tuple(siu.current_name_stack().stack)
+    except Exception:
+        return None

@@ -179,7 +179,7 @@ def _capture_reporting(request: WorkerRequest | dict[str, Any], jax_ready: bool)
             result["structure"] = extra["structure"]
         if extra.get("hint") is not None:
             result["hint"] = extra["hint"]
-        for key in ("roots", "callsite", "learned"):
+        for key in ("roots", "callsite", "learned", "replayed"):
             if extra.get(key) is not None:
                 result[key] = extra[key]
         for key in ("arrays", "saved"):  # a values run's payloads
@@ -361,7 +361,9 @@ def trace_target(
 
         def attempt(hint: Any, t0: float, repair: bool = False) -> tuple[Any, Any, Any, Any, float]:
             with on_device if concrete else contextlib.nullcontext():
-                plan = targets.make_plan(kind, made, profile, method, call_args, hint, concrete)
+                plan = targets.make_plan(
+                    kind, made, profile, method, call_args, hint, concrete, replay=request.get("replay") is not False
+                )
             if plan.hint_check is not None:
                 plan.hint_check.repair = repair
                 plan.hint_check.outputs = outputs
@@ -372,6 +374,8 @@ def trace_target(
             t1 = time.perf_counter()
             with jax.default_device(device) if device is not None else contextlib.nullcontext():
                 closed, out_shape = jax.make_jaxpr(traced.fn, return_shape=True)(*traced.operands)
+            if plan.replay is not None and extra is not None:
+                extra["replayed"] = plan.replay.replayed
             hinted = plan.hint_check
             if hinted is not None and not hinted.held():
                 repaired = hinted.repaired_structure()
@@ -758,10 +762,12 @@ def warm() -> None:
             importlib.import_module(f"jaxlsp.capture.worker.{name}")
     importlib.import_module("jaxlsp.graph.io")
     importlib.import_module("jaxlsp.graph.compact")  # the result's form (io.to_compact imports it late)
-    from jaxlsp.capture.worker import contracts, failures, jaxcompat
+    from jaxlsp.capture.worker import contracts, failures, jaxcompat, replay
 
     jaxcompat.warm()
     contracts.warm()
+    if "flax.linen" in sys.modules:  # the replay hook set before the forks (replay.install)
+        replay.install()
     failures.remember_loaded()  # last: the modules above are loaded now
 
 

@@ -185,6 +185,8 @@ class WorkerRequest(TypedDict):
     # capture/speculate.py: a Linen variables structure to use instead of the abstract init,
     # checked by the trace itself (worker/hints.py HintCheck)
     structureHint: NotRequired[Any]
+    # False: no replay of repeated Linen module calls (worker/replay.py); every call is traced
+    replay: NotRequired[bool]
     limits: NotRequired[dict[str, int]]  # graph-size limits {equations, values, bytes} (worker/limits.py)
     costs: NotRequired[CostOptions]  # measure XLA's costs of every equation (worker/costs.py)
     values: NotRequired[ValuesRequest]  # also evaluate the graph: statistics on every value
@@ -214,6 +216,7 @@ class WorkerResult(TypedDict):
     # ones, hinted statistics of other shapes, traced again on the hint with their shapes: no
     # init either) or was not used
     hint: NotRequired[Literal["held", "repaired", "stale"]]
+    replayed: NotRequired[int]  # Linen module calls whose equations were replayed (worker/replay.py)
     arrays: NotRequired[dict[str, Any]]  # values run: value id -> {shape, dtype, data | omitted | error}
     saved: NotRequired[dict[str, Any]]  # values run: {path, keys, missing} of the written .npz
     # What the graph's relative paths are relative to: {base, packages: {package: sys.path entry}}

@@ -16,9 +16,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from jaxlsp.capture.worker import replay as replay_mod
 from jaxlsp.capture.worker.failures import CaptureError
 from jaxlsp.capture.worker.hints import HintCheck, from_structure, variables_structure
 from jaxlsp.capture.worker.inputs import InputBuilder, abstract_key, abstractify, is_dynamic
+from jaxlsp.capture.worker.replay import CallReplay
 from jaxlsp.capture.worker.scopes import Walker, equinox_module_paths, module_scopes, nnx_module_paths
 
 Apply = Callable[[Any, Any, Any, list[Any], dict[str, Any]], tuple[Any, Any]]
@@ -39,6 +41,8 @@ class Plan:
     structure: Any = None  # Linen: the variables' structure (variables_structure), for hints
     # Linen with a structure hint: the check of the hinted variables the trace makes (HintCheck)
     hint_check: HintCheck | None = None
+    # Linen: the last trace's replay of repeated module calls (worker/replay.py), None when off
+    replay: CallReplay | None = None
 
 
 def infer_kind(obj: Any) -> str:
@@ -175,16 +179,18 @@ def make_plan(
     call_args: tuple[list[Any], dict[str, Any]],
     structure_hint: Any = None,
     concrete: bool = False,
+    replay: bool = True,
 ) -> Plan:
     """The target's plan; ``concrete`` (a values run): the model's variables are made for real
-    (initialised with the seed, or the factory's own), never abstractly."""
+    (initialised with the seed, or the factory's own), never abstractly. ``replay``: a Linen
+    model's repeated module calls replay the first one's equations (worker/replay.py)."""
     seed = int(profile.get("seed", 0))
     model, factory, init_args, init_kwargs = made.model, made.factory, made.args, made.kwargs
     if kind == "function":
         return _function_plan(model, profile, call_args)
     if kind == "linen":
         plan = _linen_plan(
-            model, factory, init_args, init_kwargs, profile, seed, method, call_args, structure_hint, concrete
+            model, factory, init_args, init_kwargs, profile, seed, method, call_args, structure_hint, concrete, replay
         )
     elif kind == "nnx":
         plan = _nnx_plan(model, factory, init_args, init_kwargs, seed, method, concrete)
@@ -312,6 +318,7 @@ def _linen_plan(
     call_args: tuple[list[Any], dict[str, Any]],
     structure_hint: Any = None,
     concrete: bool = False,
+    replay: bool = True,
 ) -> Plan:
     import jax
 
@@ -359,10 +366,15 @@ def _linen_plan(
             reading: contextlib.AbstractContextManager[None] = check.checking()
         else:  # our own init's need no check; a bound module's keep Flax's
             reading = _linen_params_as_initialised() if ours else contextlib.nullcontext()
+        # Repeated calls replay the first one's equations: never with RNG streams or mutable
+        # collections (replay.py refuses them per call too), nor in a values run.
+        replaying = replay and not concrete and not keys and not mutable
         with (
             reading,
             _linen_initializing() if mutable is True else contextlib.nullcontext(),
+            replay_mod.replaying(check) if replaying else contextlib.nullcontext() as replayer,
         ):
+            plan.replay = replayer
             out = model.apply(
                 {"params": params, **state},
                 *args,
@@ -375,7 +387,7 @@ def _linen_plan(
             return out[0], out[1]
         return out, None
 
-    return Plan(
+    plan = Plan(
         kind="linen",
         apply=apply,
         params=params,
@@ -389,6 +401,7 @@ def _linen_plan(
         structure=structure,
         hint_check=check,
     )
+    return plan
 
 
 @contextlib.contextmanager

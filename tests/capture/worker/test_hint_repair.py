@@ -218,7 +218,7 @@ def test_an_initialiser_is_cached_by_what_it_computes() -> None:
     def make(n: int) -> Any:
         return lambda key, shape: jnp.zeros((*shape, n))
 
-    token = hints._token
+    token = hints.token
     assert token(make(2)) == token(make(2)) != token(make(3))
     assert token(logical(make(2), "a")) == token(logical(make(2), "a")) != token(logical(make(2), "b"))
     assert token([1, 2]) != token((1, 2)) and token(1) != token(1.0) != token(True)
