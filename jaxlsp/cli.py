@@ -151,6 +151,7 @@ def _trace_with(args: argparse.Namespace, early: EarlyWorker | None) -> int:
             values=values,
             time=timed,
             paths_from_recipe=True,
+            replay=not args.no_replay,
             source=args.source,
             cwd=Path.cwd(),
             root=Path(args.root) if args.root else None,
@@ -216,6 +217,9 @@ def _trace_with(args: argparse.Namespace, early: EarlyWorker | None) -> int:
     timings = capture.result.get("timings", {})
     phases = ", ".join(f"{k} {v:.2f}s" for k, v in timings.items())
     print(f"\ntraced in {capture.wall:.2f}s ({capture.via}; {phases}) with {capture.python} ({outcome.route})")
+    replayed = capture.result.get("replayed")
+    if replayed:
+        print(f"{replayed:,} repeated module calls replayed, not run again (--no-replay traces every call)")
     for label, path in (("graph", args.output), ("html", args.html)):
         if path:
             print(f"wrote {label}: {path}")
@@ -443,6 +447,12 @@ def parser() -> argparse.ArgumentParser:
     )
     t.add_argument(
         "--timeout", type=float, help="seconds before the worker is killed (default 60; 300 for a run of an example)"
+    )
+    t.add_argument(
+        "--no-replay",
+        action="store_true",
+        help="trace every Linen module call; by default a call that repeats an earlier one (a model's N "
+        "equal layers) replays its equations",
     )
     t.add_argument("--max-equations", type=int, metavar="N", help="refuse graphs with more equations (500000)")
     t.add_argument("--max-values", type=int, metavar="N", help="refuse graphs with more values (1000000)")

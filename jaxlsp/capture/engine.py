@@ -122,6 +122,8 @@ class TraceRequest:
     # a live trace: the worker reaches no other machine, and a capture that wanted to is refused
     # (worker/offline.py), never a download on opening a file
     offline: bool = False
+    # False: every Linen module call is traced, none replayed (worker/replay.py; the CLI's --no-replay)
+    replay: bool = True
 
 
 @dataclass
@@ -388,6 +390,8 @@ def build_request(
         request["siteFolders"] = [str(p) for p in folders]
     if req.offline:
         request["offline"] = True
+    if not req.replay:
+        request["replay"] = False
     if recipe_path is not None:
         request["recipePath"] = str(recipe_path)
         if req.paths_from_recipe:

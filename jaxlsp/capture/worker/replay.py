@@ -55,9 +55,9 @@ IDENTITY = re.compile(
     r"|\bgetattr\(\s*self\s*,"
     r"|\b(?:id|hash)\(\s*self\s*\)"
     r"|^\s*(?:global|nonlocal)\s+\w"
-    r"|\b(?:np|numpy)\.random\.(?!default_rng\(\d*\)\.)"
-    r"|\brandom\.(?:random|randint|randrange|choice|choices|shuffle|sample|uniform|gauss|seed|getrandbits)\("
-    r"|\btime\.(?:time|time_ns|perf_counter|monotonic|process_time)\(",
+    r"|(?<![\w.])(?:np|numpy)\.random\."
+    r"|(?<![\w.])random\.(?:random|randint|randrange|choice|choices|shuffle|sample|uniform|gauss|seed|getrandbits)\("
+    r"|(?<![\w.])time\.(?:time|time_ns|perf_counter|monotonic|process_time)\(",
     re.M,
 )
 
