@@ -61,13 +61,24 @@ def test_export_re_renders_a_saved_graph(cnn_graph: tuple[Path, subprocess.Compl
 
 @pytest.fixture(scope="module")
 def transformer_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The transformer traced three times: by default, with --expanded, with --compact (the old opt-in)."""
+    """The transformer traced four times: by default, with --expanded, with --compact (the old
+    opt-in), with --no-replay; each command's output beside its file."""
     out = tmp_path_factory.mktemp("transformer")
-    for name, flags in (("default", []), ("expanded", ["--expanded"]), ("compact", ["--compact"])):
+    variants = (("default", []), ("expanded", ["--expanded"]), ("compact", ["--compact"]), ("exact", ["--no-replay"]))
+    for name, flags in variants:
         target = ["trace", "transformer.py::Transformer", "--profile", "forward", *flags]
         result = run([*target, "-o", str(out / f"{name}.json")], cwd=MODELS)
         assert result.returncode == 0, result.stderr
+        (out / f"{name}.out").write_text(result.stdout, encoding="utf-8")
     return out
+
+
+def test_repeated_layers_replay_and_the_file_is_the_one_every_call_traced_gives(transformer_files: Path) -> None:
+    """The 12 layers: 11 calls replay the first one's equations (worker/replay.py); --no-replay
+    traces all 12, and the graph file is the same, byte for byte."""
+    assert "11 repeated module calls replayed" in (transformer_files / "default.out").read_text(encoding="utf-8")
+    assert "replayed" not in (transformer_files / "exact.out").read_text(encoding="utf-8")
+    assert (transformer_files / "exact.json").read_bytes() == (transformer_files / "default.json").read_bytes()
 
 
 def test_the_graph_file_is_the_compact_form_by_default(transformer_files: Path) -> None:

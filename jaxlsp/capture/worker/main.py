@@ -356,14 +356,15 @@ def trace_target(
         # A jaxtyping check keeps what a trace broke: a hinted trace that is thrown away must not
         # leave its findings there, so targets with annotated functions initialise for real.
         hint = request.get("structureHint") if not concrete and (check is None or not check.checked) else None
+        # A replayed call runs none of its Python, so none of its annotated functions' checks:
+        # targets with a jaxtyping check trace every call (worker/replay.py).
+        replay = request.get("replay") is not False and (check is None or not check.checked)
 
         outputs: dict[Any, Any] = {}  # the initialisers' abstract outputs, for every hinted attempt
 
         def attempt(hint: Any, t0: float, repair: bool = False) -> tuple[Any, Any, Any, Any, float]:
             with on_device if concrete else contextlib.nullcontext():
-                plan = targets.make_plan(
-                    kind, made, profile, method, call_args, hint, concrete, replay=request.get("replay") is not False
-                )
+                plan = targets.make_plan(kind, made, profile, method, call_args, hint, concrete, replay=replay)
             if plan.hint_check is not None:
                 plan.hint_check.repair = repair
                 plan.hint_check.outputs = outputs

@@ -26,7 +26,8 @@ statistics, an init), it is ``setup`` or the root module's call, a value it read
 no input, it stages an effect or a new argument, or any class whose method ran in it comes from
 a file that reads a module's identity or state that changes between calls (:data:`IDENTITY`:
 ``self.name``, ``self.path``, ``self.scope``, ``self.parent``, ``global``, ``nonlocal``, Python's
-own random numbers, the clock). What stays trusted is what the key cannot see: a module whose
+own random numbers, the clock). A target with a jaxtyping contract check never replays
+(worker/main.py: a replayed call would skip its checks). What stays trusted is what the key cannot see: a module whose
 Python reads mutable state of another file. A capture can turn replay off (the request's
 ``replay: false``, the CLI's ``--no-replay``).
 
