@@ -400,6 +400,59 @@ def frame_mark(trace: Any) -> tuple[Any, ...]:
     return (eqns, len(frame.invars), frame.is_high, qdds, frozenset(frame.effects))
 
 
+def _staged_since(
+    frame: Any, start: int, where: dict[Any, tuple[Any, ...]], prefix: tuple[Any, ...]
+) -> tuple[list[tuple[Any, ...]], dict[Any, tuple[Any, ...]]] | None:
+    """The live equations of ``frame`` from ``start`` on, as data: each input a literal, a value
+    ``where`` names, or an output of an earlier one of them; their outputs (``made``). None when
+    an equation has an effect, reads any other value, or is staged outside the name stack
+    ``prefix`` (compared with its items' types: Scope and Transform are equal named tuples)."""
+    import weakref
+
+    from jax._src import core
+    from jax._src.interpreters import partial_eval as pe
+
+    cut = len(prefix)
+    typed = [(type(item), item) for item in prefix]
+    made: dict[Any, tuple[Any, ...]] = {}
+    eqns: list[tuple[Any, ...]] = []
+    for ref in frame.tracing_eqns[start:]:
+        eqn = ref() if isinstance(ref, weakref.ReferenceType) else ref
+        if eqn is None:  # dead already: a trace of the call would have dropped it too
+            continue
+        if type(eqn) is not pe.TracingEqn or eqn.effects:
+            return None
+        source = eqn.source_info
+        stack = source.name_stack.stack
+        if len(stack) < cut or any(type(a) is not t or a != b for a, (t, b) in zip(stack, typed, strict=False)):
+            return None
+        ins: list[tuple[Any, ...]] = []
+        for tracer in eqn.in_tracers:
+            atom = tracer.val
+            if type(atom) is core.Literal:
+                ins.append(("lit", atom))
+            elif atom in made:
+                ins.append(made[atom])
+            elif atom in where:
+                ins.append(where[atom])
+            else:  # a constant, or a value the call reached other than through its inputs
+                return None
+        for k, var in enumerate(eqn.outvars):
+            if var.aval.has_qdd:
+                return None
+            made[var] = ("eq", len(eqns), k)
+        avals = [var.aval for var in eqn.outvars]
+        suffix = tuple(stack[cut:])
+        eqns.append((eqn.primitive, eqn.params, eqn.effects, eqn.ctx, source.traceback, suffix, ins, avals))
+    return eqns, made
+
+
+def _own(prefix: tuple[Any, ...], own: str | None) -> tuple[Any, ...]:
+    from jax._src import source_info_util as siu
+
+    return prefix if own is None else (*prefix, siu.Scope(own))
+
+
 def segment(
     trace: Any,
     mark: tuple[Any, ...],
@@ -414,54 +467,18 @@ def segment(
     that is no input, an equation outside the name stack ``prefix`` (followed by the scope
     ``own``, when given: the call's own, which a replay renames), a result that is no tracer."""
     try:
-        import weakref
-
-        from jax._src import core
-        from jax._src import source_info_util as siu
         from jax._src.interpreters import partial_eval as pe
 
         frame = trace.frame
-        start = mark[0]
-        if (len(frame.invars), frame.is_high, len(frame.mutable_qdds), frozenset(frame.effects)) != mark[1:]:
+        if frame_mark(trace)[1:] != mark[1:]:
             return None
         where: dict[Any, tuple[Any, ...]] = {}
         for i, var in enumerate(inputs):
             where.setdefault(var, ("in", i))
-        made: dict[Any, tuple[Any, ...]] = {}
-        eqns: list[tuple[Any, ...]] = []
-        if own is not None:
-            prefix = (*prefix, siu.Scope(own))
-        cut = len(prefix)
-        # Scope and Transform are named tuples that compare equal for one name: compare types too
-        typed = [(type(item), item) for item in prefix]
-        for ref in frame.tracing_eqns[start:]:
-            eqn = ref() if isinstance(ref, weakref.ReferenceType) else ref
-            if eqn is None:  # dead already: a trace of the call would have dropped it too
-                continue
-            if type(eqn) is not pe.TracingEqn or eqn.effects:
-                return None
-            source = eqn.source_info
-            stack = source.name_stack.stack
-            if len(stack) < cut or any(type(a) is not t or a != b for a, (t, b) in zip(stack, typed, strict=False)):
-                return None
-            ins: list[tuple[Any, ...]] = []
-            for tracer in eqn.in_tracers:
-                atom = tracer.val
-                if type(atom) is core.Literal:
-                    ins.append(("lit", atom))
-                elif atom in made:
-                    ins.append(made[atom])
-                elif atom in where:
-                    ins.append(where[atom])
-                else:  # a constant, or a value the call reached other than through its inputs
-                    return None
-            for k, var in enumerate(eqn.outvars):
-                if var.aval.has_qdd:
-                    return None
-                made[var] = ("eq", len(eqns), k)
-            avals = [var.aval for var in eqn.outvars]
-            suffix = tuple(stack[cut:])
-            eqns.append((eqn.primitive, eqn.params, eqn.effects, eqn.ctx, source.traceback, suffix, ins, avals))
+        staged = _staged_since(frame, mark[0], where, _own(prefix, own))
+        if staged is None:
+            return None
+        eqns, made = staged
         outs: list[tuple[Any, ...]] = []
         for out in outputs:
             if type(out) is not pe.DynamicJaxprTracer or out._trace is not trace:
@@ -475,29 +492,183 @@ def segment(
         return None
 
 
+def _emit(
+    trace: Any, eqns: list[tuple[Any, ...]], resolve: Callable[[tuple[Any, ...]], Any], prefix: tuple[Any, ...]
+) -> list[list[Any]]:
+    from jax._src import source_info_util as siu
+    from jax._src.interpreters import partial_eval as pe
+
+    made: list[list[Any]] = []
+    for primitive, params, effects, ctx, traceback, suffix, ins, avals in eqns:
+        source = siu.SourceInfo(traceback, siu.NameStack(prefix + suffix))
+        tracers = []
+        for spec in ins:
+            if spec[0] == "eq":
+                tracers.append(made[spec[1]][spec[2]])
+            elif spec[0] == "lit":
+                tracers.append(pe.DynamicJaxprTracer(trace, spec[1].aval, spec[1], source))
+            else:
+                tracers.append(resolve(spec))
+        made.append(trace.emit_eqn(tracers, avals, primitive, params, effects, source, ctx))
+    return made
+
+
 def replay(trace: Any, seg: Segment, inputs: list[Any], prefix: tuple[Any, ...], own: str | None = None) -> list[Any]:
     """Stage ``seg``'s equations again in ``trace`` on ``inputs`` (tracers, in the recorded call's
     order), under the name stack ``prefix`` and the scope ``own`` (when the segment was recorded
     with one), each with its recorded traceback: the equations a trace of the same call would
     stage. The result tracers, in order."""
-    from jax._src import source_info_util as siu
-    from jax._src.interpreters import partial_eval as pe
-
-    if own is not None:
-        prefix = (*prefix, siu.Scope(own))
-    made: list[list[Any]] = []
-    for primitive, params, effects, ctx, traceback, suffix, ins, avals in seg.eqns:
-        source = siu.SourceInfo(traceback, siu.NameStack(prefix + suffix))
-        tracers = []
-        for spec in ins:
-            if spec[0] == "in":
-                tracers.append(inputs[spec[1]])
-            elif spec[0] == "eq":
-                tracers.append(made[spec[1]][spec[2]])
-            else:
-                tracers.append(pe.DynamicJaxprTracer(trace, spec[1].aval, spec[1], source))
-        made.append(trace.emit_eqn(tracers, avals, primitive, params, effects, source, ctx))
+    made = _emit(trace, seg.eqns, lambda spec: inputs[spec[1]], _own(prefix, own))
     return [inputs[spec[1]] if spec[0] == "in" else made[spec[1]][spec[2]] for spec in seg.outputs]
+
+
+# -- The same under a gradient: jax's direct linearization over two staging traces ------------------
+
+
+class LinearSegment(NamedTuple):
+    """A call recorded under :func:`linearize_trace`: the equations it staged in the primal trace
+    (as a :class:`Segment`'s), the residuals the tangent trace took in during the call, in order
+    (each ``("pin", i)``: input i's primal, or ``("eq", j, k)``: a primal equation's output), the
+    tangent equations (their inputs also ``("tin", i)``: input i's tangent, ``("lifted", i)``: input
+    i's primal taken in before the call, ``("const", c)``: residual c), and per output its primal
+    and tangent (None: a symbolic zero, the output is its primal alone)."""
+
+    primal: list[tuple[Any, ...]]
+    residuals: list[tuple[Any, ...]]
+    tangent: list[tuple[Any, ...]]
+    outputs: list[tuple[tuple[Any, ...], tuple[Any, ...] | None]]
+
+
+def linearize_trace() -> Any | None:
+    """The current trace when it is jax's direct linearization (a gradient's forward pass) with a
+    staging trace for the primal values (``make_jaxpr``'s) and one for the tangents, else None."""
+    try:
+        from jax._src import core
+        from jax._src.interpreters import ad
+        from jax._src.interpreters import partial_eval as pe
+
+        trace = core.trace_ctx.trace
+        if type(trace) is not ad.LinearizeTrace or not isinstance(trace._name_stack_prefix_len, int):
+            return None
+        if (
+            type(trace.parent_trace) is not pe.DynamicJaxprTrace
+            or type(trace.tangent_trace) is not pe.DynamicJaxprTrace
+        ):
+            return None
+        return trace
+    except Exception:
+        return None
+
+
+def linearized_input(x: Any, trace: Any) -> tuple[Any, Any, Any, Any, bool] | None:
+    """``(primal, its variable, tangent or None, its variable or None, primal already taken in by
+    the tangent trace)`` of ``x`` under the linearization ``trace``; None when ``x`` is no such
+    value (a constant, another trace's, a symbolic zero that is no primal)."""
+    try:
+        from jax._src.interpreters import ad
+
+        if type(x) is ad.LinearizeTracer and x._trace is trace:
+            primal, tangent = x.primal, x.tangent
+            if type(tangent) is getattr(ad, "Zero", None):  # a symbolic zero: no tangent to stand for
+                return None
+        else:
+            primal, tangent = x, None
+        staged = staged_input(primal, trace.parent_trace)
+        if staged is None or staged[0] is not primal:
+            return None
+        tangent_var = None
+        if tangent is not None:
+            inner = staged_input(tangent, trace.tangent_trace)
+            if inner is None or inner[0] is not tangent:
+                return None
+            tangent_var = inner[1]
+        lifted = id(primal) in trace.tangent_trace.frame.constid_to_tracer
+        return primal, staged[1], tangent, tangent_var, lifted
+    except Exception:
+        return None
+
+
+def linear_mark(trace: Any) -> tuple[Any, ...]:
+    tangent = trace.tangent_trace
+    return (frame_mark(trace.parent_trace), frame_mark(tangent), set(tangent.frame.constvar_to_val))
+
+
+def tangent_prefix(trace: Any) -> tuple[Any, ...]:
+    """The name stack a tangent equation staged now gets: the part after the linearization's start."""
+    from jax._src import source_info_util as siu
+
+    return tuple(siu.current_name_stack().stack)[trace._name_stack_prefix_len :]
+
+
+def linear_segment(
+    trace: Any,
+    mark: tuple[Any, ...],
+    inputs: list[tuple[Any, Any, Any, Any, bool]],
+    outputs: list[Any],
+    prefix: tuple[Any, ...],
+    tangents: tuple[Any, ...],
+    own: str | None,
+) -> LinearSegment | None:
+    """What ``trace`` (a :func:`linearize_trace`) staged in its two traces since ``mark``, over
+    ``inputs`` (:func:`linearized_input`'s) giving ``outputs``, its primal equations under the name
+    stack ``prefix`` and its tangent ones under ``tangents`` (:func:`tangent_prefix`), each then
+    under ``own``; None when anything was staged that a replay would not repeat (as
+    :func:`segment` says, in either trace)."""
+    try:
+        from jax._src.interpreters import ad
+
+        parent, tangent = trace.parent_trace, trace.tangent_trace
+        if frame_mark(parent)[1:] != mark[0][1:] or frame_mark(tangent)[1:] != mark[1][1:]:
+            return None
+        where: dict[Any, tuple[Any, ...]] = {}
+        for i, (_, var, _, _, _) in enumerate(inputs):
+            where.setdefault(var, ("in", i))
+        staged = _staged_since(parent.frame, mark[0][0], where, _own(prefix, own))
+        if staged is None:
+            return None
+        primal, made = staged
+        before = mark[2]
+        residuals: list[tuple[Any, ...]] = []
+        where_t: dict[Any, tuple[Any, ...]] = {}
+        for i, (_, _, _, tangent_var, _) in enumerate(inputs):
+            if tangent_var is not None:
+                where_t.setdefault(tangent_var, ("tin", i))
+        lifted_before: dict[Any, tuple[Any, ...]] = {}
+        for i, (p, _, _, _, lifted) in enumerate(inputs):
+            if lifted:
+                lifted_before.setdefault(tangent.frame.constid_to_tracer[id(p)].val, ("lifted", i))
+        for constvar, value in tangent.frame.constvar_to_val.items():
+            if constvar in before:
+                if constvar in lifted_before:
+                    where_t[constvar] = lifted_before[constvar]
+                continue
+            source = made.get(getattr(value, "val", None)) or where.get(getattr(value, "val", None))
+            if source is None or getattr(value, "_trace", None) is not parent:
+                return None
+            where_t[constvar] = ("const", len(residuals))
+            residuals.append(("pin", source[1]) if source[0] == "in" else source)
+        staged_t = _staged_since(tangent.frame, mark[1][0], where_t, _own(tangents, own))
+        if staged_t is None:
+            return None
+        tangent_eqns, made_t = staged_t
+        outs: list[tuple[tuple[Any, ...], tuple[Any, ...] | None]] = []
+        for out in outputs:
+            if type(out) is ad.LinearizeTracer and out._trace is trace:
+                p, t = out.primal, out.tangent
+                t_spec = made_t.get(getattr(t, "val", None)) or where_t.get(getattr(t, "val", None))
+                if t_spec is None or t_spec[0] in ("const", "lifted") or getattr(t, "_trace", None) is not tangent:
+                    return None
+            else:
+                p, t_spec = out, None
+            if getattr(p, "_trace", None) is not parent:
+                return None
+            p_spec = made.get(p.val) or where.get(p.val)
+            if p_spec is None:
+                return None
+            outs.append((p_spec, t_spec))
+        return LinearSegment(primal, residuals, tangent_eqns, outs)
+    except Exception:
+        return None
 
 
 def staging_context() -> tuple[Any, ...] | None:
@@ -522,3 +693,45 @@ def current_name_stack() -> tuple[Any, ...] | None:
         return tuple(siu.current_name_stack().stack)
     except Exception:
         return None
+
+
+def linear_replay(
+    trace: Any,
+    seg: LinearSegment,
+    inputs: list[tuple[Any, Any, Any, Any, bool]],
+    prefix: tuple[Any, ...],
+    tangents: tuple[Any, ...],
+    own: str | None,
+) -> list[Any]:
+    """Stage ``seg`` again under the linearization ``trace`` on ``inputs``: its primal equations,
+    the tangent trace's residuals in their order, its tangent equations; the results as a trace of
+    the call gives them (a primal and tangent pair, or a primal alone)."""
+    from jax._src import source_info_util as siu
+    from jax._src.interpreters import ad
+
+    pair: Any = ad.LinearizeTracer
+    parent, tangent = trace.parent_trace, trace.tangent_trace
+    primal = _emit(parent, seg.primal, lambda spec: inputs[spec[1]][0], _own(prefix, own))
+
+    def value(spec: tuple[Any, ...]) -> Any:
+        return inputs[spec[1]][0] if spec[0] in ("in", "pin") else primal[spec[1]][spec[2]]
+
+    source = siu.current()
+    residuals = [tangent.new_const(value(spec), source) for spec in seg.residuals]
+
+    def resolve(spec: tuple[Any, ...]) -> Any:
+        if spec[0] == "tin":
+            return inputs[spec[1]][2]
+        if spec[0] == "lifted":
+            return tangent.frame.constid_to_tracer[id(inputs[spec[1]][0])]
+        return residuals[spec[1]]
+
+    made = _emit(tangent, seg.tangent, resolve, _own(tangents, own))
+    out: list[Any] = []
+    for p_spec, t_spec in seg.outputs:
+        if t_spec is None:
+            out.append(value(p_spec))
+        else:
+            t = made[t_spec[1]][t_spec[2]] if t_spec[0] == "eq" else resolve(t_spec)
+            out.append(pair(trace, value(p_spec), t))
+    return out

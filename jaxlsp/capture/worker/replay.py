@@ -75,7 +75,7 @@ class _Entry:
     """A recorded call: its equations, its result's structure, the variables it read (as
     ``(collection, path below the module)``) and the classes whose methods ran in it."""
 
-    segment: jaxcompat.Segment
+    segment: jaxcompat.Segment | jaxcompat.LinearSegment
     out_tree: Any
     reads: list[tuple[str, tuple[str, ...]]]
     classes: frozenset[type]
@@ -85,9 +85,12 @@ class _Entry:
 class _Call:
     key: Any
     trace: Any
-    inputs: list[Any]  # the call's traced values: argument leaves, then its variables' leaves
-    variables: list[Any]  # their jaxpr variables, in the same order
+    # the call's traced values: argument leaves, then its variables' leaves (under a gradient,
+    # jaxcompat.linearized_input's tuples)
+    inputs: list[Any]
+    variables: list[Any]  # their jaxpr variables, in the same order (under a gradient, the primals')
     prefix: tuple[Any, ...]  # the name stack the call's equations are staged under
+    tangents: tuple[Any, ...] | None = None  # under a gradient: the tangent equations' name stack
 
 
 class CallReplay:
@@ -122,9 +125,13 @@ class CallReplay:
         if kind in self._skip:
             return original(module, fun, args, kwargs)
         trace = jaxcompat.staging_trace()
+        linear = False
+        if trace is None:
+            trace = jaxcompat.linearize_trace()  # a gradient's forward pass
+            linear = True
         if trace is None:  # a JVP, a vmap, a partial evaluation: every call runs
             return original(module, fun, args, kwargs)
-        call = self._call(trace, module, method, args, kwargs)
+        call = self._call(trace, linear, module, method, args, kwargs)
         if call is None:
             self._refuse(kind)
             return original(module, fun, args, kwargs)
@@ -137,7 +144,11 @@ class CallReplay:
         assert isinstance(entry, _Entry)
         import jax
 
-        outputs = jaxcompat.replay(call.trace, entry.segment, call.inputs, call.prefix, own)
+        if isinstance(entry.segment, jaxcompat.LinearSegment):
+            assert call.tangents is not None
+            outputs = jaxcompat.linear_replay(call.trace, entry.segment, call.inputs, call.prefix, call.tangents, own)
+        else:
+            outputs = jaxcompat.replay(call.trace, entry.segment, call.inputs, call.prefix, own)
         for classes in self._recording:
             classes.update(entry.classes)
         if self.check is not None and entry.reads:
@@ -146,8 +157,9 @@ class CallReplay:
         self.replayed += 1
         return jax.tree_util.tree_unflatten(entry.out_tree, outputs)
 
-    def _call(self, trace: Any, module: Any, method: str, args: Any, kwargs: Any) -> _Call | None:
-        """The call's key and inputs in ``trace``, or None when it is neither recorded nor replayed."""
+    def _call(self, trace: Any, linear: bool, module: Any, method: str, args: Any, kwargs: Any) -> _Call | None:
+        """The call's key and inputs in ``trace`` (``linear``: a gradient's linearization), or None
+        when it is neither recorded nor replayed."""
         import jax
 
         scope = module.scope
@@ -165,25 +177,30 @@ class CallReplay:
             variables: list[Any] = []
             statics: list[Any] = []
             for leaf in leaves:
-                staged = jaxcompat.staged_input(leaf, trace)
+                staged = self._input(leaf, trace, linear)
                 if staged is not None:
                     inputs.append(staged[0])
                     variables.append(staged[1])
-                    statics.append(staged[0].aval)
+                    statics.append(staged[2])
                 elif isinstance(leaf, jax.core.Tracer | self.linen.Module):
                     return None  # a constant, a value of a trace not taken in yet, a module
                 else:
                     statics.append(token(leaf))
             pairs, variables_tree = jax.tree_util.tree_flatten_with_path(module.variables)
             for path, leaf in pairs:
-                staged = jaxcompat.staged_input(leaf, trace)
+                staged = self._input(leaf, trace, linear)
                 if staged is None:
                     return None
                 inputs.append(staged[0])
                 variables.append(staged[1])
-                statics.append((jax.tree_util.keystr(path), staged[0].aval))
+                statics.append((jax.tree_util.keystr(path), staged[2]))
             first: dict[Any, int] = {}
             aliases = tuple(first.setdefault(var, i) for i, var in enumerate(variables))
+            if linear:  # which inputs share a tangent, too
+                seen: dict[Any, int] = {}
+                aliases += tuple(
+                    -1 if item[3] is None else seen.setdefault(item[3], i) for i, item in enumerate(inputs)
+                )
             fields = []
             for f in dataclasses.fields(module):
                 if f.name in ("parent", "name"):
@@ -192,11 +209,28 @@ class CallReplay:
                 if _holds_module(value, self.linen.Module):
                     return None  # a submodule passed in: its scope is another module's
                 fields.append((f.name, token(value)))
-            key = (type(module), method, tuple(fields), tree, variables_tree, tuple(statics), aliases, context)
+            key: tuple[Any, ...] = (type(module), method, tuple(fields), tree, variables_tree, tuple(statics))
+            key += (aliases, context)
+            tangents: tuple[Any, ...] | None = None
+            if linear:
+                tangents = jaxcompat.tangent_prefix(trace)
+                key += (trace.is_vjp, len(prefix) - len(tangents))
             hash(key)
         except Exception:  # no key for a field or an argument (an array, a dict), or another Flax
             return None
-        return _Call(key, trace, inputs, variables, prefix)
+        return _Call(key, trace, inputs, variables, prefix, tangents)
+
+    @staticmethod
+    def _input(leaf: Any, trace: Any, linear: bool) -> tuple[Any, Any, Any] | None:
+        """``(input, its variable, its part of the key)`` for a traced value, None for another."""
+        if not linear:
+            staged = jaxcompat.staged_input(leaf, trace)
+            return None if staged is None else (staged[0], staged[1], staged[0].aval)
+        got = jaxcompat.linearized_input(leaf, trace)
+        if got is None:
+            return None
+        primal, var, tangent, _, lifted = got
+        return got, var, (primal.aval, None if tangent is None else tangent.aval, lifted)
 
     def _record(
         self,
@@ -212,7 +246,8 @@ class CallReplay:
         import jax
 
         check = self.check
-        mark = jaxcompat.frame_mark(call.trace)
+        linear = call.tangents is not None
+        mark = jaxcompat.linear_mark(call.trace) if linear else jaxcompat.frame_mark(call.trace)
         before = (len(check.reads), check.created, len(check.repairs)) if check is not None else None
         classes: set[type] = {type(module)}
         self._recording.append(classes)
@@ -226,8 +261,16 @@ class CallReplay:
         outputs, out_tree = jax.tree_util.tree_flatten(out)
         reads = self._reads(module, before)
         if reads is not None and all(self._identity_free(cls) for cls in classes):
-            segment = jaxcompat.segment(call.trace, mark, call.variables, outputs, call.prefix, own)
-            if segment is not None and len(segment.eqns) < MIN_EQUATIONS:
+            segment: jaxcompat.Segment | jaxcompat.LinearSegment | None
+            if call.tangents is not None:
+                segment = jaxcompat.linear_segment(
+                    call.trace, mark, call.inputs, outputs, call.prefix, call.tangents, own
+                )
+                size = 0 if segment is None else len(segment.primal) + len(segment.tangent)
+            else:
+                segment = jaxcompat.segment(call.trace, mark, call.variables, outputs, call.prefix, own)
+                size = 0 if segment is None else len(segment.eqns)
+            if segment is not None and size < MIN_EQUATIONS:
                 self._skip.add(kind)
             elif segment is not None:
                 entry = _Entry(segment, out_tree, reads, frozenset(classes))

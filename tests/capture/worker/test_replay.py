@@ -73,6 +73,17 @@ def test_repeated_layers_replay_and_give_the_same_graph(run_capture: Capture, tm
     assert replayed == 5  # Block_1 ... Block_5 repeat Block_0
 
 
+def test_a_gradient_replays_the_primal_and_tangent_equations(run_capture: Capture, tmp_path: Path) -> None:
+    """Under ``jax.grad`` the layers run under jax's linearization: each replay stages the
+    primal equations, the residuals the tangent trace takes in, in their order, and the tangent
+    equations; the backward pass transposes them into the graph a trace of every call gives."""
+    on, replayed, off, _ = _both(run_capture, tmp_path, "replay_grad", BLOCK + STACK, "Stack", transform="grad")
+    assert on == off
+    # The first layers differ in what the linearization knows of their inputs (the data has no
+    # tangent; whether the tangent trace took a primal in before the call): more kinds recorded.
+    assert replayed >= 3
+
+
 def test_a_hinted_trace_with_replay_holds_and_gives_the_same_graph(run_capture: Capture, tmp_path: Path) -> None:
     """The hint check counts a replayed call's variables as read: the hint holds (every hinted
     leaf read), and the graph is the unhinted one."""
@@ -278,11 +289,16 @@ class Top(nn.Module):
 }
 
 
+@pytest.mark.parametrize("transform", [None, "grad"])
 @pytest.mark.parametrize("case", CASES)
-def test_what_may_differ_between_calls_is_traced_or_told_apart(run_capture: Capture, tmp_path: Path, case: str) -> None:
+def test_what_may_differ_between_calls_is_traced_or_told_apart(
+    run_capture: Capture, tmp_path: Path, case: str, transform: str | None
+) -> None:
     source, replays = CASES[case]
     profile: dict[str, Any] = {"rngs": ["dropout"]} if "RNG" in case else {}
-    name = "replay_" + "".join(c if c.isalnum() else "_" for c in case)
+    if transform is not None:
+        profile["transform"] = transform
+    name = "replay_" + "".join(c if c.isalnum() else "_" for c in case) + f"_{transform}"
     on, replayed, off, _ = _both(run_capture, tmp_path, name, source, "Top", **profile)
     assert on == off
     if not replays:
