@@ -255,8 +255,8 @@ class _Same:
 
 def token(x: Any, depth: int = 0) -> Any:
     """A hashable key for ``x`` as an initialiser or one of its arguments (or a module's field,
-    worker/replay.py), equal to another's only
-    when the two give the same output: scalars and strings by type and value, tuples item by
+    worker/replay.py), equal to another's only when the two give the same output: scalars and
+    strings by type and value, tuples item by
     item, a Python function by its code, globals, defaults and closure (Flax's partitioning
     wrappers and a module's inline ``lambda`` are new function objects at every call, the same
     function each time), ``functools.partial`` by its parts, classes and plain objects by

@@ -3,33 +3,38 @@ equations instead of running its Python.
 
 A language model's layers are one module class called N times, with equal fields, on values of
 equal types, from one line of a loop. Tracing each call runs the same Flax and ``jax.numpy``
-Python to stage the same equations, and that Python is most of a large model's trace (a
-98-layer decoder: 1.1 s of a 1.2 s ``make_jaxpr``). :class:`CallReplay`, a Flax method
-interceptor, records the equations the first call of a kind stages (jaxcompat.segment: as data,
-holding no tracer) and, for a later call that matches it in everything those equations depend on,
-stages them again on the later call's inputs (jaxcompat.replay): the jaxpr a trace of that call
-gives, equation by equation, with the later call's name stack and the tracebacks a trace of it
-records (the call stack above is part of the match, so they are the same frames).
+Python to stage the same equations, and that Python is most of a large model's trace (a 98-layer
+decoder's ``make_jaxpr`` in the worker: 0.6 s, 0.09 s with replay). :class:`CallReplay`, a hook on
+every Linen method call, records the equations the first call of a kind stages
+(jaxcompat.segment: as data, holding no tracer) and, for a later call that matches it in
+everything those equations depend on, stages them again on the later call's inputs
+(jaxcompat.replay): the jaxpr a trace of that call gives, equation by equation, with the later
+call's name stack and the tracebacks a trace of it records (the call stack above is part of the
+match, so they are the same frames). Under ``jax.grad`` a call runs under jax's direct
+linearization, which stages primal and tangent equations in two traces: both are recorded and
+replayed, with the residuals the tangent trace takes in (jaxcompat.linear_segment). Inside a scan
+body, a broadcast operand the body already took in counts as an input.
 
 What a call's equations depend on, all of it matched (the key):
 - the module's class and method, and every field but ``name`` and ``parent`` (hints.token:
   scalars by type and value, functions by code, globals and closure; an array or a dict field
   is no key, and the call runs);
 - its arguments: the pytree structure, each traced value's type (shape, dtype, weak type,
-  sharding), every other leaf by value; aliasing among the traced values;
+  sharding), every other leaf by value; aliasing among the traced values; under a gradient, which
+  have tangents and which primals the tangent trace already took in;
 - the variables its scope sees (paths, structure, types), all of them traced values;
 - jax's trace context and equation context, and the Python call stack above the call.
 
 A call is never recorded or replayed when it could depend on more: its scope has RNG streams
 (``make_rng`` folds the module's path into its key) or mutable collections (``sow``, batch
-statistics, an init), it is ``setup`` or the root module's call, a value it reads is a constant or
-no input, it stages an effect or a new argument, or any class whose method ran in it comes from
-a file that reads a module's identity or state that changes between calls (:data:`IDENTITY`:
-``self.name``, ``self.path``, ``self.scope``, ``self.parent``, ``global``, ``nonlocal``, Python's
-own random numbers, the clock). A target with a jaxtyping contract check never replays
-(worker/main.py: a replayed call would skip its checks). What stays trusted is what the key cannot see: a module whose
-Python reads mutable state of another file. A capture can turn replay off (the request's
-``replay: false``, the CLI's ``--no-replay``).
+statistics, an init), it is ``setup`` or its class has one, it is the root module's call, a value
+it reads is a constant or no input, it stages an effect or a new argument, or any class whose
+method ran in it comes from a file that reads a module's identity or state that changes between
+calls (:data:`IDENTITY`: ``self.name``, ``self.path``, ``self.scope``, ``self.parent``,
+``global``, ``nonlocal``, Python's own random numbers, the clock). A target with a jaxtyping
+contract check never replays (worker/main.py: a replayed call would skip its checks). What stays
+trusted is what the key cannot see: a module whose Python reads mutable state of another file. A
+capture can turn replay off (the request's ``replay: false``, the CLI's ``--no-replay``).
 
 With a structure hint (hints.HintCheck), a replayed call counts as reading the variables the call
 it repeats read, at its own path: the key holds their types, which the recorded call's check
@@ -95,9 +100,9 @@ class _Call:
 
 class CallReplay:
     """Records the equations of each kind of Linen module call once and replays them for the
-    calls that repeat it (module docstring), as Flax's ``Module._call_wrapped_method`` while
-    :func:`replaying` (Flax's own method interceptors cost a fifth of a scanned model's trace,
-    even doing nothing). One per trace attempt: a thrown-away attempt's records go with it."""
+    calls that repeat it (module docstring), called for every Linen method call while
+    :func:`replaying` (:func:`install`). One per trace attempt: a thrown-away attempt's records
+    go with it."""
 
     def __init__(self, linen: Any, check: HintCheck | None = None) -> None:
         self.linen = linen  # flax.linen.module
@@ -342,9 +347,9 @@ _INSTALLED: list[Any] = []  # Flax's own _call_wrapped_method, once ours replace
 
 def install() -> bool:
     """Put :class:`CallReplay`'s hook in front of Flax's ``Module._call_wrapped_method`` for good
-    (it calls Flax's own when no replay is active). Once a process, and best before the warm spare
-    forks: a class attribute set in a forked capture cost its Linen traces a fifth more, every
-    call a method-cache miss. False when this Flax's module machinery is not the one known."""
+    (it calls Flax's own when no replay is active): once a process, by the warm spare before it
+    forks (worker/main.py ``warm``), so that a capture changes no Flax class. False when this
+    Flax's module machinery is not the one known (every call is then traced)."""
     if _INSTALLED:
         return True
     try:
