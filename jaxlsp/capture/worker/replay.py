@@ -121,10 +121,14 @@ class CallReplay:
         for classes in self._recording:
             classes.add(type(module))
         linen = self.linen
-        method = linen._get_fn_name(fun)
-        context = linen._context
-        capturing = bool(context.capture_stack and context.capture_stack[-1])  # capture_intermediates
-        if method == "setup" or module.scope is None or capturing or context.call_info_stack:
+        try:
+            method = linen._get_fn_name(fun)
+            context = linen._context
+            capturing = bool(context.capture_stack and context.capture_stack[-1])  # capture_intermediates
+            plain = method != "setup" and module.scope is not None and not capturing and not context.call_info_stack
+        except Exception:  # another Flax's machinery: Flax runs the call
+            plain = False
+        if not plain:
             return original(module, fun, args, kwargs)
         kind = (type(module), method)
         if kind in self._skip:
@@ -140,7 +144,7 @@ class CallReplay:
         if call is None:
             self._refuse(kind)
             return original(module, fun, args, kwargs)
-        own = linen._derive_profiling_name(module, fun) if linen._use_named_call else None
+        own = linen._derive_profiling_name(module, fun) if linen._use_named_call else None  # install() checked both
         entry = self.entries.get(call.key, _MISSING)
         if entry is _MISSING:
             return self._record(call, kind, own, module, original, fun, args, kwargs)
@@ -167,11 +171,14 @@ class CallReplay:
         when it is neither recorded nor replayed."""
         import jax
 
-        scope = module.scope
-        if scope.parent is None or scope.rngs or scope.mutable or module._compact_name_scope_methods:
+        try:
+            scope = module.scope
+            if scope.parent is None or scope.rngs or scope.mutable or type(module)._compact_name_scope_methods:
+                return None
+            if type(module).setup is not self.linen.Module.setup:
+                return None  # a setup runs inside the call (and reads variables) the first time only
+        except Exception:  # another Flax's scopes
             return None
-        if type(module).setup is not self.linen.Module.setup:
-            return None  # a setup runs inside the call (and reads variables) the first time only
         context = jaxcompat.staging_context()
         prefix = jaxcompat.current_name_stack()
         if context is None or prefix is None:
