@@ -237,7 +237,9 @@ class CallReplay:
         """``(input, its variable, its part of the key)`` for a traced value, None for another."""
         if not linear:
             staged = jaxcompat.staged_input(leaf, trace)
-            return None if staged is None else (staged[0], staged[1], staged[0].aval)
+            # an enclosing trace's value the body took in is a constant there (jax may fold
+            # operations on it), its own value not: two keys
+            return None if staged is None else (staged[0], staged[1], (staged[0].aval, staged[0] is not leaf))
         got = jaxcompat.linearized_input(leaf, trace)
         if got is None:
             return None
