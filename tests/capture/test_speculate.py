@@ -275,3 +275,50 @@ async def test_a_model_with_logically_partitioned_parameters_reuses_its_init(
         assert (structure_of(hinted) == hint) == (fares == "held")
     finally:
         await pool.close()
+
+
+STACK = """\
+import flax.linen as nn
+import jax.numpy as jnp
+
+
+class Block(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        h = nn.Dense(16)(nn.LayerNorm()(x))
+        return x + nn.Dense(x.shape[-1])(jnp.tanh(h) * jnp.sin(h) + jnp.cos(h))
+
+
+class Stack(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        for _ in range(5):
+            x = Block()(x)
+        return x
+"""
+
+
+async def test_a_forked_capture_replays_repeated_layers_and_gives_the_same_graph(
+    tmp_path: Path, jax_python: str
+) -> None:
+    """A capture forked from the warm spare (which sets the replay hook before it forks,
+    worker/replay.py ``install``) replays the four repeated layers, with and without a structure
+    hint, and the graph is the one ``replay: false`` gives."""
+    (tmp_path / "stack.py").write_text(STACK)
+    array = {"kind": "array", "shape": [4, 8], "dtype": "float32"}
+    base = {**request("stack.py", "Stack", array, workspace=tmp_path, kind="linen"), "transport": "packed"}
+    pool = SparePool()
+    options = CaptureOptions(timeout=scaled(120))
+    try:
+        assert await pool.start(jax_python)
+        replayed = await pool.capture(base, jax_python, options)
+        exact = await pool.capture({**base, "replay": False}, jax_python, options)
+        assert replayed.ok and exact.ok, (replayed.result, exact.result)
+        assert replayed.via == "spare" and replayed.result["replayed"] == 4
+        assert "replayed" not in exact.result
+        assert _essence(replayed) == _essence(exact)
+        hinted, used = await capture_speculatively(pool, base, jax_python, options, hint=structure_of(replayed))
+        assert used and hinted.result["hint"] == "held" and hinted.result["replayed"] == 4
+        assert _essence(hinted) == _essence(exact)
+    finally:
+        await pool.close()
