@@ -447,6 +447,14 @@ def _staged_since(
     return eqns, made
 
 
+def _inputs_named(variables: list[Any]) -> dict[Any, tuple[Any, ...]]:
+    """Each input variable as a segment spells it, ``("in", i)``: the first input it is."""
+    where: dict[Any, tuple[Any, ...]] = {}
+    for i, var in enumerate(variables):
+        where.setdefault(var, ("in", i))
+    return where
+
+
 def _own(prefix: tuple[Any, ...], own: str | None) -> tuple[Any, ...]:
     from jax._src import source_info_util as siu
 
@@ -472,9 +480,7 @@ def segment(
         frame = trace.frame
         if frame_mark(trace)[1:] != mark[1:]:
             return None
-        where: dict[Any, tuple[Any, ...]] = {}
-        for i, var in enumerate(inputs):
-            where.setdefault(var, ("in", i))
+        where = _inputs_named(inputs)
         staged = _staged_since(frame, mark[0], where, _own(prefix, own))
         if staged is None:
             return None
@@ -620,9 +626,7 @@ def linear_segment(
         parent, tangent = trace.parent_trace, trace.tangent_trace
         if frame_mark(parent)[1:] != mark[0][1:] or frame_mark(tangent)[1:] != mark[1][1:]:
             return None
-        where: dict[Any, tuple[Any, ...]] = {}
-        for i, (_, var, _, _, _) in enumerate(inputs):
-            where.setdefault(var, ("in", i))
+        where = _inputs_named([var for _, var, _, _, _ in inputs])
         staged = _staged_since(parent.frame, mark[0][0], where, _own(prefix, own))
         if staged is None:
             return None

@@ -108,7 +108,6 @@ class CallReplay:
         self.linen = linen  # flax.linen.module
         self.check = check
         self.entries: dict[Any, _Entry | None] = {}  # None: a call of this key is never replayed
-        self.recorded = 0
         self.replayed = 0
         self._recording: list[set[type]] = []  # per call being recorded: the classes run in it
         self._files: dict[str, bool] = {}  # source file -> free of IDENTITY
@@ -288,7 +287,6 @@ class CallReplay:
                 self._skip.add(kind)
             elif segment is not None:
                 entry = _Entry(segment, out_tree, reads, frozenset(classes))
-                self.recorded += 1
         if entry is None:
             self._refuse(kind)
         self.entries[call.key] = entry
