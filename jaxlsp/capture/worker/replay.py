@@ -13,7 +13,11 @@ call's name stack and the tracebacks a trace of it records (the call stack above
 match, so they are the same frames). Under ``jax.grad`` a call runs under jax's direct
 linearization, which stages primal and tangent equations in two traces: both are recorded and
 replayed, with the residuals the tangent trace takes in (jaxcompat.linear_segment). Inside a scan
-body, a broadcast operand the body already took in counts as an input.
+body, a broadcast operand the body already took in counts as an input. Flax's ``nn.scan`` first
+runs its body under jax's partial evaluation (to find the loop's invariant outputs; half a
+scanned model's trace): there a call's operations on known values (a broadcast operand) stage
+equations in the enclosing trace, which stay in the program, and those on unknown ones make the
+evaluation's recipes; both are recorded and replayed (jaxcompat.partial_segment).
 
 What a call's equations depend on, all of it matched (the key):
 - the module's class and method, and every field but ``name`` and ``parent`` (hints.token:
@@ -80,19 +84,26 @@ class _Entry:
     """A recorded call: its equations, its result's structure, the variables it read (as
     ``(collection, path below the module)``) and the classes whose methods ran in it."""
 
-    segment: jaxcompat.Segment | jaxcompat.LinearSegment
+    segment: jaxcompat.Segment | jaxcompat.LinearSegment | jaxcompat.PartialSegment
     out_tree: Any
     reads: list[tuple[str, tuple[str, ...]]]
     classes: frozenset[type]
+
+
+#: The traces a call can be recorded and replayed under (jaxcompat): a staging trace, a gradient's
+#: linearization, a partial evaluation over a staging trace.
+STAGE, LINEAR, PARTIAL = "stage", "linear", "partial"
 
 
 @dataclass
 class _Call:
     key: Any
     trace: Any
+    mode: str
     # the call's traced values: argument leaves, then its variables' leaves (under a gradient,
     # jaxcompat.linearized_input's tuples)
     inputs: list[Any]
+    originals: list[Any]  # the values passed, in the same order (a scan body's input: an enclosing trace's)
     variables: list[Any]  # their jaxpr variables, in the same order (under a gradient, the primals')
     prefix: tuple[Any, ...]  # the name stack the call's equations are staged under
     tangents: tuple[Any, ...] | None = None  # under a gradient: the tangent equations' name stack
@@ -132,14 +143,14 @@ class CallReplay:
         kind = (type(module), method)
         if kind in self._skip:
             return original(module, fun, args, kwargs)
-        trace = jaxcompat.staging_trace()
-        linear = False
+        trace, mode = jaxcompat.staging_trace(), STAGE
         if trace is None:
-            trace = jaxcompat.linearize_trace()  # a gradient's forward pass
-            linear = True
-        if trace is None:  # a JVP, a vmap, a partial evaluation: every call runs
+            trace, mode = jaxcompat.linearize_trace(), LINEAR  # a gradient's forward pass
+        if trace is None:
+            trace, mode = jaxcompat.partial_trace(), PARTIAL  # nn.scan's first pass over its body
+        if trace is None:  # a JVP, a vmap, eager evaluation: every call runs
             return original(module, fun, args, kwargs)
-        call = self._call(trace, linear, module, method, args, kwargs)
+        call = self._call(trace, mode, module, method, args, kwargs)
         if call is None:
             self._refuse(kind)
             return original(module, fun, args, kwargs)
@@ -155,8 +166,10 @@ class CallReplay:
         if isinstance(entry.segment, jaxcompat.LinearSegment):
             assert call.tangents is not None
             outputs = jaxcompat.linear_replay(call.trace, entry.segment, call.inputs, call.prefix, call.tangents, own)
+        elif isinstance(entry.segment, jaxcompat.PartialSegment):
+            outputs = jaxcompat.partial_replay(call.trace, entry.segment, call.inputs, call.prefix, own)
         else:
-            outputs = jaxcompat.replay(call.trace, entry.segment, call.inputs, call.prefix, own)
+            outputs = jaxcompat.replay(call.trace, entry.segment, call.inputs, call.prefix, own, call.originals)
         for classes in self._recording:
             classes.update(entry.classes)
         if self.check is not None and entry.reads:
@@ -165,9 +178,9 @@ class CallReplay:
         self.replayed += 1
         return jax.tree_util.tree_unflatten(entry.out_tree, outputs)
 
-    def _call(self, trace: Any, linear: bool, module: Any, method: str, args: Any, kwargs: Any) -> _Call | None:
-        """The call's key and inputs in ``trace`` (``linear``: a gradient's linearization), or None
-        when it is neither recorded nor replayed."""
+    def _call(self, trace: Any, mode: str, module: Any, method: str, args: Any, kwargs: Any) -> _Call | None:
+        """The call's key and inputs in ``trace`` (of the kind ``mode`` names), or None when it is
+        neither recorded nor replayed."""
         import jax
 
         try:
@@ -185,11 +198,13 @@ class CallReplay:
         try:
             leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
             inputs: list[Any] = []
+            originals: list[Any] = []
             variables: list[Any] = []
             statics: list[Any] = []
             for leaf in leaves:
-                staged = self._input(leaf, trace, linear)
+                staged = self._input(leaf, trace, mode)
                 if staged is not None:
+                    originals.append(leaf)
                     inputs.append(staged[0])
                     variables.append(staged[1])
                     statics.append(staged[2])
@@ -199,15 +214,16 @@ class CallReplay:
                     statics.append(token(leaf))
             pairs, variables_tree = jax.tree_util.tree_flatten_with_path(module.variables)
             for path, leaf in pairs:
-                staged = self._input(leaf, trace, linear)
+                staged = self._input(leaf, trace, mode)
                 if staged is None:
                     return None
+                originals.append(leaf)
                 inputs.append(staged[0])
                 variables.append(staged[1])
                 statics.append((jax.tree_util.keystr(path), staged[2]))
             first: dict[Any, int] = {}
             aliases = tuple(first.setdefault(var, i) for i, var in enumerate(variables))
-            if linear:  # which inputs share a tangent, too
+            if mode == LINEAR:  # which inputs share a tangent, too
                 seen: dict[Any, int] = {}
                 aliases += tuple(
                     -1 if item[3] is None else seen.setdefault(item[3], i) for i, item in enumerate(inputs)
@@ -221,20 +237,23 @@ class CallReplay:
                     return None  # a submodule passed in: its scope is another module's
                 fields.append((f.name, token(value)))
             key: tuple[Any, ...] = (type(module), method, tuple(fields), tree, variables_tree, tuple(statics))
-            key += (aliases, context)
+            key += (aliases, context, mode)
             tangents: tuple[Any, ...] | None = None
-            if linear:
+            if mode == LINEAR:
                 tangents = jaxcompat.tangent_prefix(trace)
                 key += (trace.is_vjp, len(prefix) - len(tangents))
             hash(key)
         except Exception:  # no key for a field or an argument (an array, a dict), or another Flax
             return None
-        return _Call(key, trace, inputs, variables, prefix, tangents)
+        return _Call(key, trace, mode, inputs, originals, variables, prefix, tangents)
 
     @staticmethod
-    def _input(leaf: Any, trace: Any, linear: bool) -> tuple[Any, Any, Any] | None:
+    def _input(leaf: Any, trace: Any, mode: str) -> tuple[Any, Any, Any] | None:
         """``(input, its variable, its part of the key)`` for a traced value, None for another."""
-        if not linear:
+        if mode == PARTIAL:
+            partial = jaxcompat.partial_input(leaf, trace)
+            return None if partial is None else (partial, partial[2], (leaf.aval, partial[3]))
+        if mode == STAGE:
             staged = jaxcompat.staged_input(leaf, trace)
             # an enclosing trace's value the body took in is a constant there (jax may fold
             # operations on it), its own value not: two keys
@@ -259,8 +278,12 @@ class CallReplay:
         import jax
 
         check = self.check
-        linear = call.tangents is not None
-        mark = jaxcompat.linear_mark(call.trace) if linear else jaxcompat.frame_mark(call.trace)
+        if call.mode == LINEAR:
+            mark = jaxcompat.linear_mark(call.trace)
+        elif call.mode == PARTIAL:
+            mark = jaxcompat.partial_mark(call.trace)
+        else:
+            mark = jaxcompat.frame_mark(call.trace)
         before = (len(check.reads), check.created, len(check.repairs)) if check is not None else None
         classes: set[type] = {type(module)}
         self._recording.append(classes)
@@ -274,14 +297,18 @@ class CallReplay:
         outputs, out_tree = jax.tree_util.tree_flatten(out)
         reads = self._reads(module, before)
         if reads is not None and all(self._identity_free(cls) for cls in classes):
-            segment: jaxcompat.Segment | jaxcompat.LinearSegment | None
+            segment: jaxcompat.Segment | jaxcompat.LinearSegment | jaxcompat.PartialSegment | None
             if call.tangents is not None:
                 segment = jaxcompat.linear_segment(
                     call.trace, mark, call.inputs, outputs, call.prefix, call.tangents, own
                 )
                 size = 0 if segment is None else len(segment.primal) + len(segment.tangent)
+            elif call.mode == PARTIAL:
+                partial = jaxcompat.partial_segment(call.trace, mark, call.inputs, outputs, call.prefix, own)
+                segment = partial
+                size = 0 if partial is None else len(partial.known) + len(partial.unknown)
             else:
-                segment = jaxcompat.segment(call.trace, mark, call.variables, outputs, call.prefix, own)
+                segment = jaxcompat.segment(call.trace, mark, call.variables, outputs, call.prefix, own, call.originals)
                 size = 0 if segment is None else len(segment.eqns)
             if segment is not None and size < MIN_EQUATIONS:
                 self._skip.add(kind)

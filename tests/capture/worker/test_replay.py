@@ -134,6 +134,49 @@ class Scanned(nn.Module):
     assert replayed >= 2
 
 
+def test_the_first_pass_over_a_scan_body_replays_under_partial_evaluation(run_capture: Capture, tmp_path: Path) -> None:
+    """Flax's ``nn.scan`` runs its body once under jax's partial evaluation (to find the loop's
+    invariant outputs) before the scan traces it: there a layer's operations on the broadcast
+    operand are known and staged in the enclosing trace (they stay in the program), those on the
+    carry are recipes. The layers replay in both passes: the 3 repeats of the first layer in the
+    first, 2 in the scan's trace (whose first layer is where the body takes the operand in, so
+    the second is the first one recorded). A layer returns the operand as it came, too."""
+    source = """
+class Rotary(nn.Module):
+    width: int
+
+    @nn.compact
+    def __call__(self, x, positions):
+        freq = jnp.exp(-jnp.arange(self.width // 2, dtype=jnp.float32) / self.width)
+        angle = positions[..., None] * freq * 2.0
+        sin, cos = jnp.sin(angle), jnp.cos(angle)
+        half = jnp.concatenate([sin, cos], axis=-1) + jnp.float32(0.5)
+        h = nn.Dense(self.width, name="mix")(nn.LayerNorm()(x)) * half
+        h = jax.nn.gelu(h) + jnp.tanh(h) * jnp.mean(half)
+        return x + nn.Dense(x.shape[-1], name="out")(h), positions
+
+
+class Stage(nn.Module):
+    @nn.compact
+    def __call__(self, x, positions):
+        for _ in range(4):
+            x, _ = Rotary(8)(x, positions)
+        return x, None
+
+
+class Scanned(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        positions = jnp.arange(x.shape[0], dtype=jnp.float32)
+        stages = nn.scan(Stage, variable_axes={"params": 0}, split_rngs={"params": True}, in_axes=nn.broadcast, length=3)
+        x, _ = stages(name="stages")(x, positions)
+        return x
+"""
+    on, replayed, off, _ = _both(run_capture, tmp_path, "replay_scan_first_pass", source, "Scanned")
+    assert on == off
+    assert replayed == 5
+
+
 # Models whose repeated calls must not replay, or whose replay must tell calls apart. Each is
 # compared with replay off; ``replays`` says whether any call may replay at all.
 CASES: dict[str, tuple[str, bool]] = {
