@@ -373,7 +373,12 @@ def trace_target(
                 _refuse_wide(traced.operands)
             timings["init"] = time.perf_counter() - t0
             t1 = time.perf_counter()
-            with jax.default_device(device) if device is not None else contextlib.nullcontext():
+            # a gradient's transpositions of repeated layers are replayed too (jaxcompat.TransposeMemo)
+            memo = jaxcompat.TransposeMemo() if replay and not concrete else None
+            with (
+                jax.default_device(device) if device is not None else contextlib.nullcontext(),
+                memo.installed() if memo is not None else contextlib.nullcontext(),
+            ):
                 closed, out_shape = jax.make_jaxpr(traced.fn, return_shape=True)(*traced.operands)
             if plan.replay is not None and extra is not None:
                 extra["replayed"] = plan.replay.replayed
