@@ -185,7 +185,8 @@ class WorkerRequest(TypedDict):
     # capture/speculate.py: a Linen variables structure to use instead of the abstract init,
     # checked by the trace itself (worker/hints.py HintCheck)
     structureHint: NotRequired[Any]
-    # False: no replay of repeated Linen module calls (worker/replay.py); every call is traced
+    # False: no replay of repeated Linen module calls (worker/replay.py), nor of a gradient's
+    # transpositions of them (jaxcompat.TransposeMemo); every call is traced
     replay: NotRequired[bool]
     limits: NotRequired[dict[str, int]]  # graph-size limits {equations, values, bytes} (worker/limits.py)
     costs: NotRequired[CostOptions]  # measure XLA's costs of every equation (worker/costs.py)
