@@ -787,7 +787,8 @@ class PartialSegment(NamedTuple):
 
 def partial_trace() -> Any | None:
     """The current trace when it is jax's partial evaluation (``pe.JaxprTrace``) over a staging
-    trace (``make_jaxpr``'s, a scan body's), else None."""
+    trace (``make_jaxpr``'s, a scan body's), directly or through a gradient's linearization (whose
+    operations on values with no tangent go to its staging trace as they are), else None."""
     try:
         from jax._src import core
         from jax._src import source_info_util as siu
@@ -796,14 +797,32 @@ def partial_trace() -> Any | None:
         trace = core.trace_ctx.trace
         if type(trace) is not pe.JaxprTrace or not isinstance(trace.name_stack, siu.NameStack):
             return None
-        parent = trace.parent_trace
-        if type(parent) is not pe.DynamicJaxprTrace or not isinstance(parent.frame.tracing_eqns, list):
+        staging = _known_traces(trace)
+        if staging is None or not isinstance(staging[0].frame.tracing_eqns, list):
             return None
         if not isinstance(trace.effect_handles, list):
             return None
         return trace
     except Exception:
         return None
+
+
+def _known_traces(trace: Any) -> tuple[Any, Any] | None:
+    """``(the staging trace a partial evaluation's known values live in, the linearization's tangent
+    trace or None)``; None when its parent is neither a staging trace nor a linearization over two."""
+    from jax._src.interpreters import ad
+    from jax._src.interpreters import partial_eval as pe
+
+    parent = trace.parent_trace
+    if type(parent) is pe.DynamicJaxprTrace:
+        return parent, None
+    if (
+        type(parent) is ad.LinearizeTrace
+        and type(parent.parent_trace) is pe.DynamicJaxprTrace
+        and type(parent.tangent_trace) is pe.DynamicJaxprTrace
+    ):
+        return parent.parent_trace, parent.tangent_trace
+    return None
 
 
 def partial_input(x: Any, trace: Any) -> tuple[Any, Any, Any, str] | None:
@@ -824,8 +843,9 @@ def partial_input(x: Any, trace: Any) -> tuple[Any, Any, Any, str] | None:
         elif type(x) is pe.DynamicJaxprTracer:
             known, kind = x, "p"
         else:
-            return None
-        staged = staged_input(known, trace.parent_trace)
+            return None  # a linearization's value with a tangent, a concrete constant, another trace's
+        traces = _known_traces(trace)
+        staged = None if traces is None else staged_input(known, traces[0])
         if staged is None or staged[0] is not known:
             return None
         return x, known, staged[1], kind
@@ -834,9 +854,14 @@ def partial_input(x: Any, trace: Any) -> tuple[Any, Any, Any, str] | None:
 
 
 def partial_mark(trace: Any) -> tuple[Any, ...]:
-    """Where the partial evaluation ``trace`` stands: its parent's frame, its effects, and the id
-    its next recipe gets (drawing one leaves a gap in ids, which only order the recipes)."""
-    return (frame_mark(trace.parent_trace), len(trace.effect_handles), next(trace.counter))
+    """Where the partial evaluation ``trace`` stands: its known values' staging trace's frame, its
+    effects, the id its next recipe gets (drawing one leaves a gap in ids, which only order the
+    recipes) and, under a linearization, its tangent trace's frame (which a replay must leave as
+    it is)."""
+    traces = _known_traces(trace)
+    assert traces is not None
+    known, tangent = traces
+    return (frame_mark(known), len(trace.effect_handles), next(trace.counter), tangent and frame_mark(tangent))
 
 
 def partial_segment(
@@ -857,9 +882,14 @@ def partial_segment(
         from jax._src import core
         from jax._src.interpreters import partial_eval as pe
 
-        parent = trace.parent_trace
+        traces = _known_traces(trace)
+        if traces is None:
+            return None
+        parent, tangent = traces
         if frame_mark(parent)[1:] != mark[0][1:] or len(trace.effect_handles) != mark[1]:
             return None
+        if tangent is not None and frame_mark(tangent) != mark[3]:
+            return None  # a value with a tangent met a known one: the linearization staged its part
         named = _own(prefix, own)
         where: dict[Any, tuple[Any, ...]] = {}
         unknown_in: dict[int, tuple[Any, ...]] = {}
@@ -993,7 +1023,10 @@ def partial_replay(
     from jax._src.interpreters import partial_eval as pe
 
     named = _own(prefix, own)
-    known = _emit(trace.parent_trace, seg.known, lambda spec: inputs[spec[1]][1], named)
+    traces = _known_traces(trace)
+    assert traces is not None
+    parent = traces[0]
+    known = _emit(parent, seg.known, lambda spec: inputs[spec[1]][1], named)
 
     literals: dict[int, Any] = {}  # one tracer per recorded literal, as the trace had one
 
@@ -1001,7 +1034,7 @@ def partial_replay(
         if spec[0] == "plit":
             tracer = literals.get(id(spec[1]))
             if tracer is None:
-                tracer = literals[id(spec[1])] = pe.DynamicJaxprTracer(trace.parent_trace, spec[1].aval, spec[1])
+                tracer = literals[id(spec[1])] = pe.DynamicJaxprTracer(parent, spec[1].aval, spec[1])
             return tracer
         return inputs[spec[1]][1] if spec[0] == "in" else known[spec[1]][spec[2]]
 

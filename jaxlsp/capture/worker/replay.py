@@ -238,6 +238,8 @@ class CallReplay:
                 fields.append((f.name, token(value)))
             key: tuple[Any, ...] = (type(module), method, tuple(fields), tree, variables_tree, tuple(statics))
             key += (aliases, context, mode)
+            if mode == PARTIAL:  # over a staging trace or a gradient's linearization
+                key += (type(trace.parent_trace),)
             tangents: tuple[Any, ...] | None = None
             if mode == LINEAR:
                 tangents = jaxcompat.tangent_prefix(trace)

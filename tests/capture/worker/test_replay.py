@@ -175,6 +175,11 @@ class Scanned(nn.Module):
     on, replayed, off, _ = _both(run_capture, tmp_path, "replay_scan_first_pass", source, "Scanned")
     assert on == off
     assert replayed == 5
+    # Under a gradient the first pass's parent is the linearization, whose operations on values
+    # with no tangent (the operand's) go to its staging trace as they are: replayed the same.
+    on, replayed, off, _ = _both(run_capture, tmp_path, "replay_scan_first_pass", source, "Scanned", transform="grad")
+    assert on == off
+    assert replayed == 5
 
 
 # Models whose repeated calls must not replay, or whose replay must tell calls apart. Each is
