@@ -175,6 +175,7 @@ class GraphBuilder:
         self._module_groups: dict[tuple[str | None, tuple[str, ...]], str] = {}
         self._effects: set[str] = set()
         self._dtypes: dict[Any, str] = {}
+        self._avals: dict[int, tuple[Any, list[int | str], str, bool, Any]] = {}  # id -> (aval, its type's parts)
         self._manual = 0  # > 0 while walking a shard_map (pmap) body: values there are per device
         # (jax sharding, manual axes) -> (the value's sharding, its mesh): a few distinct per program
         self._shardings: dict[Any, tuple[dict[str, Any] | None, dict[str, Any] | None]] = {}
@@ -187,6 +188,36 @@ class GraphBuilder:
 
     def new_value(self, aval: Any, producer: str | None = None, kind: str = "var", literal: Any = None) -> str:
         vid = f"v{len(self.values)}"
+        seen = self._avals.get(id(aval))
+        if seen is not None and seen[0] is aval:
+            _, shape, name, weak, found = seen
+        else:
+            shape, name, weak, found = self._typed(aval)
+            # ``aval`` kept: its id stays its own. Equations a replay staged share their avals, and
+            # the values of one type share one shape list, which nothing changes once made.
+            self._avals[id(aval)] = (aval, shape, name, weak, found)
+        sharding = None
+        if found is not None:
+            sharding, mesh = found
+            if mesh is not None and (self.mesh is None or (self._mesh_manual and not self._manual)):
+                self.mesh, self._mesh_manual = mesh, self._manual > 0
+        self.values.append(
+            Value(
+                id=vid,
+                shape=shape,
+                dtype=name,
+                weak_type=weak,
+                producer=producer,
+                literal=literal,
+                kind=kind,
+                per_device=self._manual > 0,
+                sharding=sharding,
+            )
+        )
+        return vid
+
+    def _typed(self, aval: Any) -> tuple[list[int | str], str, bool, Any]:
+        """A value type's shape, dtype name, weak type, and sharding with its mesh (or None)."""
         dims = getattr(aval, "shape", ())
         shape: list[int | str]
         try:  # every dimension a number: one C-level pass
@@ -199,30 +230,14 @@ class GraphBuilder:
             name = str(dtype) if dtype is not None else type(aval).__name__.replace("Abstract", "").lower()
             if dtype is not None:
                 self._dtypes[dtype] = name
-        sharding = None
+        found = None
         jax_sharding = getattr(aval, "sharding", None)
         if jax_sharding is not None:
             key = (jax_sharding, getattr(aval, "mat", None))
             found = self._shardings.get(key)
             if found is None:
                 found = self._shardings[key] = value_sharding(aval, len(shape))
-            sharding, mesh = found
-            if mesh is not None and (self.mesh is None or (self._mesh_manual and not self._manual)):
-                self.mesh, self._mesh_manual = mesh, self._manual > 0
-        self.values.append(
-            Value(
-                id=vid,
-                shape=shape,
-                dtype=name,
-                weak_type=bool(aval.weak_type),
-                producer=producer,
-                literal=literal,
-                kind=kind,
-                per_device=self._manual > 0,
-                sharding=sharding,
-            )
-        )
-        return vid
+        return shape, name, bool(aval.weak_type), found
 
     def value(self, vid: str) -> Value:
         return self.values[int(vid[1:])]
