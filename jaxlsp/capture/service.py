@@ -40,7 +40,7 @@ from jaxlsp.capture.engine import (
 )
 from jaxlsp.capture.options import CaptureOptions
 from jaxlsp.capture.spare import SparePool
-from jaxlsp.capture.speculate import capture_speculatively, structure_of
+from jaxlsp.capture.speculate import capture_speculatively, initialisers_of, structure_of
 from jaxlsp.capture.supervise import CaptureOutcome
 from jaxlsp.graph import io, slices
 from jaxlsp.graph.compact import CompactFile, Packed
@@ -210,19 +210,20 @@ class CaptureService:
             return await self.pool.capture(request, prepared.python, options)
         target = prepared.request["target"]
         key = (str(target["path"]), str(target["name"]), str(prepared.resolved.name))
+        structure, initialisers = self._hints.get(key, (None, None))
         outcome, _ = await capture_speculatively(
-            self.pool, prepared.request, prepared.python, options, hint=self._hints.get(key)
+            self.pool, prepared.request, prepared.python, options, hint=structure, initialisers=initialisers
         )
-        self._remember(key, structure_of(outcome))
+        self._remember(key, structure_of(outcome), initialisers_of(outcome, initialisers))
         current = phases.CURRENT.get()
         if current is not None:
             current.took(outcome.result.get("timings"), outcome.result.get("clock"))
         return outcome
 
-    def _remember(self, key: tuple[str, str, str], structure: Any) -> None:
+    def _remember(self, key: tuple[str, str, str], structure: Any, initialisers: Any) -> None:
         self._hints.pop(key, None)
         if structure is not None:
-            self._hints[key] = structure
+            self._hints[key] = (structure, initialisers)
             while len(self._hints) > MAX_HINTS:
                 self._hints.popitem(last=False)
 

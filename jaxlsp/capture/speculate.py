@@ -29,15 +29,33 @@ from jaxlsp.capture.supervise import CaptureOutcome
 
 
 async def capture_speculatively(
-    pool: SparePool, request: Mapping[str, Any], python: str, options: CaptureOptions, *, hint: Any
+    pool: SparePool,
+    request: Mapping[str, Any],
+    python: str,
+    options: CaptureOptions,
+    *,
+    hint: Any,
+    initialisers: Mapping[str, Any] | None = None,
 ) -> tuple[CaptureOutcome, bool]:
-    """The capture's outcome, and whether the hint held or was repaired (the init was skipped)."""
+    """The capture's outcome, and whether the hint held or was repaired (the init was skipped).
+    ``initialisers``: the library initialisers' outputs the target's last capture met
+    (:func:`initialisers_of`), which the hint's check then need not run again."""
     if hint is None:
         return await pool.capture(request, python, options), False
-    outcome = await pool.capture({**request, "structureHint": hint}, python, options)
+    sent = {**request, "structureHint": hint}
+    if initialisers:
+        sent["initialisers"] = dict(initialisers)
+    outcome = await pool.capture(sent, python, options)
     return outcome, outcome.ok and outcome.result.get("hint") in ("held", "repaired")
 
 
 def structure_of(outcome: CaptureOutcome) -> Any:
     """The hint a successful capture leaves for the next one (None: nothing to hint)."""
     return outcome.result.get("structure") if outcome.ok else None
+
+
+def initialisers_of(outcome: CaptureOutcome, last: Mapping[str, Any] | None = None) -> Mapping[str, Any] | None:
+    """The library initialisers' outputs a successful capture's check met, for the next one; a
+    capture that ran the real init met none, and ``last`` (those it was given) stay."""
+    found = outcome.result.get("initialisers") if outcome.ok else None
+    return found if isinstance(found, dict) else last

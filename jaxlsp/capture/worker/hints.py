@@ -73,8 +73,14 @@ class HintCheck:
         # initialiser key -> its abstract output; the attempts of one capture share it (a repair's
         # second trace reads the same initialisers as the first)
         self.outputs: dict[Any, Any] = {}
-        self._fn_tokens: dict[int, tuple[Any, Any]] = {}  # id -> (the initialiser, kept alive; its token)
+        self._fn_tokens: dict[int, tuple[Any, Any, str | None]] = {}  # id -> (initialiser, kept; token; stable)
         self.initialisers_run = 0  # the abstract runs of initialisers the cache could not spare
+        # library initialisers' outputs from the last capture of the target, and this one's
+        # (stable_key -> [shape, dtype, weak type]): spared the abstract runs of each capture
+        self.carried: Mapping[str, Any] = {}
+        self.learned: dict[str, list[Any]] = {}
+        self._carried_keys: set[Any] = set()  # keys of :attr:`outputs` that came from :attr:`carried`
+        self._last_carried = False
 
     def held(self) -> bool:
         return not self.created and not self.repairs and self.seen == self.expected
@@ -112,7 +118,7 @@ class HintCheck:
         debug = getattr(scope, "debug_path", None)
         if scope.root.path if debug is None else any(lift in str(part) for part in debug for lift in _RESHAPING_LIFTS):
             raise HintStale(where)
-        want = self._initialised(init_fn, args, kwargs, keyed)
+        want = self._initialised(init_fn, args, kwargs, keyed, carried=False)
         leaf = variables_structure(want) if not isinstance(want, Mapping) else None
         if not isinstance(leaf, list) or leaf[2]:  # a tree, symbolic, weak-typed, another box: not repaired
             raise HintStale(where)
@@ -126,11 +132,18 @@ class HintCheck:
         import jax
 
         value = scope.get_variable(col, name)
-        want = self._initialised(init_fn, args, kwargs, keyed)
         got_leaves, got_tree = jax.tree_util.tree_flatten(value)
-        want_leaves, want_tree = jax.tree_util.tree_flatten(want)
-        differs = cast(Any, got_tree) != want_tree
-        if differs or any(_aval(a) != _aval(b) for a, b in zip(got_leaves, want_leaves, strict=True)):
+
+        def differs(want: Any) -> bool:
+            want_leaves, want_tree = jax.tree_util.tree_flatten(want)
+            return cast(Any, got_tree) != want_tree or any(
+                _aval(a) != _aval(b) for a, b in zip(got_leaves, want_leaves, strict=True)
+            )
+
+        # a carried output only ever confirms a match: a mismatch is the initialiser's own to say
+        if differs(self._initialised(init_fn, args, kwargs, keyed)) and (
+            not self._last_carried or differs(self._initialised(init_fn, args, kwargs, keyed, carried=False))
+        ):
             raise HintStale(f"{col}/{'/'.join((*scope.path, name))}")
         self.note_reads(list(_leaf_paths(value, (col, *scope.path, name))))
 
@@ -139,7 +152,10 @@ class HintCheck:
         self.seen.update(paths)
         self.reads.extend(paths)
 
-    def _initialised(self, init_fn: Any, args: Any, kwargs: Any, keyed: bool) -> Any:
+    def _initialised(self, init_fn: Any, args: Any, kwargs: Any, keyed: bool, carried: bool = True) -> Any:
+        """``init_fn``'s abstract output on ``args``: cached per capture, taken from the last
+        capture's (:attr:`carried`, only when ``carried``; :attr:`_last_carried` says whether it
+        was) or run under ``jax.eval_shape``."""
         import jax
 
         def run() -> Any:
@@ -148,18 +164,31 @@ class HintCheck:
         try:
             known = self._fn_tokens.get(id(init_fn))  # most reads share their initialiser object
             if known is None or known[0] is not init_fn:
-                known = self._fn_tokens[id(init_fn)] = (init_fn, token(init_fn))
+                known = self._fn_tokens[id(init_fn)] = (init_fn, token(init_fn), library_function(init_fn))
             key = (known[1], token(tuple(args)), token(tuple(sorted(kwargs.items()))), keyed)
             hash(key)
         except (TypeError, ValueError):  # arrays among the arguments, a mutable closure: not cached
-            key = None
-        if key is None or key not in self.outputs:
+            key, known = None, None
+        self._last_carried = False
+        if key is not None and key in self.outputs and (carried or key not in self._carried_keys):
+            self._last_carried = key in self._carried_keys
+            return self.outputs[key]
+        stable = None if known is None or known[2] is None else stable_key(known[2], args, kwargs, keyed)
+        out = _carried(self.carried.get(stable)) if stable is not None and carried else None
+        if out is not None:
+            self._last_carried = True
+            if key is not None:
+                self._carried_keys.add(key)
+        else:
+            if key is not None:
+                self._carried_keys.discard(key)
             self.initialisers_run += 1
             out = jax.eval_shape(run)
-            if key is None:
-                return out
+        if stable is not None and type(out) is jax.ShapeDtypeStruct and out.sharding is None:
+            self.learned[stable] = [list(out.shape), out.dtype.name, bool(out.weak_type)]
+        if key is not None:
             self.outputs[key] = out
-        return self.outputs[key]
+        return out
 
     @contextlib.contextmanager
     def checking(self) -> Iterator[None]:
@@ -294,6 +323,121 @@ def token(x: Any, depth: int = 0) -> Any:
     if isinstance(x, np.dtype):
         return (np.dtype, x.str, x.name)
     raise TypeError(f"no cache key for {type(x).__name__}")
+
+
+# -- Library initialisers' outputs, carried from one capture to the next ------------------------------
+
+#: The packages whose initialisers' outputs a capture may take from the last one: their code does
+#: not change while a server runs them (the key holds their versions), and their initialisers are
+#: functions of their arguments and closures (a workspace's own may read globals an edit changes).
+_LIBRARIES = ("jax", "flax")
+_LIBRARY_DIRS: list[str] = []
+
+
+def _library_dirs() -> list[str]:
+    if not _LIBRARY_DIRS:
+        import importlib.util
+        import os
+
+        for name in _LIBRARIES:
+            spec = importlib.util.find_spec(name)
+            if spec is not None and spec.submodule_search_locations:
+                _LIBRARY_DIRS.extend(os.path.join(os.path.realpath(p), "") for p in spec.submodule_search_locations)
+    return _LIBRARY_DIRS
+
+
+def library_function(fn: Any, depth: int = 0) -> str | None:
+    """A stable spelling of an initialiser defined in jax or Flax, with its defaults and closure
+    (``lecun_normal()`` is ``variance_scaling``'s inner function over its scale, mode and
+    distribution), as text another process spells the same; None for any other function or a
+    closure over anything but numbers, text, dtypes and such functions."""
+    import json
+
+    def spell(x: Any, depth: int) -> Any:
+        if x is None or type(x) in (bool, int, float, str):
+            return [type(x).__name__, x]
+        if type(x) in (tuple, list) and depth < 6:
+            return [type(x).__name__, [spell(item, depth + 1) for item in x]]
+        if type(x) is types.FunctionType and depth < 6:
+            code = x.__code__
+            if not any(code.co_filename.startswith(d) for d in _library_dirs()):
+                raise TypeError("no library function")
+            cells = [cell.cell_contents for cell in x.__closure__ or ()]
+            kwdefaults = sorted((x.__kwdefaults__ or {}).items())
+            return [
+                "fn",
+                f"{x.__module__}:{code.co_qualname}:{code.co_firstlineno}",
+                spell(x.__defaults__, depth + 1),
+                [[k, spell(v, depth + 1)] for k, v in kwdefaults],
+                [spell(c, depth + 1) for c in cells],
+            ]
+        dtype = _dtype_name(x)
+        if dtype is not None:
+            return ["dtype", dtype]
+        raise TypeError(f"no stable spelling for {type(x).__name__}")
+
+    try:
+        if type(fn) is not types.FunctionType:
+            return None
+        return json.dumps(spell(fn, depth), separators=(",", ":"))
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
+def _dtype_name(x: Any) -> str | None:
+    """The dtype ``x`` names, when it is a numpy dtype or a scalar type (``jnp.float32``)."""
+    import numpy as np
+
+    if isinstance(x, np.dtype):
+        return x.name
+    if isinstance(x, type) and (issubclass(x, np.generic) or hasattr(x, "dtype")):
+        try:
+            return np.dtype(getattr(x, "dtype", x)).name
+        except TypeError:
+            return None
+    return None
+
+
+def stable_key(function: str, args: Any, kwargs: Mapping[str, Any], keyed: bool) -> str | None:
+    """The key of a library initialiser's call on ``args`` (a shape, a dtype) as the next capture
+    spells it too, with the libraries' versions; None for arguments with no stable spelling."""
+    import json
+
+    def spell(x: Any, depth: int = 0) -> Any:
+        if x is None or type(x) in (bool, int, float, str):
+            return [type(x).__name__, x]
+        if type(x) in (tuple, list) and depth < 4:
+            return [type(x).__name__, [spell(item, depth + 1) for item in x]]
+        dtype = _dtype_name(x)
+        if dtype is not None:
+            return ["dtype", dtype]
+        raise TypeError(type(x).__name__)
+
+    try:
+        from jaxlsp.capture.worker.main import versions
+
+        spelled = [spell(tuple(args)), [[k, spell(v)] for k, v in sorted(kwargs.items())], keyed]
+        return json.dumps([sorted(versions().items()), function, spelled], separators=(",", ":"))
+    except (TypeError, ValueError):
+        return None
+
+
+def _carried(entry: Any) -> Any:
+    """A carried output ``[shape, dtype, weak type]`` as the abstract value it stands for; None
+    when it is not one (a garbled request)."""
+    import jax
+    import numpy as np
+
+    try:
+        shape, dtype, weak = entry
+        if not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):
+            return None
+        if type(weak) is not bool or not isinstance(dtype, str):
+            return None
+        struct: Any = jax.ShapeDtypeStruct
+        return struct(tuple(shape), np.dtype(dtype), weak_type=weak)
+    except (TypeError, ValueError):
+        return None
 
 
 def _aval(x: Any) -> tuple[Any, ...]:

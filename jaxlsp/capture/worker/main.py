@@ -32,6 +32,9 @@ from jaxlsp.capture.worker.protocol import ErrorInfo, WorkerRequest, WorkerResul
 # captures run in a process that goes on (tests, tools), which frees them as usual.
 _HELD: list[Any] | None = None
 
+#: library initialisers' outputs a capture takes from the last one and leaves for the next, at most
+MAX_CARRIED = 1024
+
 
 def exiting() -> None:
     """Say that this process exits once its capture's result is written (a cold worker, a
@@ -179,7 +182,7 @@ def _capture_reporting(request: WorkerRequest | dict[str, Any], jax_ready: bool)
             result["structure"] = extra["structure"]
         if extra.get("hint") is not None:
             result["hint"] = extra["hint"]
-        for key in ("roots", "callsite", "learned", "replayed"):
+        for key in ("roots", "callsite", "learned", "replayed", "initialisers"):
             if extra.get(key) is not None:
                 result[key] = extra[key]
         for key in ("arrays", "saved"):  # a values run's payloads
@@ -361,6 +364,9 @@ def trace_target(
         replay = request.get("replay") is not False and (check is None or not check.checked)
 
         outputs: dict[Any, Any] = {}  # the initialisers' abstract outputs, for every hinted attempt
+        # library initialisers' outputs the last capture of this target met (hints.stable_key)
+        carried = request.get("initialisers")
+        carried = carried if isinstance(carried, dict) and len(carried) <= MAX_CARRIED else {}
 
         def attempt(hint: Any, t0: float, repair: bool = False) -> tuple[Any, Any, Any, Any, float]:
             with on_device if concrete else contextlib.nullcontext():
@@ -368,6 +374,7 @@ def trace_target(
             if plan.hint_check is not None:
                 plan.hint_check.repair = repair
                 plan.hint_check.outputs = outputs
+                plan.hint_check.carried = carried
             traced = targets.traceable(plan, call_args[0], call_args[1], transform, frozenset(builder.keys), concrete)
             if not x64:
                 _refuse_wide(traced.operands)
@@ -416,6 +423,8 @@ def trace_target(
                 plan, traced, closed, out_shape, t0 = attempt(None, t1)
         if extra is not None:
             extra["structure"] = plan.structure
+            if plan.hint_check is not None and 0 < len(plan.hint_check.learned) <= MAX_CARRIED:
+                extra["initialisers"] = plan.hint_check.learned
     except CaptureError:
         raise
     except BaseException as exc:

@@ -185,6 +185,9 @@ class WorkerRequest(TypedDict):
     # capture/speculate.py: a Linen variables structure to use instead of the abstract init,
     # checked by the trace itself (worker/hints.py HintCheck)
     structureHint: NotRequired[Any]
+    # with it: the library initialisers' abstract outputs the last capture met, so that the hint's
+    # check need not run them again (worker/hints.py stable_key -> [shape, dtype, weak type])
+    initialisers: NotRequired[dict[str, list[Any]]]
     # False: no replay of repeated Linen module calls (worker/replay.py), nor of a gradient's
     # transpositions of them (jaxcompat.TransposeMemo); every call is traced
     replay: NotRequired[bool]
@@ -218,6 +221,7 @@ class WorkerResult(TypedDict):
     # init either) or was not used
     hint: NotRequired[Literal["held", "repaired", "stale"]]
     replayed: NotRequired[int]  # Linen module calls whose equations were replayed (worker/replay.py)
+    initialisers: NotRequired[dict[str, list[Any]]]  # a hinted trace's: the next request's (above)
     arrays: NotRequired[dict[str, Any]]  # values run: value id -> {shape, dtype, data | omitted | error}
     saved: NotRequired[dict[str, Any]]  # values run: {path, keys, missing} of the written .npz
     # What the graph's relative paths are relative to: {base, packages: {package: sys.path entry}}
