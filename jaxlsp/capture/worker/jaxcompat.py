@@ -1,7 +1,7 @@
 """The one place the worker touches private JAX modules (``jax._src``): small, tested accessors.
 
 Every function degrades gracefully: when an internal moves, the graph loses frames or scopes but
-the capture still succeeds. ``tests/capture/test_jaxcompat.py`` pins the behaviour.
+the capture still succeeds. ``tests/capture/worker/test_jaxcompat.py`` pins the behaviour.
 """
 
 from __future__ import annotations
@@ -1380,12 +1380,22 @@ def _accum_proxy() -> Any:
     class _Recorded(ad.ValAccum):
         def __init__(self, real: Any, position: int, told: Callable[[int, Any, Any], None]) -> None:
             self.aval = real.aval
-            self.val = real.val
             self.spoiled = False
             self._real, self._position, self._told = real, position, told
 
         def accum(self, x: Any) -> None:
             self._told(self._position, self._real, x)
+
+        # a rule that reads or writes an accumulator's value itself is not recorded
+        @property
+        def val(self) -> Any:
+            self.spoiled = True
+            return self._real.val
+
+        @val.setter
+        def val(self, value: Any) -> None:
+            self.spoiled = True
+            self._real.val = value
 
         def freeze(self) -> Any:
             self.spoiled = True
