@@ -380,6 +380,7 @@ def trace_target(
                 _refuse_wide(traced.operands)
             timings["init"] = time.perf_counter() - t0
             t1 = time.perf_counter()
+            jaxcompat.linear_input_check()  # done once a process (the warm spare's, before it forks)
             # a gradient's transpositions of repeated layers are replayed too (jaxcompat.TransposeMemo)
             memo = jaxcompat.TransposeMemo() if replay and not concrete else None
             with (
@@ -780,6 +781,7 @@ def warm() -> None:
     from jaxlsp.capture.worker import contracts, failures, jaxcompat, replay
 
     jaxcompat.warm()
+    jaxcompat.linear_input_check()
     contracts.warm()
     if "flax.linen" in sys.modules:  # the replay hook set before the forks (replay.install)
         replay.install()

@@ -175,3 +175,52 @@ def test_cheap_tracer_probes_keep_getattr_probes_from_walking_the_trace(monkeypa
     assert [tuple(v.shape) for v in jax.tree_util.tree_leaves(nnx.state(model, nnx.Param))] == [(4,), (4, 4)] * 3
     # the text, made when read, is JAX's own
     assert str(errors[0]).startswith("The 'sharding' attribute is not available on traced array with shape float32[]")
+
+
+def test_the_partial_evaluations_input_check_is_linear_and_gives_the_same_program() -> None:
+    """``linear_input_check`` replaces jax's ``tracers_to_jaxpr`` by a copy of its own source whose
+    check that each input met is an input looks ids up in a set (jax walks every input for each:
+    quadratic in a scan body's scanned parameters). The programs are the same, and the copy still
+    refuses a tracer that is no input, as jax's does."""
+    nn = pytest.importorskip("flax.linen")
+    import jax
+    import jax.numpy as jnp
+    from jax._src import core
+    from jax._src import source_info_util as siu
+    from jax._src.interpreters import partial_eval as pe
+
+    from jaxlsp.capture.worker import jaxcompat
+
+    class Cell(nn.Module):
+        @nn.compact
+        def __call__(self, x: jax.Array, _: None) -> tuple[jax.Array, None]:
+            return jnp.tanh(nn.Dense(4)(x)) + x, None
+
+    class Scanned(nn.Module):
+        @nn.compact
+        def __call__(self, x: jax.Array) -> jax.Array:
+            scan = nn.scan(Cell, variable_axes={"params": 0}, split_rngs={"params": True}, length=5)
+            return scan()(x, None)[0]
+
+    model = Scanned()
+    x = jax.ShapeDtypeStruct((2, 4), jnp.float32)
+    variables = jax.eval_shape(lambda x: model.init(jax.random.key(0), x), x)
+
+    def program() -> str:
+        closed = jax.make_jaxpr(lambda v, x: model.apply(v, x))(variables, x)
+        return str(closed.jaxpr.pretty_print(source_info=True, name_stack=True))
+
+    original = pe.tracers_to_jaxpr
+    try:
+        before = program()
+        assert jaxcompat.linear_input_check()
+        assert pe.tracers_to_jaxpr is not original and pe.tracers_to_jaxpr.__wrapped__ is original
+        assert program() == before
+
+        trace = pe.JaxprTrace(core.eval_trace, siu.new_name_stack(), core.TraceTag())
+        stray = pe.JaxprTracer(trace, pe.PartialVal.unknown(core.ShapedArray((), jnp.float32)), pe.LambdaBinding())
+        with pytest.raises(Exception, match="not in input tracers"):
+            pe.tracers_to_jaxpr([], [stray], [], None)
+    finally:
+        pe.tracers_to_jaxpr = original
+        jaxcompat._LINEAR_CHECK.clear()
