@@ -341,8 +341,9 @@ def _library_dirs() -> list[str]:
 
         for name in _LIBRARIES:
             spec = importlib.util.find_spec(name)
-            if spec is not None and spec.submodule_search_locations:
-                _LIBRARY_DIRS.extend(os.path.join(os.path.realpath(p), "") for p in spec.submodule_search_locations)
+            for place in (spec.submodule_search_locations or []) if spec is not None else []:
+                # a code object's file is spelled as it was imported: the real path, or through a link
+                _LIBRARY_DIRS.extend({os.path.join(place, ""), os.path.join(os.path.realpath(place), "")})
     return _LIBRARY_DIRS
 
 
