@@ -19,9 +19,19 @@ export interface Settings {
   inlayHints: boolean;
   /** `jaxlsp.liveShapes`: re-trace on open and save (the server's default is on). */
   liveShapes: boolean;
+  /** `jaxlsp.replay`: repeated Linen layers traced once (the server's default is on). */
+  replay: boolean;
 }
 
-export const DEFAULT_SETTINGS: Settings = { python: "", serverPath: "", timeout: 0, device: "", inlayHints: false, liveShapes: true };
+export const DEFAULT_SETTINGS: Settings = {
+  python: "",
+  serverPath: "",
+  timeout: 0,
+  device: "",
+  inlayHints: false,
+  liveShapes: true,
+  replay: true,
+};
 
 export interface ServerCommand {
   command: string;
@@ -184,6 +194,7 @@ export function initializationOptions(settings: Settings, launch: Launch, truste
   if (settings.timeout > 0) options.timeout = settings.timeout;
   if (settings.device) options.device = settings.device;
   if (!settings.liveShapes) options.liveShapes = false;
+  if (!settings.replay) options.replay = false;
   return { jaxlsp: options };
 }
 
@@ -201,6 +212,7 @@ export function readSettings(config: { get<T>(key: string, fallback: T): T }): S
     device: str("device"),
     inlayHints: config.get<unknown>("inlayHints", false) === true,
     liveShapes: config.get<unknown>("liveShapes", true) !== false,
+    replay: config.get<unknown>("replay", true) !== false,
   };
 }
 

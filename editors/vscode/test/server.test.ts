@@ -136,9 +136,9 @@ test("initializationOptions carry trust and only the settings that are set", () 
   assert.deepEqual(initializationOptions(settings, other, false), {
     jaxlsp: { trusted: false, inlayHints: true, python: "/usr/bin/python3", timeout: 30, device: "cuda:0" },
   });
-  const off = { ...DEFAULT_SETTINGS, liveShapes: false }; // live shapes: sent only when turned off
+  const off = { ...DEFAULT_SETTINGS, liveShapes: false, replay: false }; // sent only when turned off
   assert.deepEqual(initializationOptions(off, launch, true), {
-    jaxlsp: { trusted: true, inlayHints: false, selectedPython: "/env/bin/python", liveShapes: false },
+    jaxlsp: { trusted: true, inlayHints: false, selectedPython: "/env/bin/python", liveShapes: false, replay: false },
   });
 });
 
@@ -152,6 +152,7 @@ test("settings of the wrong type fall back to their defaults", () => {
     device: "",
     inlayHints: false,
     liveShapes: true,
+    replay: true,
   });
 });
 

@@ -239,6 +239,7 @@ class Tracing:
             find_entrypoint=self.ls.session.entrypoint,
             answers=args.answers,
             costs=args.costs or options.costs,
+            replay=options.replay,
             cell=args.cell,
             # inputs from call sites (capture/autoinputs.py): a lens traces a complete static one at
             # once; examples run only when the user picks one (``example``, from a needs-input answer)
@@ -318,6 +319,9 @@ class Tracing:
         line = captured.outcome.inputs_line()
         if line:
             result["inputsFrom"] = line.removeprefix("inputs from ")
+        replayed = captured.outcome.capture.result.get("replayed")
+        if isinstance(replayed, int) and replayed > 0:
+            result["replayed"] = replayed
         self._diagnose(args.uri, args.name, None)
         self.diagnose_contracts(args.uri, args.name, trace)
         for hear in self.traced:
