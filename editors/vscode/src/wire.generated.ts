@@ -256,6 +256,7 @@ export interface TraceResult {
   values?: ValuesSummary;
   compiled?: CompiledSummary;
   time?: TimeSummary;
+  replayed?: number;
 }
 
 /**
