@@ -550,20 +550,35 @@ def segment(
 
 
 def _emit(
-    trace: Any, eqns: list[tuple[Any, ...]], resolve: Callable[[tuple[Any, ...]], Any], prefix: tuple[Any, ...]
+    trace: Any,
+    eqns: list[tuple[Any, ...]],
+    resolve: Callable[[tuple[Any, ...]], Any],
+    prefix: tuple[Any, ...],
+    *,
+    traceback: Any = None,
+    stack: Any = None,
+    made: list[list[Any]] | None = None,
+    before: Callable[[list[list[Any]]], None] | None = None,
 ) -> list[list[Any]]:
+    """Stage ``eqns`` (a segment's, see :class:`Segment`) in ``trace`` under the name stack
+    ``prefix`` (``stack``: the one to use as it is where an equation's suffix is empty), each with
+    its recorded traceback or ``traceback``; ``resolve`` gives the tracers of the inputs that are
+    no literal and no earlier equation's. The outputs, appended to ``made`` (the caller's, to
+    resolve its own specs with), equation by equation; ``before(made)`` runs ahead of each."""
     from jax._src import source_info_util as siu
     from jax._src.interpreters import partial_eval as pe
 
-    made: list[list[Any]] = []
+    made = [] if made is None else made
     # one name stack per scope, as a trace shares one among the equations staged in it (the
     # graph builder places equations by name stack: once each)
-    stacks: dict[tuple[Any, ...], Any] = {}
-    for primitive, params, effects, ctx, traceback, suffix, ins, avals in eqns:
-        stack = stacks.get(suffix)
-        if stack is None:
-            stack = stacks[suffix] = siu.NameStack(prefix + suffix)
-        source = siu.SourceInfo(traceback, stack)
+    stacks: dict[tuple[Any, ...], Any] = {} if stack is None else {(): stack}
+    for primitive, params, effects, ctx, recorded, suffix, ins, avals in eqns:
+        if before is not None:
+            before(made)
+        named = stacks.get(suffix)
+        if named is None:
+            named = stacks[suffix] = siu.NameStack(prefix + suffix)
+        source = siu.SourceInfo(recorded if traceback is None else traceback, named)
         tracers = []
         for spec in ins:
             if spec[0] == "eq":
@@ -1206,7 +1221,7 @@ class TransposeMemo:
                     self._keep.append(params)
                 return rule(cts_in, *args, **params)
             if entry is _SEEN_ONCE:
-                return self._record(key, trace, primitive, rule, proxy, cts_in, args, params)
+                return self._record(key, trace, inputs, rule, proxy, cts_in, args, params)
             self.replayed += 1
             return self._replay(entry, trace, inputs, args)
 
@@ -1263,7 +1278,7 @@ class TransposeMemo:
         self,
         key: Any,
         trace: Any,
-        primitive: Any,
+        inputs: list[Any],
         rule: Callable[..., Any],
         proxy: Any,
         cts_in: Any,
@@ -1290,7 +1305,7 @@ class TransposeMemo:
         out = rule(cts_in, *called, **params)
         ranges.append((start[0], len(frame.tracing_eqns)))
         spoiled = any(type(a) is proxy and a.spoiled for a in called)
-        segment = None if spoiled else self._segment(trace, mark, current, primitive, cts_in, args, ranges, events, out)
+        segment = None if spoiled else self._segment(trace, mark, current, inputs, ranges, events, out)
         self.entries[key] = segment
         return out
 
@@ -1299,9 +1314,7 @@ class TransposeMemo:
         trace: Any,
         mark: tuple[Any, ...],
         current: Any,
-        primitive: Any,
-        cts_in: Any,
-        args: Any,
+        inputs: list[Any],
         ranges: list[tuple[int, int]],
         events: list[tuple[int, int, Any]],
         out: Any,
@@ -1311,8 +1324,8 @@ class TransposeMemo:
             if frame_mark(trace)[1:] != mark[1:]:
                 return None
             where: dict[Any, tuple[Any, ...]] = {}
-            for i, x in enumerate(self._values(primitive, cts_in, args)):
-                if type(x) is tracer and x._trace is trace:
+            for i, x in enumerate(inputs):  # _key's: the call's values of this trace, None elsewhere
+                if x is not None:
                     where.setdefault(x.val, ("in", i))
             prefix = tuple(current.name_stack.stack)
             eqns: list[tuple[Any, ...]] = []
@@ -1363,10 +1376,8 @@ class TransposeMemo:
     def _replay(self, entry: _Transposed, trace: Any, inputs: list[Any], args: Any) -> Any:
         from jax._src import source_info_util as siu
 
-        zero, _, _, _, tracer, _ = self._types
+        zero = self._types[0]
         current = siu.current()
-        prefix = tuple(current.name_stack.stack)
-        stacks: dict[tuple[Any, ...], Any] = {(): current.name_stack}  # one per scope, as in _emit
         made: list[list[Any]] = []
         accums = entry.accums
         done = 0
@@ -1381,21 +1392,25 @@ class TransposeMemo:
                 return zero(spec[1])
             return None
 
-        for primitive_, params, effects, ctx, _, suffix, ins, avals in entry.eqns:
-            while done < len(accums) and accums[done][0] <= len(made):
+        def accumulate(count: int | None = None) -> None:
+            """The accumulations recorded before equation ``count`` (None: all that are left)."""
+            nonlocal done
+            while done < len(accums) and (count is None or accums[done][0] <= count):
                 args[accums[done][1]].accum(resolve(accums[done][2]))
                 done += 1
-            stack = stacks.get(suffix)
-            if stack is None:
-                stack = stacks[suffix] = siu.NameStack(prefix + suffix)
-            source = siu.SourceInfo(current.traceback, stack)
-            tracers = [
-                tracer(trace, spec[1].aval, spec[1], source) if spec[0] == "lit" else resolve(spec) for spec in ins
-            ]
-            made.append(trace.emit_eqn(tracers, avals, primitive_, params, effects, source, ctx))
-        while done < len(accums):
-            args[accums[done][1]].accum(resolve(accums[done][2]))
-            done += 1
+
+        prefix = tuple(current.name_stack.stack)
+        _emit(
+            trace,
+            entry.eqns,
+            resolve,
+            prefix,
+            traceback=current.traceback,
+            stack=current.name_stack,
+            made=made,
+            before=lambda made: accumulate(len(made)),
+        )
+        accumulate()
         if entry.result is None:
             return None
         return [resolve(spec) for spec in entry.result]
