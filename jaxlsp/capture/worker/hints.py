@@ -80,7 +80,6 @@ class HintCheck:
         self.carried: Mapping[str, Any] = {}
         self.learned: dict[str, list[Any]] = {}
         self._carried_keys: set[Any] = set()  # keys of :attr:`outputs` that came from :attr:`carried`
-        self._last_carried = False
 
     def held(self) -> bool:
         return not self.created and not self.repairs and self.seen == self.expected
@@ -118,7 +117,7 @@ class HintCheck:
         debug = getattr(scope, "debug_path", None)
         if scope.root.path if debug is None else any(lift in str(part) for part in debug for lift in _RESHAPING_LIFTS):
             raise HintStale(where)
-        want = self._initialised(init_fn, args, kwargs, keyed, carried=False)
+        want, _ = self._initialised(init_fn, args, kwargs, keyed, carried=False)
         leaf = variables_structure(want) if not isinstance(want, Mapping) else None
         if not isinstance(leaf, list) or leaf[2]:  # a tree, symbolic, weak-typed, another box: not repaired
             raise HintStale(where)
@@ -141,9 +140,10 @@ class HintCheck:
             )
 
         # a carried output only ever confirms a match: a mismatch is the initialiser's own to say
-        if differs(self._initialised(init_fn, args, kwargs, keyed)) and (
-            not self._last_carried or differs(self._initialised(init_fn, args, kwargs, keyed, carried=False))
-        ):
+        want, carried = self._initialised(init_fn, args, kwargs, keyed)
+        if differs(want) and carried:
+            want, _ = self._initialised(init_fn, args, kwargs, keyed, carried=False)
+        if differs(want):
             raise HintStale(f"{col}/{'/'.join((*scope.path, name))}")
         self.note_reads(list(_leaf_paths(value, (col, *scope.path, name))))
 
@@ -152,10 +152,10 @@ class HintCheck:
         self.seen.update(paths)
         self.reads.extend(paths)
 
-    def _initialised(self, init_fn: Any, args: Any, kwargs: Any, keyed: bool, carried: bool = True) -> Any:
-        """``init_fn``'s abstract output on ``args``: cached per capture, taken from the last
-        capture's (:attr:`carried`, only when ``carried``; :attr:`_last_carried` says whether it
-        was) or run under ``jax.eval_shape``."""
+    def _initialised(self, init_fn: Any, args: Any, kwargs: Any, keyed: bool, carried: bool = True) -> tuple[Any, bool]:
+        """``init_fn``'s abstract output on ``args``, and whether it is the last capture's
+        (:attr:`carried`, taken only when ``carried``); else cached per capture, or run under
+        ``jax.eval_shape``."""
         import jax
 
         def run() -> Any:
@@ -169,14 +169,12 @@ class HintCheck:
             hash(key)
         except (TypeError, ValueError):  # arrays among the arguments, a mutable closure: not cached
             key, known = None, None
-        self._last_carried = False
         if key is not None and key in self.outputs and (carried or key not in self._carried_keys):
-            self._last_carried = key in self._carried_keys
-            return self.outputs[key]
+            return self.outputs[key], key in self._carried_keys
         stable = None if known is None or known[2] is None else stable_key(known[2], args, kwargs, keyed)
         out = _carried(self.carried.get(stable)) if stable is not None and carried else None
-        if out is not None:
-            self._last_carried = True
+        taken = out is not None
+        if taken:
             if key is not None:
                 self._carried_keys.add(key)
         else:
@@ -188,7 +186,7 @@ class HintCheck:
             self.learned[stable] = [list(out.shape), out.dtype.name, bool(out.weak_type)]
         if key is not None:
             self.outputs[key] = out
-        return out
+        return out, taken
 
     @contextlib.contextmanager
     def checking(self) -> Iterator[None]:
