@@ -352,35 +352,39 @@ def library_function(fn: Any, depth: int = 0) -> str | None:
     closure over anything but numbers, text, dtypes and such functions."""
     import json
 
-    def spell(x: Any, depth: int) -> Any:
-        if x is None or type(x) in (bool, int, float, str):
-            return [type(x).__name__, x]
-        if type(x) in (tuple, list) and depth < 6:
-            return [type(x).__name__, [spell(item, depth + 1) for item in x]]
-        if type(x) is types.FunctionType and depth < 6:
-            code = x.__code__
-            if not any(code.co_filename.startswith(d) for d in _library_dirs()):
-                raise TypeError("no library function")
-            cells = [cell.cell_contents for cell in x.__closure__ or ()]
-            kwdefaults = sorted((x.__kwdefaults__ or {}).items())
-            return [
-                "fn",
-                f"{x.__module__}:{code.co_qualname}:{code.co_firstlineno}",
-                spell(x.__defaults__, depth + 1),
-                [[k, spell(v, depth + 1)] for k, v in kwdefaults],
-                [spell(c, depth + 1) for c in cells],
-            ]
-        dtype = _dtype_name(x)
-        if dtype is not None:
-            return ["dtype", dtype]
-        raise TypeError(f"no stable spelling for {type(x).__name__}")
-
     try:
         if type(fn) is not types.FunctionType:
             return None
-        return json.dumps(spell(fn, depth), separators=(",", ":"))
+        return json.dumps(_spelled(fn, depth, 6, functions=True), separators=(",", ":"))
     except (TypeError, ValueError, AttributeError):
         return None
+
+
+def _spelled(x: Any, depth: int, limit: int, functions: bool = False) -> Any:
+    """``x`` as JSON data another process spells the same: numbers, text, None, dtypes, tuples and
+    lists of them to ``limit`` levels, and with ``functions`` a library's function by module, name
+    and line with its defaults and closure; TypeError for anything else."""
+    if x is None or type(x) in (bool, int, float, str):
+        return [type(x).__name__, x]
+    if type(x) in (tuple, list) and depth < limit:
+        return [type(x).__name__, [_spelled(item, depth + 1, limit, functions) for item in x]]
+    if functions and type(x) is types.FunctionType and depth < limit:
+        code = x.__code__
+        if not any(code.co_filename.startswith(d) for d in _library_dirs()):
+            raise TypeError("no library function")
+        cells = [cell.cell_contents for cell in x.__closure__ or ()]
+        kwdefaults = sorted((x.__kwdefaults__ or {}).items())
+        return [
+            "fn",
+            f"{x.__module__}:{code.co_qualname}:{code.co_firstlineno}",
+            _spelled(x.__defaults__, depth + 1, limit, functions),
+            [[k, _spelled(v, depth + 1, limit, functions)] for k, v in kwdefaults],
+            [_spelled(c, depth + 1, limit, functions) for c in cells],
+        ]
+    dtype = _dtype_name(x)
+    if dtype is not None:
+        return ["dtype", dtype]
+    raise TypeError(f"no stable spelling for {type(x).__name__}")
 
 
 def _dtype_name(x: Any) -> str | None:
@@ -402,20 +406,10 @@ def stable_key(function: str, args: Any, kwargs: Mapping[str, Any], keyed: bool)
     spells it too, with the libraries' versions; None for arguments with no stable spelling."""
     import json
 
-    def spell(x: Any, depth: int = 0) -> Any:
-        if x is None or type(x) in (bool, int, float, str):
-            return [type(x).__name__, x]
-        if type(x) in (tuple, list) and depth < 4:
-            return [type(x).__name__, [spell(item, depth + 1) for item in x]]
-        dtype = _dtype_name(x)
-        if dtype is not None:
-            return ["dtype", dtype]
-        raise TypeError(type(x).__name__)
-
     try:
         from jaxlsp.capture.worker.main import versions
 
-        spelled = [spell(tuple(args)), [[k, spell(v)] for k, v in sorted(kwargs.items())], keyed]
+        spelled = [_spelled(tuple(args), 0, 4), [[k, _spelled(v, 0, 4)] for k, v in sorted(kwargs.items())], keyed]
         return json.dumps([sorted(versions().items()), function, spelled], separators=(",", ":"))
     except (TypeError, ValueError):
         return None
