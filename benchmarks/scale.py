@@ -134,7 +134,7 @@ class Row:
     bare: dict[str, float]
     cli: dict[str, float]
     file: dict[str, float]
-    server: dict[str, float]
+    server: dict[str, Any]
     runs: dict[str, list[float]] = field(default_factory=dict)  # every run's wall time, by kind
 
 
@@ -245,8 +245,11 @@ class ProgressPeer(Peer):
     def __init__(self, command: list[str], cwd: Path | None = None) -> None:
         super().__init__(command, cwd)
         self.reports: list[tuple[float, str]] = []
+        self.logs: list[str] = []  # window/logMessage lines: each trace's phases (capture/phases.py)
 
     def answer(self, message: dict[str, Any]) -> None:
+        if message.get("method") == "window/logMessage":
+            self.logs.append(str(message.get("params", {}).get("message", "")))
         if message.get("method") == "$/progress":
             value = message.get("params", {}).get("value", {})
             if value.get("kind") == "report" and value.get("message"):
@@ -261,6 +264,7 @@ def warm_retrace(peer: ProgressPeer, model: Path, params: dict[str, Any], label:
     text = model.read_text(encoding="utf-8")
     model.write_text(text + f"\n# edited {time.time()}\n", encoding="utf-8")
     peer.reports.clear()
+    peer.logs.clear()
     start = time.perf_counter()
     out["warm"], result = peer.timed("jaxlsp/trace", params)
     end = start + out["warm"]
@@ -272,6 +276,7 @@ def warm_retrace(peer: ProgressPeer, model: Path, params: dict[str, Any], label:
     if marks:
         out["warm start"] = marks[0][0] - start
     out["trace id"] = result["traceId"]
+    out["phases"] = next((line for line in peer.logs if line.startswith("trace ")), "")
     return out
 
 
@@ -280,7 +285,7 @@ def median_run(runs: list[dict[str, Any]], key: str) -> dict[str, Any]:
     return sorted(runs, key=lambda r: float(r[key]))[(len(runs) - 1) // 2]
 
 
-def server(folder: Path, shape: Shape, size: int, repeats: int = 1) -> tuple[dict[str, float], list[float]]:
+def server(folder: Path, shape: Shape, size: int, repeats: int = 1) -> tuple[dict[str, Any], list[float]]:
     """First trace, first page and RSS of a fresh server; then ``repeats`` warm re-traces, each
     after an edit: the median one's figures, and every one's seconds."""
     model = folder / "scale_lm.py"
@@ -318,7 +323,8 @@ def server(folder: Path, shape: Shape, size: int, repeats: int = 1) -> tuple[dic
         kept = median_run(retraces, "warm")
         walls = [float(r["warm"]) for r in retraces]
         last = str(retraces[-1]["trace id"])
-        out.update({k: float(v) for k, v in kept.items() if k != "trace id"})
+        out.update({k: float(v) for k, v in kept.items() if k not in ("trace id", "phases")})
+        out["phases"] = kept["phases"]
         out["live"] = live_after_comment(peer, model, shape.cls, last)
         peer.request("shutdown", None)
         peer.send({"method": "exit", "params": None})
@@ -407,6 +413,8 @@ def report(rows: list[Row]) -> bool:
         )
         warm = ", ".join(f"{k[5:]} {v:.2f}" for k, v in row.server.items() if k.startswith("warm "))
         print(f"  {'':<29}warm re-trace phases (from the progress reports): {warm}")
+        if row.server.get("phases"):
+            print(f"  {'':<29}{row.server['phases']}")
         if any(len(walls) > 1 for walls in row.runs.values()):
             each = "; ".join(f"{kind} " + " ".join(f"{w:.2f}" for w in walls) for kind, walls in row.runs.items())
             print(f"  {'':<29}every run (the median kept): {each}")

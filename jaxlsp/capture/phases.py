@@ -114,7 +114,8 @@ def mark(name: str) -> None:
         phases.mark(name)
 
 
-def summary(name: str, state: str, phases: Phases) -> str:
-    """One line: ``live NAME fresh in 0.84 s: saved->queued 0.010 · wait 0.000 · ...``."""
+def summary(name: str, state: str, phases: Phases, kind: str = "live") -> str:
+    """One line: ``live NAME fresh in 0.84 s: discover 0.010 · wait 0.000 · ...`` (``kind`` is
+    ``trace`` for the user's own request, whose first span is ``prepare``)."""
     spans = " · ".join(f"{label} {seconds:.3f}" for label, seconds in phases.spans())
-    return f"live {name} {state} in {phases.total():.3f} s: {spans}"
+    return f"{kind} {name} {state} in {phases.total():.3f} s: {spans}"

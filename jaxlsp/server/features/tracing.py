@@ -15,6 +15,7 @@ import asyncio
 import dataclasses
 import gc
 import logging
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
+from jaxlsp.capture import phases
 from jaxlsp.capture.engine import (
     Prepared,
     TimeOptions,
@@ -254,8 +256,12 @@ class Tracing:
 
     async def _run(self, args: TraceArgs, folder: Path, live: bool = False) -> TraceAnswer:
         req = self.request(args, folder)
+        timing: phases.Phases | None = None
         if live:
             req = dataclasses.replace(req, offline=True)
+        else:  # where the user's own trace spent its time, logged as a live trace's is (capture/phases.py)
+            timing = phases.Phases(saved=time.monotonic())
+            phases.CURRENT.set(timing)  # this task's own context (``trace`` runs it as a task)
         progress = Progress(self.ls, f"Live shapes: tracing {args.name}" if live else f"Tracing {args.name}")
         await progress.begin("prepare")
         saved: str | None = None
@@ -337,6 +343,13 @@ class Tracing:
         finished: wire.TraceFinished = {"uri": args.uri, "name": args.name, "ok": True, "traceId": trace.id}
         self.ls.protocol.notify(wire.TRACE_FINISHED, finished)
         self.ls.refresh_lenses()  # titles now carry the trace's figures
+        if timing is not None:
+            timing.mark("publish")
+            self.ls.window_log_message(
+                types.LogMessageParams(
+                    type=types.MessageType.Log, message=phases.summary(args.name, "traced", timing, kind="trace")
+                )
+            )
         return result
 
     def _failed(self, args: TraceArgs, failure: TraceFailure) -> wire.NeedsInputResult:
