@@ -48,6 +48,7 @@ from jaxlsp.capture.supervise import (
     settle,
     supervise,
 )
+from jaxlsp.capture.worker.forkserver import NO_PRIMES
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +58,9 @@ START_TIMEOUT = 120.0
 RETRY_FAILED_AFTER = 60.0  # seconds before a spare that failed to start is tried again
 
 SPARE_BOOTSTRAP = staging.SPARE_BOOTSTRAP
+#: calls of JAX's functions one spare is sent to prime, at most (worker/priming.py); each is made
+#: once, in the spare, in 0.1-0.5 ms
+MAX_PRIMED = 8192
 
 
 class SpareUnavailable(Exception):
@@ -97,6 +101,10 @@ class SpareProcess:
     sent: set[str] = field(default_factory=set)
     learned: list[str] = field(default_factory=list)
     refused: set[str] = field(default_factory=set)
+    # The calls of JAX's functions the captures missed JAX's caches with (``primes``), sent to the
+    # spare to make once each before its next fork (worker/priming.py); by their JSON spelling.
+    primed: set[str] = field(default_factory=set)
+    calls_primed: int = 0  # the calls the spare made (its ``primed`` events)
 
     # -- life -----------------------------------------------------------------------------------------
     def launch(self) -> None:
@@ -184,6 +192,11 @@ class SpareProcess:
             if not job.exited.done():
                 job.exited.set_result(int(event["status"]))
             self.jobs.pop(event["id"], None)
+        elif kind == "primed":
+            self.calls_primed += int(event.get("calls") or 0)
+            log.info(
+                "warm spare for %s primed %s calls in %.3f s", self.python, event.get("calls"), event.get("seconds", 0)
+            )
         elif kind == "preloaded":
             self.learned.extend(str(m) for m in event.get("modules") or [])
             log.info("warm spare for %s preloaded %s", self.python, ", ".join(event.get("modules") or []))
@@ -276,6 +289,25 @@ class SpareProcess:
         with contextlib.suppress(SpareUnavailable):
             await self.send({"op": "preload", "modules": modules})
 
+    def learn_primes(self, entries: Any) -> None:
+        """A capture missed JAX's caches with these calls: have the spare make the new ones."""
+        if self.dead or not isinstance(entries, list) or NO_PRIMES in self.refused:
+            return
+        new = []
+        for entry in entries:
+            if len(self.primed) >= MAX_PRIMED:
+                break
+            key = json.dumps(entry, separators=(",", ":"))
+            if key not in self.primed:
+                self.primed.add(key)
+                new.append(entry)
+        if new:
+            self.spawn_task(self._prime(new))
+
+    async def _prime(self, entries: list[Any]) -> None:
+        with contextlib.suppress(SpareUnavailable):
+            await self.send({"op": "prime", "entries": entries})
+
     # -- one capture ----------------------------------------------------------------------------------
     async def run(
         self, request_without_fd: Mapping[str, Any], options: CaptureOptions, started: float
@@ -323,6 +355,7 @@ class SpareProcess:
             workspace=request.get("workspaceRoot") or None,
         )
         self.learn(cast(dict[str, Any], outcome.result).pop("imported", None))
+        self.learn_primes(cast(dict[str, Any], outcome.result).pop("primes", None))
         return outcome
 
 
@@ -422,6 +455,12 @@ class SparePool:
         """The modules the spare for ``python`` preloaded since it started, learned from captures."""
         spare = self._spares.get(self._key(python))
         return [] if spare is None or spare.dead else list(spare.learned)
+
+    def primed(self, python: str) -> int:
+        """The calls of JAX's functions the spare for ``python`` made to fill JAX's caches, learned
+        from captures (worker/priming.py)."""
+        spare = self._spares.get(self._key(python))
+        return 0 if spare is None or spare.dead else spare.calls_primed
 
     def _ensure(self, python: str, staged: Stage, *, force: bool) -> SpareProcess:
         if self._closed:

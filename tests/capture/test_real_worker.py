@@ -84,3 +84,29 @@ async def test_one_spare_serves_every_device_count(tmp_path: Path, jax_python: s
     (mul,) = cold.result["graph"]["nodes"]
     seen.append(("cold", next(v for v in cold.result["graph"]["values"] if v["id"] == mul["inputs"][1])["literal"]))
     assert seen == [("spare", 2), ("spare", 4), ("spare", 1), ("cold", 3)]
+
+
+async def test_the_spare_fills_jax_caches_the_captures_missed(tmp_path: Path, jax_python: str) -> None:
+    """A capture through the spare reports the calls of jax.numpy's jitted functions that missed
+    JAX's caches (worker/priming.py); the spare makes them; the next capture's graph is the same."""
+    import asyncio
+
+    from tests.deadlines import scaled
+
+    request = _request(tmp_path)
+    pool = SparePool()
+    try:
+        assert await pool.start(jax_python)
+        first = await pool.capture(request, python=jax_python)
+        assert first.ok and first.via == "spare", (first.result, first.stderr[-2000:])
+        assert "primes" not in first.result  # the pool's to act on, not the caller's
+        deadline = asyncio.get_running_loop().time() + scaled(60)
+        while pool.primed(jax_python) < 2:  # jnp.sin and the multiplication
+            assert asyncio.get_running_loop().time() < deadline, "the spare primed nothing"
+            await asyncio.sleep(0.02)
+        second = await pool.capture(request, python=jax_python)
+    finally:
+        await pool.close()
+    assert second.ok, second.result
+    assert second.result["graph"]["nodes"] == first.result["graph"]["nodes"]
+    assert second.result["graph"]["values"] == first.result["graph"]["values"]

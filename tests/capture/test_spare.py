@@ -173,3 +173,59 @@ async def test_concurrent_captures_each_get_their_own_fork(pool: SparePool, jax_
     assert len({o.result["graph"]["pid"] for o in outcomes}) == 4
     if before is not None:
         assert len(os.listdir("/proc/self/fd")) == before
+
+
+def _standbys(spare_pid: int) -> list[int]:
+    """The spare's children waiting as the next capture's (named so by the forkserver)."""
+    from tests.robustness.helpers import standby, stat
+
+    return [
+        int(p)
+        for p in os.listdir("/proc")
+        if p.isdigit() and (s := stat(int(p))) and s[1] == spare_pid and standby(int(p))
+    ]
+
+
+async def _one_standby(spare_pid: int, not_this: int = 0) -> int:
+    deadline = asyncio.get_running_loop().time() + scaled(30)
+    while True:
+        found = [pid for pid in _standbys(spare_pid) if pid != not_this]
+        if found:
+            assert len(found) == 1, found
+            return found[0]
+        assert asyncio.get_running_loop().time() < deadline, "no standby forked"
+        await asyncio.sleep(0.01)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads process names from /proc")
+async def test_the_next_capture_runs_in_a_child_forked_ahead_of_it(pool: SparePool, jax_python: str) -> None:
+    """The spare forks the next capture's child before it is asked (a standby): set up in its own
+    session, waiting; a capture runs there, and another standby waits for the one after."""
+    spare_pid = pool.info(jax_python)["pid"]  # type: ignore[index]
+    first_standby = await _one_standby(spare_pid)
+    first = await pool.capture(make_request("echo"), python=jax_python)
+    assert first.ok and first.via == "spare", first.result
+    graph = first.result["graph"]
+    assert graph["pid"] == graph["pgid"] == graph["sid"] == first_standby  # in its own session
+    assert_group_gone(first.pgid)
+    second_standby = await _one_standby(spare_pid, not_this=first_standby)
+    second = await pool.capture(make_request("echo"), python=jax_python)
+    assert second.ok and second.result["graph"]["pid"] == second_standby
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads process names from /proc")
+async def test_without_standbys_each_capture_is_forked_when_asked(
+    stand_in: Stage, jax_python: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jaxlsp.capture.worker.forkserver import STANDBY_ENV
+
+    monkeypatch.setenv(STANDBY_ENV, "0")
+    pool = SparePool(stage=stand_in)
+    try:
+        assert await pool.start(jax_python)
+        spare_pid = pool.info(jax_python)["pid"]  # type: ignore[index]
+        outcome = await pool.capture(make_request("echo"), python=jax_python)
+        assert outcome.ok and outcome.via == "spare"
+        assert _standbys(spare_pid) == []
+    finally:
+        await pool.close()

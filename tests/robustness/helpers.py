@@ -73,6 +73,17 @@ def cmdline(pid: int) -> bytes:
         return b""
 
 
+def standby(pid: int) -> bool:
+    """A warm spare's standby: a child forked ahead of the next capture, waiting for its request
+    (jaxlsp/capture/worker/forkserver.py names it so); it has run no user code."""
+    from jaxlsp.capture.worker.forkserver import STANDBY_NAME
+
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip() == STANDBY_NAME
+    except OSError:
+        return False
+
+
 def group_members(pgid: int) -> list[int]:
     """Live processes whose process group or session is ``pgid``."""
     found = []
@@ -88,9 +99,13 @@ def capture_cgroups(*owners: int) -> list[Path]:
     if not PIDS_ROOT.is_dir():
         return []
     left = []
-    for path in (p for owner in owners for p in PIDS_ROOT.rglob(f"jaxlsp-{owner}-*")):
+    prefixes = tuple(f"jaxlsp-{owner}-" for owner in owners)
+    # os.walk, not rglob: other suites' cgroups come and go while it looks (rglob then raises)
+    found = [Path(top, d) for top, dirs, _ in os.walk(PIDS_ROOT) for d in dirs if d.startswith(prefixes)]
+    for path in found:
         with contextlib.suppress(OSError):
-            if (path / "cgroup.procs").read_text().split():
+            members = [int(pid) for pid in (path / "cgroup.procs").read_text().split()]
+            if members and not (len(members) == 1 and standby(members[0])):  # the next capture's own
                 left.append(path)
     return left
 

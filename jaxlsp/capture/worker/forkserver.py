@@ -11,12 +11,14 @@ Wire (newline-delimited JSON both ways):
 
 - server -> spare: ``{"op": "capture", "id", "request", "memory", "cwd"}`` carrying three fds
   (result, stdout, stderr write ends) in the same ``sendmsg``; ``{"op": "kill", "pid"}``;
-  ``{"op": "preload", "modules"}``.
+  ``{"op": "preload", "modules"}``; ``{"op": "prime", "entries"}`` (calls of JAX's own functions
+  that captures missed JAX's caches with: worker/priming.py).
 - spare -> server: ``{"event": "ready", ...}`` or ``{"event": "failed", "message"}`` once;
   ``{"event": "started", "id", "pid"}`` (or ``"error"``); ``{"event": "exited", "id", "pid",
   "status"}`` (a raw wait status) after the spare killed the child's whole group and reaped it;
-  ``{"event": "preloaded", "modules", "seconds"}``, or ``{"event": "retiring", "modules",
-  "message"}`` when a preload made forking unsafe or took too long (the spare then forks no more
+  ``{"event": "preloaded", "modules", "seconds"}``, ``{"event": "primed", "calls", "seconds"}``,
+  or ``{"event": "retiring", "modules", "message"}`` when a preload or priming made forking unsafe
+  or took too long (the spare then forks no more
   and exits once its running captures have ended; the server starts another, never sending it
   that batch again).
 
@@ -46,6 +48,11 @@ from typing import Any
 FDS_PER_CAPTURE = 3
 MAX_LEARNED = 4000  # module names one capture may report (a hostile one could list anything)
 PRELOAD_LIMIT = 20.0  # seconds the spare may spend importing what captures imported, each time
+STANDBY_ENV = "JAXLSP_CAPTURE_STANDBY"  # "0": no child forked ahead of the next capture
+STANDBY = os.environ.get(STANDBY_ENV) != "0"
+STANDBY_NAME = "jaxlsp-standby"  # the waiting standby's process name (``comm``)
+#: in a ``retiring`` event's modules: priming made a spare unsafe (no module is named so)
+NO_PRIMES = "(priming)"
 _MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
@@ -81,12 +88,19 @@ class ForkServer:
         self.sock = sock
         self.capture = capture
         self.warm: Any = None  # the worker's ``warm``, run again after a preload
+        self.prime: Any = None  # the worker's ``prime``: JAX's caches filled before the next fork
         self.exiting: Any = None  # the worker's ``exiting``: a child exits after its capture
         self.fds: deque[int] = deque()
         self.buffer = b""
         self.children: dict[int, int] = {}  # pid -> capture id
         self.cgroups: dict[int, str] = {}  # pid -> the capture's cgroup, where one could be made
         self.retiring = False  # a preload made forking unsafe: no more forks, exit when idle
+        # A child forked ahead of the next capture, set up and waiting for its request (pid, the
+        # socket it waits on, its cgroup): the fork, the cgroup's join and the rest of a child's
+        # set-up (20 ms here, 12 of them the kernel's cgroup move) are then off the capture's path.
+        self.standby: tuple[int, socket.socket, str | None] | None = None
+        self.no_standby = not STANDBY
+        self._standbys = 0
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_r, False)
         os.set_blocking(self.wake_w, False)
@@ -104,6 +118,7 @@ class ForkServer:
         self.selector.register(self.wake_r, selectors.EVENT_READ)
         try:
             while True:
+                self._make_standby()  # the next capture's child, ready before it is asked for
                 for key, _ in self.selector.select():
                     if key.fileobj is self.sock:
                         if not self._receive():
@@ -120,6 +135,7 @@ class ForkServer:
                 if self.retiring and not self.children:
                     return
         finally:
+            self._drop_standby()
             for pid in list(self.children):
                 _killpg(pid)
             for path in self.cgroups.values():
@@ -151,6 +167,8 @@ class ForkServer:
                     _killpg(pid)
             elif message.get("op") == "preload" and not self.retiring:
                 self._preload(message.get("modules"))
+            elif message.get("op") == "prime" and not self.retiring:
+                self._prime(message.get("entries"))
         return True
 
     def _preload(self, modules: Any) -> None:
@@ -158,20 +176,11 @@ class ForkServer:
         :data:`PRELOAD_LIMIT` seconds; retire if that started an XLA backend or a thread (a fork
         would then hang or inherit a held lock) or ran out of time (a module is half imported)."""
         import importlib
-        import threading
 
         started = time.monotonic()
-        threads = threading.active_count()
         loaded: list[str] = []
-        expired: list[bool] = []
 
-        def on_alarm(signum: int, frame: Any) -> None:
-            expired.append(True)
-            raise TimeoutError("preloading took too long")
-
-        previous = signal.signal(signal.SIGALRM, on_alarm)
-        signal.setitimer(signal.ITIMER_REAL, PRELOAD_LIMIT)
-        try:
+        def work(expired: list[bool]) -> None:
             for name in modules if isinstance(modules, list) else []:
                 if expired:
                     break
@@ -182,31 +191,82 @@ class ForkServer:
                     loaded.append(name)
                 except BaseException:  # a library's import failing here is not our failure
                     continue
+
+        why = self._guarded(work, "preloading") or self._warm_again("preloading")
+        if loaded:
+            self._drop_standby()  # forked before these imports: the next one has them
+        if why:
+            # every module of the batch: the next spare is never sent the one that did it
+            self._retire([m for m in modules if isinstance(m, str)] if isinstance(modules, list) else [], why)
+            return
+        self.send({"event": "preloaded", "modules": loaded, "seconds": time.monotonic() - started})
+
+    def _prime(self, entries: Any) -> None:
+        """Make the calls of JAX's own functions that earlier captures missed JAX's caches with
+        (worker/priming.py), under the same guard as a preload; a spare that priming made unsafe
+        retires, and no spare of this interpreter is sent primes again (:data:`NO_PRIMES`)."""
+        if self.prime is None or not isinstance(entries, list):
+            return
+        started = time.monotonic()
+        modules = len(sys.modules)
+        made: list[int] = []
+
+        def work(expired: list[bool]) -> None:
+            made.append(self.prime(entries, lambda: bool(expired)))
+
+        why = self._guarded(work, "priming")
+        if not why and len(sys.modules) != modules:  # a JAX module priming imported
+            why = self._warm_again("priming")
+        if sum(made):
+            self._drop_standby()  # forked before these caches were filled: the next one has them
+        if why:
+            self._retire([NO_PRIMES], why)
+            return
+        self.send({"event": "primed", "calls": sum(made), "seconds": time.monotonic() - started})
+
+    def _guarded(self, work: Any, what: str) -> str:
+        """Run ``work(expired)`` within :data:`PRELOAD_LIMIT` seconds (``expired`` turns true at the
+        limit, and a TimeoutError is raised where the work is); why forking is unsafe after it,
+        or ''."""
+        import threading
+
+        threads = threading.active_count()
+        expired: list[bool] = []
+
+        def on_alarm(signum: int, frame: Any) -> None:
+            expired.append(True)
+            raise TimeoutError(f"{what} took too long")
+
+        previous = signal.signal(signal.SIGALRM, on_alarm)
+        signal.setitimer(signal.ITIMER_REAL, PRELOAD_LIMIT)
+        try:
+            work(expired)
         except TimeoutError:
             expired.append(True)
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
-        why = ""
         if expired:
-            why = f"preloading took over {PRELOAD_LIMIT:.0f} s"
-        elif _backends_initialised():
-            why = "an XLA backend started while preloading"
-        elif threading.active_count() > threads:
-            why = "a thread started while preloading"
-        else:
-            try:
-                if self.warm is not None:
-                    self.warm()  # what the worker precomputes over the loaded modules covers these too
-            except Exception as exc:
-                why = f"the worker's warm-up failed after preloading: {type(exc).__name__}: {exc}"
-        if why:
-            self.retiring = True
-            # every module of the batch: the next spare is never sent the one that did it
-            batch = [m for m in modules if isinstance(m, str)] if isinstance(modules, list) else []
-            self.send({"event": "retiring", "modules": batch, "message": why})
-            return
-        self.send({"event": "preloaded", "modules": loaded, "seconds": time.monotonic() - started})
+            return f"{what} took over {PRELOAD_LIMIT:.0f} s"
+        if _backends_initialised():
+            return f"an XLA backend started while {what}"
+        if threading.active_count() > threads:
+            return f"a thread started while {what}"
+        return ""
+
+    def _warm_again(self, what: str) -> str:
+        """The worker's warm-up again: what it precomputes over the loaded modules covers new ones."""
+        try:
+            if self.warm is not None:
+                self.warm()
+        except Exception as exc:
+            return f"the worker's warm-up failed after {what}: {type(exc).__name__}: {exc}"
+        return ""
+
+    def _retire(self, batch: list[str], why: str) -> None:
+        self.retiring = True
+        self._drop_standby()
+        self.send({"event": "retiring", "modules": batch, "message": why})
 
     def _reap(self) -> None:
         while self.children:
@@ -232,6 +292,10 @@ class ForkServer:
                     return
                 _killpg(pid)
                 self._contain(pid)
+            if self.standby is not None and pid == self.standby[0]:  # died waiting (the OOM killer)
+                self.standby[1].close()
+                cgroup_kill(self.standby[2])
+                self.standby = None
             ident = self.children.pop(pid, None)
             if ident is not None:
                 self.send({"event": "exited", "id": ident, "pid": pid, "status": status})
@@ -244,7 +308,7 @@ class ForkServer:
         cgroup_kill(self.cgroups.pop(pid, None))
         # Every other child of ours is either a running capture's leader or an orphan: a running
         # capture's orphans go to its own leader (a subreaper too), so these are the ended one's.
-        kill_orphans(set(self.children))
+        kill_orphans(set(self.children) | ({self.standby[0]} if self.standby is not None else set()))
 
     # -- one capture ---------------------------------------------------------------------------------
     def _fork(self, message: dict[str, Any]) -> None:
@@ -259,6 +323,8 @@ class ForkServer:
             for fd in fds:
                 os.close(fd)
             self.send({"event": "error", "id": ident, "message": "the capture's pipes did not arrive"})
+            return
+        if self._hand_to_standby(message, fds):
             return
         sys.stdout.flush()
         sys.stderr.flush()
@@ -284,20 +350,125 @@ class ForkServer:
             self.cgroups[pid] = cgroup
         self.send({"event": "started", "id": ident, "pid": pid})
 
+    # -- the standby ----------------------------------------------------------------------------------
+    def _make_standby(self) -> None:
+        """Fork the next capture's child now: it sets itself up (cgroup, session, subreaper) and
+        waits for its request on a socket of its own (:meth:`_standby_child`)."""
+        if self.standby is not None or self.retiring or self.no_standby:
+            return
+        self._standbys += 1
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        cgroup = cgroup_create(f"{os.getpid()}-s{self._standbys}")
+        sys.stdout.flush()
+        sys.stderr.flush()
+        name = _process_name(STANDBY_NAME)  # born with it (``ps``, tests): the spare's back below
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)  # as in _fork
+                pid = os.fork()
+        except OSError:
+            if name is not None:
+                _process_name(name)
+            ours.close()
+            theirs.close()
+            cgroup_kill(cgroup)
+            self.no_standby = True  # not tried again by this spare: captures fork as they come
+            return
+        if pid == 0:
+            ours.close()
+            self._standby_child(theirs, cgroup, name)  # never returns
+        if name is not None:
+            _process_name(name)
+        theirs.close()
+        self.standby = (pid, ours, cgroup)
+
+    def _drop_standby(self) -> None:
+        if self.standby is None:
+            return
+        pid, sock, cgroup = self.standby
+        self.standby = None
+        sock.close()
+        _killpg(pid)
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(pid, 0)
+        cgroup_kill(cgroup)
+
+    def _hand_to_standby(self, message: dict[str, Any], fds: list[int]) -> bool:
+        """Give the capture to the standby (its request and pipes over its socket); False when
+        there is none or it is gone (then the capture is forked as it comes)."""
+        if self.standby is None:
+            return False
+        pid, sock, cgroup = self.standby
+        data = json.dumps(message, separators=(",", ":")).encode() + b"\n"
+        try:
+            sent = socket.send_fds(sock, [data], fds)
+            if sent < len(data):  # (never an empty send: the standby may have read all and closed)
+                sock.sendall(data[sent:])
+        except OSError:
+            self._drop_standby()
+            return False
+        self.standby = None
+        sock.close()
+        for fd in fds:
+            os.close(fd)
+        self.children[pid] = message["id"]
+        if cgroup is not None:
+            self.cgroups[pid] = cgroup
+        self.send({"event": "started", "id": message["id"], "pid": pid})
+        return True
+
+    def _standby_child(self, sock: socket.socket, cgroup: str | None, name: str | None) -> None:
+        before = set(sys.modules)
+        try:
+            self._child_setup(cgroup, keep=sock.fileno())
+            data, fds, _flags, _addr = socket.recv_fds(sock, 1 << 20, FDS_PER_CAPTURE)
+            while data and not data.endswith(b"\n"):
+                more = sock.recv(1 << 20)
+                if not more:
+                    break
+                data += more
+            sock.close()
+            if not data.endswith(b"\n") or len(fds) != FDS_PER_CAPTURE:
+                os._exit(0)  # the spare dropped this standby, or is gone
+            forked = time.monotonic()  # the capture begins here: its ``fork`` span ends now
+            if name is not None:
+                _process_name(name)
+        except BaseException:
+            os._exit(70)
+        self._child_run(json.loads(data), fds, forked, before)
+
+    # -- the child -------------------------------------------------------------------------------------
     def _child(self, message: dict[str, Any], fds: list[int], cgroup: str | None) -> None:
-        code = 0
         forked = time.monotonic()
         before = set(sys.modules)
         try:
-            cgroup_join(cgroup)  # before anything else runs here, so every descendant is born inside
-            set_subreaper()  # orphans of this capture come back to it (not to the spare) while it runs
-            os.setsid()
-            signal.set_wakeup_fd(-1)
-            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            self.selector.close()
-            for fd in (self.sock.fileno(), self.wake_r, self.wake_w, *self.fds):
+            self._child_setup(cgroup)
+        except BaseException:
+            with contextlib.suppress(BaseException):
+                traceback.print_exc()
+            os._exit(70)
+        self._child_run(message, fds, forked, before)
+
+    def _child_setup(self, cgroup: str | None, keep: int = -1) -> None:
+        """A forked child's own place: its cgroup, session and signals, none of the spare's files
+        but ``keep``."""
+        cgroup_join(cgroup)  # before anything else runs here, so every descendant is born inside
+        set_subreaper()  # orphans of this capture come back to it (not to the spare) while it runs
+        os.setsid()
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        self.selector.close()
+        spare_files = [self.sock.fileno(), self.wake_r, self.wake_w, *self.fds]
+        if self.standby is not None:
+            spare_files.append(self.standby[1].fileno())
+        for fd in spare_files:
+            if fd != keep:
                 with contextlib.suppress(OSError):
                     os.close(fd)
+
+    def _child_run(self, message: dict[str, Any], fds: list[int], forked: float, before: set[str]) -> None:
+        code = 0
+        try:
             result_fd, out_fd, err_fd = fds
             null = os.open(os.devnull, os.O_RDONLY)
             os.dup2(null, 0)
@@ -363,6 +534,19 @@ class ForkServer:
                 with contextlib.suppress(BaseException):
                     stream.flush()
             os._exit(code)
+
+
+def _process_name(name: str) -> str | None:
+    """Name this process (Linux: its ``comm``, what ``ps`` and /proc/PID/stat show); the name it
+    had, or None where it cannot be named."""
+    try:
+        with open("/proc/self/comm", "r+", encoding="utf-8") as f:
+            had = f.read().strip()
+            f.seek(0)
+            f.write(name[:15])
+        return had
+    except OSError:
+        return None
 
 
 def installed_imports(before: set[str], workspace_root: str) -> list[str]:
@@ -626,6 +810,8 @@ def serve() -> None:
     set_subreaper()  # an ended capture's escaped descendants come back here, to be killed
     set_dumpable(False)  # captures run the user's code as our user: keep them out of our /proc files
     cgroup_sweep()
+    with contextlib.suppress(ImportError):
+        import resource  # noqa: F401  # every forked capture's memory cap: imported once, here
     spare = ForkServer(sock, None)
     try:
         loaded, missing = _preload(list(config["preload"]), list(config["required"]))
@@ -634,6 +820,7 @@ def serve() -> None:
         worker = importlib.import_module(config["worker"])
         spare.capture = worker.capture
         spare.warm = getattr(worker, "warm", None)
+        spare.prime = getattr(worker, "prime", None)
         spare.exiting = getattr(worker, "exiting", None)
         # Work that is the same for every capture (package versions...) is done once, here.
         getattr(worker, "warm", lambda: None)()

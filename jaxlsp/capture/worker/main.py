@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from jaxlsp.capture.worker import limits, offline
+from jaxlsp.capture.worker import limits, offline, priming
 from jaxlsp.capture.worker.failures import CaptureError, Workspace, format_tb, from_exception
 from jaxlsp.capture.worker.protocol import ErrorInfo, WorkerRequest, WorkerResult
 
@@ -34,6 +34,13 @@ _HELD: list[Any] | None = None
 
 #: library initialisers' outputs a capture takes from the last one and leaves for the next, at most
 MAX_CARRIED = 1024
+
+
+def prime(entries: Any, stop: Any = None) -> int:
+    """Called by the warm spare with what its captures noted: make those calls of JAX's own
+    functions on abstract values, so the next fork finds JAX's caches filled (worker/priming.py);
+    ``stop()`` true ends it early."""
+    return priming.prime(entries, stop)
 
 
 def exiting() -> None:
@@ -172,10 +179,22 @@ def _capture_reporting(request: WorkerRequest | dict[str, Any], jax_ready: bool)
     timings: dict[str, float] = {}
     extra: dict[str, Any] = {"started": time.monotonic()}
     workspace = Workspace(str(request.get("workspaceRoot", "")))
+    # A capture forked from the warm spare notes the calls of JAX's functions that missed JAX's
+    # caches, for the spare to make before its next fork (worker/priming.py); not under a
+    # profile's env or x64, which the spare does not run with.
+    profile = request.get("profile") or {}
+    recorder = priming.Recorder() if jax_ready and not request.get("env") and not profile.get("x64") else None
     try:
-        with _scratch_dir(dict(request.get("env") or {})), _gc_relaxed():
+        with (
+            _scratch_dir(dict(request.get("env") or {})),
+            _gc_relaxed(),
+            recorder.installed() if recorder is not None else contextlib.nullcontext(),
+        ):
             graph = _capture(dict(request), workspace, timings, jax_ready, extra)
         result: WorkerResult = {"ok": True, "timings": timings}
+        primes = recorder.entries() if recorder is not None else []
+        if primes:
+            result["primes"] = primes
         if graph is not None:
             result["graph"] = graph
         if extra.get("structure") is not None:
@@ -740,7 +759,7 @@ def _sources(paths: set[str], spelling: Any, digests: dict[str, str]) -> dict[st
 
 
 #: The worker's modules every capture of a target imports (the rest only for costs, values, examples...).
-CAPTURE_MODULES = ("inputs", "loading", "hints", "targets", "build", "scopes", "jaxcompat", "limits")
+CAPTURE_MODULES = ("inputs", "loading", "hints", "targets", "build", "scopes", "jaxcompat", "limits", "priming")
 
 
 def warm_capture() -> None:

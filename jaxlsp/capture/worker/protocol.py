@@ -222,6 +222,9 @@ class WorkerResult(TypedDict):
     hint: NotRequired[Literal["held", "repaired", "stale"]]
     replayed: NotRequired[int]  # Linen module calls whose equations were replayed (worker/replay.py)
     initialisers: NotRequired[dict[str, list[Any]]]  # a hinted trace's: the next request's (above)
+    # a forked capture's calls of JAX's jitted functions that missed JAX's caches, spelled for the
+    # warm spare to make before its next fork (worker/priming.py)
+    primes: NotRequired[list[list[Any]]]
     arrays: NotRequired[dict[str, Any]]  # values run: value id -> {shape, dtype, data | omitted | error}
     saved: NotRequired[dict[str, Any]]  # values run: {path, keys, missing} of the written .npz
     # What the graph's relative paths are relative to: {base, packages: {package: sys.path entry}}
