@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from jaxlsp.capture.worker import limits, offline, priming
+from jaxlsp.capture.worker import initsnap, limits, offline, priming
 from jaxlsp.capture.worker.failures import CaptureError, Workspace, format_tb, from_exception
 from jaxlsp.capture.worker.protocol import ErrorInfo, WorkerRequest, WorkerResult
 
@@ -179,6 +179,7 @@ def _capture_reporting(request: WorkerRequest | dict[str, Any], jax_ready: bool)
     timings: dict[str, float] = {}
     extra: dict[str, Any] = {"started": time.monotonic()}
     workspace = Workspace(str(request.get("workspaceRoot", "")))
+    initsnap.CAPTURE_STARTED = time.time()
     # A capture forked from the warm spare notes the calls of JAX's functions that missed JAX's
     # caches, for the spare to make before its next fork (worker/priming.py); not under a
     # profile's env or x64, which the spare does not run with.
@@ -381,6 +382,10 @@ def trace_target(
         # A replayed call runs none of its Python, so none of its annotated functions' checks:
         # targets with a jaxtyping check trace every call (worker/replay.py).
         replay = request.get("replay") is not False and (check is None or not check.checked)
+        # An NNX or Equinox model's abstract init kept for the next capture (worker/initsnap.py):
+        # in the warm spare's captures, whose server carries it; never past a jaxtyping check,
+        # which must see the constructor run.
+        snapshots = workspace.root if jax_ready and not concrete and (check is None or not check.checked) else None
 
         outputs: dict[Any, Any] = {}  # the initialisers' abstract outputs, for every hinted attempt
         # library initialisers' outputs the last capture of this target met (hints.stable_key)
@@ -389,7 +394,9 @@ def trace_target(
 
         def attempt(hint: Any, t0: float, repair: bool = False) -> tuple[Any, Any, Any, Any, float]:
             with on_device if concrete else contextlib.nullcontext():
-                plan = targets.make_plan(kind, made, profile, method, call_args, hint, concrete, replay=replay)
+                plan = targets.make_plan(
+                    kind, made, profile, method, call_args, hint, concrete, replay=replay, snapshots=snapshots
+                )
             if plan.hint_check is not None:
                 plan.hint_check.repair = repair
                 plan.hint_check.outputs = outputs
@@ -428,7 +435,8 @@ def trace_target(
                 try:
                     plan, traced, closed, out_shape, t0 = attempt(hint, t0, repair=True)
                     if extra is not None:  # a hint that is no variables structure is not used at all
-                        extra["hint"] = "held" if plan.hint_check is not None else "stale"
+                        held = plan.hint_check is not None or plan.init_reused
+                        extra["hint"] = "held" if held else "stale"
                 except hints.HintRepaired as repaired:
                     t1 = time.perf_counter()
                     timings["stale"] = t1 - t0
@@ -759,7 +767,18 @@ def _sources(paths: set[str], spelling: Any, digests: dict[str, str]) -> dict[st
 
 
 #: The worker's modules every capture of a target imports (the rest only for costs, values, examples...).
-CAPTURE_MODULES = ("inputs", "loading", "hints", "targets", "build", "scopes", "jaxcompat", "limits", "priming")
+CAPTURE_MODULES = (
+    "inputs",
+    "loading",
+    "hints",
+    "targets",
+    "build",
+    "scopes",
+    "jaxcompat",
+    "limits",
+    "priming",
+    "initsnap",
+)
 
 
 def warm_capture() -> None:

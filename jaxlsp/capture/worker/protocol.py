@@ -183,7 +183,8 @@ class WorkerRequest(TypedDict):
     # "packed": the graph in the compact form of ``jaxlsp.graph.io.to_compact`` (frames once each)
     transport: NotRequired[Literal["packed"]]
     # capture/speculate.py: a Linen variables structure to use instead of the abstract init,
-    # checked by the trace itself (worker/hints.py HintCheck)
+    # checked by the trace itself (worker/hints.py HintCheck); or an NNX / Equinox model's
+    # abstract init, used when no workspace code it ran changed (worker/initsnap.py)
     structureHint: NotRequired[Any]
     # with it: the library initialisers' abstract outputs the last capture met, so that the hint's
     # check need not run them again (worker/hints.py stable_key -> [shape, dtype, weak type])
@@ -215,7 +216,9 @@ class WorkerResult(TypedDict):
     error: NotRequired[ErrorInfo]
     timings: NotRequired[dict[str, float]]  # seconds: import, trace, build, serialize
     clock: NotRequired[dict[str, float]]  # a forked capture: monotonic ``forked`` and ``done`` moments
-    structure: NotRequired[Any]  # Linen: the variables' structure, a hint for the next capture
+    # Linen: the variables' structure; NNX, Equinox: the abstract init's snapshot (worker/initsnap.py):
+    # the next capture's structureHint
+    structure: NotRequired[Any]
     # whether the request's structureHint held, was repaired (parameters of other shapes or new
     # ones, hinted statistics of other shapes, traced again on the hint with their shapes: no
     # init either) or was not used

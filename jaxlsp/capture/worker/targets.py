@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from jaxlsp.capture.worker import initsnap
 from jaxlsp.capture.worker import replay as replay_mod
 from jaxlsp.capture.worker.failures import CaptureError
 from jaxlsp.capture.worker.hints import HintCheck, from_structure, variables_structure
@@ -38,7 +39,10 @@ class Plan:
     strip_value: bool = False  # drop the trailing ``.value`` of NNX Variables and Linen boxes
     scope_mode: str = "stack"  # stack: every Scope item; marked: only the worker's own scopes
     arg_names: tuple[str, ...] = ()  # a function's positional parameter names (roles by name)
-    structure: Any = None  # Linen: the variables' structure (variables_structure), for hints
+    # Linen: the variables' structure (variables_structure); NNX, Equinox: the abstract init's
+    # snapshot (worker/initsnap.py); either is the next capture's hint
+    structure: Any = None
+    init_reused: bool = False  # NNX, Equinox: the init was the last capture's snapshot
     # Linen with a structure hint: the check of the hinted variables the trace makes (HintCheck)
     hint_check: HintCheck | None = None
     # Linen: the last trace's replay of repeated module calls (worker/replay.py), None when off
@@ -157,18 +161,46 @@ def construction(obj: Any, kind: str, profile: dict[str, Any], builder: InputBui
 
 
 def _build_abstractly(
-    evaluate: Callable[..., Any], build: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]
+    evaluate: Callable[..., Any],
+    build: Callable[..., Any],
+    args: list[Any],
+    kwargs: dict[str, Any],
+    init: _Init | None = None,
 ) -> Any:
     """``build(*args, **kwargs)`` under an abstract evaluation (``nnx.eval_shape``,
     ``eqx.filter_eval_shape``), with the abstract arrays and keys among the arguments passed in as
-    traced values rather than closed over (``jax.random.split(key)`` needs a traced key)."""
+    traced values rather than closed over (``jax.random.split(key)`` needs a traced key). With
+    ``init``: the last capture's model when its snapshot still holds, and a snapshot of this one
+    (worker/initsnap.py)."""
+    if init is not None and init.root is not None:
+        kept = initsnap.reuse(init.hint, init.kind, init.root)
+        if kept is not None:
+            init.snapshot, init.reused = init.hint, True
+            return kept
     dyn, rebuild = split_dynamic((args, kwargs))
 
     def run(*leaves: Any) -> Any:
         a, kw = rebuild(list(leaves))
         return build(*a, **kw)
 
-    return evaluate(run, *dyn)
+    if init is None or init.root is None:
+        return evaluate(run, *dyn)
+    with initsnap.recording(init.root) as found:
+        model = evaluate(run, *dyn)
+    init.snapshot = initsnap.make(model, init.kind, found, init.root)
+    return model
+
+
+@dataclass
+class _Init:
+    """An NNX or Equinox abstract init: the last capture's snapshot (``hint``), where to look for
+    workspace files (``root``; None: no snapshot kept or used), and what this one made of it."""
+
+    kind: str
+    hint: Any
+    root: str | None
+    snapshot: Any = None
+    reused: bool = False
 
 
 def make_plan(
@@ -180,10 +212,13 @@ def make_plan(
     structure_hint: Any = None,
     concrete: bool = False,
     replay: bool = True,
+    snapshots: str | None = None,
 ) -> Plan:
     """The target's plan; ``concrete`` (a values run): the model's variables are made for real
     (initialised with the seed, or the factory's own), never abstractly. ``replay``: a Linen
-    model's repeated module calls replay the first one's equations (worker/replay.py)."""
+    model's repeated module calls replay the first one's equations (worker/replay.py).
+    ``snapshots``: the workspace root, when an NNX or Equinox model's abstract init may be kept
+    for the next capture (worker/initsnap.py; ``structure_hint`` is then the last one's)."""
     seed = int(profile.get("seed", 0))
     model, factory, init_args, init_kwargs = made.model, made.factory, made.args, made.kwargs
     if kind == "function":
@@ -192,10 +227,11 @@ def make_plan(
         plan = _linen_plan(
             model, factory, init_args, init_kwargs, profile, seed, method, call_args, structure_hint, concrete, replay
         )
-    elif kind == "nnx":
-        plan = _nnx_plan(model, factory, init_args, init_kwargs, seed, method, concrete)
-    elif kind == "equinox":
-        plan = _equinox_plan(model, factory, init_args, init_kwargs, seed, method, concrete)
+    elif kind in ("nnx", "equinox"):
+        init = _Init(kind, structure_hint, snapshots if not concrete else None)
+        make = _nnx_plan if kind == "nnx" else _equinox_plan
+        plan = make(model, factory, init_args, init_kwargs, seed, method, concrete, init)
+        plan.structure, plan.init_reused = init.snapshot, init.reused
     else:
         raise CaptureError("needs_input", f"unknown target kind {kind!r}")
     if concrete:
@@ -473,6 +509,7 @@ def _nnx_plan(
     seed: int,
     method: str | None,
     concrete: bool = False,
+    init: _Init | None = None,
 ) -> Plan:
     from flax import nnx
 
@@ -490,7 +527,7 @@ def _nnx_plan(
         if concrete:  # a values run: the real module, initialised with the seed
             model = build(*init_args, **init_kwargs)
         else:
-            model = _build_abstractly(nnx.eval_shape, build, init_args, init_kwargs)
+            model = _build_abstractly(nnx.eval_shape, build, init_args, init_kwargs, init)
     split: Any = nnx.split
     graphdef, params, state = split(model, nnx.Param, ...)
     if not concrete:
@@ -536,6 +573,7 @@ def _equinox_plan(
     seed: int,
     method: str | None,
     concrete: bool = False,
+    init: _Init | None = None,
 ) -> Plan:
     import equinox as eqx
     import jax
@@ -552,7 +590,7 @@ def _equinox_plan(
         if concrete:  # a values run: the real module, initialised with the seed
             model = build(*init_args, **init_kwargs)
         else:
-            model = _build_abstractly(eqx.filter_eval_shape, build, init_args, init_kwargs)
+            model = _build_abstractly(eqx.filter_eval_shape, build, init_args, init_kwargs, init)
     params, static = eqx.partition(model, lambda x: eqx.is_array(x) or isinstance(x, jax.ShapeDtypeStruct))
     if not concrete:
         params = abstractify(params)
