@@ -11,8 +11,13 @@ init / trace, and the slope of each over the two depths (log time over log depth
 It also runs the NNX init once without the tracer probes: NNX reads ``tracer.sharding`` on every
 Variable it makes, and JAX builds that attribute's error message from the whole trace so far.
 
-No goal is checked (exit status 0): it tells what an init reuse for NNX and Equinox would save.
-``--depths A,B`` (default 16,64).
+Then, through a real ``jaxlsp serve`` (``--no-server`` skips it), what the init reuse built since
+saves (capture/worker/initsnap.py): per row the bare script (a fresh interpreter's imports, abstract
+init and ``make_jaxpr``), the server's warm re-trace after an edit inside the blocks' ``__call__``
+(the last init kept) and after one inside their ``__init__`` (the init runs again, noting what ran),
+each the median of three with its ``init`` phase, and the warm re-trace over the bare script.
+
+No goal is checked (exit status 0). ``--depths A,B`` (default 16,64).
 """
 
 from __future__ import annotations
@@ -28,7 +33,9 @@ BENCHMARKS = Path(__file__).resolve().parent
 MODELS = BENCHMARKS / "models"
 
 RUN = """
-import gc, json, sys, time
+import time
+start = time.perf_counter()
+import gc, json, sys
 sys.path.insert(0, {models!r})
 import jax, jax.numpy as jnp
 import module_lms
@@ -43,8 +50,26 @@ model, call, x = module_lms.abstract({kind!r}, {depth!r})
 t1 = time.perf_counter()
 closed = jax.make_jaxpr(call)(model, x)
 t2 = time.perf_counter()
-print(json.dumps({{"init": t1 - t0, "trace": t2 - t1, "eqns": len(closed.jaxpr.eqns)}}), flush=True)
+print(json.dumps({{"init": t1 - t0, "trace": t2 - t1, "wall": t2 - start, "eqns": len(closed.jaxpr.eqns)}}), flush=True)
 """
+
+RECIPE = """
+[profiles.nnx_{depth}]
+target = "module_lms.py::NNXLM"
+init.kwargs = {{ depth = {depth} }}
+inputs.args = [{{ kind = "array", shape = [2, 16], dtype = "int32", generator = {{ kind = "zeros" }} }}]
+
+[profiles.equinox_{depth}]
+target = "module_lms.py::EqxLM"
+init.kwargs = {{ depth = {depth} }}
+inputs.args = [{{ kind = "array", shape = [16], dtype = "int32", generator = {{ kind = "zeros" }} }}]
+"""
+
+#: where each kind's edit goes: a line of its block's ``__call__`` and of its ``__init__``
+EDIT_AT = {
+    "nnx": ("        y = self.attention_norm(x)\n", "        self.attention_norm = nnx.RMSNorm(DIM, rngs=rngs)\n"),
+    "equinox": ("        y = jax.vmap(self.attention_norm)(x)\n", "        keys = jax.random.split(key, 7)\n"),
+}
 
 
 def measure(kind: str, depth: int, probes: bool = True) -> dict[str, float]:
@@ -60,9 +85,80 @@ def slope(small: float, large: float, depths: tuple[int, int]) -> float:
     return math.log(large / small) / math.log(depths[1] / depths[0])
 
 
+def served(folder: Path, kind: str, depth: int, repeats: int = 3) -> dict[str, float]:
+    """A real server's warm re-traces of one target: after edits inside ``__call__`` (``kept``)
+    and inside ``__init__`` (``rerun``), medians of ``repeats``, each with its ``init`` phase."""
+    import re
+
+    sys.path.insert(0, str(BENCHMARKS))
+    from scale import ProgressPeer, warm_retrace
+
+    model = folder / "module_lms.py"
+    name = "NNXLM" if kind == "nnx" else "EqxLM"
+    peer = ProgressPeer([sys.executable, "-m", "jaxlsp", "serve"], folder)
+    out: dict[str, float] = {}
+    try:
+        peer.request(
+            "initialize",
+            {
+                "processId": None,
+                "rootUri": folder.as_uri(),
+                "capabilities": {"window": {"workDoneProgress": True}},
+                "workspaceFolders": [{"uri": folder.as_uri(), "name": "init_share"}],
+                "initializationOptions": {"jaxlsp": {"trusted": True, "liveShapes": False, "timeout": 3600}},
+            },
+        )
+        peer.send({"method": "initialized", "params": {}})
+        params = {"textDocument": {"uri": model.as_uri()}, "name": name, "profile": f"{kind}_{depth}"}
+        peer.request("jaxlsp/discover", {"textDocument": {"uri": model.as_uri()}})
+        out["first"], result = peer.timed("jaxlsp/trace", params)
+        if not isinstance(result, dict) or "traceId" not in result:
+            raise SystemExit(f"{kind} depth {depth}: no trace: {str(result)[:2000]}")
+        original = model.read_text(encoding="utf-8")
+        for label, line in zip(("kept", "rerun"), EDIT_AT[kind], strict=True):
+            runs = []
+            for i in range(repeats + 1):  # the first after a switch of kind is not counted
+                model.write_text(original.replace(line, line + line.replace(line.strip(), "_ = DIM") * (i % 2)))
+                run = warm_retrace(peer, model, params, f"{kind}_{depth}")
+                found = re.search(r" init ([0-9.]+)", str(run.get("phases", "")))
+                runs.append((float(run["warm"]), float(found.group(1)) if found else float("nan")))
+            kept = sorted(runs[1:])[(repeats - 1) // 2]
+            out[label], out[f"{label} init"] = kept
+        model.write_text(original, encoding="utf-8")
+        peer.request("shutdown", None)
+        peer.send({"method": "exit", "params": None})
+        peer.proc.wait(timeout=60)
+    finally:
+        if peer.proc.poll() is None:
+            peer.proc.kill()
+    return out
+
+
+def server_rows(depths: tuple[int, int]) -> None:
+    import shutil
+    import tempfile
+
+    print("through jaxlsp serve: warm re-traces after an edit inside __call__ (init kept) and inside __init__")
+    print(f"  {'kind':<9}{'depth':>6}{'bare s':>8}{'kept s':>8}{'init':>7}{'rerun s':>9}{'init':>7}{'kept/bare':>10}")
+    with tempfile.TemporaryDirectory(prefix="jaxlsp-init-share-") as tmp:
+        folder = Path(tmp)
+        shutil.copy(MODELS / "module_lms.py", folder / "module_lms.py")
+        (folder / "jaxlsp.toml").write_text("version = 1\n" + "".join(RECIPE.format(depth=d) for d in depths))
+        for kind in ("nnx", "equinox"):
+            for depth in depths:
+                bare = measure(kind, depth)
+                row = served(folder, kind, depth)
+                print(
+                    f"  {kind:<9}{depth:>6}{bare['wall']:>8.2f}{row['kept']:>8.2f}{row['kept init']:>7.2f}"
+                    f"{row['rerun']:>9.2f}{row['rerun init']:>7.2f}{row['kept'] / bare['wall']:>10.2f}",
+                    flush=True,
+                )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--depths", default="16,64")
+    parser.add_argument("--no-server", action="store_true", help="skip the server's re-traces")
     args = parser.parse_args()
     a, b = (int(d) for d in args.depths.split(","))
     print(f"  {'kind':<9}{'depth':>6}{'eqns':>7}{'init s':>8}{'trace s':>9}{'init/trace':>11}")
@@ -79,6 +175,8 @@ def main() -> int:
         f"  nnx init without the tracer probes: {plain[0]:.2f} s at depth {a}, {plain[1]:.2f} s at {b}"
         f" (slope {slope(plain[0], plain[1], (a, b)):.2f})"
     )
+    if not args.no_server:
+        server_rows((a, b))
     return 0
 
 

@@ -31,10 +31,12 @@ from __future__ import annotations
 import ast
 import base64
 import contextlib
+import functools
 import hashlib
 import os
 import pickle
 import sys
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -47,35 +49,26 @@ CAPTURE_STARTED = 0.0
 
 
 class Recording:
-    """What ran while the constructor ran: workspace functions by file, and other files opened."""
+    """What ran while the constructor ran: user functions by file, and other files opened."""
 
-    def __init__(self, root: str) -> None:
-        self.root = os.path.join(os.path.realpath(root), "") if root else ""
+    def __init__(self) -> None:
         self.executed: dict[str, set[str]] = {}
         self.opened: list[str] = []
         self.active = False
 
 
 @contextlib.contextmanager
-def recording(root: str) -> Iterator[Recording]:
-    """Note the workspace functions that run in the block, and the non-Python files it opens."""
-    found = Recording(root)
-    if not found.root:
-        yield found
-        return
-    files: dict[str, bool] = {}  # a code object's file -> under the root (realpath once each)
-
-    def under(path: str) -> bool:
-        hit = files.get(path)
-        if hit is None:
-            hit = files[path] = not path.startswith("<") and os.path.realpath(path).startswith(found.root)
-        return hit
+def recording() -> Iterator[Recording]:
+    """Note the user's functions (:func:`users`) that run in the block, and the files other than
+    Python source it opens."""
+    found = Recording()
 
     def trace(frame: Any, event: str, arg: Any) -> None:
         if event == "call":
             code = frame.f_code
-            if under(code.co_filename):
-                found.executed.setdefault(os.path.realpath(code.co_filename), set()).add(code.co_qualname)
+            path = _user_file(code.co_filename)
+            if path is not None:
+                found.executed.setdefault(path, set()).add(code.co_qualname)
 
     def audit(event: str, args: tuple[Any, ...]) -> None:
         if found.active and event == "open" and args and isinstance(args[0], str | bytes):
@@ -86,13 +79,15 @@ def recording(root: str) -> Iterator[Recording]:
     _AUDITS.append(audit)
     if len(_AUDITS) == 1:
         sys.addaudithook(_audit)  # (audit hooks stay for the process: one dispatches to those active)
-    previous = sys.gettrace()
+    previous, threads = sys.gettrace(), threading.gettrace()
     found.active = True
     sys.settrace(trace)
+    threading.settrace(trace)  # a thread the constructor starts runs the user's code too
     try:
         yield found
     finally:
         sys.settrace(previous)
+        threading.settrace(threads)
         found.active = False
         _AUDITS.remove(audit)
 
@@ -103,6 +98,35 @@ _AUDITS: list[Any] = []
 def _audit(event: str, args: tuple[Any, ...]) -> None:
     for hook in _AUDITS:
         hook(event, args)
+
+
+_USER: dict[str, str | None] = {}  # a code object's file -> its real path when it is the user's
+
+
+def _user_file(path: str) -> str | None:
+    """The real path of a file of the user's code: not the standard library, not an installed
+    package (site-packages, dist-packages), not jaxlsp; a workspace's files and any folder beside
+    it a model imports from. None for those, and for code with no file (``<string>``)."""
+    hit = _USER.get(path, "")
+    if hit != "":
+        return hit
+    real = os.path.realpath(path) if path and not path.startswith("<") else ""
+    parts = real.split(os.sep)
+    library = not real or "site-packages" in parts or "dist-packages" in parts or real.startswith(_library_roots())
+    _USER[path] = None if library else real
+    return _USER[path]
+
+
+@functools.cache
+def _library_roots() -> tuple[str, ...]:
+    import sysconfig
+
+    import jaxlsp
+
+    paths = sysconfig.get_paths()
+    roots = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
+    roots.add(os.path.dirname(jaxlsp.__file__))  # the worker's own modules (a stage, a checkout)
+    return tuple(sorted({os.path.join(p, "") for r in roots for p in (r, os.path.realpath(r))}))
 
 
 # --- fingerprints ---------------------------------------------------------------------------------
@@ -145,33 +169,38 @@ def _source(path: str) -> str | None:
         return None
 
 
-def _workspace_files(root: str) -> list[str]:
-    """The real paths of the Python files under ``root`` this process imported."""
-    under = os.path.join(os.path.realpath(root), "")
+def _user_files() -> list[str] | None:
+    """The real paths of the user's Python files (:func:`_user_file`) this process imported; None
+    when one of the user's modules is no ``.py`` file (a notebook's cells, a compiled module)."""
     out = set()
     for module in list(sys.modules.values()):
         path = getattr(module, "__file__", None)
-        if isinstance(path, str) and path.endswith(".py"):
-            real = os.path.realpath(path)
-            if real.startswith(under):
-                out.add(real)
+        real = _user_file(path) if isinstance(path, str) else None
+        if real is None:
+            continue
+        if not real.endswith(".py"):
+            return None
+        out.add(real)
     return sorted(out)
 
 
-def _context(kind: str) -> dict[str, Any]:
+def _context(kind: str, key: str) -> dict[str, Any]:
     from jaxlsp.capture.worker.main import versions
 
-    return {"format": _FORMAT, "kind": kind, "python": list(sys.version_info[:3]), "versions": versions()}
+    return {"format": _FORMAT, "kind": kind, "key": key, "python": list(sys.version_info[:3]), "versions": versions()}
 
 
 # --- making and reusing ---------------------------------------------------------------------------
-def make(model: Any, kind: str, found: Recording, root: str) -> dict[str, Any] | None:
-    """The snapshot of an abstract model the constructor just made, or None (it opened another
-    file, a workspace file does not parse, the model does not pickle or is too large)."""
-    if found.opened or not found.root:
+def make(model: Any, kind: str, key: str, found: Recording) -> dict[str, Any] | None:
+    """The snapshot of an abstract model the constructor just made (``key``: the target and its
+    profile), or None: it opened a file other than Python source, ran code of the user's that no
+    fingerprint covers, a file of the user's changed since the capture began or does not parse,
+    or the model does not pickle or is too large."""
+    files = _user_files()
+    if found.opened or files is None or not set(found.executed) <= set(files):
         return None
-    files: dict[str, Any] = {}
-    for path in _workspace_files(root):
+    marks: dict[str, Any] = {}
+    for path in files:
         try:
             if os.stat(path).st_mtime >= CAPTURE_STARTED:
                 return None  # saved while this capture ran: not surely what was imported
@@ -182,24 +211,25 @@ def make(model: Any, kind: str, found: Recording, root: str) -> dict[str, Any] |
         mark = fingerprint(source, executed) if source is not None else None
         if mark is None:
             return None
-        files[path] = {"fingerprint": mark, "ran": sorted(executed)}
+        marks[path] = {"fingerprint": mark, "ran": sorted(executed)}
     try:
         data = pickle.dumps(model, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:  # a lambda, a lock, a module: the init runs each time
         return None
     if len(data) > MAX_PICKLE:
         return None
-    return {**_context(kind), "files": files, "model": base64.b64encode(data).decode("ascii")}
+    return {**_context(kind, key), "files": marks, "model": base64.b64encode(data).decode("ascii")}
 
 
-def reuse(snapshot: Any, kind: str, root: str) -> Any:
+def reuse(snapshot: Any, kind: str, key: str) -> Any:
     """The model the snapshot holds, when nothing the constructor depends on changed; else None."""
-    if not isinstance(snapshot, dict) or not root:
+    if not isinstance(snapshot, dict):
         return None
-    if {k: snapshot.get(k) for k in ("format", "kind", "python", "versions")} != _context(kind):
+    context = _context(kind, key)
+    if {k: snapshot.get(k) for k in context} != context:
         return None
     files = snapshot.get("files")
-    if not isinstance(files, dict) or sorted(files) != _workspace_files(root):
+    if not isinstance(files, dict) or sorted(files) != _user_files():
         return None
     for path, recorded in files.items():
         if not isinstance(recorded, dict) or not isinstance(recorded.get("ran"), list):

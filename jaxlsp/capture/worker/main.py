@@ -385,7 +385,7 @@ def trace_target(
         # An NNX or Equinox model's abstract init kept for the next capture (worker/initsnap.py):
         # in the warm spare's captures, whose server carries it; never past a jaxtyping check,
         # which must see the constructor run.
-        snapshots = workspace.root if jax_ready and not concrete and (check is None or not check.checked) else None
+        snapshots = jax_ready and not concrete and (check is None or not check.checked)
 
         outputs: dict[Any, Any] = {}  # the initialisers' abstract outputs, for every hinted attempt
         # library initialisers' outputs the last capture of this target met (hints.stable_key)

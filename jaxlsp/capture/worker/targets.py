@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import json
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -172,8 +173,8 @@ def _build_abstractly(
     traced values rather than closed over (``jax.random.split(key)`` needs a traced key). With
     ``init``: the last capture's model when its snapshot still holds, and a snapshot of this one
     (worker/initsnap.py)."""
-    if init is not None and init.root is not None:
-        kept = initsnap.reuse(init.hint, init.kind, init.root)
+    if init is not None and init.keep:
+        kept = initsnap.reuse(init.hint, init.kind, init.key)
         if kept is not None:
             init.snapshot, init.reused = init.hint, True
             return kept
@@ -183,22 +184,23 @@ def _build_abstractly(
         a, kw = rebuild(list(leaves))
         return build(*a, **kw)
 
-    if init is None or init.root is None:
+    if init is None or not init.keep:
         return evaluate(run, *dyn)
-    with initsnap.recording(init.root) as found:
+    with initsnap.recording() as found:
         model = evaluate(run, *dyn)
-    init.snapshot = initsnap.make(model, init.kind, found, init.root)
+    init.snapshot = initsnap.make(model, init.kind, init.key, found)
     return model
 
 
 @dataclass
 class _Init:
-    """An NNX or Equinox abstract init: the last capture's snapshot (``hint``), where to look for
-    workspace files (``root``; None: no snapshot kept or used), and what this one made of it."""
+    """An NNX or Equinox abstract init: the last capture's snapshot (``hint``), whether one is kept
+    and used at all, what it is of (``key``: the target and its profile), what this one made."""
 
     kind: str
     hint: Any
-    root: str | None
+    keep: bool
+    key: str
     snapshot: Any = None
     reused: bool = False
 
@@ -212,13 +214,13 @@ def make_plan(
     structure_hint: Any = None,
     concrete: bool = False,
     replay: bool = True,
-    snapshots: str | None = None,
+    snapshots: bool = False,
 ) -> Plan:
     """The target's plan; ``concrete`` (a values run): the model's variables are made for real
     (initialised with the seed, or the factory's own), never abstractly. ``replay``: a Linen
     model's repeated module calls replay the first one's equations (worker/replay.py).
-    ``snapshots``: the workspace root, when an NNX or Equinox model's abstract init may be kept
-    for the next capture (worker/initsnap.py; ``structure_hint`` is then the last one's)."""
+    ``snapshots``: an NNX or Equinox model's abstract init may be kept for the next capture
+    (worker/initsnap.py; ``structure_hint`` is then the last one's)."""
     seed = int(profile.get("seed", 0))
     model, factory, init_args, init_kwargs = made.model, made.factory, made.args, made.kwargs
     if kind == "function":
@@ -228,7 +230,8 @@ def make_plan(
             model, factory, init_args, init_kwargs, profile, seed, method, call_args, structure_hint, concrete, replay
         )
     elif kind in ("nnx", "equinox"):
-        init = _Init(kind, structure_hint, snapshots if not concrete else None)
+        key = json.dumps([str(getattr(model, "__qualname__", "")), profile], sort_keys=True, default=str)
+        init = _Init(kind, structure_hint, snapshots and not concrete, key)
         make = _nnx_plan if kind == "nnx" else _equinox_plan
         plan = make(model, factory, init_args, init_kwargs, seed, method, concrete, init)
         plan.structure, plan.init_reused = init.snapshot, init.reused

@@ -184,3 +184,28 @@ def test_the_fingerprint_leaves_out_only_functions_that_did_not_run(
     ran: Callable[[str], set[str]] = lambda text: {"f", "C.m"}  # noqa: E731
     assert fingerprint(source, ran(source)) != fingerprint(same_as, ran(same_as))
     assert fingerprint("def f(:\n", set()) is None
+
+
+def test_an_edit_outside_the_workspace_to_code_the_constructor_ran_runs_it_again(workspace: Path) -> None:
+    """A model that imports from a folder beside the workspace: that code is the user's too."""
+    beside = workspace.parent / f"{workspace.name}-lib"
+    beside.mkdir()
+    (beside / "widths.py").write_text("def widened(d):\n    return d * 2\n")
+    ws = workspace / "ws"
+    ws.mkdir()
+    model = NNX_MODEL.replace(
+        "WIDTH = 8",
+        f"import sys\n\nsys.path.insert(0, {str(beside)!r})\nfrom widths import widened  # noqa: E402\n\nWIDTH = 8",
+    ).replace("def widened(d):\n    return d * 2\n", "")
+    (ws / "model.py").write_text(model)
+    try:
+        first = _capture(ws)
+        assert any(path.endswith("widths.py") for path in first["structure"]["files"])
+        (beside / "widths.py").write_text("def widened(d):\n    return d * 3\n")
+        sys.modules.pop("widths", None)
+        again = _capture(ws, first["structure"])
+        sys.modules.pop("widths", None)
+        fresh = _capture(ws, snapshots=False)
+        assert again.get("hint") == "stale" and again["graph"] == fresh["graph"]
+    finally:
+        sys.modules.pop("widths", None)
