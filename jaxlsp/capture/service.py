@@ -106,8 +106,11 @@ class CaptureService:
         self.max_waiting = max_waiting
         self._slots = asyncio.Semaphore(max_running)
         self._waiting = 0
-        # (file, name, profile) -> the variables structure its last capture found (speculate.py)
+        # (file, name, profile) -> the variables structure its last capture found (speculate.py),
+        # or an NNX / Equinox model's init snapshot (worker/initsnap.py)
         self._hints: OrderedDict[tuple[str, str, str], Any] = OrderedDict()
+        # the background requests for init snapshots, by target (at most one each; see _snapshot)
+        self._snapshots: dict[tuple[str, str, str], asyncio.Future[None]] = {}
         self._reuse = reuse.Reuse()  # what each kept trace was made of, for options.reuse
 
     def prepare(self, req: TraceRequest) -> Prepared:
@@ -210,11 +213,14 @@ class CaptureService:
             return await self.pool.capture(request, prepared.python, options)
         target = prepared.request["target"]
         key = (str(target["path"]), str(target["name"]), str(prepared.resolved.name))
+        self._stop_snapshots()  # a capture goes first: a background one would share the cores
         structure, initialisers = self._hints.get(key, (None, None))
         outcome, _ = await capture_speculatively(
             self.pool, prepared.request, prepared.python, options, hint=structure, initialisers=initialisers
         )
         self._remember(key, structure_of(outcome), initialisers_of(outcome, initialisers))
+        if outcome.ok and outcome.result.get("snapshotWanted") and not self._snapshots:
+            self._snapshots[key] = asyncio.ensure_future(self._snapshot(key, prepared, options))
         current = phases.CURRENT.get()
         if current is not None:
             current.took(outcome.result.get("timings"), outcome.result.get("clock"))
@@ -227,8 +233,31 @@ class CaptureService:
             while len(self._hints) > MAX_HINTS:
                 self._hints.popitem(last=False)
 
+    async def _snapshot(self, key: tuple[str, str, str], prepared: Prepared, options: CaptureOptions) -> None:
+        """An NNX or Equinox target's capture ran its constructor: make the init's snapshot for its
+        next one, in the background (worker/initsnap.py). Noting what the constructor runs takes
+        about three times the init, so no capture waits for it: the next capture stops it."""
+        request = {**prepared.request, "snapshotOnly": True}
+        quiet = replace(options, on_log=None, on_phase=None, cancel=None, reuse=False)
+        try:
+            outcome = await self.pool.capture(request, prepared.python, quiet)
+            snapshot = structure_of(outcome)
+            if snapshot is not None:
+                self._remember(key, snapshot, None)
+        except Exception:  # a snapshot only ever saves time
+            return
+        finally:
+            if self._snapshots.get(key) is asyncio.current_task():
+                del self._snapshots[key]
+
+    def _stop_snapshots(self) -> None:
+        for task in self._snapshots.values():
+            task.cancel()
+        self._snapshots.clear()
+
     async def close(self) -> None:
         """Stop the warm spares (and any capture they run)."""
+        self._stop_snapshots()
         await self.pool.close()
 
 

@@ -202,7 +202,7 @@ def _capture_reporting(request: WorkerRequest | dict[str, Any], jax_ready: bool)
             result["structure"] = extra["structure"]
         if extra.get("hint") is not None:
             result["hint"] = extra["hint"]
-        for key in ("roots", "callsite", "learned", "replayed", "initialisers"):
+        for key in ("roots", "callsite", "learned", "replayed", "initialisers", "snapshotWanted"):
             if extra.get(key) is not None:
                 result[key] = extra[key]
         for key in ("arrays", "saved"):  # a values run's payloads
@@ -248,7 +248,12 @@ def _capture(
         x64 = bool(profile.get("x64", False))
         device = configure_jax(str(profile.get("device", "cpu")), x64, jax_ready, int(devices) if devices else None)
         return firstcall.capture_at_first_call(request, workspace, timings, device, extra)
-    found = trace_target(request, workspace, timings, jax_ready, extra)
+    try:
+        found = trace_target(request, workspace, timings, jax_ready, extra)
+    except _SnapshotOnly as made:  # a request for the init's snapshot alone (worker/initsnap.py)
+        if made.snapshot is not None:
+            extra["structure"] = made.snapshot
+        return None
     if not found.concrete:
         from jaxlsp.graph import collector
 
@@ -280,6 +285,15 @@ def _capture(
     data = graph_json(graph, request, timings)
     _hold(found, graph, gb)
     return data
+
+
+class _SnapshotOnly(BaseException):
+    """A ``snapshotOnly`` request's init is done: its snapshot (None: none could be kept). A
+    BaseException: no handler of a failed attempt may take it for one."""
+
+    def __init__(self, snapshot: Any) -> None:
+        super().__init__("snapshot made")
+        self.snapshot = snapshot
 
 
 @dataclass
@@ -383,9 +397,11 @@ def trace_target(
         # targets with a jaxtyping check trace every call (worker/replay.py).
         replay = request.get("replay") is not False and (check is None or not check.checked)
         # An NNX or Equinox model's abstract init kept for the next capture (worker/initsnap.py):
-        # in the warm spare's captures, whose server carries it; never past a jaxtyping check,
-        # which must see the constructor run.
+        # a capture uses the last one's snapshot; a ``snapshotOnly`` request (the server's, in the
+        # background after a capture that ran the init) makes one and traces nothing. Only in the
+        # warm spare's captures, never past a jaxtyping check, which must see the constructor run.
         snapshots = jax_ready and not concrete and (check is None or not check.checked)
+        snapshot_only = bool(request.get("snapshotOnly")) and snapshots
 
         outputs: dict[Any, Any] = {}  # the initialisers' abstract outputs, for every hinted attempt
         # library initialisers' outputs the last capture of this target met (hints.stable_key)
@@ -395,8 +411,20 @@ def trace_target(
         def attempt(hint: Any, t0: float, repair: bool = False) -> tuple[Any, Any, Any, Any, float]:
             with on_device if concrete else contextlib.nullcontext():
                 plan = targets.make_plan(
-                    kind, made, profile, method, call_args, hint, concrete, replay=replay, snapshots=snapshots
+                    kind,
+                    made,
+                    profile,
+                    method,
+                    call_args,
+                    hint,
+                    concrete,
+                    replay=replay,
+                    snapshots=("record" if snapshot_only else "use") if snapshots else None,
                 )
+            if snapshot_only:
+                raise _SnapshotOnly(plan.structure)
+            if plan.init_wanted and extra is not None:
+                extra["snapshotWanted"] = True
             if plan.hint_check is not None:
                 plan.hint_check.repair = repair
                 plan.hint_check.outputs = outputs
@@ -453,7 +481,7 @@ def trace_target(
             extra["structure"] = plan.structure
             if plan.hint_check is not None and 0 < len(plan.hint_check.learned) <= MAX_CARRIED:
                 extra["initialisers"] = plan.hint_check.learned
-    except CaptureError:
+    except (CaptureError, _SnapshotOnly):
         raise
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt | MemoryError):

@@ -186,6 +186,9 @@ class WorkerRequest(TypedDict):
     # checked by the trace itself (worker/hints.py HintCheck); or an NNX / Equinox model's
     # abstract init, used when no workspace code it ran changed (worker/initsnap.py)
     structureHint: NotRequired[Any]
+    # True: construct the NNX / Equinox model noting what ran, answer its snapshot as ``structure``
+    # and trace nothing (the server asks in the background, worker/initsnap.py)
+    snapshotOnly: NotRequired[bool]
     # with it: the library initialisers' abstract outputs the last capture met, so that the hint's
     # check need not run them again (worker/hints.py stable_key -> [shape, dtype, weak type])
     initialisers: NotRequired[dict[str, list[Any]]]
@@ -225,6 +228,8 @@ class WorkerResult(TypedDict):
     hint: NotRequired[Literal["held", "repaired", "stale"]]
     replayed: NotRequired[int]  # Linen module calls whose equations were replayed (worker/replay.py)
     initialisers: NotRequired[dict[str, list[Any]]]  # a hinted trace's: the next request's (above)
+    # NNX, Equinox: the constructor ran (no snapshot held): a ``snapshotOnly`` request would make one
+    snapshotWanted: NotRequired[bool]
     # a forked capture's calls of JAX's jitted functions that missed JAX's caches, spelled for the
     # warm spare to make before its next fork (worker/priming.py)
     primes: NotRequired[list[list[Any]]]

@@ -44,6 +44,7 @@ class Plan:
     # snapshot (worker/initsnap.py); either is the next capture's hint
     structure: Any = None
     init_reused: bool = False  # NNX, Equinox: the init was the last capture's snapshot
+    init_wanted: bool = False  # NNX, Equinox: the constructor ran, a snapshot would save that next time
     # Linen with a structure hint: the check of the hinted variables the trace makes (HintCheck)
     hint_check: HintCheck | None = None
     # Linen: the last trace's replay of repeated module calls (worker/replay.py), None when off
@@ -173,7 +174,7 @@ def _build_abstractly(
     traced values rather than closed over (``jax.random.split(key)`` needs a traced key). With
     ``init``: the last capture's model when its snapshot still holds, and a snapshot of this one
     (worker/initsnap.py)."""
-    if init is not None and init.keep:
+    if init is not None and init.mode == "use":
         kept = initsnap.reuse(init.hint, init.kind, init.key)
         if kept is not None:
             init.snapshot, init.reused = init.hint, True
@@ -184,9 +185,11 @@ def _build_abstractly(
         a, kw = rebuild(list(leaves))
         return build(*a, **kw)
 
-    if init is None or not init.keep:
+    if init is not None:
+        init.ran = True
+    if init is None or init.mode != "record":
         return evaluate(run, *dyn)
-    with initsnap.recording() as found:
+    with initsnap.recording() as found:  # (about three times the init: off the user's path)
         model = evaluate(run, *dyn)
     init.snapshot = initsnap.make(model, init.kind, init.key, found)
     return model
@@ -194,15 +197,17 @@ def _build_abstractly(
 
 @dataclass
 class _Init:
-    """An NNX or Equinox abstract init: the last capture's snapshot (``hint``), whether one is kept
-    and used at all, what it is of (``key``: the target and its profile), what this one made."""
+    """An NNX or Equinox abstract init: the last capture's snapshot (``hint``), whether one is used
+    or recorded (``mode``: ``use``, ``record``, None), what it is of (``key``: the target and its
+    profile), and what this one did (ran the constructor; reused or made a snapshot)."""
 
     kind: str
     hint: Any
-    keep: bool
+    mode: str | None
     key: str
     snapshot: Any = None
     reused: bool = False
+    ran: bool = False
 
 
 def make_plan(
@@ -214,13 +219,14 @@ def make_plan(
     structure_hint: Any = None,
     concrete: bool = False,
     replay: bool = True,
-    snapshots: bool = False,
+    snapshots: str | None = None,
 ) -> Plan:
     """The target's plan; ``concrete`` (a values run): the model's variables are made for real
     (initialised with the seed, or the factory's own), never abstractly. ``replay``: a Linen
     model's repeated module calls replay the first one's equations (worker/replay.py).
-    ``snapshots``: an NNX or Equinox model's abstract init may be kept for the next capture
-    (worker/initsnap.py; ``structure_hint`` is then the last one's)."""
+    ``snapshots``: an NNX or Equinox model's abstract init is the last capture's snapshot when it
+    still holds (``use``; ``structure_hint`` is that snapshot), or is recorded into a new one
+    (``record``: the server's background request, worker/initsnap.py); None: neither."""
     seed = int(profile.get("seed", 0))
     model, factory, init_args, init_kwargs = made.model, made.factory, made.args, made.kwargs
     if kind == "function":
@@ -231,10 +237,11 @@ def make_plan(
         )
     elif kind in ("nnx", "equinox"):
         key = json.dumps([str(getattr(model, "__qualname__", "")), profile], sort_keys=True, default=str)
-        init = _Init(kind, structure_hint, snapshots and not concrete, key)
+        init = _Init(kind, structure_hint, None if concrete else snapshots, key)
         make = _nnx_plan if kind == "nnx" else _equinox_plan
         plan = make(model, factory, init_args, init_kwargs, seed, method, concrete, init)
         plan.structure, plan.init_reused = init.snapshot, init.reused
+        plan.init_wanted = init.ran and init.mode == "use"  # a snapshot would have saved this init
     else:
         raise CaptureError("needs_input", f"unknown target kind {kind!r}")
     if concrete:

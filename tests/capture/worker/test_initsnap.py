@@ -73,9 +73,12 @@ def workspace(tmp_path: Path) -> Iterator[Path]:
             del sys.modules[name]
 
 
-def _capture(root: Path, snapshot: Any = None, snapshots: bool = True, shape: tuple[int, ...] = (2, 8)) -> Any:
-    """A capture as a warm spare's fork makes it (``jax_ready``: snapshots kept), the workspace's
-    modules imported anew as in a fresh fork."""
+def _capture(
+    root: Path, snapshot: Any = None, snapshots: bool = True, shape: tuple[int, ...] = (2, 8), only: bool = False
+) -> Any:
+    """A capture as a warm spare's fork makes it (``jax_ready``: snapshots used), the workspace's
+    modules imported anew as in a fresh fork; ``only``: the server's background request for a
+    snapshot."""
     from jaxlsp.capture.worker.main import capture
 
     for module in [
@@ -85,9 +88,18 @@ def _capture(root: Path, snapshot: Any = None, snapshots: bool = True, shape: tu
     req = request("model.py", "Model", array(*shape), workspace=root)
     if snapshot is not None:
         req["structureHint"] = snapshot
+    if only:
+        req["snapshotOnly"] = True
     result = capture(req, jax_ready=snapshots)
     assert result["ok"], result.get("error")
     return result
+
+
+def _snapshot(root: Path, shape: tuple[int, ...] = (2, 8)) -> Any:
+    """What the server asks for after a capture that ran the constructor: its snapshot, no graph."""
+    made = _capture(root, shape=shape, only=True)
+    assert "graph" not in made
+    return made.get("structure")
 
 
 def _edited(root: Path, old: str, new: str) -> None:
@@ -121,8 +133,9 @@ EDITS: dict[str, tuple[str, str, bool]] = {
 def test_an_nnx_init_is_kept_across_an_edit_it_never_ran(workspace: Path, edit: str) -> None:
     (workspace / "model.py").write_text(NNX_MODEL)
     first = _capture(workspace)
-    snapshot = first["structure"]
-    assert snapshot is not None and snapshot["files"], "the constructor's capture kept no snapshot"
+    assert first.get("snapshotWanted") is True and first.get("structure") is None  # asked for, not made
+    snapshot = _snapshot(workspace)
+    assert snapshot is not None and snapshot["files"], "no snapshot made"
     ran = {q for f in snapshot["files"].values() for q in f["ran"]}
     assert {"Model.__init__", "Block.__init__", "widened"} <= ran and "finish" not in ran
 
@@ -134,18 +147,18 @@ def test_an_nnx_init_is_kept_across_an_edit_it_never_ran(workspace: Path, edit: 
     assert again.get("hint") == ("held" if holds else "stale")
     assert again["graph"] == fresh["graph"]  # the same program as the constructor run again gives
     if holds:
-        assert again["structure"] == snapshot  # carried on, for the edit after
+        assert again["structure"] == snapshot and "snapshotWanted" not in again  # carried on
     else:
-        assert again["structure"] is not None and again["structure"] != snapshot  # made anew
+        assert again.get("structure") is None and again.get("snapshotWanted") is True  # to be made anew
 
 
 def test_an_equinox_init_is_kept_across_an_edit_of_its_call(workspace: Path) -> None:
     pytest.importorskip("equinox")
     (workspace / "model.py").write_text(EQX_MODEL)
-    first = _capture(workspace, shape=(8,))
-    assert first["structure"] is not None
+    snapshot = _snapshot(workspace, shape=(8,))
+    assert snapshot is not None
     _edited(workspace, "return jax.nn.relu(self.lin(x))", "return jax.nn.gelu(self.lin(x))")
-    again = _capture(workspace, first["structure"], shape=(8,))
+    again = _capture(workspace, snapshot, shape=(8,))
     fresh = _capture(workspace, snapshots=False, shape=(8,))
     assert again.get("hint") == "held"
     assert again["graph"] == fresh["graph"]
@@ -159,12 +172,14 @@ def test_a_constructor_that_reads_a_file_keeps_no_snapshot(workspace: Path) -> N
         "self.block = Block(int((Path(__file__).parent / 'width.txt').read_text()), rngs=rngs)",
     )
     (workspace / "model.py").write_text(reading)
-    assert _capture(workspace).get("structure") is None  # what the file says may change: run each time
+    assert _snapshot(workspace) is None  # what the file says may change: run each time
 
 
-def test_a_cli_capture_keeps_none(workspace: Path) -> None:
+def test_a_cli_capture_neither_uses_nor_asks_for_one(workspace: Path) -> None:
     (workspace / "model.py").write_text(NNX_MODEL)
-    assert _capture(workspace, snapshots=False).get("structure") is None
+    snapshot = _snapshot(workspace)
+    cold = _capture(workspace, snapshot, snapshots=False)
+    assert cold.get("structure") is None and "snapshotWanted" not in cold and cold.get("hint") == "stale"
 
 
 @pytest.mark.parametrize(
@@ -199,11 +214,11 @@ def test_an_edit_outside_the_workspace_to_code_the_constructor_ran_runs_it_again
     ).replace("def widened(d):\n    return d * 2\n", "")
     (ws / "model.py").write_text(model)
     try:
-        first = _capture(ws)
-        assert any(path.endswith("widths.py") for path in first["structure"]["files"])
+        snapshot = _snapshot(ws)
+        assert any(path.endswith("widths.py") for path in snapshot["files"])
         (beside / "widths.py").write_text("def widened(d):\n    return d * 3\n")
         sys.modules.pop("widths", None)
-        again = _capture(ws, first["structure"])
+        again = _capture(ws, snapshot)
         sys.modules.pop("widths", None)
         fresh = _capture(ws, snapshots=False)
         assert again.get("hint") == "stale" and again["graph"] == fresh["graph"]
