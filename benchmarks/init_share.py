@@ -89,6 +89,7 @@ def served(folder: Path, kind: str, depth: int, repeats: int = 3) -> dict[str, f
     """A real server's warm re-traces of one target: after edits inside ``__call__`` (``kept``)
     and inside ``__init__`` (``rerun``), medians of ``repeats``, each with its ``init`` phase."""
     import re
+    import time
 
     sys.path.insert(0, str(BENCHMARKS))
     from scale import ProgressPeer, warm_retrace
@@ -115,11 +116,25 @@ def served(folder: Path, kind: str, depth: int, repeats: int = 3) -> dict[str, f
         if not isinstance(result, dict) or "traceId" not in result:
             raise SystemExit(f"{kind} depth {depth}: no trace: {str(result)[:2000]}")
         original = model.read_text(encoding="utf-8")
+
+        def settled() -> None:
+            """Wait (as a user reads the graph) for the snapshot the server makes in the background
+            after a trace that ran the constructor: the note it logs (capture/service.py)."""
+            deadline = time.monotonic() + 600
+            while not any(line.startswith("init snapshot of") for line in peer.logs):
+                if time.monotonic() > deadline:
+                    raise SystemExit(f"{kind} depth {depth}: no init snapshot came back")
+                peer.request("jaxlsp/discover", {"textDocument": {"uri": model.as_uri()}})
+                time.sleep(0.05)
+
+        settled()
         for label, line in zip(("kept", "rerun"), EDIT_AT[kind], strict=True):
             runs = []
-            for i in range(repeats + 1):  # the first after a switch of kind is not counted
+            for i in range(1, repeats + 2):  # each text differs from the last; the first run is not counted
                 model.write_text(original.replace(line, line + line.replace(line.strip(), "_ = DIM") * (i % 2)))
                 run = warm_retrace(peer, model, params, f"{kind}_{depth}")
+                if label == "rerun":
+                    settled()
                 found = re.search(r" init ([0-9.]+)", str(run.get("phases", "")))
                 runs.append((float(run["warm"]), float(found.group(1)) if found else float("nan")))
             kept = sorted(runs[1:])[(repeats - 1) // 2]

@@ -111,6 +111,8 @@ class CaptureService:
         self._hints: OrderedDict[tuple[str, str, str], Any] = OrderedDict()
         # the background requests for init snapshots, by target (at most one each; see _snapshot)
         self._snapshots: dict[tuple[str, str, str], asyncio.Future[None]] = {}
+        # hears what the service did on its own, in a line (the server logs it: window/logMessage)
+        self.on_note: Callable[[str], None] | None = None
         self._reuse = reuse.Reuse()  # what each kept trace was made of, for options.reuse
 
     def prepare(self, req: TraceRequest) -> Prepared:
@@ -213,13 +215,12 @@ class CaptureService:
             return await self.pool.capture(request, prepared.python, options)
         target = prepared.request["target"]
         key = (str(target["path"]), str(target["name"]), str(prepared.resolved.name))
-        self._stop_snapshots()  # a capture goes first: a background one would share the cores
         structure, initialisers = self._hints.get(key, (None, None))
         outcome, _ = await capture_speculatively(
             self.pool, prepared.request, prepared.python, options, hint=structure, initialisers=initialisers
         )
         self._remember(key, structure_of(outcome), initialisers_of(outcome, initialisers))
-        if outcome.ok and outcome.result.get("snapshotWanted") and not self._snapshots:
+        if outcome.ok and outcome.result.get("snapshotWanted") and key not in self._snapshots:
             self._snapshots[key] = asyncio.ensure_future(self._snapshot(key, prepared, options))
         current = phases.CURRENT.get()
         if current is not None:
@@ -236,14 +237,20 @@ class CaptureService:
     async def _snapshot(self, key: tuple[str, str, str], prepared: Prepared, options: CaptureOptions) -> None:
         """An NNX or Equinox target's capture ran its constructor: make the init's snapshot for its
         next one, in the background (worker/initsnap.py). Noting what the constructor runs takes
-        about three times the init, so no capture waits for it: the next capture stops it."""
+        about three times the init, so no capture waits for it: it runs at a lower priority (the
+        worker's ``nice``) beside whatever capture comes next, one a target at a time; a snapshot
+        of an older text is only used if the files still fingerprint the same."""
         request = {**prepared.request, "snapshotOnly": True}
         quiet = replace(options, on_log=None, on_phase=None, cancel=None, reuse=False)
         try:
+            started = time.monotonic()
             outcome = await self.pool.capture(request, prepared.python, quiet)
             snapshot = structure_of(outcome)
             if snapshot is not None:
-                self._remember(key, snapshot, None)
+                self._remember(key, snapshot, self._hints.get(key, (None, None))[1])
+            if self.on_note is not None:
+                kept = "kept" if snapshot is not None else "not kept (see worker/initsnap.py for why)"
+                self.on_note(f"init snapshot of {key[1]} ({key[2]}) {kept} in {time.monotonic() - started:.2f} s")
         except Exception:  # a snapshot only ever saves time
             return
         finally:

@@ -141,6 +141,7 @@ class Tracing:
         self.ls = ls
         self.trust = trust
         self.capture = capture
+        capture.on_note = lambda text: ls.window_log_message(types.LogMessageParams(types.MessageType.Log, text))
         self.running: dict[tuple[Path, str], asyncio.Task[TraceAnswer]] = {}
         self.diagnosed: dict[tuple[str, str], str] = {}  # (uri, name) -> the uri holding its diagnostic
         # Every document's diagnostics by who published them: one target's clear (or a contract
