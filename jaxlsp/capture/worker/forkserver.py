@@ -388,7 +388,10 @@ class ForkServer:
         pid, sock, cgroup = self.standby
         self.standby = None
         sock.close()
-        _killpg(pid)
+        # The process itself, not its group: it may not have made its own session yet (and has
+        # started nothing); unreaped, its pid is still its own.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
         with contextlib.suppress(ChildProcessError, OSError):
             os.waitpid(pid, 0)
         cgroup_kill(cgroup)
