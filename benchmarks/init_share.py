@@ -92,24 +92,14 @@ def served(folder: Path, kind: str, depth: int, repeats: int = 3) -> dict[str, f
     import time
 
     sys.path.insert(0, str(BENCHMARKS))
-    from scale import ProgressPeer, warm_retrace
+    from scale import ProgressPeer, initialize, warm_retrace
 
     model = folder / "module_lms.py"
     name = "NNXLM" if kind == "nnx" else "EqxLM"
     peer = ProgressPeer([sys.executable, "-m", "jaxlsp", "serve"], folder)
     out: dict[str, float] = {}
     try:
-        peer.request(
-            "initialize",
-            {
-                "processId": None,
-                "rootUri": folder.as_uri(),
-                "capabilities": {"window": {"workDoneProgress": True}},
-                "workspaceFolders": [{"uri": folder.as_uri(), "name": "init_share"}],
-                "initializationOptions": {"jaxlsp": {"trusted": True, "liveShapes": False, "timeout": 3600}},
-            },
-        )
-        peer.send({"method": "initialized", "params": {}})
+        initialize(peer, folder)
         params = {"textDocument": {"uri": model.as_uri()}, "name": name, "profile": f"{kind}_{depth}"}
         peer.request("jaxlsp/discover", {"textDocument": {"uri": model.as_uri()}})
         out["first"], result = peer.timed("jaxlsp/trace", params)

@@ -285,6 +285,23 @@ def median_run(runs: list[dict[str, Any]], key: str) -> dict[str, Any]:
     return sorted(runs, key=lambda r: float(r[key]))[(len(runs) - 1) // 2]
 
 
+def initialize(peer: Peer, folder: Path, **options: Any) -> None:
+    """The LSP handshake with ``folder`` as the one workspace folder, trusted, no live shapes, an
+    hour's time limit, and ``options`` (more of ``initializationOptions.jaxlsp``)."""
+    settings = {"trusted": True, "liveShapes": False, "timeout": 3600, **options}
+    peer.request(
+        "initialize",
+        {
+            "processId": None,
+            "rootUri": folder.as_uri(),
+            "capabilities": {"window": {"workDoneProgress": True}},
+            "workspaceFolders": [{"uri": folder.as_uri(), "name": folder.name}],
+            "initializationOptions": {"jaxlsp": settings},
+        },
+    )
+    peer.send({"method": "initialized", "params": {}})
+
+
 def server(folder: Path, shape: Shape, size: int, repeats: int = 1) -> tuple[dict[str, Any], list[float]]:
     """First trace, first page and RSS of a fresh server; then ``repeats`` warm re-traces, each
     after an edit: the median one's figures, and every one's seconds."""
@@ -292,24 +309,7 @@ def server(folder: Path, shape: Shape, size: int, repeats: int = 1) -> tuple[dic
     peer = ProgressPeer([sys.executable, "-m", "jaxlsp", "serve"], folder)
     out: dict[str, float] = {}
     try:
-        peer.request(
-            "initialize",
-            {
-                "processId": None,
-                "rootUri": folder.as_uri(),
-                "capabilities": {"window": {"workDoneProgress": True}},
-                "workspaceFolders": [{"uri": folder.as_uri(), "name": "scale"}],
-                "initializationOptions": {
-                    "jaxlsp": {
-                        "trusted": True,
-                        "liveShapes": False,
-                        "timeout": 3600,
-                        "limits": {"equations": 10**8, "values": 10**8, "bytes": 2**40},
-                    }
-                },
-            },
-        )
-        peer.send({"method": "initialized", "params": {}})
+        initialize(peer, folder, limits={"equations": 10**8, "values": 10**8, "bytes": 2**40})
         params = {"textDocument": {"uri": model.as_uri()}, "name": shape.cls, "profile": f"{shape.name}_{size}"}
         peer.request("jaxlsp/discover", {"textDocument": {"uri": model.as_uri()}})
         idle = status_mb(peer.proc.pid)
