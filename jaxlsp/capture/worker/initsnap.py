@@ -6,9 +6,10 @@ under ``nnx.eval_shape`` / ``eqx.filter_eval_shape``, and only running it says w
 NNX Gemma 3 1B: 0.3 s of a 0.8 s re-trace). But an edit to the forward pass changes nothing the
 constructor ran, and that can be known without running it:
 
-- :func:`recording`: while the constructor runs, note which of the workspace's functions ran (by
-  file and code qualname: a trace hook, the capture that makes a snapshot pays it) and whether it
-  opened any file other than Python source (a config or a tokenizer read: then no snapshot).
+- :func:`recording`: while the constructor runs, note which of the user's functions ran (by
+  file and code qualname: a trace hook, which only the background capture that makes a snapshot
+  pays); :func:`watch_opens`, from that capture's start: whether the import or the constructor
+  opened a file of the user's other than Python source (a config, a tokenizer: then no snapshot).
 - :func:`make`: the abstract model pickled, with a fingerprint of every workspace file the capture
   imported: the file's syntax tree (``ast.dump``, no line numbers, no comments) with the body of
   every module-level function or method that did NOT run replaced by ``...``. Everything that
@@ -36,6 +37,7 @@ import hashlib
 import os
 import pickle
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -59,8 +61,7 @@ class Recording:
 
 @contextlib.contextmanager
 def recording() -> Iterator[Recording]:
-    """Note the user's functions (:func:`users`) that run in the block, and the files other than
-    Python source it opens."""
+    """Note the user's functions (:func:`_user_file`) that run in the block."""
     found = Recording()
 
     def trace(frame: Any, event: str, arg: Any) -> None:
@@ -70,15 +71,6 @@ def recording() -> Iterator[Recording]:
             if path is not None:
                 found.executed.setdefault(path, set()).add(code.co_qualname)
 
-    def audit(event: str, args: tuple[Any, ...]) -> None:
-        if found.active and event == "open" and args and isinstance(args[0], str | bytes):
-            path = os.fsdecode(args[0])
-            if not path.endswith((".py", ".pyc", ".so", ".pyd")):
-                found.opened.append(path)
-
-    _AUDITS.append(audit)
-    if len(_AUDITS) == 1:
-        sys.addaudithook(_audit)  # (audit hooks stay for the process: one dispatches to those active)
     previous, threads = sys.gettrace(), threading.gettrace()
     found.active = True
     sys.settrace(trace)
@@ -89,15 +81,40 @@ def recording() -> Iterator[Recording]:
         sys.settrace(previous)
         threading.settrace(threads)
         found.active = False
-        _AUDITS.remove(audit)
+    found.opened = list(_OPENED) if _OPENED is not None else ["(opens not watched)"]
 
 
-_AUDITS: list[Any] = []
+#: the files other than Python source this capture opened since :func:`watch_opens`: a module
+#: that reads a config at import, or a constructor that does, may build another model from the
+#: same code (None: not watched, so no snapshot can be made)
+_OPENED: list[str] | None = None
+_HOOKED = False
+_SYSTEM = ("/proc/", "/dev/", "/sys/")
+
+
+def watch_opens() -> None:
+    """From now on, note the files this process opens that may say what a model is: not Python
+    source, not the standard library's or an installed package's own files, not /proc or /dev
+    (a ``snapshotOnly`` capture calls it first thing, so that an import's reads count too)."""
+    global _OPENED, _HOOKED
+    _OPENED = []
+    if not _HOOKED:
+        sys.addaudithook(_audit)  # (audit hooks stay for the process)
+        _HOOKED = True
 
 
 def _audit(event: str, args: tuple[Any, ...]) -> None:
-    for hook in _AUDITS:
-        hook(event, args)
+    if _OPENED is None or event != "open" or not args or not isinstance(args[0], str | bytes):
+        return
+    path = os.fsdecode(args[0])
+    if path.endswith((".py", ".pyc", ".so", ".pyd")) or path.startswith(_SYSTEM):
+        return
+    scratch = tempfile.tempdir  # the capture's own scratch folder (worker/main.py), what it writes
+    mine = scratch and os.path.basename(scratch).startswith("jaxlsp-capture-")
+    if mine and os.path.realpath(path).startswith(os.path.join(os.path.realpath(str(scratch)), "")):
+        return
+    if os.path.isfile(path) and _user_file(path) is not None:  # (probes of folders, zips that are not there)
+        _OPENED.append(path)
 
 
 _USER: dict[str, str | None] = {}  # a code object's file -> its real path when it is the user's

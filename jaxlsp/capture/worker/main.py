@@ -180,6 +180,8 @@ def _capture_reporting(request: WorkerRequest | dict[str, Any], jax_ready: bool)
     extra: dict[str, Any] = {"started": time.monotonic()}
     workspace = Workspace(str(request.get("workspaceRoot", "")))
     initsnap.CAPTURE_STARTED = time.time()
+    if request.get("snapshotOnly") and jax_ready:
+        initsnap.watch_opens()  # before the import: a config it reads makes the model too
     # A capture forked from the warm spare notes the calls of JAX's functions that missed JAX's
     # caches, for the spare to make before its next fork (worker/priming.py); not under a
     # profile's env or x64, which the spare does not run with.

@@ -175,6 +175,16 @@ def test_a_constructor_that_reads_a_file_keeps_no_snapshot(workspace: Path) -> N
     assert _snapshot(workspace) is None  # what the file says may change: run each time
 
 
+def test_a_module_that_reads_a_file_at_import_keeps_no_snapshot(workspace: Path) -> None:
+    (workspace / "width.json").write_text("8")
+    reading = NNX_MODEL.replace(
+        "WIDTH = 8",
+        "import json\nfrom pathlib import Path\n\nWIDTH = json.loads((Path(__file__).parent / 'width.json').read_text())",
+    )
+    (workspace / "model.py").write_text(reading)
+    assert _snapshot(workspace) is None  # the file, not the code, may change the next model
+
+
 def test_a_cli_capture_neither_uses_nor_asks_for_one(workspace: Path) -> None:
     (workspace / "model.py").write_text(NNX_MODEL)
     snapshot = _snapshot(workspace)
