@@ -6,10 +6,11 @@ under ``nnx.eval_shape`` / ``eqx.filter_eval_shape``, and only running it says w
 NNX Gemma 3 1B: 0.3 s of a 0.8 s re-trace). But an edit to the forward pass changes nothing the
 constructor ran, and that can be known without running it:
 
-- :func:`recording`: while the constructor runs, note which of the user's functions ran (by
-  file and code qualname: a trace hook, which only the background capture that makes a snapshot
-  pays); :func:`watch_opens`, from that capture's start: whether the import or the constructor
-  opened a file of the user's other than Python source (a config, a tokenizer: then no snapshot).
+- :func:`start`, first thing in the background capture that makes a snapshot: note which of the
+  user's functions run (by file and code qualname: a trace hook, which only that capture pays),
+  in the import as in the constructor (a table a module builds at import is part of the model),
+  and whether either opens a file of the user's other than Python source (a config, a
+  tokenizer: then no snapshot).
 - :func:`make`: the abstract model pickled, with a fingerprint of every workspace file the capture
   imported: the file's syntax tree (``ast.dump``, no line numbers, no comments) with the body of
   every module-level function or method that did NOT run replaced by ``...``. Everything that
@@ -51,18 +52,28 @@ CAPTURE_STARTED = 0.0
 
 
 class Recording:
-    """What ran while the constructor ran: user functions by file, and other files opened."""
+    """What ran since :func:`start`: the user's functions by file, and the user's files other than
+    Python source that were opened."""
 
     def __init__(self) -> None:
         self.executed: dict[str, set[str]] = {}
         self.opened: list[str] = []
-        self.active = False
+        self.previous: tuple[Any, Any] = (None, None)
 
 
-@contextlib.contextmanager
-def recording() -> Iterator[Recording]:
-    """Note the user's functions (:func:`_user_file`) that run in the block."""
-    found = Recording()
+#: the ``snapshotOnly`` capture's recording, from its start (before the import: what a module
+#: runs or reads at import makes the model too) to its snapshot (None: not recording)
+_RECORDING: Recording | None = None
+_HOOKED = False
+_SYSTEM = ("/proc/", "/dev/", "/sys/")
+
+
+def start() -> None:
+    """From now on, note the user's functions (:func:`_user_file`) that run, in every thread, and
+    the user's files that are opened (not Python source, not /proc or /dev, not the capture's
+    scratch folder). A trace hook: about three times the time of what runs under it."""
+    global _RECORDING, _HOOKED
+    found = _RECORDING = Recording()
 
     def trace(frame: Any, event: str, arg: Any) -> None:
         if event == "call":
@@ -71,40 +82,36 @@ def recording() -> Iterator[Recording]:
             if path is not None:
                 found.executed.setdefault(path, set()).add(code.co_qualname)
 
-    previous, threads = sys.gettrace(), threading.gettrace()
-    found.active = True
-    sys.settrace(trace)
-    threading.settrace(trace)  # a thread the constructor starts runs the user's code too
-    try:
-        yield found
-    finally:
-        sys.settrace(previous)
-        threading.settrace(threads)
-        found.active = False
-    found.opened = list(_OPENED) if _OPENED is not None else ["(opens not watched)"]
-
-
-#: the files other than Python source this capture opened since :func:`watch_opens`: a module
-#: that reads a config at import, or a constructor that does, may build another model from the
-#: same code (None: not watched, so no snapshot can be made)
-_OPENED: list[str] | None = None
-_HOOKED = False
-_SYSTEM = ("/proc/", "/dev/", "/sys/")
-
-
-def watch_opens() -> None:
-    """From now on, note the files this process opens that may say what a model is: not Python
-    source, not the standard library's or an installed package's own files, not /proc or /dev
-    (a ``snapshotOnly`` capture calls it first thing, so that an import's reads count too)."""
-    global _OPENED, _HOOKED
-    _OPENED = []
     if not _HOOKED:
         sys.addaudithook(_audit)  # (audit hooks stay for the process)
         _HOOKED = True
+    found.previous = (sys.gettrace(), threading.gettrace())
+    sys.settrace(trace)
+    threading.settrace(trace)  # a thread the constructor starts runs the user's code too
+
+
+def stop() -> Recording | None:
+    """End the recording :func:`start` began; what it found (None: none was running)."""
+    global _RECORDING
+    found, _RECORDING = _RECORDING, None
+    if found is not None:
+        sys.settrace(found.previous[0])
+        threading.settrace(found.previous[1])
+    return found
+
+
+@contextlib.contextmanager
+def stopped() -> Iterator[None]:
+    """A block at whose end any recording :func:`start` began is over, however it ends."""
+    try:
+        yield
+    finally:
+        stop()
 
 
 def _audit(event: str, args: tuple[Any, ...]) -> None:
-    if _OPENED is None or event != "open" or not args or not isinstance(args[0], str | bytes):
+    found = _RECORDING
+    if found is None or event != "open" or not args or not isinstance(args[0], str | bytes):
         return
     path = os.fsdecode(args[0])
     if path.endswith((".py", ".pyc", ".so", ".pyd")) or path.startswith(_SYSTEM):
@@ -114,7 +121,7 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
     if mine and os.path.realpath(path).startswith(os.path.join(os.path.realpath(str(scratch)), "")):
         return
     if os.path.isfile(path) and _user_file(path) is not None:  # (probes of folders, zips that are not there)
-        _OPENED.append(path)
+        found.opened.append(path)
 
 
 _USER: dict[str, str | None] = {}  # a code object's file -> its real path when it is the user's
@@ -208,13 +215,15 @@ def _context(kind: str, key: str) -> dict[str, Any]:
 
 
 # --- making and reusing ---------------------------------------------------------------------------
-def make(model: Any, kind: str, key: str, found: Recording) -> dict[str, Any] | None:
+def make(model: Any, kind: str, key: str) -> dict[str, Any] | None:
     """The snapshot of an abstract model the constructor just made (``key``: the target and its
-    profile), or None: it opened a file other than Python source, ran code of the user's that no
-    fingerprint covers, a file of the user's changed since the capture began or does not parse,
-    or the model does not pickle or is too large."""
+    profile), with what the recording since :func:`start` found (it ends here), or None: nothing
+    was recorded, the import or the constructor opened a file of the user's other than Python
+    source, ran code of the user's that no fingerprint covers, a file of the user's changed since
+    the capture began or does not parse, or the model does not pickle or is too large."""
+    found = stop()
     files = _user_files()
-    if found.opened or files is None or not set(found.executed) <= set(files):
+    if found is None or found.opened or files is None or not set(found.executed) <= set(files):
         return None
     marks: dict[str, Any] = {}
     for path in files:

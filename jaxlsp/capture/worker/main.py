@@ -181,7 +181,7 @@ def _capture_reporting(request: WorkerRequest | dict[str, Any], jax_ready: bool)
     workspace = Workspace(str(request.get("workspaceRoot", "")))
     initsnap.CAPTURE_STARTED = time.time()
     if request.get("snapshotOnly") and jax_ready:
-        initsnap.watch_opens()  # before the import: a config it reads makes the model too
+        initsnap.start()  # before the import: what a module runs or reads there makes the model too
     # A capture forked from the warm spare notes the calls of JAX's functions that missed JAX's
     # caches, for the spare to make before its next fork (worker/priming.py); not under a
     # profile's env or x64, which the spare does not run with.
@@ -192,6 +192,7 @@ def _capture_reporting(request: WorkerRequest | dict[str, Any], jax_ready: bool)
             _scratch_dir(dict(request.get("env") or {})),
             _gc_relaxed(),
             recorder.installed() if recorder is not None else contextlib.nullcontext(),
+            initsnap.stopped(),  # the snapshot's recording, at the latest (ended when one is made)
         ):
             graph = _capture(dict(request), workspace, timings, jax_ready, extra)
         result: WorkerResult = {"ok": True, "timings": timings}

@@ -277,7 +277,7 @@ class Recorder:
             call = self._calls.get(id(jaxpr))
             if call is not None and call[1] is jaxpr and cache.cache_info().misses > before:
                 lin = [
-                    list(nonzeros),
+                    [bool(v) for v in nonzeros],
                     _flags(instantiate, len(jaxpr.jaxpr.outvars)),
                     _flags(allow_fwds, len(jaxpr.consts) + len(jaxpr.jaxpr.invars)),
                     bool(kw.get("is_vjp")),

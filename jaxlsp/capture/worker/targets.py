@@ -189,9 +189,8 @@ def _build_abstractly(
         init.ran = True
     if init is None or init.mode != "record":
         return evaluate(run, *dyn)
-    with initsnap.recording() as found:  # (about three times the init: off the user's path)
-        model = evaluate(run, *dyn)
-    init.snapshot = initsnap.make(model, init.kind, init.key, found)
+    model = evaluate(run, *dyn)  # recorded since the capture began (worker/main.py)
+    init.snapshot = initsnap.make(model, init.kind, init.key)
     return model
 
 

@@ -234,3 +234,15 @@ def test_an_edit_outside_the_workspace_to_code_the_constructor_ran_runs_it_again
         assert again.get("hint") == "stale" and again["graph"] == fresh["graph"]
     finally:
         sys.modules.pop("widths", None)
+
+
+def test_an_edit_to_a_function_a_module_runs_at_import_runs_the_constructor_again(workspace: Path) -> None:
+    """A width a module computes at import is the model's too: the recording starts before it."""
+    model = NNX_MODEL.replace("WIDTH = 8", "def width_at_import():\n    return 8\n\n\nWIDTH = width_at_import()")
+    (workspace / "model.py").write_text(model)
+    snapshot = _snapshot(workspace)
+    assert "width_at_import" in {q for f in snapshot["files"].values() for q in f["ran"]}
+    _edited(workspace, "    return 8\n", "    return 16\n")
+    again = _capture(workspace, snapshot, shape=(2, 16))
+    fresh = _capture(workspace, snapshots=False, shape=(2, 16))
+    assert again.get("hint") == "stale" and again["graph"] == fresh["graph"]
