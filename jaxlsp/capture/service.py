@@ -240,6 +240,7 @@ class CaptureService:
         about three times the init, so no capture waits for it: it runs at a lower priority (the
         worker's ``nice``) beside whatever capture comes next, one a target at a time; a snapshot
         of an older text is only used if the files still fingerprint the same."""
+        phases.CURRENT.set(None)  # (this task's own context) not the phases of the trace that asked
         request = {**prepared.request, "snapshotOnly": True}
         quiet = replace(options, on_log=None, on_phase=None, cancel=None, reuse=False)
         try:
