@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from jaxlsp.capture import phases
 from jaxlsp.capture.engine import TraceRequest
 from jaxlsp.capture.options import CaptureOptions
 from jaxlsp.capture.service import CaptureService
@@ -41,13 +42,18 @@ async def test_a_snapshot_made_in_the_background_serves_the_next_capture(tmp_pat
     request = TraceRequest(file=model, name="Model", workspace_root=tmp_path, profile="p", python=jax_python)
     service = CaptureService(pool=SparePool())
     try:
+        timing = phases.Phases(saved=0.0)  # as a live trace has (capture/phases.py)
+        phases.CURRENT.set(timing)
         first = await service.trace(request, CaptureOptions())
+        phases.CURRENT.set(None)
+        marked = list(timing.marks)
         assert first.outcome.capture.result.get("snapshotWanted") is True
         key = (str(model.resolve()), "Model", "p")
         deadline = asyncio.get_running_loop().time() + scaled(60)
         while not isinstance(service._hints.get(key, (None, None))[0], dict):
             assert asyncio.get_running_loop().time() < deadline, "no snapshot came back"
             await asyncio.sleep(0.02)
+        assert timing.marks == marked  # the background request marked nothing on the trace's phases
         model.write_text(NNX_MODEL.replace("return finish(nnx.relu(self.lin(x)))", "return finish(self.lin(x))"))
         second = await service.trace(request, CaptureOptions())
         assert second.outcome.capture.result.get("hint") == "held"
