@@ -235,9 +235,10 @@ def make(model: Any, kind: str, key: str) -> dict[str, Any] | None:
         executed = found.executed.get(path, set())
         source = _source(path)
         mark = fingerprint(source, executed) if source is not None else None
-        if mark is None:
+        if source is None or mark is None:
             return None
-        marks[path] = {"fingerprint": mark, "ran": sorted(executed)}
+        text = hashlib.sha256(source.encode()).hexdigest()  # the next capture parses only what differs
+        marks[path] = {"fingerprint": mark, "ran": sorted(executed), "text": text}
     try:
         data = pickle.dumps(model, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:  # a lambda, a lock, a module: the init runs each time
@@ -261,7 +262,11 @@ def reuse(snapshot: Any, kind: str, key: str) -> Any:
         if not isinstance(recorded, dict) or not isinstance(recorded.get("ran"), list):
             return None
         source = _source(path)
-        if source is None or fingerprint(source, {str(q) for q in recorded["ran"]}) != recorded.get("fingerprint"):
+        if source is None:
+            return None
+        if hashlib.sha256(source.encode()).hexdigest() == recorded.get("text"):
+            continue  # the same text: the same tree (only an edited file is parsed again)
+        if fingerprint(source, {str(q) for q in recorded["ran"]}) != recorded.get("fingerprint"):
             return None
     try:
         return pickle.loads(base64.b64decode(str(snapshot["model"])))
