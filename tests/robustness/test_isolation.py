@@ -109,8 +109,9 @@ def unprivileged() -> Iterator[tuple[tuple[str, ...], Path, dict[str, str]]]:
     import pwd
 
     uid, gid = pwd.getpwnam(USER).pw_uid, grp.getgrnam(GROUP).gr_gid
-    # Not under pytest's tmp_path: its folders are root's alone (0700).
-    base = Path(tempfile.mkdtemp(prefix="jaxlsp-isolation-"))
+    # Not under pytest's tmp_path: its folders are root's alone (0700); and /tmp by name, not the
+    # temp folder Python cached, which an earlier test in this worker may have pointed into one.
+    base = Path(tempfile.mkdtemp(prefix="jaxlsp-isolation-", dir="/tmp"))
     base.chmod(0o755)
     home, root = base / "home", base / "ws"
     for folder in (home, home / ".config", home / ".cache", root):

@@ -26,6 +26,7 @@ import os
 import re
 import shutil
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -211,6 +212,7 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("TMPDIR", str(tmp))  # inherited by cold workers and by the spare (started below)
         yield Sandbox(root, snapshot(root), tmp)
+    tempfile.tempdir = None  # Python may have cached TMPDIR's folder meanwhile: not for later tests
 
 
 # -- the checks common to both paths --------------------------------------------------------------
