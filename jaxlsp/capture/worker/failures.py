@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import functools
 import linecache
 import os
 import re
@@ -51,6 +52,20 @@ def realpath(path: str) -> str:
     if real is None:
         real = _REAL[path] = os.path.realpath(path)
     return real
+
+
+def installed(real: str) -> bool:
+    """A real path in an installed package (site-packages, dist-packages) or the standard library:
+    what the warm spare may preload, and what is never the user's code."""
+    return any(part in _LIBRARY_PARTS for part in real.split(os.sep)) or real.startswith(_stdlib())
+
+
+@functools.cache
+def _stdlib() -> tuple[str, ...]:
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    return tuple(sorted({realpath(paths[k]) + os.sep for k in ("stdlib", "platstdlib") if k in paths}))
 
 
 def remember_loaded() -> None:

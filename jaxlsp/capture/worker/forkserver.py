@@ -556,12 +556,9 @@ def installed_imports(before: set[str], workspace_root: str) -> list[str]:
     """The modules imported since ``before`` that a warm spare may preload: files of installed
     libraries (under site-packages or dist-packages, or the standard library), never a workspace
     file or jaxlsp's own, in the order they were imported."""
-    import sysconfig
-
-    from jaxlsp.capture.worker.failures import Workspace, realpath
+    from jaxlsp.capture.worker.failures import Workspace, installed, realpath
 
     workspace = Workspace(workspace_root)
-    stdlib = {realpath(p) + os.sep for p in {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]}}
     out: list[str] = []
     for name, module in list(sys.modules.items()):
         if name in before or not _MODULE_NAME.fullmatch(name):
@@ -572,8 +569,7 @@ def installed_imports(before: set[str], workspace_root: str) -> list[str]:
         real = realpath(path)
         if workspace.contains(real):
             continue
-        parts = real.split(os.sep)
-        if "site-packages" in parts or "dist-packages" in parts or any(real.startswith(p) for p in stdlib):
+        if installed(real):
             out.append(name)
             if len(out) >= MAX_LEARNED:
                 break

@@ -43,6 +43,8 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from jaxlsp.capture.worker.failures import installed
+
 #: the pickled model's bytes at most (a larger model's init runs each time)
 MAX_PICKLE = 2 << 20
 _FORMAT = "jaxlsp.initsnap/1"
@@ -135,21 +137,22 @@ def _user_file(path: str) -> str | None:
     if hit != "":
         return hit
     real = os.path.realpath(path) if path and not path.startswith("<") else ""
-    parts = real.split(os.sep)
-    library = not real or "site-packages" in parts or "dist-packages" in parts or real.startswith(_library_roots())
+    library = not real or installed(real) or real.startswith(_other_roots())
     _USER[path] = None if library else real
     return _USER[path]
 
 
 @functools.cache
-def _library_roots() -> tuple[str, ...]:
+def _other_roots() -> tuple[str, ...]:
+    """Where else the user's code never is: the interpreter's package folders under whatever name
+    (``purelib``, ``platlib``) and jaxlsp's own (the worker's stage, a checkout)."""
     import sysconfig
 
     import jaxlsp
 
     paths = sysconfig.get_paths()
-    roots = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
-    roots.add(os.path.dirname(jaxlsp.__file__))  # the worker's own modules (a stage, a checkout)
+    roots = {paths[k] for k in ("purelib", "platlib") if k in paths}
+    roots.add(os.path.dirname(jaxlsp.__file__))
     return tuple(sorted({os.path.join(p, "") for r in roots for p in (r, os.path.realpath(r))}))
 
 
