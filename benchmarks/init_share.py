@@ -92,14 +92,12 @@ def served(folder: Path, kind: str, depth: int, repeats: int = 3) -> dict[str, f
     import time
 
     sys.path.insert(0, str(BENCHMARKS))
-    from scale import ProgressPeer, initialize, warm_retrace
+    from scale import serving, warm_retrace
 
     model = folder / "module_lms.py"
     name = "NNXLM" if kind == "nnx" else "EqxLM"
-    peer = ProgressPeer([sys.executable, "-m", "jaxlsp", "serve"], folder)
     out: dict[str, float] = {}
-    try:
-        initialize(peer, folder)
+    with serving(folder) as peer:
         params = {"textDocument": {"uri": model.as_uri()}, "name": name, "profile": f"{kind}_{depth}"}
         peer.request("jaxlsp/discover", {"textDocument": {"uri": model.as_uri()}})
         out["first"], result = peer.timed("jaxlsp/trace", params)
@@ -130,12 +128,6 @@ def served(folder: Path, kind: str, depth: int, repeats: int = 3) -> dict[str, f
             kept = sorted(runs[1:])[(repeats - 1) // 2]
             out[label], out[f"{label} init"] = kept
         model.write_text(original, encoding="utf-8")
-        peer.request("shutdown", None)
-        peer.send({"method": "exit", "params": None})
-        peer.proc.wait(timeout=60)
-    finally:
-        if peer.proc.poll() is None:
-            peer.proc.kill()
     return out
 
 

@@ -44,6 +44,7 @@ Goals (issue 29): cli <= 1.2 x bare and warm re-trace <= 0.25 x bare at every si
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import re
@@ -52,6 +53,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -285,31 +287,39 @@ def median_run(runs: list[dict[str, Any]], key: str) -> dict[str, Any]:
     return sorted(runs, key=lambda r: float(r[key]))[(len(runs) - 1) // 2]
 
 
-def initialize(peer: Peer, folder: Path, **options: Any) -> None:
-    """The LSP handshake with ``folder`` as the one workspace folder, trusted, no live shapes, an
-    hour's time limit, and ``options`` (more of ``initializationOptions.jaxlsp``)."""
-    settings = {"trusted": True, "liveShapes": False, "timeout": 3600, **options}
-    peer.request(
-        "initialize",
-        {
-            "processId": None,
-            "rootUri": folder.as_uri(),
-            "capabilities": {"window": {"workDoneProgress": True}},
-            "workspaceFolders": [{"uri": folder.as_uri(), "name": folder.name}],
-            "initializationOptions": {"jaxlsp": settings},
-        },
-    )
-    peer.send({"method": "initialized", "params": {}})
+@contextlib.contextmanager
+def serving(folder: Path, **options: Any) -> Iterator[ProgressPeer]:
+    """A fresh ``jaxlsp serve`` with ``folder`` as its one workspace folder, trusted, no live
+    shapes, an hour's time limit and ``options`` (more of ``initializationOptions.jaxlsp``); shut
+    down when the block ends (killed if it did not exit)."""
+    peer = ProgressPeer([sys.executable, "-m", "jaxlsp", "serve"], folder)
+    try:
+        peer.request(
+            "initialize",
+            {
+                "processId": None,
+                "rootUri": folder.as_uri(),
+                "capabilities": {"window": {"workDoneProgress": True}},
+                "workspaceFolders": [{"uri": folder.as_uri(), "name": folder.name}],
+                "initializationOptions": {"jaxlsp": {"trusted": True, "liveShapes": False, "timeout": 3600, **options}},
+            },
+        )
+        peer.send({"method": "initialized", "params": {}})
+        yield peer
+        peer.request("shutdown", None)
+        peer.send({"method": "exit", "params": None})
+        peer.proc.wait(timeout=60)
+    finally:
+        if peer.proc.poll() is None:
+            peer.proc.kill()
 
 
 def server(folder: Path, shape: Shape, size: int, repeats: int = 1) -> tuple[dict[str, Any], list[float]]:
     """First trace, first page and RSS of a fresh server; then ``repeats`` warm re-traces, each
     after an edit: the median one's figures, and every one's seconds."""
     model = folder / "scale_lm.py"
-    peer = ProgressPeer([sys.executable, "-m", "jaxlsp", "serve"], folder)
     out: dict[str, float] = {}
-    try:
-        initialize(peer, folder, limits={"equations": 10**8, "values": 10**8, "bytes": 2**40})
+    with serving(folder, limits={"equations": 10**8, "values": 10**8, "bytes": 2**40}) as peer:
         params = {"textDocument": {"uri": model.as_uri()}, "name": shape.cls, "profile": f"{shape.name}_{size}"}
         peer.request("jaxlsp/discover", {"textDocument": {"uri": model.as_uri()}})
         idle = status_mb(peer.proc.pid)
@@ -326,12 +336,6 @@ def server(folder: Path, shape: Shape, size: int, repeats: int = 1) -> tuple[dic
         out.update({k: float(v) for k, v in kept.items() if k not in ("trace id", "phases")})
         out["phases"] = kept["phases"]
         out["live"] = live_after_comment(peer, model, shape.cls, last)
-        peer.request("shutdown", None)
-        peer.send({"method": "exit", "params": None})
-        peer.proc.wait(timeout=60)
-    finally:
-        if peer.proc.poll() is None:
-            peer.proc.kill()
     return out, walls
 
 
