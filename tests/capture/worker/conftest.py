@@ -52,6 +52,28 @@ def request(
     }
 
 
+def in_fresh_python(script: str, req: dict[str, Any]) -> Any:
+    """Run ``script`` in a fresh interpreter (``-B``) in the fixture workspace, with ``req`` as its
+    one argument (JSON, in the compact transport the server asks for), and return what its last
+    line printed (JSON): for a warm spare's forks, which this process (it may have started an
+    XLA backend) must not make itself."""
+    import json
+    import subprocess
+
+    from tests.deadlines import scaled
+
+    done = subprocess.run(
+        [sys.executable, "-B", "-c", script, json.dumps({**req, "transport": "packed"})],
+        capture_output=True,
+        text=True,
+        timeout=scaled(300),
+        check=False,
+        cwd=str(WORKSPACE),
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 @pytest.fixture
 def run_capture() -> Iterator[Callable[[dict[str, Any]], dict[str, Any]]]:
     """``capture()`` in this process, with ``sys.path``, ``sys.modules`` and the cwd restored after."""

@@ -8,14 +8,12 @@ started an XLA backend, which a fork must not inherit)."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from typing import Any
 
 import pytest
 
-from tests.capture.worker.conftest import WORKSPACE, array, request
-from tests.deadlines import scaled
+from tests.capture.worker.conftest import array, in_fresh_python, request
 
 pytest.importorskip("jax")
 
@@ -51,21 +49,6 @@ print(json.dumps({"cold": cold, "made": made, "primed": primed}))
 """
 
 
-def _in_a_spare(req: dict[str, Any]) -> dict[str, Any]:
-    req["transport"] = "packed"
-    done = subprocess.run(
-        [sys.executable, "-B", "-c", SPARE, json.dumps(req)],
-        capture_output=True,
-        text=True,
-        timeout=scaled(300),
-        check=False,
-        cwd=str(WORKSPACE),
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    found: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return found
-
-
 @pytest.mark.parametrize(
     ("file", "name", "transform"),
     [("models_linen.py", "MLP", "grad"), ("models_nnx.py", "Tower", None)],
@@ -76,7 +59,7 @@ def test_a_primed_spare_forks_captures_that_miss_no_cache_and_make_the_same_grap
 ) -> None:
     pytest.importorskip("flax")
     extra = {"transform": transform} if transform else {}
-    found = _in_a_spare(request(file, name, array(2, 8), **extra))
+    found = in_fresh_python(SPARE, request(file, name, array(2, 8), **extra))
     cold, primed = found["cold"], found["primed"]
     assert cold["ok"] and primed["ok"], (cold["error"], primed["error"])
     # jax.numpy's functions (and, for NNX, the initialisers its abstract init traces) missed

@@ -5,14 +5,9 @@ jaxlsp.graph.compact, was 10-30 ms of each one's ``json`` phase)."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import pytest
 
-from tests.capture.worker.conftest import WORKSPACE, array, request
-from tests.deadlines import scaled
+from tests.capture.worker.conftest import array, in_fresh_python, request
 
 pytest.importorskip("jax")
 
@@ -37,16 +32,5 @@ os.waitpid(pid, 0)
 
 
 def test_a_capture_forked_after_the_warm_up_imports_nothing_of_the_workers_own() -> None:
-    req = request("funcs.py", "double", array(3, 4))
-    req["transport"] = "packed"  # what the server asks for: the compact form
-    done = subprocess.run(
-        [sys.executable, "-B", "-c", FORKED, json.dumps(req)],
-        capture_output=True,
-        text=True,
-        timeout=scaled(300),
-        check=False,
-        cwd=str(WORKSPACE),
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    found = json.loads(done.stdout.strip().splitlines()[-1])
+    found = in_fresh_python(FORKED, request("funcs.py", "double", array(3, 4)))
     assert found == {"ok": True, "imported": []}
