@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from jaxlsp.recipes.answers import AnswerError, fill, parse_answer
 from jaxlsp.recipes.problems import Problem, RecipeError, format_key_path, parse_key_path
+from jaxlsp.recipes.profile import resolve_table
 from jaxlsp.recipes.propose import apply_answers, propose, propose_site, propose_target
-from jaxlsp.recipes.recipe import Recipe, find_recipe, load_recipe, parse_recipe, resolve_table, select_profile
+from jaxlsp.recipes.recipe import Recipe, find_recipe, load_recipe, parse_recipe, select_profile
 from jaxlsp.recipes.render import render_profile, render_recipe
 from jaxlsp.recipes.schema import MAX_ARRAYS, MAX_ELEMENTS, RECIPE_FILE
 from jaxlsp.recipes.selection import NeedsInput, Resolved, Selected

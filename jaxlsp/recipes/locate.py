@@ -9,8 +9,9 @@ key (or array element) starts. :func:`line_of` falls back to the nearest enclosi
 from __future__ import annotations
 
 import tomllib
+from pathlib import Path
 
-from jaxlsp.recipes.problems import KeyPath
+from jaxlsp.recipes.problems import KeyPath, Problem, format_key_path
 
 _BARE_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 
@@ -190,3 +191,8 @@ def line_of(lines: dict[KeyPath, int], path: KeyPath) -> int | None:
         if line is not None:
             return line
     return None
+
+
+def problem_at(path: Path | None, lines: dict[KeyPath, int], key_path: KeyPath, message: str) -> Problem:
+    """A :class:`Problem` of the file at ``path`` about ``key_path``, at its line (:func:`line_of`)."""
+    return Problem(path, line_of(lines, key_path), format_key_path(key_path), message)

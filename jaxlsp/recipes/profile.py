@@ -3,20 +3,26 @@ limits and 64-bit dtypes checked, the result in the worker protocol's shapes.
 
 :func:`check_profile` never raises: it returns the problems (key path, message) it found, the
 items that must be asked for, and the resolved profile when there are neither.
+:func:`resolve_table` turns that into a :class:`Resolved` or :class:`NeedsInput` (or raises): the one
+step a file's profile (``recipe``), a proposal and an answered one (``propose``) share.
 """
 
 from __future__ import annotations
 
+import copy
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
 from jaxlsp.capture.worker.protocol import CallSpec, ExampleSpec, ResolvedProfile, Target, TargetKind
 from jaxlsp.recipes import examples, schema
+from jaxlsp.recipes.locate import problem_at
 from jaxlsp.recipes.mesh import check_devices, check_mesh
-from jaxlsp.recipes.problems import KeyPath, format_key_path
+from jaxlsp.recipes.problems import KeyPath, RecipeError, format_key_path
 from jaxlsp.recipes.schema import show
+from jaxlsp.recipes.selection import NeedsInput, Resolved, Selected
 from jaxlsp.recipes.specs import Context, check_args, check_kwargs, check_ref_name, check_seed, is_int
 
 
@@ -49,6 +55,33 @@ def names_method(name: str) -> bool:
 def target_path(base: Path, rel: str) -> Path:
     """The absolute path of a target written relative to ``base`` (the recipe's folder)."""
     return Path(os.path.normpath(base / Path(rel).expanduser()))
+
+
+def resolve_table(
+    name: str,
+    table: Mapping[str, Any],
+    base: Path,
+    *,
+    recipe: Path | None = None,
+    lines: dict[KeyPath, int] | None = None,
+) -> Selected:
+    """Check and resolve one profile table (a proposal, an answered one, one from a file).
+
+    ``profile["name"]`` is ``name`` when ``recipe`` is given, else None (not saved anywhere).
+    Raises :class:`RecipeError`; positions come from ``lines`` when given.
+    """
+    copied: dict[str, Any] = copy.deepcopy(dict(table))
+    checked = check_profile(name, copied, base)
+    if checked.problems:
+        found = lines or {}
+        raise RecipeError([problem_at(recipe, found, k, m) for k, m in checked.problems])
+    if checked.missing:
+        return NeedsInput(name, checked.missing, copied, base, recipe)
+    assert checked.profile is not None and checked.target is not None
+    profile = checked.profile
+    if recipe is None:
+        profile["name"] = None
+    return Resolved(name, profile, checked.target, checked.python, copied, recipe)
 
 
 def check_profile(name: str, table: object, base: Path, prefix: KeyPath | None = None) -> Checked:

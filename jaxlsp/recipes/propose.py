@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from jaxlsp.recipes import schema
 from jaxlsp.recipes.annotations import ArrayGuess, KeyGuess, RngsGuess, StaticGuess, guess
 from jaxlsp.recipes.problems import KeyPath, Problem, RecipeError, format_key_path, parse_key_path
-from jaxlsp.recipes.recipe import resolve_table
+from jaxlsp.recipes.profile import resolve_table
 from jaxlsp.recipes.selection import NeedsInput, Selected
 
 if TYPE_CHECKING:

@@ -11,15 +11,15 @@ import copy
 import os
 import re
 import tomllib
-from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jaxlsp.recipes import bounds, schema
-from jaxlsp.recipes.locate import line_of, locate
+from jaxlsp.recipes.locate import line_of, locate, problem_at
 from jaxlsp.recipes.problems import KeyPath, Problem, RecipeError, format_key_path
 from jaxlsp.recipes.profile import check_profile, names_method, split_target, target_path
+from jaxlsp.recipes.propose import propose, propose_target
 from jaxlsp.recipes.schema import show
 from jaxlsp.recipes.selection import NeedsInput, Resolved, Selected
 from jaxlsp.textfiles import Unreadable, read_text
@@ -62,10 +62,6 @@ class Recipe:
                 if parts is not None:
                     out[name] = (target_path(self.folder, parts[0]), parts[1])
         return out
-
-
-def _problem(path: Path | None, lines: dict[KeyPath, int], key_path: KeyPath, message: str) -> Problem:
-    return Problem(path, line_of(lines, key_path), format_key_path(key_path), message)
 
 
 def parse_recipe(text: str, path: Path, *, strict: bool = True) -> Recipe:
@@ -130,7 +126,7 @@ def parse_recipe(text: str, path: Path, *, strict: bool = True) -> Recipe:
 
 
 def _problems(path: Path, lines: dict[KeyPath, int], found: list[tuple[KeyPath, str]]) -> list[Problem]:
-    problems = [_problem(path, lines, key_path, message) for key_path, message in found]
+    problems = [problem_at(path, lines, key_path, message) for key_path, message in found]
     problems = [p if p.line is not None else replace(p, line=1) for p in problems]  # a missing top-level key
     problems.sort(key=lambda p: p.line or 0)
     return problems
@@ -208,33 +204,6 @@ def find_recipe(target_file: str | os.PathLike[str], workspace_root: str | os.Pa
         folder = folder.parent
 
 
-def resolve_table(
-    name: str,
-    table: Mapping[str, Any],
-    base: Path,
-    *,
-    recipe: Path | None = None,
-    lines: dict[KeyPath, int] | None = None,
-) -> Selected:
-    """Check and resolve one profile table (a proposal, an answered one, one from a file).
-
-    ``profile["name"]`` is ``name`` when ``recipe`` is given, else None (not saved anywhere).
-    Raises :class:`RecipeError`; positions come from ``lines`` when given.
-    """
-    copied: dict[str, Any] = copy.deepcopy(dict(table))
-    checked = check_profile(name, copied, base)
-    if checked.problems:
-        found = lines or {}
-        raise RecipeError([_problem(recipe, found, k, m) for k, m in checked.problems])
-    if checked.missing:
-        return NeedsInput(name, checked.missing, copied, base, recipe)
-    assert checked.profile is not None and checked.target is not None
-    profile = checked.profile
-    if recipe is None:
-        profile["name"] = None
-    return Resolved(name, profile, checked.target, checked.python, copied, recipe)
-
-
 def select_profile(
     recipe: Recipe | None,
     target_path: str | os.PathLike[str] | None,
@@ -252,8 +221,6 @@ def select_profile(
     :func:`jaxlsp.recipes.propose.propose` from ``entrypoint`` (or from nothing but the target),
     to be saved next to the recipe (or at ``workspace_root``, or beside the file).
     """
-    from jaxlsp.recipes.propose import propose, propose_target
-
     wanted = Path(os.path.abspath(target_path)) if target_path is not None else None
     if profile_name is not None:
         return _by_name(recipe, wanted, name, profile_name)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from jaxlsp.recipes import AnswerError, NeedsInput, Resolved, fill, parse_answer, propose_target
-from jaxlsp.recipes.recipe import resolve_table
+from jaxlsp.recipes.profile import resolve_table
 
 
 @pytest.mark.parametrize(
