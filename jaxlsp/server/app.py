@@ -1,6 +1,7 @@
 """The pygls server object, its protocol (which advertises ``experimental.jaxlsp``), the server's
 lifecycle (initialize, initialized, shutdown, fanned out to the features) and its wiring:
-:func:`create_server` builds every feature with the services it needs, by type."""
+:func:`create_server` builds every feature with the services it needs, by type. Features see the
+server as a :class:`~jaxlsp.server.host.Host`, which :class:`JaxServer` implements."""
 
 from __future__ import annotations
 
@@ -396,6 +397,12 @@ class JaxServer(LanguageServer):
                 listener(uri)
             except Exception:  # a feature that fails to follow an open must not lose the document
                 log.exception("open listener failed")
+
+    def notify(self, method: str, params: Any) -> None:
+        self.protocol.notify(method, params)
+
+    def unstructure(self, value: Any) -> Any:
+        return self.jax_protocol.unstructure(value)
 
     def refresh_lenses(self) -> None:
         """Ask the client to re-request lenses, only when it said it can take the request."""

@@ -11,19 +11,19 @@ from jaxlsp.graph.costs import render_table, table
 from jaxlsp.graph.store import Trace
 from jaxlsp.offloop import off_loop
 from jaxlsp.server import wire
-from jaxlsp.server.app import JaxServer
+from jaxlsp.server.host import Host
 from jaxlsp.server.params import invalid, known_trace, parse, shown
 
 MAX_MODULES = 5000
 
 
 class Costs:
-    def __init__(self, ls: JaxServer) -> None:
+    def __init__(self, ls: Host) -> None:
         self.ls = ls
 
-    def register(self, server: JaxServer) -> None:
+    def register(self, server: Host) -> None:
         @server.feature(wire.COSTS)
-        async def costs(ls: JaxServer, params: Any) -> wire.CostsResult:
+        async def costs(ls: Host, params: Any) -> wire.CostsResult:
             return await self.costs(parse(params, wire.CostsParams))
 
     async def costs(self, data: wire.CostsParams) -> wire.CostsResult:

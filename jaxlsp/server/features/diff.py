@@ -23,8 +23,8 @@ from jaxlsp.graph.model import Graph
 from jaxlsp.graph.store import Trace
 from jaxlsp.offloop import off_loop
 from jaxlsp.server import wire
-from jaxlsp.server.app import JaxServer
 from jaxlsp.server.features.exporting import export_dir
+from jaxlsp.server.host import Host
 from jaxlsp.server.params import REQUEST_FAILED, file_path, invalid, parse, shown
 from jaxlsp.textfiles import Unreadable, read_bytes
 
@@ -33,12 +33,12 @@ MAX_GRAPH_FILE = 256 * 1024 * 1024  # the capture's own limit on a graph's JSON 
 
 
 class Diff:
-    def __init__(self, ls: JaxServer) -> None:
+    def __init__(self, ls: Host) -> None:
         self.ls = ls
 
-    def register(self, server: JaxServer) -> None:
+    def register(self, server: Host) -> None:
         @server.feature(wire.DIFF)
-        async def graph_diff(ls: JaxServer, params: Any) -> wire.DiffResult:
+        async def graph_diff(ls: Host, params: Any) -> wire.DiffResult:
             return await self.diff(parse(params, wire.DiffParams))
 
     async def diff(self, data: wire.DiffParams) -> wire.DiffResult:

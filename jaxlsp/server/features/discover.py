@@ -12,11 +12,11 @@ from typing import Any
 
 from jaxlsp.discovery import Entrypoint, Span
 from jaxlsp.server import wire
-from jaxlsp.server.app import JaxServer
 from jaxlsp.server.convert import entry_json
 from jaxlsp.server.encoded import Encoded, encode_members
 from jaxlsp.server.features.documents import Documents, sliced
 from jaxlsp.server.features.lenses import shortage_error
+from jaxlsp.server.host import Host
 from jaxlsp.server.params import file_path, invalid, parse, shown
 from jaxlsp.server.views import View
 from jaxlsp.textfiles import Shortage
@@ -28,13 +28,13 @@ MAX_ITEMS = 2_000
 
 
 class Discover:
-    def __init__(self, ls: JaxServer, documents: Documents) -> None:
+    def __init__(self, ls: Host, documents: Documents) -> None:
         self.ls = ls
         self.documents = documents
 
-    def register(self, server: JaxServer) -> None:
+    def register(self, server: Host) -> None:
         @server.feature(wire.DISCOVER)
-        async def discover(ls: JaxServer, params: Any) -> Encoded:  # a wire.DiscoverResult
+        async def discover(ls: Host, params: Any) -> Encoded:  # a wire.DiscoverResult
             uri = parse(params, wire.DiscoverParams)["textDocument"]["uri"]
             path = self.documents.path_of(uri)
             try:

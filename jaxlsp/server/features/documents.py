@@ -26,7 +26,7 @@ from jaxlsp.discovery import Discovery
 from jaxlsp.discovery.budget import Refusal
 from jaxlsp.discovery.chunks import normalize_newlines
 from jaxlsp.notebook import Module, build_module, cells_shown, is_notebook
-from jaxlsp.server.app import JaxServer
+from jaxlsp.server.host import Host
 from jaxlsp.server.params import local_path
 
 log = logging.getLogger(__name__)
@@ -74,7 +74,7 @@ async def sliced(steps: Generator[None, None, T]) -> T:
 
 
 class Documents:
-    def __init__(self, ls: JaxServer) -> None:
+    def __init__(self, ls: Host) -> None:
         self.ls = ls
         self.index_task: asyncio.Future[None] | None = None
         self._said: dict[Path, tuple[tuple[int, str], ...]] = {}  # what each file's skips said last
@@ -82,20 +82,20 @@ class Documents:
         self._refreshing: dict[Path, asyncio.Task[None]] = {}  # open documents being summarised
         self._discovered: dict[tuple[Path, str, int], Discovery] = {}  # by (file, text digest, generation)
 
-    def register(self, server: JaxServer) -> None:
+    def register(self, server: Host) -> None:
         server.on_initialized.append(self.initialized)
 
         @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
-        def did_open(ls: JaxServer, params: types.DidOpenTextDocumentParams) -> None:
+        def did_open(ls: Host, params: types.DidOpenTextDocumentParams) -> None:
             self.sync(params.text_document.uri)
             ls.opened(params.text_document.uri)
 
         @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
-        def did_change(ls: JaxServer, params: types.DidChangeTextDocumentParams) -> None:
+        def did_change(ls: Host, params: types.DidChangeTextDocumentParams) -> None:
             self.sync(params.text_document.uri)
 
         @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
-        def did_close(ls: JaxServer, params: types.DidCloseTextDocumentParams) -> None:
+        def did_close(ls: Host, params: types.DidCloseTextDocumentParams) -> None:
             path = local_path(params.text_document.uri)
             if path is not None and ls.session.index.close(path):
                 ls.refresh_lenses()
@@ -103,7 +103,7 @@ class Documents:
                 ls.edited(path)  # closing drops unsaved edits: the disk text counts again
 
         @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
-        async def watched(ls: JaxServer, params: types.DidChangeWatchedFilesParams) -> None:
+        async def watched(ls: Host, params: types.DidChangeWatchedFilesParams) -> None:
             await self.files_changed(event.uri for event in params.changes)
 
     async def files_changed(self, uris: Iterable[str]) -> None:

@@ -26,9 +26,9 @@ from jaxlsp.capture.engine import Prepared, TraceFailure, TraceRequest, check_en
 from jaxlsp.capture.install import InstallPlan, InstallResult, plan_install, run_install
 from jaxlsp.capture.interpreters import InterpreterError, Selection, select_interpreter
 from jaxlsp.server import wire
-from jaxlsp.server.app import JaxServer
 from jaxlsp.server.display import visible
 from jaxlsp.server.features.trust import TrustPrompt
+from jaxlsp.server.host import Host
 from jaxlsp.server.params import REQUEST_FAILED, as_dict, file_path, invalid, parse
 
 log = logging.getLogger(__name__)
@@ -40,15 +40,15 @@ class Environments:
     """The check, the install offer and the installs of one server; also the capture service's
     gate (:meth:`before_capture`)."""
 
-    def __init__(self, ls: JaxServer, trust: TrustPrompt) -> None:
+    def __init__(self, ls: Host, trust: TrustPrompt) -> None:
         self.ls = ls
         self.trust = trust
         self.cache = compatibility.CACHE
         self.install_lock = asyncio.Lock()  # one install at a time
 
-    def register(self, server: JaxServer) -> None:
+    def register(self, server: Host) -> None:
         @server.feature(wire.ENVIRONMENT)
-        async def check(ls: JaxServer, params: Any) -> wire.EnvironmentResult:
+        async def check(ls: Host, params: Any) -> wire.EnvironmentResult:
             data = parse(params if params is not None else {}, wire.EnvironmentParams)
             uri = data["textDocument"]["uri"] if "textDocument" in data else None
             report = await self.check(
@@ -57,7 +57,7 @@ class Environments:
             return _result(report)
 
         @server.command(wire.CHECK_ENVIRONMENT_COMMAND)
-        async def check_command(ls: JaxServer, *args: Any) -> wire.EnvironmentResult:
+        async def check_command(ls: Host, *args: Any) -> wire.EnvironmentResult:
             if len(args) > 1:
                 raise invalid(
                     f"{wire.CHECK_ENVIRONMENT_COMMAND}: expected no argument or one {{uri?, name?, device?}},"
@@ -214,7 +214,7 @@ class Environments:
         return selection, kind, str(resolved.profile.get("device") or "cpu")
 
 
-async def _begin_progress(ls: JaxServer, title: str, message: str) -> str | None:
+async def _begin_progress(ls: Host, title: str, message: str) -> str | None:
     if not ls.session.support.work_done_progress:
         return None
     token = f"jaxlsp-install-{uuid.uuid4()}"

@@ -12,8 +12,8 @@ from jaxlsp.graph import export, io
 from jaxlsp.graph.store import Trace
 from jaxlsp.offloop import off_loop
 from jaxlsp.server import wire
-from jaxlsp.server.app import JaxServer
 from jaxlsp.server.features.navigation import Navigation
+from jaxlsp.server.host import Host
 from jaxlsp.server.params import parse
 
 SUFFIXES = {"json": ".json", "dot": ".dot", "html": ".html"}
@@ -37,13 +37,13 @@ def write_export(trace: Trace, fmt: str) -> Path:
 
 
 class Export:
-    def __init__(self, ls: JaxServer, navigation: Navigation) -> None:
+    def __init__(self, ls: Host, navigation: Navigation) -> None:
         self.ls = ls
         self.navigation = navigation
 
-    def register(self, server: JaxServer) -> None:
+    def register(self, server: Host) -> None:
         @server.feature(wire.EXPORT)
-        async def export_graph(ls: JaxServer, params: Any) -> wire.ExportResult:
+        async def export_graph(ls: Host, params: Any) -> wire.ExportResult:
             data = parse(params, wire.ExportParams)
             trace = self.navigation.find(data["traceId"])
             return {"uri": (await off_loop(write_export, trace, data.get("format", "json"))).as_uri()}

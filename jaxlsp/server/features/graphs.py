@@ -11,24 +11,24 @@ from pygls.exceptions import JsonRpcException
 from jaxlsp.graph.store import Trace
 from jaxlsp.offloop import off_loop
 from jaxlsp.server import wire
-from jaxlsp.server.app import JaxServer
 from jaxlsp.server.convert import range_json
+from jaxlsp.server.host import Host
 from jaxlsp.server.params import REQUEST_FAILED, invalid, known_trace, parse, shown
 
 MAX_PAGE = 5000
 
 
 class Graphs:
-    def __init__(self, ls: JaxServer) -> None:
+    def __init__(self, ls: Host) -> None:
         self.ls = ls
 
-    def register(self, server: JaxServer) -> None:
+    def register(self, server: Host) -> None:
         @server.feature(wire.GRAPH)
-        async def graph(ls: JaxServer, params: Any) -> wire.GraphPage:
+        async def graph(ls: Host, params: Any) -> wire.GraphPage:
             return await self.page(parse(params, wire.GraphParams))
 
         @server.feature(wire.NODE)
-        def node(ls: JaxServer, params: Any) -> wire.NodeDetail:
+        def node(ls: Host, params: Any) -> wire.NodeDetail:
             return self.node(parse(params, wire.NodeParams))
 
     async def page(self, data: wire.GraphParams) -> wire.GraphPage:

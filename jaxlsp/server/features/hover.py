@@ -20,9 +20,9 @@ from jaxlsp.graph.store import Trace
 from jaxlsp.graph.timing import hover_line
 from jaxlsp.live.dims import label, names_at
 from jaxlsp.offloop import off_loop
-from jaxlsp.server.app import JaxServer
 from jaxlsp.server.features.navigation import traced_cell
 from jaxlsp.server.features.viewer import Viewer
+from jaxlsp.server.host import Host
 
 HOVER_LINES = 12
 SMALL = 500  # operations at a line summed up in the loop; more, in a graph thread
@@ -30,13 +30,13 @@ _ASSIGNMENT = re.compile(r"\s*[A-Za-z_][\w.,\s\[\]]*(?::[^=]+)?=(?!=)")
 
 
 class Hover:
-    def __init__(self, ls: JaxServer, viewer: Viewer) -> None:
+    def __init__(self, ls: Host, viewer: Viewer) -> None:
         self.ls = ls
         self.viewer = viewer
 
-    def register(self, server: JaxServer) -> None:
+    def register(self, server: Host) -> None:
         @server.feature(types.TEXT_DOCUMENT_HOVER)
-        async def hover(ls: JaxServer, params: types.HoverParams) -> types.Hover | None:
+        async def hover(ls: Host, params: types.HoverParams) -> types.Hover | None:
             ls.hovered(params.text_document.uri, params.position.line)
             found = self.viewer.navigation.at(params.text_document.uri, params.position.line)
             if found is None:
@@ -48,7 +48,7 @@ class Hover:
             )
 
         @server.feature(types.TEXT_DOCUMENT_INLAY_HINT)
-        def inlay_hint(ls: JaxServer, params: types.InlayHintParams) -> list[types.InlayHint]:
+        def inlay_hint(ls: Host, params: types.InlayHintParams) -> list[types.InlayHint]:
             return self.inlay_hints(params.text_document.uri, params.range.start.line, params.range.end.line)
 
     def inlay_hints(self, uri: str, first: int, last: int) -> list[types.InlayHint]:

@@ -22,7 +22,6 @@ from pygls.exceptions import JsonRpcException
 
 from jaxlsp.discovery import Discovery, Entrypoint
 from jaxlsp.server import wire
-from jaxlsp.server.app import JaxServer
 from jaxlsp.server.convert import (
     COMPILED_TITLE,
     LENS_TITLE,
@@ -38,6 +37,7 @@ from jaxlsp.server.convert import (
 from jaxlsp.server.encoded import Encoded, encode_list
 from jaxlsp.server.features.documents import Documents, sliced
 from jaxlsp.server.features.tracing import NON_FINITE
+from jaxlsp.server.host import Host
 from jaxlsp.server.params import REQUEST_FAILED, as_dict
 from jaxlsp.textfiles import Shortage
 
@@ -56,13 +56,13 @@ MAX_LENS_ENTRIES = 2_000  # entrypoints with lenses in one document (the benchma
 
 
 class Lenses:
-    def __init__(self, ls: JaxServer, documents: Documents) -> None:
+    def __init__(self, ls: Host, documents: Documents) -> None:
         self.ls = ls
         self.documents = documents
 
-    def register(self, server: JaxServer) -> None:
+    def register(self, server: Host) -> None:
         @server.feature(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensOptions(resolve_provider=True))
-        async def code_lens(ls: JaxServer, params: types.CodeLensParams) -> Encoded:
+        async def code_lens(ls: Host, params: types.CodeLensParams) -> Encoded:
             path = self.documents.path_of(params.text_document.uri)
             try:
                 found = await self.documents.discover(path) if path is not None else None
@@ -70,10 +70,10 @@ class Lenses:
             except Shortage as exc:  # never an empty list that reads as "nothing to trace here"
                 raise shortage_error(exc) from None
             # Up to 2,001 lenses: converted and encoded in slices (encoded.py), not by pygls in one piece.
-            return await encode_list(lenses, ls.jax_protocol.unstructure)
+            return await encode_list(lenses, ls.unstructure)
 
         @server.feature(types.CODE_LENS_RESOLVE)
-        def resolve(ls: JaxServer, lens: types.CodeLens) -> types.CodeLens:
+        def resolve(ls: Host, lens: types.CodeLens) -> types.CodeLens:
             return self.resolve(lens)
 
         @server.feature(
@@ -82,7 +82,7 @@ class Lenses:
                 code_action_kinds=[types.CodeActionKind.Empty, types.CodeActionKind.QuickFix], resolve_provider=False
             ),
         )
-        async def code_action(ls: JaxServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+        async def code_action(ls: Host, params: types.CodeActionParams) -> list[types.CodeAction]:
             uri = params.text_document.uri
             path = self.documents.path_of(uri)
             try:

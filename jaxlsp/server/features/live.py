@@ -28,8 +28,8 @@ from jaxlsp.capture import phases
 from jaxlsp.live.edits import changed_lines, touches
 from jaxlsp.live.schedule import FAILED, FRESH, NOT_LIVE, QUEUED, TRACING, LiveScheduler, Outcome, Target
 from jaxlsp.server import wire
-from jaxlsp.server.app import JaxServer
 from jaxlsp.server.features.tracing import TraceArgs, Tracing
+from jaxlsp.server.host import Host
 from jaxlsp.server.params import local_path
 
 NOTES = {FRESH: "live", TRACING: "live: tracing\u2026", QUEUED: "live: queued", FAILED: "live: failed"}
@@ -38,7 +38,7 @@ MAX_TEXTS = 64  # documents whose last saved text is kept to see what a save cha
 
 
 class Live:
-    def __init__(self, ls: JaxServer, tracing: Tracing) -> None:
+    def __init__(self, ls: Host, tracing: Tracing) -> None:
         self.ls = ls
         self.tracing = tracing
         self.scheduler = LiveScheduler(run=self._trace, changed=self._changed)
@@ -54,7 +54,7 @@ class Live:
         # the user looks at goes before its neighbours (the newest MAX_TEXTS documents only).
         self._hovered: OrderedDict[str, int] = OrderedDict()
 
-    def register(self, server: JaxServer) -> None:
+    def register(self, server: Host) -> None:
         server.open_listeners.append(self.opened)
         server.hover_listeners.append(self.hovered)
         server.notebook_listeners.append(self.notebook_touched)
@@ -64,11 +64,11 @@ class Live:
         self.tracing.explicit.append(self._explicit)
 
         @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
-        def did_save(ls: JaxServer, params: types.DidSaveTextDocumentParams) -> None:
+        def did_save(ls: Host, params: types.DidSaveTextDocumentParams) -> None:
             self.touched(params.text_document.uri)
 
         @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
-        def did_change_configuration(ls: JaxServer, params: types.DidChangeConfigurationParams) -> None:
+        def did_change_configuration(ls: Host, params: types.DidChangeConfigurationParams) -> None:
             self.configure(params.settings)
 
     def initialized(self) -> None:
@@ -269,7 +269,7 @@ class Live:
 
     def _notify(self) -> None:
         self._notify_soon = False
-        self.ls.protocol.notify(wire.LIVE_STATUS, self.status())
+        self.ls.notify(wire.LIVE_STATUS, self.status())
         ended, self._ended = self._ended, []
         for target, state, timing in ended:
             timing.mark("status")

@@ -10,12 +10,12 @@ from pygls.exceptions import JsonRpcException
 
 from jaxlsp.graph.store import NodeSeq, Trace
 from jaxlsp.server import wire
-from jaxlsp.server.app import JaxServer
 from jaxlsp.server.convert import range_json
+from jaxlsp.server.host import Host
 from jaxlsp.server.params import REQUEST_FAILED, file_path, invalid, known_trace, parse, shown
 
 
-def document_line(ls: JaxServer, data: wire.NodesAtParams | wire.CursorMovedParams) -> tuple[str, int]:
+def document_line(ls: Host, data: wire.NodesAtParams | wire.CursorMovedParams) -> tuple[str, int]:
     """The document (a file, or a notebook cell the client synchronises) and 0-based line a
     ``{textDocument, position}`` param points at."""
     position = data["position"]
@@ -35,12 +35,12 @@ def traced_cell(trace: Trace, uri: str, cell: int | None) -> int | None:
 
 
 class Navigation:
-    def __init__(self, ls: JaxServer) -> None:
+    def __init__(self, ls: Host) -> None:
         self.ls = ls
 
-    def register(self, server: JaxServer) -> None:
+    def register(self, server: Host) -> None:
         @server.feature(wire.NODES_AT)
-        def nodes_at(ls: JaxServer, params: Any) -> wire.NodesAtResult:
+        def nodes_at(ls: Host, params: Any) -> wire.NodesAtResult:
             found = self.at(*document_line(ls, parse(params, wire.NodesAtParams)))
             return (
                 {"traceId": found[0].id, "nodeIds": found[1].ids}
@@ -52,7 +52,7 @@ class Navigation:
             )
 
         @server.feature(wire.REVEAL_SOURCE)
-        async def reveal_source(ls: JaxServer, params: Any) -> wire.RevealSourceResult:
+        async def reveal_source(ls: Host, params: Any) -> wire.RevealSourceResult:
             return self.reveal(parse(params, wire.RevealSourceParams))
 
     def find(self, trace_id: str) -> Trace:

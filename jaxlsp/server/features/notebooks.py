@@ -11,32 +11,32 @@ from urllib.parse import unquote
 from lsprotocol import types
 
 from jaxlsp.notebook import Cell, build_module, is_notebook
-from jaxlsp.server.app import JaxServer
 from jaxlsp.server.features.documents import Documents
+from jaxlsp.server.host import Host
 from jaxlsp.server.params import local_path
 
 
 class Notebooks:
-    def __init__(self, ls: JaxServer, documents: Documents) -> None:
+    def __init__(self, ls: Host, documents: Documents) -> None:
         self.ls = ls
         self.documents = documents
 
-    def register(self, server: JaxServer) -> None:
+    def register(self, server: Host) -> None:
         @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
-        def did_open(ls: JaxServer, params: types.DidOpenNotebookDocumentParams) -> None:
+        def did_open(ls: Host, params: types.DidOpenNotebookDocumentParams) -> None:
             self.sync(params.notebook_document.uri)
             self.saved(params.notebook_document.uri)  # what is on disk is what was opened
 
         @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
-        def did_change(ls: JaxServer, params: types.DidChangeNotebookDocumentParams) -> None:
+        def did_change(ls: Host, params: types.DidChangeNotebookDocumentParams) -> None:
             self.sync(params.notebook_document.uri)
 
         @server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
-        def did_save(ls: JaxServer, params: types.DidSaveNotebookDocumentParams) -> None:
+        def did_save(ls: Host, params: types.DidSaveNotebookDocumentParams) -> None:
             self.saved(params.notebook_document.uri)  # live shapes: what the worker reads changed
 
         @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
-        def did_close(ls: JaxServer, params: types.DidCloseNotebookDocumentParams) -> None:
+        def did_close(ls: Host, params: types.DidCloseNotebookDocumentParams) -> None:
             path = local_path(params.notebook_document.uri)
             if path is None or not is_notebook(path):
                 return

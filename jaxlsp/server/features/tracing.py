@@ -46,10 +46,10 @@ from jaxlsp.live.schedule import FAILED, FRESH, NOT_LIVE, Outcome
 from jaxlsp.recipes import Resolved
 from jaxlsp.recipes.save import SaveError, recipe_file, save_profile
 from jaxlsp.server import wire
-from jaxlsp.server.app import JaxServer
 from jaxlsp.server.convert import range_json
 from jaxlsp.server.display import visible
 from jaxlsp.server.features.trust import TrustPrompt
+from jaxlsp.server.host import Host
 from jaxlsp.server.params import REQUEST_FAILED, file_path, invalid, parse
 from jaxlsp.server.views import OpenNotebooks
 
@@ -137,7 +137,7 @@ class TraceArgs:
 
 
 class Tracing:
-    def __init__(self, ls: JaxServer, trust: TrustPrompt, capture: CaptureService) -> None:
+    def __init__(self, ls: Host, trust: TrustPrompt, capture: CaptureService) -> None:
         self.ls = ls
         self.trust = trust
         self.capture = capture
@@ -154,9 +154,9 @@ class Tracing:
         self.explicit: list[Callable[[bool], None]] = []  # hear True as an explicit trace starts, False at its end
         self.traced: list[Callable[[TraceArgs, Trace], None]] = []  # hear of every trace that made a graph
 
-    def register(self, server: JaxServer) -> None:
+    def register(self, server: Host) -> None:
         @server.command(wire.TRACE_GRAPH_COMMAND)
-        async def trace_graph(ls: JaxServer, *args: Any) -> TraceAnswer:
+        async def trace_graph(ls: Host, *args: Any) -> TraceAnswer:
             if len(args) != 1:
                 raise invalid(
                     f"{wire.TRACE_GRAPH_COMMAND}: expected one argument {{uri, name, profile?}}, got {len(args)}"
@@ -164,7 +164,7 @@ class Tracing:
             return await self.trace(TraceArgs.parse(args[0], "arguments[0]", ls.notebooks))
 
         @server.command(wire.TRACE_WITH_VALUES_COMMAND)
-        async def trace_with_values(ls: JaxServer, *args: Any) -> TraceAnswer:
+        async def trace_with_values(ls: Host, *args: Any) -> TraceAnswer:
             if len(args) != 1:
                 raise invalid(
                     f"{wire.TRACE_WITH_VALUES_COMMAND}: expected one argument {{uri, name, profile?}}, got {len(args)}"
@@ -174,7 +174,7 @@ class Tracing:
             )
 
         @server.command(wire.TRACE_COMPILED_COMMAND)
-        async def trace_compiled(ls: JaxServer, *args: Any) -> TraceAnswer:
+        async def trace_compiled(ls: Host, *args: Any) -> TraceAnswer:
             if len(args) != 1:
                 raise invalid(
                     f"{wire.TRACE_COMPILED_COMMAND}: expected one argument {{uri, name, profile?}}, got {len(args)}"
@@ -184,7 +184,7 @@ class Tracing:
             )
 
         @server.feature(wire.TRACE)
-        async def trace(ls: JaxServer, params: Any) -> TraceAnswer:
+        async def trace(ls: Host, params: Any) -> TraceAnswer:
             return await self.trace(TraceArgs.parse(params, "params", ls.notebooks))
 
     async def trace(self, args: TraceArgs) -> TraceAnswer:
@@ -342,7 +342,7 @@ class Tracing:
         if graph.time is not None:
             result["time"] = time_summary(graph.time)
         finished: wire.TraceFinished = {"uri": args.uri, "name": args.name, "ok": True, "traceId": trace.id}
-        self.ls.protocol.notify(wire.TRACE_FINISHED, finished)
+        self.ls.notify(wire.TRACE_FINISHED, finished)
         self.ls.refresh_lenses()  # titles now carry the trace's figures
         if timing is not None:
             timing.mark("publish")
@@ -368,7 +368,7 @@ class Tracing:
             return answer
         self._diagnose(args.uri, args.name, failure)
         finished: wire.TraceFinished = {"uri": args.uri, "name": args.name, "ok": False, "error": failure.paragraph()}
-        self.ls.protocol.notify(wire.TRACE_FINISHED, finished)
+        self.ls.notify(wire.TRACE_FINISHED, finished)
         why: dict[str, Any] = {"kind": failure.kind}
         if failure.dims:
             why["dims"] = failure.dims  # a values run asks for the sizes of these dimensions
@@ -646,7 +646,7 @@ def _summary(trace: Trace) -> wire.TraceSummary:
 class Progress:
     """Work-done progress for one trace, only for clients that support it."""
 
-    def __init__(self, ls: JaxServer, title: str) -> None:
+    def __init__(self, ls: Host, title: str) -> None:
         self.ls = ls
         self.title = title
         self.token: str | None = None

@@ -15,8 +15,8 @@ from typing import Any
 from lsprotocol import types
 
 from jaxlsp.server import wire
-from jaxlsp.server.app import JaxServer
 from jaxlsp.server.display import quoted
+from jaxlsp.server.host import Host
 from jaxlsp.server.params import invalid, shown
 from jaxlsp.textfiles import unresolvable
 
@@ -31,7 +31,7 @@ def prompt(folder: Path) -> str:
 
 
 class TrustPrompt:
-    def __init__(self, ls: JaxServer) -> None:
+    def __init__(self, ls: Host) -> None:
         self.ls = ls
 
     async def ensure(self, folder: Path) -> bool:
@@ -60,13 +60,13 @@ class TrustPrompt:
             return False
         return True
 
-    def register(self, server: JaxServer) -> None:
+    def register(self, server: Host) -> None:
         @server.command(wire.LIST_TRUSTED_COMMAND)
-        def list_trusted(ls: JaxServer, *args: Any) -> list[str]:
+        def list_trusted(ls: Host, *args: Any) -> list[str]:
             return [str(f) for f in ls.session.trust.folders()]
 
         @server.command(wire.REVOKE_TRUST_COMMAND)
-        def revoke_trust(ls: JaxServer, *args: Any) -> bool:
+        def revoke_trust(ls: Host, *args: Any) -> bool:
             folder = args[0] if len(args) == 1 else None
             if not isinstance(folder, str) or not 0 < len(folder) <= MAX_FOLDER or "\x00" in folder:
                 raise invalid(f"{wire.REVOKE_TRUST_COMMAND}: expected one argument, the folder path")

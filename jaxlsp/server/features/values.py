@@ -22,20 +22,20 @@ from jaxlsp.graph.compact import Packed
 from jaxlsp.graph.model import Graph
 from jaxlsp.graph.store import Trace
 from jaxlsp.server import wire
-from jaxlsp.server.app import JaxServer
 from jaxlsp.server.features.tracing import TraceArgs, Tracing
+from jaxlsp.server.host import Host
 from jaxlsp.server.params import REQUEST_FAILED, invalid, known_trace, parse, shown
 
 
 class Values:
-    def __init__(self, ls: JaxServer, tracing: Tracing, capture: CaptureService) -> None:
+    def __init__(self, ls: Host, tracing: Tracing, capture: CaptureService) -> None:
         self.ls = ls
         self.tracing = tracing
         self.capture = capture
 
-    def register(self, server: JaxServer) -> None:
+    def register(self, server: Host) -> None:
         @server.feature(wire.VALUES)
-        async def values(ls: JaxServer, params: Any) -> wire.ValuesResult:
+        async def values(ls: Host, params: Any) -> wire.ValuesResult:
             return await self.values(parse(params, wire.ValuesParams))
 
     async def values(self, data: wire.ValuesParams) -> wire.ValuesResult:

@@ -19,8 +19,8 @@ from jaxlsp.graph.diff import diff_packed
 from jaxlsp.graph.store import NodeSeq, Trace
 from jaxlsp.offloop import off_loop
 from jaxlsp.server import wire
-from jaxlsp.server.app import JaxServer
 from jaxlsp.server.features.navigation import Navigation, document_line
+from jaxlsp.server.host import Host
 from jaxlsp.server.params import REQUEST_FAILED, as_dict, invalid, parse
 from jaxlsp.server.viewer_http import Bridge, BridgeError, Callbacks
 
@@ -31,7 +31,7 @@ STALE_DELAY = 0.3  # seconds after the last edit before pages hear whether their
 class Viewer:
     """The bridge (started on the first ``jaxlsp/openGraph``) and what open pages were told."""
 
-    def __init__(self, ls: JaxServer, navigation: Navigation) -> None:
+    def __init__(self, ls: Host, navigation: Navigation) -> None:
         self.ls = ls
         self.navigation = navigation
         self.bridge: Bridge | None = None
@@ -41,25 +41,25 @@ class Viewer:
         self._highlighted: str | None = None
         self._stale_timer: asyncio.TimerHandle | None = None
 
-    def register(self, server: JaxServer) -> None:
+    def register(self, server: Host) -> None:
         server.session.graphs.listeners.append(self.new_trace)
         server.session.graphs.update_listeners.append(self.updated)
         server.edit_listeners.append(self.edited)
         server.on_shutdown.append(self.stop)
 
         @server.feature(wire.OPEN_GRAPH)
-        async def open_graph(ls: JaxServer, params: Any) -> wire.OpenGraphResult:
+        async def open_graph(ls: Host, params: Any) -> wire.OpenGraphResult:
             return await self.open(parse(params, wire.OpenGraphParams))
 
         @server.command(wire.OPEN_GRAPH_COMMAND)
-        async def open_graph_command(ls: JaxServer, *args: Any) -> wire.OpenGraphResult:
+        async def open_graph_command(ls: Host, *args: Any) -> wire.OpenGraphResult:
             """The "Open graph" lens: the same as ``jaxlsp/openGraph``."""
             if len(args) != 1:
                 raise invalid(f"{wire.OPEN_GRAPH_COMMAND}: expected one argument {{traceId}}, got {len(args)}")
             return await self.open(parse(as_dict(args[0]), wire.OpenGraphArguments, "arguments[0]"))
 
         @server.feature(wire.CURSOR_MOVED)
-        def cursor_moved(ls: JaxServer, params: Any) -> None:
+        def cursor_moved(ls: Host, params: Any) -> None:
             try:
                 uri, line = document_line(ls, parse(params, wire.CursorMovedParams))
             except JsonRpcException:
