@@ -234,6 +234,8 @@ class Classifier:
         if q.callee is not None:
             return "core" if eco.is_compute(q.callee) or self.kind_of(q.callee, fs.path) else None
         if eco.is_compute(q.name):
+            if self._pure_library_helper(q.name, fs.path, seen):
+                return None
             if eco.is_neutral(q.name):
                 return "neutral"
             # Building a module, optimizer or RNG container is set-up, not computation.
@@ -247,6 +249,51 @@ class Classifier:
         if self.is_jax_function(q.name, fs.path, seen):
             return "plumbing"
         return "neutral" if self.kind_of(q.name, fs.path) else None
+
+    def _pure_library_helper(self, qualname: str, importer: Path, seen: frozenset[str]) -> bool:
+        """True for a private name of a JAX library (``equinox.nn._misc.all_sequences``) that the
+        workspace holds as a plain ``def`` whose body names nothing of the JAX ecosystem (not even
+        a type or a tree utility) and is no JAX function: the library's own source says it is pure
+        Python, whatever its namespace. Public names, aliases (``named_scope = jax.named_scope``
+        beside it), decorated, async and generator defs stay judged by rule, and so does anything
+        unsure."""
+        if not eco.is_private_library_name(qualname):
+            return False
+        self._fresh()
+        key = (importer.parent, "pure:" + qualname)
+        if key in self._functions:
+            return self._functions[key]
+        mark = "fn:" + qualname
+        if mark in seen or len(seen) > 50:
+            return False
+        self._functions[key] = False  # cycle guard while resolving
+        result = False
+        located = self._locate(qualname, importer)
+        if located is not None and len(located[1]) == 1:
+            fs, (name,) = located
+            b = fs.binding(name)
+            if b is not None and b.how == "local" and b.target == "def":
+                found = next(((st, fn) for st, fn in fs.functions() if fn.name == name), None)
+                if found is not None and not found[1].is_async:
+                    detail = found[1].detail
+                    result = (
+                        detail is not None
+                        and not detail.has_yield
+                        and not detail.decorators
+                        and not self._names_ecosystem(fs, detail)
+                        and self.function_entry(fs, found[0], found[1], seen | {mark}) is None
+                    )
+        self._functions[key] = result
+        return result
+
+    def _names_ecosystem(self, fs: FileSummary, detail: FunctionDetail) -> bool:
+        """Whether a body (nested defs included) uses any name bound into the JAX ecosystem."""
+        local = {b.name: b for b in detail.local_bindings}
+        for ref in detail.refs | detail.nested_refs:
+            q = self.qualify(fs, ref, None, local)
+            if q is not None and eco.ecosystem_root(q.name):  # an instance's name is its callee's
+                return True
+        return False
 
     def is_jax_function(self, qualname: str, importer: Path, seen: frozenset[str] = frozenset()) -> bool:
         """True when ``qualname`` is a workspace function that gets a lens (not a driver)."""

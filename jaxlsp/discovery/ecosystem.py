@@ -231,6 +231,13 @@ def is_library_name(qualname: str) -> bool:
     return head in LIBRARY_PACKAGES
 
 
+def is_private_library_name(qualname: str) -> bool:
+    """A library name reached through a private part (``equinox.nn._misc.all_sequences``,
+    ``flax.linen.linear._Conv``): the library's internals, not the API its rules describe."""
+    head, *rest = qualname.split(".")
+    return head in LIBRARY_PACKAGES and any(part.startswith("_") and not part.startswith("__") for part in rest)
+
+
 def library_module_kind(qualname: str) -> ModuleKind | Literal[False] | None:
     """The module kind of a library class by its qualified name.
 

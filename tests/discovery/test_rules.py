@@ -515,6 +515,111 @@ def test_a_type_checking_stub_binds_nothing(tmp_path: Path) -> None:
     assert not discover(tmp_path, {"utils.py": helper, "main.py": user}, target="main.py").entrypoints
 
 
+# equinox's own nn/_misc.py and nn/_conv.py, reduced (issue 45, point 8): the workspace is the
+# library, so every name it defines is ``equinox.*``, a namespace the rules count as JAX.
+EQUINOX_MISC = """
+    from collections.abc import Callable, Sequence
+    from typing import Any, TYPE_CHECKING, TypeVar
+
+    import jax
+    import jax.numpy as jnp
+    import jax.random as jrandom
+
+    _T = TypeVar("_T", bound=Sequence)
+
+    if TYPE_CHECKING:
+        def all_sequences(
+            x: Sequence[Any] | Sequence[_T],
+        ) -> "te.TypeIs[Sequence[_T]]": ...
+
+        _S = TypeVar("_S")
+
+        def named_scope(name: str) -> Callable[[_S], _S]: ...
+
+    else:
+        # beartype doesn't like StrictTypeGuard
+        def all_sequences(x: Sequence[Any] | Sequence[_T]) -> bool:
+            return all(isinstance(xi, Sequence) for xi in x)
+
+        named_scope = jax.named_scope
+
+
+    def default_init(key, shape, dtype, lim):
+        if jnp.issubdtype(dtype, jnp.complexfloating):
+            real_dtype = jnp.finfo(dtype).dtype
+            rkey, ikey = jrandom.split(key, 2)
+            real = jrandom.uniform(rkey, shape, real_dtype, minval=-lim, maxval=lim)
+            imag = jrandom.uniform(ikey, shape, real_dtype, minval=-lim, maxval=lim)
+            return real.astype(dtype) + 1j * imag.astype(dtype)
+        else:
+            return jrandom.uniform(key, shape, dtype, minval=-lim, maxval=lim)
+"""
+EQUINOX_CONV = """
+    from collections.abc import Sequence
+
+    import jax.numpy as jnp
+
+    from .._module import Module
+    from ._misc import all_sequences, default_init, named_scope
+
+
+    def _padding_init(padding, num_spatial_dims):
+        if isinstance(padding, str):
+            padding = padding.upper()
+        elif isinstance(padding, int):
+            padding = tuple((padding, padding) for _ in range(num_spatial_dims))
+        elif isinstance(padding, Sequence) and len(padding) == num_spatial_dims:
+            if all_sequences(padding):
+                padding = tuple(padding)
+            else:
+                padding = tuple((p, p) for p in padding)
+        else:
+            raise ValueError("bad padding")
+        return padding
+
+
+    def _kernel(key, shape, lim):
+        return default_init(key, shape, None, lim)
+
+
+    @named_scope("eqx.nn.pad")
+    def _scoped(x):
+        return x
+
+
+    def _pad(x, padding):
+        return jnp.pad(x, padding)
+
+
+    class Conv(Module):
+        def __call__(self, x):
+            return _pad(x, _padding_init(0, 1))
+"""
+
+
+def test_a_librarys_pure_python_helper_is_judged_by_its_source(tmp_path: Path) -> None:
+    """In a workspace that holds equinox itself, a function that only calls a pure-Python private
+    helper of the library (``all_sequences``, defined in the ``else`` of ``if TYPE_CHECKING`` next
+    to ``named_scope = jax.named_scope``) computes nothing: its ``equinox.nn._misc`` name is no
+    reason. The helpers that compute, the alias of a transform and the module keep their lenses."""
+    files = {
+        "equinox/__init__.py": "from ._module import Module\nfrom . import nn\n",
+        "equinox/_module.py": "class Module:\n    pass\n",
+        "equinox/nn/__init__.py": "from ._conv import Conv\n",
+        "equinox/nn/_misc.py": EQUINOX_MISC,
+        "equinox/nn/_conv.py": EQUINOX_CONV,
+    }
+    conv = discover(tmp_path, files, target="equinox/nn/_conv.py")
+    reasons = {e.name: e.reason for e in conv.entrypoints}
+    assert "_padding_init" not in reasons and not conv.drivers, reasons
+    assert reasons["_kernel"] == "computes with default_init"
+    assert reasons["_scoped"].startswith("decorated with") and reasons["_scoped"].endswith("named_scope")
+    assert reasons["_pad"] == "computes with jnp.pad"
+    assert reasons["Conv"] == "derives equinox.Module"
+    misc = discover(tmp_path, files, target="equinox/nn/_misc.py")
+    assert [e.name for e in misc.entrypoints] == ["default_init"] and not misc.drivers
+
+
 def test_a_transform_always_gets_a_lens_even_in_a_driver(tmp_path: Path) -> None:
     source = """
         import jax
