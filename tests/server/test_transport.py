@@ -1,4 +1,4 @@
-"""The bounded message loop under the server (``jaxlsp/server/transport.py``), without a server."""
+"""The bounded message loop under the server (``jaxlsp/server/transport/``), without a server."""
 
 from __future__ import annotations
 
@@ -11,6 +11,10 @@ from typing import Any
 import pytest
 
 from jaxlsp.server import lookahead, transport
+from jaxlsp.server.transport import framing
+from jaxlsp.server.transport.messages import oversized, top_level_id
+from jaxlsp.server.transport.streams import PipeInput
+from jaxlsp.server.transport.writer import pipe_capacity
 from tests.deadlines import scaled
 
 
@@ -80,14 +84,14 @@ def test_a_stream_over_the_limits_is_fatal(header: bytes) -> None:
 
 
 def test_depth_and_ids() -> None:
-    assert transport.oversized({"params": json.loads("[" * 63 + "]" * 63)}) is None  # 64 levels with the message
-    assert transport.oversized({"params": json.loads("[" * 64 + "]" * 64)}) == (
+    assert oversized({"params": json.loads("[" * 63 + "]" * 63)}) is None  # 64 levels with the message
+    assert oversized({"params": json.loads("[" * 64 + "]" * 64)}) == (
         -32600,
         "the message nests deeper than 64 levels",
     )
-    assert transport.top_level_id(b'{"params": {"id": 5}, "id": 6, ') == 6
-    assert transport.top_level_id(b'{"jsonrpc": "2.0", "method": "x"') is None
-    assert transport.top_level_id(b'{"id": true}') is None
+    assert top_level_id(b'{"params": {"id": 5}, "id": 6, ') == 6
+    assert top_level_id(b'{"jsonrpc": "2.0", "method": "x"') is None
+    assert top_level_id(b'{"id": true}') is None
 
 
 def request(ident: int, pad: str = "") -> bytes:
@@ -150,7 +154,7 @@ def test_broken_framing_at_the_end_of_the_stream_ends_quietly() -> None:
 
 
 def test_a_stream_with_no_header_is_given_up_after_the_message_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(transport, "MAX_SKIP", 1000)
+    monkeypatch.setattr(framing, "MAX_SKIP", 1000)
     with pytest.raises(transport.TransportError, match="no message header"):
         run(b"Content-Length: -5\r\n\r\n" + b"x" * 5000)
 
@@ -173,9 +177,9 @@ def test_oversized_lists_are_refused_by_key_path_before_structuring() -> None:
 def test_watched_file_changes_may_be_long() -> None:
     changes = [{"uri": f"file:///w/f{i}.py", "type": 2} for i in range(16_000)]
     message = {"jsonrpc": "2.0", "method": "workspace/didChangeWatchedFiles", "params": {"changes": changes}}
-    assert transport.oversized(message) is None
+    assert oversized(message) is None
     message["params"] = {"changes": changes * 7}
-    assert transport.oversized(message) == (-32602, "params.changes: too long (112,000 items; at most 100,000)")
+    assert oversized(message) == (-32602, "params.changes: too long (112,000 items; at most 100,000)")
 
 
 def test_lone_surrogates_are_refused_in_requests_and_replaced_in_notifications() -> None:
@@ -260,7 +264,7 @@ def test_a_loop_write_the_pipe_has_room_for_goes_out_at_once_not_through_the_thr
     queued: list[int] = []
     put = writer._put
     writer._put = lambda data: (queued.append(len(data)), put(data))  # type: ignore[method-assign]
-    room = transport.pipe_capacity(writer.stream)[1]
+    room = pipe_capacity(writer.stream)[1]
 
     async def turns() -> None:
         for data in (b"small", b"x" * (room + 1), b"after"):
@@ -520,7 +524,7 @@ class _Transport:
 
 
 def test_piped_input_pauses_while_the_loop_is_behind_and_resumes_once_read() -> None:
-    pipe = transport.PipeInput()
+    pipe = PipeInput()
     fake = _Transport()
     pipe._transport = fake  # type: ignore[assignment]
     for _ in range(3):
