@@ -5,7 +5,10 @@ and its own server process, so tests are independent and can run in parallel (``
 
 The test client (:class:`JaxClient`) records what the server sends on its own initiative:
 ``workspace/codeLens/refresh`` requests, ``client/registerCapability`` registrations and work-done
-progress. Tests wait on those with :func:`asyncio.wait_for` over events, never by sleeping.
+progress. Tests wait on those with :func:`within` over events, never by sleeping: every wait is a
+deadline in seconds on the reference machine that follows this machine while it waits
+(``tests/deadlines.py``), and around a helper that has its own, the test's deadline is the one that
+counts (``within(client.request(...), 240)``).
 """
 
 from __future__ import annotations
@@ -27,19 +30,21 @@ from pygls.protocol import JsonRPCResponseMessage, default_converter
 from pytest_lsp import ClientServerConfig, LanguageClient
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
-from tests.deadlines import scaled
+from tests import deadlines
 
 WORKSPACES = Path(__file__).resolve().parent.parent / "workspaces"
 SERVER_COMMAND = [sys.executable, "-m", "jaxlsp", "serve"]
 CLIENTS = ["visual-studio-code", "neovim"]
-TIMEOUT = scaled(10.0)  # seconds for any single wait on the server: a deadline, not a pace
+WAIT = 10.0  # seconds (reference machine, scaled inside within) for one wait on the server: a deadline, not a pace
 
 T = TypeVar("T")
 
 
-async def within(awaitable: Awaitable[T], timeout: float = TIMEOUT) -> T:
-    """Await with a deadline, so a silent server fails the test instead of hanging it."""
-    return await asyncio.wait_for(awaitable, timeout)
+async def within(awaitable: Awaitable[T], seconds: float = WAIT) -> T:
+    """Await with a deadline of ``seconds`` on the reference machine, so a silent server fails the
+    test instead of hanging it. The deadline follows the machine while it waits, and inside another
+    ``within`` (a helper's default around a request, under the test's own) the outer one counts."""
+    return await deadlines.wait_for(awaitable, seconds)
 
 
 def plain(value: Any) -> Any:
@@ -106,7 +111,7 @@ class JaxClient(LanguageClient):
     def _signal(self) -> None:
         self._changed.set()
 
-    async def wait_until(self, predicate: Callable[[], bool], timeout: float = TIMEOUT) -> None:
+    async def wait_until(self, predicate: Callable[[], bool], seconds: float = WAIT) -> None:
         """Wait until ``predicate()`` holds; it is re-checked whenever the server sends something."""
 
         async def loop() -> None:
@@ -114,7 +119,7 @@ class JaxClient(LanguageClient):
                 self._changed.clear()
                 await self._changed.wait()
 
-        await asyncio.wait_for(loop(), timeout)
+        await within(loop(), seconds)
 
     async def wait_for_refreshes(self, count: int) -> None:
         await self.wait_until(lambda: self.refreshes >= count)
@@ -197,8 +202,9 @@ class JaxClient(LanguageClient):
         )
         return list(result or [])
 
-    async def request(self, method: str, params: Any) -> Any:
-        return plain(await within(self.protocol.send_request_async(method, params)))
+    async def request(self, method: str, params: Any, seconds: float = WAIT) -> Any:
+        """A request's result (plain JSON) within ``seconds``, or the deadline of a ``within`` around it."""
+        return plain(await within(self.protocol.send_request_async(method, params), seconds))
 
 
 class StderrClient(JaxClient):

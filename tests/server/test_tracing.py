@@ -346,7 +346,8 @@ async def test_a_new_trace_supersedes_the_running_one_and_kills_its_worker(trust
     pid_file = client.workspace / "slow.pid"
     hold.write_text("hold")
     uri = client.uri("slow.py")
-    first = asyncio.ensure_future(client.request("jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "slow"}))
+    # its own deadline: it starts before, and outlives, the waits below (60 + 120 + 30 s)
+    first = asyncio.ensure_future(client.request("jaxlsp/trace", {"textDocument": {"uri": uri}, "name": "slow"}, 240))
     await client.within(_until(pid_file.exists), 60)
     held_pid = int(pid_file.read_text())
     second = await _trace_uri(client, uri, "slow")  # HOLD still there: only the first import waits
