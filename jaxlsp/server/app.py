@@ -28,7 +28,7 @@ from pygls.uris import to_fs_path
 from jaxlsp import __version__
 from jaxlsp.graph import collector
 from jaxlsp.server import transport, wire
-from jaxlsp.server.display import quoted, visible
+from jaxlsp.server.display import quoted, visible, visible_lines
 from jaxlsp.server.encoded import Encoded
 from jaxlsp.server.params import invalid, local_path, shown
 from jaxlsp.server.session import ClientSupport, Options, Session
@@ -154,6 +154,10 @@ class JaxProtocol(LanguageServerProtocol):
             self._result_types.pop(msg_id, None)
             self.send_text(f'{{"jsonrpc": "2.0", "id": {json.dumps(msg_id)}, "result": {result.text}}}')
             return
+        if error is not None and isinstance(error.message, str):
+            # An editor shows an error's message to the user (VS Code: showErrorMessage). Names are
+            # escaped where a message is made; text passed on whole is escaped here, lines kept.
+            error = attrs.evolve(error, message=visible_lines(error.message))
         super()._send_response(msg_id, result, error)
 
     def unstructure(self, value: Any) -> Any:

@@ -7,6 +7,11 @@ escapes every character that is not printable (controls, Unicode format characte
 bidi overrides and zero-width joiners, line and paragraph separators, unassigned code points) as a
 Python escape the user can read (``\\n``, ``\\x1b``, ``\\u202e``), and backslashes too, so an escape
 seen is an escape made here. :func:`quoted` puts a path between double quotes that it cannot close.
+
+Every name the server puts in a message goes through :func:`visible` (or :func:`quoted`) where the
+message is made. Text made elsewhere and passed on whole (a capture's failure, a recipe's problems,
+one per line) cannot be escaped name by name: every error answer goes out through
+:func:`visible_lines`, which keeps its lines and escapes everything else :func:`visible` would.
 """
 
 from __future__ import annotations
@@ -21,6 +26,15 @@ def visible(text: str) -> str:
     if text.isprintable() and "\\" not in text:
         return text
     return "".join(ch if ch.isprintable() and ch != "\\" else _escape(ch) for ch in text)
+
+
+def visible_lines(text: str) -> str:
+    """``text`` with its line breaks kept and every other non-printable character escaped as
+    :func:`visible` escapes it; backslashes are left as they are, so text :func:`visible` made
+    comes through unchanged."""
+    if all(ch.isprintable() or ch == "\n" for ch in text):
+        return text
+    return "".join(ch if ch.isprintable() or ch == "\n" else _escape(ch) for ch in text)
 
 
 def quoted(path: Path | str) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from jaxlsp.server.display import quoted, visible
+from jaxlsp.server.display import quoted, visible, visible_lines
 
 
 @pytest.mark.parametrize(
@@ -30,3 +30,10 @@ def test_a_quoted_name_cannot_close_its_quotes() -> None:
     said = quoted('/w/x" is trusted by your administrator. "Choose Always')
     assert said == '"/w/x\\" is trusted by your administrator. \\"Choose Always"'
     assert said.count('"') - said.count('\\"') == 2
+
+
+def test_text_passed_on_whole_keeps_its_lines_and_loses_the_rest() -> None:
+    said = "a.toml:3: profiles.x: bad\nb.toml:5: \u202eevil\x1b[2J\r\t"
+    assert visible_lines(said) == "a.toml:3: profiles.x: bad\nb.toml:5: \\u202eevil\\x1b[2J\\r\\t"
+    made_here = visible("x\n\u202e\\y")
+    assert visible_lines(made_here) == made_here  # what visible made comes through as it was

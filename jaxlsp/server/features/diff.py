@@ -23,6 +23,7 @@ from jaxlsp.graph.model import Graph
 from jaxlsp.graph.store import Trace
 from jaxlsp.offloop import off_loop
 from jaxlsp.server import wire
+from jaxlsp.server.display import visible
 from jaxlsp.server.features.exporting import export_dir
 from jaxlsp.server.host import Host
 from jaxlsp.server.params import REQUEST_FAILED, file_path, invalid, parse, shown
@@ -99,7 +100,7 @@ class Diff:
                     return real
             except (OSError, ValueError):
                 continue
-        said = ", ".join(str(p) for p in places)
+        said = ", ".join(visible(str(p)) for p in places)
         raise invalid(
             f"{where}: {shown(str(path))} is outside the workspace folders and the graph store: graph files "
             f"are read only from {said}"
@@ -127,10 +128,10 @@ def _read(path: Path, where: str) -> Graph:
     data = read_bytes(path, MAX_GRAPH_FILE)
     if isinstance(data, Unreadable):
         if data.startswith("cannot "):  # missing, permissions: the request's file, not a refusal
-            raise JsonRpcException(f"{where}: cannot read {path}: {data}", code=REQUEST_FAILED)
-        raise invalid(f"{where}: not read: {path}: {data}")
+            raise JsonRpcException(f"{where}: cannot read {visible(str(path))}: {data}", code=REQUEST_FAILED)
+        raise invalid(f"{where}: not read: {visible(str(path))}: {data}")
     try:
         return io.loads(data, sliced=True)
     except (ValueError, RecursionError) as exc:
-        message = f"{where}: cannot read {path}: {shown(str(exc), 300)}"
+        message = f"{where}: cannot read {visible(str(path))}: {shown(str(exc), 300)}"
         raise JsonRpcException(message, code=REQUEST_FAILED) from None

@@ -146,7 +146,7 @@ class Environments:
         self.ls.window_log_message(
             types.LogMessageParams(
                 types.MessageType.Info if result.ok else types.MessageType.Error,
-                f"jaxlsp: install log {result.log}:\n{text[-LOG_MESSAGE_LIMIT:]}",
+                f"jaxlsp: install log {visible(str(result.log))}:\n{text[-LOG_MESSAGE_LIMIT:]}",
             )
         )
         if result.ok:
@@ -173,7 +173,8 @@ class Environments:
         device = device or profile_device
         if not await self.trust.ensure(folder):
             raise JsonRpcException(
-                f"not checked: {folder} is not trusted to run its code, and checking runs {selection.python}",
+                f"not checked: {visible(str(folder))} is not trusted to run its code, and checking runs "
+                f"{visible(str(selection.python))}",
                 code=REQUEST_FAILED,
             )
         return await asyncio.to_thread(self.cache.check, selection, kind, device or "cpu", refresh)

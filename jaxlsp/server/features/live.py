@@ -28,6 +28,7 @@ from jaxlsp.capture import phases
 from jaxlsp.live.edits import changed_lines, touches
 from jaxlsp.live.schedule import FAILED, FRESH, NOT_LIVE, QUEUED, TRACING, LiveScheduler, Outcome, Target
 from jaxlsp.server import wire
+from jaxlsp.server.display import visible
 from jaxlsp.server.features.tracing import TraceArgs, Tracing
 from jaxlsp.server.host import Host
 from jaxlsp.server.params import local_path
@@ -214,7 +215,7 @@ class Live:
             return Outcome(NOT_LIVE, "not a file")
         folder = self.ls.session.folder_of(path)
         if not self.ls.session.is_trusted(folder):
-            return Outcome(NOT_LIVE, f"{folder} is not trusted")
+            return Outcome(NOT_LIVE, f"{visible(str(folder))} is not trusted")
         ref = self.ls.notebooks.cell(target.uri)
         args = self.tracing.picked.get((target.uri, target.name)) or TraceArgs(
             target.uri, path, target.name, cell=ref.cell if ref is not None else None

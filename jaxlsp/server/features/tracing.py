@@ -191,7 +191,7 @@ class Tracing:
         folder = self.ls.session.folder_of(args.path)
         if not await self.trust.ensure(folder):
             raise JsonRpcException(
-                f"not traced: {folder} is not trusted to run its code (answer Trust once or Always)",
+                f"not traced: {visible(str(folder))} is not trusted to run its code (answer Trust once or Always)",
                 code=REQUEST_FAILED,
             )
         key = (args.path.resolve(), args.name)

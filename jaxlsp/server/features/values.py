@@ -22,6 +22,7 @@ from jaxlsp.graph.compact import Packed
 from jaxlsp.graph.model import Graph
 from jaxlsp.graph.store import Trace
 from jaxlsp.server import wire
+from jaxlsp.server.display import visible
 from jaxlsp.server.features.tracing import TraceArgs, Tracing
 from jaxlsp.server.host import Host
 from jaxlsp.server.params import REQUEST_FAILED, invalid, known_trace, parse, shown
@@ -92,7 +93,9 @@ class Values:
         )
         folder = self.ls.session.folder_of(args.path)
         if not await self.tracing.trust.ensure(folder):
-            raise JsonRpcException(f"not run: {folder} is not trusted to run its code", code=REQUEST_FAILED)
+            raise JsonRpcException(
+                f"not run: {visible(str(folder))} is not trusted to run its code", code=REQUEST_FAILED
+            )
         req = self.tracing.request(args, folder)
         assert req.values is not None
         req.values.inline = inline
@@ -110,7 +113,7 @@ class Values:
             raise JsonRpcException(str(exc), code=REQUEST_FAILED) from None
         if not same_program(trace.packed, fresh):
             stale = trace.stale_sources(lambda p: self.ls.session.index.text(Path(p)))
-            why = f" ({', '.join(Path(p).name for p in stale)} changed)" if stale else ""
+            why = f" ({', '.join(visible(Path(p).name) for p in stale)} changed)" if stale else ""
             raise JsonRpcException(
                 f"trace {trace.id} is not the program its target traces now{why}: trace it again with values",
                 code=REQUEST_FAILED,
