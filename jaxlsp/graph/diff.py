@@ -16,9 +16,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from jaxlsp.graph import io
-from jaxlsp.graph.compact import Packed
+from jaxlsp.graph import strict
 from jaxlsp.graph.model import Graph, Node, Value
+from jaxlsp.graph.packed import Packed
 from jaxlsp.graph.report import shape_str, short_dtype
 
 ARROW = "\u2192"  # the summary's "before -> after"
@@ -130,7 +130,7 @@ def diff(before: Graph, after: Graph) -> GraphDiff:
 
 
 def diff_packed(before: Packed | Graph, after: Packed | Graph) -> GraphDiff:
-    """:func:`diff` where either side may be a packed graph (``jaxlsp.graph.compact``), read
+    """:func:`diff` where either side may be a packed graph (``jaxlsp.graph.packed``), read
     from its columns: only the nodes the answer names are made as :class:`Node` objects."""
     sa, sb = _side(before), _side(after)
     if isinstance(sa, _PackedSide) and isinstance(sb, _PackedSide) and _same_program(sa.p, sb.p):
@@ -243,7 +243,7 @@ class _PackedSide:
         k = self.p.param[i]
         found = self._params.get(k)
         if found is None:  # as the model holds them: non-finite floats as floats
-            found = self._params[k] = io._json_copy(self.p.params[k], f"tables.params[{k}]")
+            found = self._params[k] = strict.json_copy(self.p.params[k], f"tables.params[{k}]")
         return found
 
     def node(self, i: int) -> Node:

@@ -2,7 +2,8 @@
 
 Stdlib only: the capture worker imports this module inside the user's interpreter. The JSON
 form uses the camelCase keys of the format (``weakType``, ``endLine``); ``to_json`` /
-``from_json`` in :mod:`jaxlsp.graph.io` convert.
+``from_json`` in :mod:`jaxlsp.graph.io` convert. Also the format's constants: its name, versions,
+backend, the roles of ports and the kinds of values.
 """
 
 from __future__ import annotations
@@ -12,7 +13,13 @@ from typing import Any
 
 FORMAT = "jaxlsp.graph"
 VERSION = 1  # the expanded form: every node and value an object (what ``to_json`` gives)
-COMPACT_VERSION = 2  # the same graph as columns and interned tables (jaxlsp.graph.compact)
+COMPACT_VERSION = 2  # the same graph as columns and interned tables (jaxlsp.graph.compact_write)
+BACKEND = "jaxpr"
+VERSION_KEYS = ("jax", "jaxlib", "flax", "equinox", "python")
+INPUT_ROLES = ("parameter", "state", "input", "key", "constant")
+OUTPUT_ROLES = ("output", "state")
+VALUE_KINDS = ("var", "literal", "const")
+FRAME_TABLE = "frameTable"  # only in earlier workers' pipe form (to_frame_table), never in a graph file
 
 
 @dataclass
@@ -133,4 +140,4 @@ class Graph:
     time: dict[str, Any] | None = None
     format: str = FORMAT
     version: int = VERSION
-    backend: str = "jaxpr"
+    backend: str = BACKEND

@@ -14,7 +14,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from jaxlsp.graph.compact import FRAME_WIDTH, Packed
+from jaxlsp.graph.compact_write import FRAME_WIDTH
+from jaxlsp.graph.packed import Packed
 from jaxlsp.live.samecode import Moves
 
 

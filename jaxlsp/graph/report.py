@@ -80,7 +80,7 @@ def _size(value: Value) -> int | None:
 class Rows:
     """What the summary reads of a graph's nodes and values: their counts, the nodes by scope and
     by primitive, and a value by id; a packed graph answers from its columns
-    (:meth:`jaxlsp.graph.compact.Packed.rows`), making no node or value it does not show."""
+    (:meth:`jaxlsp.graph.packed.Packed.rows`), making no node or value it does not show."""
 
     ops: int
     values: int

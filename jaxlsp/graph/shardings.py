@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from jaxlsp.graph import strict
+
 # A value's optional axis sets beside its ``spec``, and the letter jax prints each with ({U:x}).
 AXIS_SETS = ("varying", "unreduced", "reduced")
 _LETTERS = {"varying": "V", "unreduced": "U", "reduced": "R"}
@@ -79,46 +81,45 @@ _CONSTRAINTS = {"reshard": "dst_sharding", "sharding_constraint": "sharding"}
 
 
 # --------------------------------------------------------------------------------------------
-# Strict readers (jaxlsp.graph.io): a ValueError naming the key path of the first problem.
+# Strict readers (jaxlsp.graph.expanded_rows, expanded_read): a ValueError naming the key path of the
+# first problem.
 
 
 def read_value(data: Any, path: str, rank: int) -> dict[str, Any]:
     """A value's ``sharding``: ``spec`` (one entry per dimension: null, or the mesh axes it is
     split over, major first) and the optional ``varying``, ``unreduced``, ``reduced`` axis names."""
-    from jaxlsp.graph import io
-
-    d = io._obj(data, path, ("spec",), AXIS_SETS)
-    where = io._join(path, "spec")
-    entries = io._list(d["spec"], where)
+    d = strict.obj(data, path, ("spec",), AXIS_SETS)
+    where = strict.join(path, "spec")
+    entries = strict.array(d["spec"], where)
     if len(entries) != rank:
-        raise io._fail(where, f"expected {rank} entries (one per dimension of the shape), got {len(entries)}")
+        raise strict.fail(where, f"expected {rank} entries (one per dimension of the shape), got {len(entries)}")
     spec: list[list[str] | None] = []
     for i, entry in enumerate(entries):
         if entry is None:
             spec.append(None)
             continue
-        axes = io._strs(entry, f"{where}[{i}]")
+        axes = strict.strings(entry, f"{where}[{i}]")
         if not axes or not all(axes):
-            raise io._fail(f"{where}[{i}]", "expected null or a non-empty array of mesh axis names")
+            raise strict.fail(f"{where}[{i}]", "expected null or a non-empty array of mesh axis names")
         spec.append(axes)
     out: dict[str, Any] = {"spec": spec}
     for key in AXIS_SETS:
         if key in d:
-            out[key] = io._strs(d[key], io._join(path, key))
+            out[key] = strict.strings(d[key], strict.join(path, key))
     return out
 
 
 def read_mesh(data: Any, path: str) -> dict[str, Any]:
     """The graph's ``mesh``: ``axisNames``, ``axisSizes`` (integers >= 1), ``axisTypes``
     (``Explicit``, ``Auto``, ``Manual``), one entry each per axis."""
-    from jaxlsp.graph import io
-
-    d = io._obj(data, path, ("axisNames", "axisSizes", "axisTypes"))
-    names = io._strs(d["axisNames"], io._join(path, "axisNames"))
-    sizes_path = io._join(path, "axisSizes")
-    sizes = [io._int(n, f"{sizes_path}[{i}]", 1) for i, n in enumerate(io._list(d["axisSizes"], sizes_path))]
-    types = io._strs(d["axisTypes"], io._join(path, "axisTypes"))
+    d = strict.obj(data, path, ("axisNames", "axisSizes", "axisTypes"))
+    names = strict.strings(d["axisNames"], strict.join(path, "axisNames"))
+    sizes_path = strict.join(path, "axisSizes")
+    sizes = [strict.integer(n, f"{sizes_path}[{i}]", 1) for i, n in enumerate(strict.array(d["axisSizes"], sizes_path))]
+    types = strict.strings(d["axisTypes"], strict.join(path, "axisTypes"))
     for key, items in (("axisSizes", sizes), ("axisTypes", types)):
         if len(items) != len(names):
-            raise io._fail(io._join(path, key), f"expected {len(names)} entries (one per axis name), got {len(items)}")
+            raise strict.fail(
+                strict.join(path, key), f"expected {len(names)} entries (one per axis name), got {len(items)}"
+            )
     return {"axisNames": names, "axisSizes": sizes, "axisTypes": types}

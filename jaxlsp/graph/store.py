@@ -17,9 +17,9 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, overload
 
 from jaxlsp.graph import slices
-from jaxlsp.graph.compact import Packed
 from jaxlsp.graph.diff import GraphDiff, diff_packed
 from jaxlsp.graph.model import Frame, Graph, Node, Value
+from jaxlsp.graph.packed import Packed
 from jaxlsp.graph.report import shape_str
 
 MEMO_LIMIT = 256  # derived answers kept per trace (hover lines)
@@ -64,7 +64,7 @@ class NodeSeq(Sequence[Node]):
 
 
 class Trace:
-    """A kept graph, held packed (:class:`~jaxlsp.graph.compact.Packed`: columns and interned
+    """A kept graph, held packed (:class:`~jaxlsp.graph.packed.Packed`: columns and interned
     tables, a few MB where model objects took hundreds): lookups read indexes over the columns and
     materialise only the nodes and values they answer with. Its paths are as the file spells them
     (relative: workspace files to the base, library files to their ``sys.path`` entry);

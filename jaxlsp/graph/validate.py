@@ -11,16 +11,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-from jaxlsp.graph.model import Frame, Graph
+from jaxlsp.graph.model import INPUT_ROLES, OUTPUT_ROLES, VALUE_KINDS, Frame, Graph
 
 SCHEMA_PATH = Path(__file__).with_name("schema.json")
 # The compact form (version 2): its columns, and the version 1 schema's members by reference
 # (``urn:jaxlsp:graph:1#/...``), so a validator needs both documents.
 COMPACT_SCHEMA_PATH = Path(__file__).with_name("schema-compact.json")
 
-_INPUT_ROLES = frozenset(("parameter", "state", "input", "key", "constant"))
-_OUTPUT_ROLES = frozenset(("output", "state"))
-_VALUE_KINDS = frozenset(("var", "literal", "const"))
+_INPUT_ROLES = frozenset(INPUT_ROLES)
+_OUTPUT_ROLES = frozenset(OUTPUT_ROLES)
+_VALUE_KINDS = frozenset(VALUE_KINDS)
 MAX_PROBLEMS = 100  # a broken graph can have one problem per node: report the first ones
 
 

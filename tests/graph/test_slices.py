@@ -10,6 +10,7 @@ import threading
 import pytest
 
 from jaxlsp.graph import collector, io, slices
+from jaxlsp.graph.model import VERSION_KEYS
 from tests.robustness.test_load import synthetic_graph
 
 SAMPLES = [
@@ -45,7 +46,7 @@ def test_loads_is_json_loads(depth: int) -> None:
 
 def test_a_graph_round_trips_in_slices() -> None:
     graph = synthetic_graph(300)
-    graph.versions = dict.fromkeys(io.VERSION_KEYS, "0")
+    graph.versions = dict.fromkeys(VERSION_KEYS, "0")
     assert io.dumps(graph, sliced=True) == io.dumps(graph)
     assert io.loads(io.dumps(graph), sliced=True) == graph
 

@@ -4,12 +4,22 @@ sys.path entry."""
 
 from __future__ import annotations
 
+import copy
+import gc
 import hashlib
+import tracemalloc
 from dataclasses import replace
 from pathlib import Path
 
-from jaxlsp.graph.model import Frame
-from jaxlsp.graph.store import GraphStore
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from jaxlsp.graph import io
+from jaxlsp.graph.diff import diff, diff_packed
+from jaxlsp.graph.model import Frame, Graph, Node, Value
+from jaxlsp.graph.packed import Packed
+from jaxlsp.graph.store import GraphStore, Trace
+from tests.graph.forms import graphs, realistic_graph, sample_graphs
 from tests.graph.test_samples import small_graph
 
 
@@ -67,3 +77,109 @@ def test_the_small_parts_need_no_whole_graph_and_a_whole_one_is_let_go_of_in_pie
     with trace.whole() as whole:
         assert [n.id for n in whole.nodes] == [n.id for n in graph.nodes] and whole.time == graph.time
     assert whole.nodes == [] and whole.values == []
+
+
+def reference_level(graph: Graph, group: str | None) -> list[tuple[str, str]]:
+    """One level as the store pages it, by brute force: the nodes in ``group`` and its child groups
+    (each where its first node anywhere inside it is), in program order."""
+    groups = {g.id: g for g in graph.groups}
+
+    def inside(node: Node, gid: str) -> bool:
+        at, seen = node.group, set()
+        while at is not None and at in groups and at not in seen:
+            if at == gid:
+                return True
+            seen.add(at)
+            at = groups[at].parent
+        return False
+
+    placed: list[tuple[int, int, tuple[str, str]]] = []
+    for i, n in enumerate(graph.nodes):
+        if n.group == group and (group is None or group in groups):
+            placed.append((i, 1, ("node", n.id)))
+    for g in graph.groups:
+        if g.parent == group:
+            first = next((i for i, n in enumerate(graph.nodes) if inside(n, g.id)), None)
+            if first is not None:
+                placed.append((first, 0, ("group", g.id)))
+    return [item for _, _, item in sorted(placed)]
+
+
+def reference_nodes_at(graph: Graph, path: str, line: int, cell: int | None) -> list[str]:
+    found = []
+    for i, n in enumerate(graph.nodes):
+        seen: set[str] = set()
+        for depth, f in enumerate(n.frames):
+            if f.package is None and f.path not in seen:
+                seen.add(f.path)
+                if f.path == path and f.cell == cell and f.line <= line <= f.end_line:
+                    found.append((depth, i, n.id))
+    return [nid for _, _, nid in sorted(found)]
+
+
+def check_store(graph: Graph) -> None:
+    store = GraphStore()
+    trace = store.add(copy.deepcopy(graph), {})
+    for group in [None, *(g.id for g in graph.groups)]:
+        items = []
+        cursor = None
+        while True:
+            page = store.page(trace.id, group, cursor, 3)
+            items += page["items"]
+            cursor = page.get("nextCursor")
+            if cursor is None:
+                break
+        assert [(i["kind"], i["id"]) for i in items] == reference_level(graph, group)
+        for item in items:
+            if item["kind"] == "node":
+                node = trace.node(item["id"])
+                assert node is not None
+                assert item["primitive"] == node.primitive and item["scope"] == node.scope
+                assert [o["id"] for o in item["outputs"]] == node.outputs
+    for n in graph.nodes:
+        assert trace.node(n.id) == n
+    for v in graph.values:
+        assert trace.value(v.id) == v
+    assert trace.node("n-1") is None and trace.value("nope") is None
+    places = {(f.path, f.cell, line) for n in graph.nodes for f in n.frames for line in (f.line, f.end_line)}
+    for path, cell, line in sorted(places, key=repr):
+        assert [n.id for n in trace.nodes_at(path, line, cell)] == reference_nodes_at(graph, path, line, cell)
+    assert trace.graph == graph
+    assert trace.node_count == len(graph.nodes) and trace.value_count == len(graph.values)
+    assert diff_packed(trace.packed, trace.packed).json() == diff(graph, graph).json()
+
+
+@pytest.mark.parametrize("index", range(len(sample_graphs())))
+def test_the_stores_lookups_answer_as_the_graph_does(index: int) -> None:
+    check_store(sample_graphs()[index])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graphs(), graphs())
+def test_the_stores_lookups_and_diff_on_random_graphs(graph: Graph, other: Graph) -> None:
+    check_store(graph)
+    graph, other = (io.from_json(io.to_json(g)) for g in (graph, other))  # params' keys as files have them
+    assert diff_packed(Packed.from_graph(other), Packed.from_graph(graph)).json() == diff(other, graph).json()
+
+
+def test_a_kept_trace_holds_no_model_objects_and_a_few_bytes_an_equation() -> None:
+    """A 20,000-equation trace kept by the store: no Node or Value objects live on (a 60,000-op
+    graph as objects took hundreds of MB of the server), and what it holds is small."""
+    graph = realistic_graph(20_000)
+    data = io.to_compact(graph)
+    del graph
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        trace = Trace("t", data, {})
+        trace.line_index()
+        trace.level_entries(None)
+        del data
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert sum(isinstance(o, (Node, Value)) for o in gc.get_objects()) == 0
+    assert held / 20_000 <= 300, f"{held / 20_000:.0f} bytes per equation held"
+    assert trace.node("n19999") is not None  # materialised on demand

@@ -1,13 +1,15 @@
-"""validate.check finds each kind of broken reference, and nothing in a sound graph."""
+"""validate.check finds each kind of broken reference, and nothing in a sound graph; the schema is a
+valid one."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 import pytest
+from jsonschema import Draft202012Validator
 
 from jaxlsp.graph.model import Frame, Graph, Group, Node, Port, Value
-from jaxlsp.graph.validate import MAX_PROBLEMS, check
+from jaxlsp.graph.validate import MAX_PROBLEMS, check, load_schema
 from tests.graph.test_samples import chain_graph, small_graph
 
 
@@ -110,3 +112,7 @@ def test_problems_are_capped() -> None:
     for node in graph.nodes:
         node.group = "nowhere"
     assert len(check(graph)) == MAX_PROBLEMS
+
+
+def test_schema_is_a_valid_draft_2020_12_schema() -> None:
+    Draft202012Validator.check_schema(load_schema())
