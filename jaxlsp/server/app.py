@@ -288,7 +288,7 @@ class JaxServer(LanguageServer):
     async def input_handled(self) -> None:
         """Return once every message the client has sent so far was handed to its handler (the
         reader waits for more): a request that a later one in the same burst supersedes or cancels
-        is then cancelled before it starts anything (``transport.Frames.idle``)."""
+        is then cancelled before it starts anything (``transport.framing.Frames.idle``)."""
         idle = self.jax_protocol.reader_idle
         if idle is not None:
             await idle.wait()
