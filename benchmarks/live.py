@@ -23,7 +23,7 @@ one run:
 - idle: with nothing changing for ``--idle`` seconds (60 by default), the CPU time of the server
   and all its children (warm spare, fork server) over that time. Target: <= 1 % of a core.
 - contracts: per model, the whole capture a warm spare's fork runs (benchmarks/forked_captures.py:
-  import, init, ``make_jaxpr``, graph and JSON) with the jaxtyping check (worker/contracts.py) and
+  import, init, ``make_jaxpr``, graph and JSON) with the jaxtyping check (worker/tracing/contracts.py) and
   without it, ``--pairs`` pairs (21) run back to back in one process, which goes first alternating;
   the figure is the median over pairs of the ratio of the captures' CPU times (wall beside it).
   Every capture in a spare with Equinox loaded pays the check's setup (Equinox imports jaxtyping);

@@ -142,8 +142,8 @@ def prepare(case: Case) -> tuple[Callable[[], Any], Callable[[], Any], dict[str,
 
     from jaxlsp.capture.engine import TraceRequest
     from jaxlsp.capture.engine import prepare as prepare_request
-    from jaxlsp.capture.worker import main
-    from jaxlsp.capture.worker.failures import Workspace
+    from jaxlsp.capture.worker.core.failures import Workspace
+    from jaxlsp.capture.worker.process import trace as main
     from jaxlsp.capture.worker.values import run as values_run
 
     req = TraceRequest(file=case.file, name=case.name, workspace_root=ROOT, profile=case.profile, recipe=case.recipe)
@@ -203,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
         "--quick", action="store_true", help="one run per side, the example's small RNN only (the tests' smoke run)"
     )
     args = parser.parse_args(argv)
-    from jaxlsp.capture.worker.main import configure_jax
+    from jaxlsp.capture.worker.tracing.devices import configure_jax
 
     configure_jax("cpu", False, False)
     sampler = HeapSampler()

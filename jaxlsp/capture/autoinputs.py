@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from jaxlsp.capture.worker.protocol import ExampleSpec
+from jaxlsp.capture.worker.core.protocol import ExampleSpec
 from jaxlsp.recipes import NeedsInput, RecipeError, Resolved, resolve_table
 from jaxlsp.recipes.examples import ExampleError, parse_example
 from jaxlsp.recipes.propose import propose_site

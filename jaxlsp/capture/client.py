@@ -36,7 +36,7 @@ from jaxlsp.capture.early import EarlyWorker, launch
 from jaxlsp.capture.options import DEFAULT_OPTIONS, CaptureOptions, Launch
 from jaxlsp.capture.staging import RefusedError, Stage
 from jaxlsp.capture.supervise import CaptureOutcome, Pipes, error_result, result_limit, settle, supervise
-from jaxlsp.capture.worker import forkserver
+from jaxlsp.capture.worker.process import containment
 
 __all__ = ["CaptureOutcome", "capture_sync", "run_capture"]
 
@@ -107,9 +107,9 @@ async def spawn_cold(
     request["resultFd"] = launched.result_fd
     # Into its own cgroup (where one can be made) before the request is written: the worker runs no
     # user code before it has read the request, so every process that code starts is born inside.
-    cgroup = forkserver.cgroup_create(f"{os.getpid()}-cold-{proc.pid}")
-    if cgroup is not None and not forkserver.cgroup_join(cgroup, proc.pid):
-        forkserver.cgroup_remove(cgroup)
+    cgroup = containment.cgroup_create(f"{os.getpid()}-cold-{proc.pid}")
+    if cgroup is not None and not containment.cgroup_join(cgroup, proc.pid):
+        containment.cgroup_remove(cgroup)
         cgroup = None
     loop = asyncio.get_running_loop()
     writer = asyncio.ensure_future(write_all(loop, launched.in_w, json.dumps(request).encode()))

@@ -22,8 +22,8 @@ from jaxlsp.capture.compatibility import Report
 from jaxlsp.capture.early import workspace_root_for as workspace_root_for  # where it lived: a public name
 from jaxlsp.capture.interpreters import InterpreterError, Selection, select_interpreter
 from jaxlsp.capture.supervise import CaptureOutcome
-from jaxlsp.capture.worker import limits
-from jaxlsp.capture.worker.protocol import MeshSpec
+from jaxlsp.capture.worker.core.protocol import MeshSpec
+from jaxlsp.capture.worker.tracing import limits
 from jaxlsp.graph import io
 from jaxlsp.graph.model import Graph
 from jaxlsp.recipes import (
@@ -91,15 +91,15 @@ class TraceRequest:
     # Interpreter routes after ``python`` (``--python``) and the recipe's (capture/interpreters.py).
     setting_python: str | None = None  # the setting jaxlsp.python
     client_python: str | None = None  # the client's selected interpreter
-    limits: dict[str, int] | None = None  # graph-size limits (worker/limits.py); None: the defaults
+    limits: dict[str, int] | None = None  # graph-size limits (worker/tracing/limits.py); None: the defaults
     # How to find the target's entrypoint (for proposals); the server passes its warm index.
     find_entrypoint: Callable[[Path, str], Any] | None = None
     # Answers to an earlier needs-input (missing item path -> TOML-form value).
     answers: dict[str, Any] | None = None
-    costs: bool = False  # measure XLA's costs of every equation (worker/costs.py)
+    costs: bool = False  # measure XLA's costs of every equation (worker/program/costs.py)
     xla_compare: bool = False  # and XLA's whole-program cost and memory analysis (implies costs)
     # compile the program for the profile's devices and read back collectives, fusions, shardings
-    # and per-device memory (worker/compiled.py)
+    # and per-device memory (worker/program/compiled.py)
     compiled: bool = False
     values: ValuesOptions | None = None  # also run the graph on the profile's inputs (statistics)
     time: TimeOptions | None = None  # also time the compiled program on those inputs (implies costs)
@@ -120,9 +120,9 @@ class TraceRequest:
     # auto may pick an example to run (the CLI); False (the editor): examples are offered as choices
     run_examples: bool = True
     # a live trace: the worker reaches no other machine, and a capture that wanted to is refused
-    # (worker/offline.py), never a download on opening a file
+    # (worker/core/offline.py), never a download on opening a file
     offline: bool = False
-    # False: every Linen module call is traced, none replayed (worker/replay.py; the CLI's --no-replay)
+    # False: every Linen module call is traced, none replayed (worker/reuse/replay.py; the CLI's --no-replay)
     replay: bool = True
 
 

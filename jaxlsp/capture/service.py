@@ -107,7 +107,7 @@ class CaptureService:
         self._slots = asyncio.Semaphore(max_running)
         self._waiting = 0
         # (file, name, profile) -> the variables structure its last capture found (speculate.py),
-        # or an NNX / Equinox model's init snapshot (worker/initsnap.py)
+        # or an NNX / Equinox model's init snapshot (worker/reuse/initsnap.py)
         self._hints: OrderedDict[tuple[str, str, str], Any] = OrderedDict()
         # the background requests for init snapshots, by target (at most one each; see _snapshot)
         self._snapshots: dict[tuple[str, str, str], asyncio.Future[None]] = {}
@@ -185,7 +185,7 @@ class CaptureService:
                     notify(running)
         trace = None
         if self.store is not None:
-            # The graph's paths are relative (worker/paths.py); the roots they are relative to stay
+            # The graph's paths are relative (worker/core/paths.py); the roots they are relative to stay
             # with the stored trace, which resolves them (graph/store.py), never in the graph.
             roots = outcome.result.get("roots") or {"base": str(prepared.request.get("workspaceRoot") or "")}
             label = {**(meta or {}), "profile": traced.resolved.name, "interpreter": outcome.python, "roots": roots}
@@ -236,7 +236,7 @@ class CaptureService:
 
     async def _snapshot(self, key: tuple[str, str, str], prepared: Prepared, options: CaptureOptions) -> None:
         """An NNX or Equinox target's capture ran its constructor: make the init's snapshot for its
-        next one, in the background (worker/initsnap.py). Noting what the constructor runs takes
+        next one, in the background (worker/reuse/initsnap.py). Noting what the constructor runs takes
         about three times the init, so no capture waits for it: it runs at a lower priority (the
         worker's ``nice``) beside whatever capture comes next, one a target at a time; a snapshot
         of an older text is only used if the files still fingerprint the same."""
@@ -250,7 +250,7 @@ class CaptureService:
             if snapshot is not None:
                 self._remember(key, snapshot, self._hints.get(key, (None, None))[1])
             if self.on_note is not None:
-                kept = "kept" if snapshot is not None else "not kept (see worker/initsnap.py for why)"
+                kept = "kept" if snapshot is not None else "not kept (see worker/reuse/initsnap.py for why)"
                 self.on_note(f"init snapshot of {key[1]} ({key[2]}) {kept} in {time.monotonic() - started:.2f} s")
         except Exception:  # a snapshot only ever saves time
             return

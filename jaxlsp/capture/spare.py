@@ -1,7 +1,7 @@
 """Warm spares: a pre-started process per interpreter that has imported jax and forks captures.
 
 A spare is ``python -I -B -c SPARE_BOOTSTRAP STAGE CONFIG`` running
-:func:`jaxlsp.capture.worker.forkserver.serve`: it imports jax (and flax / equinox when installed)
+:func:`jaxlsp.capture.worker.process.forkserver.serve`: it imports jax (and flax / equinox when installed)
 without initialising any XLA backend, plus the staged worker, then waits on a Unix socket. For
 each capture the server creates the result / stdout / stderr pipes, sends their write ends with
 the request (``SCM_RIGHTS``), and the spare forks a child that runs the worker's in-process
@@ -48,7 +48,7 @@ from jaxlsp.capture.supervise import (
     settle,
     supervise,
 )
-from jaxlsp.capture.worker.forkserver import NO_PRIMES
+from jaxlsp.capture.worker.process.forkserver import NO_PRIMES
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ START_TIMEOUT = 120.0
 RETRY_FAILED_AFTER = 60.0  # seconds before a spare that failed to start is tried again
 
 SPARE_BOOTSTRAP = staging.SPARE_BOOTSTRAP
-#: calls of JAX's functions one spare is sent to prime, at most (worker/priming.py); each is made
+#: calls of JAX's functions one spare is sent to prime, at most (worker/reuse/priming.py); each is made
 #: once, in the spare, in 0.1-0.5 ms
 MAX_PRIMED = 8192
 
@@ -77,7 +77,7 @@ class _Job:
 @dataclass
 class SpareProcess:
     """The server's side of one warm spare: the process, its socket and the captures it runs.
-    The other side, in the user's interpreter, is :class:`jaxlsp.capture.worker.forkserver.ForkServer`."""
+    The other side, in the user's interpreter, is :class:`jaxlsp.capture.worker.process.forkserver.ForkServer`."""
 
     python: str
     stage: Stage
@@ -102,7 +102,7 @@ class SpareProcess:
     learned: list[str] = field(default_factory=list)
     refused: set[str] = field(default_factory=set)
     # The calls of JAX's functions the captures missed JAX's caches with (``primes``), sent to the
-    # spare to make once each before its next fork (worker/priming.py); by their JSON spelling.
+    # spare to make once each before its next fork (worker/reuse/priming.py); by their JSON spelling.
     primed: set[str] = field(default_factory=set)
     calls_primed: int = 0  # the calls the spare made (its ``primed`` events)
 
@@ -458,7 +458,7 @@ class SparePool:
 
     def primed(self, python: str) -> int:
         """The calls of JAX's functions the spare for ``python`` made to fill JAX's caches, learned
-        from captures (worker/priming.py)."""
+        from captures (worker/reuse/priming.py)."""
         spare = self._spares.get(self._key(python))
         return 0 if spare is None or spare.dead else spare.calls_primed
 

@@ -4,7 +4,7 @@ A Linen target's capture spends a quarter to a half of its time in ``jax.eval_sh
 only to learn the shapes of its variables, which rarely change between two traces of the same
 target. With the structure the last capture reported as a hint, the worker traces ``apply`` on
 the hinted variables with no init, and checks each variable the call reads against its own
-initialiser as it goes (worker/hints.py ``HintCheck``: a handful of cached abstract
+initialiser as it goes (worker/reuse/hints.py ``HintCheck``: a handful of cached abstract
 initialiser calls, not a forward pass). When parameters changed shape or were added (a width, a
 dtype, a layer more), or hinted statistics changed shape, the hinted trace goes on with the
 shapes their initialisers give and the worker traces again on the repaired hint, checked as

@@ -46,7 +46,7 @@ from jaxlsp.capture import allowed_env
 from jaxlsp.capture.worker import STAGED_PACKAGES
 
 MIN_PYTHON = (3, 10)
-WORKER_MODULE = "jaxlsp.capture.worker.main"
+WORKER_MODULE = "jaxlsp.capture.worker.process.main"
 STAGED_SUFFIXES = (".py", ".json")
 STALE_AFTER = 7 * 24 * 3600.0  # seconds; older unused stages are removed when a new one is made
 
@@ -124,7 +124,7 @@ import faulthandler, signal
 faulthandler.enable()  # a segfault in user code prints the Python stack (with the user's line) on stderr
 faulthandler.register(signal.SIGUSR1, all_threads=True)  # at the deadline: where it is (supervise.py)
 try:  # orphans of user code come back to this leader; whichever way it exits, it kills them first
-    from jaxlsp.capture.worker.forkserver import kill_orphans, set_subreaper
+    from jaxlsp.capture.worker.process.containment import kill_orphans, set_subreaper
     if set_subreaper():
         def _exit(code, _leader=os.getpid(), _exit=os._exit):
             if os.getpid() == _leader:
@@ -163,8 +163,8 @@ else:
 """
 )
 
-#: The warm spare: argv = [stage, JSON config]; see :mod:`jaxlsp.capture.worker.forkserver`.
-SPARE_BOOTSTRAP = PROLOGUE + "from jaxlsp.capture.worker.forkserver import serve\nserve()\n"
+#: The warm spare: argv = [stage, JSON config]; see :mod:`jaxlsp.capture.worker.process.forkserver`.
+SPARE_BOOTSTRAP = PROLOGUE + "from jaxlsp.capture.worker.process.forkserver import serve\nserve()\n"
 
 
 class RefusedError(Exception):

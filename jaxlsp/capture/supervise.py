@@ -34,7 +34,7 @@ from typing import Any, Literal, Protocol, cast
 
 from jaxlsp.capture import phases
 from jaxlsp.capture.options import CaptureOptions, Launch, LogCallback, PhaseCallback
-from jaxlsp.capture.worker.protocol import ErrorInfo, ErrorKind, WorkerResult
+from jaxlsp.capture.worker.core.protocol import ErrorInfo, ErrorKind, WorkerResult
 from jaxlsp.graph import collector, slices
 from jaxlsp.offloop import off_loop
 
@@ -81,7 +81,7 @@ class CaptureOutcome:
         return "".join(f"--- {name} ---\n{text}{'' if text.endswith(chr(10)) else chr(10)}" for name, text in parts)
 
 
-SCRATCH_PREFIX = "jaxlsp-capture-"  # + the worker's process group id + "-": see worker/main.py
+SCRATCH_PREFIX = "jaxlsp-capture-"  # + the worker's process group id + "-": see worker/process/main.py
 
 
 def settle(future: asyncio.Future[None]) -> None:
@@ -194,7 +194,7 @@ def result_limit(request: Mapping[str, Any]) -> int:
     """The cap of a capture's result pipe: the request's bytes limit (which the worker enforces
     itself, with its figures) and some headroom, so that a raised ``--max-bytes`` /
     ``jaxlsp.limits.bytes`` holds end to end; :data:`RESULT_LIMIT` for a request without limits."""
-    from jaxlsp.capture.worker import limits
+    from jaxlsp.capture.worker.tracing import limits
 
     raw = request.get("limits")
     if raw is None:
@@ -475,7 +475,7 @@ async def kill_cgroup(child: Child) -> None:
     what escaped the process group (setsid daemons), which would otherwise outlive the capture."""
     cgroup = getattr(child, "cgroup", None)
     if cgroup:
-        from jaxlsp.capture.worker.forkserver import cgroup_kill
+        from jaxlsp.capture.worker.process.containment import cgroup_kill
 
         if not await asyncio.to_thread(cgroup_kill, cgroup):
             log.warning("capture cgroup %s survived SIGKILL", cgroup)

@@ -262,7 +262,7 @@ class Packed:
 
     def relocated(self, frame_json: list[dict[str, Any]], flat: list[int], header: dict[str, Any]) -> Packed:
         """This graph with other frames (``frame_json``, the same count, and ``tables.frames`` as
-        ``flat``) and another header (ids, groups and sections as this one's; graph/relocate.py).
+        ``flat``) and another header (ids, groups and sections as this one's; live/relocate.py).
         The columns and tables are shared, read only; what a values run sets later (members,
         sections) is this copy's own."""
         if len(frame_json) != len(self.frames) or len(flat) != len(frame_json) * FRAME_WIDTH:

@@ -101,7 +101,7 @@ class Trace:
 
     def moved(self, packed: Packed, meta: dict[str, Any]) -> Trace:
         """A new trace of ``packed``, this trace's graph with its positions moved to an edited
-        text (graph/relocate.py): the indexes over nodes, levels and groups are this trace's (a
+        text (live/relocate.py): the indexes over nodes, levels and groups are this trace's (a
         line index holds frame numbers, which the move kept); hover memos and the analysis are
         made anew; the diff from this trace is empty."""
         trace = Trace(uuid.uuid4().hex[:16], packed, meta)

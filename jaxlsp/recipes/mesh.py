@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import cast
 
-from jaxlsp.capture.worker.protocol import AxisType, MeshSpec
+from jaxlsp.capture.worker.core.protocol import AxisType, MeshSpec
 from jaxlsp.recipes import schema
 from jaxlsp.recipes.problems import KeyPath
 from jaxlsp.recipes.schema import show

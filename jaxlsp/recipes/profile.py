@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from jaxlsp.capture.worker.protocol import CallSpec, ExampleSpec, ResolvedProfile, Target, TargetKind
+from jaxlsp.capture.worker.core.protocol import CallSpec, ExampleSpec, ResolvedProfile, Target, TargetKind
 from jaxlsp.recipes import examples, schema
 from jaxlsp.recipes.locate import problem_at
 from jaxlsp.recipes.mesh import check_devices, check_mesh

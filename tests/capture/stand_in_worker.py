@@ -74,7 +74,7 @@ def capture(request: dict[str, Any], *, jax_ready: bool = False) -> Any:
             except ImportError:
                 found[name] = False
         import jaxlsp
-        import jaxlsp.capture.worker.protocol
+        import jaxlsp.capture.worker.core.protocol
         import jaxlsp.graph.model
 
         extra.update(

@@ -7,13 +7,12 @@ import re
 import pytest
 
 from tests.capture.conftest import quick_benchmark
-from tests.deadlines import scaled
 
 pytest.importorskip("jax")
 
 
 def test_quick_run_prints_the_compiled_overhead_ratio() -> None:
-    lines = quick_benchmark("compiled", timeout=scaled(600))
+    lines = quick_benchmark("compiled", 600)
     assert lines[0].startswith("compiled program overhead")
     assert re.search(
         r"transformer +\| bare compile \d+\.\d\d \| added by --compiled \d+\.\d\d \(\d+\.\d\dx, target <= 1\.2\) "

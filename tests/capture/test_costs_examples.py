@@ -30,7 +30,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
     ],
 )
 def test_body_once_flops_agree_with_xla(target: str, profile: str) -> None:
-    from jaxlsp.capture.worker.main import capture
+    from jaxlsp.capture.worker.process.main import capture
 
     file, name = target.split("::")
     prepared = prepare(

@@ -36,8 +36,9 @@ def request(root: Path, target: str, example: str, kind: str | None = None) -> d
     return {"target": {"path": str(root / rel), "name": name}, "profile": profile, "workspaceRoot": str(root)}
 
 
-def run(root: Path, target: str, example: str, timeout: float = scaled(90)) -> dict[str, Any]:
-    outcome = capture_sync(request(root, target, example), sys.executable, CaptureOptions(timeout=timeout))
+def run(root: Path, target: str, example: str, timeout: float | None = None) -> dict[str, Any]:
+    options = CaptureOptions(timeout=scaled(90) if timeout is None else timeout)  # scaled as the capture starts
+    outcome = capture_sync(request(root, target, example), sys.executable, options)
     result = dict(outcome.result)
     result["logs"] = outcome.logs
     return result

@@ -1,4 +1,4 @@
-"""The capture service's NNX / Equinox init snapshots (worker/initsnap.py) through the real warm
+"""The capture service's NNX / Equinox init snapshots (worker/reuse/initsnap.py) through the real warm
 spare: a capture that ran the constructor is followed, in the background, by a request for the
 init's snapshot; the next capture after an edit of the forward pass uses it and gives the graph a
 capture without it gives."""
@@ -17,7 +17,7 @@ from jaxlsp.capture.options import CaptureOptions
 from jaxlsp.capture.service import CaptureService
 from jaxlsp.capture.spare import SparePool
 from jaxlsp.graph import io
-from tests.capture.worker.test_initsnap import NNX_MODEL
+from tests.capture.worker.reuse.test_initsnap import NNX_MODEL
 from tests.deadlines import scaled
 
 pytest.importorskip("flax")

@@ -88,7 +88,7 @@ async def test_one_spare_serves_every_device_count(tmp_path: Path, jax_python: s
 
 async def test_the_spare_fills_jax_caches_the_captures_missed(tmp_path: Path, jax_python: str) -> None:
     """A capture through the spare reports the calls of jax.numpy's jitted functions that missed
-    JAX's caches (worker/priming.py); the spare makes them; the next capture's graph is the same."""
+    JAX's caches (worker/reuse/priming.py); the spare makes them; the next capture's graph is the same."""
     import asyncio
 
     from tests.deadlines import scaled

@@ -217,7 +217,7 @@ async def test_the_next_capture_runs_in_a_child_forked_ahead_of_it(pool: SparePo
 async def test_without_standbys_each_capture_is_forked_when_asked(
     stand_in: Stage, jax_python: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from jaxlsp.capture.worker.forkserver import STANDBY_ENV
+    from jaxlsp.capture.worker.process.forkserver import STANDBY_ENV
 
     monkeypatch.setenv(STANDBY_ENV, "0")
     pool = SparePool(stage=stand_in)

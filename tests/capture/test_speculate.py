@@ -2,7 +2,7 @@
 
 The hinted capture must give exactly the graph an unhinted one gives; a hint that no longer holds
 (the model changed: a width, a layer more or fewer) or is garbage must be caught by the hinted
-trace itself (worker/hints.py HintCheck). Parameters of other shapes or new ones are repaired
+trace itself (worker/reuse/hints.py HintCheck). Parameters of other shapes or new ones are repaired
 (traced again on the hint with their shapes, no init); anything else is captured the usual way,
 with the new shapes, in the same worker.
 """
@@ -302,7 +302,7 @@ async def test_a_forked_capture_replays_repeated_layers_and_gives_the_same_graph
     tmp_path: Path, jax_python: str
 ) -> None:
     """A capture forked from the warm spare (which sets the replay hook before it forks,
-    worker/replay.py ``install``) replays the four repeated layers, with and without a structure
+    worker/reuse/replay.py ``install``) replays the four repeated layers, with and without a structure
     hint, and the graph is the one ``replay: false`` gives."""
     (tmp_path / "stack.py").write_text(STACK)
     array = {"kind": "array", "shape": [4, 8], "dtype": "float32"}

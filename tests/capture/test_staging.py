@@ -21,8 +21,8 @@ def test_stage_holds_only_the_worker_packages(stand_in: Stage) -> None:
     files = sorted(p.relative_to(stand_in.path).as_posix() for p in stand_in.path.rglob("*") if p.is_file())
     assert "jaxlsp/__init__.py" in files
     assert "jaxlsp/capture/__init__.py" in files
-    assert "jaxlsp/capture/worker/forkserver.py" in files
-    assert "jaxlsp/capture/worker/protocol.py" in files
+    assert "jaxlsp/capture/worker/process/forkserver.py" in files
+    assert "jaxlsp/capture/worker/core/protocol.py" in files
     assert "jaxlsp/graph/model.py" in files
     assert "jaxlsp/notebook/cells.py" in files  # the worker reads a notebook target's cells
     assert "stand_in_worker.py" in files
@@ -137,8 +137,8 @@ def test_the_staged_worker_is_compiled_once_and_its_bytecode_reused(tmp_path: Pa
     assert _run_probe(staged, user) == "from the source"
     # Written by the worker's interpreter, for every staged module it imported (the bootstrap's too).
     assert _checked_hash_of_source(pyc)
-    forkserver = staged.path / "jaxlsp/capture/worker/forkserver.py"
-    assert _checked_hash_of_source(Path(importlib.util.cache_from_source(str(forkserver))))
+    bootstrap_module = staged.path / "jaxlsp/capture/worker/process/containment.py"
+    assert _checked_hash_of_source(Path(importlib.util.cache_from_source(str(bootstrap_module))))
     # The user's modules are never written (-B holds for them).
     assert not (user.parent / "__pycache__").exists()
     # The next capture loads the cached code instead of compiling the source: a pyc whose header

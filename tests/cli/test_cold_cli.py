@@ -50,7 +50,7 @@ def _workers_of(cache: Path) -> list[int]:
 
 
 #: Says, as the user's module is imported, whether the worker's graph building was loaded already.
-WITNESS = "import sys\n\nopen({out!r}, 'w').write(str('jaxlsp.capture.worker.build' in sys.modules))\n"
+WITNESS = "import sys\n\nopen({out!r}, 'w').write(str('jaxlsp.capture.worker.tracing.build' in sys.modules))\n"
 
 
 def test_trace_captures_in_its_early_worker_and_a_refusal_leaves_none(tmp_path: Path) -> None:

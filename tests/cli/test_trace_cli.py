@@ -74,7 +74,7 @@ def transformer_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_repeated_layers_replay_and_the_file_is_the_one_every_call_traced_gives(transformer_files: Path) -> None:
-    """The 12 layers: 11 calls replay the first one's equations (worker/replay.py); --no-replay
+    """The 12 layers: 11 calls replay the first one's equations (worker/reuse/replay.py); --no-replay
     traces all 12, and the graph file is the same, byte for byte."""
     assert "11 repeated module calls replayed" in (transformer_files / "default.out").read_text(encoding="utf-8")
     assert "replayed" not in (transformer_files / "exact.out").read_text(encoding="utf-8")

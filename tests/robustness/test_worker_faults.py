@@ -36,7 +36,7 @@ from jaxlsp.capture.options import DEFAULT_MEMORY_MB, CaptureOptions
 from jaxlsp.capture.service import trace_once
 from jaxlsp.capture.spare import SparePool
 from jaxlsp.capture.supervise import CaptureOutcome
-from jaxlsp.capture.worker import forkserver
+from jaxlsp.capture.worker.process import containment
 from tests.deadlines import scaled
 from tests.robustness.helpers import (
     IN_CI,
@@ -204,7 +204,7 @@ async def test_cold(fault: Fault, sandbox: Path) -> None:
 async def test_escapes_without_cgroups(path: str, sandbox: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Where no cgroup can be made (not root, macOS), the subreaper alone still catches a daemon
     and a setsid burst (Linux)."""
-    monkeypatch.setenv(forkserver.CGROUPS_ENV, "0")
+    monkeypatch.setenv(containment.CGROUPS_ENV, "0")
     pool = SparePool()  # its spare inherits the setting
     try:
         if path == "spare":
@@ -230,7 +230,7 @@ async def test_fork_bomb_is_bounded_by_pids_max(sandbox: Path, monkeypatch: pyte
         if IN_CI:
             pytest.fail("CI runs as root on Linux with the cgroup v1 pids controller: the cgroup must be usable")
         pytest.skip("no writable pids cgroup here (not root, or not Linux)")
-    monkeypatch.setenv(forkserver.PIDS_MAX_ENV, "64")
+    monkeypatch.setenv(containment.PIDS_MAX_ENV, "64")
     outcome = await run_capture(
         request(sandbox, "fork_bomb.py"), python=PYTHON, options=CaptureOptions(timeout=scaled(60.0))
     )
@@ -252,4 +252,4 @@ def test_factory_that_raises(sandbox: Path) -> None:
     assert (failure.frame or {}).get("path") == str(sandbox / "factories.py"), failure
     good = trace_once(TraceRequest(sandbox / "good.py", "f", sandbox, profile="good"), CaptureOptions())
     assert [n.primitive for n in good.graph.nodes] == ["sin", "mul"]
-    assert os.environ.get(forkserver.CGROUPS_ENV) != "0"
+    assert os.environ.get(containment.CGROUPS_ENV) != "0"

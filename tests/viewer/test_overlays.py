@@ -31,7 +31,7 @@ COSTS = Path(__file__).resolve().parents[1] / "workspaces" / "costs"
 @pytest.fixture(scope="module")
 def graphs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Graph, Graph]]:
     """The MLP's gradient with costs at hidden width 8 (the base) and 16."""
-    from jaxlsp.capture.worker.main import capture
+    from jaxlsp.capture.worker.process.main import capture
 
     cache = tmp_path_factory.mktemp("cost-cache")
     path, cwd, modules = list(sys.path), os.getcwd(), set(sys.modules)

@@ -27,7 +27,7 @@ TIMING = Path(__file__).resolve().parents[1] / "workspaces" / "timing"
 
 @pytest.fixture(scope="module")
 def timed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Graph]:
-    from jaxlsp.capture.worker.main import capture
+    from jaxlsp.capture.worker.process.main import capture
 
     path, cwd, modules = list(sys.path), os.getcwd(), set(sys.modules)
     try:

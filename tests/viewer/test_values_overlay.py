@@ -28,7 +28,7 @@ VALUES = Path(__file__).resolve().parents[1] / "workspaces" / "values"
 @pytest.fixture(scope="module")
 def graphs() -> Iterator[dict[str, Any]]:
     """Values runs of ``blowup`` (a NaN in a scan's seventh iteration) and ``branchy`` (a cond)."""
-    from jaxlsp.capture.worker.main import capture
+    from jaxlsp.capture.worker.process.main import capture
 
     path, cwd, modules = list(sys.path), os.getcwd(), set(sys.modules)
     out: dict[str, Any] = {}

@@ -181,7 +181,7 @@ def test_a_conda_environment_gets_the_conda_command(tmp_path: Path) -> None:
 
 
 def test_limits_settings_take_positive_integers_only() -> None:
-    from jaxlsp.capture.worker.limits import DEFAULTS, check_bytes, resolve
+    from jaxlsp.capture.worker.tracing.limits import DEFAULTS, check_bytes, resolve
 
     assert resolve({"equations": 5, "values": -1, "bytes": True}) == {**DEFAULTS, "equations": 5}
     assert resolve(None) == DEFAULTS

@@ -77,7 +77,7 @@ def in_fresh_python(script: str, req: dict[str, Any]) -> Any:
 @pytest.fixture
 def run_capture() -> Iterator[Callable[[dict[str, Any]], dict[str, Any]]]:
     """``capture()`` in this process, with ``sys.path``, ``sys.modules`` and the cwd restored after."""
-    from jaxlsp.capture.worker.main import capture
+    from jaxlsp.capture.worker.process.main import capture
 
     path, cwd = list(sys.path), os.getcwd()
     modules = set(sys.modules)

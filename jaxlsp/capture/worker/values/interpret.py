@@ -27,8 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from jaxlsp.capture.worker import jaxcompat
-from jaxlsp.capture.worker.build import ONE_TO_ONE, Step, Walked, is_literal
+from jaxlsp.capture.worker.tracing import jaxcompat
+from jaxlsp.capture.worker.tracing.build import ONE_TO_ONE, Step, Walked, is_literal
 from jaxlsp.capture.worker.values.stats import SMALL, Accumulator, Summary, joined_range, summarize, summarize_batch
 
 CALLBACKS = frozenset({"pure_callback", "io_callback", "debug_callback", "callback"})

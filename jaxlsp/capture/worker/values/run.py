@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from jaxlsp.capture.worker.build import CONTROL_FLOW_NOTE, GraphBuilder
-from jaxlsp.capture.worker.failures import CaptureError
+from jaxlsp.capture.worker.core.failures import CaptureError
+from jaxlsp.capture.worker.tracing.build import CONTROL_FLOW_NOTE, GraphBuilder
 from jaxlsp.capture.worker.values.interpret import Budget, Interpreter, Origin, Stopped
 from jaxlsp.capture.worker.values.stats import SCRATCH, Summary, numeric
 from jaxlsp.graph.model import Frame, Graph, Node
@@ -289,7 +289,7 @@ def _input_json(vid: str, s: Summary | None, literal: bool) -> dict[str, Any]:
 
 def output_ids(walked: Any) -> list[str]:
     """The value id of each result of the program (``""`` for a literal result)."""
-    from jaxlsp.capture.worker.build import is_literal
+    from jaxlsp.capture.worker.tracing.build import is_literal
 
     return ["" if is_literal(v) else walked.env.get(v, "") for v in walked.jaxpr.outvars]
 

@@ -1,0 +1,25 @@
+"""Phase announcements on the result pipe: ``#phase NAME`` lines ahead of the result, which the
+client reads to say what a capture is doing (stdlib only).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Any
+
+
+def announce(request: dict[str, Any], phase: str) -> None:
+    """Tell the client which phase starts: a ``#phase NAME`` line on the result pipe, ahead of the
+    result (which is JSON, so never starts with ``#``). In-process captures have no pipe."""
+    fd = request.get("resultFd")
+    if isinstance(fd, int) and fd >= 0:
+        with contextlib.suppress(OSError):
+            write_all(fd, f"#phase {phase}\n".encode())
+
+
+def write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]

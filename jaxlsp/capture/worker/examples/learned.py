@@ -1,0 +1,246 @@
+"""A call seen in an example run, written back as a recipe profile when it can be.
+
+:func:`profile_table` turns the target's constructor arguments (a Linen module's fields, the
+arguments an NNX or Equinox ``__init__`` was called with) and the call's abstract arguments into
+the TOML form of a ``[profiles.NAME]`` table: arrays as shapes and dtypes, keys, Python values,
+pytrees of them, and references to importable classes and functions. When one value cannot be
+written that way (a model passed as an argument, a class defined in a function, a dtype recipes
+do not know) it returns None, and the profile records the example itself instead.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import functools
+import inspect
+import math
+import sys
+from typing import Any
+
+_RECIPE_DTYPES = frozenset({
+    "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool", "complex64",
+})  # fmt: skip
+_WIDE = frozenset({"float64", "int64"})
+_FILLED_BY_WORKER = {"nnx": "rngs", "equinox": "key"}
+# Public homes of library objects whose __module__ is private (jax._src..., flax.linen.activation).
+_PUBLIC = ("jax.numpy", "jax.nn", "jax.nn.initializers", "jax", "jax.lax", "flax.linen", "flax.nnx", "equinox",
+           "equinox.nn", "optax")  # fmt: skip
+
+
+class NotExpressible(Exception):
+    """A value a recipe cannot spell."""
+
+
+class Converter:
+    def __init__(self, target_path: str, target_module: str) -> None:
+        self.target_path = target_path
+        self.target_module = target_module
+        self.wide = False
+
+    def call(self, args: list[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if args:
+            out["args"] = [self.spec(a) for a in args]
+        if kwargs:
+            out["kwargs"] = {str(k): self.spec(v) for k, v in kwargs.items()}
+        return out
+
+    def spec(self, value: Any, depth: int = 0) -> Any:
+        if depth > 16:
+            raise NotExpressible("nested too deeply")
+        if value is None:
+            return {"kind": "none"}
+        if isinstance(value, bool | int | str):
+            return value
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                raise NotExpressible("a number that is not finite")
+            return value
+        if _is_array(value):
+            return self.array(value)
+        if isinstance(value, list | tuple):
+            return [self.spec(v, depth + 1) for v in value]
+        if isinstance(value, dict):
+            if not all(isinstance(k, str) for k in value) or "kind" in value or "ref" in value:
+                raise NotExpressible("a dict whose keys are not plain names")
+            return {k: self.spec(v, depth + 1) for k, v in value.items()}
+        if isinstance(value, enum.Enum):
+            return {"ref": self.ref(type(value)) + f".{value.name}"}
+        if isinstance(value, functools.partial):
+            out: dict[str, Any] = {"ref": "functools:partial", "args": [self.spec(value.func, depth + 1)]}
+            out["args"] += [self.spec(a, depth + 1) for a in value.args]
+            if value.keywords:
+                out["kwargs"] = {k: self.spec(v, depth + 1) for k, v in value.keywords.items()}
+            return out
+        if isinstance(value, type) or inspect.isfunction(value) or inspect.isbuiltin(value) or _is_jax_callable(value):
+            return {"ref": self.ref(value)}
+        if _is_linen(value):
+            return {"ref": self.ref(type(value)), "kwargs": self.linen_fields(value, depth + 1)}
+        if _is_config(value):
+            fields = [f for f in dataclasses.fields(value) if f.init]
+            config = {f.name: self.spec(getattr(value, f.name), depth + 1) for f in fields}
+            return {"ref": self.ref(type(value)), "kwargs": config}
+        name = getattr(value, "name", None)
+        if type(value).__name__ == "dtype" and isinstance(name, str) and name in _RECIPE_DTYPES:
+            return {"ref": f"jax.numpy:{name}"}
+        raise NotExpressible(f"a {type(value).__module__}.{type(value).__qualname__}")
+
+    def array(self, value: Any) -> dict[str, Any]:
+        import jax
+
+        dtype = value.dtype
+        try:
+            if jax.numpy.issubdtype(dtype, jax.dtypes.prng_key):
+                return {"kind": "key"}
+        except Exception:
+            pass
+        name = str(dtype)
+        if name not in _RECIPE_DTYPES:
+            raise NotExpressible(f"dtype {name}")
+        shape = [int(d) for d in value.shape] if all(isinstance(d, int) for d in value.shape) else None
+        if shape is None or any(d <= 0 for d in shape):
+            raise NotExpressible("a shape that is not positive integers")
+        self.wide = self.wide or name in _WIDE
+        out: dict[str, Any] = {"kind": "array", "shape": shape}
+        if name != "float32":
+            out["dtype"] = name
+        return out
+
+    def ref(self, obj: Any) -> str:
+        module = getattr(obj, "__module__", None) or ""
+        qual = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
+        if not isinstance(qual, str) or "<" in qual:
+            raise NotExpressible(f"{obj!r} cannot be imported by name")
+        if module == "__main__":
+            main = sys.modules.get("__main__")
+            if getattr(main, "__file__", None) == self.target_path:
+                module = self.target_module
+            else:
+                raise NotExpressible(f"{qual} is defined in a script")
+        if module.split(".", 1)[0] in ("jax", "jaxlib", "flax", "equinox", "optax") and (
+            "._" in module or module.startswith(("jax._src", "flax.linen.", "flax.nnx."))
+        ):
+            name = getattr(obj, "__name__", "")
+            for home in _PUBLIC:
+                found = sys.modules.get(home)
+                if found is not None and getattr(found, name, None) is obj:
+                    return f"{home}:{name}"
+        return f"{module}:{qual}"
+
+    def linen_fields(self, module: Any, depth: int = 0) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(module):
+            if not f.init or f.name in ("parent", "name"):
+                continue
+            value = getattr(module, f.name)
+            if f.default is not dataclasses.MISSING:
+                try:
+                    if value is f.default or (type(value) is type(f.default) and bool(value == f.default)):
+                        continue  # left at its default: the recipe need not say it
+                except Exception:
+                    pass
+            out[f.name] = self.spec(value, depth + 1)
+        return out
+
+
+def _is_array(value: Any) -> bool:
+    import jax
+    import numpy as np
+
+    return isinstance(value, jax.ShapeDtypeStruct | jax.Array | np.ndarray)
+
+
+def _is_jax_callable(value: Any) -> bool:
+    library = type(value).__module__.split(".", 1)[0] in ("jax", "jaxlib")
+    return callable(value) and library and hasattr(value, "__name__")
+
+
+def _is_linen(value: Any) -> bool:
+    linen = sys.modules.get("flax.linen")
+    return linen is not None and isinstance(value, linen.Module)
+
+
+def _is_config(value: Any) -> bool:
+    return dataclasses.is_dataclass(value) and not isinstance(value, type) and not _is_module(value)
+
+
+def _is_module(value: Any) -> bool:
+    for name, attr in (("flax.nnx", "Module"), ("equinox", "Module"), ("flax.linen", "Module")):
+        lib = sys.modules.get(name)
+        if lib is not None and isinstance(value, getattr(lib, attr)):
+            return True
+    return False
+
+
+def _bound_init(
+    cls: type, args: list[Any], kwargs: dict[str, Any], skip: str | None
+) -> tuple[list[Any], dict[str, Any]]:
+    """The constructor's arguments by name (positional-only ones stay positional), without ``skip``."""
+    try:
+        signature = inspect.signature(getattr(cls, "__init__"))  # noqa: B009  (the class's own, unbound)
+        bound = signature.bind(None, *args, **kwargs)
+    except (TypeError, ValueError):
+        if skip is not None:
+            kwargs = {k: v for k, v in kwargs.items() if k != skip}
+        return list(args), dict(kwargs)
+    out_args: list[Any] = []
+    out_kwargs: dict[str, Any] = {}
+    for i, (name, value) in enumerate(bound.arguments.items()):
+        if i == 0 or name == skip:
+            continue
+        kind = signature.parameters[name].kind
+        if kind is inspect.Parameter.POSITIONAL_ONLY:
+            out_args.append(value)
+        elif kind is inspect.Parameter.VAR_POSITIONAL:
+            out_args.extend(value)
+        elif kind is inspect.Parameter.VAR_KEYWORD:
+            out_kwargs.update(value)
+        else:
+            out_kwargs[name] = value
+    return out_args, out_kwargs
+
+
+def profile_table(
+    kind: str,
+    obj: Any,
+    init: tuple[list[Any], dict[str, Any]] | None,
+    args: list[Any],
+    kwargs: dict[str, Any],
+    profile: dict[str, Any],
+    target_path: str,
+    target_name: str,
+) -> dict[str, Any] | None:
+    """The ``[profiles.NAME]`` table (without ``target``) for the call, or None."""
+    from jaxlsp.capture.worker.loading.loading import module_name_for
+
+    conv = Converter(target_path, module_name_for(target_path)[0])
+    table: dict[str, Any] = {"kind": kind}
+    try:
+        if kind == "linen":
+            fields = conv.linen_fields(obj)
+            if fields:
+                table["init"] = {"kwargs": fields}
+        elif kind in ("nnx", "equinox"):
+            skip = _FILLED_BY_WORKER[kind]
+            if init is not None:
+                init_args, init_kwargs = _bound_init(type(obj), init[0], init[1], skip)
+            elif kind == "equinox" and dataclasses.is_dataclass(obj):
+                init_args = []
+                init_kwargs = {
+                    f.name: getattr(obj, f.name) for f in dataclasses.fields(obj) if f.init and f.name != skip
+                }
+            else:
+                return None  # an instance whose constructor arguments were not seen
+            made = conv.call(init_args, init_kwargs)
+            if made:
+                table["init"] = made
+        table["inputs"] = conv.call(args, kwargs)
+    except NotExpressible:
+        return None
+    for key in ("rngs", "mutable", "method"):
+        if profile.get(key):
+            table[key] = profile[key]
+    if conv.wide:
+        table["x64"] = True
+    return table
