@@ -38,10 +38,11 @@ import asyncio
 import contextlib
 import contextvars
 import os
+import subprocess
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 ENV = "JAXLSP_TEST_TIMEOUT_FACTOR"
 PROBE_SECONDS = 0.2  # wall time of the calibration loop
@@ -273,6 +274,36 @@ async def wait_for(awaitable: Awaitable[T], seconds: float) -> T:
             task.cancel()
             with contextlib.suppress(BaseException):
                 await task
+
+
+def run(args: Sequence[str], seconds: float, **kwargs: Any) -> subprocess.CompletedProcess[Any]:
+    """``subprocess.run(args, **kwargs)`` within a :class:`Deadline` of ``seconds`` (on the reference
+    machine, scaled here) in place of its ``timeout``: the process is killed and
+    :class:`subprocess.TimeoutExpired` raised only once the deadline is over."""
+    check = kwargs.pop("check", False)
+    given = kwargs.pop("input", None)
+    if kwargs.pop("capture_output", False):
+        kwargs["stdout"] = kwargs["stderr"] = subprocess.PIPE
+    if given is not None:
+        kwargs["stdin"] = subprocess.PIPE
+    deadline = Deadline(seconds)
+    with subprocess.Popen(args, **kwargs) as process:
+        while True:
+            try:  # asked again after a TimeoutExpired, communicate loses no output
+                out, err = process.communicate(given, timeout=max(deadline.left, 0.01))
+                break
+            except subprocess.TimeoutExpired:
+                given = None  # sent already (communicate refuses input once it has started)
+                if deadline.expired():
+                    process.kill()
+                    out, err = process.communicate()
+                    raise subprocess.TimeoutExpired(
+                        process.args, deadline.elapsed, output=out, stderr=err
+                    ) from RuntimeError(f"no exit within {deadline}")
+    done = subprocess.CompletedProcess(process.args, process.returncode, out, err)
+    if check:
+        done.check_returncode()
+    return done
 
 
 def describe() -> str:

@@ -8,18 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from jaxlsp.graph import io
-from tests.deadlines import scaled
+from tests import deadlines
 
 
-def run(args: list[str], cwd: Path, timeout: float = scaled(300)) -> subprocess.CompletedProcess[str]:
-    """``python -m jaxlsp ARGS`` in ``cwd``, its output captured, within ``timeout`` seconds."""
-    return subprocess.run(
-        [sys.executable, "-m", "jaxlsp", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
+def run(args: list[str], cwd: Path, seconds: float = 300) -> subprocess.CompletedProcess[str]:
+    """``python -m jaxlsp ARGS`` in ``cwd``, its output captured, within a deadline of ``seconds``
+    on the reference machine (``tests/deadlines.py``: it follows this machine while it waits)."""
+    return deadlines.run(
+        [sys.executable, "-m", "jaxlsp", *args], seconds, cwd=cwd, capture_output=True, text=True, check=False
     )
 
 

@@ -7,7 +7,6 @@ import subprocess
 from pathlib import Path
 
 from tests.cli import helpers
-from tests.deadlines import scaled
 from tests.discovery.helpers import write_tree
 from tests.notebook.helpers import write_notebook
 
@@ -15,7 +14,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return helpers.run(args, cwd, timeout=scaled(120))
+    return helpers.run(args, cwd, 120)
 
 
 def test_examples_json(tmp_path: Path) -> None:

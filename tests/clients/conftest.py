@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from tests import deadlines
+
 
 def in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
@@ -64,12 +66,14 @@ def with_venv_on_path(env: dict[str, str]) -> dict[str, str]:
 
 
 def run_editor(
-    argv: list[str], cwd: Path, env: dict[str, str], report: Path, timeout: float
+    argv: list[str], cwd: Path, env: dict[str, str], report: Path, seconds: float
 ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
-    """Run a headless editor script to its end; its JSON report (empty when it wrote none)."""
-    proc = subprocess.run(
-        argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout
-    )
+    """Run a headless editor script to its end, within a deadline of ``seconds`` on the reference
+    machine that follows this one while it runs (``tests/deadlines.py``); its JSON report (empty
+    when it wrote none). The script's own waits (``H.wait_for``, ``wait-for``) are deadlines on the
+    reference machine too: times ``JAXLSP_TEST_WAIT_FACTOR``, the factor measured as it starts."""
+    env = {**env, "JAXLSP_TEST_WAIT_FACTOR": f"{deadlines.factor():.3f}"}
+    proc = deadlines.run(argv, seconds, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True)
     return proc, json.loads(report.read_text()) if report.exists() else {}
 
 

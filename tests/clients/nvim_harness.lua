@@ -7,6 +7,14 @@ local uv = vim.uv or vim.loop
 local H = {}
 
 H.started = uv.hrtime()
+-- Waits are deadlines in ms on the reference machine, times the factor the test measured when it
+-- started this editor (tests/deadlines.py; run_editor puts it in JAXLSP_TEST_WAIT_FACTOR).
+H.factor = tonumber(os.getenv("JAXLSP_TEST_WAIT_FACTOR") or "") or 1
+
+--- `ms` of deadline on the reference machine, as long as this machine needs.
+function H.ms(ms)
+  return math.floor(ms * H.factor)
+end
 H.cfg = vim.json.decode(table.concat(vim.fn.readfile(assert(os.getenv("JAXLSP_NVIM_CONFIG"))), "\n"))
 H.report = {}
 
@@ -21,10 +29,10 @@ function H.step(name)
   table.insert(H.report.steps, { name = name, ms = math.floor((uv.hrtime() - H.started) / 1e6) })
 end
 
---- Wait (bounded) for `pred`; fail with `what` on timeout.
+--- Wait (bounded: `ms` on the reference machine, H.ms here) for `pred`; fail with `what` on timeout.
 function H.wait_for(what, ms, pred)
-  if not vim.wait(ms, pred, 20) then
-    error(("timed out after %d ms waiting for %s"):format(ms, what), 0)
+  if not vim.wait(H.ms(ms), pred, 20) then
+    error(("timed out after %d ms waiting for %s"):format(H.ms(ms), what), 0)
   end
 end
 
@@ -39,7 +47,7 @@ function H.stop_clients()
   for _, c in ipairs(vim.lsp.get_clients()) do
     c:stop()
   end
-  local stopped = vim.wait(5000, function()
+  local stopped = vim.wait(H.ms(5000), function()
     for _, c in ipairs(vim.lsp.get_clients()) do
       if not c:is_stopped() then
         return false
@@ -51,7 +59,7 @@ function H.stop_clients()
     for _, c in ipairs(vim.lsp.get_clients()) do
       c:stop(true)
     end
-    vim.wait(2000, function()
+    vim.wait(H.ms(2000), function()
       return #vim.lsp.get_clients() == 0
     end, 50)
   end

@@ -126,7 +126,7 @@ local function full()
   step("attached")
 
   -- The plugin refreshes lenses itself (on attach and when indexing ends): only wait here.
-  local waited = vim.wait(20000, function()
+  local waited = vim.wait(H.ms(20000), function()
     return lens_on(bufnr, cfg.predict_def_line, "Trace graph") ~= nil
   end, 20)
   report.lenses = lens_snapshot(bufnr)
@@ -145,7 +145,7 @@ local function full()
   step("traced")
 
   -- After the trace the plugin asks for lenses again: the title carries the figures.
-  local refreshed = vim.wait(10000, function()
+  local refreshed = vim.wait(H.ms(10000), function()
     local lens = lens_on(bufnr, cfg.predict_def_line, "Trace graph ·")
     -- and the traced entrypoint's other lenses, "Open graph" and "Trace with values", resolved too
     return lens ~= nil and lens.command.title:find("ops", 1, true) ~= nil
@@ -248,7 +248,7 @@ local function full()
   traced = jaxlsp.state.traced
   local before = #report.notes
   vim.cmd("JaxTrace")
-  local finished = vim.wait(60000, function()
+  local finished = vim.wait(H.ms(60000), function()
     if jaxlsp.state.traced > traced then
       return true
     end
@@ -301,7 +301,7 @@ local function attached_with_lens(bufnr, what)
   local client = attached_client(bufnr)
   record_client(client)
   report.cmd_cwd = client.config.cmd_cwd
-  local waited = vim.wait(20000, function()
+  local waited = vim.wait(H.ms(20000), function()
     return lens_on(bufnr, cfg.predict_def_line, "Trace graph") ~= nil
   end, 20)
   report.lenses = lens_snapshot(bufnr)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
 import textwrap
 import tomllib
@@ -23,13 +22,13 @@ from typing import Any
 import pytest
 
 from jaxlsp.trust_store import TrustStore
-from tests.deadlines import scaled
+from tests import deadlines
 
 REPO = Path(__file__).resolve().parents[2]
 EDITORS = REPO / "editors"
 EXTENSIONS_DOC = (REPO / "docs" / "lsp-extensions.md").read_text(encoding="utf-8")
 BIN = Path(sys.executable).parent
-TIMEOUT = scaled(60)  # seconds for one server handshake: a deadline, not a pace
+HANDSHAKE = 60  # seconds on the reference machine for one server handshake: a deadline, not a pace
 
 
 def _fenced(page: Path) -> list[tuple[str, str]]:
@@ -74,13 +73,13 @@ def handshake(command: list[str], options: Any, root: Path, tmp: Path) -> dict[s
         {"jsonrpc": "2.0", "method": "exit", "params": None},
     ]
     env = {**os.environ, "XDG_CONFIG_HOME": str(tmp / "config"), "XDG_CACHE_HOME": str(tmp / "cache")}
-    proc = subprocess.run(
+    proc = deadlines.run(
         [str(exe), *command[1:]],
+        HANDSHAKE,
         input=b"".join(_message(r) for r in requests),
         capture_output=True,
         env=env,
         cwd=root,
-        timeout=TIMEOUT,
     )
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-2000:]
     answers = {m.get("id"): m for m in _read_messages(proc.stdout) if "id" in m}

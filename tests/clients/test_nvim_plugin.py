@@ -38,7 +38,8 @@ REPO = HERE.parent.parent
 PLUGIN = REPO / "editors" / "nvim"
 WORKSPACES = HERE.parent / "workspaces"
 SCRIPT = HERE / "nvim_plugin.lua"
-TIMEOUT = scaled(180)  # seconds for a whole nvim run: a deadline, not a pace
+# scaled inside run_editor: seconds on the reference machine
+TIMEOUT = 180  # seconds for a whole nvim run: a deadline, not a pace
 
 
 class Run:

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.deadlines import scaled
+from tests.deadlines import Deadline
 from tests.robustness.helpers import Peer, server_env, untrusted_workspace
 
 INVALID_PARAMS, INTERNAL_ERROR, REQUEST_FAILED = -32602, -32603, -32803
@@ -141,13 +141,13 @@ def loop_workspace(tmp: Path) -> tuple[Path, Path]:
     return root, sentinel
 
 
-def wait_for_index(peer: Peer, timeout: float = scaled(60.0)) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
+def wait_for_index(peer: Peer, seconds: float = 60.0) -> None:
+    deadline = Deadline(seconds)  # seconds on the reference machine, following this one
+    while not deadline.expired():
         if any(m.get("method") == "workspace/codeLens/refresh" for m in peer.server_requests):
             return
         time.sleep(0.05)
-    raise AssertionError(f"the workspace index did not finish within {timeout} s")
+    raise AssertionError(f"the workspace index did not finish within {deadline}")
 
 
 def test_a_symlink_loop_is_named_never_an_internal_error(peer_factory: Any, tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from jaxlsp.server import transport
-from tests.deadlines import scaled
+from tests.deadlines import Deadline, scaled
 from tests.robustness.helpers import HOLD, Peer, record, server_env, untrusted_workspace
 
 INVALID_REQUEST, PARSE_ERROR, CANCELLED = -32600, -32700, -32800
@@ -59,7 +59,7 @@ def listed(ident: int) -> bytes:
     return json.dumps(body).encode()
 
 
-def stderr_after(peer: Peer, mark: int, timeout: float = scaled(30.0)) -> str:
+def stderr_after(peer: Peer, mark: int, seconds: float = 30.0) -> str:
     """The server's stderr from ``mark`` on, up to the line it logs for a marker (a line that is
     not a header, sent now with a request after it): every message before the marker has been
     handled by then, so what it left on stderr is there."""
@@ -67,8 +67,8 @@ def stderr_after(peer: Peer, mark: int, timeout: float = scaled(30.0)) -> str:
     write(peer, MARKER + b"Content-Length: %d\r\n\r\n" % len(listed(ident)) + listed(ident))
     assert peer.wait(ident)["result"] == []
     logged = f"skipped {len(MARKER)} bytes"
-    deadline = time.monotonic() + timeout
-    while logged.encode() not in peer.stderr[mark:] and time.monotonic() < deadline:
+    deadline = Deadline(seconds)  # seconds on the reference machine, following this one
+    while logged.encode() not in peer.stderr[mark:] and not deadline.expired():
         time.sleep(0.01)  # the reader thread copies stderr on its own schedule
     text = peer.stderr[mark:].decode(errors="replace")
     assert logged in text, text[-2000:]

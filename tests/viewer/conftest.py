@@ -56,7 +56,9 @@ class Browser:
         self.process = process
         self.shots = shots
 
-    async def send(self, cmd: str, timeout: float = scaled(60), **args: Any) -> Any:
+    async def send(self, cmd: str, timeout: float | None = None, **args: Any) -> Any:
+        """Send ``cmd`` and wait for its answer (``timeout``: seconds here, ``scaled(60)`` unless given)."""
+        timeout = scaled(60) if timeout is None else timeout  # scaled as it waits, not at import
         assert self.process.stdin is not None and self.process.stdout is not None
         self.process.stdin.write((json.dumps({"cmd": cmd, **args}) + "\n").encode())
         await self.process.stdin.drain()
