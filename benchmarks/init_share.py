@@ -6,7 +6,7 @@ checked as the call reads it); an NNX or Equinox model is built again under ``nn
 ``eqx.filter_eval_shape`` on every capture. This script builds the decoders of
 benchmarks/models/module_lms.py at two depths, in one fresh interpreter per (kind, depth), with
 the worker's own settings (its relaxed collector thresholds and O(1) tracer probes,
-capture/worker/tracing/jaxcompat.py), and prints per row the abstract init's and ``make_jaxpr``'s seconds,
+capture/worker/tracing/jaxcompat/), and prints per row the abstract init's and ``make_jaxpr``'s seconds,
 init / trace, and the slope of each over the two depths (log time over log depth; 1.0 is linear).
 It also runs the NNX init once without the tracer probes: NNX reads ``tracer.sharding`` on every
 Variable it makes, and JAX builds that attribute's error message from the whole trace so far.

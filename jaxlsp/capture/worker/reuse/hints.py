@@ -4,7 +4,7 @@
 Flax's partitioning boxes), the hint a capture leaves for the next; :func:`from_structure` reads
 it back. :class:`HintCheck` checks, as the trace reads each hinted variable, that an init of the
 model as it is now would give the same, and repairs variables of other shapes; the capture
-(worker/process/main.py) initialises for real whenever a hint neither holds nor is repaired.
+(worker/process/trace.py) initialises for real whenever a hint neither holds nor is repaired.
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ it reads is a constant or no input, it stages an effect or a new argument, or an
 method ran in it comes from a file that reads a module's identity or state that changes between
 calls (:data:`IDENTITY`: ``self.name``, ``self.path``, ``self.scope``, ``self.parent``,
 ``global``, ``nonlocal``, Python's own random numbers, the clock). A target with a jaxtyping
-contract check never replays (worker/process/main.py: a replayed call would skip its checks). What stays
+contract check never replays (worker/process/trace.py: a replayed call would skip its checks). What stays
 trusted is what the key cannot see: a module whose Python reads mutable state of another file. A
 capture can turn replay off (the request's ``replay: false``, the CLI's ``--no-replay``).
 
@@ -384,7 +384,7 @@ _INSTALLED: list[Any] = []  # Flax's own _call_wrapped_method, once ours replace
 def install() -> bool:
     """Put :class:`CallReplay`'s hook in front of Flax's ``Module._call_wrapped_method`` for good
     (it calls Flax's own when no replay is active): once a process, by the warm spare before it
-    forks (worker/process/main.py ``warm``), so that a capture changes no Flax class. False when this
+    forks (worker/process/warm.py ``warm``), so that a capture changes no Flax class. False when this
     Flax's module machinery is not the one known (every call is then traced)."""
     if _INSTALLED:
         return True

@@ -1,4 +1,4 @@
-"""What the warm spare does before it forks (jaxlsp/capture/worker/process/main.py ``warm``): a capture
+"""What the warm spare does before it forks (jaxlsp/capture/worker/process/warm.py ``warm``): a capture
 forked after it imports none of the worker's own modules. The spare runs with ``-B``, so each
 module a capture imports late is compiled from source in every capture (the compact result form,
 jaxlsp.graph.compact, was 10-30 ms of each one's ``json`` phase)."""
