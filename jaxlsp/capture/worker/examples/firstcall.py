@@ -69,9 +69,12 @@ class Hook:
         self.missing: str | None = None  # the watched method, when the target class has none
 
     # -- instrumentation -------------------------------------------------------------------------------
-    def compile(self, source: bytes, path: str) -> types.CodeType:
-        """``source`` of the target's file compiled with the first-call (and init) hooks."""
+    def compile(self, source: bytes, path: str, rewrite: Any = None) -> types.CodeType:
+        """``source`` of the target's file compiled with the first-call (and init) hooks (and,
+        with ``rewrite``, the file's other changes: pytest's assertion rewriting of a test file)."""
         tree = ast.parse(source, filename=path)
+        if rewrite is not None:
+            rewrite(tree, source, path)
         found = Instrument(self.owner, self.method).apply(tree)
         self.instrumented = self.instrumented or found
         return compile(tree, path, "exec", dont_inherit=True)

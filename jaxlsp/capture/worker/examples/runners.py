@@ -31,7 +31,7 @@ class Watched(Protocol):
     path: str
     workspace: Workspace
 
-    def compile(self, source: bytes, path: str) -> types.CodeType: ...
+    def compile(self, source: bytes, path: str, rewrite: Any = None) -> types.CodeType: ...
 
 
 class Delivered(BaseException):
@@ -144,9 +144,30 @@ class _HookedLoader(importlib.machinery.SourceFileLoader):
     """Loads the target's file compiled with the hooks, never from a bytecode cache."""
 
     hook: Watched
+    rewrite: Any = None  # pytest's assertion rewriting, for a target defined in a test file
 
     def get_code(self, fullname: str) -> types.CodeType:
-        return self.hook.compile(self.get_data(self.path), self.path)
+        return self.hook.compile(self.get_data(self.path), self.path, self.rewrite)
+
+
+def _assertion_rewriter(loader: Any) -> Any:
+    """For pytest's assertion-rewriting loader (the one a test file is imported with), a function
+    that rewrites a parsed file's asserts as that loader would; else None. A target defined inside
+    a test file (a helper vector field, a small module) is loaded by that loader: before, the
+    finder gave up on it, the test file ran uninstrumented and the run never saw the call."""
+    kind = type(loader)
+    if kind.__name__ != "AssertionRewritingHook" or not kind.__module__.startswith("_pytest."):
+        return None
+    try:
+        from _pytest.assertion.rewrite import rewrite_asserts
+    except ImportError:
+        return None
+    config = getattr(loader, "config", None)
+
+    def rewrite(tree: ast.Module, source: bytes, path: str) -> None:
+        rewrite_asserts(tree, source, path, config)
+
+    return rewrite
 
 
 class TargetFinder:
@@ -170,9 +191,11 @@ class TargetFinder:
             # a source file, also when another import hook loads it (jaxtyping's loader is a
             # SourceFileLoader that rewrites the file: the target's file is compiled ours alone)
             plain = isinstance(spec.loader, importlib.machinery.SourceFileLoader)
-            if origin and plain and os.path.realpath(origin) == self.hook.path:
+            rewrite = None if plain else _assertion_rewriter(spec.loader)
+            if origin and (plain or rewrite is not None) and os.path.realpath(origin) == self.hook.path:
                 loader = _HookedLoader(fullname, origin)
                 loader.hook = self.hook
+                loader.rewrite = rewrite
                 spec.loader = loader
                 return spec
             return None
