@@ -70,8 +70,6 @@ def test_no_fixed_wait_is_left_unscaled() -> None:
 # each ``scaled()`` at its wait (or a Deadline), then take the file off this list.
 SCALED_AT_IMPORT_FOR_NOW = (
     "server/test_transport.py",  # WRITER_DEADLINE
-    "robustness/helpers.py",  # Peer.TIMEOUT
-    "robustness/test_worker_faults.py",  # HANG_TIMEOUT
     "test_hostile.py",  # tests/capture/worker/...: COLD_HANG_TIMEOUT, WARM_HANG_TIMEOUT, a default
     "test_subprocess.py",  # tests/capture/worker/...: _run's default
 )

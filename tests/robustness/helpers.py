@@ -194,7 +194,7 @@ class Peer:
     can send what no well-behaved client library would (wrong types, 10 MB params, requests after
     shutdown). Server-to-client requests are answered by ``answers`` (method -> result function)."""
 
-    TIMEOUT = scaled(30.0)
+    WAIT = 30.0  # seconds on the reference machine for an answer, scaled at each wait
 
     def __init__(
         self,
@@ -315,10 +315,11 @@ class Peer:
     def wait(self, ident: int, timeout: float | None = None) -> dict[str, Any]:
         with self._lock:
             box = self._responses.setdefault(ident, queue.Queue())
+        timeout = timeout or scaled(self.WAIT)
         try:
-            reply = box.get(timeout=timeout or self.TIMEOUT)
+            reply = box.get(timeout=timeout)
         except queue.Empty:
-            raise AssertionError(f"no answer to request {ident} within {timeout or self.TIMEOUT} s") from None
+            raise AssertionError(f"no answer to request {ident} within {timeout:.1f} s") from None
         assert "closed" not in reply, f"the server closed its output before answering request {ident}"
         return reply
 
