@@ -4,7 +4,8 @@ In order: the best complete static call site of the target in the workspace (its
 the profile), else the profile proposed from the definition when it is complete (annotations say
 everything), else a run of the best runnable examples (the tests that reach the target, run in
 one pytest session in rank order, or else one script or module) up to the target's first call
-(when that run ends or fails without calling it, the next scripts or modules, at most two),
+(when that run ends or fails without calling it, the next scripts or modules, or the tests'
+session when the first run was not it, at most two),
 else a needs-input answer (pre-filled from the best partial call site when there is one) that also
 lists the runnable examples as choices. ``--from PATH[::TEST]`` runs that example. Nothing here
 runs user code: the worker does, later, and only what this chose.
@@ -110,11 +111,23 @@ def example_for(sites: Sequence[CallSite], root: Path) -> ExampleSpec | None:
 
 def fallbacks_for(sites: Sequence[CallSite], root: Path, first: ExampleSpec) -> list[ExampleSpec]:
     """The runnable examples auto tries after ``first`` (at most :data:`MAX_FALLBACKS`, best
-    first): the scripts and modules it did not run (tests all ran in ``first``'s session)."""
+    first): the scripts and modules it did not run, and, where the first of them ranks, the
+    tests' one session when ``first`` was not it (a notebook ranked first that fails at import
+    must leave the tests after it to run; when ``first`` ran them, they all ran)."""
     ran = {str(first.get("text")), *(str(t) for t in first.get("tests", []))}
+    tests_ran = first.get("kind") == "test"
     out: list[ExampleSpec] = []
     for s in sites:
-        if s.example is None or s.kind == "test":
+        if s.example is None:
+            continue
+        if s.kind == "test":
+            if not tests_ran:
+                tests_ran = True
+                session = example_for([t for t in sites if t.kind == "test"], root)
+                if session is not None:
+                    out.append(session)
+            if len(out) == MAX_FALLBACKS:
+                break
             continue
         spec = _parse(s.example, root, s.kind)
         if spec is not None and spec["text"] not in ran:  # as it runs: with its documented arguments

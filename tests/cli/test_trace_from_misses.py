@@ -4,6 +4,7 @@ builds the folder, runs the console script, and checks the inputs a run of an ex
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from tests.cli.helpers import expanded, run
@@ -41,3 +42,43 @@ def test_a_target_defined_inside_a_test_file_is_captured(tmp_path: Path) -> None
     assert tiny.returncode == 0, tiny.stderr
     assert "inputs from tests/test_field.py:33 (test)" in tiny.stdout.splitlines()
     assert [4] in _input_shapes(tmp_path / "t.json")
+
+
+def test_the_tests_run_when_a_notebook_ranked_first_fails_at_import(tmp_path: Path) -> None:
+    """A notebook calls the target on a complete literal too large for a profile (a real image
+    batch: refused, so it ranks first as a run), and needs a module this machine lacks; the tests
+    after it were never tried. They run next, under the same deadline."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'nbfirst'\n")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "model.py").write_text(
+        "import jax.numpy as jnp\n\n\ndef double(x):\n    return jnp.tanh(x) * 2\n"
+    )
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_model.py").write_text(
+        "import numpy as np\n\nfrom pkg.model import double\n\n\ndef make():\n"
+        "    return np.ones((4, 5), np.float32)\n\n\ndef test_double():\n"
+        "    assert double(make()).shape == (4, 5)\n"
+    )
+    cells = [
+        "import jax.numpy as jnp\nimport not_installed_anywhere\nfrom pkg.model import double",
+        "double(jnp.ones((8, 3, 512, 512)))",
+    ]
+    notebook = {
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": {},
+        "cells": [
+            {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": c} for c in cells
+        ],
+    }
+    (tmp_path / "demo.ipynb").write_text(json.dumps(notebook))
+    result = run(["trace", "pkg/model.py::double", "-o", "g.json"], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[:2] == [
+        "running demo.ipynb to learn the inputs",
+        "running tests/test_model.py::test_double to learn the inputs",
+    ]
+    assert "inputs from tests/test_model.py:11 (test)" in lines
+    assert _input_shapes(tmp_path / "g.json") == [[4, 5]]
