@@ -9,7 +9,10 @@ Only for what the same text cannot make different: the same request (profile, in
 options) to the same interpreter, no example run, no values, timing or compiled program (those
 measure a run). The graph's ``sources`` are every workspace file the capture read (the target,
 the modules it imported, the recipe, factories); a changed file that is not Python (the recipe,
-a notebook) always traces again. No pygls, no processes here.
+a notebook) always traces again. A graph any of whose Python sources reads positions while it runs
+(a frame's line, ``inspect.getsource``: :func:`jaxlsp.live.samecode.reads_positions`) is never
+moved, whichever file changed: a helper that reads its caller's line gets another value when
+only the caller's file moved. No pygls, no processes here.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from typing import Any
 from jaxlsp.capture.engine import Prepared, TraceOutcome
 from jaxlsp.graph.store import Trace
 from jaxlsp.live.relocate import relocate
-from jaxlsp.live.samecode import Moves, moves
+from jaxlsp.live.samecode import Moves, moves, reads_positions
 
 KEPT = 16  # traces remembered (the store keeps 16)
 MAX_TEXT = 4 << 20  # bytes: a bigger source is not kept, and its edits trace again
@@ -47,11 +50,13 @@ def request_key(prepared: Prepared) -> str | None:
 @dataclass
 class Kept:
     """What a stored trace's capture was: its request key, its outcome (the graph's small parts,
-    the inputs' origin) and the digests of its Python sources whose traced text is kept."""
+    the inputs' origin), the digests of its Python sources whose traced text is kept, and whether
+    one of them reads positions (or could not be read to tell): such a graph is never moved."""
 
     key: str
     outcome: TraceOutcome
     digests: dict[str, str]  # absolute path -> sha256 of the text as traced
+    reads_positions: bool = False
 
 
 class Reuse:
@@ -69,21 +74,25 @@ class Reuse:
             return
         digests: dict[str, str] = {}
         texts: dict[str, str] = {}
+        reads = False
         for spelled, digest in trace.info.sources.items():
             path = trace.resolve(spelled)
             if not path.endswith(".py"):
                 continue
             data = _read(path)
             if data is None or hashlib.sha256(data).hexdigest() != digest:
+                reads = True  # what it ran is not known to be free of frame reads
                 continue  # changed since the worker read it: an edit of it traces again
             try:
                 texts[digest] = data.decode("utf-8")
             except UnicodeDecodeError:
+                reads = True
                 continue
             digests[path] = digest
+            reads = reads or reads_positions(texts[digest])
         with self._lock:
             self._texts.update(texts)
-            self._kept[trace.id] = Kept(key, dataclasses.replace(outcome), digests)
+            self._kept[trace.id] = Kept(key, dataclasses.replace(outcome), digests, reads)
             while len(self._kept) > KEPT:
                 self._kept.popitem(last=False)
             live = {d for kept in self._kept.values() for d in kept.digests.values()}
@@ -95,7 +104,7 @@ class Reuse:
         labelled ``meta``, when a capture of ``key`` would give its program again; else None."""
         with self._lock:
             kept = self._kept.get(before.id)
-            if key is None or kept is None or kept.key != key:
+            if key is None or kept is None or kept.key != key or kept.reads_positions:
                 return None
             traced = {path: self._texts.get(digest) for path, digest in kept.digests.items()}
         moved: dict[str, Moves] = {}

@@ -8,11 +8,21 @@ their positions (``ast.dump``) and, when they are equal, pairs each node of the 
 its twin in the new one, so that a frame recorded in the old text (a node's start and end: what
 CPython's code positions are) can be placed in the new text without tracing again. A docstring
 is part of the tree: editing one is a change.
+
+Two things the tree does not hold change what the same tree runs, and are refused: the file's
+encoding (a coding cookie or a byte-order mark added, removed or changed decodes the same bytes
+to other strings; only UTF-8 is compared), and code that reads positions at run time (a frame's
+``f_lineno``, ``inspect.currentframe``, ``sys._getframe``, ``__code__.co_firstlineno``,
+``inspect.getsource``, ``traceback``: :func:`reads_positions`), whose values a blank line or a
+comment changes. Reading the file's own text some other way (``open(__file__)``) is not seen.
 """
 
 from __future__ import annotations
 
 import ast
+import codecs
+import io
+import tokenize
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
@@ -20,6 +30,22 @@ T = TypeVar("T")
 
 Span = tuple[int, int, int, int]  # line, column, end line, end column (1-based lines, code points)
 _AMBIGUOUS: Any = ()
+_BOM = "\ufeff"
+
+# names whose use reads a line, a frame or the source text while the program runs: an attribute,
+# a name, an imported name or a string (``getattr(frame, "f_lineno")``) spelled so
+_READS_POSITIONS = frozenset(
+    {
+        "f_lineno", "f_lasti", "f_back", "f_code", "co_firstlineno", "co_lines", "co_positions",
+        "co_lnotab", "co_linetable", "__code__", "tb_lineno", "tb_lasti", "tb_frame", "tb_next",
+        "__traceback__", "_getframe", "_current_frames", "currentframe", "getframeinfo",
+        "getouterframes", "getinnerframes", "getsource", "getsourcelines", "findsource",
+        "getcomments", "getlineno", "getblock", "extract_stack", "extract_tb", "format_stack",
+        "walk_stack", "walk_tb", "print_stack", "_getframemodulename",
+    }
+)  # fmt: skip
+_READING_MODULES = frozenset({"traceback", "linecache", "tokenize"})  # each reads lines or frames
+_INSPECT_CALLS = frozenset({"stack", "trace"})  # generic names: only as ``inspect.stack``
 
 
 @dataclass
@@ -53,7 +79,12 @@ def _known(found: T | None) -> T | None:
 
 def moves(old: str, new: str) -> Moves | None:
     """Where each node of ``old`` is in ``new``, when both parse to the same tree; None when
-    either does not parse or the trees differ."""
+    either does not parse, the trees differ, the declared encodings differ (or are not UTF-8), or
+    the code reads positions (:func:`reads_positions`)."""
+    coding = _encoding(old)
+    if coding is None or coding != _encoding(new):
+        return None
+    old, new = old.removeprefix(_BOM), new.removeprefix(_BOM)  # the tokenizer skips it: no column
     try:
         before, after = ast.parse(old), ast.parse(new)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -63,6 +94,8 @@ def moves(old: str, new: str) -> Moves | None:
             return None
     except RecursionError:
         return None
+    if _reads_positions(before):
+        return None  # the same tree, other values: a frame's line moved with the blank lines
     old_lines, new_lines = _lines(old), _lines(new)
     out = Moves()
     for a, b in zip(ast.walk(before), ast.walk(after), strict=True):
@@ -86,6 +119,62 @@ def moves(old: str, new: str) -> Moves | None:
             _put(out.line_spans, (first[0], a.end_lineno), (first[1], b.end_lineno))
             _put(out.first_lines, first[0], first[1])
     return out
+
+
+def reads_positions(text: str) -> bool:
+    """Whether ``text`` names something that reads a line number, a frame or source text while it
+    runs (what moving the text changes, where the tree does not); True when it does not parse."""
+    try:
+        return _reads_positions(ast.parse(text.removeprefix(_BOM)))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return True
+
+
+def _reads_positions(tree: ast.AST) -> bool:
+    inspect = {"inspect"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.partition(".")[0] in _READING_MODULES:
+                    return True
+                if alias.name == "inspect":
+                    inspect.add(alias.asname or "inspect")
+        elif isinstance(node, ast.ImportFrom):
+            # ``from .traceback import x`` is a workspace module of that name: not the library
+            module = (node.module or "").partition(".")[0] if node.level == 0 else ""
+            names = {alias.name for alias in node.names}
+            if module in _READING_MODULES or names & _READS_POSITIONS:
+                return True
+            if module == "inspect" and names & (_INSPECT_CALLS | {"*"}):
+                return True
+        elif isinstance(node, ast.Attribute):
+            if node.attr in _READS_POSITIONS:
+                return True
+            if node.attr in _INSPECT_CALLS and isinstance(node.value, ast.Name) and node.value.id in inspect:
+                return True
+        elif _named(node) in _READS_POSITIONS:
+            return True
+    return False
+
+
+def _named(node: ast.AST) -> str | None:
+    """The name a name node or a string constant spells."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return None
+
+
+def _encoding(text: str) -> str | None:
+    """The encoding Python reads ``text``'s file with (its BOM or coding cookie), when that is
+    UTF-8 (``utf-8``, or ``utf-8-sig`` with a BOM); None for any other, or an unknown one."""
+    try:
+        found, _ = tokenize.detect_encoding(io.BytesIO(text.encode("utf-8")).readline)
+        name = codecs.lookup(found).name
+    except (SyntaxError, LookupError, UnicodeError):
+        return None
+    return name if name in ("utf-8", "utf-8-sig") else None
 
 
 def _lines(text: str) -> list[str]:

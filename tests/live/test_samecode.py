@@ -68,3 +68,40 @@ def test_windows_line_endings_count_lines_as_python_does() -> None:
     found = moves("a = 1\r\nb = a\r\n", "a = 1\r\n\r\nb = a\r\n")
     assert found is not None
     assert found.span(2, 0, 2, 5) == (3, 0, 3, 5)
+
+
+def test_an_encoding_declaration_added_or_changed_is_a_change() -> None:
+    # the same characters, other bytes to Python: a latin-1 cookie reads "ü" (two UTF-8 bytes)
+    # as two characters, so len("ü") is 2 where it was 1
+    old = 'n = len("ü")\n'
+    assert moves(old, "# -*- coding: latin-1 -*-\n" + old) is None
+    assert moves("# coding: latin-1\nn = 1\n", "# coding: latin-1\n\nn = 1\n") is None  # not UTF-8
+    assert moves(old, "\ufeff" + old) is None  # a byte-order mark added
+    utf8 = moves(old, "# -*- coding: utf-8 -*-\n" + old)  # the encoding it had: the same program
+    assert utf8 is not None and utf8.first_line(1) == 2
+    bom = moves("\ufeff" + old, "\ufeff# c\n" + old)  # kept: no column of its own
+    assert bom is not None and bom.span(1, 4, 1, 12) == (2, 4, 2, 12)
+
+
+def test_code_that_reads_its_own_lines_or_frames_is_never_moved() -> None:
+    from jaxlsp.live.samecode import reads_positions
+
+    readers = [
+        "import inspect\n\ndef f(x):\n    return x[: inspect.currentframe().f_lineno]\n",
+        "import sys\nn = sys._getframe(0).f_lineno\n",
+        "def f():\n    pass\nn = f.__code__.co_firstlineno\n",
+        "import inspect\nn = len(inspect.getsource(len))\n",
+        "from inspect import getsourcelines\n",
+        "import inspect as ins\nn = len(ins.stack())\n",
+        "import traceback\nn = len(traceback.format_stack())\n",
+        "from traceback import extract_stack\n",
+        "def f(frame):\n    return getattr(frame, 'f_lineno')\n",
+    ]
+    for text in readers:
+        assert reads_positions(text), text
+        assert moves(text, "\n\n" + text) is None, text
+    quiet = "import inspect\nimport jax.numpy as jnp\nsig = inspect.signature(len)\ny = jnp.stack([1])\n"
+    assert not reads_positions(quiet)  # a signature and jnp.stack read no line
+    assert moves(quiet, "# c\n" + quiet) is not None
+    assert not reads_positions("from .traceback import helper\n")  # the workspace's own module
+    assert reads_positions("def f(:\n")  # cannot tell: as if it did

@@ -1,6 +1,8 @@
 """A graph whose positions were moved to an edited text (live/relocate.py) is the graph a real
 capture of that text gives: Linen modules, a multi-line call, a jaxtyping contract and a
-non-ASCII line, each traced twice in-process (before and after a comment and formatting edit)."""
+non-ASCII line, each traced twice in-process (before and after a comment and formatting edit);
+and the edits whose tree stays the same but whose capture differs (a coding cookie, a line
+number read while the program runs) are never moved."""
 
 from __future__ import annotations
 
@@ -159,3 +161,55 @@ def test_reuse_moves_the_newest_trace_only_while_the_program_is_the_same(run_cap
 
     (tmp_path / "cfg.json").write_text('{"width": 3}')
     assert reuse.moved(first, key, meta) is None  # a data file it read changed: a capture
+
+
+def _out_shape(graph: dict[str, Any]) -> list[Any]:
+    values = {v["id"]: v for v in graph["values"]}
+    return list(values[graph["outputs"][0]["value"]]["shape"])
+
+
+# a file whose program the tree does not hold all of: what its encoding makes of a string, and a
+# line number it reads while it runs
+READS_TEXT = 'import jax.numpy as jnp\n\n\ndef f(x):\n    return jnp.zeros(len("ünï")) + x.sum()\n'
+READS_LINE = (
+    "import inspect\n\nimport jax.numpy as jnp\n\n\n"
+    "def f(x):\n    return jnp.zeros(inspect.currentframe().f_lineno) + x.sum()\n"
+)
+# a helper that reads its caller's line: only the caller's file (which names no frame) moves
+CALLER = "import jax.numpy as jnp\nfrom lines import here\n\n\ndef f(x):\n    return jnp.zeros(here()) + x.sum()\n"
+LINES = "import sys\n\n\ndef here():\n    return sys._getframe(1).f_lineno\n"
+# a cookie (comment-only) and blank lines: the same syntax tree, another program
+EDITS = [
+    (READS_TEXT, "# -*- coding: latin-1 -*-\n" + READS_TEXT, [3], [5]),
+    (READS_LINE, READS_LINE.replace("def f", "\n\n\n\n\ndef f"), [7], [12]),
+    (CALLER, CALLER.replace("def f", "# more room\n\ndef f"), [6], [8]),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "was", "now"), EDITS, ids=["coding-cookie", "line-number", "caller-line"])
+def test_an_edit_the_tree_cannot_see_is_traced_again(
+    run_capture: Run, tmp_path: Path, old: str, new: str, was: list[int], now: list[int]
+) -> None:
+    from jaxlsp.capture.engine import TraceOutcome
+    from jaxlsp.capture.reuse import Reuse, request_key
+    from jaxlsp.graph import compact
+    from jaxlsp.graph.store import GraphStore
+
+    def capture(text: str) -> dict[str, Any]:
+        (tmp_path / "model.py").write_text(text, encoding="utf-8")  # the cookie's bytes are UTF-8's
+        sys.modules.pop("model", None)
+        sys.modules.pop("lines", None)
+        return graph_of(run_capture(request("model.py", "f", array(2), workspace=tmp_path)))
+
+    (tmp_path / "lines.py").write_text(LINES, encoding="utf-8")
+
+    graph = capture(old)
+    store = GraphStore()
+    meta = {"uri": "file:///model.py", "name": "f", "roots": {"base": str(tmp_path)}}
+    first = store.keep(GraphStore.build(compact.Packed(compact.encode(graph)), meta))
+    key = request_key(_prepared({"profile": {"inputs": {}}}))
+    reuse = Reuse()
+    reuse.remember(first, key, TraceOutcome(graph=first.info, capture=None, resolved=None))  # type: ignore[arg-type]
+    cold = capture(new)
+    assert (_out_shape(graph), _out_shape(cold)) == (was, now)  # what a capture of each gives
+    assert reuse.moved(first, key, {"uri": meta["uri"], "name": "f"}) is None  # not the old graph, moved
