@@ -135,7 +135,14 @@ class WorkspaceValues(Evaluator):
             file = self.source(ref.path)
             if file is None:
                 return Unknown(f"{ref.qual}: {ref.path} cannot be read")
-            return self.global_value(file, attr, None, depth + 1)
+            value = self.global_value(file, attr, None, depth + 1)
+            if isinstance(value, Unknown) and ref.path.name == "__init__.py":
+                # ``import pkg.model`` then ``pkg.model.double(x)``: the import made the submodule
+                # an attribute of its package, which the package's own file need not name
+                sub = self.index.modules.locate(f"{ref.qual}.{attr}", ref.path)
+                if sub is not None:
+                    return Ref(f"{ref.qual}.{attr}", sub, "")
+            return value
         return super().member(ref, attr, depth)
 
     def elsewhere(self, file: SourceFile, text: str, words: set[str], path: Path, name: str) -> bool:

@@ -82,3 +82,34 @@ def test_the_tests_run_when_a_notebook_ranked_first_fails_at_import(tmp_path: Pa
     ]
     assert "inputs from tests/test_model.py:11 (test)" in lines
     assert _input_shapes(tmp_path / "g.json") == [[4, 5]]
+
+
+def test_a_script_that_is_the_only_user_runs_not_an_unrelated_test(tmp_path: Path) -> None:
+    """``import pkg.model`` then ``pkg.model.double(x)``: the package's ``__init__.py`` does not
+    name ``model`` (the import makes it an attribute), so the use was not resolved, and the test
+    file that imports the module for another function ran instead of the script."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'onlyuser'\n")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "model.py").write_text(
+        "import jax.numpy as jnp\n\n\ndef double(x):\n    return jnp.tanh(x) * 2\n\n\n"
+        "def other(x):\n    return jnp.sin(x)\n"
+    )
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_other.py").write_text(
+        "import jax.numpy as jnp\n\nfrom pkg import model\n\n\ndef test_other():\n"
+        "    assert model.other(jnp.ones(3)).shape == (3,)\n"
+    )
+    (tmp_path / "train.py").write_text(
+        "import numpy as np\n\nimport pkg.model\n\n\ndef load():\n    return np.ones((6, 2), np.float32)\n\n\n"
+        "def main():\n    for _ in range(3):\n        print(pkg.model.double(load()))\n\n\n"
+        "if __name__ == '__main__':\n    main()\n"
+    )
+    listed = run(["examples", "pkg/model.py::double", "--json"], cwd=tmp_path)
+    assert {i["example"] for i in json.loads(listed.stdout)} == {"train.py"}  # its call, and its run
+    result = run(["trace", "pkg/model.py::double", "-o", "g.json"], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "running train.py to learn the inputs"
+    assert "inputs from train.py:12 (script)" in lines
+    assert _input_shapes(tmp_path / "g.json") == [[6, 2]]
