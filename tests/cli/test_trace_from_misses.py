@@ -113,3 +113,55 @@ def test_a_script_that_is_the_only_user_runs_not_an_unrelated_test(tmp_path: Pat
     assert lines[0] == "running train.py to learn the inputs"
     assert "inputs from train.py:12 (script)" in lines
     assert _input_shapes(tmp_path / "g.json") == [[6, 2]]
+
+
+def test_a_script_inside_a_package_runs_as_the_package_module(tmp_path: Path) -> None:
+    """``pkg/train.py`` beside a local ``pkg/optax.py`` (its own schedules) imports the installed
+    optax: run as a plain file, the script's folder came first on ``sys.path`` and the local file
+    shadowed it. Run as ``python -m pkg.train`` it imports the installed one, and a relative
+    import works too. A script that imports a sibling by its bare name still runs as a file."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'inpackage'\n")
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "model.py").write_text("import jax.numpy as jnp\n\n\ndef double(x):\n    return jnp.tanh(x) * 2\n")
+    (pkg / "optax.py").write_text("def schedule(step):\n    return 0.1 / (1 + step)\n")
+    (pkg / "train.py").write_text(
+        "import numpy as np\nimport optax\n\nfrom .model import double\nfrom pkg import optax as ours\n\n\n"
+        "def load():\n    return np.ones((3, 7), np.float32)\n\n\n"
+        "if __name__ == '__main__':\n    opt = optax.sgd(ours.schedule(0))\n    print(double(load()))\n"
+    )
+    result = run(["trace", "pkg/model.py::double", "-o", "g.json"], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "inputs from pkg/train.py:14 (script)" in result.stdout.splitlines()
+    assert _input_shapes(tmp_path / "g.json") == [[3, 7]]
+    (pkg / "helpers.py").write_text("import numpy as np\n\n\ndef load():\n    return np.ones((5, 7), np.float32)\n")
+    (pkg / "train.py").write_text(
+        "import helpers\n\nfrom model import double\n\n\nif __name__ == '__main__':\n"
+        "    print(double(helpers.load()))\n"
+    )
+    plain = run(["trace", "pkg/model.py::double", "-o", "g.json"], cwd=tmp_path)
+    assert plain.returncode == 0, plain.stderr
+    assert _input_shapes(tmp_path / "g.json") == [[5, 7]]
+
+
+def test_a_guarded_script_imports_the_repository_package(tmp_path: Path) -> None:
+    """``tools/run.py`` with an ``if __name__ == "__main__":`` guard imports the repository's
+    package from the root (as its editable install gives it): it failed with "No module named
+    'mylib'", where the same script without the guard (run as a module) imported it."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'guarded'\n")
+    (tmp_path / "mylib").mkdir()
+    (tmp_path / "mylib" / "__init__.py").write_text("")
+    (tmp_path / "mylib" / "model.py").write_text(
+        "import jax.numpy as jnp\n\n\ndef double(x):\n    return jnp.tanh(x) * 2\n"
+    )
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "run.py").write_text(
+        "import numpy as np\n\nfrom mylib.model import double\n\n\ndef load():\n"
+        "    return np.ones((2, 9), np.float32)\n\n\nif __name__ == '__main__':\n    print(double(load()))\n"
+    )
+    result = run(["trace", "mylib/model.py::double", "-o", "g.json"], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0] == "running tools/run.py to learn the inputs"
+    assert "inputs from tools/run.py:11 (script)" in result.stdout.splitlines()
+    assert _input_shapes(tmp_path / "g.json") == [[2, 9]]

@@ -15,7 +15,6 @@ import importlib
 import importlib.machinery
 import importlib.util
 import os
-import re
 import sys
 import types
 from typing import Any, Protocol
@@ -211,9 +210,8 @@ def run_example(example: dict[str, Any], hook: Watched, root: str) -> tuple[str,
         return _exec_notebook(path, hook)
     if kind == "script":
         sys.path[:] = [p for p in sys.path if p not in ("", root)]
-        sys.path.insert(0, os.path.dirname(path))
         sys.argv[:] = [path, *[str(a) for a in example.get("argv", [])]]
-        return _exec_main(path, hook)
+        return _exec_main(path, hook, root)
     from jaxlsp.capture.worker.loading.loading import module_name_for
 
     name, package_root = module_name_for(path)
@@ -233,35 +231,79 @@ def run_example(example: dict[str, Any], hook: Watched, root: str) -> tuple[str,
     return "finished", None, ""
 
 
-def _own_package(path: str, source: bytes) -> tuple[str, str] | None:
-    """The package a script lies in, and that package's root, when the script imports the
-    package by its absolute name (``from examples import datasets`` in
-    examples/mnist_classifier.py: its users run ``python -m examples.mnist_classifier``); else
-    None (``python path``)."""
+def _package_run(path: str, source: bytes) -> tuple[str, str] | None:
+    """The package a script lies in (its folder holds ``__init__.py``) and that package's root,
+    when the script is to run as ``python -m pkg.script``: ``pkg/train.py`` importing ``pkg.*``
+    or ``from . import``, and one beside a local ``optax.py`` that must not shadow the installed
+    optax. None (``python path``) outside a package, and for a script that imports by its bare
+    name a module found only beside it (``import utils`` with ``pkg/utils.py``, no installed
+    ``utils``): it was written to run as a plain file."""
     from jaxlsp.capture.worker.loading.loading import module_name_for
 
+    folder = os.path.dirname(path)
+    if not os.path.isfile(os.path.join(folder, "__init__.py")):
+        return None
     name, package_root = module_name_for(path)
     package = name.rpartition(".")[0]
     if not package:
         return None
-    top = re.escape(package.split(".")[0])
-    text = source.decode("utf-8", errors="replace")
-    if re.search(rf"^\s*(?:from\s+{top}(?:\.|\s+import)|import\s+{top}\b)", text, re.M) is None:
+    try:
+        tree = ast.parse(source, filename=path)
+    except SyntaxError:
         return None
+    for top in _bare_imports(tree):
+        beside = os.path.isfile(os.path.join(folder, f"{top}.py")) or os.path.isfile(
+            os.path.join(folder, top, "__init__.py")
+        )
+        if beside and not _installed(top, folder):
+            return None
     return package, package_root
 
 
-def _exec_main(path: str, hook: Watched) -> tuple[str, BaseException | None, str]:
-    """``python path`` (or ``python -m pkg.script``: :func:`_own_package`) in this process: a
-    fresh ``__main__``, instrumented when it is the target's file."""
+def _bare_imports(tree: ast.Module) -> set[str]:
+    """The top-level names a module imports absolutely (``import a.b``, ``from a import b``)."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def _installed(top: str, beside: str) -> bool:
+    """Whether module ``top`` is found somewhere other than the folder ``beside``."""
+    if top in sys.builtin_module_names:
+        return True
+    here = os.path.realpath(beside)
+    elsewhere = [p for p in sys.path if p and os.path.realpath(p) != here]
+    try:
+        return importlib.machinery.PathFinder.find_spec(top, elsewhere) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _exec_main(path: str, hook: Watched, root: str) -> tuple[str, BaseException | None, str]:
+    """``python path`` (or ``python -m pkg.script``: :func:`_package_run`) in this process: a
+    fresh ``__main__``, instrumented when it is the target's file. The workspace root (and its
+    ``src`` folder) go last on ``sys.path``, as an editable install of the repository's own
+    package puts them: a script that imports that package (``from mylib import model`` in
+    ``tools/run.py``) imports it, and an installed package still wins."""
     with open(path, "rb") as f:
         source = f.read()
     module = types.ModuleType("__main__")
     module.__file__ = path
-    package = _own_package(path, source)
-    if package is not None:  # last: an installed package named as a source folder there still wins
+    package = _package_run(path, source)
+    if package is None:
+        sys.path.insert(0, os.path.dirname(path))  # python path: the script's folder first
+    else:
         module.__package__ = package[0]
-        sys.path.append(package[1])
+        # last: an installed package named as a source folder there (jax's own checkout) still wins
+        if package[1] not in sys.path:
+            sys.path.append(package[1])
+    for folder in (root, os.path.join(root, "src")):
+        if root and os.path.isdir(folder) and folder not in sys.path:
+            sys.path.append(folder)
     module.__dict__["__builtins__"] = builtins
     saved = sys.modules.get("__main__")
     sys.modules["__main__"] = module
