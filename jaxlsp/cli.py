@@ -344,10 +344,12 @@ def _limits(args: argparse.Namespace) -> dict[str, int]:
 
 
 def _env(args: argparse.Namespace) -> int:
+    from jaxlsp.capture import userpath
     from jaxlsp.capture.compatibility import CACHE
     from jaxlsp.capture.install import plan_install
     from jaxlsp.capture.interpreters import InterpreterError, select_interpreter
 
+    userpath.add_workspace(Path.cwd())  # the workspace it checks for: its PYTHONPATH entries stay off
     try:
         selection = select_interpreter(workspace_root=Path.cwd(), request=args.python)
     except InterpreterError as exc:
@@ -438,7 +440,7 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument(
         "--python", help="the interpreter to capture in (default: recipe, .venv, $CONDA_PREFIX, $VIRTUAL_ENV, this one)"
     )
-    t.add_argument("--device", help="cpu or cuda:N (overrides the profile)")
+    t.add_argument("--device", help="cpu, cuda:N, tpu or tpu:N (overrides the profile)")
     t.add_argument(
         "--devices",
         type=int,
@@ -543,7 +545,7 @@ def parser() -> argparse.ArgumentParser:
 
     v = sub.add_parser("env", help="check the capture environment (interpreter, jax versions, backends)")
     v.add_argument("--python", help="the interpreter to check (default: .venv, $CONDA_PREFIX, $VIRTUAL_ENV, this one)")
-    v.add_argument("--device", default="cpu", help="the device traces will use: cpu or cuda:N")
+    v.add_argument("--device", default="cpu", help="the device traces will use: cpu, cuda:N, tpu or tpu:N")
     v.add_argument("--kind", choices=["function", "linen", "nnx", "equinox"], help="the target kind (flax, equinox)")
     v.add_argument("--json", action="store_true", help="print the report as JSON")
     v.set_defaults(func=_env)

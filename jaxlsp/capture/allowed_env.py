@@ -5,8 +5,9 @@ The server's environment may hold tokens and cloud credentials (``GITHUB_TOKEN``
 user's rights anyway, but it should see what a capture needs, not whatever the editor was started
 with. So the probe, the warm spare and every worker start from :func:`base_environment`; a
 profile's ``env = ["NAME", ...]`` adds named variables to one capture (sent in the request, set by
-the worker before any user import); the worker points ``TMPDIR`` into its scratch folder, which
-is removed with it (docs/security.md).
+the worker before any user import); ``PYTHONPATH`` and the user site reach the interpreter's
+``sys.path`` through :mod:`.userpath`, less anything a workspace controls; the worker points
+``TMPDIR`` into its scratch folder, which is removed with it (docs/security.md).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping
+
+from jaxlsp.capture import userpath
 
 # Exact names, and prefixes (ending in "_") of families, that pass.
 ALLOWED = frozenset({
@@ -31,9 +34,11 @@ def allowed(name: str) -> bool:
 
 
 def base_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The allow-listed part of ``environ`` (default: this process's environment)."""
+    """The allow-listed part of ``environ`` (default: this process's environment), plus where the
+    user's own Python finds packages (``PYTHONPATH``, the user site), in one variable that only
+    :mod:`.userpath`'s bootstrap code reads (``PYTHONPATH`` itself stays unset: ``-I`` ignores it)."""
     source = os.environ if environ is None else environ
-    return {k: v for k, v in source.items() if allowed(k)}
+    return {**{k: v for k, v in source.items() if allowed(k)}, **userpath.environment(source)}
 
 
 def named(names: Iterable[str], environ: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -1,15 +1,17 @@
 """The capture environment's compatibility check: can this interpreter trace this target?
 
 A small stdlib-only probe runs in the selected interpreter (``python -I -c PROBE``: isolated from
-``PYTHONPATH``, the user site and the current directory, but with its own site-packages, which is
-what is checked). It reads versions with ``importlib.metadata`` and finds accelerator plugins by
+the current directory, with its own site-packages and, as a capture gets them, the user's
+``PYTHONPATH`` and user site less anything a workspace controls (:mod:`.userpath`); that is what
+is checked). It reads versions with ``importlib.metadata`` and finds accelerator plugins by
 their distributions and ``jax_plugins`` entries, without importing jax or initialising XLA. The
 probe's findings are cached per interpreter, keyed by its path and mtime, and re-used while the
 site-packages folders it reported are unchanged (an install changes them); ``refresh`` re-runs it.
 
 The verdict (:func:`evaluate`) is pure: Python and jax / jaxlib versions against the supported
 range, flax or equinox when the target's kind needs them, and the backends the requested device
-needs (``cuda:N`` without a CUDA jaxlib is refused before any user import, never run on the CPU).
+needs (``cuda:N`` without a CUDA jaxlib, ``tpu``/``tpu:N`` without libtpu, are refused before
+any user import, never run on the CPU; an unknown device is refused too).
 Each problem names its fix; fixable ones carry the requirements to install (:mod:`.install`).
 """
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import json
 import os
 import re
@@ -29,8 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from jaxlsp.capture import allowed_env
+from jaxlsp.capture import allowed_env, userpath
 from jaxlsp.capture.interpreters import Selection
+from jaxlsp.capture.worker.core.protocol import DEVICE_CHOICES, device_platform
 
 MIN_PYTHON = (3, 10)  # the worker's floor (DESIGN: any interpreter with Python >= 3.10)
 # The supported range; README.md lists the tested versions (constraints.txt pins them).
@@ -42,7 +46,13 @@ PROBE_TIMEOUT = 30.0
 
 Severity = Literal["error", "warning"]
 
-PROBE = r"""
+PROBE = (
+    userpath.APPLY
+    + r"""
+try:
+    _jaxlsp_user_path(0)
+except Exception:
+    pass
 import json, os, platform, re, sys
 out = {"python": platform.python_version(), "pythonInfo": list(sys.version_info[:3]),
        "executable": sys.executable, "prefix": sys.prefix, "basePrefix": sys.base_prefix,
@@ -75,9 +85,11 @@ try:
 except Exception:
     dirs = []
 dirs += [p for p in sys.path if p.endswith("-packages")]
+dirs += json.loads(os.environ.get("JAXLSP_USER_PATH") or "{}").get("path") or []
 out["siteDirs"] = [d for d in dict.fromkeys(dirs) if os.path.isdir(d)]
 sys.stdout.write("\n" + sys.argv[1] + json.dumps(out) + "\n")
 """
+)
 
 
 @dataclass(frozen=True)
@@ -262,8 +274,13 @@ def evaluate(
                     package=package,
                 )
             )
-    if device.startswith("cuda") and probe.packages.get("jaxlib"):
+    parsed = device_platform(device)
+    if parsed is None:
+        problems.append(Problem(f"unknown device {device!r}", f"name one of {DEVICE_CHOICES}", package="device"))
+    elif parsed[0] == "cuda" and probe.packages.get("jaxlib"):
         problems.extend(_cuda_problems(selection, probe, device, driver))
+    elif parsed[0] == "tpu" and probe.packages.get("jaxlib"):
+        problems.extend(_tpu_problems(selection, probe, device))
     return problems
 
 
@@ -304,6 +321,25 @@ def _cuda_problems(selection: Selection, probe: Probe, device: str, driver: str 
             )
         ]
     return []
+
+
+def _tpu_problems(selection: Selection, probe: Probe, device: str) -> list[Problem]:
+    """``tpu``/``tpu:N`` needs JAX's TPU backend (libtpu) in the interpreter; refused before any
+    user import, never traced on the CPU instead."""
+    if "tpu" in probe.backends:
+        return []
+    have = ", ".join(probe.backends) or "none"
+    # No install is offered: jax[tpu] is a pip route only (conda-forge has no libtpu), and it
+    # helps only on a machine with a chip; the fix names the command instead.
+    return [
+        Problem(
+            f"device {device} needs JAX's TPU backend (libtpu), but {selection.python} has only the backends "
+            f"[{have}]; nothing was imported, and a capture never falls back to the CPU",
+            'pip install "jax[tpu]" in that interpreter (it brings libtpu), or trace on the CPU instead '
+            '(device = "cpu" in the profile, the setting jaxlsp.device, or --device cpu)',
+            package="jaxlib",
+        )
+    ]
 
 
 def run_probe(python: str, timeout: float = PROBE_TIMEOUT) -> Probe:
@@ -409,10 +445,13 @@ class EnvironmentCache:
 
     @staticmethod
     def _key(python: str) -> tuple[str, int]:
+        # The user's path (PYTHONPATH, the user site) is part of what the probe saw: another
+        # shell's PYTHONPATH is another environment.
+        where = hashlib.sha256(userpath.environment()[userpath.ENV_NAME].encode()).hexdigest()[:16]
         try:
-            return python, os.stat(python).st_mtime_ns
+            return f"{python}\0{where}", os.stat(python).st_mtime_ns
         except OSError:
-            return python, -1
+            return f"{python}\0{where}", -1
 
     @staticmethod
     def _stamps(dirs: list[str]) -> dict[str, int]:
@@ -446,7 +485,7 @@ class EnvironmentCache:
 
     def forget(self, python: str) -> None:
         with self._lock:
-            for key in [k for k in self._probes if k[0] == python]:
+            for key in [k for k in self._probes if k[0].split("\0", 1)[0] == python]:
                 del self._probes[key]
         if self.disk:
             data = self._disk_load()

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jaxlsp.capture import allowed_env, interpreters, staging
+from jaxlsp.capture import allowed_env, interpreters, staging, userpath
 from jaxlsp.capture.options import DEFAULT_OPTIONS
 from jaxlsp.capture.staging import Stage
 
@@ -164,6 +164,7 @@ def start(
         if found is not None and RECIPE_KEYS.search(found.read_text(encoding="utf-8", errors="replace")):
             return None
         staging.check_platform()
+        userpath.add_workspace(workspace_root)  # before the worker starts: PYTHONPATH stays outside it
         chosen = interpreters.select_interpreter(workspace_root=workspace_root, request=python)
         resolved = staging.resolve_interpreter(chosen.python)
         staged = staging.stage()

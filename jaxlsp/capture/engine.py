@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from jaxlsp.capture import allowed_env, autoinputs, compatibility, interpreters
+from jaxlsp.capture import allowed_env, autoinputs, compatibility, interpreters, userpath
 from jaxlsp.capture.autoinputs import Origin
 from jaxlsp.capture.compatibility import Report
 from jaxlsp.capture.early import workspace_root_for as workspace_root_for  # where it lived: a public name
@@ -227,6 +227,7 @@ def select_with_origin(req: TraceRequest) -> tuple[Resolved, Path | None, Origin
     file = req.file.resolve()
     if not file.is_file():
         raise TraceFailure("refused", f"no such file: {req.file}")
+    userpath.add_workspace(req.workspace_root)  # before any probe or worker: PYTHONPATH stays outside it
     recipe_path = req.recipe.resolve() if req.recipe else find_recipe(file, req.workspace_root.resolve())
     try:
         # Lenient: a broken profile is reported when it is the one chosen, never for the others.

@@ -14,8 +14,10 @@ that is unusable, a fresh private temporary folder. An unchanged tree reuses its
 
 The worker then starts as ``[python, "-I", "-B", "-c", BOOTSTRAP, stage, memory, result_fd]``:
 ``-I`` keeps ``PYTHONPATH``, ``PYTHONHOME``, the user site and the current directory off
-``sys.path``; ``-B`` writes no bytecode for the user's modules (an edit of equal size within the
-same second must never load stale code). BOOTSTRAP puts the staging folder at ``sys.path[0]``,
+``sys.path``; the user's own ``PYTHONPATH`` and user site then come back, less anything a workspace
+controls, through :mod:`.userpath` (JAX often lives there); ``-B`` writes no bytecode for the
+user's modules (an edit of equal size within the same second must never load stale code).
+BOOTSTRAP puts the staging folder at ``sys.path[0]``,
 applies the memory cap and calls the worker's ``main()``.
 
 The staged modules' bytecode is cached inside the stage (``__pycache__`` beside each file, one
@@ -42,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import jaxlsp
-from jaxlsp.capture import allowed_env
+from jaxlsp.capture import allowed_env, userpath
 from jaxlsp.capture.worker import STAGED_PACKAGES
 
 MIN_PYTHON = (3, 10)
@@ -55,11 +57,20 @@ STALE_AFTER = 7 * 24 * 3600.0  # seconds; older unused stages are removed when a
 #: interpreter where the whole server is installed (an editable install's finder would otherwise
 #: serve ``jaxlsp.discovery`` and friends from the checkout). Staged modules load through
 #: ``_StagedLoader``: their bytecode cached in the stage as checked-hash pycs (the module docstring).
-PROLOGUE = """\
+PROLOGUE = (
+    """\
 import os, sys
 sys.dont_write_bytecode = True
 stage = sys.argv.pop(1)
 sys.path.insert(0, stage)
+"""
+    + userpath.APPLY
+    + """\
+try:
+    _jaxlsp_user_path(1)
+except Exception:
+    pass
+del _jaxlsp_user_path
 from importlib.machinery import PathFinder, SourceFileLoader
 class _StagedLoader(SourceFileLoader):
     def get_code(self, fullname):
@@ -107,6 +118,7 @@ class _OnlyStaged:
         return spec
 sys.meta_path.insert(0, _OnlyStaged)
 """
+)
 
 #: The cold worker: argv = [stage, memory bytes (0: none), result fd, worker module, preload].
 #: Applies the memory cap (soft RLIMIT_AS, before anything heavy is imported) and calls the

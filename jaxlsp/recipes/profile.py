@@ -16,7 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from jaxlsp.capture.worker.core.protocol import CallSpec, ExampleSpec, ResolvedProfile, Target, TargetKind
+from jaxlsp.capture.worker.core.protocol import (
+    DEVICE_CHOICES,
+    CallSpec,
+    ExampleSpec,
+    ResolvedProfile,
+    Target,
+    TargetKind,
+)
 from jaxlsp.recipes import examples, schema
 from jaxlsp.recipes.locate import problem_at
 from jaxlsp.recipes.mesh import check_devices, check_mesh
@@ -250,7 +257,7 @@ def _choice(ctx: Context, path: KeyPath, value: object, allowed: tuple[str, ...]
     if allowed is None:  # the device
         if isinstance(value, str) and schema.DEVICE.fullmatch(value):
             return value
-        ctx.error(path, f'expected "cpu" or "cuda:N" (N a device number), got {show(value)}')
+        ctx.error(path, f"expected {DEVICE_CHOICES} (N a device number), got {show(value)}")
         return None
     if value not in allowed:
         ctx.error(path, f"expected one of {schema.one_of(allowed)}, got {show(value)}")

@@ -9,6 +9,7 @@ import difflib
 import re
 from typing import Final
 
+from jaxlsp.capture.worker.core import protocol
 from jaxlsp.recipes.problems import quote_string, toml_value
 
 VERSION: Final = 1
@@ -37,6 +38,7 @@ PROFILE_KEYS: Final = (
     "symbolic",
     "devices",
     "mesh",
+    "topology",
     "env",
     "from",
 )
@@ -94,7 +96,7 @@ SEEDED_GENERATORS: Final = ("normal", "uniform", "randint")
 
 IDENTIFIER: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 DOTTED: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
-DEVICE: Final = re.compile(r"cpu|cuda:(0|[1-9][0-9]*)")
+DEVICE: Final = protocol.DEVICE  # cpu | cuda:N | tpu | tpu:N, one spelling with the worker
 
 
 def suggest(key: str, allowed: tuple[str, ...] | list[str]) -> str:

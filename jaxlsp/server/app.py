@@ -26,6 +26,7 @@ from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.uris import to_fs_path
 
 from jaxlsp import __version__
+from jaxlsp.capture import userpath
 from jaxlsp.graph import collector
 from jaxlsp.server import transport, wire
 from jaxlsp.server.display import quoted, visible, visible_lines
@@ -300,6 +301,8 @@ class JaxServer(LanguageServer):
         if not roots:
             root = params.root_path or (to_fs_path(params.root_uri) if params.root_uri else None)
             self._add_root(roots, root)
+        for root in roots:  # no PYTHONPATH entry inside a workspace reaches a capture (capture/userpath.py)
+            userpath.add_workspace(root)
         self.session.support = ClientSupport.from_capabilities(params.capabilities)
         self.session.options = Options.parse(params.initialization_options)
         self.session.start(roots)

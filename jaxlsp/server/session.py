@@ -49,7 +49,7 @@ class Options:
     trusted: bool = False  # the editor's own workspace trust (VS Code fills it)
     python: str | None = None  # the setting jaxlsp.python: the interpreter to capture in
     selected_python: str | None = None  # the client's selected interpreter (VS Code: the Python extension's)
-    device: str | None = None  # cpu | cuda:N for every trace, over the profile's (like --device)
+    device: str | None = None  # cpu | cuda:N | tpu | tpu:N for every trace, over the profile's (like --device)
     limits: dict[str, int] | None = None  # graph-size limits {equations, values, bytes} over the defaults
     timeout: float | None = None
     inlay_hints: bool = False  # shapes at the end of assignment lines (off by default)

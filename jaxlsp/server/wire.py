@@ -23,7 +23,7 @@ class Size:
 Name = Annotated[str, Size(1024, least=1)]  # a target's qualified name, a profile, a needs-input path
 Dims = Annotated[dict[Name, int], Size(64)]  # sizes of symbolic dimensions, for a values run
 Id = Annotated[str, Size(256, least=1)]  # trace, node, group ids and page cursors
-Device = Annotated[str, Size(64)]  # cpu | cuda:N
+Device = Annotated[str, Size(64)]  # cpu | cuda:N | tpu | tpu:N (protocol.DEVICE)
 
 EntrypointKind = Literal["function", "linen", "nnx", "equinox"]
 FieldKind = Literal["field", "positionalOnly", "positional", "varPositional", "keywordOnly", "varKeyword"]

@@ -21,6 +21,8 @@ from jaxlsp.recipes import (
 from jaxlsp.recipes.schema import DTYPES
 from tests.recipes.test_helpers import HEADER, inputs, load, needs, problems, profile, write
 
+CHOICES = '"cpu", "cuda:N", "tpu" or "tpu:N"'
+
 # -- a whole profile ----------------------------------------------------------------------------
 
 
@@ -132,7 +134,7 @@ def test_every_kind(tmp_path: Path, kind: str) -> None:
     assert isinstance(result, Resolved) and result.target["kind"] == kind
 
 
-@pytest.mark.parametrize("device", ["cpu", "cuda:0", "cuda:12"])
+@pytest.mark.parametrize("device", ["cpu", "cuda:0", "cuda:12", "tpu", "tpu:0", "tpu:3"])
 def test_devices(tmp_path: Path, device: str) -> None:
     assert profile(tmp_path, f'device = "{device}"\n')["device"] == device
 
@@ -614,8 +616,10 @@ def test_64_bit_needs_x64(tmp_path: Path, dtype: str) -> None:
             "inputs, transform, rngs, mutable, method, load, dims, symbolic, devices, mesh, env, from)",
         ),
         ('kind = "torch"', 'profiles.p.kind: expected one of "function", "linen", "nnx", "equinox", got "torch"'),
-        ('device = "gpu"', 'profiles.p.device: expected "cpu" or "cuda:N" (N a device number), got "gpu"'),
-        ('device = "cuda:01"', 'profiles.p.device: expected "cpu" or "cuda:N" (N a device number), got "cuda:01"'),
+        ('device = "gpu"', f'profiles.p.device: expected {CHOICES} (N a device number), got "gpu"'),
+        ('device = "cuda:01"', f'profiles.p.device: expected {CHOICES} (N a device number), got "cuda:01"'),
+        ('device = "tpu:01"', f'profiles.p.device: expected {CHOICES} (N a device number), got "tpu:01"'),
+        ('device = "tpu0"', f'profiles.p.device: expected {CHOICES} (N a device number), got "tpu0"'),
         ("seed = -3", "profiles.p.seed: expected an integer from 0 to 4294967295, got -3"),
         ("seed = true", "profiles.p.seed: expected an integer from 0 to 4294967295, got true"),
         ("seed = 4294967296", "profiles.p.seed: expected an integer from 0 to 4294967295, got 4294967296"),

@@ -57,7 +57,24 @@ def realpath(path: str) -> str:
 def installed(real: str) -> bool:
     """A real path in an installed package (site-packages, dist-packages) or the standard library:
     what the warm spare may preload, and what is never the user's code."""
-    return any(part in _LIBRARY_PARTS for part in real.split(os.sep)) or real.startswith(_stdlib())
+    return (
+        any(part in _LIBRARY_PARTS for part in real.split(os.sep))
+        or real.startswith(_stdlib())
+        or real.startswith(_user_path())
+    )
+
+
+@functools.cache
+def _user_path() -> tuple[str, ...]:
+    """The user's ``PYTHONPATH`` entries the client passed (``JAXLSP_USER_PATH``, capture/userpath.py):
+    where JAX lives on a TPU image or a cluster module, installed code as site-packages is."""
+    import json
+
+    try:
+        entries = json.loads(os.environ.get("JAXLSP_USER_PATH") or "{}").get("path") or []
+    except (ValueError, AttributeError):
+        return ()
+    return tuple(sorted({realpath(p).rstrip(os.sep) + os.sep for p in entries if isinstance(p, str) and p}))
 
 
 @functools.cache

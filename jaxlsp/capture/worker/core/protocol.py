@@ -10,12 +10,28 @@ by their sizes, missing seeds filled with the profile's): the worker only builds
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired, TypedDict
+import re
+from typing import Any, Final, Literal, NotRequired, TypedDict
 
 TargetKind = Literal["function", "linen", "nnx", "equinox"]
 ErrorKind = Literal[
     "import", "trace", "timeout", "crash", "memory", "refused", "needs_input", "internal", "example"
 ]  # fmt: skip
+
+#: The devices a profile, ``--device`` and the server's ``device`` setting may name: ``cpu``,
+#: ``cuda:N``, ``tpu`` (the first TPU) and ``tpu:N``. The recipes, the environment check and
+#: the worker read this one spelling, so a device one accepts is never unknown to another.
+DEVICE: Final = re.compile(r"cpu|cuda:(0|[1-9][0-9]*)|tpu(:(0|[1-9][0-9]*))?")
+DEVICE_CHOICES: Final = '"cpu", "cuda:N", "tpu" or "tpu:N"'
+
+
+def device_platform(device: str) -> tuple[str, int] | None:
+    """``(platform, index)`` of a device spelled as :data:`DEVICE` allows (``tpu`` is ``tpu:0``;
+    the CPU's index is 0), else None."""
+    if not DEVICE.fullmatch(device):
+        return None
+    platform, _, index = device.partition(":")
+    return platform, int(index or 0)
 
 
 class Generator(TypedDict):
@@ -129,7 +145,7 @@ class ResolvedProfile(TypedDict):
     """A validated profile with everything the worker needs; what the graph records as ``profile``."""
 
     name: str | None  # the profile's name in jaxlsp.toml, None for a proposed or CLI-made one
-    device: str  # "cpu" | "cuda:N"
+    device: str  # "cpu" | "cuda:N" | "tpu" | "tpu:N" (DEVICE)
     devices: NotRequired[int]  # N virtual CPU devices (pmap, shard_map, meshes); CPU only
     mesh: NotRequired[MeshSpec]  # the inputs' shardings name its axes; traced under jax.set_mesh
     seed: int

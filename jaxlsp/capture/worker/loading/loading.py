@@ -61,9 +61,28 @@ def setup_sys_path(target_path: str, workspace_root: str, site_folders: list[str
     extra = [os.path.abspath(f) for f in site_folders or [] if os.path.abspath(f) not in (folder, root)]
     ours = {folder, root, *extra}
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) not in ours and p != ""]
+    _drop_user_path_inside(root)
     sys.path[0:0] = [folder, *dict.fromkeys(extra)]
     if root:
         sys.path.append(root)
+
+
+def _drop_user_path_inside(root: str) -> None:
+    """Take off ``sys.path`` the user's ``PYTHONPATH`` entries (capture/userpath.py) inside the
+    workspace root: the client keeps them off already, this holds for a warm spare started before
+    it knew this workspace. Nothing a workspace controls is searched ahead of its own root."""
+    if not root:
+        return
+    import json
+
+    try:
+        entries = json.loads(os.environ.get("JAXLSP_USER_PATH") or "{}").get("path") or []
+    except (ValueError, AttributeError):
+        return
+    real_root = os.path.realpath(root).rstrip(os.sep) + os.sep
+    inside = {p for p in entries if isinstance(p, str) and (os.path.realpath(p) + os.sep).startswith(real_root)}
+    if inside:
+        sys.path[:] = [p for p in sys.path if p not in inside]
 
 
 # The files the capture opens for reading (the ``open`` audit event), while a Loader records.

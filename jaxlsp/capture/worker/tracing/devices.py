@@ -1,5 +1,9 @@
 """JAX's configuration before any user import: x64, the platform, the device to trace under and
 the number of virtual CPU devices; an unavailable device is refused.
+
+Devices are ``cpu``, ``cuda:N``, ``tpu`` and ``tpu:N`` (``protocol.DEVICE``). A TPU is opened
+only here, in the capture's own process (a fork of the warm spare, which never starts a backend,
+or a cold worker), and released when it exits: libtpu lets one process at a time hold the chip.
 """
 
 from __future__ import annotations
@@ -9,6 +13,7 @@ import os
 from typing import Any
 
 from jaxlsp.capture.worker.core.failures import CaptureError
+from jaxlsp.capture.worker.core.protocol import DEVICE_CHOICES, device_platform
 
 
 def configure_jax(device: str, x64: bool, jax_ready: bool, devices: int | None = None) -> Any:
@@ -23,8 +28,10 @@ def configure_jax(device: str, x64: bool, jax_ready: bool, devices: int | None =
     """
     from jaxlsp.capture.worker.tracing import jaxcompat
 
-    if device != "cpu" and not (device.startswith("cuda:") and device[5:].isdigit()):
-        raise CaptureError("refused", f"unknown device {device!r}: expected 'cpu' or 'cuda:N'")
+    parsed = device_platform(device)
+    if parsed is None:
+        raise CaptureError("refused", f"unknown device {device!r}: expected {DEVICE_CHOICES}")
+    platform, index = parsed
     if devices is not None and device != "cpu":
         raise CaptureError(
             "refused", f"devices = {devices} makes virtual CPU devices; the profile's device is {device}"
@@ -38,20 +45,35 @@ def configure_jax(device: str, x64: bool, jax_ready: bool, devices: int | None =
     initialised = jaxcompat.backends_initialized()
     if devices is not None:
         _cpu_devices(config, devices, initialised)
-    if device == "cpu":
+    if platform == "cpu":
         if not initialised:
             config.update("jax_platforms", "cpu")
         return None
-    index = int(device[5:])
     if not initialised:
-        config.update("jax_platforms", "cuda")
+        # The CPU stays beside a TPU, as on a TPU machine where the user runs the program: the
+        # accelerator is the default backend, host-side helpers keep theirs.
+        config.update("jax_platforms", platform if platform == "cuda" else f"{platform},cpu")
     try:
-        found = jax.devices("cuda")
+        found = jax.devices(platform)
     except Exception as exc:
-        raise CaptureError("refused", f"device {device} is unavailable: {type(exc).__name__}: {exc}") from None
+        raise CaptureError("refused", _unavailable(device, platform, exc)) from None
     if index >= len(found):
-        raise CaptureError("refused", f"device {device} is unavailable: only {len(found)} CUDA device(s) found")
+        raise CaptureError(
+            "refused", f"device {device} is unavailable: only {len(found)} {platform.upper()} device(s) found"
+        )
     return found[index]
+
+
+def _unavailable(device: str, platform: str, exc: Exception) -> str:
+    """Why ``device`` could not be opened, with JAX's own words; a TPU held by another program
+    says so (libtpu lets one process at a time open the chip, and never falls back)."""
+    text = f"device {device} is unavailable: {type(exc).__name__}: {exc}"
+    if platform == "tpu" and ("lockfile" in str(exc) or "in use" in str(exc).lower() or "busy" in str(exc).lower()):
+        text += (
+            "; one process at a time can hold a TPU, and another program (a training run, a notebook, "
+            "another capture) holds it: stop it, or trace on the CPU (--device cpu)"
+        )
+    return text
 
 
 DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
