@@ -36,7 +36,8 @@ MAX_FALLBACKS = 2  # further examples run, one after another, when the first run
 @dataclass
 class Origin:
     """Where the inputs came from: ``profile`` (a recipe), ``site`` (a static call site),
-    ``proposal`` (the definition), ``example`` (a run of ``example``)."""
+    ``proposal`` (the definition), ``example`` (a run of ``example``), ``learned`` (a call an
+    earlier capture recorded: capture/signatures.py)."""
 
     how: str
     root: Path
@@ -46,9 +47,12 @@ class Origin:
     # auto's next examples to run when ``example`` finishes or fails without calling the target
     fallbacks: list[ExampleSpec] = field(default_factory=list)
     base: Path | None = None  # the folder a profile made from it is saved in (the recipe's)
+    note: str | None = None  # ``learned``: "inputs from a learned call at PATH:LINE (learned)"
 
     def line(self) -> str | None:
         """``inputs from PATH:LINE (KIND)`` for a static site (runs say theirs when they are done)."""
+        if self.note is not None:
+            return self.note
         if self.site is not None:
             return f"inputs from {self.site.where(self.root)} ({self.site.kind})"
         return None

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -124,6 +124,10 @@ class TraceRequest:
     offline: bool = False
     # False: every Linen module call is traced, none replayed (worker/reuse/replay.py; the CLI's --no-replay)
     replay: bool = True
+    # Record the call signatures of the workspace's targets that run (worker/examples/signatures.py),
+    # and use a learned one when the target has no profile (capture/signatures.py)
+    signatures: bool = True
+    signature_cache: Path | None = None  # where they are kept; None: the per-user cache
 
 
 @dataclass
@@ -256,6 +260,10 @@ def select_with_origin(req: TraceRequest) -> tuple[Resolved, Path | None, Origin
         raise TraceFailure("refused", str(exc), problems=list(exc.problems)) from None
     root = project_root_for(req)
     origin = Origin("profile", root)
+    if selected.recipe is None and req.profile is None:  # the call a capture saw, when one was learned
+        found_learned = _learned(req, file, base, selected)
+        if found_learned is not None:
+            return found_learned[0], recipe_path, found_learned[1]
     if selected.recipe is None and req.profile is None:  # no profile: where else the inputs can come from
         target_text = str(selected.proposal["target"] if isinstance(selected, NeedsInput) else selected.table["target"])
         sites = req.find_sites or (lambda path, name, entry: autoinputs.find_sites(path, name, root, entry))
@@ -289,6 +297,59 @@ def select_with_origin(req: TraceRequest) -> tuple[Resolved, Path | None, Origin
             "needs_input", f"{req.name}{where} needs input: {missing}", needs=selected, examples=origin.examples
         )
     return selected, recipe_path, origin
+
+
+def _learned(req: TraceRequest, file: Path, base: Path, selected: Any) -> tuple[Resolved, Origin] | None:
+    """The target's learned call as its profile (capture/signatures.py), when one is kept, fresh,
+    for the interpreter this trace runs in; None otherwise."""
+    if not req.signatures:
+        return None
+    from jaxlsp.capture import signatures
+
+    try:
+        python = select_interpreter(
+            workspace_root=req.workspace_root, request=req.python, setting=req.setting_python, client=req.client_python
+        ).python
+    except InterpreterError:
+        return None
+    store = signatures.SignatureStore(req.workspace_root, req.signature_cache)
+    try:
+        found = store.lookup(python, file, req.name)
+    except OSError:
+        return None
+    if found is None:
+        return None
+    target = selected.proposal["target"] if isinstance(selected, NeedsInput) else selected.table["target"]
+    try:
+        name = selected.name if isinstance(selected, Resolved) else new_profile_name(req.name, [])
+        made = resolve_table(name, {"target": target, **found.table}, base)
+    except RecipeError:
+        return None  # a call the recipe rules refuse now: the usual ways say what is needed
+    if not isinstance(made, Resolved):
+        return None
+    root = req.workspace_root.resolve()
+    origin = Origin("learned", root, note=f"inputs from a learned call at {found.where(root)} (learned)")
+    origin.base = base
+    return made, origin
+
+
+def remember_signatures(prepared: Prepared, result: Mapping[str, Any]) -> int:
+    """Keep the call signatures a capture recorded (none are kept from a failed capture)."""
+    records = result.get("signatures")
+    req = prepared.req
+    if not records or req is None or not result.get("ok") or not req.signatures:
+        return 0
+    from jaxlsp.capture import signatures
+
+    example = prepared.request["profile"].get("example")
+    target = prepared.request["target"]
+    source = example["text"] if example else f"a trace of {Path(str(target['path'])).name}::{target['name']}"
+    try:
+        return signatures.SignatureStore(req.workspace_root, req.signature_cache).add(
+            list(records), prepared.python, source
+        )
+    except OSError:
+        return 0  # an unwritable cache: the trace is still good
 
 
 def _explicit(
@@ -391,6 +452,8 @@ def build_request(
         request["siteFolders"] = [str(p) for p in folders]
     if req.offline:
         request["offline"] = True
+    if req.signatures:
+        request["signatures"] = True
     if not req.replay:
         request["replay"] = False
     if recipe_path is not None:
@@ -560,4 +623,5 @@ def finish(prepared: Prepared, outcome: CaptureOutcome, decode: Callable[[Any], 
         graph = decode(graph_json)
     except ValueError as exc:  # a graph the format refuses: a bug of the worker, said as one
         raise TraceFailure("internal", f"the worker's graph is not a valid jaxlsp graph: {exc}") from None
+    remember_signatures(prepared, result)
     return TraceOutcome(graph, outcome, prepared.resolved, prepared.request, prepared.route, prepared.origin)

@@ -216,6 +216,9 @@ class WorkerRequest(TypedDict):
     values: NotRequired[ValuesRequest]  # also evaluate the graph: statistics on every value
     compiled: NotRequired[bool]  # compile for the profile's devices and read the HLO back (worker/program/compiled.py)
     time: NotRequired[TimeRequest]  # also run the compiled program under the profiler (implies costs)
+    # True: record the call signatures of the workspace's functions and module classes that run
+    # (worker/examples/signatures.py); they come back as ``WorkerResult.signatures``
+    signatures: NotRequired[bool]
     # The folder the graph's workspace paths are relative to (worker/core/paths.py); default workspaceRoot.
     # The CLI sends the recipe's folder.
     pathBase: NotRequired[str]
@@ -258,3 +261,6 @@ class WorkerResult(TypedDict):
     # learned from it {from, table?} (table: the recipe form, when the call can be written as one)
     callsite: NotRequired[dict[str, Any]]
     learned: NotRequired[dict[str, Any]]
+    # with ``signatures``: each target's first writable call {path, name, kind, table, callsite,
+    # sources} (worker/examples/signatures.py)
+    signatures: NotRequired[list[dict[str, Any]]]

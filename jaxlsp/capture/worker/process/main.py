@@ -25,6 +25,7 @@ from jaxlsp.capture.worker.core import offline
 from jaxlsp.capture.worker.core.failures import CaptureError, Workspace, format_tb, from_exception
 from jaxlsp.capture.worker.core.phases import announce, write_all
 from jaxlsp.capture.worker.core.protocol import ErrorInfo, WorkerRequest, WorkerResult
+from jaxlsp.capture.worker.examples import signatures
 from jaxlsp.capture.worker.process.trace import SnapshotOnly, build_graph, trace_target
 from jaxlsp.capture.worker.process.warm import prime, warm, warm_capture
 from jaxlsp.capture.worker.reuse import initsnap, priming
@@ -168,15 +169,25 @@ def _capture_reporting(request: WorkerRequest | dict[str, Any], jax_ready: bool)
     # profile's env or x64, which the spare does not run with.
     profile = request.get("profile") or {}
     recorder = priming.Recorder() if jax_ready and not request.get("env") and not profile.get("x64") else None
+    # Call signatures of the workspace's targets that run (worker/examples/signatures.py): not
+    # for the init snapshot's own request, which traces nothing.
+    signing = None
+    if request.get("signatures") and not request.get("snapshotOnly"):
+        target = request.get("target") or {}
+        own = (os.path.realpath(str(target.get("path", ""))), str(target.get("name", "")))
+        signing = signatures.Recorder(workspace, exclude=own)
     try:
         with (
             _scratch_dir(dict(request.get("env") or {})),
             _gc_relaxed(),
             recorder.installed() if recorder is not None else contextlib.nullcontext(),
             initsnap.stopped(),  # the snapshot's recording, at the latest (ended when one is made)
+            signing.installed() if signing is not None else contextlib.nullcontext(),
         ):
             graph = _capture(dict(request), workspace, timings, jax_ready, extra)
         result: WorkerResult = {"ok": True, "timings": timings}
+        if signing is not None and signing.records:
+            result["signatures"] = signing.records
         primes = recorder.entries() if recorder is not None else []
         if primes:
             result["primes"] = primes

@@ -1,0 +1,133 @@
+"""Call signatures at every boundary (worker/examples/signatures.py): one trace of a model teaches
+its nested modules and helpers, each as a profile that traces that target alone; and the graph
+of the capture that recorded them is the one a capture without the hooks gives."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.capture.worker.conftest import array, graph_of, request, static
+
+SIGNATURES = Path(__file__).resolve().parents[3] / "workspaces" / "signatures"
+
+Capture = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+@pytest.fixture
+def fresh_modules() -> Callable[[], None]:
+    """Forget the fixture workspace's modules, so that the next capture loads them anew."""
+
+    def forget() -> None:
+        for name in [
+            n for n, m in sys.modules.items() if str(getattr(m, "__file__", "") or "").startswith(str(SIGNATURES))
+        ]:
+            del sys.modules[name]
+
+    return forget
+
+
+def _config() -> dict[str, Any]:
+    sizes = {"width": 16, "heads": 2, "hidden": 32, "layers": 2}
+    return {"kind": "ref", "ref": "tinylm.layers:Config", "kwargs": {k: static(v) for k, v in sizes.items()}}
+
+
+def _transformer(signatures: bool) -> dict[str, Any]:
+    req = request(
+        "tinylm/model.py",
+        "Transformer",
+        array(2, 8, dtype="int32"),
+        workspace=SIGNATURES,
+        init={"kwargs": {"config": _config()}},
+    )
+    if signatures:
+        req["signatures"] = True
+    return req
+
+
+def _comparable(graph: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in graph.items() if k not in ("timings",)}
+
+
+def test_one_trace_of_a_linen_model_teaches_its_blocks_layers_and_helpers(
+    run_capture: Capture, fresh_modules: Callable[[], None]
+) -> None:
+    fresh_modules()
+    plain = run_capture(_transformer(False))
+    fresh_modules()
+    taught = run_capture(_transformer(True))
+    assert _comparable(graph_of(taught)) == _comparable(graph_of(plain))  # the hooks change nothing
+    assert "signatures" not in plain
+    found = {(Path(s["path"]).name, s["name"]): s for s in taught["signatures"]}
+    assert set(found) >= {
+        ("layers.py", "Block"),
+        ("layers.py", "Attention"),
+        ("layers.py", "FeedForward"),
+        ("layers.py", "rms_norm"),
+        ("layers.py", "split_heads"),
+    }
+    assert ("model.py", "Transformer") not in found  # the capture's own target has its profile
+    attention = found[("layers.py", "Attention")]
+    assert attention["kind"] == "linen"
+    assert attention["table"]["inputs"] == {"args": [{"kind": "array", "shape": [2, 8, 16]}]}
+    assert attention["table"]["init"]["kwargs"]["config"]["ref"] == "tinylm.layers:Config"
+    feed = found[("layers.py", "FeedForward")]
+    assert feed["table"]["init"] == {"kwargs": {"hidden": 32}}
+    heads = found[("layers.py", "split_heads")]["table"]
+    assert heads["inputs"]["args"] == [{"kind": "array", "shape": [2, 8, 16]}, 2]  # a static Python value
+    block = found[("layers.py", "Block")]
+    # the call was made in model.py (the caller), whose hash the signature keeps; layers.py is not a source
+    assert [Path(p).name for p in block["sources"]] == ["model.py"]
+    assert block["callsite"]["line"] == 16  # x = Block(self.config)(x)
+
+
+def test_nnx_and_equinox_submodules_keep_their_constructor_arguments(
+    run_capture: Capture, fresh_modules: Callable[[], None]
+) -> None:
+    fresh_modules()
+    req = request("tinylm/nnx_mlp.py", "MLP", array(5, 4), workspace=SIGNATURES, init={"args": [static(4), static(8)]})
+    nnx = run_capture({**req, "signatures": True})
+    assert nnx["ok"], nnx.get("error")
+    layer = next(s for s in nnx.get("signatures", []) if s["name"] == "Layer")
+    assert layer["kind"] == "nnx"
+    assert layer["table"]["init"] == {"kwargs": {"din": 4, "dout": 8}}
+    assert layer["table"]["inputs"] == {"args": [{"kind": "array", "shape": [5, 4]}]}
+    assert layer["callsite"]["line"] == 21  # self.second(self.first(x)), in the same file
+    assert layer["sources"] == {}  # the caller is the target's own file: an edit there re-traces it
+    fresh_modules()
+    req = request("tinylm/eqx_cell.py", "Recurrent", array(3, 6), workspace=SIGNATURES, init={"args": [static(6)]})
+    eqx = run_capture({**req, "signatures": True})
+    assert eqx["ok"], eqx.get("error")
+    cell = next(s for s in eqx.get("signatures", []) if s["name"] == "Cell")
+    assert cell["kind"] == "equinox"
+    assert cell["table"]["init"] == {"kwargs": {"width": 6}}
+    assert cell["table"]["inputs"] == {"args": [{"kind": "array", "shape": [6]}, {"kind": "array", "shape": [6]}]}
+
+
+def test_a_learned_signature_traces_its_target_as_the_parent_called_it(
+    run_capture: Capture, fresh_modules: Callable[[], None]
+) -> None:
+    """The recorded call, used as the nested target's profile, gives the shapes the parent's trace saw."""
+    from jaxlsp.recipes import Resolved, resolve_table
+
+    fresh_modules()
+    taught = run_capture(_transformer(True))
+    attention = next(s for s in taught["signatures"] if s["name"] == "Attention")
+    table = {"target": "tinylm/layers.py::Attention", **attention["table"]}
+    resolved = resolve_table("learned", table, SIGNATURES)
+    assert isinstance(resolved, Resolved)
+    fresh_modules()
+    req = {
+        "target": {"path": str(SIGNATURES / "tinylm/layers.py"), "name": "Attention"},
+        "profile": resolved.profile,
+        "workspaceRoot": str(SIGNATURES),
+        "resultFd": -1,
+    }
+    graph = graph_of(run_capture(req))
+    assert [o["value"] for o in graph["outputs"]]
+    shapes = {v["id"]: v["shape"] for v in graph["values"]}
+    assert [shapes[o["value"]] for o in graph["outputs"]] == [[2, 8, 16]]

@@ -1,0 +1,70 @@
+"""Inputs learned at every call boundary (issue 46): one ``jaxlsp trace`` of a model keeps the call
+of each block, layer and helper it ran (capture/signatures.py), and a later trace of one of them,
+with no profile of its own, uses that call, says so, and saves it; a change to the caller's file
+drops it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from tests.cli.helpers import expanded, run
+
+WORKSPACE = Path(__file__).resolve().parents[1] / "workspaces" / "signatures"
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "signatures"
+    shutil.copytree(WORKSPACE, root, ignore=shutil.ignore_patterns("__pycache__"))
+    return root
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A per-user cache of the test's own: the learned signatures are kept there."""
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(folder))
+    return folder
+
+
+def _output_shapes(path: Path) -> list[list[int]]:
+    data = expanded(path)
+    shapes = {v["id"]: v["shape"] for v in data["values"]}
+    return [shapes[o["value"]] for o in data["outputs"]]
+
+
+def test_a_trace_of_the_model_teaches_its_layers_which_then_trace_with_no_profile(repo: Path, cache: Path) -> None:
+    model = run(["trace", "tinylm/model.py::Transformer"], cwd=repo)
+    assert model.returncode == 0, model.stderr
+    assert list((cache / "jaxlsp" / "signatures").glob("*.json"))  # kept in the per-user cache
+    assert not list(repo.rglob("*signature*"))  # and nothing in the workspace
+
+    layer = run(["trace", "tinylm/layers.py::Attention", "-o", "attention.json", "--save"], cwd=repo)
+    assert layer.returncode == 0, layer.stderr
+    # Block calls it (tinylm/layers.py:52), Transformer calls Block (tinylm/model.py:16)
+    assert "inputs from a learned call at tinylm/layers.py:52 (learned)" in layer.stdout.splitlines()
+    assert "to learn the inputs" not in layer.stdout  # nothing of the workspace ran but the layer
+    assert _output_shapes(repo / "attention.json") == [[2, 8, 16]]
+    saved = tomllib.loads((repo / "jaxlsp.toml").read_text())["profiles"]
+    attention = next(t for t in saved.values() if t["target"] == "tinylm/layers.py::Attention")
+    assert attention["inputs"] == {"args": [{"kind": "array", "shape": [2, 8, 16]}]}
+
+    helper = run(["trace", "tinylm/layers.py::split_heads", "-o", "heads.json"], cwd=repo)
+    assert helper.returncode == 0, helper.stderr
+    assert _output_shapes(repo / "heads.json") == [[2, 8, 2, 8]]  # the static head count came along
+
+
+def test_a_changed_caller_drops_what_it_taught(repo: Path, cache: Path) -> None:
+    assert run(["trace", "tinylm/model.py::Transformer"], cwd=repo).returncode == 0
+    before = run(["trace", "tinylm/layers.py::FeedForward"], cwd=repo)
+    assert "inputs from a learned call at tinylm/layers.py:53 (learned)" in before.stdout.splitlines()
+    model = repo / "tinylm" / "model.py"
+    model.write_text(model.read_text().replace("self.config.width)(tokens)", "self.config.width)(tokens) * 2"))
+    block = run(["trace", "tinylm/layers.py::FeedForward", "--from", "auto"], cwd=repo)
+    assert "(learned)" not in block.stdout  # the call it recorded may no longer be made
+    assert os.environ["XDG_CACHE_HOME"] == str(cache)
