@@ -61,6 +61,7 @@ TEST_DEPS += viewer
 TEST_DEPS += vscode
 TEST_DEPS += code-server
 TEST_DEPS += jupyterlab
+TEST_DEPS += libtpu
 
 system-deps:
 	@missing=""; for pair in $(SYSTEM_DEPS); do \
@@ -141,6 +142,19 @@ jupyterlab: install
 		{ echo "$(LABEXTENSION) is out of date with editors/jupyterlab/src: run 'make jupyterlab-build' and commit it"; exit 1; }
 	$(PY) -m pip install --disable-pip-version-check -q --no-build-isolation --no-deps --force-reinstall ./$(JUPYTERLAB)
 
+# libtpu for tests/cli/test_topology.py (compiling for a TPU pod with no TPU, issue 49): the wheel
+# jax[tpu] brings for the tested jax (constraints.txt), 213 MB (684 MB unpacked), installed into
+# build/libtpu, not .venv: a libtpu beside jax makes every process that opens a backend probe for a
+# chip (warnings, ~0.2 s). The tests lay it under a capture interpreter of their own with a .pth.
+LIBTPU := build/libtpu
+.PHONY: libtpu
+libtpu: $(LIBTPU)/.stamp
+$(LIBTPU)/.stamp: constraints.txt | install
+	rm -rf $(LIBTPU)
+	$(PY) -m pip install --disable-pip-version-check -q --no-deps --target $(LIBTPU) \
+		"libtpu==$$(sed -n 's/^libtpu==//p' constraints.txt)"
+	touch $@
+
 test: install lint system-deps $(TEST_DEPS)
 	$(PY) -m pytest -n $(PYTEST_WORKERS) -q
 
@@ -155,7 +169,7 @@ fuzz: install
 
 # Every benchmark runs and prints its figures; the target fails at the end if one missed its bar.
 bench: install
-	@status=0; for b in discovery server_memory capture first_call zero_config costs lsp viewer values live graph_store soak compiled timing scale init_share; do \
+	@status=0; for b in discovery server_memory capture first_call zero_config costs lsp viewer values live graph_store soak compiled timing scale init_share topology; do \
 		echo "== benchmarks/$$b.py"; $(PY) benchmarks/$$b.py || status=1; \
 	done; exit $$status
 

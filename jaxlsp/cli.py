@@ -144,6 +144,7 @@ def _trace_with(args: argparse.Namespace, early: EarlyWorker | None) -> int:
             python=args.python,
             device=args.device,
             devices=args.devices,
+            topology=args.topology,
             limits=_limits(args),
             costs=bool(args.costs or args.xla_compare),
             xla_compare=bool(args.xla_compare),
@@ -357,6 +358,12 @@ def _env(args: argparse.Namespace) -> int:
         return 2
     report = CACHE.check(selection, args.kind, args.device, refresh=True)  # asked for: a fresh look
     data = report.to_json()
+    pod = None
+    if args.topology:
+        from jaxlsp.capture.podcheck import check_pod
+
+        pod = check_pod(selection.python, args.topology)
+        data["topology"] = pod.to_json()
     if report.requirements:
         plan = plan_install(selection, report.requirements, has_pip=bool(report.probe.packages.get("pip")))
         data["install"] = plan.text
@@ -369,7 +376,9 @@ def _env(args: argparse.Namespace) -> int:
             print(f"- {problem.severity}: {problem.message} (fix: {problem.fix})")
         if "install" in data:
             print(f"\nto install what is missing, run:\n  {data['install']}")
-    return 0 if report.ok else 1
+        if pod is not None:
+            print(pod.message())
+    return 0 if report.ok and (pod is None or pod.ok) else 1
 
 
 def _export(args: argparse.Namespace) -> int:
@@ -441,6 +450,12 @@ def parser() -> argparse.ArgumentParser:
         "--python", help="the interpreter to capture in (default: recipe, .venv, $CONDA_PREFIX, $VIRTUAL_ENV, this one)"
     )
     t.add_argument("--device", help="cpu, cuda:N, tpu or tpu:N (overrides the profile)")
+    t.add_argument(
+        "--topology",
+        metavar="NAME",
+        help="compile for this TPU pod (v5e:16x16; needs libtpu in the capture interpreter) instead of the "
+        "profile's topology; the profile's mesh must cover its devices",
+    )
     t.add_argument(
         "--devices",
         type=int,
@@ -547,6 +562,7 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("--python", help="the interpreter to check (default: .venv, $CONDA_PREFIX, $VIRTUAL_ENV, this one)")
     v.add_argument("--device", default="cpu", help="the device traces will use: cpu, cuda:N, tpu or tpu:N")
     v.add_argument("--kind", choices=["function", "linen", "nnx", "equinox"], help="the target kind (flax, equinox)")
+    v.add_argument("--topology", metavar="NAME", help="also check that the interpreter can compile for this TPU pod")
     v.add_argument("--json", action="store_true", help="print the report as JSON")
     v.set_defaults(func=_env)
 

@@ -106,6 +106,7 @@ class TraceRequest:
     # The graph's workspace paths relative to the recipe's folder (the CLI) instead of the root.
     paths_from_recipe: bool = False
     devices: int | None = None  # N virtual CPU devices (--devices), overriding the profile's
+    topology: str | None = None  # a TPU pod to compile for (--topology), overriding the profile's
     # A notebook target: the cell whose definition is meant (the server's lens knows it); None:
     # the last code cell that defines the name.
     cell: int | None = None
@@ -404,6 +405,34 @@ def choose_python(req: TraceRequest, resolved: Resolved) -> Selection:
         raise TraceFailure("refused", str(exc)) from None
 
 
+def _pod(profile: dict[str, Any], name: str) -> None:
+    """``--topology NAME`` over the profile's: its mesh must cover the pod's devices (refused at
+    the mesh's key otherwise, as the recipe check refuses it: recipes/topology.py)."""
+    from jaxlsp.capture.worker.core.topology import parse
+    from jaxlsp.recipes.topology import mismatch
+
+    pod = parse(name)
+    if pod is None:
+        raise TraceFailure("refused", f"--topology: expected GENERATION:AxB or AxBxC (such as v5e:4x4), got {name!r}")
+    if str(profile.get("device") or "cpu") != "cpu":
+        raise TraceFailure("refused", f"--topology {name} traces on the CPU, and the device is {profile['device']}")
+    mesh = cast("MeshSpec | None", profile.get("mesh"))
+    count = pod.devices or "N"
+    if mesh is None:
+        raise TraceFailure(
+            "refused",
+            f"--topology {name} needs a mesh over its devices in the profile "
+            f"(mesh = {{ axes = {{ data = {count} }} }})",
+        )
+    problem = mismatch(pod, mesh)
+    if problem is not None:
+        label = str(profile.get("name") or "")
+        where = format_key_path(("profiles", label, "mesh")) if label else "the profile's mesh"
+        raise TraceFailure("refused", f"{where}: {problem} (--topology {name})")
+    profile["topology"] = pod.name
+    profile.pop("devices", None)  # virtual CPU devices the mesh asked for: the pod gives them now
+
+
 def build_request(
     req: TraceRequest, resolved: Resolved, recipe_path: Path | None, origin: Origin | None = None
 ) -> dict[str, Any]:
@@ -437,6 +466,8 @@ def build_request(
             "refused",
             f"devices = {profile['devices']} makes virtual CPU devices, and the device is {profile['device']}",
         )
+    if req.topology is not None:
+        _pod(profile, req.topology)
     # an example runs from the project root, as its user runs it (discovery/roots.py)
     root = origin.root if origin is not None and "example" in profile else req.workspace_root.resolve()
     request: dict[str, Any] = {

@@ -160,7 +160,13 @@ def render(graph: Graph) -> str:
     mesh = (section.get("mesh") or {}).get("axes")
     shape = " (" + ", ".join(f"{k}={v}" for k, v in mesh.items()) + ")" if mesh else ""
     fusions = int(section.get("fusionCount", len(section.get("fusions") or [])))
-    lines.append(f"compiled for {devices} {section['platform']} device(s){shape}: {fusions} fused kernel(s)")
+    pod = section.get("topology")
+    target = f"the TPU topology {pod['name']}: {devices} {pod.get('deviceKind') or 'TPU'} device(s)" if pod else ""
+    target = target or f"{devices} {section['platform']} device(s)"
+    lines.append(f"compiled for {target}{shape}: {fusions} fused kernel(s)")
+    fit_line = fit_text(section)
+    if fit_line:
+        lines.append(fit_line)
     costs = section.get("costs")
     if costs:
         lines.append(
@@ -182,6 +188,20 @@ def render(graph: Graph) -> str:
     return "\n".join(lines)
 
 
+def fit_text(section: dict[str, Any]) -> str | None:
+    """``fits a chip: ... headroom ...`` or the does-not-fit answer (a topology's compile)."""
+    verdict = section.get("fit")
+    if not verdict:
+        return None
+    if not verdict.get("fits"):
+        return str(verdict.get("message") or "does not fit a chip")
+    hbm, need = int(verdict["hbm"]), int(verdict["need"])
+    return (
+        f"fits a chip: needs {size(need)} of its {size(hbm)} HBM (XLA's memory_analysis against the "
+        f"generation's HBM), headroom {size(int(verdict['headroom']))}"
+    )
+
+
 def summary_json(graph: Graph) -> dict[str, Any] | None:
     """The compiled program's part of ``jaxlsp/trace``'s result: the ``collectives:`` line, the
     rendered lines, the collectives' groups and the per-module rows. None when not compiled."""
@@ -189,6 +209,8 @@ def summary_json(graph: Graph) -> dict[str, Any] | None:
     if section is None:
         return None
     out: dict[str, Any] = {"collectives": collectives_line(graph), "text": render(graph).split("\n")}
+    if section.get("fit"):
+        out["fit"] = section["fit"]
     if section.get("error"):
         out["error"] = str(section["error"])
         return out

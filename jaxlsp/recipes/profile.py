@@ -31,6 +31,7 @@ from jaxlsp.recipes.problems import KeyPath, RecipeError, format_key_path
 from jaxlsp.recipes.schema import show
 from jaxlsp.recipes.selection import NeedsInput, Resolved, Selected
 from jaxlsp.recipes.specs import Context, check_args, check_kwargs, check_ref_name, check_seed, is_int
+from jaxlsp.recipes.topology import check_pod, check_topology
 
 
 @dataclass(slots=True)
@@ -141,7 +142,10 @@ def check_profile(name: str, table: object, base: Path, prefix: KeyPath | None =
     mesh = check_mesh(ctx, (*path, "mesh"), table.get("mesh"))  # before the inputs, whose shardings name it
     if "mesh" in table and "from" in table:
         ctx.error((*path, "mesh"), "from learns the inputs, and their shardings, from a run; drop mesh or from")
-    if mesh is not None and (devices is not None or "devices" not in table):
+    topology = check_topology(ctx, (*path, "topology"), table.get("topology"))
+    if topology is not None:  # a pod's devices, not virtual CPU ones (recipes/topology.py)
+        check_pod(ctx, path, topology, mesh, "mesh" in table, table.get("device"), table.get("devices"))
+    elif mesh is not None and (devices is not None or "devices" not in table):
         devices = check_devices(ctx, (*path, "mesh"), mesh, devices, device)
     example = _example(ctx, path, table, base)
     init: CallSpec | None = None
@@ -155,7 +159,7 @@ def check_profile(name: str, table: object, base: Path, prefix: KeyPath | None =
             )
     inputs = _call(ctx, (*path, "inputs"), table.get("inputs", {}))
 
-    _limits(ctx, path, x64)
+    _limits(ctx, path, x64, topology is None)
     out.problems = ctx.problems
     out.missing = _missing(ctx, path)
     if out.problems or out.missing or target is None:
@@ -184,6 +188,8 @@ def check_profile(name: str, table: object, base: Path, prefix: KeyPath | None =
         profile["devices"] = devices
     if mesh is not None:
         profile["mesh"] = mesh
+    if topology is not None:
+        profile["topology"] = topology
     if env:
         profile["env"] = env
     if example is not None:
@@ -344,8 +350,10 @@ def _call(ctx: Context, path: KeyPath, value: object) -> CallSpec:
     }
 
 
-def _limits(ctx: Context, path: KeyPath, x64: bool) -> None:
-    """256 arrays and 4,194,304 elements in all; 64-bit dtypes only with ``x64 = true``."""
+def _limits(ctx: Context, path: KeyPath, x64: bool, built: bool = True) -> None:
+    """256 arrays and 4,194,304 elements in all; 64-bit dtypes only with ``x64 = true``. The
+    element limit is for arrays a capture builds: a topology profile's (``built`` False) stay
+    abstract, bounded by the compile (a chip's HBM, the worker's memory cap and deadline)."""
     if len(ctx.arrays) > schema.MAX_ARRAYS:
         first_over = ctx.arrays[schema.MAX_ARRAYS][0]
         ctx.error(
@@ -354,7 +362,7 @@ def _limits(ctx: Context, path: KeyPath, x64: bool) -> None:
             "(checked before anything runs)",
         )
     total = sum(elements for _, elements, _ in ctx.arrays)
-    if total > schema.MAX_ELEMENTS:
+    if total > schema.MAX_ELEMENTS and built:
         where, largest, shape = max(ctx.arrays, key=lambda item: item[1])
         unknown = " (at least: unknown dimensions counted as 1)" if ctx.missing_dims else ""
         ctx.error(

@@ -148,6 +148,7 @@ class ResolvedProfile(TypedDict):
     device: str  # "cpu" | "cuda:N" | "tpu" | "tpu:N" (DEVICE)
     devices: NotRequired[int]  # N virtual CPU devices (pmap, shard_map, meshes); CPU only
     mesh: NotRequired[MeshSpec]  # the inputs' shardings name its axes; traced under jax.set_mesh
+    topology: NotRequired[str]  # a TPU pod ("v5e:16x16") compiled for; the mesh is over its devices
     seed: int
     x64: bool
     init: NotRequired[CallSpec]  # constructor / Linen init arguments (module targets)

@@ -186,10 +186,12 @@ class InputBuilder:
         return args, kwargs
 
 
-def make_mesh(spec: dict[str, Any], device: Any, where: str) -> Any:
+def make_mesh(spec: dict[str, Any], device: Any, where: str, pod: list[Any] | None = None) -> Any:
     """The profile's mesh (``jax.make_mesh`` with its axis types) on the first devices of its
     platform, the profile's own device first; fewer devices than the mesh's size is ``refused``
-    with ``where`` (the mesh's key path) and both counts."""
+    with ``where`` (the mesh's key path) and both counts. ``pod``: a TPU topology's devices
+    (worker/tracing/topology.py), which the mesh must cover exactly: a mesh over part of a pod
+    would compile for another program than the one the pod runs."""
     import math
 
     import jax
@@ -204,6 +206,16 @@ def make_mesh(spec: dict[str, Any], device: Any, where: str) -> Any:
             f"jax >= 0.7); this interpreter has jax {jax.__version__}",
         )
     size = math.prod(sizes)
+    if pod is not None:
+        if size != len(pod):
+            spelled = ", ".join(f"{n}: {s}" for n, s in zip(names, sizes, strict=True))
+            raise CaptureError(
+                "refused",
+                f"{where}: a mesh of {size} devices ({spelled}) on a topology of {len(pod)} devices; "
+                f"the mesh's axes must multiply to {len(pod)}",
+            )
+        kinds = tuple(getattr(axis_type, str(t)) for t in spec["axisTypes"])
+        return jax.make_mesh(tuple(sizes), tuple(names), axis_types=kinds, devices=pod)
     platform = device.platform if device is not None else "cpu"
     found = list(jax.devices(platform))
     if device is not None:  # cuda:N: that device first, then the others of its platform

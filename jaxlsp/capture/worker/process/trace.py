@@ -105,9 +105,28 @@ def trace_target(
             f"dimensions {', '.join(symbolic)} (the CLI's --dim NAME=SIZE, jaxlsp/trace's dims)",
         )
     mesh = None
+    pod = None
+    if profile.get("topology"):  # a TPU pod compiled for from here: abstract through and through
+        from jaxlsp.capture.worker.tracing import topology
+
+        if concrete:
+            raise CaptureError(
+                "refused",
+                f"topology = {profile['topology']!r} compiles for a pod that is not here: nothing of it runs "
+                "(drop --values/--time, or trace without the topology)",
+            )
+        t1 = time.perf_counter()
+        pod = topology.devices(str(profile["topology"]))
+        timings["topology"] = time.perf_counter() - t1
+        if not profile.get("mesh"):
+            raise CaptureError(
+                "refused",
+                f"topology = {profile['topology']!r} needs a mesh over its {len(pod)} devices "
+                f"(mesh = {{ axes = {{ data = {len(pod)} }} }})",
+            )
     if profile.get("mesh"):  # the recipe's mesh: after the import, so it wins over one the module set
         where = f"profiles.{profile['name']}.mesh" if profile.get("name") else "the profile's mesh"
-        mesh = inputs_mod.make_mesh(profile["mesh"], device, where)
+        mesh = inputs_mod.make_mesh(profile["mesh"], device, where, pod)
         jax.set_mesh(mesh)  # a capture is one process: the mesh holds for its trace and values run
     builder = inputs_mod.InputBuilder(loader, symbolic, int(profile.get("seed", 0)), concrete=concrete, mesh=mesh)
     transform = profile.get("transform")

@@ -18,25 +18,35 @@ import contextlib
 import time
 from typing import Any
 
-from jaxlsp.capture.worker.program import hlo, hlomap
+from jaxlsp.capture.worker.core import topology as topologies
+from jaxlsp.capture.worker.program import fit, hlo, hlomap
 from jaxlsp.graph.costs import common_scope
 from jaxlsp.graph.model import Frame, Graph, Node
 
 FUSION_LIMIT = 5000  # fusions listed (a 12-layer transformer's gradient has about 600)
 
 
-def measure(graph: Graph, closed: Any, traced: Any, device: Any, platform: str, spell: Any) -> None:
+def measure(
+    graph: Graph, closed: Any, traced: Any, device: Any, platform: str, spell: Any, topology: str | None = None
+) -> None:
     """Fill ``graph.compiled``. ``traced``: what was traced (``fn`` and its ``operands``);
     ``device``: the jax device to compile for (None: the default); ``spell``: absolute path -> the
     graph's spelling of it (for frames XLA names that no node has). A failure to lower or compile
-    is kept as ``error`` (the graph itself stands)."""
+    is kept as ``error`` (the graph itself stands). ``topology``: a TPU pod's name (the profile's
+    mesh is over its devices, worker/tracing/topology.py): operands the profile left unsharded are
+    replicated over it, and the section says whether the program fits a chip (:mod:`.fit`)."""
     import jax
 
     section: dict[str, Any] = {"platform": platform}
     graph.compiled = section
     started = time.perf_counter()
-    try:
+    leaves = jax.tree_util.tree_leaves(traced.operands)
+    pod_mesh = _pod_mesh() if topology else None
+    if pod_mesh is not None:
+        section["topology"] = _topology(topology or "", pod_mesh)
+        traced = _on_pod(traced, pod_mesh)
         leaves = jax.tree_util.tree_leaves(traced.operands)
+    try:
         shardings = [_sharding_of(x) for x in leaves]
         where = jax.default_device(device) if device is not None else contextlib.nullcontext()
         with where:
@@ -50,6 +60,10 @@ def measure(graph: Graph, closed: Any, traced: Any, device: Any, platform: str, 
         module = hlo.parse_module(text)
     except Exception as exc:
         section["error"] = f"{type(exc).__name__}: {str(exc)[:500]}"
+        if pod_mesh is not None and fit.out_of_memory(exc):
+            verdict = fit.does_not_fit(graph, exc, leaves, section["topology"].get("hbm"), spell)
+            section["fit"] = verdict
+            section["error"] = verdict["message"]
         section["seconds"] = {"total": round(time.perf_counter() - started, 3)}
         return
     section["devices"] = module.num_partitions * module.num_replicas
@@ -59,6 +73,10 @@ def measure(graph: Graph, closed: Any, traced: Any, device: Any, platform: str, 
     section["costs"] = _costs(compiled)
     section["memory"] = _memory(compiled)
     section["inputs"] = _input_shardings(graph, compiled, len(closed.jaxpr.constvars))
+    if pod_mesh is not None:
+        fitted = fit.fits(section["memory"], section["topology"].get("hbm"))
+        if fitted is not None:
+            section["fit"] = fitted
     section["seconds"] = {
         "lower": round(lowered_at - started, 3),
         "compile": round(compiled_at - lowered_at, 3),
@@ -91,6 +109,58 @@ def describe(graph: Graph, module: hlo.Module, spell: Any) -> dict[str, Any]:
         "modules": _modules(module, mapping, nodes, index),
         "peak": _peak(graph, module, mapping, nodes),
     }
+
+
+def _pod_mesh() -> Any:
+    """The mesh the capture set (``jax.set_mesh``, the profile's over the topology's devices)."""
+    import jax
+
+    try:
+        mesh = jax.sharding.get_mesh()
+    except Exception:
+        return None
+    return None if mesh is None or getattr(mesh, "empty", True) else mesh
+
+
+def _topology(name: str, mesh: Any) -> dict[str, Any]:
+    """The pod compiled for: its name, device count and kind, and the HBM of one device."""
+    devices = list(mesh.devices.flat)
+    kind = str(getattr(devices[0], "device_kind", "")) if devices else ""
+    parsed = topologies.parse(name)
+    hbm = topologies.hbm_of_kind(kind) or (parsed.hbm if parsed is not None else None)
+    out: dict[str, Any] = {"name": name, "devices": len(devices), "deviceKind": kind}
+    if hbm is not None:
+        out["hbm"] = hbm
+    return out
+
+
+def _on_pod(traced: Any, mesh: Any) -> Any:
+    """``traced`` with every operand that spans no devices replicated over the pod's mesh: an
+    operand with no sharding would otherwise be placed on the capture's own CPU, and a program
+    with no sharded operand at all would be compiled for the CPU, not the pod."""
+    import dataclasses
+
+    import jax
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    partition: Any = P
+    replicated = NamedSharding(mesh, partition())
+    sds: Any = jax.ShapeDtypeStruct
+
+    def place(x: Any) -> Any:
+        if not hasattr(x, "shape") or not hasattr(x, "dtype") or _sharding_of(x) is not None:
+            return x
+        typed = getattr(getattr(x, "aval", x), "sharding", None)
+        if getattr(getattr(typed, "mesh", None), "_any_axis_explicit", False):
+            return x  # an explicit mesh's sharding is part of the type: the trace's own
+        return sds(x.shape, x.dtype, weak_type=bool(getattr(x, "weak_type", False)), sharding=replicated)
+
+    operands = jax.tree_util.tree_map(place, traced.operands)
+    try:
+        return dataclasses.replace(traced, operands=operands)
+    except TypeError:
+        return traced
 
 
 def _lower(closed: Any, traced: Any, shardings: list[Any]) -> Any:

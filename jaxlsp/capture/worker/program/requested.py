@@ -44,5 +44,10 @@ def measure(
 
         spelling = builder.spelling
         platform = str(used_profile.get("device", "cpu")).split(":", 1)[0] or "cpu"
-        compile_program(graph, closed, traced, device, platform, lambda p: spelling.spell(p)[0])
+        topology = used_profile.get("topology")
+        if topology:  # traced on the CPU, compiled for the pod (worker/tracing/topology.py)
+            platform = "tpu"
+        compile_program(
+            graph, closed, traced, device, platform, lambda p: spelling.spell(p)[0], str(topology) if topology else None
+        )
         timings["compile"] = time.perf_counter() - t0
