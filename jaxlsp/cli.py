@@ -289,8 +289,12 @@ def _examples(args: argparse.Namespace) -> int:
     classifier = Classifier(index)
     found = classifier.discover(file.resolve())
     entry = next((e for e in (*found.entrypoints, *found.drivers) if e.name == name), None)
+    if entry is None and file.suffix == ".py":  # a method (``Term.vf``) is a target too
+        from jaxlsp.discovery.methods import method_entry
+
+        entry = method_entry(file.resolve(), name, file.read_text(encoding="utf-8", errors="replace"))
     if entry is None:
-        print(f"jaxlsp examples: {name} is not a JAX function or module class in {file}", file=sys.stderr)
+        print(f"jaxlsp examples: {name} is not a JAX function, module class or method in {file}", file=sys.stderr)
         return 2
     sites = CallSiteFinder(index, root, classifier).find(entry)
     items: list[dict[str, object]] = []

@@ -234,7 +234,9 @@ def choose(
     # the workspace calls it only inside a JAX context (``with jax.set_mesh(mesh):``): the
     # definition's own proposal would trace it outside, so the example runs first
     in_context = bool(found) and any(m.where == "context" for m in found[0].missing)
-    if isinstance(proposal, Resolved) and not in_context:
+    # a method's definition says nothing of its instance (``Solver.step``'s solver): a run first
+    method = entry is not None and entry.method
+    if isinstance(proposal, Resolved) and not in_context and not method:
         return proposal, Origin("proposal", root)
     example = example_for(found, root) if run_examples else None
     if example is not None:

@@ -388,7 +388,15 @@ def find_entrypoint(file: Path, name: str, root: Path) -> Any:
     from jaxlsp.discovery import Classifier, WorkspaceIndex
 
     found = Classifier(WorkspaceIndex([root])).discover(file)
-    return next((e for e in (*found.entrypoints, *found.drivers) if e.name == name), None)
+    entry = next((e for e in (*found.entrypoints, *found.drivers) if e.name == name), None)
+    if entry is None and "." in name and file.suffix == ".py":  # a method (``Term.vf``) is a target too
+        from jaxlsp.discovery.methods import method_entry
+
+        try:
+            entry = method_entry(file.resolve(), name, file.read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            return None
+    return entry
 
 
 def choose_python(req: TraceRequest, resolved: Resolved) -> Selection:

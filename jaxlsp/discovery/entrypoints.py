@@ -37,6 +37,7 @@ class Entrypoint:
     reason: str  # why discovery chose it, in words (``derives flax.linen.Module``)
     driver: bool = False  # a soft-rule driver: uses JAX only incidentally
     factory: bool = False  # a driver that returns a function it makes (no lens: it computes nothing)
+    method: bool = False  # a method asked for by name (``Term.vf``: discovery/methods.py), needs an instance
 
     @property
     def line(self) -> int:

@@ -1,9 +1,11 @@
 """The project root a target's examples run from (the folder a user runs ``python -m pytest`` in).
 
 The nearest ancestor of the target that holds ``jaxlsp.toml``, ``pyproject.toml``,
-``setup.py``, ``setup.cfg`` or ``.git``; else the folder above the target's outermost package
-(``__init__.py`` folders); never above ``limit`` (an editor's workspace folder) when one is given.
-Only the file system is looked at.
+``setup.py``, ``setup.cfg`` or ``.git``, never above ``limit`` (an editor's workspace folder, or
+the command line's current folder when it holds the target); with no such marker up to it,
+``limit`` itself (a repository unpacked from an archive has no ``.git``: its tests beside
+``models/`` are still its call sites); with no limit, the folder above the target's outermost
+package (``__init__.py`` folders). Only the file system is looked at.
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ def project_root(target: Path, limit: Path | None = None) -> Path:
     while True:
         if any((here / marker).exists() for marker in MARKERS):
             return here
-        if here == bound or here.parent == here:
+        if here == bound:
+            return bound  # the workspace the user opened (or runs from): not the target's folder alone
+        if here.parent == here:
             break
         here = here.parent
     top = folder

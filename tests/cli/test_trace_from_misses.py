@@ -165,3 +165,65 @@ def test_a_guarded_script_imports_the_repository_package(tmp_path: Path) -> None
     assert result.stdout.splitlines()[0] == "running tools/run.py to learn the inputs"
     assert "inputs from tools/run.py:11 (script)" in result.stdout.splitlines()
     assert _input_shapes(tmp_path / "g.json") == [[2, 9]]
+
+
+def test_a_workspace_without_markers_searches_from_the_current_folder(tmp_path: Path) -> None:
+    """A repository unpacked without ``.git`` or ``pyproject.toml``: the root was the target's own
+    folder (``models/``, no ``__init__.py``), and its tests beside it were never searched ("no
+    call site"). The current folder holding the target is the workspace."""
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "layers.py").write_text(
+        "import jax.numpy as jnp\n\n\ndef double(x):\n    return jnp.tanh(x) * 2\n"
+    )
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_layers.py").write_text(
+        "import numpy as np\n\nfrom models.layers import double\n\n\ndef make():\n"
+        "    return np.ones((4, 3), np.float32)\n\n\ndef test_double():\n    assert double(make()).shape == (4, 3)\n"
+    )
+    listed = run(["examples", "models/layers.py::double"], cwd=tmp_path)
+    assert listed.stdout.splitlines()[0].startswith("1. tests/test_layers.py:11 (test)"), listed.stdout
+    result = run(["trace", "models/layers.py::double", "-o", "g.json"], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "inputs from tests/test_layers.py:11 (test)" in result.stdout.splitlines()
+    assert _input_shapes(tmp_path / "g.json") == [[4, 3]]
+
+
+def test_methods_are_targets_and_a_class_without_call_is_answered_at_once(tmp_path: Path) -> None:
+    """diffrax's ``Term.vf`` and a solver's ``step`` were refused as "not a JAX function or module
+    class"; an Equinox term without ``__call__`` ran every test to its end before saying nothing
+    calls it. Methods are targets (``Class.method``), reached by a run of the test; the class is
+    answered as soon as it is made, before any test runs, naming its methods."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'methods'\n")
+    (tmp_path / "terms.py").write_text(
+        "import equinox as eqx\nimport jax.numpy as jnp\n\n\nclass Term(eqx.Module):\n    scale: float\n\n"
+        "    def vf(self, t, y):\n        return -jnp.tanh(y) * self.scale * t\n\n\n"
+        "class Solver:\n    def __init__(self, term):\n        self.term = term\n\n"
+        "    def step(self, t, y):\n        return y + 0.1 * self.term.vf(t, y)\n"
+    )
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_terms.py").write_text(
+        "import pathlib\n\nimport numpy as np\n\nfrom terms import Solver, Term\n\n\n"
+        "def start():\n    return np.ones((5,), np.float32)\n\n\n"
+        "def test_solve():\n    pathlib.Path('ran').write_text('the test ran')\n"
+        "    solver = Solver(Term(2.0))\n    y = start()\n    for i in range(3):\n"
+        "        y = solver.step(float(i), y)\n    assert y.shape == (5,)\n"
+    )
+    listed = run(["examples", "terms.py::Solver.step"], cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.splitlines()[0].startswith("1. tests/test_terms.py:17 (test)"), listed.stdout
+    step = run(["trace", "terms.py::Solver.step", "-o", "s.json"], cwd=tmp_path)
+    assert step.returncode == 0, step.stderr
+    assert "inputs from tests/test_terms.py:17 (test)" in step.stdout.splitlines()
+    assert _input_shapes(tmp_path / "s.json") == [[5]]  # t is a Python float: static
+    vf = run(["trace", "terms.py::Term.vf", "-o", "v.json"], cwd=tmp_path)
+    assert vf.returncode == 0, vf.stderr
+    assert "inputs from terms.py:17 (test)" in vf.stdout.splitlines()  # Solver.step calls it
+    assert [5] in _input_shapes(tmp_path / "v.json")
+    (tmp_path / "ran").unlink()
+    term = run(["trace", "terms.py::Term"], cwd=tmp_path)
+    assert term.returncode == 2, term.stderr
+    assert (
+        "Term has no __call__ of its own or from a base: nothing calls it; trace one of its methods: terms.py::Term.vf"
+        in term.stderr
+    )
+    assert not (tmp_path / "ran").exists()  # no test ran

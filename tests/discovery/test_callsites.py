@@ -503,7 +503,12 @@ def test_project_root_rule(tmp_path: Path) -> None:
     (tmp_path / "a" / "pkg").mkdir(parents=True)
     (tmp_path / "a" / "pkg" / "__init__.py").write_text("")
     (tmp_path / "a" / "pkg" / "m.py").write_text("")
-    assert project_root(tmp_path / "a" / "pkg" / "m.py", tmp_path) == tmp_path / "a"  # above the package
+    assert project_root(tmp_path / "a" / "pkg" / "m.py") == tmp_path / "a"  # no workspace: above the package
+    # no marker up to the workspace folder (a repository unpacked without .git): that folder, not
+    # the target's own (whose call-site search found none of the tests beside it)
+    (tmp_path / "b" / "models").mkdir(parents=True)
+    assert project_root(tmp_path / "b" / "models" / "m.py", tmp_path / "b") == tmp_path / "b"
+    assert project_root(tmp_path / "a" / "pkg" / "m.py", tmp_path) == tmp_path
     (tmp_path / "a" / "setup.cfg").write_text("")
     assert project_root(tmp_path / "a" / "pkg" / "m.py", tmp_path) == tmp_path / "a"
     (tmp_path / "a" / "pkg" / "jaxlsp.toml").write_text("version = 1\n")

@@ -80,12 +80,22 @@ class Hook:
         return compile(tree, path, "exec", dont_inherit=True)
 
     # -- the hook --------------------------------------------------------------------------------------
-    def inherits(self, bases: tuple[Any, ...], method: str) -> bool:
-        """Asked as the target's class is made: whether it inherits the watched method (when
-        not, nothing can call it, and the failure says so)."""
+    def inherits(self, bases: tuple[Any, ...], method: str, methods: tuple[str, ...] = ()) -> bool:
+        """Asked as the target's class is made: whether it inherits the watched method. When
+        not, nothing can call it: the run stops here, as the target's file is imported, with an
+        answer that names the class's own methods (each a target), instead of running every
+        test to its end (300 s, for an Equinox term with only ``vf``) to say the same."""
         found = runners.inherits(bases, method)
         if not found:
             self.missing = method
+            if not self.fired and threading.current_thread().name != _TRACE_THREAD:
+                self.fired = True
+                where = _relative(self.path, self.workspace.root)
+                choices = ", ".join(f"{where}::{self.name}.{m}" for m in methods)
+                message = f"{self.name} has no {method} of its own or from a base: nothing calls it" + (
+                    f"; trace one of its methods: {choices}" if choices else ""
+                )
+                deliver(self.request, {"ok": False, "error": {"kind": "refused", "message": message}}, self)
         return found
 
     def __call__(self, what: str) -> None:
@@ -173,6 +183,7 @@ class Hook:
             seed=int(self.request["profile"].get("seed", 0)), x64=bool(getattr(jax.config, "jax_enable_x64", False))
         )
         owner = _lookup(namespace, self.owner)
+        plain_method = False  # a method of a class that is no module: no profile can rebuild its instance
         if self.method is None and not isinstance(owner, type) and targets.infer_kind(owner) == "function":
             kind = "function"
             obj: Any = _untied(owner) if owner is not None else None
@@ -185,6 +196,12 @@ class Hook:
             kind = targets.infer_kind(instance)
             method = None if self.method in (None, "__call__") else self.method
             obj = instance
+            if kind == "function" and method is not None:
+                # a plain class's method (``Solver.step``): traced as the method bound to the very
+                # instance the run called it on (what the instance holds are the graph's constants)
+                obj = types.MethodType(_untied(getattr(type(instance), method)), instance)
+                plain_method = True
+                method = None
             if kind == "linen":
                 obj, streams, mutable = _unbound_linen(instance)
                 if streams:
@@ -219,15 +236,19 @@ class Hook:
         self.timings["trace"] = time.perf_counter() - t0
         limits.check_jaxpr(closed, self.request.get("limits"))
         announce(self.request, "build")
-        table = learned.profile_table(
-            kind,
-            obj,
-            self.inits.get(id(args[0])) if kind in ("nnx", "equinox") and args else None,
-            call_args,
-            call_kwargs,
-            profile,
-            self.path,
-            self.name,
+        table = (
+            None
+            if plain_method
+            else learned.profile_table(
+                kind,
+                obj,
+                self.inits.get(id(args[0])) if kind in ("nnx", "equinox") and args else None,
+                call_args,
+                call_kwargs,
+                profile,
+                self.path,
+                self.name,
+            )
         )
         # The graph file holds relative paths only: the example as written (relative to the root)
         # and the call's line relative to the root; the absolute ones go to the server beside it.

@@ -95,8 +95,13 @@ def _inherit(cls: ast.ClassDef, method: str) -> None:
     deriving another with new defaults) gets one that calls the hook and then its base's, only
     when a base has it (``HOOK.inherits(bases, name)`` at class creation), so that a class with
     none stays uncallable."""
+    methods = tuple(
+        s.name
+        for s in cls.body
+        if isinstance(s, ast.FunctionDef) and not (s.name.startswith("__") and s.name != method)
+    )
     source = (
-        f"if {HOOK_NAME}.inherits(({', '.join(ast.unparse(b) for b in cls.bases)},), {method!r}):\n"
+        f"if {HOOK_NAME}.inherits(({', '.join(ast.unparse(b) for b in cls.bases)},), {method!r}, {methods!r}):\n"
         f"    def {method}(self, *args, **kwargs):\n"
         f"        {HOOK_NAME}('call')\n"
         f"        return super().{method}(*args, **kwargs)\n"
