@@ -348,6 +348,59 @@ def _limits(args: argparse.Namespace) -> dict[str, int]:
     return {k: v for k, v in given.items() if v}
 
 
+def _learn(args: argparse.Namespace) -> int:
+    """``jaxlsp learn [PATH...]``: run the workspace's tests and documented scripts once each and
+    keep the call signatures of every target they reach (capture/learning.py)."""
+    import json
+
+    from jaxlsp.capture import learning
+    from jaxlsp.capture.engine import workspace_root_for
+    from jaxlsp.capture.interpreters import InterpreterError, select_interpreter
+    from jaxlsp.capture.signatures import SignatureStore
+    from jaxlsp.discovery.roots import project_root
+
+    paths = [Path(p) for p in args.paths] or [Path.cwd()]
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        print(f"jaxlsp learn: no such file or folder: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    first = paths[0].resolve()
+    workspace = workspace_root_for(first if first.is_file() else first / "_", Path.cwd())
+    anchor = first if first.is_file() else first / "_"
+    root = Path(args.root).resolve() if args.root else project_root(anchor, workspace)
+    try:
+        python = select_interpreter(workspace_root=workspace, request=args.python).python
+    except InterpreterError as exc:
+        print(f"jaxlsp learn: {exc}", file=sys.stderr)
+        return 2
+    examples = learning.find_examples(paths, root)
+    if not examples:
+        print(f"jaxlsp learn: no test file or documented script under {', '.join(map(str, paths))}", file=sys.stderr)
+        return 1
+
+    def progress(done: int, total: int, learned: int, example: learning.ExampleOutcome) -> None:
+        took = f"{example.seconds:.1f} s"
+        print(f"[{done}/{total}] {example.text}: {example.outcome}, {example.learned} learned ({took})")
+        if example.outcome not in ("finished", "stopped"):
+            print(f"    {example.message}")
+        print(f"      {learned} targets learned so far", flush=True)
+
+    timeout = args.timeout or learning.EXAMPLE_TIMEOUT
+    report = learning.learn(
+        root, examples, python, example_timeout=timeout, budget=args.budget or learning.BUDGET,
+        idle=args.idle or learning.IDLE, store=SignatureStore(workspace), progress=None if args.json else progress,
+    )  # fmt: skip
+    if args.json:
+        print(json.dumps(report.json(), indent=2))
+    else:
+        print(f"learned {len(report.targets)} targets from {len(report.examples)} examples in {report.seconds:.1f} s")
+        for target in report.targets:
+            print(f"  {target}")
+        if report.stopped:
+            print(f"stopped early: {report.stopped}")
+    return 0 if report.targets else 1
+
+
 def _env(args: argparse.Namespace) -> int:
     from jaxlsp.capture import userpath
     from jaxlsp.capture.compatibility import CACHE
@@ -561,6 +614,18 @@ def parser() -> argparse.ArgumentParser:
     x.add_argument("--json", action="store_true", help="print a JSON array")
     x.add_argument("--root", help="the project root to search (default: as for trace --from)")
     x.set_defaults(func=_examples)
+
+    n = sub.add_parser(
+        "learn", help="run the workspace's tests and documented scripts once; keep every reached target's inputs"
+    )
+    n.add_argument("paths", nargs="*", metavar="PATH", help="test files or folders (default: the current folder)")
+    n.add_argument("--json", action="store_true", help="print the summary as JSON")
+    n.add_argument("--python", help="the interpreter to run them in (default: as jaxlsp trace chooses)")
+    n.add_argument("--root", help="the project root they run from (default: found from PATH)")
+    n.add_argument("--timeout", type=float, help="seconds one example may run (default 120; stopped sooner when idle)")
+    n.add_argument("--budget", type=float, help="seconds for the whole run (default 900)")
+    n.add_argument("--idle", type=float, help="seconds without a new signature that stop an example (default 20)")
+    n.set_defaults(func=_learn)
 
     v = sub.add_parser("env", help="check the capture environment (interpreter, jax versions, backends)")
     v.add_argument("--python", help="the interpreter to check (default: .venv, $CONDA_PREFIX, $VIRTUAL_ENV, this one)")

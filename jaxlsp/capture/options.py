@@ -41,9 +41,11 @@ class CaptureOptions:
     ``trace`` and ``build``. ``cancel`` set: the capture's process group is killed at once and
     :class:`asyncio.CancelledError` raised (cancelling the calling task does the same).
     ``example_timeout``: the limit instead when the capture runs one of the workspace's examples
-    up to the target's call (a caller's own ``timeout`` sets both). ``reuse``: when the target's
-    files changed since its newest kept trace only where their syntax trees stay the same, that
-    trace's graph with its positions moved stands for a capture (capture/reuse.py; live traces)."""
+    up to the target's call (a caller's own ``timeout`` sets both). ``reuse`` (live traces): when
+    the target's files changed since its newest kept trace only where their syntax trees stay the
+    same, that trace's graph with its positions moved stands for a capture (capture/reuse.py),
+    and an NNX or Equinox model's init snapshot may stand for its constructor
+    (worker/reuse/initsnap.py); without it (the user's own trace) everything runs."""
 
     timeout: float = DEFAULT_TIMEOUT
     example_timeout: float = EXAMPLE_TIMEOUT

@@ -5,6 +5,7 @@ drops it."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tomllib
@@ -68,3 +69,31 @@ def test_a_changed_caller_drops_what_it_taught(repo: Path, cache: Path) -> None:
     block = run(["trace", "tinylm/layers.py::FeedForward", "--from", "auto"], cwd=repo)
     assert "(learned)" not in block.stdout  # the call it recorded may no longer be made
     assert os.environ["XDG_CACHE_HOME"] == str(cache)
+
+
+def test_learn_runs_the_tests_and_documented_scripts_once_and_every_reached_target_traces(
+    repo: Path, cache: Path
+) -> None:
+    (repo / "jaxlsp.toml").unlink()  # no profile at all: everything comes from the workspace's own runs
+    learned = run(["learn", "--json", "--idle", "3"], cwd=repo)
+    assert learned.returncode == 0, learned.stderr
+    report = json.loads(learned.stdout)
+    assert set(report["targets"]) >= {
+        "tinylm/model.py::Transformer",
+        "tinylm/layers.py::Block",
+        "tinylm/layers.py::Attention",
+        "tinylm/layers.py::FeedForward",
+        "tinylm/layers.py::rms_norm",
+        "tinylm/nnx_mlp.py::MLP",
+        "tinylm/nnx_mlp.py::Layer",
+        "tinylm/eqx_cell.py::Recurrent",
+        "tinylm/eqx_cell.py::Cell",
+    }
+    outcomes = {e["text"]: e["outcome"] for e in report["examples"]}
+    # the tests ran to their end; the training script (README: --steps 1000000) was stopped once idle
+    assert outcomes == {"tests/test_model.py": "finished", "train.py --steps 1000000": "stopped"}
+    assert report["failures"] == []
+    layer = run(["trace", "tinylm/nnx_mlp.py::Layer", "-o", "layer.json"], cwd=repo)
+    assert layer.returncode == 0, layer.stderr
+    assert "inputs from a learned call at tinylm/nnx_mlp.py:21 (learned)" in layer.stdout.splitlines()
+    assert _output_shapes(repo / "layer.json") == [[5, 8]]  # the first layer, as the test's model called it

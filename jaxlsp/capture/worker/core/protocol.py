@@ -220,6 +220,9 @@ class WorkerRequest(TypedDict):
     # True: record the call signatures of the workspace's functions and module classes that run
     # (worker/examples/signatures.py); they come back as ``WorkerResult.signatures``
     signatures: NotRequired[bool]
+    # jaxlsp learn: run the profile's example for its signatures alone, stopped after ``idle``
+    # seconds without a new one or near ``deadline`` (worker/examples/learning.py); no graph
+    learn: NotRequired[dict[str, float]]
     # The folder the graph's workspace paths are relative to (worker/core/paths.py); default workspaceRoot.
     # The CLI sends the recipe's folder.
     pathBase: NotRequired[str]
@@ -265,3 +268,4 @@ class WorkerResult(TypedDict):
     # with ``signatures``: each target's first writable call {path, name, kind, table, callsite,
     # sources} (worker/examples/signatures.py)
     signatures: NotRequired[list[dict[str, Any]]]
+    learn: NotRequired[dict[str, str]]  # a learning run: {outcome, message} (how the example ended)

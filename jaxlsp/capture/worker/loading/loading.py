@@ -15,7 +15,7 @@ import weakref
 from types import ModuleType
 from typing import Any, Literal
 
-from jaxlsp.capture.worker.core.failures import CaptureError, Workspace, from_exception, imported_since
+from jaxlsp.capture.worker.core.failures import CaptureError, Workspace, from_exception, imported_since, installed
 from jaxlsp.capture.worker.core.paths import is_own
 from jaxlsp.capture.worker.loading.notebooks import NotebookRun, run_notebook
 from jaxlsp.notebook import is_notebook
@@ -134,6 +134,9 @@ class Loader:
         self.files: set[str] = set()  # files of modules that refs and factories named
         self._reads = _record_reads()  # what loading and tracing open: a config file decides widths
         self.skipped: dict[str, int] = {}  # load = "definitions": top-level names left unset, by line
+        # the modules already loaded: one outside the workspace is a source only when this capture
+        # imported it (a process that ran captures before, a test's own modules, are not the target's)
+        self._before = set(sys.modules)
 
     def skipped_hint(self, exc: BaseException) -> str:
         """For a NameError of a top-level name a ``definitions`` load left unset: why, and what to do."""
@@ -279,7 +282,9 @@ class Loader:
         theirs, and any a factory or the trace imported), with the files refs named and the
         workspace files the program opened for reading until now: a module that gives no frame
         (a config of constants, a package's ``__init__``) or a data file (``config.json``) still
-        decides the program, so editing it must make the graph stale and re-trace it live."""
+        decides the program, so editing it must make the graph stale and re-trace it live. A
+        module is the user's wherever it lies (a folder beside the workspace put on ``sys.path``):
+        only the standard library, installed packages and jaxlsp's own are left out (issue 45)."""
         global _READS
         if _READS is self._reads:
             _READS = None  # what is opened from here on is ours (hashing, linecache)
@@ -295,8 +300,11 @@ class Loader:
                 found.add(os.path.realpath(path))
         for module in imported_since():
             file = getattr(module, "__file__", None)
-            if isinstance(file, str) and file.endswith(".py") and self.workspace.contains(file) and not is_own(file):
-                found.add(os.path.realpath(file))
+            if not isinstance(file, str) or not file.endswith(".py") or is_own(file):
+                continue
+            real = os.path.realpath(file)
+            if self.workspace.contains(real) or (not installed(real) and module.__name__ not in self._before):
+                found.add(real)
         return found
 
     def resolve(self, ref: str) -> Any:

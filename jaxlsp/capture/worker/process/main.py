@@ -197,7 +197,7 @@ def _capture_reporting(request: WorkerRequest | dict[str, Any], jax_ready: bool)
             result["structure"] = extra["structure"]
         if extra.get("hint") is not None:
             result["hint"] = extra["hint"]
-        for key in ("roots", "callsite", "learned", "replayed", "initialisers", "snapshotWanted"):
+        for key in ("roots", "callsite", "learned", "replayed", "initialisers", "snapshotWanted", "learn"):
             if extra.get(key) is not None:
                 result[key] = extra[key]
         for key in ("arrays", "saved"):  # a values run's payloads
@@ -228,6 +228,12 @@ def _capture(
     profile = request["profile"]
     if sys.platform.startswith("win"):
         raise CaptureError("refused", "tracing is not supported on Windows yet")
+    if request.get("learn") is not None and profile.get("example"):  # jaxlsp learn: signatures only
+        from jaxlsp.capture.worker.examples import learning
+
+        configure_jax(str(profile.get("device", "cpu")), bool(profile.get("x64", False)), jax_ready)
+        learning.learn(request, workspace, timings, extra)
+        return None
     if profile.get("example"):  # learn the inputs from a run of one of the workspace's own examples
         for key, what in (("values", "a values run"), ("time", "a timed run")):
             if request.get(key) is not None:
