@@ -40,7 +40,7 @@ from jaxlsp.capture.engine import (
 )
 from jaxlsp.capture.options import CaptureOptions
 from jaxlsp.capture.spare import SparePool
-from jaxlsp.capture.speculate import capture_speculatively, initialisers_of, structure_of
+from jaxlsp.capture.speculate import capture_speculatively, initialisers_of, is_init_snapshot, structure_of
 from jaxlsp.capture.supervise import CaptureOutcome
 from jaxlsp.graph import io, slices
 from jaxlsp.graph.compact import CompactFile, Packed
@@ -216,6 +216,11 @@ class CaptureService:
         target = prepared.request["target"]
         key = (str(target["path"]), str(target["name"]), str(prepared.resolved.name))
         structure, initialisers = self._hints.get(key, (None, None))
+        if not options.reuse and is_init_snapshot(structure):
+            # The user's own trace always runs the constructor: a snapshot cannot know everything
+            # it reads (a C library's files, numpy's random state), so only a live re-trace may
+            # take its word; this capture leaves a new one (issue 45)
+            structure = None
         outcome, _ = await capture_speculatively(
             self.pool, prepared.request, prepared.python, options, hint=structure, initialisers=initialisers
         )

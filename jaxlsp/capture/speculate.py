@@ -49,6 +49,12 @@ async def capture_speculatively(
     return outcome, outcome.ok and outcome.result.get("hint") in ("held", "repaired")
 
 
+def is_init_snapshot(hint: Any) -> bool:
+    """Whether a kept hint is an NNX or Equinox init's snapshot (worker/reuse/initsnap.py), which
+    stands for running the constructor, rather than a structure the trace itself checks."""
+    return isinstance(hint, dict) and str(hint.get("format", "")).startswith("jaxlsp.initsnap/")
+
+
 def structure_of(outcome: CaptureOutcome) -> Any:
     """The hint a successful capture leaves for the next one (None: nothing to hint)."""
     return outcome.result.get("structure") if outcome.ok else None

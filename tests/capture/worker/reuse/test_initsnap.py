@@ -246,3 +246,69 @@ def test_an_edit_to_a_function_a_module_runs_at_import_runs_the_constructor_agai
     again = _capture(workspace, snapshot, shape=(2, 16))
     fresh = _capture(workspace, snapshots=False, shape=(2, 16))
     assert again.get("hint") == "stale" and again["graph"] == fresh["graph"]
+
+
+#: constructors whose model depends on more than their source (issue 45): (the files the workspace
+#: holds, the line that reads them in place of ``WIDTH``)
+READS: dict[str, tuple[dict[str, str], str]] = {
+    "a folder's listing": ({"classes/a.txt": "", "classes/b.txt": ""}, "len(os.listdir(HERE / 'classes'))"),
+    "a folder's scan": ({"classes/a.txt": "", "classes/b.txt": ""}, "len(list(os.scandir(HERE / 'classes')))"),
+    "a glob": ({"classes/a.txt": "", "classes/b.txt": ""}, "len(list((HERE / 'classes').glob('*.txt')))"),
+    "a file's size": ({"blob.bin": "xx"}, "os.path.getsize(HERE / 'blob.bin')"),
+    "a file's existence": ({"flag": ""}, "2 if os.path.exists(HERE / 'flag') else 3"),
+    "Python source run as text": ({"cfg.py": "N = 5\n"}, "_run(HERE / 'cfg.py')"),
+    "a process's output": ({}, "len(subprocess.run(['true'], capture_output=True).stdout) + 2"),
+}
+
+READING_MODEL = """\
+import os
+import subprocess
+from pathlib import Path
+
+HERE = Path(__file__).parent
+
+
+def _run(path):
+    scope = {}
+    exec(open(path).read(), scope)
+    return scope["N"]
+
+
+"""
+
+
+@pytest.mark.parametrize("read", sorted(READS))
+def test_a_constructor_that_reads_what_is_not_its_source_keeps_no_snapshot(workspace: Path, read: str) -> None:
+    """A listing, a size, an existence, a ``.py`` file read as text, a process: what the next
+    capture's constructor would read may differ while every source file stays the same."""
+    files, expression = READS[read]
+    for name, text in files.items():
+        (workspace / name).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / name).write_text(text)
+    model = READING_MODEL + NNX_MODEL.replace(
+        "self.block = Block(WIDTH, rngs=rngs)", f"self.block = Block({expression}, rngs=rngs)"
+    ).replace("self.head = nnx.Linear(widened(WIDTH), 3", f"self.head = nnx.Linear(widened({expression}), 3")
+    (workspace / "model.py").write_text(model)
+    assert _snapshot(workspace) is None
+
+
+def test_a_snapshot_holds_only_under_the_environment_it_was_made_in(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A width from an environment variable: no hook sees ``getenv``, so the variables are part
+    of the snapshot's key; another value runs the constructor again."""
+    model = NNX_MODEL.replace("WIDTH = 8", "import os\n\nWIDTH = 8").replace(
+        "nnx.Linear(widened(WIDTH), 3", "nnx.Linear(widened(WIDTH), int(os.environ['JAXLSP_TEST_W'])"
+    )
+    (workspace / "model.py").write_text(model)
+    monkeypatch.setenv("JAXLSP_TEST_W", "3")
+    snapshot = _snapshot(workspace)
+    assert snapshot is not None
+    assert _capture(workspace, snapshot).get("hint") == "held"  # the same variables: the same model
+    monkeypatch.setenv("JAXLSP_TEST_W", "5")
+    again = _capture(workspace, snapshot)
+    fresh = _capture(workspace, snapshots=False)
+    assert again.get("hint") == "stale" and again["graph"] == fresh["graph"]
+    assert [
+        v["shape"] for v in fresh["graph"]["values"] if v["id"] in {o["value"] for o in fresh["graph"]["outputs"]}
+    ] == [[2, 5]]
