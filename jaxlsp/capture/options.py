@@ -28,7 +28,8 @@ class _Default(enum.Enum):
     TOKEN = "default"
 
 
-#: ``memory_mb`` default: :data:`DEFAULT_MEMORY_MB` for CPU profiles, no cap for ``cuda:N``.
+#: ``memory_mb`` default: :data:`DEFAULT_MEMORY_MB` for CPU profiles, no cap for ``cuda:N`` or ``tpu``
+#: (libtpu maps the chip's memory into the address space: under the cap it fails with "Couldn't mmap").
 DEFAULT: Final = _Default.TOKEN
 MemoryLimit = int | None | Literal[_Default.TOKEN]
 
@@ -60,7 +61,7 @@ class CaptureOptions:
         if self.memory_mb is not DEFAULT:
             return self.memory_mb if self.memory_mb and self.memory_mb > 0 else None
         device = str((request.get("profile") or {}).get("device") or "cpu")
-        return None if device.startswith(("cuda", "gpu", "rocm")) else DEFAULT_MEMORY_MB
+        return None if device.startswith(("cuda", "gpu", "rocm", "tpu")) else DEFAULT_MEMORY_MB
 
 
 @dataclass(frozen=True)

@@ -139,6 +139,10 @@ def test_default_memory_cap_is_for_cpu_only() -> None:
     cuda["profile"]["device"] = "cuda:0"
     assert CaptureOptions().memory_for(cpu) == DEFAULT_MEMORY_MB
     assert CaptureOptions().memory_for(cuda) is None
+    for tpu in ("tpu", "tpu:0"):  # libtpu maps the chip's memory: under the cap, "Couldn't mmap" (issue 47)
+        cuda["profile"]["device"] = tpu
+        assert CaptureOptions().memory_for(cuda) is None
+    cuda["profile"]["device"] = "cuda:0"
     assert (
         CaptureOptions(memory_mb=1024).memory_for(cuda) == 1024
         and CaptureOptions(memory_mb=None).memory_for(cpu) is None

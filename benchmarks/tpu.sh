@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The TPU checks (issue 47), on a machine with a TPU and JAX on its PYTHONPATH (a Cloud TPU VM
+# image): jaxlsp env finds that JAX through the user's PYTHONPATH, traces run with --device tpu,
+# --compiled lists the TPU's fusions, --time reads the profiler's TPU plane, and a TPU held by
+# another program refuses the capture with that cause. Prints the figures for the notes.
+#
+# Run from the repository root. jaxlsp runs from the checkout (PYTHONPATH=$PWD); its own
+# dependencies come from wheels in build/tpu-wheels (pip download --no-deps --only-binary=:all:
+# --python-version 3.11 --platform manylinux_2_28_x86_64 -d build/tpu-wheels pygls lsprotocol
+# cattrs attrs libcst tomlkit), installed into a folder under $TMPDIR that goes at the END of
+# PYTHONPATH so the image's JAX stays first; flax comes from the machine's own index when it has
+# one. The capture keeps jaxlsp's folder and the wheels' folder off its path (capture/userpath.py).
+set -uo pipefail
+
+PY="${PYTHON:-python3}"
+TMP="${TMPDIR:-/tmp}"
+DEPS="$TMP/jaxlsp-deps"
+OUT="${OUT:-$TMP/jaxlsp-tpu}"
+mkdir -p "$OUT"
+
+if [ -d build/tpu-wheels ] && [ ! -d "$DEPS/pygls" ]; then
+  "$PY" -m pip install -q --no-index --no-deps --target "$DEPS" build/tpu-wheels/*.whl
+fi
+if [ ! -d "$DEPS-flax/flax" ]; then
+  "$PY" -m pip install -q --target "$DEPS-flax" flax >/dev/null 2>&1 \
+    || "$PY" -m pip install -q --index-url file:///opt/pypi/simple --target "$DEPS-flax" flax >/dev/null 2>&1 \
+    || echo "(flax not installed: no index)"
+  rm -rf "$DEPS-flax"/jax "$DEPS-flax"/jaxlib "$DEPS-flax"/jax-* "$DEPS-flax"/jaxlib-* # the image's JAX only
+fi
+export PYTHONPATH="$PWD:${PYTHONPATH:-}:$DEPS:$DEPS-flax"
+export XDG_CACHE_HOME="$OUT/cache"
+J=("$PY" -m jaxlsp)
+
+step() { echo; echo "== $*"; }
+timed() { local t0 rc; t0=$(date +%s%N); "$@"; rc=$?; echo "(exit $rc, $((($(date +%s%N) - t0) / 1000000)) ms)" >&2; }
+
+step "the machine"
+"$PY" -c "import jax; print('jax', jax.__version__, jax.devices())"
+ls -d /dev/accel* /dev/vfio/* 2>/dev/null | tr '\n' ' '; echo
+
+step "jaxlsp env --python $PY --device tpu"
+timed "${J[@]}" env --python "$PY" --device tpu
+
+step "trace examples/jax_mlp.py::mlp --device tpu"
+(cd examples && timed "${J[@]}" trace jax_mlp.py::mlp --python "$PY" --device tpu --timeout 300 >"$OUT/mlp.txt" 2>&1; head -8 "$OUT/mlp.txt")
+
+step "trace examples/jax_mlp.py::mlp --device tpu --compiled"
+(cd examples && timed "${J[@]}" trace jax_mlp.py::mlp --python "$PY" --device tpu --compiled --timeout 300 \
+  -o "$OUT/mlp-compiled.json" >"$OUT/mlp-compiled.txt" 2>&1; head -40 "$OUT/mlp-compiled.txt")
+
+step "trace the transformer (benchmarks/models, forward) --device tpu"
+(cd benchmarks/models && timed "${J[@]}" trace transformer.py::Transformer --profile forward --python "$PY" \
+  --device tpu --timeout 300 >"$OUT/transformer.txt" 2>&1; head -6 "$OUT/transformer.txt")
+
+step "trace the transformer --device tpu --time"
+(cd benchmarks/models && timed "${J[@]}" trace transformer.py::Transformer --profile forward --python "$PY" \
+  --device tpu --time --timeout 300 -o "$OUT/transformer-time.json" >"$OUT/time.txt" 2>&1; head -40 "$OUT/time.txt")
+
+step "a TPU held by another program: the capture is refused with that cause"
+rm -f "$OUT/held"
+"$PY" -c "import jax, sys, time; jax.devices(); open(sys.argv[1], 'w').close(); time.sleep(120)" "$OUT/held" &
+holder=$!
+for _ in $(seq 120); do [ -e "$OUT/held" ] && break; sleep 0.5; done
+(cd examples && timed "${J[@]}" trace jax_mlp.py::mlp --python "$PY" --device tpu --timeout 120 >"$OUT/held.txt" 2>&1; tail -3 "$OUT/held.txt")
+kill "$holder" 2>/dev/null
+wait "$holder" 2>/dev/null
+echo "done"
