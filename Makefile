@@ -169,7 +169,7 @@ fuzz: install
 
 # Every benchmark runs and prints its figures; the target fails at the end if one missed its bar.
 bench: install
-	@status=0; for b in discovery server_memory capture first_call zero_config costs lsp viewer values live graph_store soak compiled timing scale init_share topology; do \
+	@status=0; for b in discovery server_memory capture first_call zero_config costs lsp viewer values live graph_store soak compiled timing scale init_share topology freshness; do \
 		echo "== benchmarks/$$b.py"; $(PY) benchmarks/$$b.py || status=1; \
 	done; exit $$status
 

@@ -38,6 +38,10 @@ class Phases:
     marks: list[tuple[str, float]] = field(default_factory=list)
     worker: dict[str, float] = field(default_factory=dict)  # the traced child's own durations
     clock: dict[str, float] = field(default_factory=dict)  # the traced child's forked / done moments
+    # what this trace took from an earlier one instead of making it (``init (held)``: a structure
+    # hint or an init snapshot; a moved graph shows as the ``moved`` span): the summary names them
+    # so that a reader (benchmarks/freshness.py) can tell a reused re-trace from a rebuilt one
+    reused: list[str] = field(default_factory=list)
 
     def mark(self, name: str, at: float | None = None) -> None:
         self.marks.append((name, time.monotonic() if at is None else at))
@@ -114,8 +118,18 @@ def mark(name: str) -> None:
         phases.mark(name)
 
 
+def reused(what: str) -> None:
+    """Note that the trace this task runs took ``what`` from an earlier one (nothing outside one)."""
+    phases = CURRENT.get()
+    if phases is not None:
+        phases.reused.append(what)
+
+
 def summary(name: str, state: str, phases: Phases, kind: str = "live") -> str:
     """One line: ``live NAME fresh in 0.84 s: discover 0.010 · wait 0.000 · ...`` (``kind`` is
-    ``trace`` for the user's own request, whose first span is ``prepare``)."""
+    ``trace`` for the user's own request, whose first span is ``prepare``), ending with
+    ``· reused init (held)`` when the trace took something from an earlier one."""
     spans = " · ".join(f"{label} {seconds:.3f}" for label, seconds in phases.spans())
+    if phases.reused:
+        spans += " · reused " + ", ".join(phases.reused)
     return f"{kind} {name} {state} in {phases.total():.3f} s: {spans}"

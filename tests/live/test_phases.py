@@ -73,3 +73,18 @@ def test_only_the_last_result_is_split_when_a_trace_ran_twice() -> None:
     spans = timing.spans()
     assert [name for name, _ in spans] == ["fork", "result", "fork", *EVERY]
     assert abs(sum(seconds for _, seconds in spans) - timing.total()) < 1e-9
+
+
+def test_the_summary_names_what_the_trace_reused() -> None:
+    from jaxlsp.capture import phases
+
+    timing = Phases(saved=1.0)
+    timing.mark("store", 1.5)
+    assert "reused" not in summary("f", "fresh", timing)
+    token = phases.CURRENT.set(timing)
+    try:
+        phases.reused("graph (moved)")
+    finally:
+        phases.CURRENT.reset(token)
+    phases.reused("nothing: outside a trace")
+    assert summary("f", "fresh", timing).endswith("store 0.500 \u00b7 reused graph (moved)")
