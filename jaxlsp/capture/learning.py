@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -122,7 +122,14 @@ def request_for(example: ExampleSpec, root: Path, idle: float, deadline: float) 
     }
 
 
-def learn(
+def learn(root: Path, examples: list[ExampleSpec], python: str, **options: Any) -> LearnReport:
+    """:func:`learn_async` for callers without an event loop (the CLI). Ctrl-C kills the worker."""
+    import asyncio
+
+    return asyncio.run(learn_async(root, examples, python, **options))
+
+
+async def learn_async(
     root: Path,
     examples: list[ExampleSpec],
     python: str,
@@ -133,12 +140,13 @@ def learn(
     store: SignatureStore | None = None,
     progress: Callable[[int, int, int, ExampleOutcome], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
-    run: Callable[[dict[str, Any], str, CaptureOptions], Any] | None = None,
+    run: Callable[[dict[str, Any], str, CaptureOptions], Awaitable[Any]] | None = None,
 ) -> LearnReport:
-    """Run each example once; ``progress(done, total, targets learned, outcome)`` after each one."""
-    from jaxlsp.capture.client import capture_sync
+    """Run each example once, one after the other; ``progress(done, total, targets learned,
+    outcome)`` after each one. Cancelling the task kills the running example's worker."""
+    from jaxlsp.capture.client import run_capture
 
-    runner = run or (lambda request, exe, options: capture_sync(request, exe, options))
+    runner = run or (lambda request, exe, options: run_capture(request, exe, options))
     store = store or SignatureStore(root)
     report = LearnReport()
     started = time.monotonic()
@@ -154,7 +162,7 @@ def learn(
         limit = min(example_timeout, left)
         t0 = time.monotonic()
         options = CaptureOptions(timeout=limit, example_timeout=limit)
-        outcome = runner(request_for(example, root, idle, limit), python, options)
+        outcome = await runner(request_for(example, root, idle, limit), python, options)
         result = getattr(outcome, "result", {}) or {}
         records = list(result.get("signatures") or [])
         kept = store.add(records, python, str(example["text"])) if records else 0

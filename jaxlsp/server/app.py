@@ -472,6 +472,7 @@ def create_server() -> JaxServer:
     from jaxlsp.server.features.exporting import Export
     from jaxlsp.server.features.graphs import Graphs
     from jaxlsp.server.features.hover import Hover
+    from jaxlsp.server.features.learning import Learning
     from jaxlsp.server.features.lenses import Lenses
     from jaxlsp.server.features.live import Live
     from jaxlsp.server.features.navigation import Navigation
@@ -491,6 +492,9 @@ def create_server() -> JaxServer:
     viewer = Viewer(server, navigation)
     documents = Documents(server)
     tracing = Tracing(server, trust, capture)
+    live = Live(server, tracing)
+    learning = Learning(server, trust)
+    learning.after.append(live.learned)  # what is open is traced again on what was learned
     features: list[Feature] = [
         documents,
         Notebooks(server, documents),
@@ -498,7 +502,8 @@ def create_server() -> JaxServer:
         Discover(server, documents),
         trust,
         tracing,
-        Live(server, tracing),
+        live,
+        learning,
         Values(server, tracing, capture),
         Graphs(server),
         Costs(server),

@@ -730,3 +730,32 @@ class LensData(TypedDict):
 
 LIST_TRUSTED_COMMAND: Final = "jaxlsp.listTrusted"  # no argument; the folders trusted "Always"
 REVOKE_TRUST_COMMAND: Final = "jaxlsp.revokeTrust"  # one argument, a folder; true when it was trusted
+
+
+LEARN_SHAPES_COMMAND: Final = "jaxlsp.learnShapes"
+
+
+class LearnShapesArguments(TypedDict):
+    """The ``jaxlsp.learnShapes`` command's single optional argument: a folder or a file whose
+    tests (and the scripts the docs run) are run; absent: the workspace folder."""
+
+    uri: NotRequired[str]
+
+
+class LearnedExample(TypedDict):
+    text: str  # the example as the user would type it ("tests/test_model.py", "train.py --steps 1")
+    outcome: Literal["finished", "stopped", "failed", "exited", "timeout", "error"]
+    message: str
+    learned: int  # signatures it recorded
+    seconds: float
+
+
+class LearnShapesResult(TypedDict):
+    """``jaxlsp.learnShapes`` response: what was learned, from which examples, what failed."""
+
+    learned: int  # targets with a learned call now
+    targets: list[str]  # "path::Name", relative to the folder
+    examples: list[LearnedExample]
+    failures: list[str]  # one line each: "EXAMPLE: cause"
+    seconds: float
+    stopped: NotRequired[Literal["cancelled", "out of time"]]

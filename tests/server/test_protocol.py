@@ -26,6 +26,7 @@ INVALID_PARAMS = -32602
 NOT_TRUSTED = "is not trusted"
 COMMANDS = [  # sorted, as advertised: derived from the registered commands
     "jaxlsp.checkEnvironment",
+    "jaxlsp.learnShapes",
     "jaxlsp.listTrusted",
     "jaxlsp.openGraph",
     "jaxlsp.revokeTrust",

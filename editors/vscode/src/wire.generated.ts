@@ -719,3 +719,33 @@ export interface LensData {
 export const LIST_TRUSTED_COMMAND = "jaxlsp.listTrusted";
 
 export const REVOKE_TRUST_COMMAND = "jaxlsp.revokeTrust";
+
+export const LEARN_SHAPES_COMMAND = "jaxlsp.learnShapes";
+
+/**
+ * The `jaxlsp.learnShapes` command's single optional argument: a folder or a file whose
+ * tests (and the scripts the docs run) are run; absent: the workspace folder.
+ */
+export interface LearnShapesArguments {
+  uri?: string;
+}
+
+export interface LearnedExample {
+  text: string;
+  outcome: "finished" | "stopped" | "failed" | "exited" | "timeout" | "error";
+  message: string;
+  learned: number;
+  seconds: number;
+}
+
+/**
+ * `jaxlsp.learnShapes` response: what was learned, from which examples, what failed.
+ */
+export interface LearnShapesResult {
+  learned: number;
+  targets: string[];
+  examples: LearnedExample[];
+  failures: string[];
+  seconds: number;
+  stopped?: "cancelled" | "out of time";
+}

@@ -91,6 +91,14 @@ class Live:
         self.ls.refresh_lenses()
 
     # -- which targets -----------------------------------------------------------------------------
+    def learned(self, folder: Path) -> None:
+        """New inputs were learned in ``folder`` (features/learning.py): what is open there is
+        traced again on them, as if just opened."""
+        for document in list(self.ls.workspace.text_documents.values()):
+            path = local_path(document.uri)
+            if path is not None and path.resolve().is_relative_to(folder.resolve()):
+                self.touched(document.uri)
+
     def opened(self, uri: str) -> None:
         self.touched(uri)
 
