@@ -301,8 +301,8 @@ class JaxServer(LanguageServer):
         if not roots:
             root = params.root_path or (to_fs_path(params.root_uri) if params.root_uri else None)
             self._add_root(roots, root)
-        for root in roots:  # no PYTHONPATH entry inside a workspace reaches a capture (capture/userpath.py)
-            userpath.add_workspace(root)
+        for folder_root in roots:  # no PYTHONPATH entry inside a workspace reaches a capture (capture/userpath.py)
+            userpath.add_workspace(folder_root)
         self.session.support = ClientSupport.from_capabilities(params.capabilities)
         self.session.options = Options.parse(params.initialization_options)
         self.session.start(roots)
