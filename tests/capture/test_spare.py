@@ -229,3 +229,112 @@ async def test_without_standbys_each_capture_is_forked_when_asked(
         assert _standbys(spare_pid) == []
     finally:
         await pool.close()
+
+
+# -- a warm trace is a cold trace (issue 45 item 2) ---------------------------------------------------
+LIBRARY_MODEL = """\
+import jax.numpy as jnp
+import statelib
+
+
+def f(x):
+    return x + jnp.zeros((4, statelib.width()))
+"""
+
+
+def _installed_library(tmp_path: Path, text: str) -> tuple[str, Path, dict[str, object]]:
+    """An interpreter (a venv linking the runner's packages) with ``statelib`` installed in its
+    site-packages, a workspace whose model uses it, and the request that traces the model."""
+    from tests.capture.environments.conftest import make_venv, site_of
+    from tests.capture.worker.conftest import request
+
+    python = make_venv(tmp_path / "venv", hide=())
+    library = site_of(tmp_path / "venv") / "statelib"
+    library.mkdir()
+    (library / "__init__.py").write_text(text)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "model.py").write_text(LIBRARY_MODEL)
+    array = {"kind": "array", "shape": [4, 1], "dtype": "float32"}
+    return str(python), library / "__init__.py", request("model.py", "f", array, workspace=workspace)
+
+
+def _output(outcome: object) -> list[object]:
+    from jaxlsp.graph import io
+
+    result = outcome.result  # type: ignore[attr-defined]
+    assert outcome.ok, result  # type: ignore[attr-defined]
+    graph = io.from_json(result["graph"])
+    values = {v.id: v for v in graph.values}
+    return [[values[p.value].dtype, *values[p.value].shape] for p in graph.outputs]
+
+
+async def _until(done: object, what: str) -> None:
+    from tests.deadlines import Deadline
+
+    deadline = Deadline(60)
+    while not done():  # type: ignore[operator]
+        assert not deadline.expired(), f"{what} within {deadline}"
+        await asyncio.sleep(0.05)
+
+
+async def test_an_installed_library_changed_on_disk_retires_the_spare(tmp_path: Path) -> None:
+    """A library the spare preloaded (learned from a capture) is upgraded on disk: the next warm
+    capture gives what a cold one gives, not the graph of the code the spare had imported."""
+    from jaxlsp.capture.client import run_capture
+
+    python, library, request = _installed_library(tmp_path, "WIDTH = 16\n\n\ndef width():\n    return WIDTH\n")
+    pool = SparePool()
+    options = CaptureOptions(timeout=scaled(120))
+    try:
+        assert await pool.start(python)
+        spare_pid = pool.info(python)["pid"]  # type: ignore[index]
+        first = await pool.capture(request, python, options)
+        assert first.via == "spare" and _output(first) == [["float32", 4, 16]]
+        await _until(lambda: "statelib" in pool.learned(python), "the spare preloads statelib")
+        preloaded = await pool.capture(request, python, options)
+        assert preloaded.via == "spare" and _output(preloaded) == [["float32", 4, 16]]
+
+        library.write_text("WIDTH = 32\n\n\ndef width():\n    return WIDTH\n")  # the upgrade, in place
+        cold = await run_capture(request, python, options)
+        assert _output(cold) == [["float32", 4, 32]]
+        for _ in range(2):  # the one that finds the change, and the next (a fresh spare, or cold)
+            again = await pool.capture(request, python, options)
+            assert _output(again) == _output(cold), again.via
+        await _until(lambda: (pool.info(python) or {}).get("pid") not in (None, spare_pid), "a new spare")
+        for _ in range(2):  # imported by the capture, then preloaded anew by the new spare
+            warm = await pool.capture(request, python, options)
+            assert warm.via == "spare" and _output(warm) == _output(cold)
+            await _until(lambda: "statelib" in pool.learned(python), "the new spare preloads the new statelib")
+    finally:
+        await pool.close()
+
+
+async def test_a_library_whose_import_state_differs_in_the_spare_is_not_preloaded(tmp_path: Path) -> None:
+    """A library that reads where it is imported from (here ``sys.path``: the spare's has no
+    workspace on it) into module-level state: every warm capture equals a cold one, so the spare
+    does not keep it preloaded."""
+    from jaxlsp.capture.client import run_capture
+
+    text = "import sys\n\nWIDTH = len(sys.path)\n\n\ndef width():\n    return WIDTH\n"
+    python, _library, request = _installed_library(tmp_path, text)
+    pool = SparePool()
+    options = CaptureOptions(timeout=scaled(120))
+    try:
+        assert await pool.start(python)
+        cold = await run_capture(request, python, options)
+        first = await pool.capture(request, python, options)
+        assert first.via == "spare" and _output(first) == _output(cold), (first.result, cold.result)
+        await _until(
+            lambda: "statelib" in pool.learned(python) or "statelib" in pool.refused(python), "the preload is done"
+        )
+        for _ in range(2):
+            again = await pool.capture(request, python, options)
+            assert _output(again) == _output(cold), again.via
+        assert "statelib" in pool.refused(python) and "statelib" not in pool.learned(python)
+        await _until(lambda: pool.info(python) is not None, "a new spare")
+        warm = await pool.capture(request, python, options)
+        assert warm.via == "spare" and _output(warm) == _output(cold)
+        assert "statelib" not in pool.learned(python)  # the new spare was not sent it again
+    finally:
+        await pool.close()

@@ -11,14 +11,17 @@ Wire (newline-delimited JSON both ways):
 
 - server -> spare: ``{"op": "capture", "id", "request", "memory", "cwd"}`` carrying three fds
   (result, stdout, stderr write ends) in the same ``sendmsg``; ``{"op": "kill", "pid"}``;
-  ``{"op": "preload", "modules"}``; ``{"op": "prime", "entries"}`` (calls of JAX's own functions
-  that captures missed JAX's caches with: worker/reuse/priming.py).
+  ``{"op": "preload", "modules", "states", "refused"}`` (the modules' :func:`module_state`
+  digests as the capture that imported them fresh saw them); ``{"op": "prime", "entries"}``
+  (calls of JAX's own functions that captures missed JAX's caches with: worker/reuse/priming.py).
 - spare -> server: ``{"event": "ready", ...}`` or ``{"event": "failed", "message"}`` once;
   ``{"event": "started", "id", "pid"}`` (or ``"error"``); ``{"event": "exited", "id", "pid",
   "status"}`` (a raw wait status) after the spare killed the child's whole group and reaped it;
-  ``{"event": "preloaded", "modules", "seconds"}``, ``{"event": "primed", "calls", "seconds"}``,
+  ``{"event": "preloaded", "modules", "seconds", "files"}`` (``files``, in ``ready`` too: each
+  loaded module's file and folder with its mtime, size and inode, for the server to compare with
+  the disk), ``{"event": "primed", "calls", "seconds"}``,
   or ``{"event": "retiring", "modules", "message"}`` when a preload or priming made forking unsafe
-  or took too long (the spare then forks no more
+  or took too long, or a preloaded module's state differed from a fresh import's (the spare then forks no more
   and exits once its running captures have ended; the server starts another, never sending it
   that batch again).
 
@@ -43,6 +46,7 @@ import time
 import traceback
 import warnings
 from collections import deque
+from collections.abc import Mapping
 from typing import Any
 
 from jaxlsp.capture.worker.process.containment import (
@@ -79,6 +83,25 @@ def _preload(modules: list[str], required: list[str]) -> tuple[list[str], list[s
                 raise
             missing.append(f"{name}: {type(exc).__name__}: {exc}")
     return loaded, missing
+
+
+def _unlike(brought: dict[str, list[str]], states: Any, refused: Any) -> list[str]:
+    """The named modules, and the modules with a file they brought, whose :func:`module_state` here
+    is not the one a fresh import gave (``states``), has none there, or is ``refused``."""
+    if not isinstance(states, dict):
+        states = {}
+    bad = set(refused) if isinstance(refused, list) else set()
+    out: list[str] = []
+    for name, modules in brought.items():
+        differ = [
+            m
+            for m in modules
+            if isinstance(getattr(sys.modules.get(m), "__file__", None), str)
+            and (m in bad or module_state(sys.modules.get(m)) != states.get(m))
+        ]
+        if differ:
+            out.extend(m for m in dict.fromkeys([name, *differ]) if m not in out)
+    return out
 
 
 def _backends_initialised() -> bool:
@@ -173,19 +196,28 @@ class ForkServer:
                 if pid in self.children:  # never a reaped (hence reusable) pid
                     _killpg(pid)
             elif message.get("op") == "preload" and not self.retiring:
-                self._preload(message.get("modules"))
+                self._preload(message.get("modules"), message.get("states"), message.get("refused"))
             elif message.get("op") == "prime" and not self.retiring:
                 self._prime(message.get("entries"))
         return True
 
-    def _preload(self, modules: Any) -> None:
+    def _preload(self, modules: Any, states: Any = None, refused: Any = None) -> None:
         """Import the installed modules earlier captures imported, in their order, within
         :data:`PRELOAD_LIMIT` seconds; retire if that started an XLA backend or a thread (a fork
-        would then hang or inherit a held lock) or ran out of time (a module is half imported)."""
+        would then hang or inherit a held lock) or ran out of time (a module is half imported).
+
+        ``states`` are the modules' :func:`module_state` digests as the capture that imported
+        them fresh saw them. A module imported here (named, or imported by a named one) whose
+        digest differs kept something of where it was imported (this process's working folder,
+        ``sys.path``, environment...): a fork would start with state a cold capture never has, so
+        the spare retires and names it, with the module whose import brought it, never to be
+        preloaded again for this interpreter. So does one with no digest to compare, or one of
+        ``refused`` (an earlier spare's)."""
         import importlib
 
         started = time.monotonic()
         loaded: list[str] = []
+        brought: dict[str, list[str]] = {}  # a named module -> every module its import loaded
 
         def work(expired: list[bool]) -> None:
             for name in modules if isinstance(modules, list) else []:
@@ -193,20 +225,36 @@ class ForkServer:
                     break
                 if not isinstance(name, str) or not _MODULE_NAME.fullmatch(name) or name in sys.modules:
                     continue
+                had = set(sys.modules)
                 try:
                     importlib.import_module(name)
                     loaded.append(name)
                 except BaseException:  # a library's import failing here is not our failure
                     continue
+                finally:
+                    brought[name] = [m for m in list(sys.modules) if m not in had]
 
-        why = self._guarded(work, "preloading") or self._warm_again("preloading")
+        why = self._guarded(work, "preloading")
+        unlike = _unlike(brought, states, refused)
+        if unlike and not why:
+            why = "a preloaded module's state differs from a fresh import's: " + ", ".join(unlike[:8])
+        why = why or self._warm_again("preloading")
         if loaded:
             self._drop_standby()  # forked before these imports: the next one has them
         if why:
-            # every module of the batch: the next spare is never sent the one that did it
-            self._retire([m for m in modules if isinstance(m, str)] if isinstance(modules, list) else [], why)
+            # every module of the batch (the one that did it is among them), or those whose state
+            # differed: the next spare is never sent them
+            batch = [m for m in modules if isinstance(m, str)] if isinstance(modules, list) else []
+            self._retire(unlike or batch, why)
             return
-        self.send({"event": "preloaded", "modules": loaded, "seconds": time.monotonic() - started})
+        self.send(
+            {
+                "event": "preloaded",
+                "modules": loaded,
+                "seconds": time.monotonic() - started,
+                "files": file_signatures(m for names in brought.values() for m in names),
+            }
+        )
 
     def _prime(self, entries: Any) -> None:
         """Make the calls of JAX's own functions that earlier captures missed JAX's caches with
@@ -517,8 +565,14 @@ class ForkServer:
                     )
                 except Exception:  # what the spare could learn is never worth a capture
                     learned = []
+                refused = set(message.get("refused") or ())
+                learned = [m for m in learned if m not in refused]
                 if learned:
                     result["imported"] = learned
+                    # what each held when this capture was done with it, to compare with the
+                    # spare's own import of it (:meth:`ForkServer._preload`): 0.1-0.3 ms a module,
+                    # once (a module preloaded or refused is not reported again)
+                    result["importedState"] = {m: module_state(sys.modules.get(m)) for m in learned}
                 data = json.dumps(result, separators=(",", ":")).encode()
                 from jaxlsp.capture.worker.tracing.limits import check_bytes
 
@@ -580,6 +634,86 @@ def installed_imports(before: set[str], workspace_root: str) -> list[str]:
             out.append(name)
             if len(out) >= MAX_LEARNED:
                 break
+    return out
+
+
+#: how deep :func:`module_state` looks into a module's values, how many items of one it reads, and
+#: how many values of one module it spells at most (the same ones in every process: a fresh import
+#: and the spare's read alike): 0.05-0.2 ms a module
+_STATE_DEPTH = 2
+_STATE_ITEMS = 16
+_STATE_VALUES = 200
+_PLAIN = (type(None), bool, int, float, complex, str, bytes)
+
+
+def module_state(module: Any) -> str:
+    """A digest of what a module holds that a fresh import in another process would spell the same
+    way: its plain values (numbers, text, and tuples / lists / sets / dicts of them), the defaults
+    of its own functions, and the plain values of its own classes and of instances of them. A
+    library whose import read the working folder, ``sys.path``, the environment or ``sys.argv``
+    into such a value digests differently in the warm spare (which imports it elsewhere) than in
+    the capture that imported it fresh; the spare then does not keep it (:meth:`ForkServer._preload`).
+    Identities, addresses and other objects are named by their type only."""
+    import hashlib
+
+    name = getattr(module, "__name__", "")
+    left = [_STATE_VALUES]
+
+    def spell(x: Any, depth: int) -> Any:
+        kind = type(x)
+        if kind in _PLAIN:
+            return x if kind is not str or len(x) < 256 else hash_text(x)
+        left[0] -= 1
+        if depth >= _STATE_DEPTH or left[0] < 0:
+            return kind.__name__
+        if kind is tuple or kind is list:
+            return [kind.__name__, len(x), [spell(v, depth + 1) for v in x[:_STATE_ITEMS]]]
+        # Sets and dicts sorted, and only whole: their order follows hashes and addresses, which
+        # differ from one process to the next (a dict filled from a set of classes).
+        if (kind is set or kind is frozenset) and len(x) <= _STATE_ITEMS:
+            return [kind.__name__, sorted(repr(spell(v, depth + 1)) for v in x)]
+        if kind is dict and len(x) <= _STATE_ITEMS:
+            return ["dict", sorted(repr([spell(k, depth + 1), spell(v, depth + 1)]) for k, v in list(x.items()))]
+        if kind in (set, frozenset, dict):
+            return [kind.__name__, len(x)]
+        own = x if isinstance(x, type) else kind
+        if getattr(x, "__module__", None) != name and getattr(own, "__module__", None) != name:
+            return kind.__name__  # another module's: that module's digest has it
+        if hasattr(x, "__defaults__"):  # a function of this module: what its defaults were made of
+            return ["fn", spell(x.__defaults__, depth + 1), spell(x.__kwdefaults__, depth + 1)]
+        members = getattr(x, "__dict__", None)
+        if not isinstance(members, Mapping):
+            return kind.__name__
+        items = [(k, v) for k, v in list(members.items()) if not k.startswith("__")][:_STATE_ITEMS]
+        return [own.__qualname__, [[k, spell(v, depth + 1)] for k, v in items]]
+
+    def hash_text(text: str) -> str:
+        return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+    try:
+        spelled: list[Any] = [[k, spell(v, 0)] for k, v in list(vars(module).items()) if not k.startswith("__")]
+    except Exception as exc:  # a module that cannot be read so: never the same as a fresh import
+        spelled = [f"unreadable {type(exc).__name__} {id(module)}"]
+    return hashlib.blake2b(repr(spelled).encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+
+
+def file_signatures(names: Any) -> dict[str, list[int]]:
+    """The loaded modules' files and their folders, each with its modification time (ns), size
+    and inode: the server compares them with the disk on each capture, and retires a spare whose
+    preloaded code changed since it was imported (capture/spare.py)."""
+    out: dict[str, list[int]] = {}
+    for name in names:
+        path = getattr(sys.modules.get(name), "__file__", None)
+        if not isinstance(path, str) or path.startswith("<"):
+            continue
+        for place in (path, os.path.dirname(path)):
+            if place in out:
+                continue
+            try:
+                st = os.stat(place)
+            except OSError:
+                continue
+            out[place] = [st.st_mtime_ns, st.st_size, st.st_ino]
     return out
 
 
@@ -647,6 +781,7 @@ def serve() -> None:
                 "preloaded": loaded,
                 "missing": missing,
                 "pythonThreads": _python_threads(),
+                "files": file_signatures(list(sys.modules)),
             }
         )
     except BaseException as exc:
