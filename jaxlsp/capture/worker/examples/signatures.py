@@ -121,8 +121,8 @@ class Recorder:
             self.sites.append(Site(real, name, is_class))
         body = fn.body
         docstring = isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant)
-        at = 1 if docstring and len(body) > 1 else 0
-        anchor = body[at] if at < len(body) else body[-1]
+        at = 1 if docstring else 0  # after the docstring, which stays the function's __doc__
+        anchor = body[min(at, len(body) - 1)]
         hook_args: list[ast.expr] = [ast.Constant(self.token), ast.Constant(index), ast.Constant(what)]
         call = ast.Expr(ast.Call(ast.Name(HOOK_NAME, ast.Load()), hook_args, []))
         for node in ast.walk(call):
@@ -180,10 +180,11 @@ class Recorder:
 
     def _init(self, frame: types.FrameType) -> None:
         from jaxlsp.capture.worker.examples.firstcall import _frame_arguments
+        from jaxlsp.capture.worker.loading import targets
 
         args, kwargs = _frame_arguments(frame)
-        if not args:
-            return
+        if not args or targets.infer_kind(args[0]) not in ("nnx", "equinox"):
+            return  # a plain class (a dataset, say): nothing kept of it
         made = self.inits.setdefault(type(args[0]), [])
         if len(made) < 64 and all(instance is not args[0] for instance, _ in made):
             made.append((args[0], (abstract(args[1:]), abstract(kwargs))))

@@ -131,3 +131,38 @@ def test_a_learned_signature_traces_its_target_as_the_parent_called_it(
     assert [o["value"] for o in graph["outputs"]]
     shapes = {v["id"]: v["shape"] for v in graph["values"]}
     assert [shapes[o["value"]] for o in graph["outputs"]] == [[2, 8, 16]]
+
+
+def test_the_hooks_keep_docstrings_positions_and_leave_generators_alone(tmp_path: Path) -> None:
+    """What the instrumented file does is what the file does: docstrings stay ``__doc__`` (a
+    function that is only a docstring too), line numbers stay, generators get no hook."""
+    import builtins
+
+    from jaxlsp.capture.worker.core.failures import Workspace
+    from jaxlsp.capture.worker.examples.signatures import HOOK_NAME, Recorder
+
+    source = (
+        'def only():\n    """doc only"""\n\n'
+        "def where():\n"
+        '    """doc"""\n'
+        "    import sys\n"
+        "    return sys._getframe().f_lineno\n\n"
+        "def counting(n):\n    yield from range(n)\n"
+    )
+    path = tmp_path / "m.py"
+    path.write_text(source)
+    recorder = Recorder(Workspace(str(tmp_path)))
+    code = recorder.compile(path.read_bytes(), str(path))
+    assert code is not None
+    assert [site.name for site in recorder.sites] == ["only", "where"]  # no hook in the generator
+    calls: list[tuple[int, int, str]] = []
+    setattr(builtins, HOOK_NAME, lambda *args: calls.append(args))
+    try:
+        namespace: dict[str, Any] = {}
+        exec(code, namespace)
+        assert namespace["only"].__doc__ == "doc only" and namespace["where"].__doc__ == "doc"
+        assert namespace["where"]() == 7  # the line it is on in the file
+        assert list(namespace["counting"](3)) == [0, 1, 2]
+    finally:
+        delattr(builtins, HOOK_NAME)
+    assert [(index, what) for _, index, what in calls] == [(1, "call")]
