@@ -66,15 +66,6 @@ def test_no_fixed_wait_is_left_unscaled() -> None:
     assert found == [], "fixed waits (write scaled(seconds), from tests.deadlines):\n" + "\n".join(found)
 
 
-# Files whose waits scaled at import are left to the refactors under way in them (issue 45): make
-# each ``scaled()`` at its wait (or a Deadline), then take the file off this list.
-SCALED_AT_IMPORT_FOR_NOW = (
-    "server/test_transport.py",  # WRITER_DEADLINE
-    "test_hostile.py",  # tests/capture/worker/...: COLD_HANG_TIMEOUT, WARM_HANG_TIMEOUT, a default
-    "test_subprocess.py",  # tests/capture/worker/...: _run's default
-)
-
-
 def _scaled_at_import(tree: ast.Module) -> list[int]:
     """Lines of ``scaled(...)`` calls run when the module is imported: in a module's or a class's
     own statements, or a function's default values."""
@@ -117,7 +108,7 @@ def test_no_wait_is_scaled_when_its_module_is_imported() -> None:
     found = []
     for path in sorted(TESTS.rglob("*.py")):
         rel = path.relative_to(TESTS).as_posix()
-        if rel.startswith("workspaces/") or rel.endswith(SCALED_AT_IMPORT_FOR_NOW):
+        if rel.startswith("workspaces/"):
             continue
         text = path.read_text(encoding="utf-8")
         if "scaled" not in text:

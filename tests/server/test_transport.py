@@ -216,7 +216,7 @@ def test_the_tcp_reader_resynchronises_too() -> None:
 
 # -- the writer ---------------------------------------------------------------------------------
 
-WRITER_DEADLINE = scaled(10.0)  # seconds: a liveness bound (the writes take microseconds)
+WRITER_DEADLINE = 10.0  # seconds on the reference machine: a liveness bound (the writes take microseconds)
 
 
 def read_until_closed(writer: transport.ThreadedWriter, read_fd: int) -> bytes:
@@ -227,7 +227,7 @@ def read_until_closed(writer: transport.ThreadedWriter, read_fd: int) -> bytes:
         closing.start()  # sends what is queued, then closes: the reader sees the end
         while chunk := out.read(65536):
             received += chunk
-        closing.join(WRITER_DEADLINE)
+        closing.join(scaled(WRITER_DEADLINE))
     return bytes(received)
 
 
@@ -248,7 +248,7 @@ def test_writes_return_while_the_client_reads_nothing_and_arrive_in_order() -> N
 
     threading.Thread(target=write_all, daemon=True).start()
     try:
-        assert done.wait(WRITER_DEADLINE), "a write waited for the client to read"
+        assert done.wait(scaled(WRITER_DEADLINE)), "a write waited for the client to read"
         assert read_until_closed(writer, read_fd) == b"".join(messages)
     finally:
         writer.close(0)
@@ -295,7 +295,7 @@ def test_loop_writes_into_a_full_pipe_return_and_arrive_in_order() -> None:
                 await asyncio.sleep(0)
 
     try:
-        asyncio.run(asyncio.wait_for(turns(), WRITER_DEADLINE))
+        asyncio.run(asyncio.wait_for(turns(), scaled(WRITER_DEADLINE)))
         assert read_until_closed(writer, read_fd) == b"".join(messages)
     finally:
         writer.close(0)
@@ -351,7 +351,7 @@ def test_a_client_gone_stops_the_server_once() -> None:
     stopped = threading.Event()
     writer = transport.ThreadedWriter(os.fdopen(write_fd, "wb"), stopped.set)
     writer.write(b"Content-Length: 2\r\n\r\n{}")
-    assert stopped.wait(WRITER_DEADLINE)
+    assert stopped.wait(scaled(WRITER_DEADLINE))
     assert writer.broken
     writer.write(b"more")  # dropped, no error
     writer.close()

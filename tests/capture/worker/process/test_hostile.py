@@ -53,8 +53,10 @@ PYTHON = sys.executable
 #: the client's docs measure ~0.5 GB for importing jax and ~1.5 GB more for an XLA CPU client (a
 #: CPU trace initialises none, so 512 MiB suffices today; 2 GiB stays safe if that changes).
 MEMORY_MB = 2048
-COLD_HANG_TIMEOUT = scaled(6.0)  # covers a cold jax import (~1 s) with room to spare on a loaded machine
-WARM_HANG_TIMEOUT = scaled(5.0)
+#: The hang cases' capture limits, in seconds on the reference machine: scaled when a case starts
+#: (the machine of that moment, not of the module's import). Cold covers a cold jax import (~1 s).
+COLD_HANG_SECONDS = 6.0
+WARM_HANG_SECONDS = 5.0
 SCRATCH_PREFIX = "jaxlsp-capture-"
 
 
@@ -257,10 +259,12 @@ def check(case: Case, outcome: CaptureOutcome, sandbox: Sandbox, scratch_before:
 
 
 def trace_cold(
-    sandbox: Sandbox, file: str, *, timeout: float = scaled(60.0), memory_mb: int | None = None
+    sandbox: Sandbox, file: str, *, timeout: float | None = None, memory_mb: int | None = None
 ) -> tuple[CaptureOutcome, TraceOutcome | TraceFailure]:
     """A cold capture of ``file::f`` through the capture service (the CLI's way), the real client and
-    worker: the client's outcome, and the graph or the failure."""
+    worker: the client's outcome, and the graph or the failure. ``timeout`` defaults to 60 s on the
+    reference machine, scaled when the capture starts."""
+    timeout = scaled(60.0) if timeout is None else timeout
     service = CaptureService(warm=False)
     options = CaptureOptions(timeout=timeout, **({"memory_mb": memory_mb} if memory_mb is not None else {}))
 
@@ -290,7 +294,7 @@ def assert_good_cold(sandbox: Sandbox, memory_mb: int | None = None) -> None:
 
 @pytest.mark.parametrize("case", _params())
 def test_cold(case: Case, sandbox: Sandbox) -> None:
-    timeout = COLD_HANG_TIMEOUT if case.hang else 60.0
+    timeout = scaled(COLD_HANG_SECONDS) if case.hang else 60.0
     memory_mb = MEMORY_MB if case.memory else None
     before = scratch_dirs(sandbox.tmp)
     outcome, traced = trace_cold(sandbox, case.file, timeout=timeout, memory_mb=memory_mb)
@@ -356,7 +360,7 @@ def _request(sandbox: Sandbox, file: str) -> dict[str, Any]:
 async def test_spare(case: Case, spare: SparePool, sandbox: Sandbox) -> None:
     info = spare.info(PYTHON)
     assert info is not None
-    timeout = WARM_HANG_TIMEOUT if case.hang else 60.0
+    timeout = scaled(WARM_HANG_SECONDS) if case.hang else 60.0
     memory_mb = MEMORY_MB if case.memory else None
     before = scratch_dirs(sandbox.tmp)
     outcome = await spare.capture(

@@ -21,7 +21,10 @@ ROOT = Path(__file__).resolve().parents[4]
 ENTRY = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from jaxlsp.capture.worker.process.main import main; main()"
 
 
-def _run(req: dict[str, Any], timeout: float = scaled(60)) -> tuple[dict[str, Any], str, str]:
+def _run(req: dict[str, Any], timeout: float | None = None) -> tuple[dict[str, Any], str, str]:
+    """The worker's entry point run on ``req``; ``timeout`` defaults to 60 s on the reference
+    machine, scaled when the run starts."""
+    timeout = scaled(60) if timeout is None else timeout
     read, write = os.pipe()
     try:
         req = {**req, "resultFd": write}
