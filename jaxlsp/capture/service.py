@@ -157,6 +157,7 @@ class CaptureService:
             found = None if newest is None else await off_loop(self._reuse.moved, newest, key, meta or {})
             if found is not None:  # the same program: its last graph, positions moved (capture/reuse.py)
                 phases.mark("moved")
+                phases.reused("graph (moved)")
                 same = self.store.keep(found[0])
                 await off_loop(self._reuse.remember, same, key, found[1])
                 phases.mark("store")
@@ -230,6 +231,8 @@ class CaptureService:
         current = phases.CURRENT.get()
         if current is not None:
             current.took(outcome.result.get("timings"), outcome.result.get("clock"))
+            if outcome.ok and outcome.result.get("hint") in ("held", "repaired"):  # the init was skipped
+                current.reused.append(f"init ({outcome.result['hint']})")
         return outcome
 
     def _remember(self, key: tuple[str, str, str], structure: Any, initialisers: Any) -> None:
