@@ -1,16 +1,24 @@
-"""Workspace trust kept per user, outside every workspace (no pygls here).
+"""Workspace trust, and what the user chose to run, kept per user outside every workspace (no pygls).
 
 A folder is trusted when it or a folder above it is in the store. The store lives in the user's
 config directory (``$XDG_CONFIG_HOME/jaxlsp/trusted.json``, else ``~/.config/jaxlsp/``): nothing a
 workspace contains can add to it, and the server reads trust from nowhere else but the user's own
 answers and the editor's ``initializationOptions``.
+
+:class:`ChoiceStore` (``chosen.json`` beside it) records what the user's own traces ran, so that
+live shapes run only that (docs/live-shapes.md): the examples a target was traced with, and the
+files whose top level a trace imported whole. Entries are keyed by real paths, so a workspace
+can neither write one nor name a file the user did not trace; a recipe shipped with a repository
+is the author's choice and counts for nothing here.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from jaxlsp.textfiles import real_path
 
@@ -55,3 +63,80 @@ class TrustStore:
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps({"folders": [str(f) for f in folders]}, indent=2), encoding="utf-8")
         os.replace(tmp, self.path)
+
+
+MAX_CHOICES = 2000  # entries of each kind kept (oldest dropped): the store stays small for ever
+
+
+def default_choices_path() -> Path:
+    return default_store_path().with_name("chosen.json")
+
+
+def example_key(example: Mapping[str, Any]) -> str:
+    """An example as it runs: its kind, its file's real path, its arguments and its tests."""
+    path = str(example.get("path") or "")
+    return json.dumps(
+        [
+            str(example.get("kind") or ""),
+            str(real_path(Path(path))) if path else "",
+            [str(a) for a in example.get("argv") or []],
+            [str(t) for t in example.get("tests") or []],
+        ]
+    )
+
+
+class ChoiceStore:
+    """What the user's own traces ran on this machine: ``examples`` by target (``REALPATH::NAME``)
+    and ``modules``, the files whose top level a trace imported as a module."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path or default_choices_path()
+
+    def _read(self) -> tuple[dict[str, list[str]], list[str]]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}, []
+        if not isinstance(data, dict):
+            return {}, []
+        raw = data.get("examples")
+        examples = {
+            str(k): [str(e) for e in v if isinstance(e, str)]
+            for k, v in (raw.items() if isinstance(raw, dict) else ())
+            if isinstance(v, list)
+        }
+        modules = [m for m in data.get("modules") or [] if isinstance(m, str)]
+        return examples, modules
+
+    def ran_example(self, file: Path, name: str, example: Mapping[str, Any]) -> bool:
+        examples, _ = self._read()
+        return example_key(example) in examples.get(_target_key(file, name), [])
+
+    def ran_module(self, file: Path) -> bool:
+        _, modules = self._read()
+        return str(real_path(file)) in modules
+
+    def record(self, file: Path, name: str, *, module: bool, example: Mapping[str, Any] | None) -> None:
+        """The user traced ``name`` of ``file``: with ``example`` run, the file imported whole or not."""
+        examples, modules = self._read()
+        changed = False
+        if example is not None:
+            key, one = _target_key(file, name), example_key(example)
+            if one not in examples.get(key, []):
+                examples[key] = [*examples.pop(key, []), one]  # newest last, for the cut below
+                changed = True
+        real = str(real_path(file))
+        if module and real not in modules:
+            modules.append(real)
+            changed = True
+        if not changed:
+            return
+        kept = dict(list(examples.items())[-MAX_CHOICES:])
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(f".{os.getpid()}.tmp")  # servers of other editors write it too
+        tmp.write_text(json.dumps({"examples": kept, "modules": modules[-MAX_CHOICES:]}, indent=2), encoding="utf-8")
+        os.replace(tmp, self.path)
+
+
+def _target_key(file: Path, name: str) -> str:
+    return f"{real_path(file)}::{name}"

@@ -11,7 +11,7 @@ from lsprotocol import types
 from jaxlsp.discovery import Classifier, Discovery, Entrypoint, WorkspaceIndex
 from jaxlsp.graph.store import GraphStore
 from jaxlsp.textfiles import real_path
-from jaxlsp.trust_store import TrustStore
+from jaxlsp.trust_store import ChoiceStore, TrustStore
 
 
 @dataclass(frozen=True)
@@ -94,6 +94,7 @@ class Session:
     classifier: Classifier | None = None
     indexed: bool = False
     trust: TrustStore = field(default_factory=TrustStore)
+    choices: ChoiceStore = field(default_factory=ChoiceStore)  # what the user's own traces ran (live.py)
     trusted_once: set[Path] = field(default_factory=set)
     graphs: GraphStore = field(default_factory=GraphStore)
     refused: list[tuple[str, str]] = field(default_factory=list)  # workspace folders not used, and why

@@ -1,7 +1,7 @@
 """Live shapes on the layouts of real repositories (issue 27, /work/repos/LIVE_NOTE.md), over stdio
 on ``tests/workspaces/lsp_live_repos``: a call site that downloads a checkpoint never feeds a live
 trace (bonsai), nor does a capture that wants the network, and a call site in a test file
-imports beside it (equimo).
+imports beside it (equimo) when the user's trace uses it.
 
 Real captures (JAX on CPU); ``hub.py``'s ``from_pretrained`` writes a line to ``DOWNLOADS`` each
 time it runs, which counts what really ran.
@@ -70,9 +70,14 @@ async def test_a_live_trace_that_wants_the_network_is_refused_and_not_live(live:
 async def test_a_call_site_in_a_test_file_imports_the_modules_beside_it(live: JaxClient) -> None:
     """equimo's tests/test_generic.py hands BlockChunk a class of its own (``ref =
     "test_generic:_SimpleBlock"``), and tests/finetune's tests import their sibling fixtures.py:
-    pytest puts the test file's folder on sys.path, and the trace must too."""
+    pytest puts the test file's folder on sys.path, and the trace must too. Building those inputs
+    imports the test module, which ``chunked.py`` does not import: the user's trace does that, a
+    live one does not until then (issue 45 item 4)."""
     client = live
-    client.open("chunked.py")
-    done = await settled(client, "apply", ("fresh", "failed"))
-    assert done["state"] == "fresh", done
+    uri = client.open("chunked.py")
+    why = await settled(client, "apply", ("notLive", "fresh", "failed"))
+    assert why["state"] == "notLive" and "test_chunk:_block" in why["reason"], why
+    params = {"textDocument": {"uri": uri}, "name": "apply"}
+    picked = await client.within(client.protocol.send_request_async("jaxlsp/trace", params), TRACE_WAIT)
+    assert picked["summary"]["outputs"] == ["f32[10]"], picked
     assert "f32[3,10]" in await hover(client, "chunked.py", line_of(client, "chunked.py", "y = block(x)"))

@@ -6,7 +6,11 @@ hints, storage. This module only speaks LSP around it: work-done progress, a new
 target superseding the running one, saving a completed profile, the failure diagnostic, the
 ``jaxlsp/traceFinished`` notification and the lens refresh. Live traces (``live.py``) take the
 same path through :meth:`Tracing.live`, which never asks the user anything; an explicit trace
-pauses live work while it runs (``explicit``).
+pauses live work while it runs (``explicit``). A live trace runs only what the user chose
+(docs/live-shapes.md): an example they traced the target with, a file's whole top level once a
+trace of theirs imported it (else ``load = "definitions"``), a static call site whose values
+import nothing beyond the target's own imports; the user's traces say so to the session's
+per-user :class:`~jaxlsp.trust_store.ChoiceStore`.
 """
 
 from __future__ import annotations
@@ -38,6 +42,8 @@ from jaxlsp.capture.engine import (
 from jaxlsp.capture.options import CaptureOptions
 from jaxlsp.capture.service import Busy, CaptureService
 from jaxlsp.discovery.callsites import CallSiteFinder
+from jaxlsp.discovery.importchain import foreign_refs, import_chain
+from jaxlsp.graph.compiled import size
 from jaxlsp.graph.compiled import summary_json as compiled_summary
 from jaxlsp.graph.model import Frame
 from jaxlsp.graph.store import Trace
@@ -46,12 +52,13 @@ from jaxlsp.live.schedule import FAILED, FRESH, NOT_LIVE, Outcome
 from jaxlsp.recipes import Resolved
 from jaxlsp.recipes.save import SaveError, recipe_file, save_profile
 from jaxlsp.server import wire
-from jaxlsp.server.convert import range_json
+from jaxlsp.server.convert import range_json, shown_span, to_range
 from jaxlsp.server.display import visible
 from jaxlsp.server.features.trust import TrustPrompt
 from jaxlsp.server.host import Host
 from jaxlsp.server.params import REQUEST_FAILED, file_path, invalid, parse
 from jaxlsp.server.views import OpenNotebooks
+from jaxlsp.trust_store import ChoiceStore
 
 log = logging.getLogger(__name__)
 # Work-done percentages at the start of each phase (the worker announces import, trace, build).
@@ -69,9 +76,13 @@ PHASE_PERCENT = {
 MAX_REPEAT = 1000  # profiled runs a timed trace may ask for
 NON_FINITE = "non-finite"  # the code of a values run's first non-finite diagnostic
 SHAPE_CONTRACT = "shape-contract"  # the code of a jaxtyping annotation the traced values broke
+FIT = "does-not-fit"  # the code of the error a compile for a TPU pod that does not fit a chip gives
 
 TraceAnswer = wire.TraceResult | wire.NeedsInputResult
 Owner = tuple[str, str, str]  # (uri, name, what): who published a diagnostic
+# What the worker adds to a failure on a name a ``definitions`` load left unset (loading.py's
+# ``skipped_hint``): in a live trace that chose that load itself, the target is not live instead.
+SKIPPED_BY_DEFINITIONS = 'load = "definitions" does not run'
 
 
 class NotLive(Exception):
@@ -153,6 +164,8 @@ class Tracing:
         self.picked: dict[tuple[str, str], TraceArgs] = {}
         self.explicit: list[Callable[[bool], None]] = []  # hear True as an explicit trace starts, False at its end
         self.traced: list[Callable[[TraceArgs, Trace], None]] = []  # hear of every trace that made a graph
+        # Why a live trace left a target's static call sites out (they import beyond its own imports)
+        self.unusable: dict[tuple[Path, str], str] = {}
 
     def register(self, server: Host) -> None:
         @server.command(wire.TRACE_GRAPH_COMMAND)
@@ -225,10 +238,12 @@ class Tracing:
         except JsonRpcException as exc:
             return Outcome(FAILED, exc.message or "the trace failed")
         if "needsInput" in answer:
-            return Outcome(NOT_LIVE, _needs_reason(answer))
+            unusable = self.unusable.get((args.path.resolve(), args.name))
+            return Outcome(NOT_LIVE, unusable or _needs_reason(answer))
         return Outcome(FRESH, trace_id=answer.get("traceId"))
 
-    def request(self, args: TraceArgs, folder: Path) -> TraceRequest:
+    def request(self, args: TraceArgs, folder: Path, live: bool = False) -> TraceRequest:
+        """What the capture engine takes; ``live``: only the static call sites a live trace may use."""
         options = self.ls.session.options
         return TraceRequest(
             file=args.path,
@@ -249,15 +264,17 @@ class Tracing:
             source=args.example,
             cwd=folder,
             run_examples=False,
-            find_sites=self._sites,
+            find_sites=self._live_sites if live else self._sites,
             values=ValuesOptions(dims=dict(args.dims or {})) if args.values else None,
             compiled=args.compiled,
             time=TimeOptions(repeat=args.repeat or 5, dims=dict(args.dims or {})) if args.time else None,
         )
 
     async def _run(self, args: TraceArgs, folder: Path, live: bool = False) -> TraceAnswer:
-        req = self.request(args, folder)
+        # the user's own trace this session chose its site: its live re-traces may use it too
+        req = self.request(args, folder, live=live and not args.picked)
         timing: phases.Phases | None = None
+        forced = False  # a live trace that loads the file's definitions only because nobody chose more
         if live:
             req = dataclasses.replace(req, offline=True)
         else:  # where the user's own trace spent its time, logged as a live trace's is (capture/phases.py)
@@ -276,7 +293,8 @@ class Tracing:
             prepared = _prepare_live(self.capture, req) if live else self.capture.prepare(req)
             learning = prepared.origin is not None and prepared.origin.how == "example"
             if live:
-                await _quietly_runnable(prepared, args)
+                await _quietly_runnable(prepared, args, self.ls.session.choices)
+                prepared, forced = _definitions_unless_chosen(prepared, self.ls.session.choices)
             if args.save and not learning:  # what an example run learns is saved once it is known
                 saved = self._save(prepared, req)
             running = prepared.running()
@@ -284,12 +302,19 @@ class Tracing:
                 progress.report(running, PHASE_PERCENT["run"])
             progress.report("start", 5)
             meta = {"uri": args.uri, "name": args.name, "answers": args.answers, "dims": args.dims}
+            if not live:  # the user runs it now: later live traces may run the same (docs/live-shapes.md)
+                _remember(self.ls.session.choices, prepared, args.name)
             captured = await self.capture.run(prepared, options, meta)
         except TraceFailure as failure:
             if live and failure.kind == "refused":
                 # what the user's text cannot fix by an edit that keeps it running (a factory
                 # returning a module, a limit): the target is not live, with why; no diagnostic
                 raise NotLive(failure.message) from None
+            if forced and SKIPPED_BY_DEFINITIONS in failure.message:
+                raise NotLive(
+                    "it needs a value its file's top level computes by running code, which a live trace "
+                    "does not run until you trace it once"
+                ) from None
             return self._failed(args, failure)
         except Busy as exc:
             raise JsonRpcException(str(exc), code=REQUEST_FAILED) from None
@@ -331,6 +356,7 @@ class Tracing:
             result["replayed"] = replayed
         self._diagnose(args.uri, args.name, None)
         self.diagnose_contracts(args.uri, args.name, trace)
+        self.diagnose_fit(args, trace)
         for hear in self.traced:
             hear(args, trace)
         compiled = compiled_summary(graph)
@@ -366,6 +392,7 @@ class Tracing:
             if failure.examples:
                 answer["examples"] = failure.examples  # type: ignore[typeddict-item]  # one pick traces it
             return answer
+        self.publish((args.uri, args.name, FIT), {})  # what an earlier compile said is no longer known
         self._diagnose(args.uri, args.name, failure)
         finished: wire.TraceFinished = {"uri": args.uri, "name": args.name, "ok": False, "error": failure.paragraph()}
         self.ls.notify(wire.TRACE_FINISHED, finished)
@@ -443,6 +470,34 @@ class Tracing:
         if self.finder is None or self.finder.root != root:
             self.finder = CallSiteFinder(session.index, root, session.classifier)
         return self.finder.find(entry)
+
+    def _live_sites(self, path: Path, name: str, entry: Any) -> list[Any]:
+        """The call sites a live trace may take its inputs from: a static site whose values name a
+        workspace module the target does not import (a class a test file defines) would import it,
+        and run its top level, on every open (discovery/importchain.py)."""
+        sites = self._sites(path, name, entry)
+        index = self.ls.session.index
+        root = self.finder.root if self.finder is not None else path.parent
+        chain: set[Path] | None = None
+        kept: list[Any] = []
+        left: list[str] = []
+        for site in sites:
+            if site.static:
+                chain = import_chain(index, path) if chain is None else chain
+                foreign = foreign_refs(index, site, path, chain)
+                if foreign:
+                    left.append(f"its call site at {site.where(root)} uses {foreign[0]}")
+                    continue
+            kept.append(site)
+        key = (path.resolve(), name)
+        if left:
+            self.unusable[key] = (
+                f"{left[0]}, which {name}'s file does not import: a live trace imports nothing more; "
+                "trace it once to use it"
+            )
+        else:
+            self.unusable.pop(key, None)
+        return kept
 
     def values_summary(self, trace: Trace) -> wire.ValuesSummary:
         """The trace's values run in brief (its graph has an ``execution``)."""
@@ -523,6 +578,50 @@ class Tracing:
             )
         self.publish((uri, name, "contract"), by_uri)
 
+    def diagnose_fit(self, args: TraceArgs, trace: Trace) -> None:
+        """An error at the target's line when its compile for a TPU pod does not fit a chip (the
+        graph's ``compiled.fit``, issue 49), with the lines holding the memory as related
+        information; the target's next trace replaces it."""
+        owner = (args.uri, args.name, FIT)
+        compiled = trace.info.compiled or {}
+        verdict = compiled.get("fit") or {}
+        if verdict.get("fits") is not False:
+            self.publish(owner, {})
+            return
+        where, at = args.uri, types.Range(types.Position(0, 0), types.Position(0, 0))
+        entry = self.ls.session.entrypoint(args.path, args.name)
+        view = self.ls.view(args.uri)
+        span = shown_span(entry.header, view) if entry is not None and view is not None else None
+        if span is not None and view is not None:
+            at = to_range(span, view.lines, self.ls.workspace.position_codec)
+        elif entry is not None and args.path.suffix == ".py":  # not open: the file on disk
+            header = entry.header
+            frame = Frame(str(args.path), header.line + 1, header.column, header.end_line + 1, header.end_column)
+            where, at = self.ls.frame_location(frame)
+        related = []
+        for held in verdict.get("held") or []:
+            if held.get("path") and held.get("line"):
+                line = int(held["line"])
+                frame = Frame(str(held["path"]), line, 0, line, 0)
+                uri, rng = self.ls.frame_location(frame, trace.frame_path(frame), trace.meta.get("cellUris"))
+                said = "per chip" if held.get("kind") == "input" else "whole"
+                related.append(
+                    types.DiagnosticRelatedInformation(
+                        types.Location(uri, rng), f"{held['label']} holds {size(int(held['bytes']))} {said}"
+                    )
+                )
+        pod = (compiled.get("topology") or {}).get("name", "its topology")
+        diagnostic = types.Diagnostic(
+            range=at,
+            message=f"{args.name} compiled for {pod}: {verdict.get('message') or 'does not fit a chip'}",
+            severity=types.DiagnosticSeverity.Error,
+            source="jaxlsp",
+            code=FIT,
+            related_information=related or None,
+            data={"traceId": trace.id},
+        )
+        self.publish(owner, {where: [diagnostic]})
+
     def publish(self, owner: Owner, by_uri: dict[str, list[types.Diagnostic]]) -> None:
         """``owner``'s diagnostics are now ``by_uri`` (nothing elsewhere); each document whose
         set changed is published with every owner's diagnostics there."""
@@ -580,13 +679,46 @@ def _prepare_live(capture: CaptureService, req: TraceRequest) -> Prepared:
         raise NotLive(failure.message) from None
 
 
-async def _quietly_runnable(prepared: Prepared, args: TraceArgs) -> None:
+def _target_file(prepared: Prepared) -> Path:
+    return Path(str(prepared.request["target"]["path"]))
+
+
+def _remember(choices: ChoiceStore, prepared: Prepared, name: str) -> None:
+    """The user's own trace of ``name`` runs ``prepared``: its example, and its file's top level
+    when it is imported whole (a ``.py`` file's ``load = "module"``, the default)."""
+    profile = prepared.request["profile"]
+    file = _target_file(prepared)
+    whole = file.suffix == ".py" and profile.get("load") not in ("definitions", "cells")
+    try:
+        choices.record(file, name, module=whole, example=profile.get("example"))
+    except OSError as exc:  # the trace goes on; live traces keep asking for what it ran
+        log.warning("could not record what the trace of %s ran: %s", name, exc)
+
+
+def _definitions_unless_chosen(prepared: Prepared, choices: ChoiceStore) -> tuple[Prepared, bool]:
+    """``prepared`` loading only its file's imports, definitions and call-free assignments
+    (``load = "definitions"``) unless the user's own trace imported that file whole: a script
+    whose top level trains runs only when someone chose it. True when this changed the load."""
+    profile = prepared.request["profile"]
+    file = _target_file(prepared)
+    if file.suffix != ".py" or profile.get("load") in ("definitions", "cells") or choices.ran_module(file):
+        return prepared, False
+    request = {**prepared.request, "profile": {**profile, "load": "definitions"}}
+    return dataclasses.replace(prepared, request=request), True
+
+
+async def _quietly_runnable(prepared: Prepared, args: TraceArgs, choices: ChoiceStore) -> None:
     """Raise :class:`NotLive` unless a live trace may run ``prepared`` without asking: an example
-    runs only when the user picked it once, and an interpreter that needs an install is not
+    runs only when the user traced the target with it on this machine (a recipe's ``from`` is
+    the repository author's choice, not theirs), and an interpreter that needs an install is not
     offered one (the explicit trace offers it)."""
     origin = prepared.origin
-    if origin is not None and origin.how == "example" and args.example is None and prepared.resolved.recipe is None:
-        raise NotLive("its inputs would come from running an example: trace it once and pick one")
+    example = prepared.request["profile"].get("example")
+    if example is not None and not choices.ran_example(_target_file(prepared), args.name, example):
+        raise NotLive(
+            f"its inputs come from running {example.get('text') or 'an example'}, which you have not traced it "
+            "with: trace it once to let live shapes run it"
+        )
     site = origin.site if origin is not None and origin.how == "site" and not args.picked else None
     if site is not None:  # opening a file never fetches a checkpoint (live/downloads.py)
         fetches = site_download(site.init, site.inputs, site.where(origin.root) if origin is not None else "")

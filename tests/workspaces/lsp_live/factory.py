@@ -3,7 +3,7 @@
 
 import flax.linen as nn
 
-KERNEL_INIT = nn.initializers.lecun_normal()
+KERNEL_INIT = nn.initializers.lecun_normal  # called in make_head: a live trace runs no top-level call
 
 
 class Head(nn.Module):
@@ -15,4 +15,4 @@ class Head(nn.Module):
 
 
 def make_head():
-    return Head(kernel_init=KERNEL_INIT)
+    return Head(kernel_init=KERNEL_INIT())

@@ -1,9 +1,9 @@
 """Live shapes: a target with a profile (jaxlsp.toml); each import adds a line to IMPORTS."""
 
-import pathlib
+import pathlib  # noqa: F401
 
-with open(pathlib.Path(__file__).with_name("IMPORTS"), "a") as log:
-    log.write("model\n")
+# each load adds "model" to IMPORTS: a live trace runs the imports, not the rest of the top level
+import imported_model  # noqa: E402,F401
 
 import jax.numpy as jnp  # noqa: E402
 
