@@ -241,38 +241,65 @@ class Trace:
     def nodes_at(self, path: str, line: int, cell: int | None = None) -> NodeSeq:
         """Nodes produced at ``path:line`` (1-based; in a notebook, line of ``cell``), innermost first.
 
-        A node belongs to the first (innermost) of its frames that lies in ``path``: the line
-        that wrote the operation, or the call in this file that led to it.
+        A node belongs to each line of ``path`` that one of its frames there covers: the line
+        that wrote the operation, and every call in this file that led to it, so that
+        ``x = _block(x, w)`` shows what a helper of the same file computed, as a call into
+        another file does (issue 46: 42 of a vision model's 44 body lines were dark). Nodes are
+        ordered by their innermost frame at the line, then in program order; each comes once.
         """
         key = ("nodes_at", path, line, cell)
         known: list[int] | None = self.memo.get(key)  # a hover's line, again and again
         if known is None:
             known = []
             frames = self.packed.frames
+            taken: set[int] | None = None  # made only when a second depth answers too
             for depth in sorted(by_depth := self.line_index().get((self.key(path), cell), {})):
                 here = [rows for f, rows in by_depth[depth].items() if frames[f].line <= line <= frames[f].end_line]
-                if len(here) == 1:
-                    known.extend(here[0])
-                elif here:
-                    known.extend(sorted(i for rows in here for i in rows))  # program order
+                if not here:
+                    continue
+                rows = list(here[0]) if len(here) == 1 else sorted({i for rows in here for i in rows})  # program order
+                if taken is None:
+                    if known:  # a shallower depth answered: a node with two frames here comes once
+                        taken = set(known)
+                    else:
+                        known.extend(rows)
+                        continue
+                fresh = [i for i in rows if i not in taken]
+                taken.update(fresh)
+                known.extend(fresh)
             self.remember(key, known)
         return NodeSeq(self.packed, known)
 
+    def lines_with_nodes(self, path: str, cell: int | None = None) -> frozenset[int]:
+        """The lines of ``path`` (1-based; of ``cell`` in a notebook) where :meth:`nodes_at`
+        answers something: what a hover on a line without a shape compares with (was the
+        function called, was the branch taken)."""
+        key = ("lines_with_nodes", path, cell)
+        known: frozenset[int] | None = self.memo.get(key)
+        if known is None:
+            frames = self.packed.frames
+            spans = {f for by_frame in self.line_index().get((self.key(path), cell), {}).values() for f in by_frame}
+            known = frozenset(n for f in spans for n in range(frames[f].line, frames[f].end_line + 1))
+            self.remember(key, known)
+        return known
+
     def line_index(self) -> dict[tuple[str, int | None], dict[int, dict[int, array[int]]]]:
-        """Each node under the first of its frames in each workspace file (computed once; a new
-        trace's is built off the server's loop, with the trace)."""
+        """Each node under each of its frames in workspace files, by file and depth (computed
+        once; a new trace's is built off the server's loop, with the trace). Every frame counts,
+        not only a file's innermost: the caller's line of a helper in the same file holds the
+        helper's nodes too (a frame twice in one stack, recursion, counts once)."""
         if self._lines is None:
             frames = self.packed.frames
-            # per distinct stack, computed once: (file key, depth, frame index) of its first
-            # frame in each workspace file
+            # per distinct stack, computed once: (file key, depth, frame index) of each of its
+            # workspace frames
             placed: list[list[tuple[tuple[str, int | None], int, int]]] = []
             for stack in self.packed.stacks:
-                seen: set[str] = set()
+                seen: set[int] = set()
                 entries = []
                 for depth, k in enumerate(stack):
                     frame = frames[k]
-                    if frame.package is None and frame.path not in seen:
-                        seen.add(frame.path)
+                    if frame.package is None and k not in seen:
+                        seen.add(k)
                         entries.append(((frame.path, frame.cell), depth, k))
                 placed.append(entries)
             lines: dict[tuple[str, int | None], dict[int, dict[int, array[int]]]] = {}

@@ -218,6 +218,10 @@ class JaxServer(LanguageServer):
         self.hover_listeners: list[Callable[[str, int], None]] = []
         # A target's live-shapes state for its lens title (live.py): None when it has nothing to say.
         self.live_note: Callable[[str, str], str | None] = lambda uri, name: None
+        # A target's live state and its cause (``("notLive", "needs input ...")``), None when live
+        # shapes have not seen it: a hover on a line without a shape says why, an action offers
+        # Learn shapes (create_server reads it from the live scheduler).
+        self.live_state: Callable[[str, str], tuple[str, str] | None] = lambda uri, name: None
         self.sweeper: asyncio.Future[None] | None = None  # sweep_when_idle, from initialized on
 
     @property
@@ -464,6 +468,7 @@ async def sweep_when_idle(protocol: JaxProtocol) -> None:
 def create_server() -> JaxServer:
     """The server with every feature, each given the services it uses (esbonio's way, by type)."""
     from jaxlsp.capture.service import CaptureService
+    from jaxlsp.live.schedule import Target
     from jaxlsp.server.features.costs import Costs
     from jaxlsp.server.features.diff import Diff
     from jaxlsp.server.features.discover import Discover
@@ -495,6 +500,12 @@ def create_server() -> JaxServer:
     live = Live(server, tracing)
     learning = Learning(server, trust)
     learning.after.append(live.learned)  # what is open is traced again on what was learned
+
+    def live_state(uri: str, name: str) -> tuple[str, str] | None:
+        status = live.scheduler.statuses.get(Target(uri, name))
+        return None if status is None else (status.state, status.cause)
+
+    server.live_state = live_state
     features: list[Feature] = [
         documents,
         Notebooks(server, documents),
@@ -510,7 +521,7 @@ def create_server() -> JaxServer:
         Diff(server),
         navigation,
         Export(server, navigation),
-        Hover(server, viewer),
+        Hover(server, viewer, documents),
         environments,
         viewer,
     ]

@@ -39,6 +39,7 @@ class Host(Protocol):
     notebook_listeners: list[Callable[[Path], None]]  # a notebook synchronised by cells opened or saved
     hover_listeners: list[Callable[[str, int], None]]  # the user hovered this document line
     live_note: Callable[[str, str], str | None]  # a target's live-shapes state for its lens title
+    live_state: Callable[[str, str], tuple[str, str] | None]  # its live state and cause (hover, actions)
 
     # pygls: handlers, documents, progress.
     def feature(self, feature_name: str, options: Any | None = None) -> Callable[[F], F]: ...

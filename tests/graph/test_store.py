@@ -52,6 +52,22 @@ def test_relative_paths_resolve_against_the_traces_roots(tmp_path: Path) -> None
     assert trace.stale_sources(lambda p: Path(p).read_text()) == [absolute]
 
 
+def test_a_callers_line_in_the_same_file_holds_what_its_helper_computed() -> None:
+    """``x = _block(x, w)`` calls a helper of the same file: the helper's operations belong to
+    the caller's line as well as to the helper's own (issue 46.5; before, only to the innermost
+    frame of each file, so the caller's line was dark), once each, the helper's own line first."""
+    graph = small_graph()
+    helper = Frame("model.py", 3, 4, 3, 20, "_block")
+    caller = Frame("model.py", 9, 4, 9, 24, "model")
+    library = Frame("jax/numpy/lax_numpy.py", 100, 4, 100, 9, "tanh", package="jax")
+    graph.nodes[0] = replace(graph.nodes[0], source=helper, frames=[helper, library, caller])
+    graph.nodes[1] = replace(graph.nodes[1], source=caller, frames=[caller])
+    trace = GraphStore().add(graph, {})
+    assert [n.id for n in trace.nodes_at("model.py", 3)] == ["n0"]
+    assert [n.id for n in trace.nodes_at("model.py", 9)] == ["n1", "n0"]  # its own, then the helper's
+    assert {3, 9} <= trace.lines_with_nodes("model.py") and 4 not in trace.lines_with_nodes("model.py")
+
+
 def test_a_library_frame_never_matches_a_workspace_file_of_the_same_spelling(tmp_path: Path) -> None:
     store, trace_id = _store(tmp_path)
     trace = store.get(trace_id)
@@ -106,14 +122,17 @@ def reference_level(graph: Graph, group: str | None) -> list[tuple[str, str]]:
 
 
 def reference_nodes_at(graph: Graph, path: str, line: int, cell: int | None) -> list[str]:
+    """Every node one of whose workspace frames in ``path`` covers the line (a caller's line in
+    the same file included), once, by its innermost such frame, then in program order."""
     found = []
     for i, n in enumerate(graph.nodes):
-        seen: set[str] = set()
-        for depth, f in enumerate(n.frames):
-            if f.package is None and f.path not in seen:
-                seen.add(f.path)
-                if f.path == path and f.cell == cell and f.line <= line <= f.end_line:
-                    found.append((depth, i, n.id))
+        depths = [
+            depth
+            for depth, f in enumerate(n.frames)
+            if f.package is None and f.path == path and f.cell == cell and f.line <= line <= f.end_line
+        ]
+        if depths:
+            found.append((min(depths), i, n.id))
     return [nid for _, _, nid in sorted(found)]
 
 

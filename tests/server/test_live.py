@@ -316,7 +316,8 @@ async def test_an_untrusted_workspace_runs_nothing_until_trusted(untrusted: JaxC
     client.open("model.py")
     text = (client.workspace / "model.py").read_text()
     save(client, "model.py", text.replace("WIDTH = 16", "WIDTH = 20"))
-    assert await hover(client, "model.py", line_of(client, "model.py", "h = x @ w")) == ""  # answered after both
+    shown = await hover(client, "model.py", line_of(client, "model.py", "h = x @ w"))  # answered after both
+    assert shown.startswith("**jaxlsp** · no shape here: `layer` has not been traced")  # nothing ran
     assert not (client.workspace / "IMPORTS").exists() and client.trust_prompts == []
     assert not [s for s in client.live if s["targets"]]  # type: ignore[attr-defined]
 
@@ -333,7 +334,8 @@ async def test_live_shapes_off_runs_nothing(off: JaxClient) -> None:
     client.open("model.py")
     text = (client.workspace / "model.py").read_text()
     save(client, "model.py", text.replace("WIDTH = 16", "WIDTH = 20"))
-    assert await hover(client, "model.py", line_of(client, "model.py", "h = x @ w")) == ""
+    shown = await hover(client, "model.py", line_of(client, "model.py", "h = x @ w"))
+    assert shown.startswith("**jaxlsp** · no shape here: `layer` has not been traced")
     assert not (client.workspace / "IMPORTS").exists()
     client.workspace_did_change_configuration(
         types.DidChangeConfigurationParams(settings={"jaxlsp": {"liveShapes": True}})

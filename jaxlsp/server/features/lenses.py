@@ -1,8 +1,10 @@
 """``textDocument/codeLens`` (+ resolve) and ``textDocument/codeAction``: one "Trace graph" per
 entrypoint, and once it is traced an "Open graph" and a "Trace with values" beside it (as code
 actions too, for editors without lenses; "Trace with values" and "Trace compiled" are always
-code actions), and on a values
-run's first non-finite diagnostic an action that opens the graph at its node. A notebook cell's
+code actions), on a values
+run's first non-finite diagnostic an action that opens the graph at its node, and on a target
+that is not live for want of inputs a "Learn shapes" action (``jaxlsp.learnShapes`` on its
+workspace folder, issue 46). A notebook cell's
 document gets the lenses of the entrypoints in that cell.
 
 A document gets the lenses of at most ``MAX_LENS_ENTRIES`` entrypoints (in file order); past
@@ -37,6 +39,7 @@ from jaxlsp.server.convert import (
 from jaxlsp.server.encoded import Encoded, encode_list
 from jaxlsp.server.features.documents import Documents, sliced
 from jaxlsp.server.features.tracing import NON_FINITE
+from jaxlsp.server.features.unshaped import learnable
 from jaxlsp.server.host import Host
 from jaxlsp.server.params import REQUEST_FAILED, as_dict
 from jaxlsp.textfiles import Shortage
@@ -51,6 +54,7 @@ def shortage_error(exc: Shortage) -> JsonRpcException:
 
 
 log = logging.getLogger(__name__)
+LEARN_TITLE = "Learn shapes"
 MAX_CHANGES = 90  # characters of the changes since the last trace in a lens title
 MAX_LENS_ENTRIES = 2_000  # entrypoints with lenses in one document (the benchmark's 5,000-line file has 520)
 
@@ -182,7 +186,18 @@ class Lenses:
         actions.append(
             types.CodeAction(title=f"{COMPILED_TITLE}: {entry.name}", kind=types.CodeActionKind.Empty, command=compiled)
         )
+        if learnable(self.ls.live_state(uri, entry.name)):  # not live for want of inputs (issue 46)
+            actions.append(self.learn_action(view.path))
         return actions
+
+    def learn_action(self, path: Path) -> types.CodeAction:
+        """``Learn shapes``: run the tests and documented scripts of the file's workspace folder
+        once (features/learning.py), so that what they call gets inputs and goes live. The
+        folder, not the file's own: a model's tests are seldom beside it."""
+        folder = self.ls.session.folder_of(path)
+        argument: wire.LearnShapesArguments = {"uri": folder.as_uri()}
+        command = types.Command(title=LEARN_TITLE, command=wire.LEARN_SHAPES_COMMAND, arguments=[argument])
+        return types.CodeAction(title=LEARN_TITLE, kind=types.CodeActionKind.Empty, command=command)
 
     def reveal_actions(self, diagnostics: list[types.Diagnostic]) -> list[types.CodeAction]:
         """On a values run's first non-finite diagnostic: open the graph at its node."""
