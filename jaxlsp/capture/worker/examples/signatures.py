@@ -63,6 +63,10 @@ class Recorder:
         self.sites: list[Site] = []
         self.done: set[int] = set()  # site indexes recorded or given up: the hooks' fast path
         self.tries: dict[int, int] = {}
+        # module classes whose call is recorded or given up (a class site's fast path: its
+        # ``__call__`` also runs for subclasses that inherit it, each recorded on its own)
+        self.done_types: set[type] = set()
+        self.type_tries: dict[type, int] = {}
         # type -> [(instance, abstract constructor arguments)]: an NNX model is called as a copy
         # (split and merged by the abstract init), so the call finds its constructor by its type
         # and, when the type was built with other arguments too, by its parameters' shapes
@@ -162,21 +166,64 @@ class Recorder:
 
     # -- the hook ----------------------------------------------------------------------------
     def __call__(self, token: int, index: int, what: str) -> None:
-        if token != self.token or (index in self.done and what == "call"):
+        if token != self.token:
             return  # a module another capture of this process compiled (an in-process capture)
+        site = self.sites[index]
+        frame = sys._getframe(1)
+        owner: type | None = None
+        if what == "call" and site.is_class:
+            # A class's ``__call__`` runs for its subclasses too (tinygp's ``Kernel.__call__``
+            # for every kernel): the call is the instance's class's, recorded and done per class.
+            code = frame.f_code
+            first = frame.f_locals.get(code.co_varnames[0]) if code.co_argcount else None
+            owner = type(first)
+            if owner in self.done_types:
+                return
+        elif what == "call" and index in self.done:
+            return
         if getattr(self._busy, "on", False):
             return  # a target called while a call is being written (a field's __init__, say)
         self._busy.on = True
         try:
-            frame = sys._getframe(1)
             if what == "init":
                 self._init(frame)
+            elif owner is not None:
+                self._class_call(index, owner, frame)
             else:
                 self._call(index, frame)
         except Exception:  # a hook never changes what the user's code does
-            self._give_up(index)
+            if owner is not None:
+                self._give_up_type(owner)
+            else:
+                self._give_up(index)
         finally:
             self._busy.on = False
+
+    def _class_call(self, index: int, owner: type, frame: types.FrameType) -> None:
+        """A ``__call__`` hooked in ``sites[index]``'s class, run for an instance of ``owner``:
+        recorded as ``owner``'s call when ``owner`` is a top-level class of a workspace file (the
+        hooked class itself, or a subclass that inherits the method), else given up for it."""
+        site = self.sites[index]
+        if owner.__qualname__ == site.name and _defined_in(owner) == site.path:
+            where = site
+        else:
+            path = _defined_in(owner)
+            if path is None or "." in owner.__qualname__ or not self.wants(path):
+                self.done_types.add(owner)  # a class defined in a function, or not the workspace's
+                return
+            if self.exclude == (path, owner.__qualname__):
+                self.done_types.add(owner)  # the capture's own target has its profile
+                return
+            where = Site(path, owner.__qualname__, True)
+        if self._call(index, frame, where):
+            self.done_types.add(owner)
+        else:
+            self._give_up_type(owner)
+
+    def _give_up_type(self, owner: type) -> None:
+        self.type_tries[owner] = self.type_tries.get(owner, 0) + 1
+        if self.type_tries[owner] >= TRIES:
+            self.done_types.add(owner)
 
     def _init(self, frame: types.FrameType) -> None:
         from jaxlsp.capture.worker.examples.firstcall import _frame_arguments
@@ -211,22 +258,24 @@ class Recorder:
         if self.tries[index] >= TRIES:
             self.done.add(index)
 
-    def _call(self, index: int, frame: types.FrameType) -> None:
+    def _call(self, index: int, frame: types.FrameType, where: Site | None = None) -> bool:
+        """Record the call in ``frame`` as ``where``'s (the hooked site's by default); whether
+        it was recorded. A function site that could not be is tried again up to :data:`TRIES`."""
         from jaxlsp.capture.worker.examples import learned
         from jaxlsp.capture.worker.examples.firstcall import _frame_arguments, _without_defaults
         from jaxlsp.capture.worker.loading import targets
 
-        site = self.sites[index]
+        site = where or self.sites[index]
         args, kwargs = _frame_arguments(frame)
         profile: dict[str, Any] = {}
         init = None
         if site.is_class:
             if not args:
-                return self._give_up(index)
+                return False
             instance, call_args, call_kwargs = args[0], list(args[1:]), dict(kwargs)
             kind = targets.infer_kind(instance)
             if kind == "function":
-                return self._give_up(index)  # a plain class: not a module target
+                return False  # a plain class: not a module target
             obj = instance
             if kind == "linen":
                 streams, mutable = _linen_scope(instance)
@@ -242,13 +291,17 @@ class Recorder:
             kind = "function"
             obj = frame.f_globals.get(site.name)
             if not _has_array(args, kwargs):
-                return self._give_up(index)  # a pure-Python helper (or not a JAX call this time)
+                self._give_up(index)  # a pure-Python helper (or not a JAX call this time)
+                return False
             call_args, call_kwargs = _without_defaults(obj, list(args), dict(kwargs), False)
         call_args, call_kwargs = abstract(call_args), abstract(call_kwargs)
         table = learned.profile_table(kind, obj, init, call_args, call_kwargs, profile, site.path, site.name)
         if table is None:
-            return self._give_up(index)
-        self.done.add(index)
+            if not site.is_class:
+                self._give_up(index)
+            return False
+        if not site.is_class:
+            self.done.add(index)
         callers = self._callers(frame)
         line = callers[0] if callers else None
         own = site.path
@@ -265,6 +318,7 @@ class Recorder:
                 "sources": {p: h for p, h in ((p, self._hash(p)) for p, _ in callers if p != own) if h is not None},
             }
         )
+        return True
 
     def _callers(self, frame: types.FrameType) -> list[tuple[str, int]]:
         """The workspace frames that made the call, innermost first."""
@@ -300,6 +354,13 @@ def _quiet(token: int, index: int, what: str) -> None:
 def collected() -> list[dict[str, Any]]:
     """The signatures the capture in progress recorded so far."""
     return list(CURRENT.records) if CURRENT is not None else []
+
+
+def _defined_in(cls: type) -> str | None:
+    """The real path of the file that defines ``cls`` (its module's), if it has one."""
+    module = sys.modules.get(cls.__module__)
+    file = getattr(module, "__file__", None)
+    return os.path.realpath(file) if isinstance(file, str) else None
 
 
 def _is_generator(fn: ast.FunctionDef) -> bool:

@@ -166,3 +166,38 @@ def test_the_hooks_keep_docstrings_positions_and_leave_generators_alone(tmp_path
     finally:
         delattr(builtins, HOOK_NAME)
     assert [(index, what) for _, index, what in calls] == [(1, "call")]
+
+
+def test_an_inherited_call_is_recorded_for_the_class_of_the_instance(run_capture: Capture, tmp_path: Path) -> None:
+    """tinygp's kernels: ``Kernel.__call__`` is defined once in a base class and each kernel
+    (``Exp``, ``Matern32``, a kernel a test file defines) only overrides ``evaluate``. The hook
+    sits in the base class's ``__call__``; the call is each subclass's own, with its own fields,
+    and is recorded under that subclass (before, all were recorded as the abstract base, with a
+    subclass's fields: a profile that could not build it)."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'kern'\n")
+    (tmp_path / "kern.py").write_text(
+        "import equinox as eqx\n"
+        "import jax.numpy as jnp\n\n"
+        "class Kernel(eqx.Module):\n"
+        "    def __call__(self, x, y):\n"
+        "        return self.evaluate(x, y)\n\n"
+        "class Exp(Kernel):\n"
+        "    scale: float = 1.0\n\n"
+        "    def evaluate(self, x, y):\n"
+        "        return jnp.exp(-jnp.abs(x - y).sum(-1) / self.scale)\n\n"
+        "class Dot(Kernel):\n"
+        "    def evaluate(self, x, y):\n"
+        "        return x @ y\n\n"
+        "def gram(x):\n"
+        "    return Exp(2.0)(x[:, None], x[None]) + Dot()(x[0], x[1])\n"
+    )
+    req = request("kern.py", "gram", array(5, 3), workspace=tmp_path)
+    taught = run_capture({**req, "signatures": True})
+    assert taught["ok"], taught.get("error")
+    found = {s["name"]: s for s in taught.get("signatures", [])}
+    assert "Kernel" not in found  # never called as itself
+    assert found["Exp"]["kind"] == "equinox"
+    assert found["Exp"]["table"]["init"] == {"kwargs": {"scale": 2.0}}
+    assert [a["shape"] for a in found["Exp"]["table"]["inputs"]["args"]] == [[5, 1, 3], [1, 5, 3]]
+    assert [a["shape"] for a in found["Dot"]["table"]["inputs"]["args"]] == [[3], [3]]
+    assert Path(found["Dot"]["path"]).name == "kern.py"
