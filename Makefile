@@ -168,8 +168,9 @@ fuzz: install
 	@cat build/fuzz-report.json
 
 # Every benchmark runs and prints its figures; the target fails at the end if one missed its bar.
+# live_repos measures the repository checkouts in build/live-repos/ (skipped when there are none).
 bench: install
-	@status=0; for b in discovery server_memory capture first_call zero_config costs lsp viewer values live graph_store soak compiled timing scale init_share topology freshness; do \
+	@status=0; for b in discovery server_memory capture first_call zero_config costs lsp viewer values live graph_store soak compiled timing scale init_share topology freshness live_repos; do \
 		echo "== benchmarks/$$b.py"; $(PY) benchmarks/$$b.py || status=1; \
 	done; exit $$status
 

@@ -1,20 +1,32 @@
-"""Live shapes on real repositories: how many lines show a shape on hover after only opening files.
+"""Live shapes on real repositories: how many lines show a shape on hover after only opening files,
+and after one ``jaxlsp.learnShapes`` (issue 46).
 
-    python benchmarks/live_repos.py REPO [REPO ...] [--settle S] [--json OUT]
+    python benchmarks/live_repos.py [REPO ...] [--settle S] [--budget S] [--no-learn] [--json OUT]
 
-For each repository folder (a checkout with its own ``.venv``, which the server picks once the
-folder is trusted): ``jaxlsp discover REPO --json`` lists the targets (static, no code runs), then
-one ``jaxlsp serve`` on the folder, trusted, live shapes on (the default), gets a ``didOpen`` of
-every ``.py`` file that defines a target and nothing else: no trace request, no save, no answer to
-any question. Once ``jaxlsp/liveStatus`` has settled (nothing queued or tracing, for a few seconds
+For each repository folder (a checkout; its own ``.venv`` when it has one, which the server picks
+once the folder is trusted; with no REPO, every folder in ``build/live-repos/``, and nothing to do
+when there is none): ``jaxlsp discover REPO --json`` lists the targets (static, no code runs).
+
+*Which targets the repository calls*: each example ``jaxlsp learn`` would run (the test files and
+the scripts the docs run) is run once in the repository's interpreter, outside jaxlsp, with a trace
+function that notes every workspace function and ``__call__`` that starts (``calls``). This does
+not use the signature hooks, so a call they fail to record still counts.
+
+Then one ``jaxlsp serve`` on the folder, trusted, live shapes on, its per-user cache in a fresh
+folder (nothing learned before), gets a ``didOpen`` of every ``.py`` file that defines a target and
+nothing else. Once ``jaxlsp/liveStatus`` has settled (nothing queued or tracing, for a few seconds
 of quiet) or ``--settle`` seconds passed, every line inside each target's body is hovered, and a
-line counts when its hover shows a traced type (``f32[8,64]``).
+line counts when its hover shows a traced type (``f32[8,64]``): the *before* figures. Then one
+``workspace/executeCommand jaxlsp.learnShapes`` on the folder (its wall time and summary), every
+file closed and opened again, settled and hovered again: the *after* figures.
 
-Per repository: files opened, targets, their final live states (fresh, failed, not live, and
-those still queued or tracing at the deadline), the lines with a shape over the body lines (all
-bodies, and the bodies of fresh targets), the not-live and failure reasons by count, and every
-``shape-contract`` diagnostic with its file, line and message, to be judged by reading the code.
-Notebooks are left out: they are never traced live.
+Per repository: targets discovered and called, fresh before and after (of all, and of those called),
+lines with a shape over the body lines before and after (all bodies, and the called targets'), the
+learn run's wall time and example outcomes, every called target still dark after learning with its
+state and reason, the not-live and failure reasons by count, and every ``shape-contract``
+diagnostic with its file, line and message, to be judged by reading the code. Notebooks are left
+out: they are never traced live. Exits 1 when a repository has less than 80 % of the targets it
+calls fresh after learning.
 """
 
 from __future__ import annotations
@@ -45,9 +57,9 @@ class Client:
     """An LSP client over the server's pipes: a reader thread queues every message, so waits
     have deadlines; server->client requests get a null result."""
 
-    def __init__(self, command: list[str], cwd: Path) -> None:
+    def __init__(self, command: list[str], cwd: Path, env: dict[str, str] | None = None) -> None:
         self.proc = subprocess.Popen(
-            command, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+            command, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
         )
         self.inbox: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.next_id = 0
@@ -152,84 +164,178 @@ def settled(client: Client) -> bool:
     return not any(t["state"] in BUSY for t in latest["targets"]) and time.monotonic() - client.last_message > QUIET
 
 
-def measure(root: Path, settle: float) -> dict[str, Any]:
+def start(root: Path, cache: Path, cwd: Path) -> Client:
+    """``jaxlsp serve`` on ``root``, trusted, live shapes on, its per-user cache in ``cache`` (so
+    that nothing learned before this run is used: the "before" is a first open)."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
+    client = Client([sys.executable, "-m", "jaxlsp", "serve"], cwd=cwd, env=env)
+    client.request(
+        "initialize",
+        {
+            "processId": os.getpid(),
+            "rootUri": root.as_uri(),
+            "workspaceFolders": [{"uri": root.as_uri(), "name": root.name}],
+            "capabilities": {
+                "textDocument": {
+                    "hover": {"contentFormat": ["markdown"]},
+                    "synchronization": {"didSave": True},
+                    "publishDiagnostics": {"codeDescriptionSupport": True},
+                }
+            },
+            "initializationOptions": {"jaxlsp": {"trusted": True, "liveShapes": True}},
+        },
+    )
+    client.notify("initialized", {})
+    return client
+
+
+def wait_settled(client: Client, root: Path, settle: float, label: str) -> float:
+    """Pump until ``jaxlsp/liveStatus`` settled or ``settle`` seconds passed; the seconds waited."""
+    opened = time.monotonic()
+    client.pump(min(QUIET, settle))  # the states a burst of opens queues arrive first
+    shown_counts: dict[str, int] = {}
+    while time.monotonic() - opened < settle and not settled(client):
+        client.pump(1.0)
+        now = dict(Counter(t["state"] for t in client.live[-1]["targets"])) if client.live else {}
+        if now != shown_counts:  # progress on stderr: the states so far
+            shown_counts = now
+            print(f"{root.name} {label} {time.monotonic() - opened:6.0f} s: {now}", file=sys.stderr, flush=True)
+    return time.monotonic() - opened
+
+
+def snapshot(
+    client: Client, targets: list[dict[str, Any]], texts: dict[str, list[str]], bodies: dict[str, dict[int, list[int]]]
+) -> tuple[dict[tuple[str, str], dict[str, Any]], dict[tuple[str, int], bool], dict[tuple[str, int], set[str]]]:
+    """The latest live state of each target, and for every code line of each body (nested
+    targets share lines) whether its hover shows a traced type; the targets owning each line."""
+    final = client.live[-1] if client.live else {"targets": []}
+    states = {(t["uri"], t["name"]): t for t in final["targets"]}
+    lines: dict[tuple[str, int], bool] = {}
+    owners: dict[tuple[str, int], set[str]] = {}
+    for target in targets:
+        uri = Path(target["path"]).as_uri()
+        body = bodies[target["path"]].get(int(target["line"]))
+        if body is None:  # not a def/class ast knows at that line: every line after it
+            body = list(range(int(target["line"]), int(target["end_line"])))
+        for line in body:
+            key = (target["path"], line)
+            owners.setdefault(key, set()).add(target_key(target))
+            if key in lines:
+                continue
+            text = texts[target["path"]][line] if line < len(texts[target["path"]]) else ""
+            if not text.strip() or text.strip().startswith("#"):
+                continue
+            indent = len(text) - len(text.lstrip())
+            shown = client.request(
+                "textDocument/hover",
+                {"textDocument": {"uri": uri}, "position": {"line": line, "character": indent}},
+            )
+            value = shown["contents"]["value"] if isinstance(shown, dict) else ""
+            lines[key] = bool(SHAPE.search(value))
+    return states, lines, owners
+
+
+def target_key(target: dict[str, Any]) -> str:
+    return f"{target['path']}::{target['name']}"
+
+
+def state_of(states: dict[tuple[str, str], dict[str, Any]], target: dict[str, Any]) -> dict[str, Any]:
+    return states.get((Path(target["path"]).as_uri(), target["name"]), {"state": "unlisted"})
+
+
+def figures(
+    targets: list[dict[str, Any]],
+    states: dict[tuple[str, str], dict[str, Any]],
+    lines: dict[tuple[str, int], bool],
+    owners: dict[tuple[str, int], set[str]],
+    called: set[str],
+) -> dict[str, Any]:
+    """Fresh targets and lines with a shape: of all targets, and of those the repository calls."""
+    fresh = {target_key(t) for t in targets if state_of(states, t)["state"] == "fresh"}
+    called_lines = [k for k, o in owners.items() if o & called and k in lines]
+    return {
+        "states": dict(Counter(state_of(states, t)["state"] for t in targets)),
+        "fresh": len(fresh),
+        "called_fresh": len(fresh & called),
+        "body_lines": len(lines),
+        "lines_with_shape": sum(lines.values()),
+        "called_body_lines": len(called_lines),
+        "called_lines_with_shape": sum(lines[k] for k in called_lines),
+    }
+
+
+def measure(root: Path, settle: float, learn: bool = True, budget: float = 900.0) -> dict[str, Any]:
     root = root.resolve()
     started = time.monotonic()
     targets = [t for t in discover(root) if t["path"].endswith(".py")]
     files = sorted({t["path"] for t in targets})
-    with tempfile.TemporaryDirectory(prefix="jaxlsp-live-repos-") as cwd:
-        client = Client([sys.executable, "-m", "jaxlsp", "serve"], cwd=Path(cwd))
+    reached = calls(root, targets, budget) if learn else None
+    called = reached["called"] if reached is not None else set()
+    texts = {file: Path(file).read_text(encoding="utf-8", errors="replace").splitlines() for file in files}
+    bodies = {file: code_lines("\n".join(text)) for file, text in texts.items()}
+    learned: dict[str, Any] | None = None
+    after: dict[str, Any] | None = None
+    with (
+        tempfile.TemporaryDirectory(prefix="jaxlsp-live-repos-") as cwd,
+        tempfile.TemporaryDirectory(prefix="jaxlsp-live-repos-cache-") as cache,
+    ):
+        client = start(root, Path(cache), Path(cwd))
         try:
-            client.request(
-                "initialize",
-                {
-                    "processId": os.getpid(),
-                    "rootUri": root.as_uri(),
-                    "workspaceFolders": [{"uri": root.as_uri(), "name": root.name}],
-                    "capabilities": {
-                        "textDocument": {
-                            "hover": {"contentFormat": ["markdown"]},
-                            "synchronization": {"didSave": True},
-                            "publishDiagnostics": {"codeDescriptionSupport": True},
-                        }
-                    },
-                    "initializationOptions": {"jaxlsp": {"trusted": True, "liveShapes": True}},
-                },
-            )
-            client.notify("initialized", {})
-            texts: dict[str, list[str]] = {}
             for file in files:
-                text = Path(file).read_text(encoding="utf-8", errors="replace")
-                texts[file] = text.splitlines()
                 client.notify(
                     "textDocument/didOpen",
-                    {"textDocument": {"uri": Path(file).as_uri(), "languageId": "python", "version": 1, "text": text}},
+                    {
+                        "textDocument": {
+                            "uri": Path(file).as_uri(),
+                            "languageId": "python",
+                            "version": 1,
+                            "text": "\n".join(texts[file]),
+                        }
+                    },
                 )
-            opened = time.monotonic()
-            shown_counts: dict[str, int] = {}
-            while time.monotonic() - opened < settle and not settled(client):
-                client.pump(1.0)
-                now = dict(Counter(t["state"] for t in client.live[-1]["targets"])) if client.live else {}
-                if now != shown_counts:  # progress on stderr: the states so far
-                    shown_counts = now
-                    print(f"{root.name} {time.monotonic() - opened:6.0f} s: {now}", file=sys.stderr, flush=True)
-            settle_s = time.monotonic() - opened
-            final = client.live[-1] if client.live else {"targets": [], "started": 0}
-            states = {(t["uri"], t["name"]): t for t in final["targets"]}
-
-            # Hover every code line of each body once (nested targets share lines): which show a shape.
-            lines: dict[tuple[str, int], bool] = {}
-            owners: dict[tuple[str, int], set[str]] = {}
-            bodies = {file: code_lines("\n".join(text)) for file, text in texts.items()}
-            for target in targets:
-                uri = Path(target["path"]).as_uri()
-                state = states.get((uri, target["name"]), {}).get("state", "unlisted")
-                body = bodies[target["path"]].get(int(target["line"]))
-                if body is None:  # not a def/class ast knows at that line: every line after it
-                    body = list(range(int(target["line"]), int(target["end_line"])))
-                for line in body:
-                    key = (target["path"], line)
-                    owners.setdefault(key, set()).add(state)
-                    if key in lines:
-                        continue
-                    text = texts[target["path"]][line] if line < len(texts[target["path"]]) else ""
-                    if not text.strip() or text.strip().startswith("#"):
-                        continue
-                    indent = len(text) - len(text.lstrip())
-                    shown = client.request(
-                        "textDocument/hover",
-                        {"textDocument": {"uri": uri}, "position": {"line": line, "character": indent}},
+            settle_s = wait_settled(client, root, settle, "open")
+            before_states, before_lines, owners = snapshot(client, targets, texts, bodies)
+            hovered_s = time.monotonic() - started
+            before = figures(targets, before_states, before_lines, owners, called)
+            final_states, final_lines = before_states, before_lines
+            if learn:
+                # One jaxlsp.learnShapes on the folder, then every file closed and opened again.
+                t0 = time.monotonic()
+                result = client.request(
+                    "workspace/executeCommand",
+                    {"command": "jaxlsp.learnShapes", "arguments": [{"uri": root.as_uri()}]},
+                    timeout=budget + 120.0,
+                )
+                learn_s = time.monotonic() - t0
+                learned = {
+                    "wall_seconds": round(learn_s, 1),
+                    "learned": result.get("learned"),
+                    "examples": len(result.get("examples", [])),
+                    "outcomes": dict(Counter(e["outcome"] for e in result.get("examples", []))),
+                    "failures": result.get("failures", [])[:40],
+                    **({"stopped": result["stopped"]} if result.get("stopped") else {}),
+                }
+                print(f"{root.name} learned in {learn_s:.0f} s: {learned['outcomes']}", file=sys.stderr, flush=True)
+                for file in files:
+                    client.notify("textDocument/didClose", {"textDocument": {"uri": Path(file).as_uri()}})
+                for file in files:
+                    client.notify(
+                        "textDocument/didOpen",
+                        {
+                            "textDocument": {
+                                "uri": Path(file).as_uri(),
+                                "languageId": "python",
+                                "version": 2,
+                                "text": "\n".join(texts[file]),
+                            }
+                        },
                     )
-                    value = shown["contents"]["value"] if isinstance(shown, dict) else ""
-                    lines[key] = bool(SHAPE.search(value))
-            hovered_s = time.monotonic() - opened - settle_s
+                wait_settled(client, root, settle, "after learn")
+                final_states, final_lines, owners = snapshot(client, targets, texts, bodies)
+                after = figures(targets, final_states, final_lines, owners, called)
             client.pump(1.0)
             contracts = [
-                {
-                    "path": _relative(uri, root),
-                    "line": d["range"]["start"]["line"] + 1,
-                    "message": d["message"],
-                }
+                {"path": _relative(uri, root), "line": d["range"]["start"]["line"] + 1, "message": d["message"]}
                 for uri, found in sorted(client.diagnostics.items())
                 for d in found
                 if d.get("code") == "shape-contract"
@@ -242,47 +348,193 @@ def measure(root: Path, settle: float) -> dict[str, Any]:
             )
         finally:
             client.close()
-    counts = Counter(t["state"] for t in final["targets"])
-    fresh_lines = [k for k, owners_ in owners.items() if "fresh" in owners_ and k in lines]
-    reasons = Counter(
-        (t["state"], _short(t.get("reason", ""))) for t in final["targets"] if t["state"] in ("failed", "notLive")
-    )
-    return {
+    final = list(final_states.values())
+    owned_fresh = {target_key(t) for t in targets if state_of(final_states, t)["state"] == "fresh"}
+    fresh_lines = [k for k, o in owners.items() if o & owned_fresh and k in final_lines]
+    reasons = Counter((t["state"], _short(t.get("reason", ""))) for t in final if t["state"] in ("failed", "notLive"))
+    out: dict[str, Any] = {
         "repo": root.name,
         "files_opened": len(files),
         "targets": len(targets),
-        "listed": len(final["targets"]),
-        "states": dict(counts),
-        "live_traces_started": final.get("started", 0),
         "settle_seconds": round(settle_s, 1),
-        "settled": not any(t["state"] in BUSY for t in final["targets"]),
-        "hover_seconds": round(hovered_s, 1),
-        "body_lines": len(lines),
-        "lines_with_shape": sum(lines.values()),
-        "fresh_body_lines": len(fresh_lines),
-        "fresh_lines_with_shape": sum(lines[k] for k in fresh_lines),
-        "fresh_misses": [
-            f"{os.path.relpath(path, root)}:{line + 1}: {texts[path][line].strip()[:100]}"
-            for path, line in sorted(fresh_lines)
-            if not lines[(path, line)]
-        ][:80],
-        "fresh_targets": sorted(t["name"] for t in final["targets"] if t["state"] == "fresh"),
-        "reasons": [{"state": s, "reason": r, "count": n} for (s, r), n in reasons.most_common()],
-        "failed": [
-            {"name": t["name"], "path": _relative(t["uri"], root), "reason": t.get("reason", "")}
-            for t in final["targets"]
-            if t["state"] == "failed"
-        ],
-        "shape_contracts": contracts,
-        "other_diagnostics": dict(other),
-        "wall_seconds": round(time.monotonic() - started, 1),
-        "slowest": _slowest(client.timeline, root),
+        "hover_seconds": round(hovered_s - settle_s, 1),
+        "before": before,
     }
+    if reached is not None:
+        dark = [
+            {
+                "target": f"{os.path.relpath(t['path'], root)}::{t['name']}",
+                "state": state_of(final_states, t)["state"],
+                "reason": state_of(final_states, t).get("reason", "")[:300],
+            }
+            for t in targets
+            if target_key(t) in called and state_of(final_states, t)["state"] != "fresh"
+        ]
+        out.update(
+            {
+                "called": len(called),
+                "calls_seconds": reached["seconds"],
+                "calls_failures": reached["failures"],
+                "learn": learned,
+                "after": after,
+                "called_fresh_share": round((after or before)["called_fresh"] / len(called), 3) if called else None,
+                "dark_called": dark,
+            }
+        )
+    out.update(
+        {
+            "fresh_misses": [
+                f"{os.path.relpath(path, root)}:{line + 1}: {texts[path][line].strip()[:100]}"
+                for path, line in sorted(fresh_lines)
+                if not final_lines[(path, line)]
+            ][:80],
+            "reasons": [{"state": s, "reason": r, "count": n} for (s, r), n in reasons.most_common()],
+            "failed": [
+                {"name": t["name"], "path": _relative(t["uri"], root), "reason": t.get("reason", "")}
+                for t in final
+                if t["state"] == "failed"
+            ],
+            "shape_contracts": contracts,
+            "other_diagnostics": dict(other),
+            "wall_seconds": round(time.monotonic() - started, 1),
+            "slowest": _slowest(client.timeline, root),
+        }
+    )
+    return out
+
+
+# The driver of one example in the calls audit: run as ``python -c DRIVER OUT ROOT SPEC`` in the
+# repository's interpreter. A trace function (no line events: it returns None) notes the code of
+# every workspace function that starts, and for each ``__call__`` the class of its ``self`` (an
+# inherited ``__call__`` calls the subclass), each once, to OUT as it happens (a killed run keeps
+# what it saw).
+DRIVER = r"""
+import json, os, runpy, sys, threading
+out, root, spec = sys.argv[1], os.path.realpath(sys.argv[2]), json.loads(sys.argv[3])
+skip = (os.sep + ".venv" + os.sep, os.sep + "site-packages" + os.sep)
+sink = open(out, "a")
+memo = {}
+seen = set()
+def note(*key):
+    if key not in seen:
+        seen.add(key)
+        sink.write(json.dumps(key) + "\n")
+        sink.flush()
+def mine(code):
+    found = memo.get(code)
+    if found is None:
+        name = code.co_filename
+        real = "" if name.startswith("<") else os.path.realpath(name)
+        found = memo[code] = real if real.startswith(root + os.sep) and not any(s in real for s in skip) else ""
+    return found
+def tracer(frame, event, arg):
+    code = frame.f_code
+    path = mine(code)
+    if path:
+        note("code", path, code.co_firstlineno)
+        if code.co_name == "__call__" and code.co_argcount:
+            this = frame.f_locals.get(code.co_varnames[0])
+            cls = type(this)
+            module = sys.modules.get(cls.__module__)
+            file = getattr(module, "__file__", None)
+            if file:
+                note("class", os.path.realpath(file), cls.__qualname__)
+    return None
+os.chdir(root)
+src = [root + "/src"] if os.path.isdir(root + "/src") else []
+sys.path[:] = [p for p in sys.path if p not in ("", root)] + [root] + src  # as an editable install
+threading.settrace(tracer)
+sys.settrace(tracer)
+status = 0
+try:
+    if spec["kind"] == "test":
+        import pytest
+        status = int(pytest.main([spec["path"], "-q", "-p", "no:cacheprovider", "-p", "no:randomly"]))
+    else:
+        sys.argv = [spec["path"], *spec.get("argv", [])]
+        runpy.run_path(spec["path"], run_name="__main__")
+finally:
+    sys.settrace(None)
+    sink.close()
+sys.exit(status)
+"""
+
+
+def calls(root: Path, targets: list[dict[str, Any]], budget: float, timeout: float = 300.0) -> dict[str, Any]:
+    """Which targets the repository itself calls: each example ``jaxlsp learn`` would run (its test
+    files and the scripts its docs run, ``capture/learning.find_examples``), run once more in the
+    repository's interpreter outside jaxlsp, with a trace function that notes every workspace
+    function and ``__call__`` that starts. A target is called when its function ran, or when a
+    ``__call__`` ran on an instance of its class. This is independent of the signature hooks, so a
+    target they fail to record still counts (and shows as dark after learning)."""
+    from jaxlsp.capture.interpreters import select_interpreter
+    from jaxlsp.capture.learning import find_examples
+
+    python = select_interpreter(workspace_root=root).python
+    examples = find_examples([root], root)
+    started = time.monotonic()
+    failures: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="jaxlsp-live-repos-calls-") as scratch:
+        out = Path(scratch) / "reached.jsonl"
+        out.touch()
+        for example in examples:
+            left = budget - (time.monotonic() - started)
+            if left <= 1.0:
+                failures.append(f"{example['text']}: not run (out of time)")
+                continue
+            try:
+                proc = subprocess.run(
+                    [python, "-c", DRIVER, str(out), str(root), json.dumps(dict(example))],
+                    cwd=root,
+                    capture_output=True,
+                    text=True,
+                    timeout=min(timeout, left),
+                    env={**os.environ, "JAX_PLATFORMS": "cpu"},
+                )
+                if proc.returncode not in (0, 1, 5):  # pytest: passed, some failed, none collected
+                    failures.append(
+                        f"{example['text']}: exit {proc.returncode}: {_last_line(proc.stdout + proc.stderr)}"
+                    )
+            except subprocess.TimeoutExpired:
+                failures.append(f"{example['text']}: stopped after {min(timeout, left):.0f} s")
+        reached = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
+    codes = {(path, line) for kind, path, line in reached if kind == "code"}
+    classes = {(path, name) for kind, path, name in reached if kind == "class"}
+    called: set[str] = set()
+    for target in targets:
+        path = os.path.realpath(target["path"])
+        if target["kind"] == "function":
+            first = _first_lines(path).get(int(target["line"]))
+            if first is not None and (path, first) in codes:
+                called.add(target_key(target))
+        elif (path, target["name"]) in classes:
+            called.add(target_key(target))
+    return {"called": called, "seconds": round(time.monotonic() - started, 1), "failures": failures}
+
+
+def _first_lines(path: str) -> dict[int, int]:
+    """Per ``def`` (by its keyword line, and by its first decorator's line): the code's first line
+    (``co_firstlineno``, the first decorator's when decorated)."""
+    try:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8", errors="replace"))
+    except (OSError, SyntaxError):
+        return {}
+    found: dict[int, int] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            first = min([d.lineno for d in node.decorator_list] + [node.lineno])
+            found[node.lineno] = found[first] = first
+    return found
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1][:200] if lines else ""
 
 
 def _slowest(timeline: dict[str, list[tuple[float, str]]], root: Path, count: int = 10) -> list[dict[str, Any]]:
     """The targets that spent longest tracing (a not-live verdict counts: finding out takes time too)."""
-    spans = []
+    spans: list[dict[str, Any]] = []
     for key, changes in timeline.items():
         for (at, state), (end, after) in itertools.pairwise(changes):
             if state == "tracing":
@@ -324,19 +576,51 @@ def _short(reason: str) -> str:
     return first[:160]
 
 
+DEFAULT_REPOS = Path(__file__).resolve().parent.parent / "build" / "live-repos"
+BAR = 0.8  # issue 46: the share of the targets a repository calls that are fresh after one learn
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
-    parser.add_argument("repos", nargs="+", type=Path)
+    parser.add_argument(
+        "repos", nargs="*", type=Path, help=f"repository checkouts (default: every folder in {DEFAULT_REPOS})"
+    )
     parser.add_argument("--settle", type=float, default=1200.0, help="seconds to wait for live traces to settle")
+    parser.add_argument("--no-learn", action="store_true", help="only open the files (no calls audit, no learn)")
+    parser.add_argument("--budget", type=float, default=900.0, help="seconds for the learn run (and the audit)")
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args()
+    repos = args.repos or (sorted(p for p in DEFAULT_REPOS.iterdir() if p.is_dir()) if DEFAULT_REPOS.is_dir() else [])
+    if not repos:
+        print(f"live_repos: skipped (no repository given and none in {DEFAULT_REPOS})")
+        return
     results = []
-    for repo in args.repos:
-        result = measure(repo, args.settle)
+    for repo in repos:
+        result = measure(repo, args.settle, learn=not args.no_learn, budget=args.budget)
         results.append(result)
         print(json.dumps(result, indent=1), flush=True)
         if args.json:
             args.json.write_text(json.dumps(results, indent=1))
+    missed = False
+    for r in results:
+        b, a = r["before"], r.get("after")
+        line = (
+            f"{r['repo']}: {r['targets']} targets, fresh {b['fresh']}"
+            f", lines with a shape {b['lines_with_shape']}/{b['body_lines']}"
+        )
+        if a is not None and r.get("learn") is not None:
+            share = r["called_fresh_share"] or 0.0
+            missed = missed or share < BAR
+            line += (
+                f"; the repository calls {r['called']}: fresh {b['called_fresh']} -> {a['called_fresh']}"
+                f" ({100 * share:.0f} %, bar {100 * BAR:.0f} %), lines with a shape {b['lines_with_shape']} ->"
+                f" {a['lines_with_shape']} of {a['body_lines']} (of the called targets' {a['called_body_lines']}:"
+                f" {b['called_lines_with_shape']} -> {a['called_lines_with_shape']})"
+                f", learn {r['learn']['wall_seconds']} s"
+            )
+        print(line, flush=True)
+    if missed:
+        sys.exit(1)
 
 
 if __name__ == "__main__":
