@@ -1,8 +1,9 @@
-/** Commands around a trace: export, open in the browser, the capture-environment check. */
+/** Commands around a trace: export, open in the browser, the capture-environment check, learning shapes. */
 
+import * as path from "node:path";
 import * as vscode from "vscode";
 import type { Gate } from "./gate";
-import type { ExportFormat, LspClient } from "./wire";
+import type { ExportFormat, LearnShapesArguments, LearnShapesResult, LspClient } from "./wire";
 import { METHOD_NOT_FOUND, errorCode } from "./wire";
 
 const FORMATS: { label: ExportFormat; description: string; filters: Record<string, string[]> }[] = [
@@ -79,4 +80,28 @@ export async function checkEnvironment(client: LspClient, uri: string | undefine
     await client.sendRequest("workspace/executeCommand", { command: "jaxlsp.checkEnvironment", arguments: uri ? [{ uri }] : [] });
   }
   return report;
+}
+
+/** The workspace folder holding `uri` (the innermost), if any. */
+function folderOf(uri: vscode.Uri): vscode.Uri | undefined {
+  const inside = (vscode.workspace.workspaceFolders ?? []).filter(
+    (f) => uri.fsPath === f.uri.fsPath || uri.fsPath.startsWith(f.uri.fsPath.endsWith(path.sep) ? f.uri.fsPath : f.uri.fsPath + path.sep),
+  );
+  return inside.sort((a, b) => b.uri.fsPath.length - a.uri.fsPath.length)[0]?.uri;
+}
+
+/**
+ * "jaxlsp: Learn shapes": the server's `jaxlsp.learnShapes` on the workspace folder of `active` (the
+ * first folder when there is none): it runs that folder's tests and documented scripts once and keeps
+ * every reached target's call, so nested modules and helpers get live shapes. A notification shows it
+ * running and cancels it (the server kills the running example); the server's work-done progress
+ * (examples done, targets learned) shows in the status bar, and its message sums it up.
+ */
+export async function learnShapes(client: LspClient, active: vscode.Uri | undefined): Promise<LearnShapesResult | undefined> {
+  const folder = active ? folderOf(active) : undefined;
+  const args: LearnShapesArguments[] = folder ? [{ uri: folder.toString() }] : [];
+  const title = "jaxlsp: Learning shapes from the workspace's tests";
+  return vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title, cancellable: true }, (_progress, token) =>
+    client.sendRequest<LearnShapesResult>("workspace/executeCommand", { command: "jaxlsp.learnShapes", arguments: args }, token),
+  );
 }

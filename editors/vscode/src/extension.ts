@@ -7,7 +7,7 @@ import * as os from "node:os";
 import * as vscode from "vscode";
 import type { ShowDocumentParams, ShowDocumentResult } from "vscode-languageclient";
 import { LanguageClient, State, TransportKind, type LanguageClientOptions, type ServerOptions } from "vscode-languageclient/node";
-import { checkEnvironment, exportGraph, externalUri, openInBrowser } from "./commands";
+import { checkEnvironment, exportGraph, externalUri, learnShapes, openInBrowser } from "./commands";
 import { CursorTracker } from "./cursor";
 import { Gate, routeShowDocument } from "./gate";
 import { GraphPanel } from "./panel";
@@ -232,6 +232,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<Jaxlsp
       if (event.contentChanges.length === 0 || !isAnalysed(event.document.uri)) return;
       const traced = tracer.last?.uri ? vscode.Uri.parse(tracer.last.uri).fsPath : undefined;
       if (!isSource(event.document.uri.fsPath, panel.sourceKeys, traced)) return;
+    vscode.commands.registerCommand(
+      "jaxlsp.learn",
+      guarded(async () => {
+        const c = current();
+        if (c === undefined) throw new Error("the server is not running");
+        return learnShapes(c, vscode.window.activeTextEditor?.document.uri);
+      }),
+    ),
       if (traceId !== undefined) panel.setStale(traceId, true);
       if (tracer.last?.traceId !== undefined) status.markStale(tracer.last.traceId);
     }),

@@ -10,6 +10,8 @@ export type {
   EntrypointItem,
   EnvironmentResult,
   ExampleChoice,
+  LearnShapesArguments,
+  LearnShapesResult,
   LiveStatus,
   LiveTarget,
   Location,
@@ -55,7 +57,8 @@ export type HostMessage =
 
 /** The part of vscode-languageclient's client the logic needs: tests pass a fake or a raw connection. */
 export interface LspClient {
-  sendRequest<R>(method: string, params: unknown): Promise<R>;
+  /** `token`: a cancellation token (vscode's), sent on as `$/cancelRequest`. */
+  sendRequest<R>(method: string, params: unknown, token?: unknown): Promise<R>;
   sendNotification(method: string, params: unknown): Promise<void> | void;
 }
 

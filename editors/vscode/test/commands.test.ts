@@ -5,10 +5,10 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { beforeEach, test } from "node:test";
-import { checkEnvironment, exportGraph, openInBrowser } from "../src/commands";
+import { checkEnvironment, exportGraph, learnShapes, openInBrowser } from "../src/commands";
 import { Gate } from "../src/gate";
 import { isSource } from "../src/stale";
-import { Uri, fake } from "./fake/vscode";
+import { Uri, fake, workspace } from "./fake/vscode";
 import { ScriptedClient } from "./helpers";
 
 beforeEach(() => fake.reset());
@@ -92,4 +92,25 @@ test("a file is a source of a trace by its graph key or as the traced file", () 
   assert.equal(isSource("/w/xmodels/mlp.py", ["models/mlp.py"], undefined), false);
   assert.equal(isSource("/w/train.py", [], "/w/train.py"), true);
   assert.equal(isSource("/w/lib.py", ["/w/lib.py"], undefined), true);
+});
+
+test("Learn shapes runs the server's jaxlsp.learnShapes on the active file's workspace folder, cancellable", async () => {
+  const result = { learned: 3, targets: ["tinylm/layers.py::Attention"], examples: [], failures: [], seconds: 1.5 };
+  const client = new ScriptedClient({ "workspace/executeCommand": () => result });
+  const outer = Uri.file(path.join(os.tmpdir(), "repo"));
+  const inner = Uri.file(path.join(os.tmpdir(), "repo", "sub"));
+  workspace.workspaceFolders = [
+    { uri: outer, name: "repo", index: 0 },
+    { uri: inner, name: "sub", index: 1 },
+  ];
+  const file = Uri.file(path.join(os.tmpdir(), "repo", "sub", "model.py"));
+  assert.deepEqual(await learnShapes(client, file as never), result);
+  assert.deepEqual(client.requests[0], {
+    method: "workspace/executeCommand",
+    params: { command: "jaxlsp.learnShapes", arguments: [{ uri: inner.toString() }] },
+  });
+  // no file open, or one outside every folder: the server's own default (its first workspace folder)
+  await learnShapes(client, undefined);
+  await learnShapes(client, Uri.file(path.join(os.tmpdir(), "elsewhere.py")) as never);
+  assert.deepEqual(client.requests.slice(1).map((r) => r.params.arguments), [[], []]);
 });
