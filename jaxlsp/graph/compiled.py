@@ -1,6 +1,6 @@
 """Reading a graph's ``compiled`` section (``jaxlsp trace --compiled``): the ``collectives:`` line,
 the per-module table of FLOPs, bytes and collective bytes, and the per-device memory, as the CLI
-prints them and ``jaxlsp/trace`` returns them.
+prints them and ``jaxlsp/trace`` returns them, and what one line does there (a hover's part).
 
 Stdlib only (the section is written by ``jaxlsp.capture.worker.program.compiled``; its format is in
 docs/graph-format.md, "Compiled"). What is measured and what is estimated: the collectives, the
@@ -15,10 +15,11 @@ the compiled program gave.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from jaxlsp.graph.model import Graph
+from jaxlsp.graph.model import Graph, Node
 
 SHOWN_COLLECTIVES = 6  # groups named on the collectives line before "+N more"
 
@@ -200,6 +201,78 @@ def fit_text(section: dict[str, Any]) -> str | None:
         f"fits a chip: needs {size(need)} of its {size(hbm)} HBM (XLA's memory_analysis against the "
         f"generation's HBM), headroom {size(int(verdict['headroom']))}"
     )
+
+
+def at_line(section: dict[str, Any] | None, nodes: Sequence[Node]) -> list[str]:
+    """What the compiled program does at a line whose traced operations are ``nodes`` (a hover):
+    what it communicates (``all-reduce 2.0 MiB over 16 chips``, the collectives mapped to those
+    operations, or XLA's frames at their line) and its share of the memory of one chip (device):
+    the buffers it makes and the inputs it reads that are live at the compiled schedule's peak.
+    When the program did not fit a topology's chip: the inputs and values it holds there, against
+    the need XLA named. Empty without a compiled section, or with nothing of the line in it."""
+    if not section or not nodes:
+        return []
+    ids = {n.id for n in nodes}
+    where = {(n.source.path, n.source.line) for n in nodes if n.source is not None}
+    pod = section.get("topology")
+    unit = "chip" if pod else "device"
+    devices = f"{section.get('devices', 1)} {section['platform']} devices"
+    head = f"**on {pod['name']}**" if pod else f"**compiled** ({devices})"
+    verdict = section.get("fit") or {}
+    if section.get("error"):
+        if verdict.get("fits") is not False:
+            return []
+        held = [h for h in verdict.get("held") or [] if (h.get("path"), h.get("line")) in where]
+        need = verdict.get("need")
+        said = str(verdict.get("message") or "does not fit a chip").split("; ")[0]  # the figures, not the holders
+        lines = ["", f"{head}: {said}"]
+        for h in held:
+            share = f", {_percent(int(h['bytes']), int(need))} of the need" if need else ""
+            whole = "per chip" if h.get("kind") == "input" else "whole"
+            lines.append(f"- holds `{h['label']}` {size(int(h['bytes']))} {whole}{share}")
+        return lines
+    lines = []
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for c in section.get("collectives") or []:
+        source = c.get("source") or {}
+        if ids.intersection(c.get("nodes") or ()) or (source.get("path"), source.get("line")) in where:
+            by_kind.setdefault(str(c["kind"]), []).append(c)
+    for kind, found in by_kind.items():
+        count = f" \u00d7{len(found)}" if len(found) > 1 else ""
+        moved = sum(int(c.get("bytes", 0)) for c in found)
+        lines.append(f"- communicates: `{kind}`{count} {size(moved)} over {_over(found[0], section, unit)}")
+    peak = section.get("peak") or {}
+    total = int(peak.get("bytes", 0))
+    if total:
+        outputs = {v for n in nodes for v in n.outputs}
+        inputs = {v for n in nodes for v in n.inputs} - outputs
+        made = read = 0
+        for held in peak.get("values") or []:
+            if held.get("kind") == "argument":
+                read += int(held["bytes"]) if held.get("value") in inputs else 0
+            elif ids.intersection(held.get("nodes") or ()) or held.get("value") in outputs:
+                made += int(held["bytes"])
+        if made or read:
+            parts = [f"made here {size(made)}"] if made else []
+            parts += [f"inputs read here {size(read)}"] if read else []
+            lines.append(
+                f"- memory per {unit}: {_percent(made + read, total)} of the {size(total)} peak "
+                f"({', '.join(parts)})"
+            )
+    return ["", head, *lines] if lines else []
+
+
+def _percent(part: int, whole: int) -> str:
+    share = 100 * part / whole
+    return f"{share:.0f} %" if share >= 1 else "under 1 %"
+
+
+def _over(collective: dict[str, Any], section: dict[str, Any], unit: str) -> str:
+    """``16 chips``, or ``4 chips (4 groups)`` when the devices communicate in separate groups."""
+    groups_ = collective.get("replicaGroups") or []
+    count = len(groups_[0]) if groups_ and groups_[0] else int(section.get("devices", 1))
+    apart = f" ({len(groups_)} groups)" if len(groups_) > 1 else ""
+    return f"{count} {unit}{'s' if count != 1 else ''}{apart}"
 
 
 def summary_json(graph: Graph) -> dict[str, Any] | None:

@@ -1,45 +1,32 @@
 """Compiling for a TPU pod from this CPU-only machine (issue 49): ``topology = "v5e:4x4"`` with a
 mesh over its 16 devices, ``jaxlsp trace --compiled`` through the console script, libtpu from PyPI
 (``make libtpu`` puts the wheel jax[tpu] brings in build/libtpu). The capture interpreter is a venv
-of the test's own whose ``.pth`` adds .venv's packages and build/libtpu; .venv itself has no libtpu
-and stands for the interpreter that cannot compile for a pod."""
+of the test's own whose ``.pth`` adds .venv's packages and build/libtpu (tests/podpython.py); .venv
+itself has no libtpu and stands for the interpreter that cannot compile for a pod."""
 
 from __future__ import annotations
 
 import shutil
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests import podpython
 from tests.cli.helpers import expanded, run
 
 pytest.importorskip("jax")
 
 REPO = Path(__file__).resolve().parents[2]
 WORKSPACE = REPO / "tests" / "workspaces" / "topology"
-LIBTPU = REPO / "build" / "libtpu"
 
 
 @pytest.fixture(scope="module")
 def pod_python(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A capture interpreter with libtpu: a venv whose site-packages names .venv's and build/libtpu."""
-    if not (LIBTPU / "libtpu").is_dir():
-        pytest.skip("libtpu is not in build/libtpu: run `make libtpu` (make test does)")
-    venv = tmp_path_factory.mktemp("podvenv") / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    python = venv / "bin" / "python"
-    purelib = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    Path(purelib, "jaxlsp-pod.pth").write_text(f"{sysconfig.get_paths()['purelib']}\n{LIBTPU}\n")
-    return str(python)
+    """A capture interpreter with libtpu (tests/podpython.py)."""
+    return podpython.pod_python(tmp_path_factory.mktemp("podvenv"))
 
 
 @pytest.fixture(scope="module")
