@@ -21,6 +21,8 @@ from jaxlsp.graph.store import Trace
 from jaxlsp.graph.timing import hover_line
 from jaxlsp.live.dims import label, names_at
 from jaxlsp.offloop import off_loop
+from jaxlsp.server.features import unshaped
+from jaxlsp.server.features.documents import Documents
 from jaxlsp.server.features.navigation import traced_cell
 from jaxlsp.server.features.viewer import Viewer
 from jaxlsp.server.host import Host
@@ -31,17 +33,22 @@ _ASSIGNMENT = re.compile(r"\s*[A-Za-z_][\w.,\s\[\]]*(?::[^=]+)?=(?!=)")
 
 
 class Hover:
-    def __init__(self, ls: Host, viewer: Viewer) -> None:
+    def __init__(self, ls: Host, viewer: Viewer, documents: Documents | None = None) -> None:
         self.ls = ls
         self.viewer = viewer
+        self.documents = documents
+        self.trees = unshaped.Trees()
 
     def register(self, server: Host) -> None:
         @server.feature(types.TEXT_DOCUMENT_HOVER)
         async def hover(ls: Host, params: types.HoverParams) -> types.Hover | None:
             ls.hovered(params.text_document.uri, params.position.line)
             found = self.viewer.navigation.at(params.text_document.uri, params.position.line)
-            if found is None:
-                return None
+            if found is None:  # a body line of a target says why it has no shape (issue 46.5)
+                why = await self.no_shape(params.text_document.uri, params.position.line)
+                if why is None:
+                    return None
+                return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=why))
             trace, nodes = found
             self.viewer.highlight(trace.id, nodes)
             return types.Hover(
@@ -51,6 +58,36 @@ class Hover:
         @server.feature(types.TEXT_DOCUMENT_INLAY_HINT)
         def inlay_hint(ls: Host, params: types.InlayHintParams) -> list[types.InlayHint]:
             return self.inlay_hints(params.text_document.uri, params.range.start.line, params.range.end.line)
+
+    async def no_shape(self, uri: str, line: int) -> str | None:
+        """One line on why the 0-based ``line`` of a target's body has no shape, and what would
+        give it one (features/unshaped.py); None outside every target, on a comment, a blank
+        line, a docstring, a ``def`` line, and in a notebook."""
+        view = self.ls.view(uri)
+        if view is None or view.cells is not None or not view.lines[line : line + 1]:
+            text = None
+        else:
+            text = view.lines[line].strip()
+        if view is None or not text or text.startswith("#"):
+            return None
+        session = self.ls.session
+        found = await self.documents.discover(view.path) if self.documents is not None else session.discover(view.path)
+        entry = unshaped.innermost_entry(found.entrypoints, line) if found is not None else None
+        if entry is None:
+            return None
+        tree = self.trees.parse("\n".join(view.lines))
+        where = unshaped.place(tree, entry, line + 1) if tree is not None else None
+        if where is None:
+            return None
+        key = str(view.path.resolve())
+        covered: frozenset[int] = frozenset()
+        stale = False
+        for trace in session.graphs.covering(key):
+            lines = trace.lines_with_nodes(key)
+            if any(entry.line <= n <= entry.end_line for n in lines):
+                covered |= lines
+                stale = stale or bool(trace.stale_sources(lambda p: session.index.text(Path(p))))
+        return unshaped.no_shape(entry, where, covered, stale, self.ls.live_state(uri, entry.name))
 
     def inlay_hints(self, uri: str, first: int, last: int) -> list[types.InlayHint]:
         """The type of the value each assignment line binds, from the freshest trace covering it."""
