@@ -211,6 +211,45 @@ server's own request to open the page never reaches Emacs: the URL is opened her
     (browse-url url)
     url))
 
+;;;; Learning shapes
+
+(defun jaxlsp--learned-message (result)
+  "One line summing up RESULT, a LearnShapesResult."
+  (let ((failures (plist-get result :failures)))
+    (format "jaxlsp: learned the inputs of %d targets from %d examples in %.1f s%s"
+            (or (plist-get result :learned) 0)
+            (length (plist-get result :examples))
+            (or (plist-get result :seconds) 0)
+            (if (> (length failures) 0)
+                (format "; %d failed (first: %s)" (length failures) (aref failures 0))
+              ""))))
+
+(defun jaxlsp-learn-shapes (&optional uri server)
+  "Run the tests and documented scripts of this project once to learn shapes.
+The server's `jaxlsp.learnShapes' on URI (default: the project root of SERVER,
+the current buffer's jaxlsp server): the modules and helpers the tests reach get
+inputs and live shapes.  Asynchronous (it can take minutes): eglot shows the
+server's progress in the mode line, and a message sums it up.  Return the id of
+the request."
+  (interactive)
+  (let* ((server (or server (jaxlsp--server)))
+         (uri (or uri (eglot--path-to-uri (directory-file-name (expand-file-name (project-root (eglot--project server))))))))
+    (message "jaxlsp: learning shapes from the project's tests...")
+    (car (jsonrpc-async-request
+          server :workspace/executeCommand
+          (list :command "jaxlsp.learnShapes" :arguments (vector (list :uri uri)))
+          :success-fn (lambda (result) (message "%s" (jaxlsp--learned-message result)))
+          :error-fn (lambda (err) (message "jaxlsp: learning shapes: %s" (jaxlsp--error-text err)))
+          :timeout-fn (lambda () (message "jaxlsp: learning shapes: no answer in time"))
+          :timeout 1000))))
+
+(cl-defmethod eglot-execute-command ((server jaxlsp-server) (_command (eql 'jaxlsp.learnShapes)) arguments)
+  "Run the \"Learn shapes\" code action of SERVER through `jaxlsp-learn-shapes'.
+Asynchronous: eglot's own request would wait, and time out, while the tests run.
+ARGUMENTS holds one {uri} object."
+  (let ((arg (and (> (length arguments) 0) (aref arguments 0))))
+    (jaxlsp-learn-shapes (plist-get arg :uri) server)))
+
 (cl-defmethod eglot-handle-notification ((_server jaxlsp-server) (_method (eql 'jaxlsp/traceFinished))
                                          &rest _params)
   "Ignore it: the trace's own answer reports it, a diagnostic marks a failure.")

@@ -175,6 +175,23 @@ HOW `start': `jaxlsp-start' (nothing registered); else `jaxlsp-setup' and `M-x e
     (rput "node_at" (vconcat (jaxlsp-node-at-point)))
     (step "hover")
 
+    ;; M-x jaxlsp-learn-shapes through the real server: on a folder with no test, its answer is
+    ;; the server's refusal, shown as a message (a real run would run the project's tests).
+    (let* ((said nil)
+           (keep (lambda (&rest args) (when (car args) (push (apply #'format args) said))))
+           (empty (expand-file-name "empty" (project-root (eglot--project server)))))
+      (make-directory empty t)
+      (advice-add 'message :after keep)
+      (unwind-protect
+          (progn
+            (rput "learn_interactive" (if (commandp 'jaxlsp-learn-shapes) t :json-false))
+            (jaxlsp-learn-shapes (eglot--path-to-uri empty) server)
+            (wait-for "the learn answer" 60
+                      (lambda () (cl-find-if (lambda (m) (string-prefix-p "jaxlsp: learning shapes: " m)) said)))
+            (rput "learn_message" (cl-find-if (lambda (m) (string-prefix-p "jaxlsp: learning shapes: " m)) said)))
+        (advice-remove 'message keep)))
+    (step "learn")
+
     ;; Point resting on another line: one jaxlsp/cursorMoved, none when it rests again there.
     (let ((sent 0))
       (advice-add 'jsonrpc-notify :before

@@ -133,6 +133,7 @@ local function full()
   check(waited, "no resolved Trace graph lens on the predict line")
   step("lenses")
   report.completion = vim.fn.getcompletion("JaxTrace ", "cmdline")
+  report.learn_command = vim.api.nvim_get_commands({}).JaxLearn ~= nil -- :JaxLearn (jaxlsp.learnShapes)
 
   -- Run the lens as a user would: cursor on the def line, vim.lsp.codelens.run().
   vim.api.nvim_win_set_cursor(0, { cfg.predict_def_line + 1, 0 })

@@ -136,6 +136,9 @@ def test_eglot_code_action_trace_outline_reveal_hover(emacs: str, tmp_path: Path
 
     assert "`dot_general` → `f32[2,4]`" in report["hover"] and "f32[" in report["hover"], why
     assert "n1 dot_general(f32[2,3], f32[3,4]) → f32[2,4]" in report["node_at"], why
+    # M-x jaxlsp-learn-shapes reaches the server's jaxlsp.learnShapes (issue 46): a folder with no test
+    assert report["learn_interactive"] is True, why
+    assert report["learn_message"].startswith("jaxlsp: learning shapes: nothing to learn from"), why
     assert report["cursor_moved"] == 1 and report["cursor_hook"] is True, why
     assert report["opened"] == [report["graph_url"]] and graph_url_ok(report["graph_url"]), why
 

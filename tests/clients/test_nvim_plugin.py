@@ -109,6 +109,7 @@ def test_plugin_lens_trace_outline_reveal_hover(nvim: str, tmp_path: Path) -> No
     assert after[1:] == ["Open graph", "Trace with values"], why  # the traced entrypoint's other lenses
 
     assert report["completion"] == ["predict", "needs"], why  # :JaxTrace <Tab>
+    assert report["learn_command"] is True, why  # :JaxLearn runs jaxlsp.learnShapes (issue 46)
 
     # The lens ran the plugin's trace: a fresh graph, no trust prompt, user code really ran.
     trace = report["trace"]

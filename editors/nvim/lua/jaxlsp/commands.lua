@@ -1,4 +1,4 @@
---- The user commands: :JaxTrace, :JaxGraph, :JaxOutline, :JaxNodeAt (once, whoever asks first:
+--- The user commands: :JaxTrace, :JaxGraph, :JaxOutline, :JaxNodeAt, :JaxLearn (once, whoever asks first:
 --- setup(), or the first attach of a client started by `vim.lsp.enable("jaxlsp")` alone).
 local M = {}
 
@@ -28,6 +28,9 @@ function M.create()
   cmd("JaxNodeAt", function()
     require("jaxlsp.views").node_at()
   end, { desc = "jaxlsp: the traced operations on the cursor line, with shapes" })
+  cmd("JaxLearn", function()
+    require("jaxlsp.learn").learn()
+  end, { desc = "jaxlsp: run the workspace's tests once to learn the inputs of what they call (live shapes)" })
 end
 
 return M
