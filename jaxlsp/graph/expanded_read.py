@@ -260,7 +260,7 @@ def _time(data: Any, path: str) -> dict[str, Any]:
     for key, required, optional in (
         ("lines", ("path", "line", "seconds"), ("cell",)),
         ("modules", ("module", "seconds"), ()),
-        ("ops", ("name", "opcode", "seconds", "count", "nodes"), ()),
+        ("ops", ("name", "opcode", "seconds", "count", "nodes"), ("via",)),
     ):
         for i, item in enumerate(strict.array(d[key], strict.join(path, key))):
             where = f"{path}.{key}[{i}]"

@@ -18,6 +18,9 @@ How the time is attributed:
   ``costs``, XLA's figures for the equation alone), by bytes accessed where none has FLOPs
   (copies, transposes), evenly where neither is known. This split is an estimate: the profiler
   times a fused kernel as one;
+- an instruction XLA inserted to convert, copy or re-lay a value (a ``wrapped_convert`` of a bf16
+  input on the CPU, a TPU's ``copy-start``/``copy-done`` prefetch of a weight), which names no
+  equation, counts with the equation whose value it moves when the HLO says which (its ``via``);
 - an instruction that maps to no node is *not attributed*; the section says how much that is.
 """
 
@@ -37,6 +40,7 @@ SPLIT_NOTE = (
 OUTSIDE = "(outside modules)"
 UNATTRIBUTED = "(not attributed)"
 IDLE = "(idle: no op running)"
+LINES_SHOWN = 10  # source lines in the CLI's table
 
 
 @dataclass
@@ -48,6 +52,7 @@ class Op:
     seconds: float
     count: int  # profiler events, all runs and devices
     nodes: list[str]
+    via: str = ""  # a value op's: the instruction whose value it moves, whose nodes it took
 
 
 def weights(nodes: list[Node]) -> list[float]:
@@ -112,6 +117,15 @@ def section(
             modules[scope] = modules.get(scope, 0.0) + seconds
     attributed = sum(per_node.values())
     ran = [op for op in ops if op.seconds > 0]
+    moved = [op for op in ran if op.via and op.nodes]
+    if moved:
+        named = ", ".join(op.name for op in sorted(moved, key=lambda o: -o.seconds)[:3])
+        notes = [
+            f"{len(moved)} ops XLA inserted to convert or copy a value ({named}{', ...' if len(moved) > 3 else ''}: "
+            f"{duration(sum(op.seconds for op in moved))}) count with the equations whose values they move "
+            "(an input's: the equations that read it)",
+            *notes,
+        ]
     out: dict[str, Any] = {
         "platform": device.split(":", 1)[0],  # cpu, cuda
         "device": device,
@@ -135,7 +149,14 @@ def section(
             for scope, seconds in sorted(modules.items(), key=lambda kv: (-kv[1], kv[0]))
         ],
         "ops": [
-            {"name": op.name, "opcode": op.opcode, "seconds": op.seconds, "count": op.count, "nodes": list(op.nodes)}
+            {
+                "name": op.name,
+                "opcode": op.opcode,
+                "seconds": op.seconds,
+                "count": op.count,
+                "nodes": list(op.nodes),
+                **({"via": op.via} if op.via else {}),
+            }
             for op in sorted(ran, key=lambda o: -o.seconds)
         ],
         "notes": [SPLIT_NOTE, *notes],
@@ -216,9 +237,34 @@ def headline(time: dict[str, Any]) -> str:
     )
 
 
+def line_label(entry: dict[str, Any]) -> str:
+    """``model.py:12``; a notebook cell's ``nb.ipynb:cell 3:12``."""
+    cell = entry.get("cell")
+    return f"{entry['path']}{'' if cell is None else f':cell {cell}'}:{entry['line']}"
+
+
+def render_lines(time: dict[str, Any], limit: int = LINES_SHOWN) -> list[str]:
+    """The table ``line  time  share``: the source lines that took the most time, share of the
+    step, so that a plain function's time reads by line as a model's does by module."""
+    step = float(time["step"])
+    entries = [e for e in time.get("lines", []) if float(e.get("seconds", 0.0)) > 0]
+    if not entries:
+        return []
+    body = [[line_label(e), duration(float(e["seconds"])), percent(float(e["seconds"]), step)] for e in entries[:limit]]
+    if len(entries) > limit:
+        rest = sum(float(e["seconds"]) for e in entries[limit:])
+        body.append([f"... {len(entries) - limit} more lines", duration(rest), percent(rest, step)])
+    head = ["line", "time", "share"]
+    widths = [max(len(row[k]) for row in [head, *body]) for k in range(3)]
+    return [
+        f"{c[0].ljust(widths[0])}  {c[1].rjust(widths[1])}  {c[2].rjust(widths[2])}".rstrip() for c in [head, *body]
+    ]
+
+
 def render(time: dict[str, Any], limit: int = 40) -> str:
     """The headline and the table ``module  time  share`` (share of the step), its rows adding up
-    to the step (:func:`rows`); the costliest HLO ops not attributed; the notes."""
+    to the step (:func:`rows`); the top source lines (:func:`render_lines`); the costliest HLO ops
+    not attributed; the notes."""
     step = float(time["step"])
     table = rows(time)
     body = [[r.label, duration(r.seconds), percent(r.seconds, step)] for r in table[:limit]]
@@ -232,6 +278,10 @@ def render(time: dict[str, Any], limit: int = 40) -> str:
     out = [headline(time)]
     for cells in [head, *body]:
         out.append(f"{cells[0].ljust(widths[0])}  {cells[1].rjust(widths[1])}  {cells[2].rjust(widths[2])}".rstrip())
+    by_line = render_lines(time)
+    if by_line:
+        out.append("")
+        out.extend(by_line)
     missing = [op for op in time.get("ops", []) if not op.get("nodes")]
     if missing:
         named = ", ".join(f"{op['name']} {duration(float(op['seconds']))}" for op in missing[:5])

@@ -67,3 +67,27 @@ def test_the_widest_layer_ranks_first_and_the_rows_add_up_to_the_step(
 def test_repeat_needs_time(tmp_path: Path) -> None:
     result = run(["trace", "timed_models.py::MLP", "--repeat", "3"], cwd=tmp_path)
     assert result.returncode == 2 and "--repeat goes with --time" in result.stderr
+
+
+def test_a_plain_function_reads_by_line(tmp_path: Path) -> None:
+    # Issue 47: a function has no modules (one row, "(outside modules)"); the lines table says
+    # which line took the time, and XLA's bf16 converts no longer leave a fifth unattributed.
+    root = tmp_path / "ws"
+    shutil.copytree(WORKSPACE, root)
+    result = run(["trace", "timed_models.py::bf16_mlp", "--time", "--repeat", "3", "-o", "t.json"], cwd=root)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.split() == ["line", "time", "share"])
+    rows: dict[str, float] = {}
+    for line in lines[head + 1 :]:
+        cells = re.match(r"(timed_models\.py:\d+)\s+([\d.]+) (s|ms|µs)\s+(\d+) %$", line)
+        if cells is None:
+            break
+        rows[cells.group(1)] = seconds(cells.group(2), cells.group(3))
+    source = (root / "timed_models.py").read_text().splitlines()
+    dots = {f"timed_models.py:{k + 1}" for k, text in enumerate(source) if re.search(r"@ w[123]\b", text)}
+    assert set(rows) == dots, (rows, dots)
+    assert list(rows.values()) == sorted(rows.values(), reverse=True)
+    time = expanded(root / "t.json")["time"]
+    assert time["attributed"] >= 0.95 * time["busy"]
+    assert "not attributed:" not in result.stdout

@@ -29,6 +29,16 @@ def scanned(w, x):
 
 
 
+def bf16_mlp(w1, w2, w3, x):
+    """A plain bf16 function (issue 47): the CPU computes its dots in f32, so XLA converts every
+    input and the result (``wrapped_convert`` ops with no metadata of their own)."""
+    import jax
+
+    h = jax.nn.relu(x @ w1)
+    h = jax.nn.relu(h @ w2)
+    return h @ w3
+
+
 def abstract_inputs():
     """The scan's inputs as shapes only: enough to trace, not to run."""
     import jax

@@ -214,3 +214,81 @@ def map_module(module: Module, nodes: Sequence[NodeLike], index: NodeIndex | Non
             if ids:
                 out[instr.name] = ids
     return out
+
+
+# Opcodes of the instructions XLA inserts to hand a value on in another type, buffer or layout
+# (bf16 upcasts around a CPU dot, a TPU's prefetch of a weight into its fast memory, a loop
+# carry's copy): they carry no metadata of their own, but the HLO says whose value they move.
+VALUE_OPCODES = frozenset(
+    {"convert", "bitcast", "bitcast-convert", "copy", "copy-start", "copy-done", "reshape", "transpose"}
+    | {"get-tuple-element"}
+)
+
+
+def is_value_op(module: Module, instr: Instruction) -> bool:
+    """An instruction (or a fusion of such) that only converts, copies or re-lays a value."""
+    if instr.opcode == "fusion":
+        members = module.fused_members(instr)
+        return bool(members) and all(m.opcode in VALUE_OPCODES or m.opcode == "constant" for m in members)
+    return instr.opcode in VALUE_OPCODES
+
+
+def value_owners(module: Module, mapped: dict[str, list[str]]) -> dict[str, tuple[list[str], str]]:
+    """The instructions of ``map_module``'s answer that map to no node but only move a value
+    (``is_value_op``), each given the nodes of the equation whose value it moves: that of the
+    instruction producing its operand, through other such ops; where the value comes from no
+    equation (a program input, a constant), those of the instructions that read its result (the
+    dot an input is converted for). Instruction name -> (node ids, the instruction they were
+    taken from); an op whose HLO says neither is left out (not attributed)."""
+    inner = module.fused_computations()
+    users: dict[str, dict[str, list[Instruction]]] = {}
+    for comp in module.computations.values():
+        if comp.name in inner:
+            continue
+        table = users[comp.name] = {}
+        for instr in comp.instructions:
+            for operand in instr.operands:
+                table.setdefault(operand, []).append(instr)
+
+    def producers(instr: Instruction, seen: set[str]) -> tuple[list[str], str]:
+        for name in instr.operands:
+            if name in mapped:
+                return list(mapped[name]), name
+            found = module.instruction(instr.computation, name)
+            if found is not None and found.name not in seen and is_value_op(module, found):
+                seen.add(found.name)
+                ids, via = producers(found, seen)
+                if ids:
+                    return ids, via
+        return [], ""
+
+    def readers(instr: Instruction, seen: set[str]) -> tuple[list[str], str]:
+        ids: list[str] = []
+        via = ""
+        for user in users.get(instr.computation, {}).get(instr.name, []):
+            if user.name in seen:
+                continue
+            seen.add(user.name)
+            if user.name in mapped:
+                got, name = mapped[user.name], user.name
+            elif is_value_op(module, user):
+                got, name = readers(user, seen)
+            else:
+                continue
+            ids.extend(i for i in got if i not in ids)
+            via = via or name
+        return ids, via
+
+    out: dict[str, tuple[list[str], str]] = {}
+    for comp in module.computations.values():
+        if comp.name in inner:
+            continue
+        for instr in comp.instructions:
+            if instr.name in mapped or instr.opcode == "parameter" or not is_value_op(module, instr):
+                continue
+            ids, via = producers(instr, {instr.name})
+            if not ids:
+                ids, via = readers(instr, {instr.name})
+            if ids:
+                out[instr.name] = (ids, via)
+    return out

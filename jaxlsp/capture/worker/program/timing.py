@@ -4,8 +4,9 @@ profile's real inputs (made as for a values run) once to warm up and then ``repe
 to the graph's nodes (``jaxlsp.graph.timing``) through the compiled program's metadata
 (``hlo``). Runs in the user's interpreter, after the graph and its costs are built.
 
-Nothing here assumes the CPU: the profiler's events are read by the HLO names their stats carry,
-on an accelerator's own timeline when it has one (``--device cuda:0``), else on the host's threads.
+Nothing here assumes the CPU: the profiler's events are read by the HLO names their stats (or, on
+a TPU, their names) carry, on an accelerator's own timeline when it has one (``--device cuda:0``,
+``tpu``), else on the host's threads.
 """
 
 from __future__ import annotations
@@ -88,10 +89,15 @@ def measure(graph: Graph, closed: Any, traced: Any, options: dict[str, Any], dev
     except devicetime.ProfileError as exc:
         raise CaptureError("trace", f"time: {exc}") from None
     if platform != "cpu" and times.where != "device":
+        needs = (
+            "the TPU's plane (/device:TPU:N) comes with libtpu's profiler"
+            if platform == "tpu"
+            else "the GPU profiler needs CUPTI (jax's CUDA plugin ships it)"
+        )
         raise CaptureError(
             "trace",
             f"time: the profiler recorded no kernel of the program on {where}'s own timeline (only the host's "
-            "launches, which are not the device's time): the GPU profiler needs CUPTI (jax's CUDA plugin ships it)",
+            f"launches, which are not the device's time): {needs}",
         )
     phases["read"] = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -100,8 +106,8 @@ def measure(graph: Graph, closed: Any, traced: Any, options: dict[str, Any], dev
     mapped = ops_to_nodes(text, graph)
     ops = []
     for name, seconds in times.ops.items():
-        opcode, nodes = mapped.get(name, ("", []))
-        ops.append(graph_timing.Op(name, opcode, seconds * per_step, times.counts.get(name, 0), nodes))
+        opcode, nodes, via = mapped.get(name, ("", [], ""))
+        ops.append(graph_timing.Op(name, opcode, seconds * per_step, times.counts.get(name, 0), nodes, via))
     if times.others:
         notes.append(f"other programs ran while profiling and are left out: {', '.join(times.others[:5])}")
     graph.time = graph_timing.section(
@@ -183,15 +189,20 @@ def _profiled(jax: Any, compiled: Any, operands: list[Any], repeat: int) -> tupl
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def ops_to_nodes(text: str, graph: Graph) -> dict[str, tuple[str, list[str]]]:
-    """HLO instruction name -> (its opcode, the graph node ids it comes from), for every
-    instruction of the compiled program's non-fusion computations (the ones that run)."""
+def ops_to_nodes(text: str, graph: Graph) -> dict[str, tuple[str, list[str], str]]:
+    """HLO instruction name -> (its opcode, the graph node ids it comes from, "" or the
+    instruction whose nodes it took), for every instruction of the compiled program's non-fusion
+    computations (the ones that run). An op XLA inserted to convert or copy a value, which names
+    no equation itself, takes the nodes of the one whose value it moves (``hlomap.value_owners``)."""
     from jaxlsp.capture.worker.program import hlo, hlomap
 
     module = hlo.parse_module(text)
     mapped = hlomap.map_module(module, graph.nodes)
-    return {
-        instr.name: (instr.opcode, mapped.get(instr.name, []))
-        for instr in module.instructions()
-        if instr.opcode != "parameter"
-    }
+    owners = hlomap.value_owners(module, mapped)
+    out: dict[str, tuple[str, list[str], str]] = {}
+    for instr in module.instructions():
+        if instr.opcode == "parameter":
+            continue
+        ids, via = owners.get(instr.name, (mapped.get(instr.name, []), ""))
+        out[instr.name] = (instr.opcode, ids, via)
+    return out
