@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The TPU checks (issue 47), on a machine with a TPU and JAX on its PYTHONPATH (a Cloud TPU VM
 # image): jaxlsp env finds that JAX through the user's PYTHONPATH, traces run with --device tpu,
-# --compiled lists the TPU's fusions, --time reads the profiler's TPU plane, and a TPU held by
-# another program refuses the capture with that cause. Prints the figures for the notes.
+# --compiled lists the TPU's fusions, --time reads the profiler's TPU plane (and the CPU's, beside
+# it), --values' replay check holds on both, and a TPU held by another program refuses the capture
+# with that cause. Prints the figures for the notes. ONLY=time runs only the --time and --values steps.
 #
 # Run from the repository root. jaxlsp runs from the checkout (PYTHONPATH=$PWD); its own
 # dependencies come from wheels in build/tpu-wheels (pip download --no-deps --only-binary=:all:
@@ -38,6 +39,7 @@ step "the machine"
 "$PY" -c "import jax; print('jax', jax.__version__, jax.devices())"
 ls -d /dev/accel* /dev/vfio/* 2>/dev/null | tr '\n' ' '; echo
 
+if [ "${ONLY:-}" != time ]; then
 step "jaxlsp env --python $PY --device tpu"
 timed "${J[@]}" env --python "$PY" --device tpu
 
@@ -52,10 +54,44 @@ step "trace the transformer (benchmarks/models, forward) --device tpu"
 (cd benchmarks/models && timed "${J[@]}" trace transformer.py::Transformer --profile forward --python "$PY" \
   --device tpu --timeout 300 >"$OUT/transformer.txt" 2>&1; head -6 "$OUT/transformer.txt")
 
-step "trace the transformer --device tpu --time"
-(cd benchmarks/models && timed "${J[@]}" trace transformer.py::Transformer --profile forward --python "$PY" \
-  --device tpu --time --timeout 300 -o "$OUT/transformer-time.json" >"$OUT/time.txt" 2>&1; head -40 "$OUT/time.txt")
+fi
 
+# --time and --values on the transformer, on the TPU and on the CPU beside it; then the figures
+# the acceptance asks for, read back from each graph: step, busy, share attributed, the rows'
+# sum against the step, the first row.
+for dev in tpu cpu; do
+  step "trace the transformer --device $dev --time"
+  (cd benchmarks/models && timed "${J[@]}" trace transformer.py::Transformer --profile forward --python "$PY" \
+    --device "$dev" --time --timeout 300 -o "$OUT/transformer-time-$dev.json" >"$OUT/time-$dev.txt" 2>&1
+   sed -n '/^time: step/,/^traced in/p' "$OUT/time-$dev.txt" | head -30)
+done
+step "the --time figures (tpu, cpu)"
+"$PY" - "$OUT" <<'PYEOF'
+import sys
+from pathlib import Path
+from jaxlsp.graph import io
+from jaxlsp.graph.timing import duration, rows
+for dev in ("tpu", "cpu"):
+    path = Path(sys.argv[1]) / f"transformer-time-{dev}.json"
+    if not path.exists():
+        print(f"{dev}: no graph"); continue
+    t = io.to_json(io.read(path))["time"]
+    table = rows(t)
+    top = f"{t['lines'][0]['path']}:{t['lines'][0]['line']}" if t["lines"] else "-"
+    total = sum(r.seconds for r in table)
+    print(f"{dev}: step {duration(t['step'])}, device busy {duration(t['busy'])} ({t['timeline']} timeline), "
+          f"attributed {100 * t['attributed'] / t['busy']:.1f} % of busy; rows add up to "
+          f"{100 * total / t['step']:.1f} % of the step; first row {table[0].label} {duration(table[0].seconds)}; "
+          f"top line {top}")
+PYEOF
+
+for dev in tpu cpu; do
+  step "trace the transformer --device $dev --values (the replay check)"
+  (cd benchmarks/models && timed "${J[@]}" trace transformer.py::Transformer --profile forward --python "$PY" \
+    --device "$dev" --values --timeout 300 >"$OUT/values-$dev.txt" 2>&1; grep -E "^(values|replay):" "$OUT/values-$dev.txt" || tail -3 "$OUT/values-$dev.txt")
+done
+
+[ "${ONLY:-}" = time ] && exit 0
 step "a TPU held by another program: the capture is refused with that cause"
 rm -f "$OUT/held"
 "$PY" -c "import jax, sys, time; jax.devices(); open(sys.argv[1], 'w').close(); time.sleep(120)" "$OUT/held" &

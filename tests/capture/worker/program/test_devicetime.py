@@ -110,3 +110,93 @@ def test_another_program_in_the_profile_is_left_out() -> None:
         devicetime.read(data, "jit_other")
     everything = devicetime.read(data, None)
     assert everything.ops and everything.total > 0
+
+
+# One run of a bf16 MLP's program on a TPU v5e (JAX 0.10.2), as jax.profiler.ProfileData read it:
+# (name, start ns, duration ns) of the /device:TPU:0 plane's events, names shortened after the
+# opcode's operands (the profile prints each instruction's whole HLO text).
+TPU_OPS = [
+    ("%copy-start = (bf16[1024,1024]{1,0:T(8,128)(2,1)S(1)}, u32[]{:S(2)}) copy-start(%w2.1)", 50629158, 13),
+    ("%copy-start.1 = (bf16[1024,512]{1,0:T(8,128)(2,1)S(1)}, u32[]{:S(2)}) copy-start(%w3.1)", 50629180, 2),
+    ("%convolution_maximum_fusion.1 = bf16[512,1024]{1,0} fusion(%x.1, %w1.1), kind=kOutput", 50629194, 5351),
+    ("%copy-done = bf16[1024,1024]{1,0:T(8,128)(2,1)S(1)} copy-done(%copy-start)", 50634547, 2),
+    ("%copy-done.1 = bf16[1024,512]{1,0:T(8,128)(2,1)S(1)} copy-done(%copy-start.1)", 50634558, 2),
+    ("%fusion = bf16[512,512]{1,0:T(8,128)(2,1)} fusion(%copy-done.1, %convolution_maximum_fusion.1)", 50634570, 9078),
+]
+TPU_ASYNC = [  # each async copy from its start to its done, stat hlo_op naming the done half
+    (TPU_OPS[0][0], 50629158, 5391, [("hlo_op", "copy-done"), ("flow", 3)]),
+    (TPU_OPS[1][0], 50629180, 5380, [("hlo_op", "copy-done.1"), ("flow", 7)]),
+]
+
+
+def _event(name: str, start: float, duration: float, stats: list[tuple[str, Any]] | None = None) -> Any:
+    from types import SimpleNamespace
+
+    return SimpleNamespace(name=name, start_ns=float(start), duration_ns=float(duration), stats=stats or [])
+
+
+def _tpu_profile() -> Any:
+    from types import SimpleNamespace
+
+    ps = [("device_offset_ps", 1), ("Time Scale Multiplier", 1.0)]  # what the op events carry: no op stat
+    lines = [
+        SimpleNamespace(
+            name="_counters_", events=[_event("VDD Core FW Throttle(%)", 25682782, 0, [("throttle %", 0.0)])]
+        ),
+        SimpleNamespace(
+            name="XLA Modules",
+            events=[
+                _event("jit_mlp(2245751981231649343)", 50629137, 14512, [("run_id", 10)]),
+                _event("jit_other(77)", 50700000, 1000, [("run_id", 11)]),
+            ],
+        ),
+        SimpleNamespace(
+            name="XLA Ops",
+            events=[
+                *(_event(n, s, d, ps) for n, s, d in TPU_OPS),
+                _event("%fusion.9 = f32[8] fusion(%p)", 50700100, 500, ps),
+            ],
+        ),
+        SimpleNamespace(name="Async XLA Ops", events=[_event(n, s, d, st) for n, s, d, st in TPU_ASYNC]),
+        SimpleNamespace(name="TC Overlay", events=[]),
+    ]
+    return SimpleNamespace(planes=[SimpleNamespace(name="/device:TPU:0", lines=lines)])
+
+
+def test_a_tpu_plane_is_read_by_its_lines_names_and_an_async_op_counts_once() -> None:
+    # Issue 47: the TPU's op events name their instruction only in the event's name (its HLO
+    # text) and their program only through the "XLA Modules" run that holds them; the async line
+    # spans each prefetch while the matmuls run, and counting it too would make the copies half
+    # of a step that the two fusions fill.
+    times = devicetime.read(_tpu_profile(), "jit_mlp")
+    assert times.where == "device"
+    assert set(times.ops) == {
+        "copy-start",
+        "copy-start.1",
+        "convolution_maximum_fusion.1",
+        "copy-done",
+        "copy-done.1",
+        "fusion",
+    }
+    for name, _start, duration in TPU_OPS:
+        op = devicetime.op_named(name)
+        assert op is not None and times.ops[op] == pytest.approx(duration * 1e-9), op
+        assert times.counts[op] == 1
+    assert times.busy == {"/device:TPU:0": pytest.approx(sum(d for _, _, d in TPU_OPS) * 1e-9)}
+    assert times.others == ["jit_other"]  # its op ran inside its own program's run
+
+
+def test_a_tpu_weight_prefetch_counts_with_the_matmul_that_reads_it() -> None:
+    # The v5e's program prefetches two weights into its fast memory (copy-start / copy-done, no
+    # metadata): each goes to the fused matmul that reads the copy, the rest stays as mapped.
+    from jaxlsp.capture.worker.program import hlo, hlomap
+
+    module = hlo.parse_module((Path(__file__).parent / "tpu_mlp.hlo.txt").read_text())
+    mapped = {"convolution_maximum_fusion.1": ["n1", "n2"], "fusion": ["n5"]}
+    owners = hlomap.value_owners(module, mapped)
+    assert owners == {
+        "copy-start": (["n5"], "fusion"),
+        "copy-start.1": (["n5"], "fusion"),
+        "copy-done": (["n5"], "fusion"),
+        "copy-done.1": (["n5"], "fusion"),
+    }
