@@ -405,7 +405,7 @@ def _env(args: argparse.Namespace) -> int:
     from jaxlsp.capture import userpath
     from jaxlsp.capture.compatibility import CACHE
     from jaxlsp.capture.install import plan_install
-    from jaxlsp.capture.interpreters import InterpreterError, select_interpreter
+    from jaxlsp.capture.interpreters import OWN, InterpreterError, explain, project_env_hint, select_interpreter
 
     userpath.add_workspace(Path.cwd())  # the workspace it checks for: its PYTHONPATH entries stay off
     try:
@@ -415,6 +415,12 @@ def _env(args: argparse.Namespace) -> int:
         return 2
     report = CACHE.check(selection, args.kind, args.device, refresh=True)  # asked for: a fresh look
     data = report.to_json()
+    data["why"] = explain(selection, Path.cwd())
+    # jaxlsp's own interpreter without JAX (a pipx or uv tool install): the project gets its own
+    # environment rather than JAX installed into the tool's.
+    own_lacks_jax = selection.route == OWN and not report.probe.packages.get("jax")
+    if own_lacks_jax:
+        data["hint"] = project_env_hint(Path.cwd())
     pod = None
     if args.topology:
         from jaxlsp.capture.podcheck import check_pod
@@ -429,9 +435,12 @@ def _env(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         print(report.message())
+        print(f"why this interpreter: {data['why']}")
         for problem in report.problems:
             print(f"- {problem.severity}: {problem.message} (fix: {problem.fix})")
-        if "install" in data:
+        if own_lacks_jax:
+            print(f"\nto trace this project, {data['hint']}")
+        elif "install" in data:
             print(f"\nto install what is missing, run:\n  {data['install']}")
         if pod is not None:
             print(pod.message())

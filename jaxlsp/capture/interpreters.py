@@ -78,6 +78,33 @@ def select_interpreter(
     return Selection(own or sys.executable, OWN)
 
 
+def explain(selection: Selection, workspace_root: Path, environ: Mapping[str, str] | None = None) -> str:
+    """Why ``selection`` was picked, in words (``jaxlsp env``): what named it, or what was looked
+    for and not found before it."""
+    env = os.environ if environ is None else environ
+    route = selection.route
+    if route in (REQUEST, RECIPE, SETTING, CLIENT):
+        return f"named by the {route}"
+    if route in (WORKSPACE_VENV, WORKSPACE_VENV_PLAIN):
+        return f"the project's own environment {workspace_root / route.split()[-1]} (nothing named one explicitly)"
+    if route in (CONDA, VIRTUAL_ENV):
+        return f"the active environment ${route} = {env.get(route)} (no .venv or venv in {workspace_root})"
+    return (
+        f"nothing else named one: no --python, no .venv or venv in {workspace_root}, no active CONDA_PREFIX or"
+        " VIRTUAL_ENV; this is the interpreter jaxlsp itself runs in"
+    )
+
+
+def project_env_hint(workspace_root: Path) -> str:
+    """The fix when no project interpreter exists: make one beside the project, never install into
+    jaxlsp's own (a pipx or uv tool environment stays the tool's)."""
+    return (
+        f"give the project its own environment: cd {workspace_root} && python3 -m venv .venv && "
+        ".venv/bin/python -m pip install 'jax[cpu]' (jaxlsp finds .venv in the folder it runs from), "
+        "or name an interpreter with JAX: --python PATH"
+    )
+
+
 def _explicit(value: str, route: str, env: Mapping[str, str]) -> str:
     if "/" not in value:  # a command name, as a recipe may write it ("python3.12")
         found = shutil.which(value, path=env.get("PATH"))
