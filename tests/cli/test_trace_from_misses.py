@@ -227,3 +227,37 @@ def test_methods_are_targets_and_a_class_without_call_is_answered_at_once(tmp_pa
         in term.stderr
     )
     assert not (tmp_path / "ran").exists()  # no test ran
+
+
+def test_a_dropout_inside_init_draws_from_the_params_stream_as_under_pytest(tmp_path: Path) -> None:
+    """A test that only initialises a model with one key passes under pytest: inside ``init``
+    Flax takes a stream the caller did not give (Dropout's ``dropout``) from the ``params`` one.
+    The trace, which has no params stream, failed with ``Dropout_0 needs PRNG for "dropout"``,
+    on a call the test ran (the first-call run) and on one read from the test's text (the plain
+    trace). Each such stream gets a key of its own, as the caller's run had one."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'drop'\n")
+    (tmp_path / "model.py").write_text(
+        "import flax.linen as nn\n\n\nclass Block(nn.Module):\n    @nn.compact\n"
+        "    def __call__(self, x, train: bool = True):\n        x = nn.Dense(4)(x)\n"
+        "        x = nn.Dropout(0.5, deterministic=not train)(x)\n        return nn.relu(x)\n\n\n"
+        "class Model(nn.Module):\n    @nn.compact\n    def __call__(self, x, train: bool = True):\n"
+        "        return Block()(x, train)\n"
+    )
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_model.py").write_text(
+        "import jax\nimport jax.numpy as jnp\nimport numpy as np\n\nfrom model import Block, Model\n\n\n"
+        "def batch():\n    return np.ones((2, 3), np.float32)\n\n\n"
+        "def test_init():\n    assert Model().init(jax.random.key(0), batch())\n\n\n"
+        "def test_block():\n    assert Block().init(jax.random.key(0), jnp.ones((2, 3)))\n"
+    )
+    model = run(["trace", "model.py::Model", "-o", "m.json"], cwd=tmp_path)
+    assert model.returncode == 0, model.stderr
+    assert "inputs from tests/test_model.py:13 (test)" in model.stdout.splitlines()  # run: batch() is no literal
+    ports = {p["label"]: p["role"] for p in expanded(tmp_path / "m.json")["inputs"]}
+    assert ports["rngs/dropout"] == "key" and "rngs/params" not in ports
+    block = run(["trace", "model.py::Block", "-o", "b.json"], cwd=tmp_path)
+    assert block.returncode == 0, block.stderr
+    # read from the test's text, not run: the plain trace's path
+    assert "inputs from tests/test_model.py:17 (test)" in block.stdout.splitlines()
+    assert "to learn the inputs" not in block.stdout
+    assert "rngs/dropout" in {p["label"] for p in expanded(tmp_path / "b.json")["inputs"]}

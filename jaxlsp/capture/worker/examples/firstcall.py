@@ -216,23 +216,31 @@ class Hook:
         call_args, call_kwargs = _without_defaults(called, list(call_args), dict(call_kwargs), kind != "function")
         call_args, call_kwargs = abstractify(call_args), abstractify(call_kwargs)
         made = targets.Construction(obj, kind != "function")
-        try:
-            plan = targets.make_plan(kind, made, profile, method, (call_args, call_kwargs))
-            traced = targets.traceable(plan, call_args, call_kwargs, None)
-            self.timings["init"] = time.perf_counter() - t0
-            t0 = time.perf_counter()
-            with jax.default_device(self.device) if self.device is not None else contextlib.nullcontext():
-                closed, out_shape = jax.make_jaxpr(traced.fn, axis_env=axes or None, return_shape=True)(
-                    *traced.operands
-                )
-        except CaptureError:
-            raise
-        except BaseException as exc:
-            if isinstance(exc, KeyboardInterrupt | MemoryError):
+        # A call inside init draws a stream its caller did not give from the params stream (an
+        # init with one key: Dropout takes "dropout" from it): targets.params_stream_serves.
+        while True:
+            try:
+                plan = targets.make_plan(kind, made, profile, method, (call_args, call_kwargs))
+                traced = targets.traceable(plan, call_args, call_kwargs, None)
+                self.timings["init"] = time.perf_counter() - t0
+                t0 = time.perf_counter()
+                with jax.default_device(self.device) if self.device is not None else contextlib.nullcontext():
+                    closed, out_shape = jax.make_jaxpr(traced.fn, axis_env=axes or None, return_shape=True)(
+                        *traced.operands
+                    )
+                break
+            except CaptureError:
                 raise
-            where = f"{_relative(callsite['path'], self.workspace.root)}:{callsite['line']}"
-            context = f"tracing {self.name} as called at {where} ({self.example['text']}) failed"
-            raise from_exception("trace", exc, self.workspace, context) from None
+            except BaseException as exc:
+                if isinstance(exc, KeyboardInterrupt | MemoryError):
+                    raise
+                stream = targets.params_stream_serves(kind, profile, exc)
+                if stream is not None:
+                    profile["rngs"] = [*profile.get("rngs", []), stream]
+                    continue
+                where = f"{_relative(callsite['path'], self.workspace.root)}:{callsite['line']}"
+                context = f"tracing {self.name} as called at {where} ({self.example['text']}) failed"
+                raise from_exception("trace", exc, self.workspace, context) from None
         self.timings["trace"] = time.perf_counter() - t0
         limits.check_jaxpr(closed, self.request.get("limits"))
         announce(self.request, "build")

@@ -449,6 +449,25 @@ def _linen_plan(
     return plan
 
 
+def missing_rng_stream(exc: BaseException) -> str | None:
+    """The stream Flax's ``InvalidRngError`` says a module needs (``Dropout_0 needs PRNG for "dropout"``)."""
+    if type(exc).__name__ != "InvalidRngError":
+        return None
+    import re
+
+    found = re.search(r'needs PRNG for "([A-Za-z_][A-Za-z0-9_]*)"', str(exc))
+    return found.group(1) if found else None
+
+
+def params_stream_serves(kind: str, profile: dict[str, Any], exc: BaseException) -> str | None:
+    """The stream a Linen call traced as ``init`` runs it (``mutable = true``) drew without its
+    profile naming it, which Flax took from the caller's ``params`` stream (``make_rng`` falls
+    back to it: an ``init`` with one key, a Dropout in the model). The trace has no params
+    stream, so the caller gives it a key of its own and traces again; None otherwise."""
+    stream = missing_rng_stream(exc) if kind == "linen" and profile.get("mutable") is True else None
+    return stream if stream is not None and stream not in profile.get("rngs", []) else None
+
+
 @contextlib.contextmanager
 def _linen_params_as_initialised() -> Iterator[None]:
     """Skip Linen's re-check of every existing parameter while tracing ``apply``.

@@ -198,7 +198,14 @@ def trace_target(
                 jax.default_device(device) if device is not None else contextlib.nullcontext(),
                 memo.installed() if memo is not None else contextlib.nullcontext(),
             ):
-                closed, out_shape = jax.make_jaxpr(traced.fn, return_shape=True)(*traced.operands)
+                try:
+                    closed, out_shape = jax.make_jaxpr(traced.fn, return_shape=True)(*traced.operands)
+                except Exception as exc:
+                    stream = targets.params_stream_serves(kind, profile, exc)
+                    if stream is None:
+                        raise
+                    profile["rngs"] = [*profile.get("rngs", []), stream]  # as init's params stream gave it
+                    return attempt(hint, t0, repair)
             if plan.replay is not None and extra is not None:
                 extra["replayed"] = plan.replay.replayed
             hinted = plan.hint_check
