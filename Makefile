@@ -89,18 +89,28 @@ viewer-build:
 
 # The VS Code extension (editors/vscode): check its wire types against jaxlsp/server/wire.py,
 # type-check and bundle it, run its unit tests (the vscode API faked, for logic real VS Code
-# cannot reach quickly), then package build/jaxlsp.vsix and check that the viewer is inside. The
-# extension itself is tested in real VS Code (code-server) by tests/clients/vscode in the suite.
+# cannot reach quickly), put the server it carries into editors/vscode/bundled/libs (jaxlsp and its
+# libraries; libcst's native module for CPython 3.11-3.14 of VSCODE_TARGET, scripts/bundle_server.py),
+# then package build/jaxlsp.vsix for that platform and check that the viewer and the server are
+# inside. The extension itself is tested in real VS Code (code-server) by tests/clients/vscode in
+# the suite. CI builds one .vsix per platform on one Linux runner: make vscode VSCODE_TARGET=darwin-arm64
+# (linux-x64, linux-arm64, alpine-x64, darwin-x64, darwin-arm64, win32-x64); only linux-x64 is tested.
+VSCODE_TARGET ?= linux-x64
 .PHONY: vscode
 vscode: install system-deps
 	$(PY) editors/vscode/scripts/wire_ts.py --check
 	cd editors/vscode && npm ci --no-audit --no-fund --loglevel=error
 	cd editors/vscode && npm run build && npm test
 	@mkdir -p build
-	cd editors/vscode && npm run package
+	$(PY) editors/vscode/scripts/bundle_server.py --target $(VSCODE_TARGET)
+	cd editors/vscode && npm run package -- --target $(VSCODE_TARGET)
 	$(PY) -c "import sys, zipfile; names = zipfile.ZipFile('build/jaxlsp.vsix').namelist(); \
-		missing = [n for n in ('extension/dist/extension.js', 'extension/dist/viewer/viewer.js') if n not in names]; \
+		want = ['extension/dist/extension.js', 'extension/dist/viewer/viewer.js', 'extension/bundled/tool/server.py', \
+			'extension/bundled/libs/jaxlsp/__init__.py', 'extension/bundled/libs/pygls/__init__.py', 'extension/bundled/libs/BUNDLE.json']; \
+		missing = [n for n in want if n not in names] + [f'libcst native module for {v}' for v in ('311', '312', '313', '314') \
+			if not any(n.startswith(f'extension/bundled/libs/libcst/native.cpython-{v}') for n in names)]; \
 		sys.exit(f'build/jaxlsp.vsix lacks {missing}' if missing else 0)"
+	@ls -l build/jaxlsp.vsix
 
 # code-server from the npm registry, installed once into build/code-server/VERSION (about 1.5 min
 # on 2 cores; later runs find its stamp and return at once). 4.100.3 is the newest on Node 20.

@@ -12,6 +12,8 @@ import { CursorTracker } from "./cursor";
 import { Gate, routeShowDocument } from "./gate";
 import { GraphPanel } from "./panel";
 import { type PythonApi, initializationOptions, readSettings, resolveLaunch, safeCwd, selectedInterpreter, which } from "./server";
+import { findBundle, isMissing, pythonVersion, resolveBundledLaunch, startFailureMessage } from "./bundle";
+import { firstRunCheck } from "./firstRun";
 import { LiveStatusItem } from "./live";
 import { isSource } from "./stale";
 import { TraceStatus, TraceStatusItem } from "./status";
@@ -98,7 +100,24 @@ export async function activate(context: vscode.ExtensionContext): Promise<Jaxlsp
     // The Python extension's choice is read only once the workspace is trusted: workspace settings can make it.
     const selected = trusted ? await selectedInterpreter(await pythonApi()) : undefined;
     const cwd = safeCwd([await storageFolder(context), os.tmpdir()], folders);
-    const launch = resolveLaunch(settings, { selected, trusted, folders, cwd, find: (command) => which(command, process.env, cwd) });
+    const launchContext = { selected, trusted, folders, cwd, find: (command: string) => which(command, process.env, cwd) };
+    // The server the extension carries, with a Python >= 3.11 found outside the workspace (bundle.ts);
+    // jaxlsp.serverPath, or a build without the bundle, starts an installed jaxlsp instead.
+    const bundled = await resolveBundledLaunch(settings, {
+      ...launchContext,
+      bundle: findBundle(context.extensionUri.fsPath),
+      version: pythonVersion(cwd),
+      platform: process.platform,
+    });
+    if (isMissing(bundled)) {
+      for (const reason of bundled.tried) output?.info(`not used: ${reason}`);
+      output?.error(bundled.message);
+      void vscode.window
+        .showErrorMessage(bundled.message, "Open settings")
+        .then((action) => (action === "Open settings" ? vscode.commands.executeCommand("workbench.action.openSettings", "jaxlsp.serverPython") : undefined));
+      return;
+    }
+    const launch = bundled ?? resolveLaunch(settings, launchContext);
     // Without a cwd the client would start the server in the first workspace folder.
     const serverOptions: ServerOptions = {
       command: launch.server.command,
@@ -115,14 +134,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<Jaxlsp
     client = next;
     try {
       await next.start();
+      // Once per session, in a trusted workspace: one message when the capture interpreter lacks JAX.
+      if (trusted) void firstRunCheck(next, vscode.window.activeTextEditor?.document.uri.toString(), output);
     } catch (error) {
       // Not awaited: activation (and the next restart) must not wait for the user to read it.
       void vscode.window
-        .showErrorMessage(
-          `jaxlsp: could not start "${launch.server.command} ${launch.server.args.join(" ")}" (from ${launch.server.source}): ${errorMessage(error)}. ` +
-            "Install jaxlsp in that interpreter (pip install jaxlsp) or set jaxlsp.python.",
-          "Open settings",
-        )
+        .showErrorMessage(startFailureMessage(launch, errorMessage(error)), "Open settings")
         .then((action) => (action === "Open settings" ? vscode.commands.executeCommand("workbench.action.openSettings", "jaxlsp") : undefined));
     }
   }

@@ -13,6 +13,8 @@ import * as path from "node:path";
 /** The `jaxlsp.*` settings that shape the server. */
 export interface Settings {
   python: string;
+  /** `jaxlsp.serverPython`: the Python (>= 3.11) that runs the bundled server (see bundle.ts). */
+  serverPython: string;
   serverPath: string;
   timeout: number;
   device: string;
@@ -25,6 +27,7 @@ export interface Settings {
 
 export const DEFAULT_SETTINGS: Settings = {
   python: "",
+  serverPython: "",
   serverPath: "",
   timeout: 0,
   device: "",
@@ -207,6 +210,7 @@ export function readSettings(config: { get<T>(key: string, fallback: T): T }): S
   const timeout = config.get<unknown>("timeout", 0);
   return {
     python: str("python"),
+    serverPython: str("serverPython"),
     serverPath: str("serverPath"),
     timeout: typeof timeout === "number" && Number.isFinite(timeout) && timeout > 0 ? timeout : 0,
     device: str("device"),

@@ -30,7 +30,7 @@ test("settings: one per field the extension reads, interpreter paths restricted 
   assert.deepEqual(properties, Object.keys(DEFAULT_SETTINGS).map((k) => `jaxlsp.${k}`).sort());
   const trust = manifest.capabilities.untrustedWorkspaces;
   assert.equal(trust.supported, "limited");
-  assert.deepEqual(trust.restrictedConfigurations.sort(), ["jaxlsp.python", "jaxlsp.serverPath"]);
+  assert.deepEqual(trust.restrictedConfigurations.sort(), ["jaxlsp.python", "jaxlsp.serverPath", "jaxlsp.serverPython"]);
   assert.ok(manifest.activationEvents.includes("onLanguage:python"));
   assert.equal(manifest.main, "./dist/extension.js");
 });

@@ -147,6 +147,7 @@ test("settings of the wrong type fall back to their defaults", () => {
   const config = { get: <T>(key: string, fallback: T): T => (key in values ? (values[key] as T) : fallback) };
   assert.deepEqual(readSettings(config), {
     python: "/usr/bin/python3",
+    serverPython: "",
     serverPath: "",
     timeout: 0,
     device: "",

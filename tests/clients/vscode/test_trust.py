@@ -1,4 +1,5 @@
-"""Real VS Code (code-server) on a hostile, untrusted workspace, with the extension's default launch.
+"""Real VS Code (code-server) on a hostile, untrusted workspace, with the extension's default launch
+(the server it carries, run by ``python3`` from PATH).
 
 The folder shadows the modules the server imports (``jaxlsp/__init__.py``, ``lsprotocol.py``,
 ``cattrs.py``, ``pygls.py``), holds a ``.venv`` whose programs record being run, and a
@@ -41,15 +42,16 @@ async def test_a_hostile_untrusted_workspace_runs_nothing_and_still_has_lenses(v
     server, page = await vscode(root, None, (1600, 1000))
     await page.wait_for(".statusbar-item", has_text="Restricted Mode")
     await page.quick_open("linen_cnn.py")
-    # The server started (the default launch: the jaxlsp script on PATH, outside the workspace)
-    # and discovered the class without running anything.
+    # The server started (the default launch: the server the extension carries, run by python3
+    # from PATH, outside the workspace) and discovered the class without running anything.
     await page.wait_for(".codelens-decoration a", has_text="Trace graph", timeout=90)
     await page.screenshot("restricted-lens")
     assert sentinels(root) == [], server.extension_log()
     log = server.extension_log()
-    assert f"starting {VENV_BIN / 'jaxlsp'} serve in " in log, log
-    assert "(from jaxlsp on PATH; trusted: false)" in log, log
-    started_in = log.split(f"{VENV_BIN / 'jaxlsp'} serve in ", 1)[1].split(" (from", 1)[0]
+    entry = f"{server.extensions}/jaxlsp.jaxlsp-0.1.0-linux-x64/bundled/tool/server.py"
+    assert f"starting {VENV_BIN / 'python3'} -I {entry} in " in log, log
+    assert "(from bundled server, python3 on PATH; trusted: false)" in log, log
+    started_in = log.split(f"{entry} in ", 1)[1].split(" (from", 1)[0]
     assert not Path(started_in).resolve().is_relative_to(root), log
     # The workspace's settings are not applied in restricted mode, and the extension would pass
     # over a program inside the folder anyway.
