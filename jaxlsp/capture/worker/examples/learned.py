@@ -78,7 +78,9 @@ class Converter:
         if _is_linen(value):
             return {"ref": self.ref(type(value)), "kwargs": self.linen_fields(value, depth + 1)}
         if _is_config(value):
-            fields = [f for f in dataclasses.fields(value) if f.init]
+            # A field left at its default is left out, as a Linen field is: the constructor
+            # makes it again (a config's initialisers are closures no recipe can name)
+            fields = [f for f in dataclasses.fields(value) if f.init and not _at_default(value, f)]
             config = {f.name: self.spec(getattr(value, f.name), depth + 1) for f in fields}
             return {"ref": self.ref(type(value)), "kwargs": config}
         name = getattr(value, "name", None)
@@ -133,15 +135,21 @@ class Converter:
         for f in dataclasses.fields(module):
             if not f.init or f.name in ("parent", "name"):
                 continue
-            value = getattr(module, f.name)
-            if f.default is not dataclasses.MISSING:
-                try:
-                    if value is f.default or (type(value) is type(f.default) and bool(value == f.default)):
-                        continue  # left at its default: the recipe need not say it
-                except Exception:
-                    pass
-            out[f.name] = self.spec(value, depth + 1)
+            if _at_default(module, f):
+                continue  # left at its default: the recipe need not say it
+            out[f.name] = self.spec(getattr(module, f.name), depth + 1)
         return out
+
+
+def _at_default(obj: Any, f: dataclasses.Field[Any]) -> bool:
+    """Whether ``obj``'s field ``f`` holds its (plain) default: the very object, or an equal one."""
+    if f.default is dataclasses.MISSING:
+        return False
+    value = getattr(obj, f.name)
+    try:
+        return value is f.default or (type(value) is type(f.default) and bool(value == f.default))
+    except Exception:
+        return False
 
 
 def _is_array(value: Any) -> bool:

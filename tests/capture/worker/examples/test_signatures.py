@@ -201,3 +201,36 @@ def test_an_inherited_call_is_recorded_for_the_class_of_the_instance(run_capture
     assert [a["shape"] for a in found["Exp"]["table"]["inputs"]["args"]] == [[5, 1, 3], [1, 5, 3]]
     assert [a["shape"] for a in found["Dot"]["table"]["inputs"]["args"]] == [[3], [3]]
     assert Path(found["Dot"]["path"]).name == "kern.py"
+
+
+def test_a_config_dataclass_left_at_its_callable_defaults_is_recorded(run_capture: Capture, tmp_path: Path) -> None:
+    """nanodo's ``DoConfig``: sizes given, and initialisers (``nn.initializers.xavier_uniform()``,
+    closures no recipe can name) left at their defaults. The submodules that take the config
+    are recorded with the fields that were given; before, no module of the model was recorded
+    because a default initialiser could not be written."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'cfgmod'\n")
+    (tmp_path / "cfgmod.py").write_text(
+        "import dataclasses\n"
+        "import flax.linen as nn\n\n"
+        "@dataclasses.dataclass\n"
+        "class Cfg:\n"
+        "    width: int\n"
+        "    kernel_init: object = nn.initializers.xavier_uniform()\n\n"
+        "class Mlp(nn.Module):\n"
+        "    cfg: Cfg\n\n"
+        "    @nn.compact\n"
+        "    def __call__(self, x):\n"
+        "        return nn.Dense(self.cfg.width, kernel_init=self.cfg.kernel_init)(x)\n\n"
+        "class Model(nn.Module):\n"
+        "    cfg: Cfg\n\n"
+        "    @nn.compact\n"
+        "    def __call__(self, x):\n"
+        "        return Mlp(self.cfg)(x)\n"
+    )
+    config = {"kind": "ref", "ref": "cfgmod:Cfg", "kwargs": {"width": static(8)}}
+    req = request("cfgmod.py", "Model", array(2, 4), workspace=tmp_path, init={"kwargs": {"cfg": config}})
+    taught = run_capture({**req, "signatures": True})
+    assert taught["ok"], taught.get("error")
+    mlp = next(s for s in taught.get("signatures", []) if s["name"] == "Mlp")
+    assert mlp["table"]["init"] == {"kwargs": {"cfg": {"ref": "cfgmod:Cfg", "kwargs": {"width": 8}}}}
+    assert mlp["table"]["inputs"] == {"args": [{"kind": "array", "shape": [2, 4]}]}
