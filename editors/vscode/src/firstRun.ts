@@ -14,8 +14,9 @@ const reported = new Set<string>();
 
 /** The message for a report that cannot trace: the server's own words and the install command. */
 export function firstRunMessage(report: EnvironmentReport): string {
-  const install = typeof report.install === "string" && report.install ? ` To install it, run: ${report.install}` : "";
-  return `jaxlsp: ${report.message}${install}`;
+  const text = String(report.message);
+  if (typeof report.install !== "string" || !report.install) return `jaxlsp: ${text}`;
+  return `jaxlsp: ${text}${/[.!]$/.test(text) ? " " : ". "}To install it, run: ${report.install}`;
 }
 
 /** Asks once per interpreter; resolves to the message shown, or undefined (ready, asked before, or no answer). */

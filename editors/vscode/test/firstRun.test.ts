@@ -27,7 +27,7 @@ test("no JAX in the capture interpreter: one warning with the server's words and
   assert.deepEqual(asked, [{ method: "jaxlsp/environment", params: { textDocument: { uri: "file:///w/model.py" } } }]);
   assert.equal(fake.messages.length, 1);
   assert.equal(fake.messages[0].kind, "warning");
-  assert.match(fake.messages[0].message, /workspace \.venv\) cannot trace: jax is not installed.*To install it, run: \/w\/\.venv\/bin\/python -m pip install 'jax\[cpu\]>=0\.4\.30'/);
+  assert.match(fake.messages[0].message, /workspace \.venv\) cannot trace: jax is not installed\. Fix: install jax\[cpu\]>=0\.4\.30\. To install it, run: \/w\/\.venv\/bin\/python -m pip install 'jax\[cpu\]>=0\.4\.30'/);
   assert.deepEqual(fake.messages[0].items, ["Check capture environment"]);
   assert.equal(shown, fake.messages[0].message);
   // A restart (a setting changed) asks again but says nothing new for the same interpreter.

@@ -109,6 +109,7 @@ local function on_attach(client, bufnr)
     require("jaxlsp.commands").create()
   end
   M.watch_progress()
+  require("jaxlsp.firstrun").check_capture(client, bufnr)
   if opts.on_attach then
     opts.on_attach(client, bufnr)
   end
@@ -145,10 +146,28 @@ function M.root_of(bufnr)
   return vim.fs.root(bufnr, config.current.root_markers) or vim.fs.dirname(name)
 end
 
+--- The command Neovim 0.11 will run: `vim.lsp.config("jaxlsp", { cmd = ... })` over the plugin's
+--- (a table only; a function command is the user's own), else `default`.
+function M.effective_cmd(default)
+  if not rpc.has_011 then
+    return default
+  end
+  local ok, resolved = pcall(function()
+    return vim.lsp.config[rpc.name]
+  end)
+  local cmd = ok and type(resolved) == "table" and resolved.cmd or nil
+  return type(cmd) == "table" and cmd or default
+end
+
 --- The client's configuration, for `vim.lsp.config` (0.11, and lsp/jaxlsp.lua) or `vim.lsp.start`.
 function M.config()
   local opts = config.current
   local cmd = launch.isolated(opts.cmd)
+  -- Neovim 0.11's vim.lsp.enable passes over a command that is not executable with a line in its
+  -- log only: say it once, with the install command (firstrun.lua).
+  vim.schedule(function()
+    require("jaxlsp.firstrun").server_missing(M.effective_cmd(cmd))
+  end)
   return {
     name = rpc.name,
     cmd = cmd,
@@ -160,7 +179,8 @@ function M.config()
     -- inside it and it is not trusted (0.11; `M.start` checks the same on 0.10).
     root_dir = function(bufnr, on_dir)
       local root = M.root_of(bufnr)
-      if root and launch.may_start(cmd, root, config.is_trusted) then
+      local run = M.effective_cmd(cmd)
+      if root and not require("jaxlsp.firstrun").server_missing(run) and launch.may_start(run, root, config.is_trusted) then
         on_dir(root)
       end
     end,
@@ -188,6 +208,9 @@ function M.start(bufnr)
     return nil
   end
   local client_config = M.config()
+  if require("jaxlsp.firstrun").server_missing(client_config.cmd) then
+    return nil
+  end
   if not launch.may_start(client_config.cmd, root, config.is_trusted) then
     return nil
   end

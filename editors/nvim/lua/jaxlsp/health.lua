@@ -1,4 +1,6 @@
---- :checkhealth jaxlsp: the Neovim version, the server command, trust and the running clients.
+--- :checkhealth jaxlsp: the Neovim version, the server command (and how to install it when it is
+--- missing), trust, the running clients and, in a trusted folder, whether the capture interpreter
+--- can trace (and the command that fixes it when it cannot).
 local M = {}
 
 function M.check()
@@ -13,7 +15,8 @@ function M.check()
     health.error("Neovim 0.10 or newer is required, found " .. tostring(vim.version()))
   end
 
-  local exe = config.cmd[1]
+  local cmd = require("jaxlsp.client").effective_cmd(config.cmd)
+  local exe = cmd[1]
   if vim.fn.executable(exe) == 1 then
     local found = vim.fn.exepath(exe)
     local out = vim.fn.system({ found, "--version" })
@@ -23,9 +26,10 @@ function M.check()
       health.warn(("server: %s does not answer --version: %s"):format(found, vim.trim(out)))
     end
   else
-    health.error(("`%s` is not on PATH"):format(exe), {
-      "pip install jaxlsp into a Python >= 3.11 environment and put its bin/ on PATH,",
-      "or setup({ cmd = { '/path/to/venv/bin/jaxlsp', 'serve' } })",
+    health.error(("server: `%s` is not on PATH"):format(exe), {
+      "install it into its own environment: " .. require("jaxlsp.firstrun").INSTALL .. " (Python >= 3.11);",
+      "your project's environment needs only JAX (and Flax or Equinox), not jaxlsp;",
+      "or name an installed one: vim.lsp.config('jaxlsp', { cmd = { '/path/to/jaxlsp', 'serve' } })",
     })
   end
 
@@ -59,10 +63,35 @@ function M.check()
       client.offset_encoding,
       tostring(opts.trusted == true)
     ))
+    M.check_capture(health, client)
   end
   local last = jaxlsp.state.last
   if last then
     health.info(("last trace: %s (%s)"):format(last.name, last.traceId))
+  end
+end
+
+--- The capture interpreter the server picked for the client's folder: asked only when the folder
+--- is trusted (the check runs that interpreter).
+function M.check_capture(health, client)
+  local firstrun = require("jaxlsp.firstrun")
+  if not firstrun.trusted(client) then
+    health.info("capture environment: checked once the folder is trusted (the check runs its interpreter)")
+    return
+  end
+  local rpc = require("jaxlsp.rpc")
+  local answer = rpc.request_sync(client, "jaxlsp/environment", vim.empty_dict(), 60000)
+  local result = answer and answer.result
+  if type(result) ~= "table" then
+    health.warn("capture environment: no answer (" .. rpc.err_text(answer and answer.err or "timeout") .. ")")
+  elseif result.ok then
+    health.ok("capture environment: " .. result.message)
+  else
+    local advice = { "install what is missing into that interpreter (not into jaxlsp's own)" }
+    if type(result.install) == "string" and result.install ~= "" then
+      advice = { "run: " .. result.install }
+    end
+    health.error("capture environment: " .. result.message, advice)
   end
 end
 
