@@ -22,6 +22,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig
 
+import jaxlsp
 from tests.capture.environments.conftest import make_venv
 from tests.clients.conftest import missing_tool
 from tests.server.conftest import SERVER_ENV, JaxClient, initialize_params, make_client, within
@@ -62,6 +63,7 @@ def test_the_bundle_records_what_it_holds(bundle: Path) -> None:
     record = json.loads((bundle / "libs" / "BUNDLE.json").read_text())
     assert record["pythons"] == ["3.11", "3.12", "3.13", "3.14"], record
     assert set(record["packages"]) >= {"jaxlsp", "pygls", "lsprotocol", "cattrs", "attrs", "tomlkit", "libcst"}
+    assert record["packages"]["jaxlsp"] == jaxlsp.__version__, record
     natives = sorted(p.name for p in (bundle / "libs" / "libcst").glob("native.*"))
     assert len(natives) == 4 and all(f"cpython-3{v}" in n for v, n in zip((11, 12, 13, 14), natives, strict=True))
     assert not list((bundle / "libs").rglob("tests")), "test folders are left out"

@@ -116,8 +116,8 @@ def bundle(target: str, cache: Path, out: Path = OUT) -> dict[str, object]:
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     with tempfile.TemporaryDirectory() as tmp:
-        wheel = jaxlsp_wheel(Path(tmp))
-        unpack(wheel, out)
+        own = jaxlsp_wheel(Path(tmp))
+        unpack(own, out)
     for name in PURE:
         unpack(download(name, versions[name], cache / "pure"), out)
     pythons: list[str] = []
@@ -132,7 +132,7 @@ def bundle(target: str, cache: Path, out: Path = OUT) -> dict[str, object]:
     record: dict[str, object] = {
         "target": target,
         "pythons": pythons,
-        "packages": {"jaxlsp": wheel.name.split("-")[1], **{name: versions[name] for name in (*PURE, COMPILED)}},
+        "packages": {"jaxlsp": own.name.split("-")[1], **{name: versions[name] for name in (*PURE, COMPILED)}},
     }
     (out / "BUNDLE.json").write_text(json.dumps(record, indent=1) + "\n")
     return record

@@ -34,6 +34,7 @@ ENTRY = CODE_SERVER / "node_modules" / "code-server" / "out" / "node" / "entry.j
 VSIX = ROOT / "build" / "jaxlsp.vsix"
 ARTIFACTS = ROOT / "build" / "test-artifacts" / "vscode"
 VENV_BIN = Path(sys.executable).parent
+SYSTEM_PATH = os.pathsep.join(("/usr/local/bin", "/usr/bin", "/bin"))
 
 # What a user who just installed VS Code would change least: no welcome page, no telemetry or
 # update checks, and an untrusted folder opens in restricted mode without a modal question.
@@ -147,8 +148,11 @@ class Workbench(Browser):
 class CodeServer:
     """A code-server process with the built extension, a fresh user-data folder and a password."""
 
-    def __init__(self, tmp: Path) -> None:
+    def __init__(self, tmp: Path, venv_on_path: bool = True) -> None:
         self.tmp = tmp
+        # False: a user with nothing of jaxlsp installed (the system's folders only on PATH), for
+        # the server the extension carries (tests/clients/vscode/test_bundled.py).
+        self.venv_on_path = venv_on_path
         self.home = tmp / "home"
         self.user_data = tmp / "user-data"
         self.extensions = tmp / "extensions"
@@ -162,9 +166,10 @@ class CodeServer:
     def env(self) -> dict[str, str]:
         # The venv's bin first on PATH: the extension's default launch finds the `jaxlsp` script
         # there, as after `pip install jaxlsp` into an environment on PATH.
+        path = f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}" if self.venv_on_path else SYSTEM_PATH
         env = {
             **os.environ,
-            "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+            "PATH": path,
             "HOME": str(self.home),
             "XDG_CONFIG_HOME": str(self.tmp / "xdg" / "config"),
             "XDG_CACHE_HOME": str(self.tmp / "xdg" / "cache"),
@@ -195,7 +200,8 @@ class CodeServer:
         # VS Code takes the extension host's environment from a login shell, which resets PATH
         # (/etc/profile): put the venv's bin there the way a user's profile would (pipx's
         # ~/.local/bin, an activated conda base).
-        (self.home / ".profile").write_text(f'export PATH="{VENV_BIN}:$PATH"\n')
+        profile = f'export PATH="{VENV_BIN}:$PATH"\n' if self.venv_on_path else f'export PATH="{SYSTEM_PATH}"\n'
+        (self.home / ".profile").write_text(profile)
         (self.user_data / "User" / "settings.json").write_text(
             json.dumps({**USER_SETTINGS, **(settings or {})}, indent=1)
         )
@@ -247,13 +253,14 @@ class CodeServer:
                 await self.process.wait()
 
 
-Open = Callable[[Path, dict[str, Any] | None, tuple[int, int]], Awaitable[tuple[CodeServer, Workbench]]]
+Open = Callable[..., Awaitable[tuple[CodeServer, Workbench]]]
 VIEWPORT = (1600, 1000)
 
 
 @pytest.fixture
 async def vscode(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Open]:
-    """``await vscode(folder, settings, viewport)``: code-server on ``folder``, logged in, the workbench up."""
+    """``await vscode(folder, settings, viewport, venv_on_path)``: code-server on ``folder``, logged
+    in, the workbench up."""
     require_code_server()
     servers: list[CodeServer] = []
     drivers: list[asyncio.subprocess.Process] = []
@@ -261,9 +268,12 @@ async def vscode(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterato
     shutil.rmtree(shots, ignore_errors=True)
 
     async def open_(
-        folder: Path, settings: dict[str, Any] | None = None, viewport: tuple[int, int] = VIEWPORT
+        folder: Path,
+        settings: dict[str, Any] | None = None,
+        viewport: tuple[int, int] = VIEWPORT,
+        venv_on_path: bool = True,
     ) -> tuple[CodeServer, Workbench]:
-        server = CodeServer(tmp_path / f"code-server-{len(servers)}")
+        server = CodeServer(tmp_path / f"code-server-{len(servers)}", venv_on_path)
         servers.append(server)
         await server.start(settings)
         process = await start_browser(viewport)
