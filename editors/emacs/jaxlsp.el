@@ -133,11 +133,13 @@ That store is the user's, outside every workspace ($XDG_CONFIG_HOME/jaxlsp/trust
 (defun jaxlsp-contact (&optional _interactive)
   "The eglot contact for jaxlsp: the server class and `jaxlsp-command'.
 A \"-m jaxlsp\" command runs isolated (-I); a command that lies inside an
-untrusted project is refused, since starting it would run the project's code."
+untrusted project is refused, since starting it would run the project's code;
+a command that is not installed is refused with the command that installs it."
   (let* ((command (jaxlsp--isolated jaxlsp-command))
          (project (project-current))
          (root (if project (project-root project) default-directory))
          (inside (jaxlsp--program-inside (car command) root)))
+    (jaxlsp--server-installed (car command))
     (when (and inside (not (jaxlsp-trusted-p root)) (not (jaxlsp--stored-trust-p root)))
       (user-error "jaxlsp: not started for %s: the server command %s lies inside it, which is not trusted (its code would run before you decide); install jaxlsp outside it or add the folder to `jaxlsp-trusted-directories'"
                   root inside))
@@ -579,11 +581,53 @@ Cheap: one timer per buffer, one notification per stop."
   (setq jaxlsp--cursor-timer (run-with-idle-timer 0.4 nil #'jaxlsp--send-cursor (current-buffer))))
 
 (defun jaxlsp--managed ()
-  "In buffers jaxlsp serves: follow point for the graph view."
+  "In buffers jaxlsp serves: follow point for the graph view; the first-run check."
   (let ((server (eglot-current-server)))
+    (when (and eglot--managed-mode server (object-of-class-p server 'jaxlsp-server))
+      (jaxlsp--check-capture server))
     (if (and eglot--managed-mode jaxlsp-cursor-sync server (object-of-class-p server 'jaxlsp-server))
         (add-hook 'post-command-hook #'jaxlsp--schedule-cursor nil t)
       (remove-hook 'post-command-hook #'jaxlsp--schedule-cursor t))))
+
+;;;; First run (issue 48): one message naming what is missing and the command that fixes it
+
+(defconst jaxlsp-install-command "pipx install jaxlsp (or: uv tool install jaxlsp)"
+  "How to install the server: into its own environment, never the project's.")
+
+(defun jaxlsp--server-installed (program)
+  "Signal a `user-error' naming PROGRAM and the install command when it is not installed."
+  (unless (or (null program) (executable-find program))
+    (user-error "jaxlsp: the server \"%s\" is not on PATH (exec-path), so jaxlsp does not start.  Install it: %s; it needs Python >= 3.11, and the project environment needs only JAX"
+                program jaxlsp-install-command)))
+
+(defvar jaxlsp--checked-roots nil
+  "Project roots whose capture interpreter was checked this session.")
+
+(defun jaxlsp--check-capture (server)
+  "Once per trusted root of SERVER: ask whether the capture interpreter can trace.
+When it cannot, one message names it, what it lacks and the command that installs
+it.  Untrusted roots are not checked: the check runs the project's interpreter."
+  (let ((root (jaxlsp--root server)))
+    (when (and root (not (member root jaxlsp--checked-roots))
+               (or (jaxlsp-trusted-p root) (jaxlsp--stored-trust-p root)))
+      (push root jaxlsp--checked-roots)
+      (jsonrpc-async-request
+       server :jaxlsp/environment (list :textDocument (list :uri (jaxlsp--uri)))
+       :success-fn (lambda (result)
+                     (when (eq (plist-get result :ok) :json-false)
+                       (message "%s" (jaxlsp--first-run-message result))))
+       :error-fn #'ignore
+       :timeout-fn #'ignore
+       :timeout 120))))
+
+(defun jaxlsp--first-run-message (result)
+  "The message for an environment RESULT that cannot trace."
+  (let ((text (format "%s" (plist-get result :message)))
+        (install (plist-get result :install)))
+    (concat "jaxlsp: " text
+            (if (and (stringp install) (not (string-empty-p install)))
+                (concat (if (string-match-p "[.!]\\'" text) " " ". ") "To install it, run: " install)
+              ""))))
 
 (provide 'jaxlsp)
 ;;; jaxlsp.el ends here
