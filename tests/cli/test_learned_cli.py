@@ -97,3 +97,27 @@ def test_learn_runs_the_tests_and_documented_scripts_once_and_every_reached_targ
     assert layer.returncode == 0, layer.stderr
     assert "inputs from a learned call at tinylm/nnx_mlp.py:21 (learned)" in layer.stdout.splitlines()
     assert _output_shapes(repo / "layer.json") == [[5, 8]]  # the first layer, as the test's model called it
+
+
+def test_learn_runs_the_tests_of_a_src_layout_package_that_is_not_installed(tmp_path: Path, cache: Path) -> None:
+    """tinygp keeps its package in ``src/tinygp`` and its tests ``import tinygp``: with the
+    package not installed (a fresh clone), every test file failed at collection with "No module
+    named 'tinygp'". An editable install puts ``src/`` on the path; a learning run does too (last,
+    so that an installed package still wins)."""
+    root = tmp_path / "srcpkg"
+    (root / "src" / "kernels").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "pyproject.toml").write_text("[project]\nname = 'kernels'\n")
+    (root / "src" / "kernels" / "__init__.py").write_text("from kernels.gram import gram as gram\n")
+    (root / "src" / "kernels" / "gram.py").write_text(
+        "import jax.numpy as jnp\n\n\ndef gram(x):\n    return jnp.exp(-((x[:, None] - x[None]) ** 2).sum(-1))\n"
+    )
+    (root / "tests" / "test_gram.py").write_text(
+        "import jax.numpy as jnp\nimport kernels\n\n\ndef test_gram():\n"
+        "    assert kernels.gram(jnp.ones((4, 3))).shape == (4, 4)\n"
+    )
+    learned = run(["learn", "--json", "--idle", "3"], cwd=root)
+    assert learned.returncode == 0, learned.stderr
+    report = json.loads(learned.stdout)
+    assert report["failures"] == [], report["failures"]
+    assert report["targets"] == ["src/kernels/gram.py::gram"]

@@ -499,6 +499,11 @@ def _run_pytest(example: dict[str, Any], hook: Watched, root: str) -> tuple[str,
         ) from None
     sys.path[:] = [p for p in sys.path if p not in ("", root)]
     sys.path.insert(0, root)  # python -m pytest puts the current folder first
+    src = os.path.join(root, "src")
+    if root and os.path.isdir(src) and src not in sys.path:
+        # a src layout's package (tinygp's src/tinygp), as an editable install puts it: last, so
+        # that an installed package still wins; a fresh clone's tests import it
+        sys.path.append(src)
     reporter = _Reporter(hook)
     args = [
         *_selection([str(t) for t in example.get("tests") or [example["path"]]]),
