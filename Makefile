@@ -93,8 +93,9 @@ viewer-build:
 # libraries; libcst's native module for CPython 3.11-3.14 of VSCODE_TARGET, scripts/bundle_server.py),
 # then package build/jaxlsp.vsix for that platform and check that the viewer and the server are
 # inside. The extension itself is tested in real VS Code (code-server) by tests/clients/vscode in
-# the suite. CI builds one .vsix per platform on one Linux runner: make vscode VSCODE_TARGET=darwin-arm64
-# (linux-x64, linux-arm64, alpine-x64, darwin-x64, darwin-arm64, win32-x64); only linux-x64 is tested.
+# the suite. `make vscode-platforms` packages build/jaxlsp-TARGET.vsix for every other platform on
+# this one Linux machine (pip --platform): linux-arm64, alpine-x64, darwin-arm64, win32-x64 (libcst
+# 1.9.0 has no Intel macOS wheel); only linux-x64 is tested, the others are built, not run.
 VSCODE_TARGET ?= linux-x64
 .PHONY: vscode
 vscode: install system-deps
@@ -108,9 +109,19 @@ vscode: install system-deps
 		want = ['extension/dist/extension.js', 'extension/dist/viewer/viewer.js', 'extension/bundled/tool/server.py', \
 			'extension/bundled/libs/jaxlsp/__init__.py', 'extension/bundled/libs/pygls/__init__.py', 'extension/bundled/libs/BUNDLE.json']; \
 		missing = [n for n in want if n not in names] + [f'libcst native module for {v}' for v in ('311', '312', '313', '314') \
-			if not any(n.startswith(f'extension/bundled/libs/libcst/native.cpython-{v}') for n in names)]; \
+			if not any(n.startswith('extension/bundled/libs/libcst/native.cp') and (f'cpython-{v}' in n or f'cp{v}-' in n) for n in names)]; \
 		sys.exit(f'build/jaxlsp.vsix lacks {missing}' if missing else 0)"
 	@ls -l build/jaxlsp.vsix
+
+VSCODE_OTHER_TARGETS := linux-arm64 alpine-x64 darwin-arm64 win32-x64
+.PHONY: vscode-platforms
+vscode-platforms: vscode
+	@for target in $(VSCODE_OTHER_TARGETS); do \
+		$(PY) editors/vscode/scripts/bundle_server.py --target $$target || exit 1; \
+		(cd editors/vscode && npx vsce package --no-dependencies --allow-missing-repository --target $$target \
+			-o ../../build/jaxlsp-$$target.vsix) || exit 1; \
+	done; ls -l build/jaxlsp-*.vsix
+	$(PY) editors/vscode/scripts/bundle_server.py --target $(VSCODE_TARGET)
 
 # code-server from the npm registry, installed once into build/code-server/VERSION (about 1.5 min
 # on 2 cores; later runs find its stamp and return at once). 4.100.3 is the newest on Node 20.

@@ -39,11 +39,11 @@ EXTENSION = ROOT / "editors" / "vscode"
 OUT = EXTENSION / "bundled" / "libs"
 
 # VS Code's platform names -> pip's platform tags for libcst's wheels (several: pip matches exactly).
+# No darwin-x64: libcst 1.9.0 publishes no wheel for Intel macOS (checked against the index).
 TARGETS: dict[str, tuple[str, ...]] = {
     "linux-x64": ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64"),
     "linux-arm64": ("manylinux_2_28_aarch64", "manylinux_2_17_aarch64", "manylinux2014_aarch64"),
     "alpine-x64": ("musllinux_1_2_x86_64",),
-    "darwin-x64": ("macosx_10_12_x86_64", "macosx_10_13_x86_64", "macosx_10_9_x86_64"),
     "darwin-arm64": ("macosx_11_0_arm64",),
     "win32-x64": ("win_amd64",),
 }
