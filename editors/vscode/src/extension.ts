@@ -232,6 +232,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<Jaxlsp
         return checkEnvironment(c, vscode.window.activeTextEditor?.document.uri.toString());
       }),
     ),
+    vscode.commands.registerCommand(
+      "jaxlsp.learn",
+      guarded(async () => {
+        const c = current();
+        if (c === undefined) throw new Error("the server is not running");
+        return learnShapes(c, vscode.window.activeTextEditor?.document.uri);
+      }),
+    ),
     vscode.commands.registerCommand("jaxlsp.restartServer", guarded(restart)),
     // Granting trust restarts the server with `trusted: true` (and the selected interpreter), so tracing asks nothing.
     vscode.workspace.onDidGrantWorkspaceTrust(() => void restart()),
@@ -249,14 +257,6 @@ export async function activate(context: vscode.ExtensionContext): Promise<Jaxlsp
       if (event.contentChanges.length === 0 || !isAnalysed(event.document.uri)) return;
       const traced = tracer.last?.uri ? vscode.Uri.parse(tracer.last.uri).fsPath : undefined;
       if (!isSource(event.document.uri.fsPath, panel.sourceKeys, traced)) return;
-    vscode.commands.registerCommand(
-      "jaxlsp.learn",
-      guarded(async () => {
-        const c = current();
-        if (c === undefined) throw new Error("the server is not running");
-        return learnShapes(c, vscode.window.activeTextEditor?.document.uri);
-      }),
-    ),
       if (traceId !== undefined) panel.setStale(traceId, true);
       if (tracer.last?.traceId !== undefined) status.markStale(tracer.last.traceId);
     }),
