@@ -115,6 +115,7 @@ class SignatureStore:
     def add(self, records: list[dict[str, Any]], python: str, learned_from: str) -> int:
         """Keep the worker's records (``WorkerResult.signatures``); the number kept."""
         kept = 0
+        changed = False
         with _LOCK:
             entries = self._read()
             for record in records:
@@ -134,10 +135,13 @@ class SignatureStore:
                 if not Path(signature.path).is_relative_to(self.root):
                     continue  # the workspace's own targets only
                 key = self.key(python, signature.path, signature.name)
+                kept += 1
+                if entries.get(key) == asdict(signature):
+                    continue  # the call every capture of a model records again: nothing to write
                 entries.pop(key, None)  # re-inserted last: the newest are kept longest
                 entries[key] = asdict(signature)
-                kept += 1
-            if kept:
+                changed = True
+            if changed:
                 self._write(entries)
         return kept
 
