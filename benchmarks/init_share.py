@@ -13,9 +13,10 @@ Variable it makes, and JAX builds that attribute's error message from the whole 
 
 Then, through a real ``jaxlsp serve`` (``--no-server`` skips it), what the init reuse built since
 saves (capture/worker/reuse/initsnap.py): per row the bare script (a fresh interpreter's imports, abstract
-init and ``make_jaxpr``), the server's warm re-trace after an edit inside the blocks' ``__call__``
-(the last init kept) and after one inside their ``__init__`` (the init runs again, noting what ran),
-each the median of three with its ``init`` phase, and the warm re-trace over the bare script.
+init and ``make_jaxpr``), the server's live re-trace after a save of an edit inside the blocks'
+``__call__`` (the last init kept) and after one inside their ``__init__`` (the init runs again),
+each the median of three with its ``init`` phase, and the kept re-trace over the bare script. Live
+re-traces: the user's own trace always runs the constructor (issue 45).
 
 No goal is checked (exit status 0). ``--depths A,B`` (default 16,64).
 """
@@ -86,13 +87,16 @@ def slope(small: float, large: float, depths: tuple[int, int]) -> float:
 
 
 def served(folder: Path, kind: str, depth: int, repeats: int = 3) -> dict[str, float]:
-    """A real server's warm re-traces of one target: after edits inside ``__call__`` (``kept``)
-    and inside ``__init__`` (``rerun``), medians of ``repeats``, each with its ``init`` phase."""
+    """A real server's live re-traces of one target after saves of an edit inside ``__call__``
+    (``kept``: the last init's snapshot stands for the constructor) and inside ``__init__``
+    (``rerun``: the constructor runs), medians of ``repeats``, each with its ``init`` phase. Live
+    re-traces, because the user's own trace always runs the constructor (issue 45: an explicit
+    trace never reuses an init), and it is the live path the snapshot serves."""
     import re
     import time
 
     sys.path.insert(0, str(BENCHMARKS))
-    from scale import serving, warm_retrace
+    from scale import serving
 
     model = folder / "module_lms.py"
     name = "NNXLM" if kind == "nnx" else "EqxLM"
@@ -103,6 +107,7 @@ def served(folder: Path, kind: str, depth: int, repeats: int = 3) -> dict[str, f
         out["first"], result = peer.timed("jaxlsp/trace", params)
         if not isinstance(result, dict) or "traceId" not in result:
             raise SystemExit(f"{kind} depth {depth}: no trace: {str(result)[:2000]}")
+        last = str(result["traceId"])
         original = model.read_text(encoding="utf-8")
 
         def settled() -> None:
@@ -115,16 +120,44 @@ def served(folder: Path, kind: str, depth: int, repeats: int = 3) -> dict[str, f
                 peer.request("jaxlsp/discover", {"textDocument": {"uri": model.as_uri()}})
                 time.sleep(0.05)
 
+        def live_save(text: str) -> tuple[float, float]:
+            """Save ``text``: seconds to the status saying the target is fresh from a new trace,
+            and that trace's init phase (its logged phase line)."""
+            nonlocal last
+            model.write_text(text, encoding="utf-8")
+            start = time.perf_counter()
+            peer.send({"method": "textDocument/didSave", "params": {"textDocument": {"uri": model.as_uri()}}})
+            while True:
+                message = peer.receive()
+                peer.answer(message)
+                if message.get("method") != "jaxlsp/liveStatus":
+                    continue
+                for target in message.get("params", {}).get("targets", []):
+                    if target.get("name") != name:
+                        continue
+                    if target.get("state") == "failed":
+                        raise SystemExit(f"{kind} depth {depth}: the live re-trace failed: {target}")
+                    if target.get("state") == "fresh" and target.get("traceId") != last:
+                        took = time.perf_counter() - start
+                        last = str(target["traceId"])
+                        deadline = time.monotonic() + 60  # its phase line follows the status
+                        mine = f"live {name} fresh in "
+                        while not any(line.startswith(mine) for line in peer.logs) and time.monotonic() < deadline:
+                            peer.answer(peer.receive())
+                        line = next((x for x in reversed(peer.logs) if x.startswith(mine)), "")
+                        peer.logs.clear()
+                        found = re.search(r" init ([0-9.]+)", line)
+                        return took, float(found.group(1)) if found else float("nan")
+
         settled()
+        peer.send(
+            {"method": "workspace/didChangeConfiguration", "params": {"settings": {"jaxlsp": {"liveShapes": True}}}}
+        )
         for label, line in zip(("kept", "rerun"), EDIT_AT[kind], strict=True):
             runs = []
             for i in range(1, repeats + 2):  # each text differs from the last; the first run is not counted
-                model.write_text(original.replace(line, line + line.replace(line.strip(), "_ = DIM") * (i % 2)))
-                run = warm_retrace(peer, model, params, f"{kind}_{depth}")
-                if label == "rerun":
-                    settled()
-                found = re.search(r" init ([0-9.]+)", str(run.get("phases", "")))
-                runs.append((float(run["warm"]), float(found.group(1)) if found else float("nan")))
+                time.sleep(1.0)  # a user's saves, not a burst (live/schedule.py waits out bursts)
+                runs.append(live_save(original.replace(line, line + line.replace(line.strip(), "_ = DIM") * (i % 2))))
             kept = sorted(runs[1:])[(repeats - 1) // 2]
             out[label], out[f"{label} init"] = kept
         model.write_text(original, encoding="utf-8")
