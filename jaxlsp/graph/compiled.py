@@ -256,8 +256,7 @@ def at_line(section: dict[str, Any] | None, nodes: Sequence[Node]) -> list[str]:
             parts = [f"made here {size(made)}"] if made else []
             parts += [f"inputs read here {size(read)}"] if read else []
             lines.append(
-                f"- memory per {unit}: {_percent(made + read, total)} of the {size(total)} peak "
-                f"({', '.join(parts)})"
+                f"- memory per {unit}: {_percent(made + read, total)} of the {size(total)} peak ({', '.join(parts)})"
             )
     return ["", head, *lines] if lines else []
 
