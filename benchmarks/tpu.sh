@@ -3,7 +3,8 @@
 # image): jaxlsp env finds that JAX through the user's PYTHONPATH, traces run with --device tpu,
 # --compiled lists the TPU's fusions, --time reads the profiler's TPU plane (and the CPU's, beside
 # it), --values' replay check holds on both, and a TPU held by another program refuses the capture
-# with that cause. Prints the figures for the notes. ONLY=time runs only the --time and --values steps.
+# with that cause. Prints the figures for the notes. ONLY=time runs only the --time and --values steps,
+# ONLY=topology only the v5e:1x1 topology compile against the chip's (issue 49).
 #
 # Run from the repository root. jaxlsp runs from the checkout (PYTHONPATH=$PWD); its own
 # dependencies come from wheels in build/tpu-wheels (pip download --no-deps --only-binary=:all:
@@ -38,6 +39,42 @@ timed() { local t0 rc; t0=$(date +%s%N); "$@"; rc=$?; echo "(exit $rc, $((($(dat
 step "the machine"
 "$PY" -c "import jax; print('jax', jax.__version__, jax.devices())"
 ls -d /dev/accel* /dev/vfio/* 2>/dev/null | tr '\n' ' '; echo
+
+# Issue 49: the compiled program for the TPU topology v5e:1x1 (libtpu's description, no chip asked
+# for) beside the same program compiled on the real chip: fusions and per-chip memory must agree.
+if [ "${ONLY:-}" = topology ] || [ -z "${ONLY:-}" ]; then
+  POD="$OUT/pod"; mkdir -p "$POD"; cp examples/jax_mlp.py "$POD/"
+  cat >"$POD/jaxlsp.toml" <<'TOML'
+version = 1
+[profiles.mlp]
+target = "jax_mlp.py::mlp"
+inputs.args = [
+    [
+        [{ kind = "array", shape = [784, 256] }, { kind = "array", shape = [256] }],
+        [{ kind = "array", shape = [256, 128] }, { kind = "array", shape = [128] }],
+        [{ kind = "array", shape = [128, 10] }, { kind = "array", shape = [10] }],
+    ],
+    { kind = "array", shape = [8, 784] },
+]
+[profiles.pod]
+target = "jax_mlp.py::mlp"
+topology = "v5e:1x1"
+mesh = { axes = { data = 1 } }
+inputs.args = [
+    [
+        [{ kind = "array", shape = [784, 256] }, { kind = "array", shape = [256] }],
+        [{ kind = "array", shape = [256, 128] }, { kind = "array", shape = [128] }],
+        [{ kind = "array", shape = [128, 10] }, { kind = "array", shape = [10] }],
+    ],
+    { kind = "array", shape = [8, 784] },
+]
+TOML
+  step "mlp --compiled for the topology v5e:1x1, then on the chip"
+  (cd "$POD" && timed "${J[@]}" trace jax_mlp.py::mlp --profile pod --python "$PY" --compiled --timeout 300 >"$POD/topology.txt" 2>&1
+   timed "${J[@]}" trace jax_mlp.py::mlp --profile mlp --python "$PY" --device tpu --compiled --timeout 300 >"$POD/chip.txt" 2>&1
+   for run in topology chip; do echo "-- $run"; grep -E "fused kernel|memory per device|peak per device \(compiled|costs per device|error|refused" "$POD/$run.txt"; done)
+  [ "${ONLY:-}" = topology ] && exit 0
+fi
 
 if [ "${ONLY:-}" != time ]; then
 step "jaxlsp env --python $PY --device tpu"

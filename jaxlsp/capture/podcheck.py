@@ -40,7 +40,14 @@ except Exception:
     out["libtpu"] = "unknown"
 try:
     from jax.experimental import topologies
-    found = topologies.get_topology_desc(topology_name=sys.argv[1], platform="tpu")
+    try:
+        found = topologies.get_topology_desc(topology_name=sys.argv[1], platform="tpu")
+    except Exception as first:  # smaller than a host (v5e:1x1): a host of its own size
+        if "chips_per_host_bounds" not in str(first):
+            raise
+        dims = [int(d) for d in sys.argv[1].split(":")[-1].split("x")]
+        bounds = tuple((dims + [1, 1, 1])[:3])
+        found = topologies.get_topology_desc(topology_name=sys.argv[1], platform="tpu", chips_per_host_bounds=bounds)
     out["devices"] = len(found.devices)
     out["kind"] = str(found.devices[0].device_kind)
 except Exception as exc:

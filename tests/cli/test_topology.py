@@ -137,3 +137,13 @@ def test_env_says_an_interpreter_with_libtpu_can_compile_for_the_pod(root: Path,
     env = run(["env", "--topology", "v5e:4x4", "--python", pod_python], cwd=root)
     assert env.returncode == 0, env.stdout + env.stderr
     assert "topology v5e:4x4: ready, 16 TPU v5 lite device(s) (jax " in env.stdout
+
+
+def test_a_one_chip_topology_compiles_as_a_host_of_its_own_size(root: Path, pod_python: str) -> None:
+    """v5e:1x1 (a one-chip TPU VM): libtpu's default host is 2x2x1, which it does not divide; it
+    is described as a host of its own size. On a v5e VM the same program compiled on the chip gave
+    the same fusions, FLOPs and per-chip memory (benchmarks/tpu.sh ONLY=topology)."""
+    result, graph = _trace(root, pod_python, "matmul", "one_chip")
+    assert result.returncode == 0, result.stderr
+    assert "compiled for the TPU topology v5e:1x1: 1 TPU v5 lite device(s)" in result.stdout
+    assert graph["compiled"]["devices"] == 1

@@ -41,7 +41,7 @@ def devices(name: str) -> list[Any]:
     from jax.experimental import topologies
 
     try:
-        described = topologies.get_topology_desc(topology_name=name, platform="tpu")
+        described = describe(topologies, name)
     except Exception as exc:
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         if "topology" in text.lower() or "INVALID_ARGUMENT" in text:
@@ -52,6 +52,19 @@ def devices(name: str) -> list[Any]:
             f"it may not match jax {jax.__version__}: {fix(jax.__version__)}",
         ) from None
     return list(described.devices)
+
+
+def describe(topologies: Any, name: str) -> Any:
+    """``get_topology_desc`` of ``name``; a pod smaller than one host's chips (``v5e:1x1``: libtpu's
+    default host is 2x2x1) is described as a host of its own size, as a one-chip machine is."""
+    try:
+        return topologies.get_topology_desc(topology_name=name, platform="tpu")
+    except Exception as exc:
+        pod = parse(name)
+        if pod is None or "chips_per_host_bounds" not in str(exc):
+            raise
+        bounds = (*pod.dims, 1, 1, 1)[:3]
+        return topologies.get_topology_desc(topology_name=name, platform="tpu", chips_per_host_bounds=bounds)
 
 
 def device_kind(found: list[Any]) -> str:
