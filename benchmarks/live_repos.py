@@ -10,7 +10,9 @@ when there is none): ``jaxlsp discover REPO --json`` lists the targets (static, 
 *Which targets the repository calls*: each example ``jaxlsp learn`` would run (the test files and
 the scripts the docs run) is run once in the repository's interpreter, outside jaxlsp, with a trace
 function that notes every workspace function and ``__call__`` that starts (``calls``). This does
-not use the signature hooks, so a call they fail to record still counts.
+not use the signature hooks, so a call they fail to record still counts. Test functions
+(``test*`` in a test file) are discovered as targets too, but pytest calls them, not the
+repository: they are counted apart (``test_functions``).
 
 Then one ``jaxlsp serve`` on the folder, trusted, live shapes on, its per-user cache in a fresh
 folder (nothing learned before), gets a ``didOpen`` of every ``.py`` file that defines a target and
@@ -264,13 +266,28 @@ def figures(
     }
 
 
-def measure(root: Path, settle: float, learn: bool = True, budget: float = 900.0) -> dict[str, Any]:
+def measure(
+    root: Path, settle: float, learn: bool = True, budget: float = 900.0, calls_cache: Path | None = None
+) -> dict[str, Any]:
     root = root.resolve()
     started = time.monotonic()
     targets = [t for t in discover(root) if t["path"].endswith(".py")]
     files = sorted({t["path"] for t in targets})
-    reached = calls(root, targets, budget) if learn else None
-    called = reached["called"] if reached is not None else set()
+    reached = None
+    if learn:
+        # The audit runs every test file under a trace function (minutes): --calls-cache keeps its
+        # answer, which depends on the repository alone, for the next run.
+        kept = calls_cache / f"{root.name}.json" if calls_cache is not None else None
+        if kept is not None and kept.exists():
+            reached = json.loads(kept.read_text())
+            reached["called"] = set(reached["called"])
+        else:
+            reached = calls(root, targets, budget)
+            if kept is not None:
+                kept.parent.mkdir(parents=True, exist_ok=True)
+                kept.write_text(json.dumps({**reached, "called": sorted(reached["called"])}))
+    tests = {target_key(t) for t in targets if _is_test(t)}  # pytest's entry points: not counted
+    called = reached["called"] - tests if reached is not None else set()
     texts = {file: Path(file).read_text(encoding="utf-8", errors="replace").splitlines() for file in files}
     bodies = {file: code_lines("\n".join(text)) for file, text in texts.items()}
     learned: dict[str, Any] | None = None
@@ -373,6 +390,7 @@ def measure(root: Path, settle: float, learn: bool = True, budget: float = 900.0
         out.update(
             {
                 "called": len(called),
+                "test_functions": len(tests),
                 "calls_seconds": reached["seconds"],
                 "calls_failures": reached["failures"],
                 "learn": learned,
@@ -465,8 +483,9 @@ def calls(root: Path, targets: list[dict[str, Any]], budget: float, timeout: flo
     files and the scripts its docs run, ``capture/learning.find_examples``), run once more in the
     repository's interpreter outside jaxlsp, with a trace function that notes every workspace
     function and ``__call__`` that starts. A target is called when its function ran, or when a
-    ``__call__`` ran on an instance of its class. This is independent of the signature hooks, so a
-    target they fail to record still counts (and shows as dark after learning)."""
+    ``__call__`` ran on an instance of its class; test functions themselves (pytest calls them,
+    with its fixtures) are not. This is independent of the signature hooks, so a target they fail
+    to record still counts (and shows as dark after learning)."""
     from jaxlsp.capture.interpreters import select_interpreter
     from jaxlsp.capture.learning import find_examples
 
@@ -503,6 +522,8 @@ def calls(root: Path, targets: list[dict[str, Any]], budget: float, timeout: flo
     called: set[str] = set()
     for target in targets:
         path = os.path.realpath(target["path"])
+        if _is_test(target):
+            continue  # a test function: pytest calls it, with its fixtures; not the repository's call
         if target["kind"] == "function":
             first = _first_lines(path).get(int(target["line"]))
             if first is not None and (path, first) in codes:
@@ -510,6 +531,13 @@ def calls(root: Path, targets: list[dict[str, Any]], budget: float, timeout: flo
         elif (path, target["name"]) in classes:
             called.add(target_key(target))
     return {"called": called, "seconds": round(time.monotonic() - started, 1), "failures": failures}
+
+
+def _is_test(target: dict[str, Any]) -> bool:
+    """A test function pytest collects (``test*`` in a test file)."""
+    name = os.path.basename(target["path"])
+    in_test_file = name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
+    return in_test_file and target["kind"] == "function" and str(target["name"]).startswith("test")
 
 
 def _first_lines(path: str) -> dict[int, int]:
@@ -589,6 +617,7 @@ def main() -> None:
     parser.add_argument("--no-learn", action="store_true", help="only open the files (no calls audit, no learn)")
     parser.add_argument("--budget", type=float, default=900.0, help="seconds for the learn run (and the audit)")
     parser.add_argument("--json", type=Path, help="write the figures here")
+    parser.add_argument("--calls-cache", type=Path, help="keep (and reuse) which targets each repository calls here")
     args = parser.parse_args()
     repos = args.repos or (sorted(p for p in DEFAULT_REPOS.iterdir() if p.is_dir()) if DEFAULT_REPOS.is_dir() else [])
     if not repos:
@@ -596,7 +625,7 @@ def main() -> None:
         return
     results = []
     for repo in repos:
-        result = measure(repo, args.settle, learn=not args.no_learn, budget=args.budget)
+        result = measure(repo, args.settle, learn=not args.no_learn, budget=args.budget, calls_cache=args.calls_cache)
         results.append(result)
         print(json.dumps(result, indent=1), flush=True)
         if args.json:
