@@ -2,9 +2,11 @@
 
 The example (a test file run as ``python -m pytest`` would, a script, a module) runs with the
 signature hooks in every workspace file (:mod:`.signatures`) and nothing else watched: no target
-is traced, no graph made. It is stopped as soon as it has nothing new to teach: once it recorded
-something, a stretch of ``idle`` seconds without a new signature ends it (a training script does
-not train), and so does its share of the deadline, a little before the client's own, so that what
+is traced, no graph made. A script, module or notebook is stopped as soon as it has nothing new to
+teach: once it recorded something, a stretch of ``idle`` seconds without a new signature ends it (a
+training script does not train). A test file runs its tests to their end (a test's model is built
+and compiled between two tests' calls, for longer than any idle stretch on a busy machine, and tests
+end by themselves); both stop at their share of the deadline, a little before the client's own, so that what
 it learned still comes back. What comes back is the records and how the run ended.
 """
 
@@ -51,7 +53,9 @@ def learn(request: dict[str, Any], workspace: Workspace, timings: dict[str, floa
     if not os.path.exists(str(example.get("path", ""))):
         raise CaptureError("example", f"running {example.get('text')}: no such file: {example.get('path')}")
     learn_options = dict(request.get("learn") or {})
-    idle = float(learn_options.get("idle", DEFAULT_IDLE))
+    # tests end by themselves: only their deadline stops them (a model compiled between two tests
+    # was taken for an idle run, and the next test's targets were never reached)
+    idle = float("inf") if example.get("kind") == "test" else float(learn_options.get("idle", DEFAULT_IDLE))
     deadline = learn_options.get("deadline")
     root = workspace.root or os.getcwd()
     os.chdir(root)
@@ -91,7 +95,7 @@ def _watch(
         if quiet or late:
             break
     timings["run"] = now - started
-    why = f"stopped: nothing new for {idle:.0f} s" if quiet else "stopped at its deadline"
+    why = f"stopped: nothing new for {idle:.0f} s" if quiet else "stopped at its deadline"  # idle: a script
     result = {
         "ok": True,
         "timings": timings,
