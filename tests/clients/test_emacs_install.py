@@ -25,6 +25,7 @@ PACKAGE = HERE.parent.parent / "editors" / "emacs"
 WORKSPACE = HERE.parent / "workspaces" / "lsp_trace"
 SCRIPT = HERE / "emacs_install.el"
 SYSTEM_PATH = os.pathsep.join(("/usr/local/bin", "/usr/bin", "/bin"))
+# scaled inside run_editor (tests/clients/conftest.py), where it waits
 TIMEOUT = 180  # seconds (reference machine) for a whole Emacs run: a deadline, not a pace
 
 

@@ -26,6 +26,7 @@ HERE = Path(__file__).resolve().parent
 PLUGIN = HERE.parent.parent / "editors" / "nvim"
 WORKSPACE = HERE.parent / "workspaces" / "lsp_trace"
 SCRIPT = HERE / "nvim_install.lua"
+# scaled inside run_editor (tests/clients/conftest.py), where it waits
 TIMEOUT = 180  # seconds (reference machine) for a whole nvim run: a deadline, not a pace
 
 

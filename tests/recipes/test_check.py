@@ -613,7 +613,7 @@ def test_64_bit_needs_x64(tmp_path: Path, dtype: str) -> None:
         (
             "zzz = 1",
             "profiles.p.zzz: unknown key (expected one of: target, kind, device, seed, x64, python, init, "
-            "inputs, transform, rngs, mutable, method, load, dims, symbolic, devices, mesh, env, from)",
+            "inputs, transform, rngs, mutable, method, load, dims, symbolic, devices, mesh, topology, env, from)",
         ),
         ('kind = "torch"', 'profiles.p.kind: expected one of "function", "linen", "nnx", "equinox", got "torch"'),
         ('device = "gpu"', f'profiles.p.device: expected {CHOICES} (N a device number), got "gpu"'),

@@ -6,9 +6,21 @@ an edit's capture never waits behind the primes of a large trace. No JAX here: t
 from __future__ import annotations
 
 import socket
+from collections.abc import Iterator
 from typing import Any
 
+import pytest
+
+from jaxlsp.capture.worker.process import forkserver
 from jaxlsp.capture.worker.process.forkserver import ForkServer
+
+
+@pytest.fixture(autouse=True)
+def no_backend(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """This test process may have started an XLA backend (another test's capture, same worker):
+    the spare's own guard would then retire it; what is tested here is when priming stops."""
+    monkeypatch.setattr(forkserver, "_backends_initialised", lambda: False)
+    yield
 
 
 def _spare() -> tuple[ForkServer, socket.socket, list[int]]:
