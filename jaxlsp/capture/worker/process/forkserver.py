@@ -564,6 +564,11 @@ class ForkServer:
                     os.chdir(cwd)
             request = message["request"]
             request["resultFd"] = result_fd
+            if request.get("snapshotOnly"):
+                # The server's background request: the user's own captures go first. Here, in the
+                # child that exits after it, never in a process that outlives the capture.
+                with contextlib.suppress(OSError, AttributeError):
+                    os.nice(10)
             if self.exiting is not None:
                 self.exiting()
             try:

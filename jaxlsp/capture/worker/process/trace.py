@@ -156,9 +156,6 @@ def trace_target(
         # warm spare's captures, never past a jaxtyping check, which must see the constructor run.
         snapshots = jax_ready and not concrete and (check is None or not check.checked)
         snapshot_only = bool(request.get("snapshotOnly")) and snapshots
-        if snapshot_only:
-            with contextlib.suppress(OSError, AttributeError):
-                os.nice(10)  # the server's background request: the user's own captures go first
 
         outputs: dict[Any, Any] = {}  # the initialisers' abstract outputs, for every hinted attempt
         # library initialisers' outputs the last capture of this target met (hints.stable_key)

@@ -4,6 +4,7 @@ after any other; either way the graph is the one a capture without a snapshot ma
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -150,6 +151,16 @@ def test_an_nnx_init_is_kept_across_an_edit_it_never_ran(workspace: Path, edit: 
         assert again["structure"] == snapshot and "snapshotWanted" not in again  # carried on
     else:
         assert again.get("structure") is None and again.get("snapshotWanted") is True  # to be made anew
+
+
+def test_a_background_snapshot_leaves_the_calling_process_at_its_priority(workspace: Path) -> None:
+    """The server's background snapshot runs at a lower priority in the fork server's child, which
+    exits after it; an in-process capture must not lower the priority of the process that called it
+    (a test worker stayed niced for the rest of the suite)."""
+    (workspace / "model.py").write_text(NNX_MODEL)
+    before = os.nice(0)
+    assert _snapshot(workspace) is not None
+    assert os.nice(0) == before
 
 
 def test_an_equinox_init_is_kept_across_an_edit_of_its_call(workspace: Path) -> None:
