@@ -360,8 +360,9 @@ def run_definitions(body: list[ast.stmt], path: str, namespace: dict[str, Any]) 
     skipped in turn.
     """
     skipped: dict[str, int] = {}
+    flags = future_flags(body)  # each statement compiles alone: the file's ``from __future__`` still holds
     for stmt in body:
-        code = compile(ast.Module(body=[stmt], type_ignores=[]), path, "exec", dont_inherit=True)
+        code = compile(ast.Module(body=[stmt], type_ignores=[]), path, "exec", flags=flags, dont_inherit=True)
         try:
             exec(code, namespace)
         except ImportError as exc:  # a package not installed, or a name a newer version removed
@@ -375,6 +376,20 @@ def run_definitions(body: list[ast.stmt], path: str, namespace: dict[str, Any]) 
             for name in assigned_names(stmt):
                 skipped.setdefault(name, stmt.lineno)
     return skipped
+
+
+def future_flags(body: list[ast.stmt]) -> int:
+    """The compiler flags of the module's ``from __future__`` imports (``annotations``: an annotation
+    that names what the load skipped, ``F = TypeVar(...)``, is never evaluated)."""
+    import __future__
+
+    flags = 0
+    for stmt in body:
+        if isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__":
+            for alias in stmt.names:
+                feature = getattr(__future__, alias.name, None)
+                flags |= int(getattr(feature, "compiler_flag", 0))
+    return flags
 
 
 def assigned_names(stmt: ast.stmt) -> list[str]:

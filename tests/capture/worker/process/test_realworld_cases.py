@@ -254,3 +254,12 @@ def test_an_nnx_train_step_updates_model_and_optimizer_in_place(run_capture: Run
     assert any(label.startswith("args/1/") and "l1/kernel" in label for label in outputs)
     scopes = {n["scope"] for n in graph["nodes"] if n["primitive"] == "dot_general"}
     assert {"l1", "l2"} <= scopes
+
+
+def test_definitions_load_keeps_the_files_future_annotations(run_capture: Run) -> None:
+    """Each kept statement is compiled alone: ``from __future__ import annotations`` must still hold
+    for the definitions after it, or ``def f(a: F)`` evaluates ``F``, whose TypeVar call the load
+    skipped (17 of tinygp's solver functions were never live)."""
+    req = request("typed_ops.py", "shift", array(4, 2), load="definitions", kind="function")
+    graph = _checked(run_capture(req))
+    assert _shape(graph, graph["outputs"][0]) == [4, 2]
