@@ -55,7 +55,8 @@ def _same_file(a: str, b: str) -> bool:
 
 def setup_sys_path(target_path: str, workspace_root: str, site_folders: list[str] | None = None) -> None:
     """The target's folder first, then ``site_folders`` (where the call site the inputs came from
-    imports from: a test file's folder, as pytest puts it there), and the workspace root last."""
+    imports from: a test file's folder, as pytest puts it there), then the workspace root and its
+    ``src`` folder last."""
     folder = os.path.dirname(os.path.abspath(target_path))
     root = os.path.abspath(workspace_root) if workspace_root else ""
     extra = [os.path.abspath(f) for f in site_folders or [] if os.path.abspath(f) not in (folder, root)]
@@ -65,6 +66,11 @@ def setup_sys_path(target_path: str, workspace_root: str, site_folders: list[str
     sys.path[0:0] = [folder, *dict.fromkeys(extra)]
     if root:
         sys.path.append(root)
+        src = os.path.join(root, "src")
+        if os.path.isdir(src) and src not in sys.path:
+            # a src layout's package (src/tinygp), where an editable install or pytest's
+            # ``pythonpath`` puts it: a test file's target imports it; an installed one still wins
+            sys.path.append(src)
 
 
 def _drop_user_path_inside(root: str) -> None:

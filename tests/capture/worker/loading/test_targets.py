@@ -273,3 +273,23 @@ def test_sources_hold_every_workspace_module_and_file_the_capture_read(run_captu
     assert graph["sources"]["cfg.py"] == hashlib.sha256(b"WIDTH = 3\n").hexdigest()
     for name in ("cfg", "layers", "layers.act", "model"):
         sys.modules.pop(name, None)
+
+
+def test_a_test_files_target_imports_the_src_layouts_package(run_capture: Run, tmp_path: Any) -> None:
+    """A target defined in a test file of a src-layout repository (tinygp's tests import
+    ``tinygp`` from ``src/tinygp``) imports its package as pytest and an editable install find it:
+    ``src`` is searched after the workspace root, and an installed package still wins."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'srcpkg'\n")
+    (tmp_path / "src" / "srcpkg").mkdir(parents=True)
+    (tmp_path / "src" / "srcpkg" / "__init__.py").write_text("WIDTH = 3\n")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_helper.py").write_text(
+        "import jax.numpy as jnp\nfrom srcpkg import WIDTH\n\n\ndef widened(x):\n    return jnp.tile(x, WIDTH)\n"
+    )
+    try:
+        graph = graph_of(run_capture(request("tests/test_helper.py", "widened", array(4), workspace=tmp_path)))
+    finally:
+        for name in ("srcpkg", "test_helper"):
+            sys.modules.pop(name, None)
+    assert graph["outputs"]
+    assert "src/srcpkg/__init__.py" in graph["sources"]
