@@ -121,3 +121,28 @@ def test_learn_runs_the_tests_of_a_src_layout_package_that_is_not_installed(tmp_
     report = json.loads(learned.stdout)
     assert report["failures"] == [], report["failures"]
     assert report["targets"] == ["src/kernels/gram.py::gram"]
+
+
+def test_learn_records_a_helper_defined_in_a_test_file_which_then_traces(tmp_path: Path, cache: Path) -> None:
+    """pytest imports a test file with its assertion-rewriting loader, which the signature hooks
+    did not reach: a helper defined in the test file and called by its test (tinygp's
+    ``direct_covariance``) was never learned. Its trace then imports the src layout's package."""
+    root = tmp_path / "srcpkg"
+    (root / "src" / "kernels").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "pyproject.toml").write_text("[project]\nname = 'kernels'\n")
+    (root / "src" / "kernels" / "__init__.py").write_text("WIDTH = 3\n")
+    (root / "tests" / "test_fused.py").write_text(
+        "import jax.numpy as jnp\nfrom kernels import WIDTH\n\n\n"
+        "def fused(x, scale):\n    return jnp.tanh(jnp.tile(x, WIDTH)) * scale\n\n\n"
+        "def test_fused():\n    assert fused(jnp.ones((4, 2)), 2.0).shape == (4, 6)\n"
+    )
+    learned = run(["learn", "--json", "--idle", "3"], cwd=root)
+    assert learned.returncode == 0, learned.stderr
+    report = json.loads(learned.stdout)
+    assert report["failures"] == [], report["failures"]
+    assert "tests/test_fused.py::fused" in report["targets"]
+    traced = run(["trace", "tests/test_fused.py::fused", "-o", "fused.json"], cwd=root)
+    assert traced.returncode == 0, traced.stderr
+    assert "inputs from a learned call at tests/test_fused.py:10 (learned)" in traced.stdout.splitlines()
+    assert _output_shapes(root / "fused.json") == [[4, 6]]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
 import importlib
 import importlib.machinery
 import importlib.util
@@ -20,6 +21,7 @@ import types
 from typing import Any, Protocol
 
 from jaxlsp.capture.worker.core.failures import CaptureError, Workspace
+from jaxlsp.capture.worker.examples import signatures
 
 HOOK_NAME = "__jaxlsp_first_call__"
 
@@ -517,7 +519,9 @@ def _run_pytest(example: dict[str, Any], hook: Watched, root: str) -> tuple[str,
     ]
     if importlib.util.find_spec("xdist") is not None:
         args += ["-p", "no:xdist"]
-    status = pytest.main(args, plugins=[reporter])
+    recorder = signatures.CURRENT
+    with recorder.pytest_files() if recorder is not None else contextlib.nullcontext():
+        status = pytest.main(args, plugins=[reporter])
     if reporter.failures:
         node, phase, exc, text = reporter.failures[0]
         where = f" ({phase} of {node})" if phase != "call" else ""

@@ -30,7 +30,7 @@ import os
 import sys
 import threading
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from jaxlsp.capture.worker.core.failures import Workspace, installed
@@ -88,15 +88,20 @@ class Recorder:
             and os.sep + os.path.join("jaxlsp", "capture", "worker") + os.sep not in real
         )
 
-    def compile(self, source: bytes, path: str) -> types.CodeType | None:
+    def compile(
+        self, source: bytes, path: str, rewrite: Callable[[ast.Module], None] | None = None
+    ) -> types.CodeType | None:
         """``source`` compiled with the hooks, or None when it has no target to hook (or cannot
-        be parsed here: the loader's own compile then says why, as it would have)."""
+        be parsed here: the loader's own compile then says why, as it would have). ``rewrite``:
+        what the file's own loader does to its tree first (pytest's assertion rewriting)."""
         if len(source) > _MAX_FILE_BYTES:
             return None
         try:
             tree = ast.parse(source, filename=path)
         except (SyntaxError, ValueError):
             return None
+        if rewrite is not None:
+            rewrite(tree)
         real = os.path.realpath(path)
         if not self._instrument(tree, real):
             return None
@@ -163,6 +168,42 @@ class Recorder:
             # Modules compiled with hooks may outlive the capture in a process that goes on (an
             # in-process capture): their hooks then call a no-op, never a missing name.
             setattr(builtins, HOOK_NAME, _quiet)
+
+    @contextlib.contextmanager
+    def pytest_files(self) -> Iterator[None]:
+        """Test files and ``conftest.py`` compiled with the hooks as well while pytest runs: pytest
+        imports them with its own assertion-rewriting loader, not a ``SourceFileLoader``, so a
+        target defined in a test file (a helper, a small module) was never recorded."""
+        try:
+            from _pytest.assertion import rewrite as pytest_rewrite
+        except ImportError:
+            yield
+            return
+        hook_class = pytest_rewrite.AssertionRewritingHook
+        original = hook_class.exec_module
+        recorder = self
+
+        def exec_module(loader: Any, module: types.ModuleType) -> None:
+            spec = module.__spec__
+            origin = spec.origin if spec is not None else None
+            if origin and recorder.wants(origin):
+                config = getattr(loader, "config", None)
+                with contextlib.suppress(OSError):
+                    with open(origin, "rb") as f:
+                        source = f.read()
+                    code = recorder.compile(
+                        source, origin, lambda tree: pytest_rewrite.rewrite_asserts(tree, source, origin, config)
+                    )
+                    if code is not None:
+                        exec(code, module.__dict__)
+                        return
+            original(loader, module)
+
+        hook_class.exec_module = exec_module  # type: ignore[method-assign,assignment]
+        try:
+            yield
+        finally:
+            hook_class.exec_module = original  # type: ignore[method-assign]
 
     # -- the hook ----------------------------------------------------------------------------
     def __call__(self, token: int, index: int, what: str) -> None:
