@@ -16,10 +16,12 @@ import functools
 import inspect
 import math
 import sys
+from collections.abc import Callable
 from typing import Any
 
 _RECIPE_DTYPES = frozenset({
-    "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool", "complex64",
+    "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+    "bool", "complex64",
 })  # fmt: skip
 _WIDE = frozenset({"float64", "int64"})
 _FILLED_BY_WORKER = {"nnx": "rngs", "equinox": "key"}
@@ -32,10 +34,15 @@ class NotExpressible(Exception):
     """A value a recipe cannot spell."""
 
 
+#: the abstract constructor arguments an example run saw a module made with, or None
+Constructed = Callable[[Any], "tuple[list[Any], dict[str, Any]] | None"]
+
+
 class Converter:
-    def __init__(self, target_path: str, target_module: str) -> None:
+    def __init__(self, target_path: str, target_module: str, constructed: Constructed | None = None) -> None:
         self.target_path = target_path
         self.target_module = target_module
+        self.constructed = constructed
         self.wide = False
 
     def call(self, args: list[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -77,6 +84,8 @@ class Converter:
             return {"ref": self.ref(value)}
         if _is_linen(value):
             return {"ref": self.ref(type(value)), "kwargs": self.linen_fields(value, depth + 1)}
+        if _is_equinox(value):
+            return self.equinox(value, depth + 1)
         if _is_config(value):
             # A field left at its default is left out, as a Linen field is: the constructor
             # makes it again (a config's initialisers are closures no recipe can name)
@@ -130,6 +139,19 @@ class Converter:
                     return f"{home}:{name}"
         return f"{module}:{qual}"
 
+    def equinox(self, module: Any, depth: int) -> dict[str, Any]:
+        """An Equinox module passed as a value (a kernel given to a combinator, a field made by a
+        ``default_factory``) as its class called with the arguments it was made with: those the
+        run saw its ``__init__`` take, or, for a dataclass ``__init__``, its fields."""
+        cls = type(module)
+        args, kwargs = equinox_arguments(module, self.constructed(module) if self.constructed else None, None)
+        out: dict[str, Any] = {"ref": self.ref(cls)}
+        if args or not kwargs:  # ``args = []`` when none: a ref with neither is the class, not a call
+            out["args"] = [self.spec(a, depth + 1) for a in args]
+        if kwargs:
+            out["kwargs"] = {str(k): self.spec(v, depth + 1) for k, v in kwargs.items()}
+        return out
+
     def linen_fields(self, module: Any, depth: int = 0) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for f in dataclasses.fields(module):
@@ -150,6 +172,33 @@ def _at_default(obj: Any, f: dataclasses.Field[Any]) -> bool:
         return value is f.default or (type(value) is type(f.default) and bool(value == f.default))
     except Exception:
         return False
+
+
+def equinox_arguments(
+    module: Any, made: tuple[list[Any], dict[str, Any]] | None, skip: str | None
+) -> tuple[list[Any], dict[str, Any]]:
+    """The arguments that make ``module`` again: ``made`` (what its ``__init__`` was seen to take)
+    by name, or its fields when its ``__init__`` is the one the dataclass wrote (fields at their
+    plain default left out); ``skip``: the argument the worker fills itself."""
+    cls = type(module)
+    if made is not None:
+        return _bound_init(cls, made[0], made[1], skip)
+    if dataclasses.is_dataclass(module) and _generated_init(cls):
+        fields = [f for f in dataclasses.fields(module) if f.init and f.name != skip and not _at_default(module, f)]
+        return [], {f.name: getattr(module, f.name) for f in fields}
+    raise NotExpressible(f"the arguments {cls.__qualname__} was made with were not seen")
+
+
+def _generated_init(cls: type) -> bool:
+    """Whether ``cls.__init__`` is the one ``dataclasses`` wrote (its fields are its parameters),
+    not one the class (or a base) defines."""
+    code = getattr(getattr(cls, "__init__", None), "__code__", None)
+    return code is not None and code.co_filename == "<string>"
+
+
+def _is_equinox(value: Any) -> bool:
+    eqx = sys.modules.get("equinox")
+    return eqx is not None and isinstance(value, eqx.Module)
 
 
 def _is_array(value: Any) -> bool:
@@ -218,11 +267,13 @@ def profile_table(
     profile: dict[str, Any],
     target_path: str,
     target_name: str,
+    constructed: Constructed | None = None,
 ) -> dict[str, Any] | None:
-    """The ``[profiles.NAME]`` table (without ``target``) for the call, or None."""
+    """The ``[profiles.NAME]`` table (without ``target``) for the call, or None. ``constructed``:
+    what the run saw a module passed as a value made with (an Equinox kernel given to a combinator)."""
     from jaxlsp.capture.worker.loading.loading import module_name_for
 
-    conv = Converter(target_path, module_name_for(target_path)[0])
+    conv = Converter(target_path, module_name_for(target_path)[0], constructed)
     table: dict[str, Any] = {"kind": kind}
     try:
         if kind == "linen":
@@ -233,11 +284,8 @@ def profile_table(
             skip = _FILLED_BY_WORKER[kind]
             if init is not None:
                 init_args, init_kwargs = _bound_init(type(obj), init[0], init[1], skip)
-            elif kind == "equinox" and dataclasses.is_dataclass(obj):
-                init_args = []
-                init_kwargs = {
-                    f.name: getattr(obj, f.name) for f in dataclasses.fields(obj) if f.init and f.name != skip
-                }
+            elif kind == "equinox":
+                init_args, init_kwargs = equinox_arguments(obj, None, skip)
             else:
                 return None  # an instance whose constructor arguments were not seen
             made = conv.call(init_args, init_kwargs)

@@ -336,7 +336,9 @@ class Recorder:
                 return False
             call_args, call_kwargs = _without_defaults(obj, list(args), dict(kwargs), False)
         call_args, call_kwargs = abstract(call_args), abstract(call_kwargs)
-        table = learned.profile_table(kind, obj, init, call_args, call_kwargs, profile, site.path, site.name)
+        table = learned.profile_table(
+            kind, obj, init, call_args, call_kwargs, profile, site.path, site.name, self._constructed
+        )
         if table is None:
             if not site.is_class:
                 self._give_up(index)

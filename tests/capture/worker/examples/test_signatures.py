@@ -234,3 +234,91 @@ def test_a_config_dataclass_left_at_its_callable_defaults_is_recorded(run_captur
     mlp = next(s for s in taught.get("signatures", []) if s["name"] == "Mlp")
     assert mlp["table"]["init"] == {"kwargs": {"cfg": {"ref": "cfgmod:Cfg", "kwargs": {"width": 8}}}}
     assert mlp["table"]["inputs"] == {"args": [{"kind": "array", "shape": [2, 4]}]}
+
+
+KERNELS = """\
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+
+class L1(eqx.Module):
+    def distance(self, x, y):
+        return jnp.abs(x - y).sum(-1)
+
+
+class Kernel(eqx.Module):
+    def __call__(self, x, y):
+        return self.evaluate(x, y)
+
+
+class Exp(Kernel):
+    scale: jax.Array | float = eqx.field(default_factory=lambda: jnp.ones(()))
+    distance: L1 = eqx.field(default_factory=L1)
+
+    def evaluate(self, x, y):
+        return jnp.exp(-self.distance.distance(x, y) / self.scale)
+
+
+class Projected(Kernel):
+    weight: jax.Array
+
+    def __init__(self, width, key):
+        self.weight = jax.random.normal(key, (width, 2))
+
+    def evaluate(self, x, y):
+        return (x @ self.weight) @ (y @ self.weight).T
+
+
+class Sum(Kernel):
+    first: Kernel
+    second: Kernel
+
+    def evaluate(self, x, y):
+        return self.first.evaluate(x, y) + self.second.evaluate(x, y)
+
+
+def gram(x):
+    both = Sum(Exp(), Projected(3, jax.random.key(0)))
+    return both(x, x) + Exp()(x, x)
+"""
+
+
+def test_equinox_modules_given_as_values_are_written_as_their_constructor_calls(
+    run_capture: Capture, tmp_path: Path
+) -> None:
+    """tinygp's kernels: a field made by a ``default_factory`` (``distance = L1()``) and kernels
+    given to a combinator (``Sum(Exp(), Projected(...))``) are Equinox modules passed as values.
+    Each is written as its class called with what made it (a dataclass ``__init__``'s fields, or
+    what a hooked ``__init__`` was seen to take); before, no such target was recorded, and the
+    profile traces the target as the parent's call did."""
+    from jaxlsp.recipes import Resolved, resolve_table
+
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'eqkern'\n")
+    (tmp_path / "eqkern.py").write_text(KERNELS)
+    try:
+        taught = run_capture({**request("eqkern.py", "gram", array(5, 3), workspace=tmp_path), "signatures": True})
+        assert taught["ok"], taught.get("error")
+        found = {s["name"]: s for s in taught.get("signatures", [])}
+        exp = found["Exp"]["table"]
+        assert exp["init"] == {
+            "kwargs": {"scale": {"kind": "array", "shape": []}, "distance": {"ref": "eqkern:L1", "args": []}}
+        }
+        first, second = (found["Sum"]["table"]["init"]["kwargs"][k] for k in ("first", "second"))
+        assert first["ref"] == "eqkern:Exp" and first["kwargs"] == exp["init"]["kwargs"]
+        assert second == {"ref": "eqkern:Projected", "kwargs": {"width": 3, "key": {"kind": "key"}}}
+        for name, shape in (("Exp", [5]), ("Sum", [5, 5])):
+            table = {"target": f"eqkern.py::{name}", **found[name]["table"]}
+            resolved = resolve_table("learned", table, tmp_path)
+            assert isinstance(resolved, Resolved), resolved
+            req = {
+                "target": {"path": str(tmp_path / "eqkern.py"), "name": name},
+                "profile": resolved.profile,
+                "workspaceRoot": str(tmp_path),
+                "resultFd": -1,
+            }
+            graph = graph_of(run_capture(req))
+            shapes = {v["id"]: v["shape"] for v in graph["values"]}
+            assert [shapes[o["value"]] for o in graph["outputs"]] == [shape]
+    finally:
+        sys.modules.pop("eqkern", None)
