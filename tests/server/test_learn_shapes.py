@@ -17,7 +17,7 @@ from lsprotocol import types
 
 from tests import deadlines
 from tests.server.conftest import SERVER_ENV, JaxClient, initialize_params
-from tests.server.test_live import CONFIG, hover, line_of, settled, state
+from tests.server.test_live import CONFIG, TRACE_WAIT, hover, line_of, save, settled, state
 
 WORKSPACE = Path(__file__).resolve().parents[1] / "workspaces" / "signatures"
 
@@ -70,3 +70,36 @@ async def test_one_learn_gives_every_nested_target_live_shapes(learner: JaxClien
     assert cli.returncode == 0, cli.stderr
     assert "inputs from a learned call at tinylm/layers.py:53 (learned)" in cli.stdout.splitlines()
     assert not list(client.workspace.rglob("*.json"))  # nothing was written into the workspace
+
+
+async def test_a_save_inside_a_nested_module_re_traces_it_and_its_caller_shows_the_new_shape(
+    learner: JaxClient,
+) -> None:
+    """After one learn, an edit inside ``Attention`` (which only ``Block`` calls) re-traces it on
+    its learned call with no click, and the caller that no longer fits its new output shape says
+    so at its own line: the shape error shows where ``Attention`` is called."""
+    client = learner
+    uri = client.open("tinylm/layers.py")
+    await client.within(
+        client.workspace_execute_command_async(types.ExecuteCommandParams("jaxlsp.learnShapes", [{}])), 600
+    )
+    first = await settled(client, "Attention")
+    assert (await settled(client, "Block"))["state"] == "fresh"
+    text = (client.workspace / "tinylm/layers.py").read_text()
+    old = ".reshape(x.shape)"
+    assert text.count(old) == 1
+    save(client, "tinylm/layers.py", text.replace(old, ".reshape(x.shape[:-1] + (x.shape[-1] // 2, 2))"))
+
+    again = await settled(client, "Attention", after=first["traceId"])
+    assert again["state"] == "fresh"  # its own trace, on the inputs Block gave it
+    returned = line_of(client, "tinylm/layers.py", 'return jnp.einsum("bhts')
+    assert "f32[2,8,8,2]" in await hover(client, "tinylm/layers.py", returned)
+    assert (await settled(client, "Block", ("failed",)))["state"] == "failed"
+    caller = line_of(client, "tinylm/layers.py", "x = x + Attention(self.config)")
+    await client.wait_until(
+        lambda: any(d.source == "jaxlsp" and d.range.start.line == caller for d in client.diagnostics.get(uri, [])),
+        TRACE_WAIT,
+    )
+    (shown,) = [d for d in client.diagnostics[uri] if d.source == "jaxlsp" and d.range.start.line == caller]
+    assert shown.severity == types.DiagnosticSeverity.Error
+    assert "8, 8, 2" in shown.message or "(2, 8, 16)" in shown.message, shown.message
