@@ -278,14 +278,16 @@ def measure(
         # The audit runs every test file under a trace function (minutes): --calls-cache keeps its
         # answer, which depends on the repository alone, for the next run.
         kept = calls_cache / f"{root.name}.json" if calls_cache is not None else None
+        # Kept relative to the root: the same repository checked out elsewhere reads it too.
         if kept is not None and kept.exists():
             reached = json.loads(kept.read_text())
-            reached["called"] = set(reached["called"])
+            reached["called"] = {str(root / k) if not os.path.isabs(k) else k for k in reached["called"]}
         else:
             reached = calls(root, targets, budget)
             if kept is not None:
                 kept.parent.mkdir(parents=True, exist_ok=True)
-                kept.write_text(json.dumps({**reached, "called": sorted(reached["called"])}))
+                relative = sorted(os.path.relpath(k, root) for k in reached["called"])
+                kept.write_text(json.dumps({**reached, "called": relative}))
     tests = {target_key(t) for t in targets if _is_test(t)}  # pytest's entry points: not counted
     called = reached["called"] - tests if reached is not None else set()
     texts = {file: Path(file).read_text(encoding="utf-8", errors="replace").splitlines() for file in files}

@@ -134,15 +134,19 @@ def test_learn_records_a_helper_defined_in_a_test_file_which_then_traces(tmp_pat
     (root / "src" / "kernels" / "__init__.py").write_text("WIDTH = 3\n")
     (root / "tests" / "test_fused.py").write_text(
         "import jax.numpy as jnp\nfrom kernels import WIDTH\n\n\n"
+        "import pytest\n\n\n"
         "def fused(x, scale):\n    return jnp.tanh(jnp.tile(x, WIDTH)) * scale\n\n\n"
-        "def test_fused():\n    assert fused(jnp.ones((4, 2)), 2.0).shape == (4, 6)\n"
+        "@pytest.fixture\ndef data():\n    return jnp.ones((4, 2))\n\n\n"
+        "def test_fused(data):\n    assert fused(data, 2.0).shape == (4, 6)\n    assert jnp.all(data == 1)\n"
     )
     learned = run(["learn", "--json", "--idle", "3"], cwd=root)
     assert learned.returncode == 0, learned.stderr
     report = json.loads(learned.stdout)
     assert report["failures"] == [], report["failures"]
     assert "tests/test_fused.py::fused" in report["targets"]
+    # the test function itself is pytest's to call, with its fixtures: never a learned target
+    assert "tests/test_fused.py::test_fused" not in report["targets"]
     traced = run(["trace", "tests/test_fused.py::fused", "-o", "fused.json"], cwd=root)
     assert traced.returncode == 0, traced.stderr
-    assert "inputs from a learned call at tests/test_fused.py:10 (learned)" in traced.stdout.splitlines()
+    assert "inputs from a learned call at tests/test_fused.py:18 (learned)" in traced.stdout.splitlines()
     assert _output_shapes(root / "fused.json") == [[4, 6]]

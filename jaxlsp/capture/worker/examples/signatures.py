@@ -110,8 +110,11 @@ class Recorder:
 
     def _instrument(self, tree: ast.Module, real: str) -> bool:
         hooked = False
+        tests = _is_test_file(real)
         for stmt in tree.body:
             if isinstance(stmt, ast.FunctionDef):
+                if tests and (stmt.name.startswith("test") or _is_fixture(stmt)):
+                    continue  # pytest calls it with fixtures: the test's own call is not the program's
                 hooked = self._hook(stmt, real, stmt.name, False, "call") or hooked
             elif isinstance(stmt, ast.ClassDef):
                 for inner in stmt.body:
@@ -404,6 +407,22 @@ def _defined_in(cls: type) -> str | None:
     module = sys.modules.get(cls.__module__)
     file = getattr(module, "__file__", None)
     return os.path.realpath(file) if isinstance(file, str) else None
+
+
+def _is_test_file(path: str) -> bool:
+    """A file pytest collects tests from by default, or a ``conftest.py``."""
+    name = os.path.basename(path)
+    return name == "conftest.py" or ((name.startswith("test_") or name.endswith("_test.py")) and name.endswith(".py"))
+
+
+def _is_fixture(fn: ast.FunctionDef) -> bool:
+    """``@pytest.fixture`` / ``@fixture(...)``: pytest's to call."""
+    for decorator in fn.decorator_list:
+        node = decorator.func if isinstance(decorator, ast.Call) else decorator
+        name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+        if name == "fixture":
+            return True
+    return False
 
 
 def _is_generator(fn: ast.FunctionDef) -> bool:
