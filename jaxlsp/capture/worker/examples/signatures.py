@@ -27,6 +27,7 @@ import contextlib
 import hashlib
 import importlib.machinery
 import os
+import pathlib
 import sys
 import threading
 import types
@@ -198,6 +199,8 @@ class Recorder:
                         source, origin, lambda tree: pytest_rewrite.rewrite_asserts(tree, source, origin, config)
                     )
                     if code is not None:
+                        with contextlib.suppress(Exception):  # as pytest notes a file it rewrote
+                            loader._rewritten_names[module.__name__] = pathlib.Path(origin)
                         exec(code, module.__dict__)
                         return
             original(loader, module)
