@@ -86,6 +86,8 @@ class Converter:
             return {"ref": self.ref(type(value)), "kwargs": self.linen_fields(value, depth + 1)}
         if _is_equinox(value):
             return self.equinox(value, depth + 1)
+        if _is_nnx(value):
+            return self.nnx(value, depth + 1)
         if _is_config(value):
             # A field left at its default is left out, as a Linen field is: the constructor
             # makes it again (a config's initialisers are closures no recipe can name)
@@ -152,6 +154,27 @@ class Converter:
             out["kwargs"] = {str(k): self.spec(v, depth + 1) for k, v in kwargs.items()}
         return out
 
+    def nnx(self, value: Any, depth: int) -> dict[str, Any]:
+        """An NNX module passed as a value (a model given to an evaluation helper) as its class
+        called with what the run saw its ``__init__`` take; its ``nnx.Rngs`` as a fresh one with
+        the same streams (the shapes do not depend on the seeds)."""
+        cls = type(value)
+        if _nnx_class(value, "Rngs"):
+            streams = sorted(k for k, v in vars(value).items() if type(v).__name__ == "RngStream")
+            if streams == ["default"]:
+                return {"ref": "flax.nnx:Rngs", "args": [0]}
+            return {"ref": "flax.nnx:Rngs", "kwargs": {k: i for i, k in enumerate(streams)}}
+        made = self.constructed(value) if self.constructed else None
+        if made is None:
+            raise NotExpressible(f"the arguments {cls.__qualname__} was made with were not seen")
+        args, kwargs = _bound_init(cls, made[0], made[1], None)
+        out: dict[str, Any] = {"ref": self.ref(cls)}
+        if args or not kwargs:
+            out["args"] = [self.spec(a, depth + 1) for a in args]
+        if kwargs:
+            out["kwargs"] = {str(k): self.spec(v, depth + 1) for k, v in kwargs.items()}
+        return out
+
     def linen_fields(self, module: Any, depth: int = 0) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for f in dataclasses.fields(module):
@@ -199,6 +222,17 @@ def _generated_init(cls: type) -> bool:
 def _is_equinox(value: Any) -> bool:
     eqx = sys.modules.get("equinox")
     return eqx is not None and isinstance(value, eqx.Module)
+
+
+def _is_nnx(value: Any) -> bool:
+    """An NNX module, or the ``nnx.Rngs`` one is made with."""
+    return _nnx_class(value, "Module") or _nnx_class(value, "Rngs")
+
+
+def _nnx_class(value: Any, name: str) -> bool:
+    nnx = sys.modules.get("flax.nnx")
+    cls = getattr(nnx, name, None) if nnx is not None else None
+    return isinstance(cls, type) and isinstance(value, cls)
 
 
 def _is_array(value: Any) -> bool:

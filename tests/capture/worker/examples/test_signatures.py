@@ -322,3 +322,49 @@ def test_equinox_modules_given_as_values_are_written_as_their_constructor_calls(
             assert [shapes[o["value"]] for o in graph["outputs"]] == [shape]
     finally:
         sys.modules.pop("eqkern", None)
+
+
+def test_an_nnx_model_given_to_a_helper_is_written_as_its_constructor_call(
+    run_capture: Capture, tmp_path: Path
+) -> None:
+    """jaxKAN's ``model_eval(model, x)``: an NNX model passed to a helper is written as its class
+    called with the arguments its ``__init__`` took, its ``nnx.Rngs`` as a fresh one with the same
+    streams; before, the helper was never recorded ("a model passed as an argument")."""
+    from jaxlsp.recipes import Resolved, resolve_table
+
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'nnxeval'\n")
+    (tmp_path / "nnxeval.py").write_text(
+        "import jax\nfrom flax import nnx\n\n\n"
+        "class Layer(nnx.Module):\n"
+        "    def __init__(self, din, dout, *, rngs):\n"
+        "        self.linear = nnx.Linear(din, dout, rngs=rngs)\n"
+        "        self.drop = nnx.Dropout(0.1, rngs=rngs)\n\n"
+        "    def __call__(self, x):\n"
+        "        return self.drop(jax.nn.relu(self.linear(x)))\n\n\n"
+        "def evaluate(model, x):\n"
+        "    return model(x).sum(-1)\n\n\n"
+        "def run(x):\n"
+        "    return evaluate(Layer(4, 8, rngs=nnx.Rngs(params=0, dropout=1)), x)\n"
+    )
+    try:
+        taught = run_capture({**request("nnxeval.py", "run", array(5, 4), workspace=tmp_path), "signatures": True})
+        assert taught["ok"], taught.get("error")
+        found = {s["name"]: s for s in taught.get("signatures", [])}
+        model = found["evaluate"]["table"]["inputs"]["args"][0]
+        rngs = {"ref": "flax.nnx:Rngs", "kwargs": {"dropout": 0, "params": 1}}  # the streams, not the seeds
+        assert model == {"ref": "nnxeval:Layer", "kwargs": {"din": 4, "dout": 8, "rngs": rngs}}
+        table = {"target": "nnxeval.py::evaluate", **found["evaluate"]["table"]}
+        resolved = resolve_table("learned", table, tmp_path)
+        assert isinstance(resolved, Resolved), resolved
+        req = {
+            "target": {"path": str(tmp_path / "nnxeval.py"), "name": "evaluate"},
+            "profile": resolved.profile,
+            "workspaceRoot": str(tmp_path),
+            "resultFd": -1,
+        }
+        graph = graph_of(run_capture(req))
+        shapes = {v["id"]: v["shape"] for v in graph["values"]}
+        # the sum, then the dropout stream's count the call advanced (NNX state it updates)
+        assert [shapes[o["value"]] for o in graph["outputs"]] == [[5], []]
+    finally:
+        sys.modules.pop("nnxeval", None)
