@@ -145,14 +145,8 @@ class Converter:
         """An Equinox module passed as a value (a kernel given to a combinator, a field made by a
         ``default_factory``) as its class called with the arguments it was made with: those the
         run saw its ``__init__`` take, or, for a dataclass ``__init__``, its fields."""
-        cls = type(module)
         args, kwargs = equinox_arguments(module, self.constructed(module) if self.constructed else None, None)
-        out: dict[str, Any] = {"ref": self.ref(cls)}
-        if args or not kwargs:  # ``args = []`` when none: a ref with neither is the class, not a call
-            out["args"] = [self.spec(a, depth + 1) for a in args]
-        if kwargs:
-            out["kwargs"] = {str(k): self.spec(v, depth + 1) for k, v in kwargs.items()}
-        return out
+        return self.called(type(module), args, kwargs, depth)
 
     def nnx(self, value: Any, depth: int) -> dict[str, Any]:
         """An NNX module passed as a value (a model given to an evaluation helper) as its class
@@ -167,9 +161,12 @@ class Converter:
         made = self.constructed(value) if self.constructed else None
         if made is None:
             raise NotExpressible(f"the arguments {cls.__qualname__} was made with were not seen")
-        args, kwargs = _bound_init(cls, made[0], made[1], None)
+        return self.called(cls, *_bound_init(cls, made[0], made[1], None), depth)
+
+    def called(self, cls: type, args: list[Any], kwargs: dict[str, Any], depth: int) -> dict[str, Any]:
+        """``cls`` called with these arguments, as a ref spec."""
         out: dict[str, Any] = {"ref": self.ref(cls)}
-        if args or not kwargs:
+        if args or not kwargs:  # ``args = []`` when none: a ref with neither is the class, not a call
             out["args"] = [self.spec(a, depth + 1) for a in args]
         if kwargs:
             out["kwargs"] = {str(k): self.spec(v, depth + 1) for k, v in kwargs.items()}
