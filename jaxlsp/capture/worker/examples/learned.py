@@ -66,6 +66,11 @@ class Converter:
             return value
         if _is_array(value):
             return self.array(value)
+        if isinstance(value, tuple) and isinstance(getattr(type(value), "_fields", None), tuple):
+            # a NamedTuple (recurrentgemma's GriffinConfig, a cache): its class called with its
+            # fields, not a list, which has none of its attributes
+            names: tuple[str, ...] = getattr(type(value), "_fields")  # noqa: B009  (a NamedTuple's, untyped)
+            return self.called(type(value), [], {str(f): getattr(value, f) for f in names}, depth)
         if isinstance(value, list | tuple):
             return [self.spec(v, depth + 1) for v in value]
         if isinstance(value, dict):

@@ -368,3 +368,48 @@ def test_an_nnx_model_given_to_a_helper_is_written_as_its_constructor_call(
         assert [shapes[o["value"]] for o in graph["outputs"]] == [[5], []]
     finally:
         sys.modules.pop("nnxeval", None)
+
+
+def test_a_namedtuple_config_is_written_as_its_class(run_capture: Capture, tmp_path: Path) -> None:
+    """recurrentgemma's ``GriffinConfig`` is a NamedTuple: written as a list, the learned call
+    built a list that has no ``vocab_size`` and ``Griffin``'s trace failed where a static call
+    site had traced it; it is its class called with its fields."""
+    from jaxlsp.recipes import Resolved, resolve_table
+
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'ntcfg'\n")
+    (tmp_path / "ntcfg.py").write_text(
+        "from typing import NamedTuple\n\n"
+        "import flax.linen as nn\n\n\n"
+        "class Cfg(NamedTuple):\n"
+        "    width: int\n"
+        "    depth: int = 2\n\n\n"
+        "class Mlp(nn.Module):\n"
+        "    cfg: Cfg\n\n"
+        "    @nn.compact\n"
+        "    def __call__(self, x):\n"
+        "        for _ in range(self.cfg.depth):\n"
+        "            x = nn.Dense(self.cfg.width)(x)\n"
+        "        return x\n\n\n"
+        "class Model(nn.Module):\n"
+        "    @nn.compact\n"
+        "    def __call__(self, x):\n"
+        "        return Mlp(Cfg(width=8))(x)\n"
+    )
+    try:
+        taught = run_capture({**request("ntcfg.py", "Model", array(2, 4), workspace=tmp_path), "signatures": True})
+        assert taught["ok"], taught.get("error")
+        mlp = next(s for s in taught.get("signatures", []) if s["name"] == "Mlp")
+        assert mlp["table"]["init"] == {"kwargs": {"cfg": {"ref": "ntcfg:Cfg", "kwargs": {"width": 8, "depth": 2}}}}
+        resolved = resolve_table("learned", {"target": "ntcfg.py::Mlp", **mlp["table"]}, tmp_path)
+        assert isinstance(resolved, Resolved), resolved
+        req = {
+            "target": {"path": str(tmp_path / "ntcfg.py"), "name": "Mlp"},
+            "profile": resolved.profile,
+            "workspaceRoot": str(tmp_path),
+            "resultFd": -1,
+        }
+        graph = graph_of(run_capture(req))
+        shapes = {v["id"]: v["shape"] for v in graph["values"]}
+        assert [shapes[o["value"]] for o in graph["outputs"]] == [[2, 8]]
+    finally:
+        sys.modules.pop("ntcfg", None)
