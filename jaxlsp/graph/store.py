@@ -2,7 +2,8 @@
 
 A page lists one level of the hierarchy: the nodes directly in a group and its child groups,
 collapsed, in program order (a child group appears where its first node does). The store holds
-at most ``limit`` graphs; the oldest goes first.
+the ``limit`` newest graphs, and past them the newest graph of each target while all it holds
+stays within an equation budget: an older graph of a target goes first, then the oldest.
 """
 
 from __future__ import annotations
@@ -496,11 +497,19 @@ class Trace:
 
 
 class GraphStore:
-    """The ``limit`` most recent traces by id; ``listeners`` hear of each trace added."""
+    """Traces by id: the ``limit`` most recent, and past them the newest of each target (``uri``
+    and ``name``) while the kept graphs hold at most ``budget`` equations together and there are
+    at most ``targets`` of them. Live shapes trace every target of the open files, and a graph
+    that only made room for another target's re-trace took the shapes of the lines only it
+    covered (recurrentgemma: 29 live targets, 16 graphs kept, ``Griffin``'s lines went dark).
+    ``listeners`` hear of each trace added."""
 
-    def __init__(self, limit: int = 16) -> None:
+    def __init__(self, limit: int = 16, budget: int = 320_000, targets: int = 256) -> None:
         self.limit = limit
+        self.budget = budget
+        self.targets = targets
         self._traces: OrderedDict[str, Trace] = OrderedDict()
+        self._equations = 0  # of the kept traces
         self.listeners: list[Callable[[Trace], None]] = []
         self.update_listeners: list[Callable[[Trace], None]] = []  # a kept trace gained statistics
 
@@ -521,13 +530,31 @@ class GraphStore:
         return trace
 
     def keep(self, trace: Trace) -> Trace:
-        """Keep a trace made by :meth:`build` (the oldest goes past ``limit``); listeners hear of it."""
+        """Keep a trace made by :meth:`build` (past ``limit``, an older trace of a target goes
+        first, then the oldest once the budget is spent); listeners hear of it."""
         self._traces[trace.id] = trace
+        self._equations += trace.node_count
         while len(self._traces) > self.limit:
-            self._traces.popitem(last=False)
+            victim = self._superseded()
+            if victim is None:
+                if len(self._traces) <= self.targets and self._equations <= self.budget:
+                    break
+                victim = next(iter(self._traces))
+            self._equations -= self._traces.pop(victim).node_count
         for listener in self.listeners:
             listener(trace)
         return trace
+
+    def _superseded(self) -> str | None:
+        """The oldest kept trace of a target that has a newer one kept."""
+        seen: set[tuple[Any, Any]] = set()
+        oldest = None
+        for trace in reversed(self._traces.values()):
+            key = (trace.meta.get("uri"), trace.meta.get("name"))
+            if key in seen:
+                oldest = trace.id
+            seen.add(key)
+        return oldest
 
     def touch(self, trace: Trace) -> None:
         """``trace``'s graph changed in place (a values run added statistics): cached pages go."""

@@ -202,3 +202,32 @@ def test_a_kept_trace_holds_no_model_objects_and_a_few_bytes_an_equation() -> No
     assert sum(isinstance(o, (Node, Value)) for o in gc.get_objects()) == 0
     assert held / 20_000 <= 300, f"{held / 20_000:.0f} bytes per equation held"
     assert trace.node("n19999") is not None  # materialised on demand
+
+
+def _kept(store: GraphStore) -> list[str]:
+    return [f"{t.meta['name']}{t.meta['n']}" for t in reversed(store._traces.values())]
+
+
+def test_past_its_limit_the_store_keeps_the_newest_graph_of_each_target_within_its_budget() -> None:
+    """Live shapes trace every target of the open files: with more targets than the store's limit,
+    the oldest graph went though it was its target's only one, and the lines only it covered lost
+    their shapes. An older graph of a target goes first; then, past the budget, the oldest."""
+    graph = small_graph()
+    size = len(graph.nodes)
+    store = GraphStore(limit=2, budget=4 * size, targets=8)
+
+    def add(name: str, n: int) -> None:
+        store.add(graph, {"uri": f"file:///w/{name}.py", "name": name, "n": n})
+
+    for name in "abc":
+        add(name, 1)
+    assert _kept(store) == ["c1", "b1", "a1"]  # three targets, each its newest graph
+    add("a", 2)
+    assert _kept(store) == ["a2", "c1", "b1"]  # a1 was superseded: it went first
+    add("d", 1)
+    add("e", 1)  # five graphs would pass the budget of four graphs' equations: the oldest goes
+    assert _kept(store) == ["e1", "d1", "a2", "c1"]
+    add("e", 2)
+    add("e", 3)
+    assert _kept(store) == ["e3", "d1", "a2", "c1"]
+    assert store.latest("file:///w/b.py", "b") is None and store.latest("file:///w/c.py", "c") is not None
