@@ -33,6 +33,7 @@ from typing import Any
 
 from jaxlsp.capture.worker.core.failures import CaptureError, Workspace, first_paragraph, from_exception, user_frame_of
 from jaxlsp.capture.worker.examples import runners
+from jaxlsp.capture.worker.examples.calls import frame_arguments, without_defaults
 from jaxlsp.capture.worker.examples.runners import HOOK_NAME, Delivered, Instrument, TargetFinder, run_example
 from jaxlsp.capture.worker.tracing import limits
 
@@ -102,7 +103,7 @@ class Hook:
         if self.fired or threading.current_thread().name == _TRACE_THREAD:
             return
         frame = sys._getframe(1)  # the instrumented function that called this hook
-        args, kwargs = _frame_arguments(frame)
+        args, kwargs = frame_arguments(frame)
         if what == "init":
             if args:
                 from jaxlsp.capture.worker.loading.inputs import abstractify
@@ -213,7 +214,7 @@ class Hook:
         if obj is None:
             raise CaptureError("internal", f"{self.name} is not defined in the module that was called")
         called = obj if kind == "function" else getattr(type(args[0]), self.method or "__call__", None)
-        call_args, call_kwargs = _without_defaults(called, list(call_args), dict(call_kwargs), kind != "function")
+        call_args, call_kwargs = without_defaults(called, list(call_args), dict(call_kwargs), kind != "function")
         call_args, call_kwargs = abstractify(call_args), abstractify(call_kwargs)
         made = targets.Construction(obj, kind != "function")
         # A call inside init draws a stream its caller did not give from the params stream (an
@@ -309,23 +310,6 @@ def _lookup(namespace: dict[str, Any], parts: list[str]) -> Any:
     return obj
 
 
-def _frame_arguments(frame: types.FrameType) -> tuple[list[Any], dict[str, Any]]:
-    """The arguments a function was called with, read from its frame before its body ran."""
-    code = frame.f_code
-    local = frame.f_locals
-    positional = code.co_argcount
-    names = code.co_varnames
-    args = [local[n] for n in names[:positional] if n in local]
-    kwargs = {n: local[n] for n in names[positional : positional + code.co_kwonlyargcount] if n in local}
-    at = positional + code.co_kwonlyargcount
-    if code.co_flags & 0x04:  # CO_VARARGS
-        args.extend(local.get(names[at], ()))
-        at += 1
-    if code.co_flags & 0x08:  # CO_VARKEYWORDS
-        kwargs.update(local.get(names[at], {}))
-    return args, kwargs
-
-
 def _untied(fn: Any) -> Any:
     """The target function as a fresh object: a ``jax.jit`` wrapper is traced through a new
     ``jax.jit`` of a copy of its function. The example's thread is paused inside the target's
@@ -351,28 +335,6 @@ def _untied(fn: Any) -> Any:
     numbers = tuple(getattr(info, "static_argnums", ()) or ())
     names = tuple(getattr(info, "static_argnames", ()) or ())
     return jax.jit(copy, static_argnums=numbers or None, static_argnames=names or None)
-
-
-def _without_defaults(
-    fn: Any, args: list[Any], kwargs: dict[str, Any], method: bool
-) -> tuple[list[Any], dict[str, Any]]:
-    """The call's arguments without the trailing ones that are the parameters' own defaults (the
-    frame holds every parameter; the call site gave only some): the same call, written as the
-    user wrote it."""
-    import inspect
-
-    try:
-        parameters = list(inspect.signature(fn).parameters.values())
-    except (TypeError, ValueError):
-        return args, kwargs
-    if method and parameters:
-        parameters = parameters[1:]  # self
-    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    while args and len(args) <= len(positional) and args[-1] is positional[len(args) - 1].default:
-        args = args[:-1]
-    defaults = {p.name: p.default for p in parameters if p.kind is p.KEYWORD_ONLY}
-    kwargs = {k: v for k, v in kwargs.items() if not (k in defaults and v is defaults[k])}
-    return args, kwargs
 
 
 def _unbound_linen(module: Any) -> tuple[Any, list[str], Any]:

@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from jaxlsp.capture.worker.core.failures import Workspace, installed
+from jaxlsp.capture.worker.examples.calls import frame_arguments, without_defaults
 
 HOOK_NAME = "__jaxlsp_signature__"
 #: targets recorded in one capture, at most (a generous bound on what one result carries)
@@ -273,10 +274,9 @@ class Recorder:
             self.done_types.add(owner)
 
     def _init(self, frame: types.FrameType) -> None:
-        from jaxlsp.capture.worker.examples.firstcall import _frame_arguments
         from jaxlsp.capture.worker.loading import targets
 
-        args, kwargs = _frame_arguments(frame)
+        args, kwargs = frame_arguments(frame)
         if not args or targets.infer_kind(args[0]) not in ("nnx", "equinox"):
             return  # a plain class (a dataset, say): nothing kept of it
         made = self.inits.setdefault(type(args[0]), [])
@@ -309,11 +309,10 @@ class Recorder:
         """Record the call in ``frame`` as ``where``'s (the hooked site's by default); whether
         it was recorded. A function site that could not be is tried again up to :data:`TRIES`."""
         from jaxlsp.capture.worker.examples import learned
-        from jaxlsp.capture.worker.examples.firstcall import _frame_arguments, _without_defaults
         from jaxlsp.capture.worker.loading import targets
 
         site = where or self.sites[index]
-        args, kwargs = _frame_arguments(frame)
+        args, kwargs = frame_arguments(frame)
         profile: dict[str, Any] = {}
         init = None
         if site.is_class:
@@ -333,14 +332,14 @@ class Recorder:
             elif kind in ("nnx", "equinox"):
                 init = self._constructed(instance)
             called = type(instance).__dict__.get("__call__") or type(instance).__call__
-            call_args, call_kwargs = _without_defaults(called, call_args, call_kwargs, True)
+            call_args, call_kwargs = without_defaults(called, call_args, call_kwargs, True)
         else:
             kind = "function"
             obj = frame.f_globals.get(site.name)
             if not _has_array(args, kwargs):
                 self._give_up(index)  # a pure-Python helper (or not a JAX call this time)
                 return False
-            call_args, call_kwargs = _without_defaults(obj, list(args), dict(kwargs), False)
+            call_args, call_kwargs = without_defaults(obj, list(args), dict(kwargs), False)
         call_args, call_kwargs = abstract(call_args), abstract(call_kwargs)
         table = learned.profile_table(
             kind, obj, init, call_args, call_kwargs, profile, site.path, site.name, self._constructed
