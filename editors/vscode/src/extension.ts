@@ -182,6 +182,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<Jaxlsp
     vscode.commands.registerCommand(
       "jaxlsp.trace",
       guarded(async (arg?: unknown) => {
+        // A lens clicked while the server restarts (trust just granted) traces on the new one.
+        await lifecycle;
         const target = isTarget(arg) ? arg : await tracer.pickTarget(vscode.window.activeTextEditor);
         return target === undefined ? undefined : tracer.trace(target);
       }),

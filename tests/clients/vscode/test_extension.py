@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.clients.vscode.conftest import CodeServer, Open, Workbench
+from tests.deadlines import scaled
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 # Two editor groups of 800 px each once the side bar is hidden (48 px of activity bar, sashes).
@@ -95,6 +96,9 @@ async def test_lens_trust_trace_hover_panel_reveal_stale_retrace_answers(vscode:
     await page.click(".notifications-toasts .monaco-button", has_text="Manage Workspace Trust")
     await page.click('.workspace-trust-editor .monaco-button:text-is("Trust")')
     await wait_log(server, "trusted: true)")
+    # the trusted server has started (its first-run check answered): on a loaded machine the lens
+    # was clicked while the old one's text was still shown and the new server not yet up
+    await wait_log(server, "first-run check", timeout=scaled(120))
     await page.click(".tab", has_text="linen_cnn.py")
     await page.wait_for(".codelens-decoration a", has_text="Trace graph", timeout=120)
     await page.click(".codelens-decoration a", has_text="Trace graph")
