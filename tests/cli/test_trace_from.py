@@ -262,3 +262,27 @@ def test_a_script_runs_with_the_arguments_its_readme_gives(tmp_path: Path) -> No
     assert [v["shape"] for v in graph["values"] if v["id"] == graph["inputs"][0]["value"]] == [[5, 2]]
     saved = tomllib.loads((tmp_path / "jaxlsp.toml").read_text())  # what the run learned, as a recipe
     assert [p["inputs"]["args"] for p in saved["profiles"].values()] == [[{"kind": "array", "shape": [5, 2]}]]
+
+
+def test_a_plotting_import_the_run_never_reaches_is_no_error_and_one_it_reaches_says_where(tmp_path: Path) -> None:
+    """Issue 46.6: a model whose example plots with a package this machine lacks. A lazy import
+    after the target's first call is never reached (the run stops at the call); an import the run
+    does reach is refused with the example's file and line, not a bare "No module named"."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'plots'\n")
+    (tmp_path / "model.py").write_text("import jax.numpy as jnp\n\n\ndef f(x):\n    return jnp.tanh(x)\n")
+    (tmp_path / "lazy.py").write_text(
+        "import jax.numpy as jnp\n\nfrom model import f\n\n\n"
+        "def show(y):\n    import not_an_installed_plotting_package as px\n\n    px.line(y).show()\n\n\n"
+        'if __name__ == "__main__":\n    show(f(jnp.ones(3)))\n'
+    )
+    (tmp_path / "eager.py").write_text(
+        "import jax.numpy as jnp\nimport not_an_installed_plotting_package as px\n\nfrom model import f\n\n"
+        "px.line(f(jnp.ones(3))).show()\n"
+    )
+    lazy = run(["trace", "model.py::f", "--from", "lazy.py"], cwd=tmp_path)
+    assert lazy.returncode == 0, lazy.stderr
+    assert "inputs from lazy.py:13 (script)" in lazy.stdout.splitlines()
+    eager = run(["trace", "model.py::f", "--from", "eager.py"], cwd=tmp_path)
+    assert eager.returncode != 0
+    assert "example at eager.py:2:1" in eager.stderr
+    assert "No module named 'not_an_installed_plotting_package'" in eager.stderr
