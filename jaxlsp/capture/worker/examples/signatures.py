@@ -193,17 +193,19 @@ class Recorder:
             origin = spec.origin if spec is not None else None
             if origin and recorder.wants(origin):
                 config = getattr(loader, "config", None)
-                with contextlib.suppress(OSError):
+                code = None
+                # a file our compile cannot take is left to pytest's own loader, as it would be
+                with contextlib.suppress(Exception):
                     with open(origin, "rb") as f:
                         source = f.read()
                     code = recorder.compile(
                         source, origin, lambda tree: pytest_rewrite.rewrite_asserts(tree, source, origin, config)
                     )
-                    if code is not None:
-                        with contextlib.suppress(Exception):  # as pytest notes a file it rewrote
-                            loader._rewritten_names[module.__name__] = pathlib.Path(origin)
-                        exec(code, module.__dict__)
-                        return
+                if code is not None:
+                    with contextlib.suppress(Exception):  # as pytest notes a file it rewrote
+                        loader._rewritten_names[module.__name__] = pathlib.Path(origin)
+                    exec(code, module.__dict__)
+                    return
             original(loader, module)
 
         hook_class.exec_module = exec_module  # type: ignore[method-assign,assignment]
