@@ -53,6 +53,23 @@ def _comparable(graph: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in graph.items() if k not in ("timings",)}
 
 
+def _learned_outputs(run_capture: Capture, root: Path, file: str, name: str, table: dict[str, Any]) -> list[Any]:
+    """The output shapes of ``file::name`` traced on its recorded call ``table``, as a profile."""
+    from jaxlsp.recipes import Resolved, resolve_table
+
+    resolved = resolve_table("learned", {"target": f"{file}::{name}", **table}, root)
+    assert isinstance(resolved, Resolved), resolved
+    req = {
+        "target": {"path": str(root / file), "name": name},
+        "profile": resolved.profile,
+        "workspaceRoot": str(root),
+        "resultFd": -1,
+    }
+    graph = graph_of(run_capture(req))
+    shapes = {v["id"]: v["shape"] for v in graph["values"]}
+    return [shapes[o["value"]] for o in graph["outputs"]]
+
+
 def test_one_trace_of_a_linen_model_teaches_its_blocks_layers_and_helpers(
     run_capture: Capture, fresh_modules: Callable[[], None]
 ) -> None:
@@ -112,25 +129,12 @@ def test_a_learned_signature_traces_its_target_as_the_parent_called_it(
     run_capture: Capture, fresh_modules: Callable[[], None]
 ) -> None:
     """The recorded call, used as the nested target's profile, gives the shapes the parent's trace saw."""
-    from jaxlsp.recipes import Resolved, resolve_table
-
     fresh_modules()
     taught = run_capture(_transformer(True))
     attention = next(s for s in taught["signatures"] if s["name"] == "Attention")
-    table = {"target": "tinylm/layers.py::Attention", **attention["table"]}
-    resolved = resolve_table("learned", table, SIGNATURES)
-    assert isinstance(resolved, Resolved)
     fresh_modules()
-    req = {
-        "target": {"path": str(SIGNATURES / "tinylm/layers.py"), "name": "Attention"},
-        "profile": resolved.profile,
-        "workspaceRoot": str(SIGNATURES),
-        "resultFd": -1,
-    }
-    graph = graph_of(run_capture(req))
-    assert [o["value"] for o in graph["outputs"]]
-    shapes = {v["id"]: v["shape"] for v in graph["values"]}
-    assert [shapes[o["value"]] for o in graph["outputs"]] == [[2, 8, 16]]
+    outputs = _learned_outputs(run_capture, SIGNATURES, "tinylm/layers.py", "Attention", attention["table"])
+    assert outputs == [[2, 8, 16]]
 
 
 def test_the_hooks_keep_docstrings_positions_and_leave_generators_alone(tmp_path: Path) -> None:
@@ -292,8 +296,6 @@ def test_equinox_modules_given_as_values_are_written_as_their_constructor_calls(
     Each is written as its class called with what made it (a dataclass ``__init__``'s fields, or
     what a hooked ``__init__`` was seen to take); before, no such target was recorded, and the
     profile traces the target as the parent's call did."""
-    from jaxlsp.recipes import Resolved, resolve_table
-
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'eqkern'\n")
     (tmp_path / "eqkern.py").write_text(KERNELS)
     try:
@@ -308,18 +310,7 @@ def test_equinox_modules_given_as_values_are_written_as_their_constructor_calls(
         assert first["ref"] == "eqkern:Exp" and first["kwargs"] == exp["init"]["kwargs"]
         assert second == {"ref": "eqkern:Projected", "kwargs": {"width": 3, "key": {"kind": "key"}}}
         for name, shape in (("Exp", [5]), ("Sum", [5, 5])):
-            table = {"target": f"eqkern.py::{name}", **found[name]["table"]}
-            resolved = resolve_table("learned", table, tmp_path)
-            assert isinstance(resolved, Resolved), resolved
-            req = {
-                "target": {"path": str(tmp_path / "eqkern.py"), "name": name},
-                "profile": resolved.profile,
-                "workspaceRoot": str(tmp_path),
-                "resultFd": -1,
-            }
-            graph = graph_of(run_capture(req))
-            shapes = {v["id"]: v["shape"] for v in graph["values"]}
-            assert [shapes[o["value"]] for o in graph["outputs"]] == [shape]
+            assert _learned_outputs(run_capture, tmp_path, "eqkern.py", name, found[name]["table"]) == [shape]
     finally:
         sys.modules.pop("eqkern", None)
 
@@ -330,8 +321,6 @@ def test_an_nnx_model_given_to_a_helper_is_written_as_its_constructor_call(
     """jaxKAN's ``model_eval(model, x)``: an NNX model passed to a helper is written as its class
     called with the arguments its ``__init__`` took, its ``nnx.Rngs`` as a fresh one with the same
     streams; before, the helper was never recorded ("a model passed as an argument")."""
-    from jaxlsp.recipes import Resolved, resolve_table
-
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'nnxeval'\n")
     (tmp_path / "nnxeval.py").write_text(
         "import jax\nfrom flax import nnx\n\n\n"
@@ -353,19 +342,9 @@ def test_an_nnx_model_given_to_a_helper_is_written_as_its_constructor_call(
         model = found["evaluate"]["table"]["inputs"]["args"][0]
         rngs = {"ref": "flax.nnx:Rngs", "kwargs": {"dropout": 0, "params": 1}}  # the streams, not the seeds
         assert model == {"ref": "nnxeval:Layer", "kwargs": {"din": 4, "dout": 8, "rngs": rngs}}
-        table = {"target": "nnxeval.py::evaluate", **found["evaluate"]["table"]}
-        resolved = resolve_table("learned", table, tmp_path)
-        assert isinstance(resolved, Resolved), resolved
-        req = {
-            "target": {"path": str(tmp_path / "nnxeval.py"), "name": "evaluate"},
-            "profile": resolved.profile,
-            "workspaceRoot": str(tmp_path),
-            "resultFd": -1,
-        }
-        graph = graph_of(run_capture(req))
-        shapes = {v["id"]: v["shape"] for v in graph["values"]}
+        outputs = _learned_outputs(run_capture, tmp_path, "nnxeval.py", "evaluate", found["evaluate"]["table"])
         # the sum, then the dropout stream's count the call advanced (NNX state it updates)
-        assert [shapes[o["value"]] for o in graph["outputs"]] == [[5], []]
+        assert outputs == [[5], []]
     finally:
         sys.modules.pop("nnxeval", None)
 
@@ -374,8 +353,6 @@ def test_a_namedtuple_config_is_written_as_its_class(run_capture: Capture, tmp_p
     """recurrentgemma's ``GriffinConfig`` is a NamedTuple: written as a list, the learned call
     built a list that has no ``vocab_size`` and ``Griffin``'s trace failed where a static call
     site had traced it; it is its class called with its fields."""
-    from jaxlsp.recipes import Resolved, resolve_table
-
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'ntcfg'\n")
     (tmp_path / "ntcfg.py").write_text(
         "from typing import NamedTuple\n\n"
@@ -400,16 +377,6 @@ def test_a_namedtuple_config_is_written_as_its_class(run_capture: Capture, tmp_p
         assert taught["ok"], taught.get("error")
         mlp = next(s for s in taught.get("signatures", []) if s["name"] == "Mlp")
         assert mlp["table"]["init"] == {"kwargs": {"cfg": {"ref": "ntcfg:Cfg", "kwargs": {"width": 8, "depth": 2}}}}
-        resolved = resolve_table("learned", {"target": "ntcfg.py::Mlp", **mlp["table"]}, tmp_path)
-        assert isinstance(resolved, Resolved), resolved
-        req = {
-            "target": {"path": str(tmp_path / "ntcfg.py"), "name": "Mlp"},
-            "profile": resolved.profile,
-            "workspaceRoot": str(tmp_path),
-            "resultFd": -1,
-        }
-        graph = graph_of(run_capture(req))
-        shapes = {v["id"]: v["shape"] for v in graph["values"]}
-        assert [shapes[o["value"]] for o in graph["outputs"]] == [[2, 8]]
+        assert _learned_outputs(run_capture, tmp_path, "ntcfg.py", "Mlp", mlp["table"]) == [[2, 8]]
     finally:
         sys.modules.pop("ntcfg", None)
