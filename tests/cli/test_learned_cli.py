@@ -10,6 +10,7 @@ import os
 import shutil
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -99,16 +100,32 @@ def test_learn_runs_the_tests_and_documented_scripts_once_and_every_reached_targ
     assert _output_shapes(repo / "layer.json") == [[5, 8]]  # the first layer, as the test's model called it
 
 
+def _src_layout(tmp_path: Path, init: str) -> Path:
+    """A repository whose package ``kernels`` lies in ``src/`` (its ``__init__`` says ``init``),
+    not installed, with an empty ``tests/``."""
+    root = tmp_path / "srcpkg"
+    (root / "src" / "kernels").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "pyproject.toml").write_text("[project]\nname = 'kernels'\n")
+    (root / "src" / "kernels" / "__init__.py").write_text(init)
+    return root
+
+
+def _learned_cleanly(root: Path) -> dict[str, Any]:
+    """``jaxlsp learn --json`` on ``root``: its report, every example run without a failure."""
+    learned = run(["learn", "--json", "--idle", "3"], cwd=root)
+    assert learned.returncode == 0, learned.stderr
+    report: dict[str, Any] = json.loads(learned.stdout)
+    assert report["failures"] == [], report["failures"]
+    return report
+
+
 def test_learn_runs_the_tests_of_a_src_layout_package_that_is_not_installed(tmp_path: Path, cache: Path) -> None:
     """tinygp keeps its package in ``src/tinygp`` and its tests ``import tinygp``: with the
     package not installed (a fresh clone), every test file failed at collection with "No module
     named 'tinygp'". An editable install puts ``src/`` on the path; a learning run does too (last,
     so that an installed package still wins)."""
-    root = tmp_path / "srcpkg"
-    (root / "src" / "kernels").mkdir(parents=True)
-    (root / "tests").mkdir()
-    (root / "pyproject.toml").write_text("[project]\nname = 'kernels'\n")
-    (root / "src" / "kernels" / "__init__.py").write_text("from kernels.gram import gram as gram\n")
+    root = _src_layout(tmp_path, "from kernels.gram import gram as gram\n")
     (root / "src" / "kernels" / "gram.py").write_text(
         "import jax.numpy as jnp\n\n\ndef gram(x):\n    return jnp.exp(-((x[:, None] - x[None]) ** 2).sum(-1))\n"
     )
@@ -116,10 +133,7 @@ def test_learn_runs_the_tests_of_a_src_layout_package_that_is_not_installed(tmp_
         "import jax.numpy as jnp\nimport kernels\n\n\ndef test_gram():\n"
         "    assert kernels.gram(jnp.ones((4, 3))).shape == (4, 4)\n"
     )
-    learned = run(["learn", "--json", "--idle", "3"], cwd=root)
-    assert learned.returncode == 0, learned.stderr
-    report = json.loads(learned.stdout)
-    assert report["failures"] == [], report["failures"]
+    report = _learned_cleanly(root)
     assert report["targets"] == ["src/kernels/gram.py::gram"]
 
 
@@ -127,11 +141,7 @@ def test_learn_records_a_helper_defined_in_a_test_file_which_then_traces(tmp_pat
     """pytest imports a test file with its assertion-rewriting loader, which the signature hooks
     did not reach: a helper defined in the test file and called by its test (tinygp's
     ``direct_covariance``) was never learned. Its trace then imports the src layout's package."""
-    root = tmp_path / "srcpkg"
-    (root / "src" / "kernels").mkdir(parents=True)
-    (root / "tests").mkdir()
-    (root / "pyproject.toml").write_text("[project]\nname = 'kernels'\n")
-    (root / "src" / "kernels" / "__init__.py").write_text("WIDTH = 3\n")
+    root = _src_layout(tmp_path, "WIDTH = 3\n")
     (root / "tests" / "test_fused.py").write_text(
         "import jax.numpy as jnp\nfrom kernels import WIDTH\n\n\n"
         "import pytest\n\n\n"
@@ -139,10 +149,7 @@ def test_learn_records_a_helper_defined_in_a_test_file_which_then_traces(tmp_pat
         "@pytest.fixture\ndef data():\n    return jnp.ones((4, 2))\n\n\n"
         "def test_fused(data):\n    assert fused(data, 2.0).shape == (4, 6)\n    assert jnp.all(data == 1)\n"
     )
-    learned = run(["learn", "--json", "--idle", "3"], cwd=root)
-    assert learned.returncode == 0, learned.stderr
-    report = json.loads(learned.stdout)
-    assert report["failures"] == [], report["failures"]
+    report = _learned_cleanly(root)
     assert "tests/test_fused.py::fused" in report["targets"]
     # the test function itself is pytest's to call, with its fixtures: never a learned target
     assert "tests/test_fused.py::test_fused" not in report["targets"]
