@@ -66,28 +66,51 @@ export function inside(file: string, folders: readonly string[]): boolean {
   });
 }
 
+/** Whether `file` is a file this process may run (on Windows, any file: the extension decides). */
+function executableFile(file: string): boolean {
+  try {
+    fs.accessSync(file, fs.constants.X_OK);
+    return fs.statSync(file).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/** A variable of `env` by name, ignoring case on Windows, where `Path` and `PATH` are one variable. */
+function variable(env: NodeJS.ProcessEnv, name: string, platform: NodeJS.Platform): string | undefined {
+  if (platform !== "win32") return env[name];
+  const key = Object.keys(env).find((k) => k.toUpperCase() === name);
+  return key === undefined ? undefined : env[key];
+}
+
 /**
  * A command as the operating system would find it: a name without a separator through the
  * absolute entries of PATH (relative entries such as `.` would depend on the folder), a path as
- * it is (absolute, from the safe working folder). Undefined when nothing executable is there.
+ * it is (absolute, from the safe working folder). On Windows a name without one of PATHEXT's
+ * extensions is tried with each of them, as cmd.exe does (`python` is `python.exe`). Undefined
+ * when nothing executable is there.
  */
-export function which(command: string, env: NodeJS.ProcessEnv = process.env, cwd = "/"): string | undefined {
-  const executable = (file: string): boolean => {
-    try {
-      fs.accessSync(file, fs.constants.X_OK);
-      return fs.statSync(file).isFile();
-    } catch {
-      return false;
-    }
-  };
-  if (command.includes("/") || command.includes(path.sep)) {
-    const file = path.resolve(cwd, command);
-    return executable(file) ? file : undefined;
+export function which(
+  command: string,
+  env: NodeJS.ProcessEnv = process.env,
+  cwd = "/",
+  platform: NodeJS.Platform = process.platform,
+  isExecutable: (file: string) => boolean = executableFile,
+): string | undefined {
+  const paths = platform === "win32" ? path.win32 : path.posix;
+  const names = [command];
+  if (platform === "win32") {
+    const extensions = (variable(env, "PATHEXT", platform) || ".COM;.EXE;.BAT;.CMD").split(";").filter(Boolean);
+    const own = extensions.some((ext) => command.toUpperCase().endsWith(ext.toUpperCase()));
+    if (!own) names.splice(0, 1, ...extensions.map((ext) => command + ext.toLowerCase()));
   }
-  for (const dir of (env.PATH ?? "").split(path.delimiter)) {
-    if (!dir || !path.isAbsolute(dir)) continue;
-    const file = path.join(dir, command);
-    if (executable(file)) return file;
+  if (command.includes("/") || command.includes(paths.sep)) {
+    return names.map((name) => paths.resolve(cwd, name)).find(isExecutable);
+  }
+  for (const dir of (variable(env, "PATH", platform) ?? "").split(paths.delimiter)) {
+    if (!dir || !paths.isAbsolute(dir)) continue;
+    const file = names.map((name) => paths.join(dir, name)).find(isExecutable);
+    if (file) return file;
   }
   return undefined;
 }

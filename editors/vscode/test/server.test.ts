@@ -119,6 +119,19 @@ test("which: absolute PATH entries only; paths as they are", (t) => {
   assert.equal(which("./jaxlsp", {}, root), tool);
 });
 
+test("which on Windows: Path in any case, PATHEXT's extensions, drive paths", () => {
+  const files = new Set(["C:\\Python312\\python.exe", "C:\\tools\\jaxlsp.cmd", "D:\\env\\Scripts\\python.exe"]);
+  const exists = (file: string) => files.has(file);
+  const env = { Path: "relative;C:\\tools;C:\\Python312", PATHEXT: ".COM;.EXE;.BAT;.CMD" };
+  assert.equal(which("python", env, "C:\\", "win32", exists), "C:\\Python312\\python.exe");
+  assert.equal(which("python.exe", env, "C:\\", "win32", exists), "C:\\Python312\\python.exe");
+  assert.equal(which("jaxlsp", env, "C:\\", "win32", exists), "C:\\tools\\jaxlsp.cmd");
+  assert.equal(which("python3", env, "C:\\", "win32", exists), undefined);
+  assert.equal(which("D:\\env\\Scripts\\python", {}, "C:\\", "win32", exists), "D:\\env\\Scripts\\python.exe");
+  assert.equal(which("python", { PATH: "C:\\Python312" }, "C:\\", "win32", exists), "C:\\Python312\\python.exe", "no PATHEXT: the default list");
+  assert.equal(which("python", { Path: "C:\\Python312" }, "/", "linux", exists), undefined, "elsewhere the name is case-sensitive and has no extension");
+});
+
 test("the working folder is never a workspace folder", () => {
   assert.equal(safeCwd(["/home/u/.config/Code/globalStorage/jaxlsp.jaxlsp", "/tmp"], folders), "/home/u/.config/Code/globalStorage/jaxlsp.jaxlsp");
   assert.equal(safeCwd(["/home/u/project/.storage", "/tmp"], folders), "/tmp");
