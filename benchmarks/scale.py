@@ -43,7 +43,8 @@ run's, so that one slow spell of a shared machine neither makes nor breaks a rat
 
 Each stage's growth is fitted as the slope of log(time) over log(equations) on the sizes of one
 shape (1.0 is linear); a stage under 20 ms at the largest size is too small to fit ("-"), and so
-is the server's RSS at a size where it grew by less than 2 MB.
+is the server's RSS at a size where it grew by less than 2 MB, and so are sizes that span less
+than 10x (``--sizes 100000,200000`` alone: two sizes that close give noise, not growth).
 Goals (issue 29): cli <= 1.2 x bare and warm re-trace <= 0.25 x bare at every size, every slope
 <= 1.1; (issue 46) the nested edit's median <= 0.5 s and p95 <= 1.5 s at every size. Exit status 1
 when one is missed. ``--quick``: 1k and 10k, forward only. Linux only (/proc).
@@ -88,6 +89,8 @@ SHAPE_TEXT = re.compile(r"\b[a-z]+\d*\[[\d,]*\]")
 SLOPE_TARGET = 1.1
 MIN_FIT_SECONDS = 0.02
 MIN_FIT_MB = 2.0  # an RSS growth under this is not fitted: a small graph's is lost in the allocator's noise
+# sizes fitted must span this factor: over 100k and 200k alone a 7 % slow spell moves the slope by 0.1
+MIN_FIT_SPAN = 10.0
 TOKENS = (2, 16)
 # The limits are lifted for the benchmark: it measures cost, and says where a default refuses.
 LIFTED = ["--max-equations", "100000000", "--max-values", "100000000", "--max-bytes", str(2**40)]
@@ -447,6 +450,8 @@ def slope(points: list[tuple[int, float]], floor: float = 0.0) -> float | None:
     too small to say."""
     points = [(n, t) for n, t in points if t > 0 and t >= floor]
     if len(points) < 2 or max(t for _, t in points) < MIN_FIT_SECONDS:
+        return None
+    if max(n for n, _ in points) < MIN_FIT_SPAN * min(n for n, _ in points):
         return None
     xs = [math.log(n) for n, _ in points]
     ys = [math.log(t) for _, t in points]
