@@ -370,10 +370,10 @@ async def supervise(
                 await asyncio.wait(waiting, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
             if cancelled is not None and cancelled.done():
                 raise asyncio.CancelledError
+            if result_at is None and readers[2].eof.done():
+                continue  # marked first, when the child's exit came in the same wait (a loaded machine)
             if exited.done():
                 break
-            if result_at is None and readers[2].eof.done():
-                continue
             if loop.time() >= until:
                 lingered, timed_out = result_at is not None, result_at is None
                 break
@@ -387,6 +387,8 @@ async def supervise(
         await kill_cgroup(child)
         # Pipes still open now are held by processes that escaped the group (setsid): wait a little.
         await asyncio.wait([r.eof for r in readers], timeout=DRAIN_GRACE)
+        if result_at is None and readers[2].eof.done():
+            phases.mark("result")  # the result's end was read only after the exit: the span still splits
         await wait_group_gone(child.pgid)
         phases.mark("reap")
     except BaseException:

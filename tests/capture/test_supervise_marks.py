@@ -1,0 +1,86 @@
+"""The supervisor's marks on a live trace's phases (jaxlsp/capture/supervise.py): the moment the
+result arrived is marked however the child's exit and the result's end reach the loop, so that
+the live log splits that span into the worker's phases (import, make_jaxpr, ...) every time."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+
+from jaxlsp.capture import phases
+from jaxlsp.capture.client import PopenChild
+from jaxlsp.capture.options import CaptureOptions, Launch
+from jaxlsp.capture.supervise import Pipes, supervise
+
+# writes its result and closes the pipe, as the worker does, then says goodbye and exits
+WRITES_AND_EXITS = "import os, sys; fd = int(sys.argv[1]); os.write(fd, b'{\"ok\": false}'); os.close(fd); print('bye')"
+
+
+async def test_a_child_that_exited_before_the_loop_heard_of_its_result_still_marks_the_result() -> None:
+    # A loaded machine: the server's loop hears the exit and the result's end in one wait. The
+    # live log then named no import or make_jaxpr (a KeyError in test_live under three spinners).
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    res_r, res_w = os.pipe()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WRITES_AND_EXITS, str(res_w)],
+        stdout=out_w,
+        stderr=err_w,
+        pass_fds=(res_w,),
+        start_new_session=True,
+    )
+    for fd in (out_w, err_w, res_w):
+        os.close(fd)
+    # Exited, not reaped (the supervisor reaps it): everything it wrote is waiting in the pipes.
+    os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
+    timing = phases.Phases(saved=time.monotonic())
+    token = phases.CURRENT.set(timing)
+    try:
+        outcome = await supervise(
+            PopenChild(proc),
+            Pipes(stdout=out_r, stderr=err_r, result=res_r),
+            CaptureOptions(),
+            Launch(sys.executable, "cold", time.monotonic(), 60.0, None),
+        )
+    finally:
+        phases.CURRENT.reset(token)
+    assert outcome.stdout.strip() == "bye"
+    names = [name for name, _ in timing.marks]
+    assert "result" in names, names
+    assert names.index("result") < names.index("reap"), names
+    assert "import" in dict(timing.spans())
+
+
+async def test_the_result_is_marked_once_when_it_arrives_first() -> None:
+    # The usual order (the result's end read, then the exit half a second later): one mark, before the reap.
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    res_r, res_w = os.pipe()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WRITES_AND_EXITS.replace("print('bye')", "import time; time.sleep(0.5)"), str(res_w)],
+        stdout=out_w,
+        stderr=err_w,
+        pass_fds=(res_w,),
+        start_new_session=True,
+    )
+    for fd in (out_w, err_w, res_w):
+        os.close(fd)
+    timing = phases.Phases(saved=time.monotonic())
+    token = phases.CURRENT.set(timing)
+    try:
+        await asyncio.wait_for(
+            supervise(
+                PopenChild(proc),
+                Pipes(stdout=out_r, stderr=err_r, result=res_r),
+                CaptureOptions(),
+                Launch(sys.executable, "cold", time.monotonic(), 60.0, None),
+            ),
+            timeout=120,
+        )
+    finally:
+        phases.CURRENT.reset(token)
+    names = [name for name, _ in timing.marks]
+    assert names.count("result") == 1 and names.index("result") < names.index("reap"), names
