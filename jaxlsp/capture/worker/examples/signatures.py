@@ -73,6 +73,9 @@ class Recorder:
         # (split and merged by the abstract init), so the call finds its constructor by its type
         # and, when the type was built with other arguments too, by its parameters' shapes
         self.inits: dict[type, list[tuple[Any, Any]]] = {}
+        # classes whose constructions are not read any more: plain ones (a dataset built per
+        # batch), and module classes with their 64 constructions kept (an ``__init__`` hook's fast path)
+        self.done_inits: set[type] = set()
         self.records: list[dict[str, Any]] = []
         self.hashes: dict[str, str | None] = {}
         self.instrumented: set[str] = set()
@@ -138,6 +141,10 @@ class Recorder:
         at = 1 if docstring else 0  # after the docstring, which stays the function's __doc__
         anchor = body[min(at, len(body) - 1)]
         hook_args: list[ast.expr] = [ast.Constant(self.token), ast.Constant(index), ast.Constant(what)]
+        positional = [*fn.args.posonlyargs, *fn.args.args]
+        if is_class and positional:
+            # the instance, passed as it is: its type is the fast path's key, with no frame read
+            hook_args.append(ast.Name(positional[0].arg, ast.Load()))
         call = ast.Expr(ast.Call(ast.Name(HOOK_NAME, ast.Load()), hook_args, []))
         for node in ast.walk(call):
             ast.copy_location(node, anchor)
@@ -215,22 +222,22 @@ class Recorder:
             hook_class.exec_module = original  # type: ignore[method-assign]
 
     # -- the hook ----------------------------------------------------------------------------
-    def __call__(self, token: int, index: int, what: str) -> None:
+    def __call__(self, token: int, index: int, what: str, *instance: Any) -> None:
         if token != self.token:
             return  # a module another capture of this process compiled (an in-process capture)
-        site = self.sites[index]
-        frame = sys._getframe(1)
         owner: type | None = None
-        if what == "call" and site.is_class:
+        if what == "init":
+            if instance and type(instance[0]) in self.done_inits:
+                return
+        elif self.sites[index].is_class:
             # A class's ``__call__`` runs for its subclasses too (tinygp's ``Kernel.__call__``
             # for every kernel): the call is the instance's class's, recorded and done per class.
-            code = frame.f_code
-            first = frame.f_locals.get(code.co_varnames[0]) if code.co_argcount else None
-            owner = type(first)
+            owner = type(instance[0]) if instance else type(None)
             if owner in self.done_types:
                 return
-        elif what == "call" and index in self.done:
+        elif index in self.done:
             return
+        frame = sys._getframe(1)
         if getattr(self._busy, "on", False):
             return  # a target called while a call is being written (a field's __init__, say)
         self._busy.on = True
@@ -279,11 +286,16 @@ class Recorder:
         from jaxlsp.capture.worker.loading import targets
 
         args, kwargs = frame_arguments(frame)
-        if not args or targets.infer_kind(args[0]) not in ("nnx", "equinox"):
-            return  # a plain class (a dataset, say): nothing kept of it
+        if not args:
+            return
+        if targets.infer_kind(args[0]) not in ("nnx", "equinox"):
+            self.done_inits.add(type(args[0]))  # a plain class (a dataset, say): nothing kept of it
+            return
         made = self.inits.setdefault(type(args[0]), [])
-        if len(made) < 64 and all(instance is not args[0] for instance, _ in made):
+        if all(instance is not args[0] for instance, _ in made):
             made.append((args[0], (abstract(args[1:]), abstract(kwargs))))
+        if len(made) >= 64:
+            self.done_inits.add(type(args[0]))
 
     def _constructed(self, instance: Any) -> Any:
         """The abstract constructor arguments ``instance`` (or the model it is a copy of) was made
@@ -397,7 +409,7 @@ class Recorder:
 CURRENT: Recorder | None = None
 
 
-def _quiet(token: int, index: int, what: str) -> None:
+def _quiet(token: int, index: int, what: str, *instance: Any) -> None:
     """The hook once no capture records: does nothing."""
 
 

@@ -172,6 +172,43 @@ def test_the_hooks_keep_docstrings_positions_and_leave_generators_alone(tmp_path
     assert [(index, what) for _, index, what in calls] == [(1, "call")]
 
 
+def test_a_plain_class_built_per_batch_is_read_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A workspace class that is not a module (a dataset, a batch) is built many times in a run:
+    its ``__init__`` hook reads the call's frame the first time only, for it and its subclass."""
+    import builtins
+
+    from jaxlsp.capture.worker.core.failures import Workspace
+    from jaxlsp.capture.worker.examples import signatures
+
+    path = tmp_path / "data.py"
+    path.write_text(
+        "class Batch:\n"
+        "    def __init__(self, rows, *, scale=1.0):\n"
+        "        self.rows = [r * scale for r in rows]\n\n"
+        "class Shuffled(Batch):\n"
+        "    pass\n"
+    )
+    reads: list[int] = []
+    real = signatures.frame_arguments
+
+    def counted(frame: Any) -> Any:
+        reads.append(1)
+        return real(frame)
+
+    monkeypatch.setattr(signatures, "frame_arguments", counted)
+    recorder = signatures.Recorder(Workspace(str(tmp_path)))
+    code = recorder.compile(path.read_bytes(), str(path))
+    assert code is not None
+    monkeypatch.setattr(builtins, signatures.HOOK_NAME, recorder, raising=False)
+    namespace: dict[str, Any] = {}
+    exec(code, namespace)
+    for i in range(1000):
+        assert namespace["Batch"]([i], scale=2.0).rows == [2.0 * i]
+        assert namespace["Shuffled"]([i]).rows == [float(i)]
+    assert len(reads) == 2, "one frame read per class, not per construction"
+    assert recorder.inits == {} and recorder.records == []
+
+
 def test_an_inherited_call_is_recorded_for_the_class_of_the_instance(run_capture: Capture, tmp_path: Path) -> None:
     """tinygp's kernels: ``Kernel.__call__`` is defined once in a base class and each kernel
     (``Exp``, ``Matern32``, a kernel a test file defines) only overrides ``evaluate``. The hook
