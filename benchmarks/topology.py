@@ -3,7 +3,7 @@
 Target: the 12-layer d=256 Flax Linen transformer (benchmarks/models/transformer.py) on
 ``v5e:16x16`` (256 chips), its batch of 256 sequences split over a 256-device mesh, parameters
 replicated. Needs libtpu in build/libtpu (``make libtpu``): the capture interpreter is a venv
-whose ``.pth`` adds .venv's packages and it, as tests/cli/test_topology.py makes.
+whose ``.pth`` adds .venv's packages and it, made by tests/podpython.py as the topology tests make it.
 
 - bare compile: in that interpreter, after the abstract init and the trace, the time of
   ``jax.jit(f).lower(v, x).compile()`` for the topology alone;
@@ -22,7 +22,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import sysconfig
 import tempfile
 from pathlib import Path
 
@@ -30,9 +29,12 @@ from jaxlsp.capture.engine import TraceRequest
 from jaxlsp.capture.options import CaptureOptions
 from jaxlsp.capture.service import trace_once
 
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+from tests.podpython import pod_venv  # noqa: E402
+
 TARGET = 1.2
 RUNS = 3
-REPO = Path(__file__).resolve().parents[1]
 LIBTPU = REPO / "build" / "libtpu"
 TOPOLOGY = "v5e:16x16"
 
@@ -67,20 +69,6 @@ print(json.dumps({{"compile": time.perf_counter() - t0}}))
 """
 
 
-def pod_python(folder: Path) -> str:
-    venv = folder / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    python = venv / "bin" / "python"
-    purelib = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    Path(purelib, "jaxlsp-pod.pth").write_text(f"{sysconfig.get_paths()['purelib']}\n{LIBTPU}\n")
-    return str(python)
-
-
 def bare(python: str, folder: Path) -> float:
     code = BARE.format(folder=str(folder), topology=TOPOLOGY)
     env = {"JAX_PLATFORMS": "cpu", "PATH": "/usr/bin:/bin"}
@@ -112,7 +100,7 @@ def main() -> int:
         folder = Path(tmp)
         shutil.copy(REPO / "benchmarks" / "models" / "transformer.py", folder / "transformer.py")
         (folder / "jaxlsp.toml").write_text(RECIPE)
-        python = pod_python(folder)
+        python = pod_venv(folder)
         bares: list[float] = []
         views: list[float] = []
         section: dict[str, object] = {}
