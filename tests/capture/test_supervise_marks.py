@@ -4,7 +4,6 @@ the live log splits that span into the worker's phases (import, make_jaxpr, ...)
 
 from __future__ import annotations
 
-import asyncio
 import os
 import subprocess
 import sys
@@ -14,6 +13,7 @@ from jaxlsp.capture import phases
 from jaxlsp.capture.client import PopenChild
 from jaxlsp.capture.options import CaptureOptions, Launch
 from jaxlsp.capture.supervise import Pipes, supervise
+from tests.deadlines import scaled
 
 # writes its result and closes the pipe, as the worker does, then says goodbye and exits
 WRITES_AND_EXITS = "import os, sys; fd = int(sys.argv[1]); os.write(fd, b'{\"ok\": false}'); os.close(fd); print('bye')"
@@ -43,7 +43,7 @@ async def test_a_child_that_exited_before_the_loop_heard_of_its_result_still_mar
             PopenChild(proc),
             Pipes(stdout=out_r, stderr=err_r, result=res_r),
             CaptureOptions(),
-            Launch(sys.executable, "cold", time.monotonic(), 60.0, None),
+            Launch(sys.executable, "cold", time.monotonic(), scaled(60.0), None),
         )
     finally:
         phases.CURRENT.reset(token)
@@ -71,14 +71,11 @@ async def test_the_result_is_marked_once_when_it_arrives_first() -> None:
     timing = phases.Phases(saved=time.monotonic())
     token = phases.CURRENT.set(timing)
     try:
-        await asyncio.wait_for(
-            supervise(
-                PopenChild(proc),
-                Pipes(stdout=out_r, stderr=err_r, result=res_r),
-                CaptureOptions(),
-                Launch(sys.executable, "cold", time.monotonic(), 60.0, None),
-            ),
-            timeout=120,
+        await supervise(
+            PopenChild(proc),
+            Pipes(stdout=out_r, stderr=err_r, result=res_r),
+            CaptureOptions(),
+            Launch(sys.executable, "cold", time.monotonic(), scaled(60.0), None),
         )
     finally:
         phases.CURRENT.reset(token)
