@@ -12,21 +12,22 @@ import time
 from jaxlsp.capture import phases
 from jaxlsp.capture.client import PopenChild
 from jaxlsp.capture.options import CaptureOptions, Launch
-from jaxlsp.capture.supervise import Pipes, supervise
+from jaxlsp.capture.supervise import CaptureOutcome, Pipes, supervise
 from tests.deadlines import scaled
 
-# writes its result and closes the pipe, as the worker does, then says goodbye and exits
-WRITES_AND_EXITS = "import os, sys; fd = int(sys.argv[1]); os.write(fd, b'{\"ok\": false}'); os.close(fd); print('bye')"
+# writes its result and closes the pipe, as the worker does, then runs ``{then}`` and exits
+WRITES_THEN = "import os, sys; fd = int(sys.argv[1]); os.write(fd, b'{{\"ok\": false}}'); os.close(fd); {then}"
 
 
-async def test_a_child_that_exited_before_the_loop_heard_of_its_result_still_marks_the_result() -> None:
-    # A loaded machine: the server's loop hears the exit and the result's end in one wait. The
-    # live log then named no import or make_jaxpr (a KeyError in test_live under three spinners).
+async def _supervised(then: str, exited_first: bool) -> tuple[CaptureOutcome, phases.Phases]:
+    """A child that writes a result and runs ``then``, supervised on a live trace's phases;
+    ``exited_first``: the supervisor starts only once the child has exited (not reaped), with
+    everything it wrote waiting in the pipes."""
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     res_r, res_w = os.pipe()
     proc = subprocess.Popen(
-        [sys.executable, "-c", WRITES_AND_EXITS, str(res_w)],
+        [sys.executable, "-c", WRITES_THEN.format(then=then), str(res_w)],
         stdout=out_w,
         stderr=err_w,
         pass_fds=(res_w,),
@@ -34,8 +35,8 @@ async def test_a_child_that_exited_before_the_loop_heard_of_its_result_still_mar
     )
     for fd in (out_w, err_w, res_w):
         os.close(fd)
-    # Exited, not reaped (the supervisor reaps it): everything it wrote is waiting in the pipes.
-    os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
+    if exited_first:
+        os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
     timing = phases.Phases(saved=time.monotonic())
     token = phases.CURRENT.set(timing)
     try:
@@ -47,6 +48,13 @@ async def test_a_child_that_exited_before_the_loop_heard_of_its_result_still_mar
         )
     finally:
         phases.CURRENT.reset(token)
+    return outcome, timing
+
+
+async def test_a_child_that_exited_before_the_loop_heard_of_its_result_still_marks_the_result() -> None:
+    # A loaded machine: the server's loop hears the exit and the result's end in one wait. The
+    # live log then named no import or make_jaxpr (a KeyError in test_live under three spinners).
+    outcome, timing = await _supervised("print('bye')", exited_first=True)
     assert outcome.stdout.strip() == "bye"
     names = [name for name, _ in timing.marks]
     assert "result" in names, names
@@ -56,28 +64,6 @@ async def test_a_child_that_exited_before_the_loop_heard_of_its_result_still_mar
 
 async def test_the_result_is_marked_once_when_it_arrives_first() -> None:
     # The usual order (the result's end read, then the exit half a second later): one mark, before the reap.
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
-    res_r, res_w = os.pipe()
-    proc = subprocess.Popen(
-        [sys.executable, "-c", WRITES_AND_EXITS.replace("print('bye')", "import time; time.sleep(0.5)"), str(res_w)],
-        stdout=out_w,
-        stderr=err_w,
-        pass_fds=(res_w,),
-        start_new_session=True,
-    )
-    for fd in (out_w, err_w, res_w):
-        os.close(fd)
-    timing = phases.Phases(saved=time.monotonic())
-    token = phases.CURRENT.set(timing)
-    try:
-        await supervise(
-            PopenChild(proc),
-            Pipes(stdout=out_r, stderr=err_r, result=res_r),
-            CaptureOptions(),
-            Launch(sys.executable, "cold", time.monotonic(), scaled(60.0), None),
-        )
-    finally:
-        phases.CURRENT.reset(token)
+    _, timing = await _supervised("import time; time.sleep(0.5)", exited_first=False)
     names = [name for name, _ in timing.marks]
     assert names.count("result") == 1 and names.index("result") < names.index("reap"), names
