@@ -10,7 +10,7 @@ bundled Linen CNN.
 - cold: ``jaxlsp trace`` as a fresh command (interpreter, worker, graph, JSON).
 - warm: a capture through the warm spare, the server's path: each capture of a target hints the
   next with the variables structure it found, so a re-trace skips the abstract init, which the
-  hinted trace checks as it reads each variable (capture/speculate.py), as when a user re-traces
+  hinted trace checks as it reads each variable (capture/launch/speculate.py), as when a user re-traces
   in the editor; the
   first of the runs has no hint.
 - build: graph building + JSON serialisation in the worker (median of the warm runs).
@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxlsp.capture.engine import TraceRequest
-from jaxlsp.capture.options import CaptureOptions
+from jaxlsp.capture.launch.options import CaptureOptions
 from jaxlsp.capture.service import CaptureService
 
 ROOT = Path(__file__).resolve().parents[1]

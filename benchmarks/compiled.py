@@ -26,7 +26,7 @@ import time
 from capture import CASES, Case  # benchmarks/capture.py: the transformer cases
 
 from jaxlsp.capture.engine import TraceOutcome, TraceRequest
-from jaxlsp.capture.options import CaptureOptions
+from jaxlsp.capture.launch.options import CaptureOptions
 from jaxlsp.capture.service import trace_once
 
 TARGET = 1.2

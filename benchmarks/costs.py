@@ -32,7 +32,7 @@ from pathlib import Path
 from capture import CASES, bare_once  # benchmarks/capture.py: the bare script
 
 from jaxlsp.capture.engine import TraceOutcome, TraceRequest
-from jaxlsp.capture.options import CaptureOptions
+from jaxlsp.capture.launch.options import CaptureOptions
 from jaxlsp.capture.service import trace_once
 from jaxlsp.graph import io
 from jaxlsp.graph.diff import diff

@@ -19,7 +19,7 @@ and what call-site inference adds (target: one target's call sites <= 0.10x the 
     order alternating): the median of the pairs' ratios, since on a shared machine the load drifts
     between pairs but hardly within one.
 
-(d) Call sites (discovery/callsites.py): static inference is not part of the scan (it runs when a
+(d) Call sites (discovery/callsites/finder.py): static inference is not part of the scan (it runs when a
     target without a profile is traced or listed), so (a) is what it was; what it costs is measured
     here. On the tree of (a), with the index warm from a scan, ``CallSiteFinder.find`` of a sample
     of the entrypoints (every n-th, in file order), against that scan's time: the median target
@@ -48,7 +48,7 @@ from pathlib import Path
 import libcst
 
 from jaxlsp.discovery import Classifier, Discovery, WorkspaceIndex, discover_paths
-from jaxlsp.discovery.callsites import CallSiteFinder
+from jaxlsp.discovery.callsites.finder import CallSiteFinder
 from jaxlsp.discovery.index import iter_python_files
 from jaxlsp.notebook import is_notebook, read_module
 

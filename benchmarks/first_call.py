@@ -29,8 +29,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from jaxlsp.capture.options import CaptureOptions
-from jaxlsp.capture.spare import SparePool
+from jaxlsp.capture.launch.options import CaptureOptions
+from jaxlsp.capture.launch.spare import SparePool
 from jaxlsp.recipes.examples import parse_example
 
 ROOT = Path(__file__).resolve().parents[1]

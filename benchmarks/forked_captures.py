@@ -2,7 +2,7 @@
 
 Run in the capture interpreter as ``python forked_captures.py REQUESTS.json PAIRS``, where the
 file maps a label to a worker request (jaxlsp.capture.engine.prepare's). This process plays the
-warm spare (jaxlsp/capture/worker/process/forkserver.py): it imports what the spare imports, runs the
+warm spare (jaxlsp/worker/process/forkserver.py): it imports what the spare imports, runs the
 worker's ``warm()``, and forks one child per capture, which runs ``capture(request,
 jax_ready=True)`` as the spare's child does (the modules it had before, the installed ones it
 imported after, the result as JSON down a pipe). First one capture of each request teaches it
@@ -41,8 +41,8 @@ def _preload(names: list[str]) -> None:
 
 
 def _child(request: dict[str, Any], checked: bool, out: int) -> None:
-    from jaxlsp.capture.worker.process import main as worker
-    from jaxlsp.capture.worker.process.forkserver import installed_imports
+    from jaxlsp.worker.process import main as worker
+    from jaxlsp.worker.process.forkserver import installed_imports
 
     before = set(sys.modules)
     if not checked:
@@ -88,10 +88,10 @@ def once(request: dict[str, Any], checked: bool) -> tuple[float, float, dict[str
 def main() -> None:
     requests: dict[str, dict[str, Any]] = json.loads(Path(sys.argv[1]).read_text())
     pairs = int(sys.argv[2])
-    from jaxlsp.capture.spare import DEFAULT_PRELOAD
+    from jaxlsp.capture.launch.spare import DEFAULT_PRELOAD
 
     _preload(list(DEFAULT_PRELOAD))
-    from jaxlsp.capture.worker.process import main as worker
+    from jaxlsp.worker.process import main as worker
 
     worker.warm()
     learned: list[str] = []

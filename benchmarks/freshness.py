@@ -22,7 +22,7 @@ Two graphs agree when ``jaxlsp diff`` finds them the same (:func:`jaxlsp.graph.d
 node's types and params) and their inputs' and outputs' shapes are equal. A live or explicit
 graph that differs from the cold one is a **mismatch**; the figure is 0 mismatches. Each
 re-trace is counted as *reused* when the server's log line for it (``live NAME fresh in ...``,
-``trace NAME traced in ...``, jaxlsp/capture/phases.py) names something it took from an earlier
+``trace NAME traced in ...``, jaxlsp/capture/launch/phases.py) names something it took from an earlier
 trace (a moved graph, a held init) and as *rebuilt* otherwise; the report lists both per kind.
 
 ``--quick``: the kinds :data:`QUICK` on the Linen and NNX targets. ``--kinds A,B``: only those.

@@ -1,18 +1,18 @@
 """How much of an NNX or Equinox re-trace is the abstract init: the measurement behind the init
-reuse that issue 29 asks for beyond Linen's structure hint (capture/worker/loading/targets.py).
+reuse that issue 29 asks for beyond Linen's structure hint (worker/loading/targets.py).
 
 A warm re-trace of a Linen model skips its abstract init (the last capture's variables structure,
 checked as the call reads it); an NNX or Equinox model is built again under ``nnx.eval_shape`` /
 ``eqx.filter_eval_shape`` on every capture. This script builds the decoders of
 benchmarks/models/module_lms.py at two depths, in one fresh interpreter per (kind, depth), with
 the worker's own settings (its relaxed collector thresholds and O(1) tracer probes,
-capture/worker/tracing/jaxcompat/), and prints per row the abstract init's and ``make_jaxpr``'s seconds,
+worker/tracing/jaxcompat/), and prints per row the abstract init's and ``make_jaxpr``'s seconds,
 init / trace, and the slope of each over the two depths (log time over log depth; 1.0 is linear).
 It also runs the NNX init once without the tracer probes: NNX reads ``tracer.sharding`` on every
 Variable it makes, and JAX builds that attribute's error message from the whole trace so far.
 
 Then, through a real ``jaxlsp serve`` (``--no-server`` skips it), what the init reuse built since
-saves (capture/worker/reuse/initsnap.py): per row the bare script (a fresh interpreter's imports, abstract
+saves (worker/reuse/initsnap.py): per row the bare script (a fresh interpreter's imports, abstract
 init and ``make_jaxpr``), the server's live re-trace after a save of an edit inside the blocks'
 ``__call__`` (the last init kept) and after one inside their ``__init__`` (the init runs again),
 each the median of three with its ``init`` phase, and the kept re-trace over the bare script. Live
@@ -41,9 +41,9 @@ sys.path.insert(0, {models!r})
 import jax, jax.numpy as jnp
 import module_lms
 gc.freeze()
-gc.set_threshold(50_000, 50, 100)  # as the worker traces (capture/worker/process/main.py)
+gc.set_threshold(50_000, 50, 100)  # as the worker traces (worker/process/main.py)
 if {probes!r}:
-    from jaxlsp.capture.worker.tracing import jaxcompat
+    from jaxlsp.worker.tracing import jaxcompat
     probes = jaxcompat.cheap_tracer_probes()  # held: a collected context manager undoes its patch
     probes.__enter__()
 t0 = time.perf_counter()

@@ -19,7 +19,7 @@ one run:
   hand), run before each round so that the machine's slow spells hit both sides alike.
   Targets: p50 <= 0.5 s, p95 <= 1.5 s.
   Each round also prints where the time went, from the server's own log line
-  (``window/logMessage`` ``live NAME fresh in ...``, jaxlsp/capture/phases.py).
+  (``window/logMessage`` ``live NAME fresh in ...``, jaxlsp/capture/launch/phases.py).
 - idle: with nothing changing for ``--idle`` seconds (60 by default), the CPU time of the server
   and all its children (warm spare, fork server) over that time. Target: <= 1 % of a core.
 - contracts: per model, the whole capture a warm spare's fork runs (benchmarks/forked_captures.py:

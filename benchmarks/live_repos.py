@@ -488,8 +488,8 @@ def calls(root: Path, targets: list[dict[str, Any]], budget: float, timeout: flo
     ``__call__`` ran on an instance of its class; test functions themselves (pytest calls them,
     with its fixtures) are not. This is independent of the signature hooks, so a target they fail
     to record still counts (and shows as dark after learning)."""
-    from jaxlsp.capture.interpreters import select_interpreter
-    from jaxlsp.capture.learning import find_examples
+    from jaxlsp.capture.environment.interpreters import select_interpreter
+    from jaxlsp.capture.inputs.learning import find_examples
 
     python = select_interpreter(workspace_root=root).python
     examples = find_examples([root], root)

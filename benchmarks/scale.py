@@ -12,7 +12,7 @@ stage of unrolled layers). Each runs in a scratch copy of the model file, measur
 - cli: ``jaxlsp trace FILE::NAME --profile P -o graph.json`` as a fresh command, its wall time
   and the worker's own stage times (early, jax, import, init, trace, build, serialize, as the
   command prints them; "early" is the early worker's jax import before its request, overlapped
-  with the CLI's own start, capture/early.py); "rest" is the wall time outside the worker's stages
+  with the CLI's own start, capture/launch/early.py); "rest" is the wall time outside the worker's stages
   other than "early" (interpreter start, the CLI's imports, the pipe, reading the result,
   writing the file).
 - file: bytes per equation of the graph file (the compact form, ``-o``'s default); parse
@@ -32,7 +32,7 @@ stage of unrolled layers). Each runs in a scratch copy of the model file, measur
 - nested: with live shapes on, an edit inside one layer (the attention scores line of
   ``Attention``, a factor changed) is saved: the seconds from the save to hover on the edited line
   saying ``fresh`` with its shapes. The model's explicit trace recorded the call of every layer
-  (capture/signatures.py), so the edited layer is re-traced alone on that call, before the model,
+  (capture/inputs/signatures.py), so the edited layer is re-traced alone on that call, before the model,
   which follows; once the model is fresh again its shapes on that line must be the layer's
   (exactness), else the benchmark stops. ``NESTED_EDITS`` edits per row: the median and the p95.
 
@@ -264,7 +264,7 @@ class ProgressPeer(Peer):
     def __init__(self, command: list[str], cwd: Path | None = None) -> None:
         super().__init__(command, cwd)
         self.reports: list[tuple[float, str]] = []
-        self.logs: list[str] = []  # window/logMessage lines: each trace's phases (capture/phases.py)
+        self.logs: list[str] = []  # window/logMessage lines: each trace's phases (capture/launch/phases.py)
 
     def answer(self, message: dict[str, Any]) -> None:
         if message.get("method") == "window/logMessage":

@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from jaxlsp.capture.engine import TimeOptions, TraceRequest  # noqa: E402
-from jaxlsp.capture.options import CaptureOptions  # noqa: E402
+from jaxlsp.capture.launch.options import CaptureOptions  # noqa: E402
 from jaxlsp.capture.service import trace_once  # noqa: E402
 
 MODELS = ROOT / "benchmarks" / "models"

@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 
 from jaxlsp.capture.engine import TraceRequest
-from jaxlsp.capture.options import CaptureOptions
+from jaxlsp.capture.launch.options import CaptureOptions
 from jaxlsp.capture.service import trace_once
 
 REPO = Path(__file__).resolve().parents[1]

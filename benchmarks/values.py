@@ -11,7 +11,7 @@ generators, a seeded init) and traces it, as ``jaxlsp trace --values`` does. The
 process and on those same arrays:
 
 - eager: the target called under ``jax.disable_jit()`` (every operation dispatched on its own);
-- values: the values run (``jaxlsp/capture/worker/values/run.py``): the equation-by-equation
+- values: the values run (``jaxlsp/worker/values/run.py``): the equation-by-equation
   interpreter, statistics on every value, the replay validation (a direct call of the target),
   the first non-finite search and, for the gradient, the norms per parameter and module.
 
@@ -142,9 +142,9 @@ def prepare(case: Case) -> tuple[Callable[[], Any], Callable[[], Any], dict[str,
 
     from jaxlsp.capture.engine import TraceRequest
     from jaxlsp.capture.engine import prepare as prepare_request
-    from jaxlsp.capture.worker.core.failures import Workspace
-    from jaxlsp.capture.worker.process import trace as main
-    from jaxlsp.capture.worker.values import run as values_run
+    from jaxlsp.worker.core.failures import Workspace
+    from jaxlsp.worker.process import trace as main
+    from jaxlsp.worker.values import run as values_run
 
     req = TraceRequest(file=case.file, name=case.name, workspace_root=ROOT, profile=case.profile, recipe=case.recipe)
     request = dict(prepare_request(req).request)
@@ -203,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
         "--quick", action="store_true", help="one run per side, the example's small RNN only (the tests' smoke run)"
     )
     args = parser.parse_args(argv)
-    from jaxlsp.capture.worker.tracing.devices import configure_jax
+    from jaxlsp.worker.tracing.devices import configure_jax
 
     configure_jax("cpu", False, False)
     sampler = HeapSampler()

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from jaxlsp import __version__
 
 if TYPE_CHECKING:
-    from jaxlsp.capture.early import EarlyWorker
+    from jaxlsp.capture.launch.early import EarlyWorker
 
 
 def _discover(args: argparse.Namespace) -> int:
@@ -75,7 +75,7 @@ def _serve(args: argparse.Namespace) -> int:
 def _trace(args: argparse.Namespace) -> int:
     # The worker starts first (its interpreter, own modules and jax load while the CLI imports,
     # reads the recipe and checks the environment); it gets its request only once those pass.
-    from jaxlsp.capture import early as early_worker
+    from jaxlsp.capture.launch import early as early_worker
 
     path, sep, _ = args.target.rpartition("::")
     early = None
@@ -103,7 +103,7 @@ def _trace_with(args: argparse.Namespace, early: EarlyWorker | None) -> int:
         parse_target,
         workspace_root_for,
     )
-    from jaxlsp.capture.options import CaptureOptions
+    from jaxlsp.capture.launch.options import CaptureOptions
     from jaxlsp.capture.service import trace_once
     from jaxlsp.graph import collector, export, io
     from jaxlsp.graph.report import render_summary, render_values
@@ -267,12 +267,12 @@ def _save(outcome: object) -> int:
 
 
 def _examples(args: argparse.Namespace) -> int:
-    from jaxlsp.capture import autoinputs
     from jaxlsp.capture.engine import TraceFailure, parse_target, workspace_root_for
+    from jaxlsp.capture.inputs import autoinputs
     from jaxlsp.discovery import Classifier, WorkspaceIndex
-    from jaxlsp.discovery.callsites import CallSiteFinder
+    from jaxlsp.discovery.callsites.finder import CallSiteFinder
+    from jaxlsp.discovery.callsites.sites import relative
     from jaxlsp.discovery.roots import project_root
-    from jaxlsp.discovery.sites import relative
     from jaxlsp.recipes import NeedsInput, RecipeError, render_profile
     from jaxlsp.recipes.propose import propose_site
 
@@ -350,13 +350,13 @@ def _limits(args: argparse.Namespace) -> dict[str, int]:
 
 def _learn(args: argparse.Namespace) -> int:
     """``jaxlsp learn [PATH...]``: run the workspace's tests and documented scripts once each and
-    keep the call signatures of every target they reach (capture/learning.py)."""
+    keep the call signatures of every target they reach (capture/inputs/learning.py)."""
     import json
 
-    from jaxlsp.capture import learning
     from jaxlsp.capture.engine import workspace_root_for
-    from jaxlsp.capture.interpreters import InterpreterError, select_interpreter
-    from jaxlsp.capture.signatures import SignatureStore
+    from jaxlsp.capture.environment.interpreters import InterpreterError, select_interpreter
+    from jaxlsp.capture.inputs import learning
+    from jaxlsp.capture.inputs.signatures import SignatureStore
     from jaxlsp.discovery.roots import project_root
 
     paths = [Path(p) for p in args.paths] or [Path.cwd()]
@@ -402,10 +402,16 @@ def _learn(args: argparse.Namespace) -> int:
 
 
 def _env(args: argparse.Namespace) -> int:
-    from jaxlsp.capture import userpath
-    from jaxlsp.capture.compatibility import CACHE
-    from jaxlsp.capture.install import plan_install
-    from jaxlsp.capture.interpreters import OWN, InterpreterError, explain, project_env_hint, select_interpreter
+    from jaxlsp.capture.environment import userpath
+    from jaxlsp.capture.environment.compatibility import CACHE
+    from jaxlsp.capture.environment.install import plan_install
+    from jaxlsp.capture.environment.interpreters import (
+        OWN,
+        InterpreterError,
+        explain,
+        project_env_hint,
+        select_interpreter,
+    )
 
     userpath.add_workspace(Path.cwd())  # the workspace it checks for: its PYTHONPATH entries stay off
     try:
@@ -423,7 +429,7 @@ def _env(args: argparse.Namespace) -> int:
         data["hint"] = project_env_hint(Path.cwd())
     pod = None
     if args.topology:
-        from jaxlsp.capture.podcheck import check_pod
+        from jaxlsp.capture.environment.podcheck import check_pod
 
         pod = check_pod(selection.python, args.topology)
         data["topology"] = pod.to_json()

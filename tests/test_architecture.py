@@ -18,7 +18,12 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "jaxlsp"
 DOC = ROOT / "docs" / "architecture.md"
 #: the modules allowed to import ``jax._src`` (and their submodules)
-JAX_PRIVATE = ("jaxlsp.capture.worker.tracing.jaxcompat",)
+JAX_PRIVATE = ("jaxlsp.worker.tracing.jaxcompat",)
+#: The worker is a program of its own (it runs in the user's interpreter); the rest of jaxlsp sees
+#: it only through these modules: the typed request and result, TPU topology names, and the
+#: process containment both sides apply (``jaxlsp.worker`` itself names what is staged).
+WORKER = "jaxlsp.worker"
+WORKER_FACE = ("jaxlsp.worker", "jaxlsp.worker.protocol", "jaxlsp.worker.topology", "jaxlsp.worker.containment")
 
 
 def modules(package: Path = PACKAGE) -> dict[str, Path]:
@@ -149,6 +154,33 @@ def test_no_room_imports_a_room_above_it() -> None:
                 path = modules()[module].relative_to(ROOT)
                 upward.append(f"{path}:{line}: {module} ({room}) imports {target} ({target_room}, a layer above)")
     assert not upward, "imports from a lower layer to a higher one:\n" + "\n".join(upward)
+
+
+def behind_the_face(graph: dict[str, dict[str, int]]) -> list[str]:
+    """``module:line -> target`` for each import from outside the worker of a worker module that is
+    not one of its face's."""
+    found = []
+    for module, targets in sorted(graph.items()):
+        if module == WORKER or module.startswith(WORKER + "."):
+            continue
+        for target, line in sorted(targets.items()):
+            inside = target == WORKER or target.startswith(WORKER + ".")
+            if inside and target not in WORKER_FACE:
+                found.append(f"{module}:{line} -> {target}")
+    return found
+
+
+def test_outside_code_sees_the_worker_only_through_its_face() -> None:
+    found = behind_the_face(import_graph())
+    assert not found, f"imports of the worker past its face {WORKER_FACE}:\n" + "\n".join(found)
+
+
+def test_the_face_check_finds_a_reach_past_the_face() -> None:
+    graph = {
+        "jaxlsp.capture.engine": {"jaxlsp.worker.protocol": 3, "jaxlsp.worker.tracing.limits": 4},
+        "jaxlsp.worker.process.main": {"jaxlsp.worker.tracing.limits": 9},
+    }
+    assert behind_the_face(graph) == ["jaxlsp.capture.engine:4 -> jaxlsp.worker.tracing.limits"]
 
 
 def test_only_jaxcompat_imports_jax_private_modules() -> None:

@@ -16,14 +16,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from jaxlsp.capture import allowed_env, autoinputs, compatibility, interpreters, userpath
-from jaxlsp.capture.autoinputs import Origin
-from jaxlsp.capture.compatibility import Report
-from jaxlsp.capture.early import workspace_root_for as workspace_root_for  # where it lived: a public name
-from jaxlsp.capture.interpreters import InterpreterError, Selection, select_interpreter
-from jaxlsp.capture.supervise import CaptureOutcome
-from jaxlsp.capture.worker.core.protocol import MeshSpec
-from jaxlsp.capture.worker.tracing import limits
+from jaxlsp.capture.environment import allowed_env, compatibility, interpreters, userpath
+from jaxlsp.capture.environment.compatibility import Report
+from jaxlsp.capture.environment.interpreters import InterpreterError, Selection, select_interpreter
+from jaxlsp.capture.inputs import autoinputs
+from jaxlsp.capture.inputs.autoinputs import Origin
+from jaxlsp.capture.launch.early import workspace_root_for as workspace_root_for  # where it lived: a public name
+from jaxlsp.capture.launch.supervise import CaptureOutcome
 from jaxlsp.graph import io
 from jaxlsp.graph.model import Graph
 from jaxlsp.recipes import (
@@ -40,6 +39,7 @@ from jaxlsp.recipes.mesh import size_of, too_few
 from jaxlsp.recipes.problems import format_key_path
 from jaxlsp.recipes.propose import new_profile_name
 from jaxlsp.recipes.schema import MAX_DEVICES
+from jaxlsp.worker.protocol import MeshSpec, resolve_limits
 
 if TYPE_CHECKING:
     from jaxlsp.graph.compact import CompactFile
@@ -88,7 +88,7 @@ class TraceRequest:
     recipe: Path | None = None
     python: str | None = None
     device: str | None = None
-    # Interpreter routes after ``python`` (``--python``) and the recipe's (capture/interpreters.py).
+    # Interpreter routes after ``python`` (``--python``) and the recipe's (capture/environment/interpreters.py).
     setting_python: str | None = None  # the setting jaxlsp.python
     client_python: str | None = None  # the client's selected interpreter
     limits: dict[str, int] | None = None  # graph-size limits (worker/tracing/limits.py); None: the defaults
@@ -110,7 +110,7 @@ class TraceRequest:
     # A notebook target: the cell whose definition is meant (the server's lens knows it); None:
     # the last code cell that defines the name.
     cell: int | None = None
-    # Where the inputs come from without a recipe profile: None or "auto" (capture/autoinputs.py),
+    # Where the inputs come from without a recipe profile: None or "auto" (capture/inputs/autoinputs.py),
     # or an example "PATH[::TEST] [ARGS]" to run (relative to ``cwd``), which overrides any profile.
     source: str | None = None
     cwd: Path | None = None  # what a --from path is relative to (the current folder)
@@ -126,7 +126,7 @@ class TraceRequest:
     # False: every Linen module call is traced, none replayed (worker/reuse/replay.py; the CLI's --no-replay)
     replay: bool = True
     # Record the call signatures of the workspace's targets that run (worker/examples/signatures.py),
-    # and use a learned one when the target has no profile (capture/signatures.py)
+    # and use a learned one when the target has no profile (capture/inputs/signatures.py)
     signatures: bool = True
     signature_cache: Path | None = None  # where they are kept; None: the per-user cache
 
@@ -165,7 +165,7 @@ class TraceOutcome:
     resolved: Resolved
     request: dict[str, Any] = field(default_factory=dict)
     route: str = interpreters.OWN  # how the interpreter that ran it was chosen
-    origin: Origin | None = None  # where the inputs came from (capture/autoinputs.py)
+    origin: Origin | None = None  # where the inputs came from (capture/inputs/autoinputs.py)
     # The worker's compact form checked, when the caller asked for it (the CLI's -o, written as it
     # came); ``graph`` is then its small parts only: no nodes, no values (graph/compact.py).
     compact: CompactFile | None = None
@@ -301,11 +301,11 @@ def select_with_origin(req: TraceRequest) -> tuple[Resolved, Path | None, Origin
 
 
 def _learned(req: TraceRequest, file: Path, base: Path, selected: Any) -> tuple[Resolved, Origin] | None:
-    """The target's learned call as its profile (capture/signatures.py), when one is kept, fresh,
+    """The target's learned call as its profile (capture/inputs/signatures.py), when one is kept, fresh,
     for the interpreter this trace runs in; None otherwise."""
     if not req.signatures:
         return None
-    from jaxlsp.capture import signatures
+    from jaxlsp.capture.inputs import signatures
 
     try:
         python = select_interpreter(
@@ -340,7 +340,7 @@ def remember_signatures(prepared: Prepared, result: Mapping[str, Any]) -> int:
     req = prepared.req
     if not records or req is None or not result.get("ok") or not req.signatures:
         return 0
-    from jaxlsp.capture import signatures
+    from jaxlsp.capture.inputs import signatures
 
     example = prepared.request["profile"].get("example")
     target = prepared.request["target"]
@@ -416,8 +416,8 @@ def choose_python(req: TraceRequest, resolved: Resolved) -> Selection:
 def _pod(profile: dict[str, Any], name: str) -> None:
     """``--topology NAME`` over the profile's: its mesh must cover the pod's devices (refused at
     the mesh's key otherwise, as the recipe check refuses it: recipes/topology.py)."""
-    from jaxlsp.capture.worker.core.topology import parse
     from jaxlsp.recipes.topology import mismatch
+    from jaxlsp.worker.topology import parse
 
     pod = parse(name)
     if pod is None:
@@ -485,7 +485,7 @@ def build_request(
         "transport": "packed",  # frames once each; finish() reads it back (jaxlsp.graph.io)
     }
     if origin is not None and origin.how == "site" and origin.site is not None:
-        from jaxlsp.discovery.sites import import_folders
+        from jaxlsp.discovery.callsites.sites import import_folders
 
         folders = import_folders(origin.site.path.resolve(), origin.root.resolve())
         request["siteFolders"] = [str(p) for p in folders]
@@ -499,7 +499,7 @@ def build_request(
         request["recipePath"] = str(recipe_path)
         if req.paths_from_recipe:
             request["pathBase"] = str(recipe_path.parent)
-    request["limits"] = limits.resolve(req.limits)
+    request["limits"] = resolve_limits(req.limits)
     # A timed run splits a fusion's time over its equations by their FLOPs: it needs the costs.
     if req.costs or req.xla_compare or req.time is not None:
         request["costs"] = {"cacheDir": str(cost_cache_dir()), "xlaCompare": req.xla_compare}

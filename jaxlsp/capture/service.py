@@ -26,8 +26,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
-from jaxlsp.capture import phases, reuse
-from jaxlsp.capture.early import EarlyWorker
+from jaxlsp.capture import reuse
 from jaxlsp.capture.engine import (
     Prepared,
     TraceFailure,
@@ -38,10 +37,12 @@ from jaxlsp.capture.engine import (
     next_example,
     prepare,
 )
-from jaxlsp.capture.options import CaptureOptions
-from jaxlsp.capture.spare import SparePool
-from jaxlsp.capture.speculate import capture_speculatively, initialisers_of, is_init_snapshot, structure_of
-from jaxlsp.capture.supervise import CaptureOutcome
+from jaxlsp.capture.launch import phases
+from jaxlsp.capture.launch.early import EarlyWorker
+from jaxlsp.capture.launch.options import CaptureOptions
+from jaxlsp.capture.launch.spare import SparePool
+from jaxlsp.capture.launch.speculate import capture_speculatively, initialisers_of, is_init_snapshot, structure_of
+from jaxlsp.capture.launch.supervise import CaptureOutcome
 from jaxlsp.graph import io, slices
 from jaxlsp.graph.compact import CompactFile, Packed
 from jaxlsp.graph.model import COMPACT_VERSION, Graph
@@ -79,7 +80,7 @@ class CaptureService:
     """Scheduling, the warm pool, speculation hints, the compatibility gate and storage.
 
     ``warm=False`` never starts a spare (every capture is a fresh worker): the CLI's one-shot way,
-    whose ``early`` worker (capture/early.py) is used for its capture when it fits. ``direct``:
+    whose ``early`` worker (capture/launch/early.py) is used for its capture when it fits. ``direct``:
     the outcome keeps the worker's compact form, checked, for a file written as it came
     (``TraceOutcome.compact``; its ``graph`` the small parts only), never decoded into a model
     object per node and value (a store's trace is read as packed columns whatever ``direct`` says).

@@ -2,7 +2,7 @@
 the per-module table of FLOPs, bytes and collective bytes, and the per-device memory, as the CLI
 prints them and ``jaxlsp/trace`` returns them, and what one line does there (a hover's part).
 
-Stdlib only (the section is written by ``jaxlsp.capture.worker.program.compiled``; its format is in
+Stdlib only (the section is written by ``jaxlsp.worker.program.compiled``; its format is in
 docs/graph-format.md, "Compiled"). What is measured and what is estimated: the collectives, the
 fusions and the per-device shapes are read from XLA's optimised HLO (measured); the program's
 FLOPs and bytes are XLA's ``cost_analysis()`` and its memory XLA's ``memory_analysis()``

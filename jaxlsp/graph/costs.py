@@ -3,7 +3,7 @@ and the whole program; the per-module table ``jaxlsp trace --costs`` prints and 
 returns.
 
 Stdlib only, Python >= 3.10: the capture worker calls :func:`annotate` on the graph it builds, with
-the figures it measured for each equation lowered alone (``jaxlsp.capture.worker.program.costs``); readers
+the figures it measured for each equation lowered alone (``jaxlsp.worker.program.costs``); readers
 roll them up from the graph alone.
 
 How a node counts (its ``costs``, docs/graph-format.md):

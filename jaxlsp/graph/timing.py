@@ -3,7 +3,7 @@ HLO op's device time to graph nodes, and what readers make of it: seconds per no
 and module, the table the CLI prints and the line hover shows.
 
 Stdlib only, Python >= 3.10: the capture worker calls :func:`section` with what the profiler
-measured (``jaxlsp.capture.worker.program.timing``), and readers (the CLI, hover, the viewer) read the
+measured (``jaxlsp.worker.program.timing``), and readers (the CLI, hover, the viewer) read the
 section alone.
 
 How the time is attributed:
@@ -12,7 +12,7 @@ How the time is attributed:
   body is its own ops'; ops running at the same instant share it), summed over the runs; a
   program sharded over several devices gives each device's, and the figures here are per step
   and per device (averaged over the devices);
-- an instruction maps to the graph nodes its metadata names (``jaxlsp.capture.worker.program.hlo``); a
+- an instruction maps to the graph nodes its metadata names (``jaxlsp.worker.program.hlo``); a
   fusion maps to the nodes of every instruction it fuses;
 - an instruction that maps to several nodes splits its time over them by their FLOPs (the node's
   ``costs``, XLA's figures for the equation alone), by bytes accessed where none has FLOPs

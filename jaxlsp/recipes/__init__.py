@@ -1,5 +1,5 @@
 """Recipes: ``jaxlsp.toml`` read, checked (every key, with line numbers), resolved into the worker
-protocol's :class:`~jaxlsp.capture.worker.core.protocol.ResolvedProfile`, and proposed from discovery.
+protocol's :class:`~jaxlsp.worker.protocol.ResolvedProfile`, and proposed from discovery.
 
 Stdlib only (but for tomlkit, which ``save`` uses to edit a file in place): no pygls, no jax.
 See ``docs/recipes.md`` for the file format.

@@ -16,7 +16,7 @@ import re
 import shlex
 from pathlib import Path
 
-from jaxlsp.capture.worker.core.protocol import ExampleSpec
+from jaxlsp.worker.protocol import ExampleSpec
 
 _TEST_FILE = re.compile(r"(?:test_.*|.*_test)\.py")
 _MAIN_GUARD = re.compile(r"^if\s+__name__\s*==\s*['\"]__main__['\"]", re.M)

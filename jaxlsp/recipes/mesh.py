@@ -12,11 +12,11 @@ from __future__ import annotations
 import math
 from typing import cast
 
-from jaxlsp.capture.worker.core.protocol import AxisType, MeshSpec
 from jaxlsp.recipes import schema
 from jaxlsp.recipes.problems import KeyPath
 from jaxlsp.recipes.schema import show
 from jaxlsp.recipes.specs import Context, is_int
+from jaxlsp.worker.protocol import AxisType, MeshSpec
 
 EXAMPLE = "mesh = { axes = { data = 2, model = 2 } }"
 _TYPES = {"explicit": "Explicit", "auto": "Auto"}

@@ -16,14 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from jaxlsp.capture.worker.core.protocol import (
-    DEVICE_CHOICES,
-    CallSpec,
-    ExampleSpec,
-    ResolvedProfile,
-    Target,
-    TargetKind,
-)
 from jaxlsp.recipes import examples, schema
 from jaxlsp.recipes.locate import problem_at
 from jaxlsp.recipes.mesh import check_devices, check_mesh
@@ -32,6 +24,14 @@ from jaxlsp.recipes.schema import show
 from jaxlsp.recipes.selection import NeedsInput, Resolved, Selected
 from jaxlsp.recipes.specs import Context, check_args, check_kwargs, check_ref_name, check_seed, is_int
 from jaxlsp.recipes.topology import check_pod, check_topology
+from jaxlsp.worker.protocol import (
+    DEVICE_CHOICES,
+    CallSpec,
+    ExampleSpec,
+    ResolvedProfile,
+    Target,
+    TargetKind,
+)
 
 
 @dataclass(slots=True)

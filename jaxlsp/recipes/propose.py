@@ -25,8 +25,8 @@ from jaxlsp.recipes.profile import resolve_table
 from jaxlsp.recipes.selection import NeedsInput, Selected
 
 if TYPE_CHECKING:
+    from jaxlsp.discovery.callsites.sites import CallSite
     from jaxlsp.discovery.entrypoints import Entrypoint
-    from jaxlsp.discovery.sites import CallSite
     from jaxlsp.discovery.summary import SetupField
 
 _FILLED_BY_WORKER = {"nnx": "rngs", "equinox": "key"}  # constructor parameters the worker fills
@@ -179,7 +179,7 @@ def propose_site(
     name: str | None = None,
     taken: Collection[str] = (),
 ) -> Selected:
-    """A profile made from a static call site (``discovery/callsites.py``): :class:`Resolved`
+    """A profile made from a static call site (``discovery/callsites/finder.py``): :class:`Resolved`
     when the site fills every input, else :class:`NeedsInput` with what the site knows filled in
     and each unknown value asked for (``where`` is the site's ``path:line``, for the messages).
     Raises :class:`RecipeError` when the site's values do not check (limits, 64-bit)."""

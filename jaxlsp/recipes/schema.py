@@ -9,8 +9,8 @@ import difflib
 import re
 from typing import Final
 
-from jaxlsp.capture.worker.core import protocol
 from jaxlsp.recipes.problems import quote_string, toml_value
+from jaxlsp.worker import protocol
 
 VERSION: Final = 1
 RECIPE_FILE: Final = "jaxlsp.toml"

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jaxlsp.capture.worker.core.protocol import ResolvedProfile, Target
+from jaxlsp.worker.protocol import ResolvedProfile, Target
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,12 +11,12 @@ worker's memory cap and deadline, and the program by a chip's HBM (the fit XLA r
 
 from __future__ import annotations
 
-from jaxlsp.capture.worker.core.protocol import MeshSpec
-from jaxlsp.capture.worker.core.topology import EXAMPLE, GENERATIONS, Topology, parse
 from jaxlsp.recipes.mesh import size_of, spelled
 from jaxlsp.recipes.problems import KeyPath
 from jaxlsp.recipes.schema import show
 from jaxlsp.recipes.specs import Context
+from jaxlsp.worker.protocol import MeshSpec
+from jaxlsp.worker.topology import EXAMPLE, GENERATIONS, Topology, parse
 
 
 def check_topology(ctx: Context, path: KeyPath, value: object) -> str | None:

@@ -29,7 +29,7 @@ def _guard_process() -> None:
     """Keep the user's traced code out of this process (issue 25): not dumpable, so a capture
     running as the same user cannot read ``/proc/<server>/environ`` or open the protocol streams
     through ``/proc/<server>/fd/N``. Before anything is read from the client."""
-    from jaxlsp.capture.worker.process.containment import set_dumpable
+    from jaxlsp.worker.containment import set_dumpable
 
     why = set_dumpable(False)
     if why is not None:

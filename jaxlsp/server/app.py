@@ -26,7 +26,7 @@ from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.uris import to_fs_path
 
 from jaxlsp import __version__
-from jaxlsp.capture import userpath
+from jaxlsp.capture.environment import userpath
 from jaxlsp.graph import collector
 from jaxlsp.server import transport, wire
 from jaxlsp.server.display import quoted, visible, visible_lines
@@ -305,7 +305,9 @@ class JaxServer(LanguageServer):
         if not roots:
             root = params.root_path or (to_fs_path(params.root_uri) if params.root_uri else None)
             self._add_root(roots, root)
-        for folder_root in roots:  # no PYTHONPATH entry inside a workspace reaches a capture (capture/userpath.py)
+        for (
+            folder_root
+        ) in roots:  # no PYTHONPATH entry inside a workspace reaches a capture (capture/environment/userpath.py)
             userpath.add_workspace(folder_root)
         self.session.support = ClientSupport.from_capabilities(params.capabilities)
         self.session.options = Options.parse(params.initialization_options)

@@ -55,7 +55,7 @@ class Options:
     inlay_hints: bool = False  # shapes at the end of assignment lines (off by default)
     costs: bool = False  # measure XLA's costs in every trace (jaxlsp/costs), not only when asked
     live_shapes: bool = True  # re-trace on open and save (live.py); false turns it off
-    replay: bool = True  # repeated Linen layers traced once (capture/worker/reuse/replay.py); false traces every call
+    replay: bool = True  # repeated Linen layers traced once (worker/reuse/replay.py); false traces every call
 
     @classmethod
     def parse(cls, raw: Any) -> Options:

@@ -271,7 +271,7 @@ class TraceResult(TypedDict):
     values: NotRequired[ValuesSummary]  # with ``values``: what the run found
     compiled: NotRequired[CompiledSummary]  # with ``compiled``: what XLA made of the program
     time: NotRequired[TimeSummary]  # with ``time``: what the profiled runs measured
-    replayed: NotRequired[int]  # Linen module calls traced once and replayed (capture/worker/reuse/replay.py)
+    replayed: NotRequired[int]  # Linen module calls traced once and replayed (worker/reuse/replay.py)
 
 
 class ExampleChoice(TypedDict):

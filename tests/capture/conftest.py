@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from jaxlsp.capture import staging
-from jaxlsp.capture.staging import Stage
+from jaxlsp.capture.launch import staging
+from jaxlsp.capture.launch.staging import Stage
 from tests import deadlines
 from tests.deadlines import scaled
 

@@ -74,8 +74,8 @@ def capture(request: dict[str, Any], *, jax_ready: bool = False) -> Any:
             except ImportError:
                 found[name] = False
         import jaxlsp
-        import jaxlsp.capture.worker.core.protocol
         import jaxlsp.graph.model
+        import jaxlsp.worker.protocol
 
         extra.update(
             imports=found,
@@ -133,7 +133,7 @@ def main(early: float | None = None) -> None:
     result = capture(request)
     if result is _NO_RESULT:
         return
-    if early is not None:  # an early worker's bootstrap preloaded modules first (capture/early.py)
+    if early is not None:  # an early worker's bootstrap preloaded modules first (capture/launch/early.py)
         result["graph"]["early"] = early
     fd = request["resultFd"]
     data = json.dumps(result).encode()

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from jaxlsp.capture import staging
-from jaxlsp.capture.client import CaptureOutcome, capture_sync, run_capture
-from jaxlsp.capture.options import DEFAULT_MEMORY_MB, CaptureOptions
-from jaxlsp.capture.staging import Stage
+from jaxlsp.capture.launch import staging
+from jaxlsp.capture.launch.client import CaptureOutcome, capture_sync, run_capture
+from jaxlsp.capture.launch.options import DEFAULT_MEMORY_MB, CaptureOptions
+from jaxlsp.capture.launch.staging import Stage
 from tests.capture.conftest import STAND_IN, alive, assert_group_gone, make_request, watch_sleeper
 from tests.deadlines import scaled
 
@@ -88,7 +88,7 @@ async def test_the_result_pipe_follows_the_bytes_limit_and_refuses_past_it_with_
     limit (a raised ``--max-bytes`` holds end to end, past the 256 MiB of a request without
     limits) and refuses what still goes past it, never cutting it: here a stand-in that does not
     check sends 8 MiB against a limit of 2 MiB."""
-    from jaxlsp.capture.supervise import RESULT_LIMIT, result_limit
+    from jaxlsp.capture.launch.supervise import RESULT_LIMIT, result_limit
 
     assert result_limit({"limits": {"bytes": 1024 * 1024 * 1024}}) > 1024 * 1024 * 1024 > RESULT_LIMIT
     assert result_limit({}) == RESULT_LIMIT

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from jaxlsp.capture.engine import TraceRequest, finish, prepare
-from jaxlsp.capture.supervise import CaptureOutcome
+from jaxlsp.capture.launch.supervise import CaptureOutcome
 from jaxlsp.graph import costs
 from jaxlsp.graph.analysis import AGREEMENT, compare_xla
 
@@ -30,7 +30,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
     ],
 )
 def test_body_once_flops_agree_with_xla(target: str, profile: str) -> None:
-    from jaxlsp.capture.worker.process.main import capture
+    from jaxlsp.worker.process.main import capture
 
     file, name = target.split("::")
     prepared = prepare(

@@ -1,4 +1,4 @@
-"""An early worker (capture/early.py): used by the capture it fits, killed when it does not fit."""
+"""An early worker (capture/launch/early.py): used by the capture it fits, killed when it does not fit."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from jaxlsp.capture import early
-from jaxlsp.capture.client import spawn_cold
-from jaxlsp.capture.options import DEFAULT_MEMORY_MB, DEFAULT_OPTIONS
-from jaxlsp.capture.staging import Stage
+from jaxlsp.capture.launch import early
+from jaxlsp.capture.launch.client import spawn_cold
+from jaxlsp.capture.launch.options import DEFAULT_MEMORY_MB, DEFAULT_OPTIONS
+from jaxlsp.capture.launch.staging import Stage
 from tests.capture.conftest import HERE, alive, assert_group_gone, make_request
 
 

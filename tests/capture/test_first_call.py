@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from jaxlsp.capture.client import capture_sync
-from jaxlsp.capture.options import CaptureOptions
-from jaxlsp.capture.spare import SparePool
+from jaxlsp.capture.launch.client import capture_sync
+from jaxlsp.capture.launch.options import CaptureOptions
+from jaxlsp.capture.launch.spare import SparePool
 from jaxlsp.recipes.examples import parse_example
 from tests.deadlines import scaled
 

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from jaxlsp.capture import phases
 from jaxlsp.capture.engine import TraceRequest
-from jaxlsp.capture.options import CaptureOptions
+from jaxlsp.capture.launch import phases
+from jaxlsp.capture.launch.options import CaptureOptions
+from jaxlsp.capture.launch.spare import SparePool
 from jaxlsp.capture.service import CaptureService
-from jaxlsp.capture.spare import SparePool
 from jaxlsp.graph import io
-from tests.capture.worker.reuse.test_initsnap import NNX_MODEL
 from tests.deadlines import scaled
+from tests.worker.reuse.test_initsnap import NNX_MODEL
 
 pytest.importorskip("flax")
 
@@ -44,7 +44,7 @@ async def test_a_snapshot_made_in_the_background_serves_the_next_capture(tmp_pat
     request = TraceRequest(file=model, name="Model", workspace_root=tmp_path, profile="p", python=jax_python)
     service = CaptureService(pool=SparePool())
     try:
-        timing = phases.Phases(saved=0.0)  # as a live trace has (capture/phases.py)
+        timing = phases.Phases(saved=0.0)  # as a live trace has (capture/launch/phases.py)
         phases.CURRENT.set(timing)
         first = await service.trace(request, CaptureOptions())
         phases.CURRENT.set(None)

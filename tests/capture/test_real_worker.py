@@ -1,16 +1,13 @@
-"""End to end with the real worker (when present): the same tiny target, cold and through a spare."""
+"""End to end with the real worker: the same tiny target, cold and through a spare."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-import jaxlsp
-from jaxlsp.capture.client import run_capture
-from jaxlsp.capture.spare import SparePool
-from tests.capture.worker.conftest import request
+from jaxlsp.capture.launch.client import run_capture
+from jaxlsp.capture.launch.spare import SparePool
+from tests.worker.conftest import request
 
 MODEL = """\
 import jax.numpy as jnp
@@ -19,10 +16,6 @@ import jax.numpy as jnp
 def f(x):
     return jnp.sin(x) * 2
 """
-
-pytestmark = pytest.mark.skipif(
-    not (Path(jaxlsp.__file__).parent / "capture" / "worker" / "main.py").exists(), reason="no worker yet"
-)
 
 
 def _request(root: Path) -> dict[str, Any]:

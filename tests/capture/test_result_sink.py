@@ -7,7 +7,7 @@ import itertools
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jaxlsp.capture.supervise import _ResultSink
+from jaxlsp.capture.launch.supervise import _ResultSink
 
 STREAM = b'#phase import\n#phase trace\n#phase build\n{"ok": true, "graph": {"note": "#phase not"}}'
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from jaxlsp.capture.engine import Prepared, TraceFailure
-from jaxlsp.capture.options import DEFAULT_TIMEOUT, EXAMPLE_TIMEOUT, CaptureOptions
+from jaxlsp.capture.launch.options import DEFAULT_TIMEOUT, EXAMPLE_TIMEOUT, CaptureOptions
 from jaxlsp.capture.service import CaptureService
 
 

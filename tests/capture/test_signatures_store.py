@@ -1,11 +1,11 @@
-"""The learned-signature store (capture/signatures.py): per workspace root in the per-user cache,
+"""The learned-signature store (capture/inputs/signatures.py): per workspace root in the per-user cache,
 per interpreter, dropped when a caller's file changed, never holding another root's targets."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from jaxlsp.capture.signatures import SignatureStore
+from jaxlsp.capture.inputs.signatures import SignatureStore
 
 
 def _record(path: Path, caller: Path, name: str = "Attention") -> dict[str, object]:

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from jaxlsp.capture.engine import TraceRequest
-from jaxlsp.capture.options import CaptureOptions
+from jaxlsp.capture.launch.options import CaptureOptions
+from jaxlsp.capture.launch.spare import SparePool
 from jaxlsp.capture.service import CaptureService
-from jaxlsp.capture.spare import SparePool
 from jaxlsp.graph import io
 from jaxlsp.graph.store import GraphStore
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from jaxlsp.capture.options import CaptureOptions
-from jaxlsp.capture.spare import SparePool
-from jaxlsp.capture.staging import Stage
+from jaxlsp.capture.launch.options import CaptureOptions
+from jaxlsp.capture.launch.spare import SparePool
+from jaxlsp.capture.launch.staging import Stage
 from tests.capture.conftest import alive, assert_group_gone, make_request, watch_sleeper
 from tests.deadlines import scaled
 
@@ -217,7 +217,7 @@ async def test_the_next_capture_runs_in_a_child_forked_ahead_of_it(pool: SparePo
 async def test_without_standbys_each_capture_is_forked_when_asked(
     stand_in: Stage, jax_python: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from jaxlsp.capture.worker.process.forkserver import STANDBY_ENV
+    from jaxlsp.worker.process.forkserver import STANDBY_ENV
 
     monkeypatch.setenv(STANDBY_ENV, "0")
     pool = SparePool(stage=stand_in)
@@ -246,7 +246,7 @@ def _installed_library(tmp_path: Path, text: str) -> tuple[str, Path, dict[str, 
     """An interpreter (a venv linking the runner's packages) with ``statelib`` installed in its
     site-packages, a workspace whose model uses it, and the request that traces the model."""
     from tests.capture.environments.conftest import make_venv, site_of
-    from tests.capture.worker.conftest import request
+    from tests.worker.conftest import request
 
     python = make_venv(tmp_path / "venv", hide=())
     library = site_of(tmp_path / "venv") / "statelib"
@@ -281,7 +281,7 @@ async def _until(done: object, what: str) -> None:
 async def test_an_installed_library_changed_on_disk_retires_the_spare(tmp_path: Path) -> None:
     """A library the spare preloaded (learned from a capture) is upgraded on disk: the next warm
     capture gives what a cold one gives, not the graph of the code the spare had imported."""
-    from jaxlsp.capture.client import run_capture
+    from jaxlsp.capture.launch.client import run_capture
 
     python, library, request = _installed_library(tmp_path, "WIDTH = 16\n\n\ndef width():\n    return WIDTH\n")
     pool = SparePool()
@@ -314,7 +314,7 @@ async def test_a_library_whose_import_state_differs_in_the_spare_is_not_preloade
     """A library that reads where it is imported from (here ``sys.path``: the spare's has no
     workspace on it) into module-level state: every warm capture equals a cold one, so the spare
     does not keep it preloaded."""
-    from jaxlsp.capture.client import run_capture
+    from jaxlsp.capture.launch.client import run_capture
 
     text = "import sys\n\nWIDTH = len(sys.path)\n\n\ndef width():\n    return WIDTH\n"
     python, _library, request = _installed_library(tmp_path, text)

@@ -1,4 +1,4 @@
-"""Re-traces that skip the abstract init (capture/speculate.py), through the real warm spare.
+"""Re-traces that skip the abstract init (capture/launch/speculate.py), through the real warm spare.
 
 The hinted capture must give exactly the graph an unhinted one gives; a hint that no longer holds
 (the model changed: a width, a layer more or fewer) or is garbage must be caught by the hinted
@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from jaxlsp.capture.options import CaptureOptions
-from jaxlsp.capture.spare import SparePool
-from jaxlsp.capture.speculate import capture_speculatively, structure_of
+from jaxlsp.capture.launch.options import CaptureOptions
+from jaxlsp.capture.launch.spare import SparePool
+from jaxlsp.capture.launch.speculate import capture_speculatively, structure_of
 from jaxlsp.graph import io
-from tests.capture.worker.conftest import request
 from tests.deadlines import scaled
+from tests.worker.conftest import request
 
 pytest.importorskip("flax")
 

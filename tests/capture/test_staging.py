@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from jaxlsp.capture import staging
-from jaxlsp.capture.client import capture_sync
-from jaxlsp.capture.staging import RefusedError, Stage
+from jaxlsp.capture.launch import staging
+from jaxlsp.capture.launch.client import capture_sync
+from jaxlsp.capture.launch.staging import RefusedError, Stage
 from tests.capture.conftest import STAND_IN, make_request
 
 
@@ -21,12 +21,12 @@ def test_stage_holds_only_the_worker_packages(stand_in: Stage) -> None:
     files = sorted(p.relative_to(stand_in.path).as_posix() for p in stand_in.path.rglob("*") if p.is_file())
     assert "jaxlsp/__init__.py" in files
     assert "jaxlsp/capture/__init__.py" in files
-    assert "jaxlsp/capture/worker/process/forkserver.py" in files
-    assert "jaxlsp/capture/worker/core/protocol.py" in files
+    assert "jaxlsp/worker/process/forkserver.py" in files
+    assert "jaxlsp/worker/protocol.py" in files
     assert "jaxlsp/graph/model.py" in files
     assert "jaxlsp/notebook/cells.py" in files  # the worker reads a notebook target's cells
     assert "stand_in_worker.py" in files
-    allowed = ("jaxlsp/capture/worker/", "jaxlsp/graph/", "jaxlsp/notebook/")
+    allowed = ("jaxlsp/worker/", "jaxlsp/graph/", "jaxlsp/notebook/")
     others = {"jaxlsp/__init__.py", "jaxlsp/capture/__init__.py", "stand_in_worker.py"}
     # Staging copies no bytecode: what a __pycache__ holds, workers wrote (checked-hash pycs of staged files).
     copied = [f for f in files if "/__pycache__/" not in f]
@@ -100,7 +100,7 @@ def main():
     os.write(fd, json.dumps({"ok": True, "graph": {"mark": MARK, "user": usermod.VALUE}}).encode())
     os.close(fd)
 """
-PROBE_MODULE = "jaxlsp/capture/worker/cache_probe.py"
+PROBE_MODULE = "jaxlsp/worker/cache_probe.py"
 
 
 def _checked_hash_of_source(pyc: Path) -> bool:
@@ -118,7 +118,7 @@ def _probe(tmp_path: Path, mark: str) -> tuple[Stage, Path, Path]:
     user.parent.mkdir(exist_ok=True)
     user.write_text("VALUE = 42\n")
     staged = staging.stage(
-        extra={PROBE_MODULE: source}, worker_module="jaxlsp.capture.worker.cache_probe", cache_dir=tmp_path / "cache"
+        extra={PROBE_MODULE: source}, worker_module="jaxlsp.worker.cache_probe", cache_dir=tmp_path / "cache"
     )
     return staged, staged.path / PROBE_MODULE, user
 
@@ -137,7 +137,7 @@ def test_the_staged_worker_is_compiled_once_and_its_bytecode_reused(tmp_path: Pa
     assert _run_probe(staged, user) == "from the source"
     # Written by the worker's interpreter, for every staged module it imported (the bootstrap's too).
     assert _checked_hash_of_source(pyc)
-    bootstrap_module = staged.path / "jaxlsp/capture/worker/process/containment.py"
+    bootstrap_module = staged.path / "jaxlsp/worker/containment.py"
     assert _checked_hash_of_source(Path(importlib.util.cache_from_source(str(bootstrap_module))))
     # The user's modules are never written (-B holds for them).
     assert not (user.parent / "__pycache__").exists()

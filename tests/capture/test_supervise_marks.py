@@ -1,4 +1,4 @@
-"""The supervisor's marks on a live trace's phases (jaxlsp/capture/supervise.py): the moment the
+"""The supervisor's marks on a live trace's phases (jaxlsp/capture/launch/supervise.py): the moment the
 result arrived is marked however the child's exit and the result's end reach the loop, so that
 the live log splits that span into the worker's phases (import, make_jaxpr, ...) every time."""
 
@@ -9,10 +9,10 @@ import subprocess
 import sys
 import time
 
-from jaxlsp.capture import phases
-from jaxlsp.capture.client import PopenChild
-from jaxlsp.capture.options import CaptureOptions, Launch
-from jaxlsp.capture.supervise import CaptureOutcome, Pipes, supervise
+from jaxlsp.capture.launch import phases
+from jaxlsp.capture.launch.client import PopenChild
+from jaxlsp.capture.launch.options import CaptureOptions, Launch
+from jaxlsp.capture.launch.supervise import CaptureOutcome, Pipes, supervise
 from tests.deadlines import scaled
 
 # writes its result and closes the pipe, as the worker does, then runs ``{then}`` and exits

@@ -1,4 +1,4 @@
-"""The cold ``jaxlsp trace``'s own costs: it starts its worker early (capture/early.py), the capture
+"""The cold ``jaxlsp trace``'s own costs: it starts its worker early (capture/launch/early.py), the capture
 runs in it and a trace refused before its capture leaves no worker behind; it writes the graph
 with the cyclic collector paused."""
 
@@ -50,7 +50,7 @@ def _workers_of(cache: Path) -> list[int]:
 
 
 #: Says, as the user's module is imported, whether the worker's graph building was loaded already.
-WITNESS = "import sys\n\nopen({out!r}, 'w').write(str('jaxlsp.capture.worker.tracing.build' in sys.modules))\n"
+WITNESS = "import sys\n\nopen({out!r}, 'w').write(str('jaxlsp.worker.tracing.build' in sys.modules))\n"
 
 
 def test_trace_captures_in_its_early_worker_and_a_refusal_leaves_none(tmp_path: Path) -> None:

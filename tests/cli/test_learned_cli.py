@@ -1,5 +1,5 @@
 """Inputs learned at every call boundary (issue 46): one ``jaxlsp trace`` of a model keeps the call
-of each block, layer and helper it ran (capture/signatures.py), and a later trace of one of them,
+of each block, layer and helper it ran (capture/inputs/signatures.py), and a later trace of one of them,
 with no profile of its own, uses that call, says so, and saves it; a change to the caller's file
 drops it."""
 

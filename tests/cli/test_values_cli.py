@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from jaxlsp.capture.engine import TraceFailure, TraceRequest, ValuesOptions
-from jaxlsp.capture.options import CaptureOptions
+from jaxlsp.capture.launch.options import CaptureOptions
 from jaxlsp.capture.service import trace_once
 from jaxlsp.graph import io
 from jaxlsp.graph.validate import SCHEMA_PATH, check

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from jaxlsp.discovery import Classifier, WorkspaceIndex
-from jaxlsp.discovery.callsites import CallSiteFinder
+from jaxlsp.discovery.callsites.finder import CallSiteFinder
+from jaxlsp.discovery.callsites.sites import CallSite
 from jaxlsp.discovery.roots import project_root
-from jaxlsp.discovery.sites import CallSite
 from tests.deadlines import scaled
 
 REPO = Path(__file__).resolve().parents[1] / "workspaces" / "callsites_repo"
@@ -521,7 +521,7 @@ def test_nothing_is_imported() -> None:
 
     code = (
         "import sys; from pathlib import Path; from jaxlsp.discovery import Classifier, WorkspaceIndex; "
-        "from jaxlsp.discovery.callsites import CallSiteFinder; "
+        "from jaxlsp.discovery.callsites.finder import CallSiteFinder; "
         f"root = Path({str(REPO)!r}); index = WorkspaceIndex([root]); c = Classifier(index); "
         "e = next(e for e in c.discover(root / 'zoo' / 'resnet.py').entrypoints if e.name == 'ResNet'); "
         "assert CallSiteFinder(index, root, c).find(e); "

@@ -1,5 +1,5 @@
 """The target's import chain and the call sites whose values would import beyond it
-(discovery/importchain.py): what a live trace may build its inputs from (issue 45 item 4)."""
+(discovery/callsites/importchain.py): what a live trace may build its inputs from (issue 45 item 4)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import shutil
 from pathlib import Path
 
 from jaxlsp.discovery import Classifier, WorkspaceIndex
-from jaxlsp.discovery.callsites import CallSiteFinder
-from jaxlsp.discovery.importchain import foreign_refs, import_chain
+from jaxlsp.discovery.callsites.finder import CallSiteFinder
+from jaxlsp.discovery.callsites.importchain import foreign_refs, import_chain
 
 WORKSPACES = Path(__file__).resolve().parents[1] / "workspaces"
 

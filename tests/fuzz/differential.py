@@ -176,7 +176,7 @@ def _aval(shape: Any, dtype: Any, weak: bool) -> tuple[tuple[str, ...], str, boo
 
 def run(program: Program, root: Path) -> Outcome:
     """Write, trace and check one program; AssertionError (with the program) on any mismatch."""
-    from jaxlsp.capture.worker.process.main import capture
+    from jaxlsp.worker.process.main import capture
 
     path = root / f"{program.name}.py"
     path.write_text(program.text)

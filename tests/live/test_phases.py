@@ -1,9 +1,9 @@
-"""Where a live trace's time went (jaxlsp/capture/phases.py): spans between marks, the traced
+"""Where a live trace's time went (jaxlsp/capture/launch/phases.py): spans between marks, the traced
 child's own phases in the span that ended with its result, and every moment counted once."""
 
 from __future__ import annotations
 
-from jaxlsp.capture.phases import Phases, summary
+from jaxlsp.capture.launch.phases import Phases, summary
 
 
 def test_the_result_span_is_split_by_the_childs_clock_and_phases() -> None:
@@ -76,7 +76,7 @@ def test_only_the_last_result_is_split_when_a_trace_ran_twice() -> None:
 
 
 def test_the_summary_names_what_the_trace_reused() -> None:
-    from jaxlsp.capture import phases
+    from jaxlsp.capture.launch import phases
 
     timing = Phases(saved=1.0)
     timing.mark("store", 1.5)

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from jaxlsp.discovery import Classifier, WorkspaceIndex
-from jaxlsp.discovery.callsites import CallSiteFinder
-from jaxlsp.discovery.sites import CallSite, Missing
+from jaxlsp.discovery.callsites.finder import CallSiteFinder
+from jaxlsp.discovery.callsites.sites import CallSite, Missing
 from jaxlsp.recipes import NeedsInput, RecipeError, Resolved, parse_recipe, render_profile
 from jaxlsp.recipes.examples import ExampleError, example_kind, parse_example
 from jaxlsp.recipes.propose import propose_site

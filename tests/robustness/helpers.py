@@ -75,8 +75,8 @@ def cmdline(pid: int) -> bytes:
 
 def standby(pid: int) -> bool:
     """A warm spare's standby: a child forked ahead of the next capture, waiting for its request
-    (jaxlsp/capture/worker/process/forkserver.py names it so); it has run no user code."""
-    from jaxlsp.capture.worker.process.forkserver import STANDBY_NAME
+    (jaxlsp/worker/process/forkserver.py names it so); it has run no user code."""
+    from jaxlsp.worker.process.forkserver import STANDBY_NAME
 
     try:
         return Path(f"/proc/{pid}/comm").read_text().strip() == STANDBY_NAME
@@ -111,7 +111,7 @@ def capture_cgroups(*owners: int) -> list[Path]:
 
 
 def cgroups_usable() -> bool:
-    from jaxlsp.capture.worker.process import containment
+    from jaxlsp.worker import containment
 
     made = containment.cgroup_create(f"probe-{os.getpid()}-{time.monotonic_ns()}")
     if made is None:

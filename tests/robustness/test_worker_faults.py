@@ -30,13 +30,13 @@ import pytest
 import pytest_asyncio
 
 from jaxlsp.capture import engine
-from jaxlsp.capture.client import run_capture
 from jaxlsp.capture.engine import TraceRequest
-from jaxlsp.capture.options import DEFAULT_MEMORY_MB, CaptureOptions
+from jaxlsp.capture.launch.client import run_capture
+from jaxlsp.capture.launch.options import DEFAULT_MEMORY_MB, CaptureOptions
+from jaxlsp.capture.launch.spare import SparePool
+from jaxlsp.capture.launch.supervise import CaptureOutcome
 from jaxlsp.capture.service import trace_once
-from jaxlsp.capture.spare import SparePool
-from jaxlsp.capture.supervise import CaptureOutcome
-from jaxlsp.capture.worker.process import containment
+from jaxlsp.worker import containment
 from tests.deadlines import scaled
 from tests.robustness.helpers import (
     IN_CI,

@@ -19,9 +19,9 @@ import pytest
 from jaxlsp.graph import io
 from jaxlsp.graph.export import to_html
 from jaxlsp.graph.model import Graph
-from tests.capture.worker.conftest import array, request
 from tests.server.conftest import JaxClient
 from tests.viewer.conftest import Browser, trace_stack
+from tests.worker.conftest import array, request
 
 pytest.importorskip("jax")
 
@@ -31,7 +31,7 @@ COSTS = Path(__file__).resolve().parents[1] / "workspaces" / "costs"
 @pytest.fixture(scope="module")
 def graphs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Graph, Graph]]:
     """The MLP's gradient with costs at hidden width 8 (the base) and 16."""
-    from jaxlsp.capture.worker.process.main import capture
+    from jaxlsp.worker.process.main import capture
 
     cache = tmp_path_factory.mktemp("cost-cache")
     path, cwd, modules = list(sys.path), os.getcwd(), set(sys.modules)

@@ -17,8 +17,8 @@ import pytest
 from jaxlsp.graph import io
 from jaxlsp.graph.export import to_html
 from jaxlsp.graph.model import Graph
-from tests.capture.worker.conftest import array, request
 from tests.viewer.conftest import Browser
+from tests.worker.conftest import array, request
 
 pytest.importorskip("jax")
 
@@ -27,7 +27,7 @@ TIMING = Path(__file__).resolve().parents[1] / "workspaces" / "timing"
 
 @pytest.fixture(scope="module")
 def timed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Graph]:
-    from jaxlsp.capture.worker.process.main import capture
+    from jaxlsp.worker.process.main import capture
 
     path, cwd, modules = list(sys.path), os.getcwd(), set(sys.modules)
     try:

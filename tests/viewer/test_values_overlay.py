@@ -19,8 +19,8 @@ import pytest
 
 from jaxlsp.graph import io
 from jaxlsp.graph.export import to_html
-from tests.capture.worker.conftest import array, request
 from tests.viewer.conftest import Browser
+from tests.worker.conftest import array, request
 
 VALUES = Path(__file__).resolve().parents[1] / "workspaces" / "values"
 
@@ -28,7 +28,7 @@ VALUES = Path(__file__).resolve().parents[1] / "workspaces" / "values"
 @pytest.fixture(scope="module")
 def graphs() -> Iterator[dict[str, Any]]:
     """Values runs of ``blowup`` (a NaN in a scan's seventh iteration) and ``branchy`` (a cond)."""
-    from jaxlsp.capture.worker.process.main import capture
+    from jaxlsp.worker.process.main import capture
 
     path, cwd, modules = list(sys.path), os.getcwd(), set(sys.modules)
     out: dict[str, Any] = {}

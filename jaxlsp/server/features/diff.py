@@ -30,7 +30,7 @@ from jaxlsp.server.params import REQUEST_FAILED, file_path, invalid, parse, show
 from jaxlsp.textfiles import Unreadable, read_bytes
 
 MAX_LISTED = 10_000
-MAX_GRAPH_FILE = 256 * 1024 * 1024  # the capture's own limit on a graph's JSON (capture/options.py)
+MAX_GRAPH_FILE = 256 * 1024 * 1024  # the capture's own limit on a graph's JSON (capture/launch/options.py)
 
 
 class Diff:

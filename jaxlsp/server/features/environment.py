@@ -5,8 +5,8 @@ The check runs the selected interpreter, so it waits for the workspace folder's 
 does. A problem an install fixes is offered through ``window/showMessageRequest`` with the exact
 command; only the answer ``Install`` runs it, into the selected interpreter's environment, with
 work-done progress, every line in a log file under ``$XDG_CACHE_HOME/jaxlsp/logs/`` and the log
-sent as ``window/logMessage``. The logic lives in :mod:`jaxlsp.capture.compatibility` and
-:mod:`jaxlsp.capture.install`; this module only speaks LSP.
+sent as ``window/logMessage``. The logic lives in :mod:`jaxlsp.capture.environment.compatibility` and
+:mod:`jaxlsp.capture.environment.install`; this module only speaks LSP.
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from typing import Any, cast
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from jaxlsp.capture import compatibility
-from jaxlsp.capture.compatibility import Report
 from jaxlsp.capture.engine import Prepared, TraceFailure, TraceRequest, check_environment, choose_python, select
-from jaxlsp.capture.install import InstallPlan, InstallResult, plan_install, run_install
-from jaxlsp.capture.interpreters import InterpreterError, Selection, select_interpreter
+from jaxlsp.capture.environment import compatibility
+from jaxlsp.capture.environment.compatibility import Report
+from jaxlsp.capture.environment.install import InstallPlan, InstallResult, plan_install, run_install
+from jaxlsp.capture.environment.interpreters import InterpreterError, Selection, select_interpreter
 from jaxlsp.server import wire
 from jaxlsp.server.display import visible
 from jaxlsp.server.features.trust import TrustPrompt

@@ -1,5 +1,5 @@
 """``jaxlsp.learnShapes``: run the workspace's own examples once and keep every reached target's
-call (capture/learning.py), with ``$/progress``; then what is open is traced live on what was
+call (capture/inputs/learning.py), with ``$/progress``; then what is open is traced live on what was
 learned. It never starts on its own: the command (a palette entry, the ``Learn shapes`` code
 action) in a folder the user trusts (asked, as a trace asks)."""
 
@@ -13,11 +13,11 @@ from typing import Any, cast
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from jaxlsp.capture import learning
-from jaxlsp.capture.client import run_capture
-from jaxlsp.capture.interpreters import InterpreterError, select_interpreter
-from jaxlsp.capture.options import CaptureOptions
-from jaxlsp.capture.signatures import SignatureStore
+from jaxlsp.capture.environment.interpreters import InterpreterError, select_interpreter
+from jaxlsp.capture.inputs import learning
+from jaxlsp.capture.inputs.signatures import SignatureStore
+from jaxlsp.capture.launch.client import run_capture
+from jaxlsp.capture.launch.options import CaptureOptions
 from jaxlsp.discovery.roots import project_root
 from jaxlsp.server import wire
 from jaxlsp.server.display import visible

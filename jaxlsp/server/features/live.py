@@ -24,7 +24,7 @@ from typing import Any
 
 from lsprotocol import types
 
-from jaxlsp.capture import phases
+from jaxlsp.capture.launch import phases
 from jaxlsp.live.edits import changed_lines, touches
 from jaxlsp.live.schedule import FAILED, FRESH, NOT_LIVE, QUEUED, TRACING, LiveScheduler, Outcome, Target
 from jaxlsp.server import wire
@@ -44,7 +44,7 @@ class Live:
         self.tracing = tracing
         self.scheduler = LiveScheduler(run=self._trace, changed=self._changed)
         self._notify_soon = False
-        # Where each live trace's time goes (capture/phases.py): when its newest save was heard
+        # Where each live trace's time goes (capture/launch/phases.py): when its newest save was heard
         # and queued, and the traces that ended since the last status (logged once it is sent).
         self._heard: dict[Target, tuple[float, float]] = {}
         self._ended: list[tuple[Target, str, phases.Phases]] = []

@@ -29,7 +29,6 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from jaxlsp.capture import phases
 from jaxlsp.capture.engine import (
     Prepared,
     TimeOptions,
@@ -39,10 +38,11 @@ from jaxlsp.capture.engine import (
     check_environment,
     save_base,
 )
-from jaxlsp.capture.options import CaptureOptions
+from jaxlsp.capture.launch import phases
+from jaxlsp.capture.launch.options import CaptureOptions
 from jaxlsp.capture.service import Busy, CaptureService
-from jaxlsp.discovery.callsites import CallSiteFinder
-from jaxlsp.discovery.importchain import foreign_refs, import_chain
+from jaxlsp.discovery.callsites.finder import CallSiteFinder
+from jaxlsp.discovery.callsites.importchain import foreign_refs, import_chain
 from jaxlsp.graph.compiled import size
 from jaxlsp.graph.compiled import summary_json as compiled_summary
 from jaxlsp.graph.model import Frame
@@ -101,7 +101,7 @@ class TraceArgs:
     save: bool = False  # write the completed profile to jaxlsp.toml
     costs: bool = False  # measure XLA's costs of every equation
     cell: int | None = None  # a notebook target's cell
-    example: str | None = None  # run this example to learn the inputs (capture/autoinputs.py)
+    example: str | None = None  # run this example to learn the inputs (capture/inputs/autoinputs.py)
     values: bool = False  # also run the graph on the profile's inputs
     dims: dict[str, int] | None = None  # sizes of symbolic dimensions, for a values or timed run
     compiled: bool = False  # also compile for the profile's devices (what XLA made of it)
@@ -259,7 +259,7 @@ class Tracing:
             costs=args.costs or options.costs,
             replay=options.replay,
             cell=args.cell,
-            # inputs from call sites (capture/autoinputs.py): a lens traces a complete static one at
+            # inputs from call sites (capture/inputs/autoinputs.py): a lens traces a complete static one at
             # once; examples run only when the user picks one (``example``, from a needs-input answer)
             source=args.example,
             cwd=folder,
@@ -277,7 +277,7 @@ class Tracing:
         forced = False  # a live trace that loads the file's definitions only because nobody chose more
         if live:
             req = dataclasses.replace(req, offline=True)
-        else:  # where the user's own trace spent its time, logged as a live trace's is (capture/phases.py)
+        else:  # where the user's own trace spent its time, logged as a live trace's is (capture/launch/phases.py)
             timing = phases.Phases(saved=time.monotonic())
             phases.CURRENT.set(timing)  # this task's own context (``trace`` runs it as a task)
         progress = Progress(self.ls, f"Live shapes: tracing {args.name}" if live else f"Tracing {args.name}")
@@ -460,7 +460,7 @@ class Tracing:
 
     def _sites(self, path: Path, name: str, entry: Any) -> list[Any]:
         """The target's call sites, read through the server's warm index (nothing runs)."""
-        from jaxlsp.discovery.callsites import CallSiteFinder
+        from jaxlsp.discovery.callsites.finder import CallSiteFinder
         from jaxlsp.discovery.roots import project_root
 
         session = self.ls.session
@@ -474,7 +474,7 @@ class Tracing:
     def _live_sites(self, path: Path, name: str, entry: Any) -> list[Any]:
         """The call sites a live trace may take its inputs from: a static site whose values name a
         workspace module the target does not import (a class a test file defines) would import it,
-        and run its top level, on every open (discovery/importchain.py)."""
+        and run its top level, on every open (discovery/callsites/importchain.py)."""
         sites = self._sites(path, name, entry)
         index = self.ls.session.index
         root = self.finder.root if self.finder is not None else path.parent

@@ -16,7 +16,7 @@ from typing import Any, cast
 from pygls.exceptions import JsonRpcException
 
 from jaxlsp.capture.engine import TraceFailure, finish
-from jaxlsp.capture.options import CaptureOptions
+from jaxlsp.capture.launch.options import CaptureOptions
 from jaxlsp.capture.service import Busy, CaptureService
 from jaxlsp.graph.compact import Packed
 from jaxlsp.graph.model import Graph

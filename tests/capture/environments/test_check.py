@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from jaxlsp.capture import interpreters
-from jaxlsp.capture.compatibility import EnvironmentCache, Probe, evaluate
-from jaxlsp.capture.install import plan_install
-from jaxlsp.capture.interpreters import InterpreterError, Selection, select_interpreter
+from jaxlsp.capture.environment import interpreters
+from jaxlsp.capture.environment.compatibility import EnvironmentCache, Probe, evaluate
+from jaxlsp.capture.environment.install import plan_install
+from jaxlsp.capture.environment.interpreters import InterpreterError, Selection, select_interpreter
 from tests.capture.environments.conftest import site_of
 
 
@@ -181,7 +181,7 @@ def test_a_conda_environment_gets_the_conda_command(tmp_path: Path) -> None:
 
 
 def test_limits_settings_take_positive_integers_only() -> None:
-    from jaxlsp.capture.worker.tracing.limits import DEFAULTS, check_bytes, resolve
+    from jaxlsp.worker.tracing.limits import DEFAULTS, check_bytes, resolve
 
     assert resolve({"equations": 5, "values": -1, "bytes": True}) == {**DEFAULTS, "equations": 5}
     assert resolve(None) == DEFAULTS
@@ -191,7 +191,7 @@ def test_limits_settings_take_positive_integers_only() -> None:
 
 
 def test_the_probe_outlives_the_process_on_disk(no_flax: Path) -> None:
-    from jaxlsp.capture.compatibility import disk_cache_path
+    from jaxlsp.capture.environment.compatibility import disk_cache_path
 
     selection = Selection(str(no_flax), interpreters.CLIENT)
     first = EnvironmentCache()

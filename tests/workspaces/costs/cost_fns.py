@@ -1,4 +1,4 @@
-"""Functions whose costs can be counted by hand (tests/capture/worker/program/test_costs.py)."""
+"""Functions whose costs can be counted by hand (tests/worker/program/test_costs.py)."""
 
 import jax
 import jax.numpy as jnp

@@ -1,1 +1,1 @@
-"""A tiny language model in Flax Linen, NNX and Equinox (tests/capture/worker/examples/test_signatures.py)."""
+"""A tiny language model in Flax Linen, NNX and Equinox (tests/worker/examples/test_signatures.py)."""

@@ -1,0 +1,116 @@
+"""Learning call signatures from one of the workspace's own examples (``jaxlsp learn``).
+
+The example (a test file run as ``python -m pytest`` would, a script, a module) runs with the
+signature hooks in every workspace file (:mod:`.signatures`) and nothing else watched: no target
+is traced, no graph made. A script, module or notebook is stopped as soon as it has nothing new to
+teach: once it recorded something, a stretch of ``idle`` seconds without a new signature ends it (a
+training script does not train). A test file runs its tests to their end (a test's model is built
+and compiled between two tests' calls, for longer than any idle stretch on a busy machine, and tests
+end by themselves); both stop at their share of the deadline, a little before the client's own, so that what
+it learned still comes back. What comes back is the records and how the run ended.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import threading
+import time
+from typing import Any
+
+from jaxlsp.worker.core.failures import CaptureError, Workspace, first_paragraph
+from jaxlsp.worker.core.phases import announce
+from jaxlsp.worker.examples import signatures
+from jaxlsp.worker.examples.runners import run_example
+
+DEFAULT_IDLE = 20.0  # seconds without a new signature after which an example has taught what it will
+MARGIN = 0.15  # the share of the deadline kept for writing the result before the client's kill
+
+
+class Unwatched:
+    """What the runners need of a hook when no target is watched: the first-call finder of an
+    empty path matches no module."""
+
+    path = ""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.workspace = workspace
+        self.fired = False
+
+    def compile(self, source: bytes, path: str, rewrite: Any = None) -> Any:
+        return compile(source, path, "exec", dont_inherit=True)
+
+
+def learn(request: dict[str, Any], workspace: Workspace, timings: dict[str, float], extra: dict[str, Any]) -> None:
+    """Run the request's example with the recorder of the capture in progress; ``extra["learn"]``
+    says how it ended. A worker process is ended from here once the example is idle."""
+    recorder = signatures.CURRENT
+    if recorder is None:
+        raise CaptureError("internal", "a learning run needs the signature hooks (signatures: true)")
+    example = dict(request["profile"]["example"])
+    if not os.path.exists(str(example.get("path", ""))):
+        raise CaptureError("example", f"running {example.get('text')}: no such file: {example.get('path')}")
+    learn_options = dict(request.get("learn") or {})
+    # tests end by themselves: only their deadline stops them (a model compiled between two tests
+    # was taken for an idle run, and the next test's targets were never reached)
+    idle = float("inf") if example.get("kind") == "test" else float(learn_options.get("idle", DEFAULT_IDLE))
+    deadline = learn_options.get("deadline")
+    root = workspace.root or os.getcwd()
+    os.chdir(root)
+    announce(request, "run")
+    started = time.monotonic()
+    fd = request.get("resultFd")
+    if isinstance(fd, int) and fd >= 0:
+        stop_at = started + float(deadline) * (1 - MARGIN) if deadline else None
+        watch = threading.Thread(
+            target=_watch, args=(request, recorder, timings, idle, stop_at, started), name="jaxlsp-learn", daemon=True
+        )
+        watch.start()
+    argv = sys.argv[:]
+    try:
+        how, exc, detail = run_example(example, Unwatched(workspace), root)
+    finally:
+        sys.argv[:] = argv
+    timings["run"] = time.monotonic() - started
+    cause = f": {first_paragraph(exc)}" if exc is not None else ""
+    extra["learn"] = {"outcome": how, "message": f"{example.get('text')} {how}{detail}{cause}"}
+
+
+def _watch(
+    request: dict[str, Any],
+    recorder: signatures.Recorder,
+    timings: dict[str, float],
+    idle: float,
+    stop_at: float | None,
+    started: float,
+) -> None:
+    """Deliver what was learned and end the process, once the run is idle or out of time."""
+    while True:
+        time.sleep(0.1)
+        now = time.monotonic()
+        quiet = recorder.records and now - max(recorder.last_new, started) >= idle
+        late = stop_at is not None and now >= stop_at
+        if quiet or late:
+            break
+    timings["run"] = now - started
+    why = f"stopped: nothing new for {idle:.0f} s" if quiet else "stopped at its deadline"  # idle: a script
+    result = {
+        "ok": True,
+        "timings": timings,
+        "signatures": list(recorder.records),
+        "learn": {"outcome": "stopped", "message": f"{request['profile']['example'].get('text')} {why}"},
+    }
+    data = json.dumps(result, allow_nan=False, separators=(",", ":")).encode("utf-8")
+    fd = int(request["resultFd"])
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.close(fd)
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(0)
