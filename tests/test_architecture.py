@@ -226,3 +226,16 @@ def test_a_lazy_upward_import_is_found(tmp_path: Path) -> None:
     assert circles(graph) == [["jaxlsp.high", "jaxlsp.low"]]
     rooms = {"jaxlsp.low": 0, "jaxlsp.high": 1}
     assert layer_of("jaxlsp.low", rooms) == ("jaxlsp.low", 0)
+
+
+def test_the_page_names_every_room_and_only_files_that_exist() -> None:
+    """docs/architecture.md reads true against the tree: each package under jaxlsp/ is in its code
+    map, and each module path it names (``capture/launch/spare.py``) is a file here."""
+    text = DOC.read_text(encoding="utf-8")
+    packages = sorted(str(p.parent.relative_to(PACKAGE)) for p in PACKAGE.rglob("__init__.py") if p.parent != PACKAGE)
+    code_map = text[text.index("## Code map") : text.index("## API boundaries")]
+    missing = [p for p in packages if f"{p.rpartition('/')[2]}/" not in code_map]
+    assert not missing, f"rooms missing from {DOC.name}'s code map: {missing}"
+    named = set(re.findall(r"`((?:[a-z_]+/)+[a-z_]+\.(?:py|ts|md|json))`", text))
+    gone = [n for n in sorted(named) if not any((base / n).exists() for base in (PACKAGE, ROOT, ROOT / "editors"))]
+    assert not gone, f"{DOC.name} names files that do not exist: {gone}"
