@@ -16,18 +16,34 @@ from __future__ import annotations
 
 import contextlib
 import time
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, NotRequired, TypedDict, cast
 
 from jaxlsp.graph.costs import common_scope
 from jaxlsp.graph.model import Frame, Graph, Node
 from jaxlsp.worker import topology as topologies
 from jaxlsp.worker.program import fit, hlo, hlomap
 
+if TYPE_CHECKING:
+    import jax
+    from jax.core import ShapedArray
+    from jax.extend.core import ClosedJaxpr
+    from jax.sharding import Mesh, Sharding
+    from jax.stages import Compiled, Lowered
+
+    from jaxlsp.worker.loading.targets import Traceable
+
 FUSION_LIMIT = 5000  # fusions listed (a 12-layer transformer's gradient has about 600)
 
 
 def measure(
-    graph: Graph, closed: Any, traced: Any, device: Any, platform: str, spell: Any, topology: str | None = None
+    graph: Graph,
+    closed: ClosedJaxpr,
+    traced: Traceable,
+    device: jax.Device | None,
+    platform: str,
+    spell: Callable[[str], str],
+    topology: str | None = None,
 ) -> None:
     """Fill ``graph.compiled``. ``traced``: what was traced (``fn`` and its ``operands``);
     ``device``: the jax device to compile for (None: the default); ``spell``: absolute path -> the
@@ -37,13 +53,16 @@ def measure(
     replicated over it, and the section says whether the program fits a chip (:mod:`.fit`)."""
     import jax
 
-    section: dict[str, Any] = {"platform": platform}
+    section: dict[str, object] = {"platform": platform}
     graph.compiled = section
     started = time.perf_counter()
     leaves = jax.tree_util.tree_leaves(traced.operands)
     pod_mesh = _pod_mesh() if topology else None
+    hbm: int | None = None
     if pod_mesh is not None:
-        section["topology"] = _topology(topology or "", pod_mesh)
+        pod = _topology(topology or "", pod_mesh)
+        section["topology"] = pod
+        hbm = pod.get("hbm")
         traced = _on_pod(traced, pod_mesh)
         leaves = jax.tree_util.tree_leaves(traced.operands)
     try:
@@ -61,7 +80,7 @@ def measure(
     except Exception as exc:
         section["error"] = f"{type(exc).__name__}: {str(exc)[:500]}"
         if pod_mesh is not None and fit.out_of_memory(exc):
-            verdict = fit.does_not_fit(graph, exc, leaves, section["topology"].get("hbm"), spell)
+            verdict = fit.does_not_fit(graph, exc, leaves, hbm, spell)
             section["fit"] = verdict
             section["error"] = verdict["message"]
         section["seconds"] = {"total": round(time.perf_counter() - started, 3)}
@@ -71,10 +90,10 @@ def measure(
     parsed_at = time.perf_counter()
     section.update(describe(graph, module, spell))
     section["costs"] = _costs(compiled)
-    section["memory"] = _memory(compiled)
+    memory = section["memory"] = _memory(compiled)
     section["inputs"] = _input_shardings(graph, compiled, len(closed.jaxpr.constvars))
     if pod_mesh is not None:
-        fitted = fit.fits(section["memory"], section["topology"].get("hbm"))
+        fitted = fit.fits(memory, hbm)
         if fitted is not None:
             section["fit"] = fitted
     section["seconds"] = {
@@ -85,7 +104,7 @@ def measure(
     }
 
 
-def describe(graph: Graph, module: hlo.Module, spell: Any) -> dict[str, Any]:
+def describe(graph: Graph, module: hlo.Module, spell: Callable[[str], str]) -> dict[str, object]:
     """What the HLO module says about the graph: collectives, fusions, per-device shapes of values,
     the schedule's peak and the estimated per-instruction figures, each attributed to nodes."""
     index = hlomap.NodeIndex.build(graph.nodes)  # one index: its answers are shared by all below
@@ -111,7 +130,7 @@ def describe(graph: Graph, module: hlo.Module, spell: Any) -> dict[str, Any]:
     }
 
 
-def _pod_mesh() -> Any:
+def _pod_mesh() -> Mesh | None:
     """The mesh the capture set (``jax.set_mesh``, the profile's over the topology's devices)."""
     import jax
 
@@ -122,19 +141,28 @@ def _pod_mesh() -> Any:
     return None if mesh is None or getattr(mesh, "empty", True) else mesh
 
 
-def _topology(name: str, mesh: Any) -> dict[str, Any]:
+class PodTopology(TypedDict):
+    """The pod a program is compiled for (docs/graph-format.md "Compiled": ``topology``)."""
+
+    name: str
+    devices: int
+    deviceKind: str
+    hbm: NotRequired[int]  # bytes of one device's HBM, where its kind is known
+
+
+def _topology(name: str, mesh: Mesh) -> PodTopology:
     """The pod compiled for: its name, device count and kind, and the HBM of one device."""
     devices = list(mesh.devices.flat)
     kind = str(getattr(devices[0], "device_kind", "")) if devices else ""
     parsed = topologies.parse(name)
     hbm = topologies.hbm_of_kind(kind) or (parsed.hbm if parsed is not None else None)
-    out: dict[str, Any] = {"name": name, "devices": len(devices), "deviceKind": kind}
+    out: PodTopology = {"name": name, "devices": len(devices), "deviceKind": kind}
     if hbm is not None:
         out["hbm"] = hbm
     return out
 
 
-def _on_pod(traced: Any, mesh: Any) -> Any:
+def _on_pod(traced: Traceable, mesh: Mesh) -> Traceable:
     """``traced`` with every operand that spans no devices replicated over the pod's mesh: an
     operand with no sharding would otherwise be placed on the capture's own CPU, and a program
     with no sharded operand at all would be compiled for the CPU, not the pod."""
@@ -144,17 +172,18 @@ def _on_pod(traced: Any, mesh: Any) -> Any:
     from jax.sharding import NamedSharding
     from jax.sharding import PartitionSpec as P
 
-    partition: Any = P
-    replicated = NamedSharding(mesh, partition())
-    sds: Any = jax.ShapeDtypeStruct
+    replicate: Callable[[], P] = P  # untyped in jax
+    replicated = NamedSharding(mesh, replicate())
+    sds: Callable[..., jax.ShapeDtypeStruct] = jax.ShapeDtypeStruct  # untyped in jax
 
-    def place(x: Any) -> Any:
+    def place(x: object) -> object:
         if not hasattr(x, "shape") or not hasattr(x, "dtype") or _sharding_of(x) is not None:
             return x
         typed = getattr(getattr(x, "aval", x), "sharding", None)
         if getattr(getattr(typed, "mesh", None), "_any_axis_explicit", False):
             return x  # an explicit mesh's sharding is part of the type: the trace's own
-        return sds(x.shape, x.dtype, weak_type=bool(getattr(x, "weak_type", False)), sharding=replicated)
+        array = cast("jax.Array | jax.ShapeDtypeStruct", x)  # it has a shape and a dtype
+        return sds(array.shape, array.dtype, weak_type=bool(getattr(x, "weak_type", False)), sharding=replicated)
 
     operands = jax.tree_util.tree_map(place, traced.operands)
     try:
@@ -163,7 +192,7 @@ def _on_pod(traced: Any, mesh: Any) -> Any:
         return traced
 
 
-def _lower(closed: Any, traced: Any, shardings: list[Any]) -> Any:
+def _lower(closed: ClosedJaxpr, traced: Traceable, shardings: Sequence[Sharding | None]) -> Lowered:
     """The traced function lowered on its operands: ``jax.jit`` of the very function
     ``make_jaxpr`` traced, on the same operands, finds that trace in JAX's cache and only lowers
     it (the transformer's lowering took 0.21 s this way against 0.68 s for a replay of the jaxpr).
@@ -187,9 +216,9 @@ def _lower(closed: Any, traced: Any, shardings: list[Any]) -> Any:
     return jax.jit(jaxcompat.jaxpr_as_fun(closed), keep_unused=True).lower(*specs)
 
 
-def _sharding_of(x: Any) -> Any:
+def _sharding_of(x: object) -> Sharding | None:
     """The sharding an operand carries when it spans several devices, else None."""
-    sharding = getattr(x, "sharding", None)
+    sharding = cast("Sharding | None", getattr(x, "sharding", None))
     if sharding is None:
         return None
     try:
@@ -198,22 +227,23 @@ def _sharding_of(x: Any) -> Any:
         return None
 
 
-def _spec(aval: Any, sharding: Any) -> Any:
+def _spec(aval: object, sharding: Sharding | None) -> jax.ShapeDtypeStruct:
     import jax
 
-    make: Any = jax.ShapeDtypeStruct
+    make: Callable[..., jax.ShapeDtypeStruct] = jax.ShapeDtypeStruct  # untyped in jax
+    shaped = cast("ShapedArray", aval)  # a jaxpr's input
     weak = bool(getattr(aval, "weak_type", False))
     if sharding is not None:
-        return make(aval.shape, aval.dtype, weak_type=weak, sharding=sharding)
+        return make(shaped.shape, shaped.dtype, weak_type=weak, sharding=sharding)
     typed = getattr(aval, "sharding", None)  # an explicit mesh's sharding, part of the type
     mesh = getattr(typed, "mesh", None)
     if mesh is not None and not getattr(mesh, "empty", True) and getattr(mesh, "_any_axis_explicit", False):
         with contextlib.suppress(Exception):
-            return make(aval.shape, aval.dtype, weak_type=weak, sharding=typed)
-    return make(aval.shape, aval.dtype, weak_type=weak)
+            return make(shaped.shape, shaped.dtype, weak_type=weak, sharding=typed)
+    return make(shaped.shape, shaped.dtype, weak_type=weak)
 
 
-def _mesh(shardings: list[Any]) -> dict[str, Any] | None:
+def _mesh(shardings: Sequence[Sharding | None]) -> dict[str, object] | None:
     """The mesh of the first named sharding: axis names and sizes."""
     for s in shardings:
         mesh = getattr(s, "mesh", None)
@@ -223,7 +253,7 @@ def _mesh(shardings: list[Any]) -> dict[str, Any] | None:
     return None
 
 
-def spec_text(sharding: Any) -> str | None:
+def spec_text(sharding: object) -> str | None:
     """``P(None, 'x')`` for a NamedSharding, None for other shardings."""
     spec = getattr(sharding, "spec", None)
     if spec is None:
@@ -239,11 +269,11 @@ def spec_text(sharding: Any) -> str | None:
     return "P(" + ", ".join(parts) + ")"
 
 
-def _input_shardings(graph: Graph, compiled: Any, n_consts: int) -> list[dict[str, Any]]:
+def _input_shardings(graph: Graph, compiled: Compiled, n_consts: int) -> list[dict[str, str]]:
     """The sharding XLA chose for each graph input (``compiled.input_shardings``)."""
     import jax
 
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, str]] = []
     try:
         flat = jax.tree_util.tree_leaves(compiled.input_shardings, is_leaf=lambda x: hasattr(x, "device_set"))
     except Exception:
@@ -258,8 +288,8 @@ def _input_shardings(graph: Graph, compiled: Any, n_consts: int) -> list[dict[st
     return out
 
 
-def _frame_json(frame: Frame) -> dict[str, Any]:
-    out: dict[str, Any] = {
+def _frame_json(frame: Frame) -> dict[str, object]:
+    out: dict[str, object] = {
         "path": frame.path,
         "line": frame.line,
         "column": frame.column,
@@ -272,11 +302,11 @@ def _frame_json(frame: Frame) -> dict[str, Any]:
 
 
 def _collective(
-    instr: hlo.Instruction, mapping: dict[str, list[str]], nodes: dict[str, Node], spell: Any
-) -> dict[str, Any]:
+    instr: hlo.Instruction, mapping: dict[str, list[str]], nodes: dict[str, Node], spell: Callable[[str], str]
+) -> dict[str, object]:
     ids = mapping.get(instr.name, [])
     node = nodes.get(ids[0]) if ids else None
-    source: dict[str, Any] | None = None
+    source: dict[str, object] | None = None
     if node is not None and node.source is not None:
         source = _frame_json(node.source)
     elif instr.frames:
@@ -314,13 +344,13 @@ def _scope_from_op_name(op_name: str) -> str:
     return marked[-1] if marked else "/".join(names)
 
 
-def _value_shapes(graph: Graph, module: hlo.Module, index: hlomap.NodeIndex) -> dict[str, dict[str, Any]]:
+def _value_shapes(graph: Graph, module: hlo.Module, index: hlomap.NodeIndex) -> dict[str, dict[str, list[int]]]:
     """Value id -> ``{perDevice, split}``: the per-device shape of the HLO instruction computing
     the value (the only output of the one node it maps to, of the same rank, each global dimension
     a multiple of the device's), and how many parts each dimension is split into."""
     values = {v.id: v for v in graph.values}
     producers = {n.id: n for n in graph.nodes}
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, dict[str, list[int]]] = {}
     skip = {"parameter", "constant", "bitcast", "tuple", "get-tuple-element", "copy", "fusion"}
     inputs = [p.value for p in graph.inputs if p.role != "constant"]
     found: list[tuple[str, hlo.Instruction]] = []  # (value id, the instruction that holds it)
@@ -359,7 +389,7 @@ def _value_shapes(graph: Graph, module: hlo.Module, index: hlomap.NodeIndex) -> 
 
 def _modules(
     module: hlo.Module, mapping: dict[str, list[str]], nodes: dict[str, Node], index: hlomap.NodeIndex
-) -> list[dict[str, Any]]:
+) -> list[dict[str, object]]:
     """Per module (and its ancestors, as the costs table counts): estimated FLOPs and bytes of the
     compiled program on one device, and the collectives' count and bytes (loop bodies once)."""
     rows: dict[str, dict[str, int]] = {}
@@ -407,11 +437,11 @@ def _kernels(module: hlo.Module) -> list[hlo.Instruction]:
     return [i for comp in module.computations.values() if comp.name not in skip for i in comp.instructions]
 
 
-def _peak(graph: Graph, module: hlo.Module, mapping: dict[str, list[str]], nodes: dict[str, Node]) -> dict[str, Any]:
+def _peak(graph: Graph, module: hlo.Module, mapping: dict[str, list[str]], nodes: dict[str, Node]) -> dict[str, object]:
     """The peak of the compiled schedule on one device and the buffers live at it, by module."""
     peak = module.schedule_peak()
     inputs = [p.value for p in graph.inputs if p.role != "constant"]
-    held: list[dict[str, Any]] = []
+    held: list[dict[str, object]] = []
     by_module: dict[str, int] = {}
     users: dict[str, list[str]] = {}  # value id -> the nodes that read it
     for n in graph.nodes:
@@ -419,7 +449,7 @@ def _peak(graph: Graph, module: hlo.Module, mapping: dict[str, list[str]], nodes
             users.setdefault(v, []).append(n.id)
     for buf in peak.live:
         instr = buf.instruction
-        entry: dict[str, Any] = {"instruction": instr.name, "bytes": buf.bytes}
+        entry: dict[str, object] = {"instruction": instr.name, "bytes": buf.bytes}
         if instr.opcode == "parameter":
             number = instr.parameter_number
             value = inputs[number] if number is not None and 0 <= number < len(inputs) else None
@@ -437,7 +467,7 @@ def _peak(graph: Graph, module: hlo.Module, mapping: dict[str, list[str]], nodes
         entry["scope"] = scope
         held.append(entry)
         by_module[scope] = by_module.get(scope, 0) + buf.bytes
-    held.sort(key=lambda e: -int(e["bytes"]))
+    held.sort(key=lambda e: -cast(int, e["bytes"]))  # each entry's bytes: an int (above)
     return {
         "bytes": peak.bytes,
         "at": peak.at.name if peak.at is not None else None,
@@ -447,7 +477,7 @@ def _peak(graph: Graph, module: hlo.Module, mapping: dict[str, list[str]], nodes
     }
 
 
-def _costs(compiled: Any) -> dict[str, int] | None:
+def _costs(compiled: Compiled) -> dict[str, int] | None:
     from jaxlsp.worker.tracing import jaxcompat
 
     try:
@@ -461,7 +491,7 @@ def _costs(compiled: Any) -> dict[str, int] | None:
     return out
 
 
-def _memory(compiled: Any) -> dict[str, int] | None:
+def _memory(compiled: Compiled) -> dict[str, int] | None:
     try:
         stats = compiled.memory_analysis()
     except Exception:

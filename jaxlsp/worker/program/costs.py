@@ -22,10 +22,17 @@ import os
 import re
 import tempfile
 import time
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, TypeGuard, cast
 
 from jaxlsp.graph import costs as graph_costs
 from jaxlsp.graph.model import Graph
+from jaxlsp.worker.protocol import CostOptions
+
+if TYPE_CHECKING:
+    import jax
+    from jax.core import ShapedArray
+    from jax.extend.core import ClosedJaxpr, JaxprEqn, Literal
 
 CACHE_FORMAT = 1
 BATCH = 256  # distinct equations lowered together (a failure lowers that batch one by one)
@@ -34,7 +41,9 @@ MAX_ENTRIES = 200_000  # a cache file past this starts afresh rather than grow w
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")  # function reprs: the same function in every process
 
 
-def measure(graph: Graph, eqns: list[Any], closed: Any, options: dict[str, Any], device: str, x64: bool) -> None:
+def measure(
+    graph: Graph, eqns: list[JaxprEqn], closed: ClosedJaxpr, options: CostOptions, device: str, x64: bool
+) -> None:
     """Fill ``graph``'s per-node costs and its ``costs`` summary (``options``: ``cacheDir``,
     ``xlaCompare``)."""
     import jax
@@ -45,7 +54,7 @@ def measure(graph: Graph, eqns: list[Any], closed: Any, options: dict[str, Any],
     cache = DiskCache(options.get("cacheDir"), f"{jax.__version__}-{platform}{'-x64' if x64 else ''}")
     leaf: dict[int, graph_costs.Figures | str] = {}
     by_key: dict[str, list[int]] = {}
-    names: dict[Any, str] = {}
+    names: dict[object, str] = {}
     for i in graph_costs.measured(graph, where):
         eqn = eqns[i]
         reason = unmeasurable(eqn)
@@ -65,7 +74,7 @@ def measure(graph: Graph, eqns: list[Any], closed: Any, options: dict[str, Any],
     cache.save()
     lowered, cached = len(missing), len(by_key) - len(missing)
     trips = {i: n for i, e in enumerate(eqns) if e.primitive.name == "while" and (n := while_trips(e)) is not None}
-    summary: dict[str, Any] = {
+    summary: dict[str, object] = {
         "platform": platform,
         "equations": len(graph.nodes),
         "measured": sum(len(v) for v in by_key.values()),
@@ -81,7 +90,7 @@ def measure(graph: Graph, eqns: list[Any], closed: Any, options: dict[str, Any],
     summary["seconds"] = round(time.perf_counter() - started, 3)  # graph.costs is this dict
 
 
-def unmeasurable(eqn: Any) -> str | None:
+def unmeasurable(eqn: JaxprEqn) -> str | None:
     """Why an equation cannot be lowered alone, or None."""
     if getattr(eqn, "effects", None):
         return "it has side effects (" + ", ".join(sorted(str(e) for e in eqn.effects))[:200] + ")"
@@ -92,7 +101,7 @@ def unmeasurable(eqn: Any) -> str | None:
     return None
 
 
-def key_of(eqn: Any, names: dict[Any, str] | None = None) -> str:
+def key_of(eqn: JaxprEqn, names: dict[object, str] | None = None) -> str:
     """A hash of what decides an equation's figures: primitive, params and input types.
     ``names`` caches dtype names (numpy's ``str(dtype)`` is slow, and every equation asks)."""
     names = {} if names is None else names
@@ -110,7 +119,7 @@ def key_of(eqn: Any, names: dict[Any, str] | None = None) -> str:
     return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:32]
 
 
-def lower_batch(eqns: list[Any]) -> list[graph_costs.Figures | str]:
+def lower_batch(eqns: list[JaxprEqn]) -> list[graph_costs.Figures | str]:
     """XLA's figures for each equation as if lowered alone, from one lowering of them all.
 
     Lowering one equation costs 15-20 ms, most of it fixed (an MLIR context, the conversion to
@@ -125,12 +134,13 @@ def lower_batch(eqns: list[Any]) -> list[graph_costs.Figures | str]:
 
     out: list[graph_costs.Figures | str | None] = [None] * len(eqns)
     try:
-        fns, specs = [], []
+        fns: list[Callable[..., object]] = []
+        specs: list[list[jax.ShapeDtypeStruct]] = []
         for n, eqn in enumerate(eqns):
             fns.append(jax.jit(_equation_function(eqn, f"{PREFIX}{n}")))
             specs.append([_spec(v.aval) for v in eqn.invars])
 
-        def together(*operands: Any) -> Any:
+        def together(*operands: list[jax.Array]) -> list[object]:
             return [f(*ops) for f, ops in zip(fns, operands, strict=True)]
 
         modules = split_modules(jaxcompat.hlo_text(jax.jit(together).lower(*specs)))
@@ -143,14 +153,14 @@ def lower_batch(eqns: list[Any]) -> list[graph_costs.Figures | str]:
     return [got if got is not None else lower_one(eqn) for got, eqn in zip(out, eqns, strict=True)]
 
 
-def _equation_function(eqn: Any, name: str) -> Any:
+def _equation_function(eqn: JaxprEqn, name: str) -> Callable[..., object]:
     from jaxlsp.worker.tracing import jaxcompat
 
     params = jaxcompat.bind_params(eqn)
-    prim = eqn.primitive
+    bind: Callable[..., object] = eqn.primitive.bind  # untyped in jax
 
-    def one(*args: Any) -> Any:
-        return prim.bind(*args, **params)
+    def one(*args: jax.Array) -> object:
+        return bind(*args, **params)
 
     one.__name__ = one.__qualname__ = name
     return one
@@ -207,7 +217,7 @@ def _callees(name: str, comps: dict[str, str]) -> set[str]:
     return seen
 
 
-def lower_one(eqn: Any) -> graph_costs.Figures | str:
+def lower_one(eqn: JaxprEqn) -> graph_costs.Figures | str:
     """XLA's figures for one equation on its abstract inputs, or why there are none."""
     import jax
 
@@ -225,25 +235,26 @@ def lower_one(eqn: Any) -> graph_costs.Figures | str:
     return figures(analysis)
 
 
-def _spec(aval: Any) -> Any:
+def _spec(aval: object) -> jax.ShapeDtypeStruct:
     import jax
 
-    make: Any = jax.ShapeDtypeStruct
-    return make(aval.shape, aval.dtype)
+    shaped = cast("ShapedArray", aval)  # an equation's inputs are arrays: ``unmeasurable`` kept the others out
+    make: Callable[..., jax.ShapeDtypeStruct] = jax.ShapeDtypeStruct  # untyped in jax
+    return make(shaped.shape, shaped.dtype)
 
 
-def figures(analysis: dict[str, Any]) -> graph_costs.Figures:
+def figures(analysis: Mapping[str, object]) -> graph_costs.Figures:
     def get(name: str) -> int:
         value = analysis.get(name, 0)
         try:
-            return max(0, round(float(value)))
+            return max(0, round(float(cast("float | str", value))))  # float() is the check
         except (TypeError, ValueError, OverflowError):
             return 0
 
     return graph_costs.Figures(get("flops"), get("bytes accessed"), get("transcendentals"))
 
 
-def while_trips(eqn: Any) -> int | None:
+def while_trips(eqn: JaxprEqn) -> int | None:
     """The trip count of a counted ``while``: its condition is ``carry[k] < N`` with a literal
     ``N``, ``carry[k]`` starts at a literal and the body adds the literal 1 to it. None otherwise."""
     try:
@@ -273,12 +284,12 @@ def while_trips(eqn: Any) -> int | None:
         return None
 
 
-def is_literal(atom: Any) -> bool:
+def is_literal(atom: object) -> TypeGuard[Literal]:
     """A jaxpr ``Literal`` (unhashable, with ``val``), not a ``Var``."""
     return type(atom).__name__ == "Literal" and hasattr(atom, "val")
 
 
-def whole_program(closed: Any) -> dict[str, Any]:
+def whole_program(closed: ClosedJaxpr) -> dict[str, object]:
     """XLA's own analysis of the whole traced program: ``cost_analysis()`` of its lowering (the
     program as written, loop bodies counted once: what the per-equation figures, each lowered
     alone, add up to), ``cost_analysis()`` of its compilation (``compiled``: after fusion, whose
@@ -288,7 +299,7 @@ def whole_program(closed: Any) -> dict[str, Any]:
 
     from jaxlsp.worker.tracing import jaxcompat
 
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     try:
         fn = jaxcompat.jaxpr_as_fun(closed)
         specs = [_spec(v.aval) for v in closed.jaxpr.invars]
@@ -326,10 +337,10 @@ class DiskCache:
 
     def __init__(self, folder: str | None, name: str) -> None:
         self.path = os.path.join(folder, f"xla-{re.sub(r'[^A-Za-z0-9.+-]', '_', name)}.json") if folder else None
-        self.entries: dict[str, Any] = self._read()
-        self.new: dict[str, Any] = {}
+        self.entries: dict[str, object] = self._read()
+        self.new: dict[str, object] = {}
 
-    def _read(self) -> dict[str, Any]:
+    def _read(self) -> dict[str, object]:
         if self.path is None:
             return {}
         try:

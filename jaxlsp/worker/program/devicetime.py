@@ -34,7 +34,7 @@ import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Protocol
 
 _ANNOTATED_OP = re.compile(r"[#,]hlo_op=([^,#]+)")
 _ANNOTATED_MODULE = re.compile(r"[#,]hlo_module=([^,#]+)")
@@ -44,6 +44,40 @@ MODULES_LINE = "XLA Modules"  # a TPU plane's line of program runs: ``jit_f(<pro
 ASYNC_LINE = "Async XLA Ops"  # start-to-done spans of async ops: their halves are on OPS_LINE
 _HLO_TEXT_NAME = re.compile(r"^%?([^\s=%]+)\s*=")
 _MODULE_RUN = re.compile(r"^(.*?)\(\d+\)$")
+
+
+class ProfileEvent(Protocol):
+    """What is read of an event of ``jax.profiler.ProfileData`` (jaxlib ships no stubs for it)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def start_ns(self) -> float: ...
+    @property
+    def duration_ns(self) -> float: ...
+    @property
+    def stats(self) -> Iterable[tuple[str, object]]: ...
+
+
+class ProfileLine(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def events(self) -> Iterable[ProfileEvent]: ...
+
+
+class ProfilePlane(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def lines(self) -> Iterable[ProfileLine]: ...
+
+
+class Profile(Protocol):
+    """A ``jax.profiler.ProfileData``: its planes (a device's, the host's), their lines, their events."""
+
+    @property
+    def planes(self) -> Iterable[ProfilePlane]: ...
 
 
 class ProfileError(Exception):
@@ -75,7 +109,7 @@ class DeviceTimes:
         return sum(self.busy.values())
 
 
-def op_of(stats: Iterable[tuple[str, Any]]) -> tuple[str | None, str | None, str | None]:
+def op_of(stats: Iterable[tuple[str, object]]) -> tuple[str | None, str | None, str | None]:
     """The HLO instruction, module and device ordinal an event's stats name (None where absent)."""
     op = module = ordinal = None
     annotation = None
@@ -109,7 +143,7 @@ def op_named(name: str) -> str | None:
     return name.lstrip("%")
 
 
-def module_runs(lines: Iterable[Any]) -> list[tuple[float, float, str]]:
+def module_runs(lines: Iterable[ProfileLine]) -> list[tuple[float, float, str]]:
     """A TPU plane's program runs (start, end, module name) from its ``XLA Modules`` line."""
     out: list[tuple[float, float, str]] = []
     for line in lines:
@@ -185,7 +219,7 @@ def share_concurrent(spans: list[Span]) -> tuple[dict[str, float], float]:
     return per_op, busy
 
 
-def read(data: Any, module: str | None) -> DeviceTimes:
+def read(data: Profile, module: str | None) -> DeviceTimes:
     """The op times of HLO module ``module`` (its events only; None: every module's) in a
     ``jax.profiler.ProfileData``. Raises ProfileError when no event names an op of it."""
     device_lines: dict[str, list[list[tuple[float, float, str]]]] = {}

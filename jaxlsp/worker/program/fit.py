@@ -13,7 +13,8 @@ lines (their whole size: the compile that would say how XLA splits them failed).
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import cast
 
 from jaxlsp.graph.model import Graph
 from jaxlsp.worker.topology import size
@@ -37,7 +38,7 @@ def xla_figures(text: str) -> tuple[int, int] | None:
     return round(float(m.group(1)) * _SCALE[m.group(2)]), round(float(m.group(3)) * _SCALE[m.group(4)])
 
 
-def fits(memory: dict[str, int] | None, hbm: int | None) -> dict[str, Any] | None:
+def fits(memory: dict[str, int] | None, hbm: int | None) -> dict[str, object] | None:
     """``{fits, need, hbm, headroom}`` of a program that compiled, per chip."""
     if memory is None or hbm is None:
         return None
@@ -46,14 +47,14 @@ def fits(memory: dict[str, int] | None, hbm: int | None) -> dict[str, Any] | Non
 
 
 def does_not_fit(
-    graph: Graph, error: BaseException, operands: list[Any], hbm: int | None, spell: Any
-) -> dict[str, Any]:
+    graph: Graph, error: BaseException, operands: Sequence[object], hbm: int | None, spell: Callable[[str], str]
+) -> dict[str, object]:
     """``{fits: false, need, hbm, held, message}`` of a program XLA refused for want of HBM."""
     text = str(error)
     figures = xla_figures(text)
     need, available = figures if figures is not None else (None, hbm)
     held = _held(graph, operands)
-    out: dict[str, Any] = {"fits": False, "need": need, "hbm": available, "held": held}
+    out: dict[str, object] = {"fits": False, "need": need, "hbm": available, "held": held}
     out["hbmSource"] = "xla" if figures is not None else "generation"
     first = text.strip().splitlines()[0] if text.strip() else type(error).__name__
     if need is not None and available is not None:
@@ -61,7 +62,7 @@ def does_not_fit(
     else:
         head = f"does not fit: {first[:300]}"
     where = [
-        f"{h['label']} {size(h['bytes'])}"
+        f"{h['label']} {size(cast(int, h['bytes']))}"
         + (" per chip" if h["kind"] == "input" else " (whole)")
         + (f" at {h['path']}:{h['line']}" if h.get("line") else "")
         for h in held[:3]
@@ -70,7 +71,7 @@ def does_not_fit(
     return out
 
 
-def _held(graph: Graph, operands: list[Any]) -> list[dict[str, Any]]:
+def _held(graph: Graph, operands: Sequence[object]) -> list[dict[str, object]]:
     """The inputs by their per-chip size (from their shardings) and the largest traced values
     (whole), each at the first line that reads (or makes) it; largest first."""
     nodes = {n.id: n for n in graph.nodes}
@@ -80,7 +81,7 @@ def _held(graph: Graph, operands: list[Any]) -> list[dict[str, Any]]:
             readers.setdefault(v, n.id)
     values = {v.id: v for v in graph.values}
     ports = [p for p in graph.inputs if p.role != "constant"]
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, object]] = []
     for port, operand in zip(ports, operands, strict=False):
         value = values.get(port.value)
         if value is None:
@@ -88,7 +89,7 @@ def _held(graph: Graph, operands: list[Any]) -> list[dict[str, Any]]:
         per_chip = _per_chip_bytes(operand, value.shape, value.dtype)
         if per_chip is None:
             continue
-        row: dict[str, Any] = {"label": port.label, "value": port.value, "bytes": per_chip, "kind": "input"}
+        row: dict[str, object] = {"label": port.label, "value": port.value, "bytes": per_chip, "kind": "input"}
         node = nodes.get(readers.get(port.value, ""))
         if node is not None and node.source is not None:
             row.update(path=node.source.path, line=node.source.line)
@@ -106,11 +107,11 @@ def _held(graph: Graph, operands: list[Any]) -> list[dict[str, Any]]:
         if node is not None and node.source is not None:
             row.update(path=node.source.path, line=node.source.line)
         rows.append(row)
-    rows.sort(key=lambda r: -int(r["bytes"]))
+    rows.sort(key=lambda r: -cast(int, r["bytes"]))  # each row's bytes: an int (above)
     return rows[:HELD]
 
 
-def _per_chip_bytes(operand: Any, shape: list[int | str], dtype: str) -> int | None:
+def _per_chip_bytes(operand: object, shape: list[int | str], dtype: str) -> int | None:
     whole = _bytes(shape, dtype)
     if whole is None:
         return None

@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from jaxlsp.worker.program.hlo import WRAPPED_RE, Instruction, Module, SourceFrame, op_name_parts, scope_names
 
@@ -26,10 +26,10 @@ class NodeLike(Protocol):
     scope: str
 
     @property
-    def source(self) -> Any: ...
+    def source(self) -> _FrameLike | None: ...
 
     @property
-    def frames(self) -> Any: ...
+    def frames(self) -> Sequence[_FrameLike | None] | None: ...
 
 
 # HLO op names that differ from the jaxpr primitive whose equation they come from.
@@ -47,16 +47,16 @@ class NodeIndex:
     node's frames and scope parts read once, and the answers of ``map_instruction`` kept (the
     instructions of one equation share their metadata)."""
 
-    by_prim_line: dict[tuple[str, int], list[Any]] = field(default_factory=dict)
-    by_line: dict[int, list[Any]] = field(default_factory=dict)
-    by_prim: dict[str, list[Any]] = field(default_factory=dict)
+    by_prim_line: dict[tuple[str, int], list[NodeLike]] = field(default_factory=dict)
+    by_line: dict[int, list[NodeLike]] = field(default_factory=dict)
+    by_prim: dict[str, list[NodeLike]] = field(default_factory=dict)
     frames: dict[str, dict[int, list[tuple[str, int]]]] = field(default_factory=dict)  # id -> line -> (path, column)
     scopes: dict[str, tuple[str, ...]] = field(default_factory=dict)  # id -> scope parts
     answers: dict[tuple[str, SourceFrame | None], list[str]] = field(default_factory=dict)
     # (primitive, line) -> scope -> the nodes of that group with that scope (built when first asked)
-    by_scope: dict[tuple[str, int], dict[str, list[Any]]] = field(default_factory=dict)
+    by_scope: dict[tuple[str, int], dict[str, list[NodeLike]]] = field(default_factory=dict)
 
-    def scoped(self, prim: str, line: int) -> dict[str, list[Any]]:
+    def scoped(self, prim: str, line: int) -> dict[str, list[NodeLike]]:
         found = self.by_scope.get((prim, line))
         if found is None:
             found = self.by_scope[(prim, line)] = {}
@@ -116,7 +116,7 @@ def _module_paths(op_name: str) -> tuple[str, ...]:
     return tuple(sorted(runs, key=lambda r: (-r.count("/"), r)))
 
 
-def _node_frames(node: Any) -> list[Any]:
+def _node_frames(node: NodeLike) -> list[_FrameLike]:
     frames = [f for f in (node.frames or []) if f is not None]
     if node.source is not None and all(f is not node.source for f in frames):
         frames.insert(0, node.source)

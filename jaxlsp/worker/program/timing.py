@@ -18,12 +18,21 @@ import re
 import shutil
 import tempfile
 import time
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, cast
 
 from jaxlsp.graph import timing as graph_timing
 from jaxlsp.graph.model import Graph
 from jaxlsp.worker.core.failures import CaptureError
 from jaxlsp.worker.program import devicetime
+
+if TYPE_CHECKING:
+    import jax
+    from jax.extend.core import ClosedJaxpr
+    from jax.profiler import ProfileData
+    from jax.stages import Compiled, Lowered
+
+    from jaxlsp.worker.loading.targets import Traceable
 
 DEFAULT_REPEAT = 5
 MAX_REPEAT = 1000
@@ -31,19 +40,24 @@ WARMUP = 1
 _MODULE_NAME = re.compile(r"^HloModule\s+([^\s,]+)")
 # On a GPU, XLA records runs of kernels as CUDA graphs (command buffers), which the profiler
 # times as one launch: off for a timed compile, so each kernel is seen with its op's name.
-GPU_OPTIONS = {"xla_gpu_enable_command_buffer": ""}
+GPU_OPTIONS: dict[str, str | bool] = {"xla_gpu_enable_command_buffer": ""}
 
 
-def measure(graph: Graph, closed: Any, traced: Any, options: dict[str, Any], device: Any, where: str = "cpu") -> None:
+def measure(
+    graph: Graph,
+    closed: ClosedJaxpr,
+    traced: Traceable,
+    options: Mapping[str, object],
+    device: jax.Device | None,
+    where: str = "cpu",
+) -> None:
     """Fill ``graph.time``; ``closed``: the traced program (the jaxpr the graph was built from),
     ``traced``: the function ``make_jaxpr`` traced and its concrete ``operands``; ``device``: the
     device to run on (None: the CPU), ``where`` the profile's name for it (``cuda:0``). Raises
     CaptureError naming what failed."""
     import jax
 
-    from jaxlsp.worker.tracing import jaxcompat
-
-    repeat = int(options.get("repeat", DEFAULT_REPEAT))
+    repeat = int(cast("int", options.get("repeat", DEFAULT_REPEAT)))  # TimeRequest.repeat
     if not 1 <= repeat <= MAX_REPEAT:
         raise CaptureError("refused", f"time: repeat must be from 1 to {MAX_REPEAT}, got {repeat}")
     platform = "cpu" if device is None else str(device.platform)
@@ -61,23 +75,23 @@ def measure(graph: Graph, closed: Any, traced: Any, options: dict[str, Any], dev
     with on_device:
         t0 = time.perf_counter()
         try:
-            call, args = _lowered(jax, jaxcompat, traced.fn, operands, closed, leaves)
+            call, args = _lowered(traced.fn, operands, closed, leaves)
             compiled = _compile(call, platform, notes)
         except Exception as exc:
             raise CaptureError("trace", f"time: compiling the program failed: {type(exc).__name__}: {exc}") from None
         compile_seconds = time.perf_counter() - t0
-        text = compiled.as_text()
+        text = cast("str", compiled.as_text())  # None only for a program that has no HLO
         found = _MODULE_NAME.match(text)
         module = found.group(1) if found else None
         phases = {"compile": compile_seconds}
         try:
-            ready: Any = jax.block_until_ready  # untyped in jax
+            ready: Callable[[object], object] = jax.block_until_ready  # untyped in jax
             t0 = time.perf_counter()
             for _ in range(WARMUP):
                 ready(compiled(*args))
             phases["warmup"] = time.perf_counter() - t0
             t0 = time.perf_counter()
-            steps, data = _profiled(jax, compiled, args, repeat)
+            steps, data = _profiled(compiled, args, repeat)
             phases["profiled"] = time.perf_counter() - t0
         except CaptureError:
             raise
@@ -128,18 +142,24 @@ def measure(graph: Graph, closed: Any, traced: Any, options: dict[str, Any], dev
     graph.time["phases"] = {k: round(v, 4) for k, v in phases.items()}
 
 
-def _lowered(jax: Any, jaxcompat: Any, fn: Any, operands: Any, closed: Any, leaves: list[Any]) -> tuple[Any, list[Any]]:
+def _lowered(
+    fn: Callable[..., object], operands: Sequence[object], closed: ClosedJaxpr, leaves: list[object]
+) -> tuple[Lowered, list[object]]:
     """The program lowered, and the arguments its compiled form takes. The very function
     ``make_jaxpr`` traced, on the same operands, lowers from JAX's trace cache (no second trace of
     the model); when that fails (a function JAX cannot jit as it is), the jaxpr itself, whose
     equations keep their source positions and name stacks for the HLO's metadata."""
+    import jax
+
+    from jaxlsp.worker.tracing import jaxcompat
+
     try:
         return jax.jit(fn).lower(*operands), list(operands)
     except Exception:
         return jax.jit(jaxcompat.jaxpr_as_fun(closed)).lower(*leaves), leaves
 
 
-def _compile(lowered: Any, platform: str, notes: list[str]) -> Any:
+def _compile(lowered: Lowered, platform: str, notes: list[str]) -> Compiled:
     if platform not in ("cuda", "gpu", "rocm"):
         return lowered.compile()
     try:
@@ -149,9 +169,11 @@ def _compile(lowered: Any, platform: str, notes: list[str]) -> Any:
         return lowered.compile()
 
 
-def _options(jax: Any) -> dict[str, Any]:
+def _options() -> dict[str, jax.profiler.ProfileOptions]:
     """The profiler's options: no Python call tracing and no HLO protos (the op events are all this
     reads: a third of the trace's size); {} where jax has no ProfileOptions."""
+    import jax
+
     make = getattr(jax.profiler, "ProfileOptions", None)
     if make is None:
         return {}
@@ -162,25 +184,28 @@ def _options(jax: Any) -> dict[str, Any]:
     return {"profiler_options": options}
 
 
-def _profiled(jax: Any, compiled: Any, operands: list[Any], repeat: int) -> tuple[list[float], Any]:
+def _profiled(compiled: Compiled, operands: list[object], repeat: int) -> tuple[list[float], ProfileData]:
     """Run ``compiled`` ``repeat`` times under the profiler: each run's wall seconds (to its
     results being ready) and the profile read back."""
+    import jax
     from jax.profiler import ProfileData
 
     folder = tempfile.mkdtemp(prefix="jaxlsp-time-")
     try:
         try:
-            jax.profiler.start_trace(folder, **_options(jax))
+            jax.profiler.start_trace(folder, **_options())
         except RuntimeError as exc:  # the user's code left a trace running
             raise CaptureError("refused", f"time: the profiler could not start: {exc}") from None
         steps: list[float] = []
+        ready: Callable[[object], object] = jax.block_until_ready  # untyped in jax
+        stop: Callable[[], None] = jax.profiler.stop_trace  # untyped in jax
         try:
             for _ in range(repeat):
                 t0 = time.perf_counter()
-                jax.block_until_ready(compiled(*operands))
+                ready(compiled(*operands))
                 steps.append(time.perf_counter() - t0)
         finally:
-            jax.profiler.stop_trace()
+            stop()
         files = sorted(glob.glob(os.path.join(folder, "**", "*.xplane.pb"), recursive=True))
         if not files:
             raise CaptureError("trace", "time: the profiler wrote no trace (no .xplane.pb file)")
