@@ -5,7 +5,8 @@ in this one (Flax's ``nn.scan`` runs its body under it).
 from __future__ import annotations
 
 import copy
-from typing import Any, NamedTuple
+from collections.abc import Set
+from typing import TYPE_CHECKING, Literal, NamedTuple, TypeAlias, cast
 
 from jaxlsp.worker.tracing.jaxcompat.staged import (
     emit,
@@ -14,6 +15,43 @@ from jaxlsp.worker.tracing.jaxcompat.staged import (
     staged_input,
     staged_since,
 )
+
+if TYPE_CHECKING:
+    import numpy as np
+    from jax._src import core
+    from jax._src.effects import Effect
+    from jax._src.interpreters import partial_eval as pe
+
+    from jaxlsp.worker.tracing.jaxcompat.staged import FrameMark, NameItem, Spec, StagedEqn
+
+    #: :func:`partial_input`'s: ``(x, its known value or None, its variable, kind)``.
+    PartialInput: TypeAlias = tuple[object, object, "core.Var | tuple[str, int]", str]
+    #: :func:`partial_mark`'s: the known trace's mark, effects, next recipe id, the tangent trace's mark.
+    PartialMark: TypeAlias = tuple[FrameMark, int, int, FrameMark | None]
+    #: A recipe's input: input i unknown, output k of recipe j, a literal, a constant array, a
+    #: known value (spelled as a known equation spells it).
+    RecipeSpec: TypeAlias = (
+        tuple[Literal["tin"], int]
+        | tuple[Literal["t"], int, int]
+        | tuple[Literal["lit"], core.Literal]
+        | tuple[Literal["array"], np.ndarray | np.generic]
+        | tuple[Literal["const"], Spec]
+    )
+    #: A partial segment's output: input i itself, a known value, output k of recipe j.
+    OutSpec: TypeAlias = tuple[Literal["arg"], int] | tuple[Literal["p"], Spec] | tuple[Literal["t"], int, int]
+    #: A recipe held as data: ``(primitive, params, effects, ctx, traceback, its name stack is the
+    #: whole stack, name stack after the base, inputs, output avals)``.
+    RecipeEqn: TypeAlias = tuple[
+        core.Primitive,
+        dict[str, object],
+        Set[Effect],
+        core.JaxprEqnContext,
+        object,
+        bool,
+        tuple[NameItem, ...],
+        list[RecipeSpec],
+        list[core.AbstractValue],
+    ]
 
 
 class PartialSegment(NamedTuple):
@@ -25,12 +63,12 @@ class PartialSegment(NamedTuple):
     ``("const", spec)``: a known value taken in, ``spec`` a known equation's output or input), and
     its outputs (``("arg", i)``: input i itself, ``("p", spec)``: a known value, ``("t", j, k)``)."""
 
-    known: list[tuple[Any, ...]]
-    unknown: list[tuple[Any, ...]]
-    outputs: list[tuple[Any, ...]]
+    known: list[StagedEqn]
+    unknown: list[RecipeEqn]
+    outputs: list[OutSpec]
 
 
-def partial_trace() -> Any | None:
+def partial_trace() -> pe.JaxprTrace | None:
     """The current trace when it is jax's partial evaluation (``pe.JaxprTrace``) over a staging
     trace (``make_jaxpr``'s, a scan body's), directly or through a gradient's linearization (whose
     operations on values with no tangent go to its staging trace as they are), else None."""
@@ -52,7 +90,7 @@ def partial_trace() -> Any | None:
         return None
 
 
-def _known_traces(trace: Any) -> tuple[Any, Any] | None:
+def _known_traces(trace: pe.JaxprTrace) -> tuple[pe.DynamicJaxprTrace, pe.DynamicJaxprTrace | None] | None:
     """``(the staging trace a partial evaluation's known values live in, the linearization's tangent
     trace or None)``; None when its parent is neither a staging trace nor a linearization over two."""
     from jax._src.interpreters import ad
@@ -70,7 +108,7 @@ def _known_traces(trace: Any) -> tuple[Any, Any] | None:
     return None
 
 
-def partial_input(x: Any, trace: Any) -> tuple[Any, Any, Any, str] | None:
+def partial_input(x: object, trace: pe.JaxprTrace) -> PartialInput | None:
     """``(x, its known value or None, its variable, kind)`` under the partial evaluation
     ``trace``: kind ``"u"`` an unknown value of ``trace`` (its variable ``("u", id)``), ``"k"`` a
     known one whose value is a tracer of the parent trace, ``"p"`` a tracer of the parent trace
@@ -78,6 +116,7 @@ def partial_input(x: Any, trace: Any) -> tuple[Any, Any, Any, str] | None:
     try:
         from jax._src.interpreters import partial_eval as pe
 
+        known: object
         if type(x) is pe.JaxprTracer and x._trace is trace:
             known = x.pval.get_known()
             if known is None:
@@ -98,7 +137,7 @@ def partial_input(x: Any, trace: Any) -> tuple[Any, Any, Any, str] | None:
         return None
 
 
-def partial_mark(trace: Any) -> tuple[Any, ...]:
+def partial_mark(trace: pe.JaxprTrace) -> PartialMark:
     """Where the partial evaluation ``trace`` stands: its known values' staging trace's frame, its
     effects, the id its next recipe gets (drawing one leaves a gap in ids, which only order the
     recipes) and, under a linearization, its tangent trace's frame (which a replay must leave as
@@ -106,15 +145,20 @@ def partial_mark(trace: Any) -> tuple[Any, ...]:
     traces = _known_traces(trace)
     assert traces is not None
     known, tangent = traces
-    return (frame_mark(known), len(trace.effect_handles), next(trace.counter), tangent and frame_mark(tangent))
+    return (
+        frame_mark(known),
+        len(trace.effect_handles),
+        next(trace.counter),
+        cast("FrameMark | None", tangent and frame_mark(tangent)),
+    )
 
 
 def partial_segment(
-    trace: Any,
-    mark: tuple[Any, ...],
-    inputs: list[tuple[Any, Any, Any, str]],
-    outputs: list[Any],
-    prefix: tuple[Any, ...],
+    trace: pe.JaxprTrace,
+    mark: PartialMark,
+    inputs: list[PartialInput],
+    outputs: list[object],
+    prefix: tuple[NameItem, ...],
     own: str | None,
 ) -> PartialSegment | None:
     """What the partial evaluation ``trace`` did since ``mark`` for a call on ``inputs``
@@ -136,20 +180,20 @@ def partial_segment(
         if tangent is not None and frame_mark(tangent) != mark[3]:
             return None  # a value with a tangent met a known one: the linearization staged its part
         named = own_prefix(prefix, own)
-        where: dict[Any, tuple[Any, ...]] = {}
-        unknown_in: dict[int, tuple[Any, ...]] = {}
+        where: dict[core.Var, Spec] = {}
+        unknown_in: dict[int, tuple[Literal["tin"], int]] = {}
         leaves: dict[int, int] = {}
         for i, (leaf, known, var, _) in enumerate(inputs):
             leaves.setdefault(id(leaf), i)
             if known is None:
                 unknown_in.setdefault(id(leaf), ("tin", i))
             else:
-                where.setdefault(var, ("in", i))
+                where.setdefault(cast("core.Var", var), ("in", i))  # a known value's: a variable
         staged = staged_since(parent.frame, mark[0][0], where, named)
         if staged is None:
             return None
         known_eqns, made = staged
-        recipes: dict[int, Any] = {}
+        recipes: dict[int, pe.JaxprEqnRecipe] = {}
         pending = [out for out in outputs if type(out) is pe.JaxprTracer and id(out) not in leaves]
         while pending:
             tracer = pending.pop()
@@ -168,9 +212,9 @@ def partial_segment(
         # whole stack (other rules: a jit's): each is matched and replayed as it was staged
         bases = [(False, [(type(item), item) for item in named[len(trace.name_stack) :]])]
         bases.append((True, [(type(item), item) for item in named]))
-        spelled: dict[int, tuple[Any, ...]] = {}
-        keep: list[Any] = []  # the outputs spelled, alive while their ids are keys
-        unknown: list[tuple[Any, ...]] = []
+        spelled: dict[int, tuple[Literal["t"], int, int]] = {}
+        keep: list[object] = []  # the outputs spelled, alive while their ids are keys
+        unknown: list[RecipeEqn] = []
         for eqn_id in sorted(recipes):
             recipe = recipes[eqn_id]
             if recipe.effects:
@@ -185,9 +229,9 @@ def partial_segment(
                     whole, cut = full, len(typed)
             if whole is None:
                 return None
-            ins: list[tuple[Any, ...]] = []
+            ins: list[RecipeSpec] = []
             for tracer in recipe.in_tracers:
-                spec = unknown_in.get(id(tracer)) or spelled.get(id(tracer))
+                spec: RecipeSpec | None = unknown_in.get(id(tracer)) or spelled.get(id(tracer))
                 if spec is not None:
                     ins.append(spec)
                     continue
@@ -208,10 +252,10 @@ def partial_segment(
                     return None
                 ins.append(("const", known_spec))
             for k, ref in enumerate(recipe.out_tracer_refs):
-                out = ref()
-                if out is not None:
-                    keep.append(out)
-                    spelled[id(out)] = ("t", len(unknown), k)
+                live = ref()
+                if live is not None:
+                    keep.append(live)
+                    spelled[id(live)] = ("t", len(unknown), k)
             suffix = tuple(stack[cut:])
             unknown.append(
                 (
@@ -226,7 +270,7 @@ def partial_segment(
                     list(recipe.out_avals),
                 )
             )
-        outs: list[tuple[Any, ...]] = []
+        outs: list[OutSpec] = []
         for out in outputs:
             if id(out) in leaves:
                 outs.append(("arg", leaves[id(out)]))
@@ -244,7 +288,7 @@ def partial_segment(
         return None
 
 
-def _known(tracer: Any, made: dict[Any, tuple[Any, ...]], where: dict[Any, tuple[Any, ...]]) -> tuple[Any, ...] | None:
+def _known(tracer: pe.DynamicJaxprTracer, made: dict[core.Var, Spec], where: dict[core.Var, Spec]) -> Spec | None:
     """How a segment spells a tracer of the parent trace: a known equation's output, an input, or
     a literal (jax folds a constant into one); None for another value."""
     from jax._src import core
@@ -258,8 +302,8 @@ def _known(tracer: Any, made: dict[Any, tuple[Any, ...]], where: dict[Any, tuple
 
 
 def partial_replay(
-    trace: Any, seg: PartialSegment, inputs: list[tuple[Any, Any, Any, str]], prefix: tuple[Any, ...], own: str | None
-) -> list[Any]:
+    trace: pe.JaxprTrace, seg: PartialSegment, inputs: list[PartialInput], prefix: tuple[NameItem, ...], own: str | None
+) -> list[object]:
     """Stage ``seg`` again under the partial evaluation ``trace`` on ``inputs``: its known
     equations in the parent trace, then its recipes, each under the name stack the partial
     evaluation gives it (the part after the trace's own), with its recorded traceback."""
@@ -271,21 +315,26 @@ def partial_replay(
     traces = _known_traces(trace)
     assert traces is not None
     parent = traces[0]
-    known = emit(parent, seg.known, lambda spec: inputs[spec[1]][1], named)
+    known = emit(parent, seg.known, lambda spec: inputs[cast("tuple[str, int]", spec)[1]][1], named)
 
-    literals: dict[int, Any] = {}  # one tracer per recorded literal, as the trace had one
+    literals: dict[int, pe.DynamicJaxprTracer] = {}  # one tracer per recorded literal, as the trace had one
 
-    def value(spec: tuple[Any, ...]) -> Any:
+    def value(spec: Spec) -> object:
         if spec[0] == "plit":
             tracer = literals.get(id(spec[1]))
             if tracer is None:
                 tracer = literals[id(spec[1])] = pe.DynamicJaxprTracer(parent, spec[1].aval, spec[1])
             return tracer
-        return inputs[spec[1]][1] if spec[0] == "in" else known[spec[1]][spec[2]]
+        if spec[0] == "in":
+            return inputs[spec[1]][1]
+        eq = cast("tuple[str, int, int]", spec)  # ("eq", j, k)
+        return known[eq[1]][eq[2]]
 
-    arrays: dict[int, Any] = {}  # a copy of each recorded constant: a trace of the call makes its own
+    arrays: dict[
+        int, np.ndarray | np.generic
+    ] = {}  # a copy of each recorded constant: a trace of the call makes its own
 
-    def array(recorded: Any) -> Any:
+    def array(recorded: np.ndarray | np.generic) -> np.ndarray | np.generic:
         copied = arrays.get(id(recorded))
         if copied is None:
             copied = arrays[id(recorded)] = copy.copy(recorded)
@@ -293,35 +342,36 @@ def partial_replay(
 
     unknown = pe.PartialVal.unknown
     bases = (named[len(trace.name_stack) :], named)
-    made: list[list[Any]] = []
+    made: list[list[pe.JaxprTracer]] = []
     for primitive, params, effects, ctx, traceback, whole, suffix, ins, avals in seg.unknown:
-        tracers = []
+        tracers: list[object] = []
         for spec in ins:
-            tag = spec[0]
-            if tag == "t":
+            if spec[0] == "t":
                 tracers.append(made[spec[1]][spec[2]])
-            elif tag == "tin":
+            elif spec[0] == "tin":
                 tracers.append(inputs[spec[1]][0])
-            elif tag == "lit":
+            elif spec[0] == "lit":
                 tracers.append(pe.JaxprTracer(trace, unknown(spec[1].aval), spec[1]))
-            elif tag == "array":
-                const = array(spec[1])
-                tracers.append(pe.JaxprTracer(trace, unknown(core.typeof(const)), pe.ConstVar(const)))
+            elif spec[0] == "array":
+                copied = array(spec[1])
+                tracers.append(pe.JaxprTracer(trace, unknown(core.typeof(copied)), pe.ConstVar(copied)))
             else:
-                const = value(spec[1])
+                const = cast("pe.DynamicJaxprTracer", value(spec[1]))  # a tracer of the parent trace
                 tracers.append(pe.JaxprTracer(trace, unknown(const.aval), pe.ConstVar(const)))
         outs = [pe.JaxprTracer(trace, unknown(aval), None) for aval in avals]
         source = siu.SourceInfo(traceback, siu.NameStack(bases[whole] + suffix))
-        recipe = pe.new_eqn_recipe(trace, tracers, outs, primitive, params, effects, source, ctx)
+        recipe = pe.new_eqn_recipe(
+            trace, cast("list[pe.JaxprTracer]", tracers), outs, primitive, params, effects, source, ctx
+        )
         for out in outs:
             out.recipe = recipe
         made.append(outs)
-    result: list[Any] = []
-    for spec in seg.outputs:
-        if spec[0] == "arg":
-            result.append(inputs[spec[1]][0])
-        elif spec[0] == "p":
-            result.append(value(spec[1]))
+    result: list[object] = []
+    for out_spec in seg.outputs:
+        if out_spec[0] == "arg":
+            result.append(inputs[out_spec[1]][0])
+        elif out_spec[0] == "p":
+            result.append(value(out_spec[1]))
         else:
-            result.append(made[spec[1]][spec[2]])
+            result.append(made[out_spec[1]][out_spec[2]])
     return result

@@ -5,7 +5,43 @@ data, emitted again under another call's inputs.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple, TypeAlias, cast
+
+if TYPE_CHECKING:
+    from collections.abc import Set
+
+    from jax._src import core
+    from jax._src import source_info_util as siu
+    from jax._src.effects import Effect
+    from jax._src.interpreters import partial_eval as pe
+
+    #: One item of a name stack (a named scope or a transformation's name).
+    NameItem: TypeAlias = siu.Scope | siu.Transform
+    #: How a recorded equation (or a call's result) names a value: a literal, the call's i-th
+    #: input (``in``, ``arg``; ``pin``, ``tin``, ``lifted``, ``const``: a linearization's), output
+    #: k of equation j (``eq``; ``out``: of an earlier range, ``t``: of a recipe), a symbolic zero
+    #: of an abstract value, nothing; a partial evaluation's known value ``p``/``const`` wraps one.
+    Spec: TypeAlias = (
+        tuple[Literal["in", "arg", "pin", "tin", "lifted", "const"], int]
+        | tuple[Literal["eq", "out", "t"], int, int]
+        | tuple[Literal["lit", "plit"], core.Literal]
+        | tuple[Literal["zero"], core.AbstractValue]
+        | tuple[Literal["none"]]
+    )
+    #: A staged equation held as data: ``(primitive, params, effects, ctx, traceback, name stack
+    #: after the call's prefix, inputs, output avals)``.
+    StagedEqn: TypeAlias = tuple[
+        core.Primitive,
+        dict[str, object],
+        Set[Effect],
+        core.JaxprEqnContext,
+        object,
+        tuple[NameItem, ...],
+        list[Spec],
+        list[core.AbstractValue],
+    ]
+    #: Where a staging trace's frame stands (:func:`frame_mark`).
+    FrameMark: TypeAlias = tuple[int, int, bool, int, frozenset[Effect]]
 
 
 class Segment(NamedTuple):
@@ -16,11 +52,11 @@ class Segment(NamedTuple):
     inputs, output avals)``, each input ``("lit", literal)``, ``("in", i)`` (the call's i-th input)
     or ``("eq", j, k)`` (output k of equation j); ``outputs``: the call's results, spelled alike."""
 
-    eqns: list[tuple[Any, ...]]
-    outputs: list[tuple[Any, ...]]
+    eqns: list[StagedEqn]
+    outputs: list[Spec]
 
 
-def staging_trace() -> Any | None:
+def staging_trace() -> pe.DynamicJaxprTrace | None:
     """The current trace when it is one that stages a jaxpr (``make_jaxpr``'s, a scan body's),
     else None (a JVP, a vmap, eager evaluation, or a jax whose internals moved)."""
     try:
@@ -38,7 +74,7 @@ def staging_trace() -> Any | None:
         return None
 
 
-def staged_input(x: Any, trace: Any) -> tuple[Any, Any] | None:
+def staged_input(x: object, trace: pe.DynamicJaxprTrace) -> tuple[pe.DynamicJaxprTracer, core.Var] | None:
     """``(tracer, variable)`` standing for ``x`` in ``trace`` when ``x`` is an unknown value there:
     a tracer of ``trace`` (no literal, no constant: jax folds operations on those), or a tracer of
     an enclosing trace that ``trace`` already took in (a scan body's broadcast operand, which the
@@ -55,14 +91,16 @@ def staged_input(x: Any, trace: Any) -> tuple[Any, Any] | None:
                 return None
             return x, atom
         inner = trace.frame.constid_to_tracer.get(id(x))  # taken in before: the body's own tracer
-        if inner is None or trace.frame.constvar_to_val.get(inner.val) is not x or inner.val.aval.has_qdd:
+        if inner is None or trace.frame.constvar_to_val.get(cast("core.Var", inner.val)) is not x:
             return None
-        return inner, inner.val
+        if inner.val.aval.has_qdd:
+            return None
+        return inner, cast("core.Var", inner.val)  # a constant taken in: a variable
     except Exception:
         return None
 
 
-def frame_mark(trace: Any) -> tuple[Any, ...]:
+def frame_mark(trace: pe.DynamicJaxprTrace) -> FrameMark:
     """Where ``trace``'s frame stands: equations so far, and what a call must leave as it was to
     be replayed (arguments, effects, mutable state, higher-order types)."""
     frame = trace.frame
@@ -71,8 +109,12 @@ def frame_mark(trace: Any) -> tuple[Any, ...]:
 
 
 def staged_since(
-    frame: Any, start: int, where: dict[Any, tuple[Any, ...]], prefix: tuple[Any, ...], end: int | None = None
-) -> tuple[list[tuple[Any, ...]], dict[Any, tuple[Any, ...]]] | None:
+    frame: pe.JaxprStackFrame,
+    start: int,
+    where: dict[core.Var, Spec],
+    prefix: tuple[NameItem, ...],
+    end: int | None = None,
+) -> tuple[list[StagedEqn], dict[core.Var, Spec]] | None:
     """The live equations of ``frame`` from ``start`` on, as data: each input a literal, a value
     ``where`` names, or an output of an earlier one of them; their outputs (``made``). None when
     an equation has an effect, reads any other value, or is staged outside the name stack
@@ -84,8 +126,8 @@ def staged_since(
 
     cut = len(prefix)
     typed = [(type(item), item) for item in prefix]
-    made: dict[Any, tuple[Any, ...]] = {}
-    eqns: list[tuple[Any, ...]] = []
+    made: dict[core.Var, Spec] = {}
+    eqns: list[StagedEqn] = []
     for ref in frame.tracing_eqns[start:end]:
         eqn = ref() if isinstance(ref, weakref.ReferenceType) else ref
         if eqn is None:  # dead already: a trace of the call would have dropped it too
@@ -96,7 +138,7 @@ def staged_since(
         stack = source.name_stack.stack
         if len(stack) < cut or any(type(a) is not t or a != b for a, (t, b) in zip(stack, typed, strict=False)):
             return None
-        ins: list[tuple[Any, ...]] = []
+        ins: list[Spec] = []
         for tracer in eqn.in_tracers:
             atom = tracer.val
             if type(atom) is core.Literal:
@@ -117,28 +159,28 @@ def staged_since(
     return eqns, made
 
 
-def inputs_named(variables: list[Any]) -> dict[Any, tuple[Any, ...]]:
+def inputs_named(variables: list[core.Var]) -> dict[core.Var, Spec]:
     """Each input variable as a segment spells it, ``("in", i)``: the first input it is."""
-    where: dict[Any, tuple[Any, ...]] = {}
+    where: dict[core.Var, Spec] = {}
     for i, var in enumerate(variables):
         where.setdefault(var, ("in", i))
     return where
 
 
-def own_prefix(prefix: tuple[Any, ...], own: str | None) -> tuple[Any, ...]:
+def own_prefix(prefix: tuple[NameItem, ...], own: str | None) -> tuple[NameItem, ...]:
     from jax._src import source_info_util as siu
 
     return prefix if own is None else (*prefix, siu.Scope(own))
 
 
 def segment(
-    trace: Any,
-    mark: tuple[Any, ...],
-    inputs: list[Any],
-    outputs: list[Any],
-    prefix: tuple[Any, ...],
+    trace: pe.DynamicJaxprTrace,
+    mark: FrameMark,
+    inputs: list[core.Var],
+    outputs: list[object],
+    prefix: tuple[NameItem, ...],
     own: str | None = None,
-    originals: list[Any] | None = None,
+    originals: list[object] | None = None,
 ) -> Segment | None:
     """The equations ``trace`` staged since ``mark``, as a :class:`Segment` over ``inputs`` (the
     call's input variables) giving ``outputs`` (its result tracers); None when the call did
@@ -157,14 +199,15 @@ def segment(
             return None
         eqns, made = staged
         passed = {id(value): i for i, value in reversed(list(enumerate(originals or [])))}
-        outs: list[tuple[Any, ...]] = []
+        outs: list[Spec] = []
         for out in outputs:
             if id(out) in passed:  # an input returned as it came (an enclosing trace's value)
                 outs.append(("arg", passed[id(out)]))
                 continue
             if type(out) is not pe.DynamicJaxprTracer or out._trace is not trace:
                 return None
-            spec = made.get(out.val) or where.get(out.val)
+            val = cast("core.Var", out.val)  # a literal is no key: None below
+            spec = made.get(val) or where.get(val)
             if spec is None:
                 return None
             outs.append(spec)
@@ -174,16 +217,16 @@ def segment(
 
 
 def emit(
-    trace: Any,
-    eqns: list[tuple[Any, ...]],
-    resolve: Callable[[tuple[Any, ...]], Any],
-    prefix: tuple[Any, ...],
+    trace: pe.DynamicJaxprTrace,
+    eqns: list[StagedEqn],
+    resolve: Callable[[Spec], object],
+    prefix: tuple[NameItem, ...],
     *,
-    traceback: Any = None,
-    stack: Any = None,
-    made: list[list[Any]] | None = None,
-    before: Callable[[list[list[Any]]], None] | None = None,
-) -> list[list[Any]]:
+    traceback: object = None,
+    stack: siu.NameStack | None = None,
+    made: list[list[object]] | None = None,
+    before: Callable[[list[list[object]]], None] | None = None,
+) -> list[list[object]]:
     """Stage ``eqns`` (a segment's, see :class:`Segment`) in ``trace`` under the name stack
     ``prefix`` (``stack``: the one to use as it is where an equation's suffix is empty), each with
     its recorded traceback or ``traceback``; ``resolve`` gives the tracers of the inputs that are
@@ -195,15 +238,15 @@ def emit(
     made = [] if made is None else made
     # one name stack per scope, as a trace shares one among the equations staged in it (the
     # graph builder places equations by name stack: once each)
-    stacks: dict[tuple[Any, ...], Any] = {} if stack is None else {(): stack}
+    stacks: dict[tuple[NameItem, ...], siu.NameStack] = {} if stack is None else {(): stack}
     for primitive, params, effects, ctx, recorded, suffix, ins, avals in eqns:
         if before is not None:
             before(made)
         named = stacks.get(suffix)
         if named is None:
             named = stacks[suffix] = siu.NameStack(prefix + suffix)
-        source = siu.SourceInfo(recorded if traceback is None else traceback, named)
-        tracers = []
+        source = siu.SourceInfo(cast("None", recorded if traceback is None else traceback), named)
+        tracers: list[object] = []
         for spec in ins:
             if spec[0] == "eq":
                 tracers.append(made[spec[1]][spec[2]])
@@ -211,29 +254,33 @@ def emit(
                 tracers.append(pe.DynamicJaxprTracer(trace, spec[1].aval, spec[1], source))
             else:
                 tracers.append(resolve(spec))
-        made.append(trace.emit_eqn(tracers, avals, primitive, params, effects, source, ctx))
+        emit_eqn = cast("Callable[..., list[object]]", trace.emit_eqn)  # unannotated in jax
+        made.append(emit_eqn(tracers, avals, primitive, params, effects, source, ctx))
     return made
 
 
 def replay(
-    trace: Any,
+    trace: pe.DynamicJaxprTrace,
     seg: Segment,
-    inputs: list[Any],
-    prefix: tuple[Any, ...],
+    inputs: list[object],
+    prefix: tuple[NameItem, ...],
     own: str | None = None,
-    originals: list[Any] | None = None,
-) -> list[Any]:
+    originals: list[object] | None = None,
+) -> list[object]:
     """Stage ``seg``'s equations again in ``trace`` on ``inputs`` (tracers, in the recorded call's
     order; ``originals``: the values passed, where a segment returns one as it came), under the
     name stack ``prefix`` and the scope ``own`` (when the segment was recorded with one), each with
     its recorded traceback: the equations a trace of the same call would stage. The results, in
     order."""
-    made = emit(trace, seg.eqns, lambda spec: inputs[spec[1]], own_prefix(prefix, own))
-    out: list[Any] = []
+    made = emit(trace, seg.eqns, lambda spec: inputs[cast("tuple[str, int]", spec)[1]], own_prefix(prefix, own))
+    out: list[object] = []
     for spec in seg.outputs:
         if spec[0] == "arg":
             assert originals is not None
             out.append(originals[spec[1]])
+        elif spec[0] == "in":
+            out.append(inputs[spec[1]])
         else:
-            out.append(inputs[spec[1]] if spec[0] == "in" else made[spec[1]][spec[2]])
+            eq = cast("tuple[str, int, int]", spec)
+            out.append(made[eq[1]][eq[2]])
     return out

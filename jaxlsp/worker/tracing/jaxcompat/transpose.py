@@ -5,8 +5,8 @@ equations one call staged.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
-from typing import Any, NamedTuple
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, NamedTuple, TypeAlias, cast
 
 from jaxlsp.worker.tracing.jaxcompat.staged import (
     emit,
@@ -15,6 +15,19 @@ from jaxlsp.worker.tracing.jaxcompat.staged import (
     staging_trace,
 )
 
+if TYPE_CHECKING:
+    from jax._src import core
+    from jax._src import source_info_util as siu
+    from jax._src.ad_util import Zero
+    from jax._src.interpreters import ad
+    from jax._src.interpreters import partial_eval as pe
+
+    from jaxlsp.worker.tracing.jaxcompat.staged import FrameMark, Spec, StagedEqn
+
+    #: A rule call's key: primitive, fancy, its values' types and aliases, params by identity,
+    #: the trace and equation contexts (hashable, compared by value).
+    Key: TypeAlias = tuple[object, ...]
+
 
 class _Transposed(NamedTuple):
     """What one transposition rule call staged: its equations (as a :class:`Segment`'s, under the
@@ -22,9 +35,9 @@ class _Transposed(NamedTuple):
     accumulations it made between them (``(equations before it, argument, cotangent spec)``), and
     its result (a rule's cotangents, or None)."""
 
-    eqns: list[tuple[Any, ...]]
-    accums: list[tuple[int, int, tuple[Any, ...]]]
-    result: list[tuple[Any, ...]] | None
+    eqns: list[StagedEqn]
+    accums: list[tuple[int, int, Spec]]
+    result: list[Spec] | None
 
 
 _SEEN_ONCE = object()
@@ -45,13 +58,15 @@ class TransposeMemo:
     an effect or anything a replay would not repeat is never replayed."""
 
     def __init__(self) -> None:
-        self.entries: dict[Any, Any] = {}
+        # _SEEN_ONCE: recorded the next time; None: never replayed
+        self.entries: dict[Key, _Transposed | object | None] = {}
         self.replayed = 0
-        self._keep: list[Any] = []  # the params keyed by identity, alive as long as their keys
-        self._types: tuple[Any, ...] = ()
+        self._keep: list[dict[str, object]] = []  # the params keyed by identity, alive as long as their keys
+        # Zero, UndefinedPrimal, ValAccum, NullAccum, DynamicJaxprTracer, Var
+        self._types: tuple[type, ...] = ()
 
     @contextlib.contextmanager
-    def installed(self) -> Any:
+    def installed(self) -> Iterator[TransposeMemo]:
         """Within the block, jax's transposition rules go through this memo."""
         try:
             from jax._src import config, core
@@ -66,7 +81,14 @@ class TransposeMemo:
         except Exception:
             yield self
             return
-        wrapped: list[tuple[dict[Any, Any], Any, Any, Any]] = []
+        wrapped: list[
+            tuple[
+                dict[core.Primitive, Callable[..., object]],
+                core.Primitive,
+                Callable[..., object],
+                Callable[..., object],
+            ]
+        ] = []
         for table, fancy in tables:
             for primitive, rule in list(table.items()):
                 if getattr(primitive, "call_primitive", False) and not fancy:
@@ -81,8 +103,10 @@ class TransposeMemo:
                 if table.get(primitive) is wrapper:  # a rule registered meanwhile stays
                     table[primitive] = rule
 
-    def _wrap(self, primitive: Any, rule: Callable[..., Any], fancy: bool, proxy: Any) -> Callable[..., Any]:
-        def transpose(cts_in: Any, *args: Any, **params: Any) -> Any:
+    def _wrap(
+        self, primitive: core.Primitive, rule: Callable[..., object], fancy: bool, proxy: type[ad.ValAccum]
+    ) -> Callable[..., object]:
+        def transpose(cts_in: object, *args: object, **params: object) -> object:
             trace = staging_trace()
             key, inputs = (None, []) if trace is None else self._key(primitive, fancy, trace, cts_in, args, params)
             entry = None if key is None else self.entries.get(key)
@@ -91,20 +115,28 @@ class TransposeMemo:
                     self.entries[key] = _SEEN_ONCE
                     self._keep.append(params)
                 return rule(cts_in, *args, **params)
+            assert trace is not None  # a key is only made under a staging trace
             if entry is _SEEN_ONCE:
                 return self._record(key, trace, inputs, rule, proxy, cts_in, args, params)
             self.replayed += 1
-            return self._replay(entry, trace, inputs, args)
+            return self._replay(cast("_Transposed", entry), trace, inputs, args)
 
         return transpose
 
     @staticmethod
-    def _values(primitive: Any, cts_in: Any, args: Any) -> list[Any]:
-        return [*(cts_in if primitive.multiple_results else [cts_in]), *args]
+    def _values(primitive: core.Primitive, cts_in: object, args: tuple[object, ...]) -> list[object]:
+        # several results: a list or a tuple of cotangents (_key checked)
+        return [*(cast("list[object]", cts_in) if primitive.multiple_results else [cts_in]), *args]
 
     def _key(
-        self, primitive: Any, fancy: bool, trace: Any, cts_in: Any, args: Any, params: Any
-    ) -> tuple[Any, list[Any]]:
+        self,
+        primitive: core.Primitive,
+        fancy: bool,
+        trace: pe.DynamicJaxprTrace,
+        cts_in: object,
+        args: tuple[object, ...],
+        params: dict[str, object],
+    ) -> tuple[Key | None, list[pe.DynamicJaxprTracer | None]]:
         """The call's key (None: never recorded) and its traced values, in order (None where
         another value stands)."""
         try:
@@ -113,8 +145,8 @@ class TransposeMemo:
             zero, undefined, val_accum, null_accum, tracer, var = self._types
             constants = trace.frame.constvar_to_val
             seen: dict[int, int] = {}
-            parts: list[Any] = []
-            inputs: list[Any] = []
+            parts: list[object] = []
+            inputs: list[pe.DynamicJaxprTracer | None] = []
             for i, x in enumerate(self._values(primitive, cts_in, args)):
                 kind = type(x)
                 inputs.append(None)
@@ -123,11 +155,12 @@ class TransposeMemo:
                     continue
                 alias = seen.setdefault(id(x), i)
                 if kind is zero or kind is undefined:
-                    parts.append((kind, x.aval))
+                    parts.append((kind, cast("ad.UndefinedPrimal", x).aval))
                 elif kind is val_accum or kind is null_accum:
-                    parts.append((kind, x.aval, alias))
+                    parts.append((kind, cast("ad.ValAccum", x).aval, alias))
                 elif kind is tracer:
                     # a value of this trace (no literal, no constant: jax folds operations on those)
+                    x = cast("pe.DynamicJaxprTracer", x)
                     atom = x.val
                     if x._trace is not trace or type(atom) is not var or atom in constants or atom.aval.has_qdd:
                         return None, []
@@ -147,60 +180,61 @@ class TransposeMemo:
 
     def _record(
         self,
-        key: Any,
-        trace: Any,
-        inputs: list[Any],
-        rule: Callable[..., Any],
-        proxy: Any,
-        cts_in: Any,
-        args: Any,
-        params: Any,
-    ) -> Any:
+        key: Key,
+        trace: pe.DynamicJaxprTrace,
+        inputs: list[pe.DynamicJaxprTracer | None],
+        rule: Callable[..., object],
+        proxy: type[ad.ValAccum],
+        cts_in: object,
+        args: tuple[object, ...],
+        params: dict[str, object],
+    ) -> object:
         from jax._src import source_info_util as siu
 
         frame = trace.frame
         mark = frame_mark(trace)
         current = siu.current()
         ranges: list[tuple[int, int]] = []  # the rule's own equations: between its accumulations
-        events: list[tuple[int, int, Any]] = []  # (ranges before it, argument, cotangent)
+        events: list[tuple[int, int, object]] = []  # (ranges before it, argument, cotangent)
         start = [len(frame.tracing_eqns)]
 
-        def accumulated(position: int, real: Any, ct: Any) -> None:
+        def accumulated(position: int, real: ad.ValAccum, ct: object) -> None:
             ranges.append((start[0], len(frame.tracing_eqns)))
             events.append((len(ranges), position, ct))
-            real.accum(ct)
+            _accum(real, ct)
             start[0] = len(frame.tracing_eqns)
 
         val_accum = self._types[2]
-        called = [proxy(a, i, accumulated) if type(a) is val_accum else a for i, a in enumerate(args)]
+        recorded = cast("Callable[..., object]", proxy)  # _accum_proxy's: (real, position, told)
+        called = [recorded(a, i, accumulated) if type(a) is val_accum else a for i, a in enumerate(args)]
         out = rule(cts_in, *called, **params)
         ranges.append((start[0], len(frame.tracing_eqns)))
-        spoiled = any(type(a) is proxy and a.spoiled for a in called)
+        spoiled = any(type(a) is proxy and cast("_Spoilable", a).spoiled for a in called)
         segment = None if spoiled else self._segment(trace, mark, current, inputs, ranges, events, out)
         self.entries[key] = segment
         return out
 
     def _segment(
         self,
-        trace: Any,
-        mark: tuple[Any, ...],
-        current: Any,
-        inputs: list[Any],
+        trace: pe.DynamicJaxprTrace,
+        mark: FrameMark,
+        current: siu.SourceInfo,
+        inputs: list[pe.DynamicJaxprTracer | None],
         ranges: list[tuple[int, int]],
-        events: list[tuple[int, int, Any]],
-        out: Any,
+        events: list[tuple[int, int, object]],
+        out: object,
     ) -> _Transposed | None:
         try:
             zero, _, _, _, tracer, _ = self._types
             if frame_mark(trace)[1:] != mark[1:]:
                 return None
-            where: dict[Any, tuple[Any, ...]] = {}
+            where: dict[core.Var, Spec] = {}
             for i, x in enumerate(inputs):  # _key's: the call's values of this trace, None elsewhere
                 if x is not None:
-                    where.setdefault(x.val, ("in", i))
+                    where.setdefault(cast("core.Var", x.val), ("in", i))  # _key checked: a variable
             prefix = tuple(current.name_stack.stack)
-            eqns: list[tuple[Any, ...]] = []
-            made: dict[Any, tuple[Any, ...]] = {}  # outputs of the ranges before, as ("out", j, k)
+            eqns: list[StagedEqn] = []
+            made: dict[core.Var, Spec] = {}  # outputs of the ranges before, as ("out", j, k)
             counts: list[int] = []
             for first, last in ranges:
                 staged_range = staged_since(trace.frame, first, {**where, **made}, prefix, last)
@@ -213,29 +247,32 @@ class TransposeMemo:
                         return None  # staged under another traceback than the one a replay sets
                     ins = [_shifted(spec, base) for spec in eqn[6]]
                     eqns.append((*eqn[:6], ins, eqn[7]))
-                made.update({var: ("out", spec[1] + base, spec[2]) for var, spec in part_made.items()})
+                for var, made_spec in part_made.items():  # staged_since's outputs: ("eq", j, k)
+                    eq = cast("tuple[str, int, int]", made_spec)
+                    made[var] = ("out", eq[1] + base, eq[2])
                 counts.append(len(eqns))
 
-            def spell(value: Any) -> tuple[Any, ...] | None:
+            def spell(value: object) -> Spec | None:
                 if value is None:
                     return ("none",)
                 if type(value) is zero:
-                    return ("zero", value.aval)
-                if type(value) is not tracer or value._trace is not trace:
+                    return ("zero", cast("Zero", value).aval)
+                if type(value) is not tracer or cast("pe.DynamicJaxprTracer", value)._trace is not trace:
                     return None
-                found = made.get(value.val) or where.get(value.val)
+                val = cast("core.Var", cast("pe.DynamicJaxprTracer", value).val)  # a literal: no key
+                found = made.get(val) or where.get(val)
                 return None if found is None else _shifted(found, 0)
 
-            accums: list[tuple[int, int, tuple[Any, ...]]] = []
+            accums: list[tuple[int, int, Spec]] = []
             for before, position, ct in events:
                 spec = spell(ct)
                 if spec is None:
                     return None
                 accums.append((counts[before - 1], position, spec))
-            result: list[tuple[Any, ...]] | None = None
+            result: list[Spec] | None = None
             if out is not None:
                 result = []
-                for value in out:
+                for value in cast("list[object]", out):  # a rule's cotangents
                     spec = spell(value)
                     if spec is None:
                         return None
@@ -244,22 +281,27 @@ class TransposeMemo:
         except Exception:
             return None
 
-    def _replay(self, entry: _Transposed, trace: Any, inputs: list[Any], args: Any) -> Any:
+    def _replay(
+        self,
+        entry: _Transposed,
+        trace: pe.DynamicJaxprTrace,
+        inputs: list[pe.DynamicJaxprTracer | None],
+        args: tuple[object, ...],
+    ) -> list[object] | None:
         from jax._src import source_info_util as siu
 
-        zero = self._types[0]
+        zero = cast("type[Zero]", self._types[0])
         current = siu.current()
-        made: list[list[Any]] = []
+        made: list[list[object]] = []
         accums = entry.accums
         done = 0
 
-        def resolve(spec: tuple[Any, ...]) -> Any:
-            tag = spec[0]
-            if tag == "eq":
+        def resolve(spec: Spec) -> object:
+            if spec[0] == "eq":
                 return made[spec[1]][spec[2]]
-            if tag == "in":
+            if spec[0] == "in":
                 return inputs[spec[1]]
-            if tag == "zero":
+            if spec[0] == "zero":
                 return zero(spec[1])
             return None
 
@@ -267,7 +309,7 @@ class TransposeMemo:
             """The accumulations recorded before equation ``count`` (None: all that are left)."""
             nonlocal done
             while done < len(accums) and (count is None or accums[done][0] <= count):
-                args[accums[done][1]].accum(resolve(accums[done][2]))
+                _accum(cast("ad.ValAccum", args[accums[done][1]]), resolve(accums[done][2]))
                 done += 1
 
         prefix = tuple(current.name_stack.stack)
@@ -287,7 +329,7 @@ class TransposeMemo:
         return [resolve(spec) for spec in entry.result]
 
 
-def _shifted(spec: tuple[Any, ...], base: int) -> tuple[Any, ...]:
+def _shifted(spec: Spec, base: int) -> Spec:
     """A range's input spec in the whole record: its own outputs shifted by the equations before
     it, an earlier range's (``"out"``) as they are."""
     if spec[0] == "eq":
@@ -297,10 +339,21 @@ def _shifted(spec: tuple[Any, ...], base: int) -> tuple[Any, ...]:
     return spec
 
 
-_PROXY: list[Any] = []
+def _accum(accumulator: ad.ValAccum, ct: object) -> None:
+    """``accumulator.accum(ct)`` (unannotated in jax)."""
+    cast("Callable[[object], None]", accumulator.accum)(ct)
 
 
-def _accum_proxy() -> Any:
+class _Spoilable:
+    """What :func:`_accum_proxy`'s accumulator adds to jax's: whether a rule read its value."""
+
+    spoiled: bool
+
+
+_PROXY: list[type[ad.ValAccum]] = []
+
+
+def _accum_proxy() -> type[ad.ValAccum]:
     """A ``ValAccum`` that tells its recorder of each accumulation, which then makes it in the
     real one (the rule sees the accumulator it expects: ``isinstance`` checks, its ``aval``); a
     rule that reads one's value spoils the record."""
@@ -309,28 +362,28 @@ def _accum_proxy() -> Any:
     from jax._src.interpreters import ad
 
     class _Recorded(ad.ValAccum):
-        def __init__(self, real: Any, position: int, told: Callable[[int, Any, Any], None]) -> None:
+        def __init__(self, real: ad.ValAccum, position: int, told: Callable[[int, ad.ValAccum, object], None]) -> None:
             self.aval = real.aval
             self.spoiled = False
             self._real, self._position, self._told = real, position, told
 
-        def accum(self, x: Any) -> None:
+        def accum(self, x: object) -> None:
             self._told(self._position, self._real, x)
 
         # a rule that reads or writes an accumulator's value itself is not recorded
         @property
-        def val(self) -> Any:
+        def val(self) -> object:
             self.spoiled = True
             return self._real.val
 
         @val.setter
-        def val(self, value: Any) -> None:
+        def val(self, value: object) -> None:
             self.spoiled = True
             self._real.val = value
 
-        def freeze(self) -> Any:
+        def freeze(self) -> object:
             self.spoiled = True
-            return self._real.freeze()
+            return cast("Callable[[], object]", self._real.freeze)()  # unannotated in jax
 
     _PROXY.append(_Recorded)
     return _Recorded
