@@ -5,17 +5,28 @@ from __future__ import annotations
 import functools
 import inspect
 import re
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from jaxlsp.worker.core.failures import CaptureError
 from jaxlsp.worker.loading.loading import Loader
+
+if TYPE_CHECKING:
+    import jax
+    import numpy as np
+    from jax.export import SymbolicScope
+    from jax.sharding import Mesh, NamedSharding
+    from jax.tree_util import PyTreeDef
+
+    from jaxlsp.worker.protocol import CallSpec, Generator, MeshSpec
+
+_Tree = TypeVar("_Tree")
 
 WIDE_DTYPES = frozenset({"float64", "int64", "uint64", "complex128"})
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def iter_array_specs(spec: Any) -> Iterator[dict[str, Any]]:
+def iter_array_specs(spec: object) -> Iterator[Mapping[str, object]]:
     """Every array spec inside a spec (through lists, dicts and ref arguments)."""
     if isinstance(spec, dict):
         kind = spec.get("kind")
@@ -35,7 +46,7 @@ def iter_array_specs(spec: Any) -> Iterator[dict[str, Any]]:
             yield from iter_array_specs(item)
 
 
-def wide_dtypes(*call_specs: Any) -> list[str]:
+def wide_dtypes(*call_specs: object) -> list[str]:
     """64-bit dtypes requested by the specs (refused unless the profile enables x64)."""
     found: list[str] = []
     for spec in call_specs:
@@ -52,33 +63,35 @@ class InputBuilder:
     ``concrete``: arrays are made by their generators and keys are real keys (a values run);
     otherwise both are abstract (shapes and dtypes only, no device work)."""
 
-    def __init__(self, loader: Loader, symbolic: list[str], seed: int, concrete: bool = False, mesh: Any = None):
+    def __init__(
+        self, loader: Loader, symbolic: list[str], seed: int, concrete: bool = False, mesh: Mesh | None = None
+    ) -> None:
         self.loader = loader
         self.seed = seed
         self.concrete = concrete
         self.mesh = mesh  # the profile's jax Mesh (:func:`make_mesh`), which array shardings name
         self.symbolic_names = list(symbolic)
-        self._dims: dict[str, Any] = {}
-        self._scope: Any = None
-        self.generators: list[dict[str, Any]] = []
+        self._dims: dict[str, object] = {}  # name -> its symbolic dimension (jax.export's DimSize)
+        self._scope: SymbolicScope | None = None
+        self.generators: list[Generator] = []
         # id -> (the abstract key, its seed, impl, legacy): what :meth:`concrete_keys` makes real
-        self.keys: dict[int, tuple[Any, int, str | None, bool]] = {}
+        self.keys: dict[int, tuple[jax.ShapeDtypeStruct, int, str | None, bool]] = {}
 
-    def concrete_keys(self, tree: Any) -> Any:
+    def concrete_keys(self, tree: _Tree) -> _Tree:
         """``tree`` with the abstract keys this builder made replaced by real ones (same seed and
         implementation), for values that are closed over instead of traced (Linen module fields)."""
         import jax
 
-        def real(leaf: Any) -> Any:
+        def real(leaf: object) -> object:
             found = self.keys.get(id(leaf))
             if found is None or found[0] is not leaf:
                 return leaf
             _, seed, impl, legacy = found
             return real_key(seed, impl, legacy)
 
-        return jax.tree_util.tree_map(real, tree)
+        return cast("_Tree", jax.tree_util.tree_map(real, tree))  # the same structure, keys made real
 
-    def _symbolic_dims(self) -> dict[str, Any]:
+    def _symbolic_dims(self) -> dict[str, object]:
         if self.symbolic_names and not self._dims:
             import jax
 
@@ -89,7 +102,8 @@ class InputBuilder:
                 self._dims = dict(zip(names, dims, strict=True))
         return self._dims
 
-    def dim(self, d: int | str) -> Any:
+    def dim(self, d: int | str) -> object:
+        """A dimension's size: an int, or a symbolic dimension of the builder's scope."""
         if isinstance(d, int):
             return d
         dims = self._symbolic_dims()
@@ -100,11 +114,14 @@ class InputBuilder:
         if not dims and not self.symbolic_names:
             raise CaptureError("needs_input", f"dimension {d!r} has no size and is not declared symbolic")
         try:
-            return jax.export.symbolic_shape(d, scope=self._scope)[0]
+            dim: object = jax.export.symbolic_shape(d, scope=self._scope)[0]
+            return dim
         except Exception as exc:
             raise CaptureError("needs_input", f"dimension {d!r}: {exc}") from None
 
-    def build(self, spec: Any) -> Any:
+    def build(self, spec: object) -> object:
+        """The value of an input spec (protocol.py's InputSpec), of a list of them, of a plain
+        mapping of them, or a plain JSON scalar (static)."""
         if not isinstance(spec, dict):
             if isinstance(spec, list):
                 return [self.build(s) for s in spec]
@@ -114,14 +131,14 @@ class InputBuilder:
             import jax
             import jax.numpy as jnp
 
-            sds: Any = jax.ShapeDtypeStruct
+            sds = _shape_dtype_struct()
             shape = tuple(self.dim(d) for d in spec.get("shape", []))
             dtype = jnp.dtype(spec.get("dtype", "float32"))
-            generator = dict(spec.get("generator", {}))
+            generator = cast("Generator", dict(spec.get("generator", {})))
             self.generators.append(generator)
             sharding = self._sharding(spec.get("sharding"))
             if self.concrete:
-                made = generate(generator, shape, dtype, self.seed)
+                made = generate(generator, cast("tuple[int, ...]", shape), dtype, self.seed)
                 return made if sharding is None else jax.device_put(made, sharding)
             return sds(shape, dtype) if sharding is None else sds(shape, dtype, sharding=sharding)
         if kind == "key":
@@ -146,13 +163,14 @@ class InputBuilder:
             if "args" in spec or "kwargs" in spec:
                 args = [self.build(s) for s in spec.get("args", [])]
                 kwargs = {str(k): self.build(v) for k, v in spec.get("kwargs", {}).items()}
-                obj = obj(*args, **kwargs) if self.concrete else call_on_abstract(obj, args, kwargs)
+                called = cast("Callable[..., object]", obj)  # a ref given arguments names a callable
+                obj = called(*args, **kwargs) if self.concrete else call_on_abstract(called, args, kwargs)
             return obj
         if kind is None:
             return {str(k): self.build(v) for k, v in spec.items()}
         raise CaptureError("needs_input", f"unknown input spec kind {kind!r}")
 
-    def _sharding(self, spec: Any) -> Any:
+    def _sharding(self, spec: list[list[str] | None] | None) -> NamedSharding | None:
         """``NamedSharding(mesh, P(...))`` of an array spec's ``sharding`` (None: not sharded)."""
         if not spec:
             return None
@@ -162,15 +180,15 @@ class InputBuilder:
         from jax.sharding import PartitionSpec as P
 
         axes = [None if not names else names[0] if len(names) == 1 else tuple(names) for names in spec]
-        partition: Any = P
+        partition = cast("Callable[..., P]", P)  # jax leaves PartitionSpec's constructor unannotated
         return NamedSharding(self.mesh, partition(*axes))
 
-    def call_args(self, call: dict[str, Any] | None) -> tuple[list[Any], dict[str, Any]]:
+    def call_args(self, call: CallSpec | None) -> tuple[list[object], dict[str, object]]:
         """``(args, kwargs)`` of a CallSpec; a factory is called with no arguments."""
         if not call:
             return [], {}
         if "factory" in call:
-            factory = self.loader.resolve(str(call["factory"]))
+            factory = cast("Callable[[], object]", self.loader.resolve(str(call["factory"])))
             result = factory() if self.concrete else call_abstractly(factory)
             if isinstance(result, dict) and set(result) <= {"args", "kwargs"} and result:
                 return list(result.get("args", [])), dict(result.get("kwargs", {}))
@@ -186,7 +204,7 @@ class InputBuilder:
         return args, kwargs
 
 
-def make_mesh(spec: dict[str, Any], device: Any, where: str, pod: list[Any] | None = None) -> Any:
+def make_mesh(spec: MeshSpec, device: jax.Device | None, where: str, pod: list[jax.Device] | None = None) -> Mesh:
     """The profile's mesh (``jax.make_mesh`` with its axis types) on the first devices of its
     platform, the profile's own device first; fewer devices than the mesh's size is ``refused``
     with ``where`` (the mesh's key path) and both counts. ``pod``: a TPU topology's devices
@@ -232,7 +250,7 @@ def make_mesh(spec: dict[str, Any], device: Any, where: str, pod: list[Any] | No
     return jax.make_mesh(tuple(sizes), tuple(names), axis_types=types, devices=found[:size])
 
 
-def generate(generator: dict[str, Any], shape: tuple[int, ...], dtype: Any, seed: int) -> Any:
+def generate(generator: Generator, shape: tuple[int, ...], dtype: np.dtype[np.generic], seed: int) -> jax.Array:
     """The array a generator spec describes (docs/recipes.md), made on the default device.
 
     Seeded generators draw from ``jax.random.key(seed)``: ``normal`` is
@@ -272,7 +290,7 @@ def generate(generator: dict[str, Any], shape: tuple[int, ...], dtype: Any, seed
     raise CaptureError("needs_input", f"unknown generator kind {kind!r}")
 
 
-def _plain_static(leaf: Any) -> bool:
+def _plain_static(leaf: object) -> bool:
     """A leaf that cannot hold a tracer: a plain value, a function, a type, jax's own callables
     (``jax.nn.relu`` is a ``custom_jvp``). Anything else might keep a traced array inside."""
     if leaf is None or isinstance(leaf, str | bytes | bool | int | float | complex | type):
@@ -282,7 +300,7 @@ def _plain_static(leaf: Any) -> bool:
     return isinstance(leaf, functools.partial) or type(leaf).__module__.split(".")[0] in ("jax", "jaxlib", "numpy")
 
 
-def call_abstractly(fn: Callable[[], Any]) -> Any:
+def call_abstractly(fn: Callable[[], object]) -> object:
     """``fn()`` (an input factory) without computing its arrays: run under ``jax.eval_shape``, its
     array leaves come back as ShapeDtypeStructs and its static leaves (an Equinox model's activation
     functions) as they are. A factory that builds a model and an optimizer state thus costs a trace,
@@ -291,9 +309,9 @@ def call_abstractly(fn: Callable[[], Any]) -> Any:
     that branches on them) or returns objects that could hide traced arrays runs again, eagerly."""
     import jax
 
-    seen: dict[str, Any] = {}
+    seen: dict[str, list[object] | list[bool] | PyTreeDef] = {}
 
-    def arrays() -> list[Any]:
+    def arrays() -> list[object]:
         leaves, treedef = jax.tree_util.tree_flatten(fn())
         mask = [isinstance(leaf, jax.Array | np.ndarray | np.generic) for leaf in leaves]
         seen.update(treedef=treedef, leaves=leaves, mask=mask)
@@ -314,7 +332,7 @@ def call_abstractly(fn: Callable[[], Any]) -> Any:
     )
 
 
-def call_on_abstract(fn: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]) -> Any:
+def call_on_abstract(fn: Callable[..., object], args: list[object], kwargs: dict[str, object]) -> object:
     """``fn(*args, **kwargs)`` for a ref spec whose arguments hold abstract arrays (``{ ref =
     "jax.numpy:abs", args = [array spec] }`` from a test's ``jnp.abs(jax.random.normal(...))``):
     under ``jax.eval_shape``, so a JAX function sees tracers, not ShapeDtypeStructs (which it
@@ -328,7 +346,7 @@ def call_on_abstract(fn: Callable[..., Any], args: list[Any], kwargs: dict[str, 
     if not any(mask):
         return fn(*args, **kwargs)
 
-    def run(*dynamic: Any) -> Any:
+    def run(*dynamic: object) -> object:
         it = iter(dynamic)
         filled = [next(it) if m else leaf for leaf, m in zip(leaves, mask, strict=True)]
         a, k = jax.tree_util.tree_unflatten(treedef, filled)
@@ -340,7 +358,7 @@ def call_on_abstract(fn: Callable[..., Any], args: list[Any], kwargs: dict[str, 
         return fn(*args, **kwargs)
 
 
-def real_key(seed: int, impl: str | None = None, legacy: bool = False) -> Any:
+def real_key(seed: int, impl: str | None = None, legacy: bool = False) -> jax.Array:
     """The key a key spec describes (a values run): typed, another implementation, or legacy."""
     import jax
 
@@ -349,19 +367,22 @@ def real_key(seed: int, impl: str | None = None, legacy: bool = False) -> Any:
     return jax.random.key(seed, impl=impl) if impl else jax.random.key(seed)
 
 
-def abstract_key(seed: int, *, impl: str | None = None, legacy: bool = False) -> Any:
+def abstract_key(seed: int, *, impl: str | None = None, legacy: bool = False) -> jax.ShapeDtypeStruct:
     """A PRNG key as a ShapeDtypeStruct (no device work): a typed key (``key<fry>``, or another
     implementation such as ``rbg``), or with ``legacy`` a raw ``uint32[2]`` key (``PRNGKey``)."""
     import jax
 
+    key: jax.ShapeDtypeStruct  # eval_shape's result of one array
     if legacy:
-        return jax.eval_shape(lambda: jax.random.PRNGKey(seed))
-    if impl:
-        return jax.eval_shape(lambda: jax.random.key(seed, impl=impl))
-    return jax.eval_shape(lambda: jax.random.key(seed))
+        key = jax.eval_shape(lambda: jax.random.PRNGKey(seed))
+    elif impl:
+        key = jax.eval_shape(lambda: jax.random.key(seed, impl=impl))
+    else:
+        key = jax.eval_shape(lambda: jax.random.key(seed))
+    return key
 
 
-def abstractify(tree: Any) -> Any:
+def abstractify(tree: _Tree) -> _Tree:
     """Concrete arrays (numpy, jax) in a pytree become ShapeDtypeStructs; other leaves stay. A
     sharding that is part of an array's type (an explicit mesh's, see
     :func:`.jaxcompat.typed_sharding`) stays with it: the trace sees the caller's types."""
@@ -370,9 +391,9 @@ def abstractify(tree: Any) -> Any:
 
     from jaxlsp.worker.tracing.jaxcompat import typed_sharding
 
-    sds: Any = jax.ShapeDtypeStruct
+    sds = _shape_dtype_struct()
 
-    def leaf(x: Any) -> Any:
+    def leaf(x: object) -> object:
         if isinstance(x, jax.Array):
             weak = bool(getattr(x, "weak_type", False))
             sharding = typed_sharding(x) or _spanning(x)
@@ -383,10 +404,11 @@ def abstractify(tree: Any) -> Any:
             return sds(x.shape, x.dtype, weak_type=bool(getattr(x, "weak_type", False)))
         return x
 
-    return jax.tree_util.tree_map(leaf, tree)
+    # the same structure, arrays in it abstract (ShapeDtypeStructs stand in for them to the trace)
+    return cast("_Tree", jax.tree_util.tree_map(leaf, tree))
 
 
-def _spanning(x: Any) -> Any:
+def _spanning(x: jax.Array) -> jax.sharding.Sharding | None:
     """The sharding of an array placed on several devices (a factory's FSDP-sharded model), kept on
     its abstract copy so that a compiled program (worker/program/compiled.py) is partitioned as the user's
     would be; None for an array on one device. Not part of the type: the trace is unchanged."""
@@ -397,9 +419,16 @@ def _spanning(x: Any) -> Any:
         return None
 
 
-def is_dynamic(x: Any) -> bool:
+def is_dynamic(x: object) -> bool:
     """Whether a leaf is traced (an array or an abstract array) rather than closed over."""
     import jax
     import numpy as np
 
     return isinstance(x, jax.ShapeDtypeStruct | jax.Array | np.ndarray)
+
+
+def _shape_dtype_struct() -> Callable[..., jax.ShapeDtypeStruct]:
+    """``jax.ShapeDtypeStruct``, whose constructor jax leaves unannotated."""
+    import jax
+
+    return cast("Callable[..., jax.ShapeDtypeStruct]", jax.ShapeDtypeStruct)

@@ -13,7 +13,7 @@ import os
 import sys
 import weakref
 from types import ModuleType
-from typing import Any, Literal
+from typing import Literal, NoReturn
 
 from jaxlsp.notebook import is_notebook
 from jaxlsp.worker.core.failures import CaptureError, Workspace, from_exception, imported_since, installed
@@ -96,7 +96,7 @@ _READS: set[str] | None = None
 _HOOKED = False
 
 
-def _audit(event: str, args: tuple[Any, ...]) -> None:
+def _audit(event: str, args: tuple[object, ...]) -> None:
     if event != "open" or _READS is None:
         return
     try:
@@ -313,7 +313,7 @@ class Loader:
                 found.add(real)
         return found
 
-    def resolve(self, ref: str) -> Any:
+    def resolve(self, ref: str) -> object:
         """``module:Name`` (``Name`` may be dotted) to the object."""
         module_name, sep, attr = ref.partition(":")
         if not sep or not module_name or not attr:
@@ -321,7 +321,7 @@ class Loader:
         return resolve_attr(self.import_module(module_name), attr, ref)
 
 
-def resolve_attr(obj: Any, dotted: str, what: str) -> Any:
+def resolve_attr(obj: object, dotted: str, what: str) -> object:
     for part in dotted.split("."):
         try:
             obj = getattr(obj, part)
@@ -336,7 +336,7 @@ class MissingImport:
     def __init__(self, module: str, line: int, error: str):
         self._jaxlsp_missing = (module, line, error)
 
-    def _fail(self) -> Any:
+    def _fail(self) -> NoReturn:
         module, line, error = self._jaxlsp_missing
         raise ModuleNotFoundError(
             f'{module} could not be imported ({error}); load = "definitions" went past its import at '
@@ -345,19 +345,19 @@ class MissingImport:
             name=module,
         )
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> NoReturn:
         if name.startswith("__") and name.endswith("__"):
             raise AttributeError(name)
-        return self._fail()
+        self._fail()
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self._fail()
+    def __call__(self, *args: object, **kwargs: object) -> NoReturn:
+        self._fail()
 
     def __repr__(self) -> str:
         return f"<missing module {self._jaxlsp_missing[0]}>"
 
 
-def run_definitions(body: list[ast.stmt], path: str, namespace: dict[str, Any]) -> dict[str, int]:
+def run_definitions(body: list[ast.stmt], path: str, namespace: dict[str, object]) -> dict[str, int]:
     """Runs the kept statements one by one and returns the names left unset, by line.
 
     A top-level import that fails (a plotting or dataset package that is not installed, a name that a

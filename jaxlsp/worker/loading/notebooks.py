@@ -22,7 +22,7 @@ import linecache
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from jaxlsp.notebook import Module, NotebookError, build_module, parse_cells
 from jaxlsp.worker.core.failures import CaptureError, Workspace
@@ -80,13 +80,13 @@ def open_notebook(path: str, workspace: Workspace, kind: Literal["import", "exam
 
 def run_notebook(
     path: str,
-    namespace: dict[str, Any],
+    namespace: dict[str, object],
     *,
     mode: str,
     name: str,
     cell: int | None,
     workspace: Workspace,
-    definitions: Callable[[list[ast.stmt], str, dict[str, Any]], dict[str, int]],
+    definitions: Callable[[list[ast.stmt], str, dict[str, object]], dict[str, int]],
     reduce: Callable[[list[ast.stmt]], list[ast.stmt]],
     unset: Callable[[ast.stmt], list[str]],
 ) -> NotebookRun:

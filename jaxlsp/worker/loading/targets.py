@@ -13,9 +13,9 @@ import functools
 import inspect
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Protocol, TypeAlias, TypeVar, cast
 
 from jaxlsp.worker.core.failures import CaptureError
 from jaxlsp.worker.loading.inputs import InputBuilder, abstract_key, abstractify, is_dynamic
@@ -25,16 +25,28 @@ from jaxlsp.worker.reuse.hints import HintCheck, from_structure, variables_struc
 from jaxlsp.worker.reuse.replay import CallReplay
 from jaxlsp.worker.tracing.scopes import Walker, equinox_module_paths, module_scopes, nnx_module_paths
 
-Apply = Callable[[Any, Any, Any, list[Any], dict[str, Any]], tuple[Any, Any]]
+if TYPE_CHECKING:
+    import jax
+    from flax import nnx
+    from jax.tree_util import SequenceKey
+
+    from jaxlsp.worker.protocol import CallSpec
+
+_Tree = TypeVar("_Tree")
+#: A leaf's key path in a pytree (jax.tree_util's KeyPath: SequenceKey, DictKey, GetAttrKey entries).
+KeyPath: TypeAlias = tuple[object, ...]
+Args: TypeAlias = tuple[list[object], dict[str, object]]  # a call's positional and keyword arguments
+
+Apply = Callable[[object, object, object, list[object], dict[str, object]], tuple[object, object]]
 
 
 @dataclass
 class Plan:
     kind: str  # function | linen | nnx | equinox
     apply: Apply
-    params: Any = None
-    state: Any = None
-    keys: dict[str, Any] = field(default_factory=dict)
+    params: object = None
+    state: object = None
+    keys: dict[str, object] = field(default_factory=dict)
     params_prefix: str = ""  # label prefix of parameter leaves ("params" for Linen)
     params_role: str = "parameter"
     strip_value: bool = False  # drop the trailing ``.value`` of NNX Variables and Linen boxes
@@ -42,7 +54,7 @@ class Plan:
     arg_names: tuple[str, ...] = ()  # a function's positional parameter names (roles by name)
     # Linen: the variables' structure (variables_structure); NNX, Equinox: the abstract init's
     # snapshot (worker/reuse/initsnap.py); either is the next capture's hint
-    structure: Any = None
+    structure: object = None
     init_reused: bool = False  # NNX, Equinox: the init was the last capture's snapshot
     init_wanted: bool = False  # NNX, Equinox: the constructor ran, a snapshot would save that next time
     # Linen with a structure hint: the check of the hinted variables the trace makes (HintCheck)
@@ -51,7 +63,7 @@ class Plan:
     replay: CallReplay | None = None
 
 
-def infer_kind(obj: Any) -> str:
+def infer_kind(obj: object) -> str:
     """``linen`` / ``nnx`` / ``equinox`` by the class's MRO (a class or an instance), else ``function``."""
     obj = _unpartial(obj)
     if not isinstance(obj, type) and type(obj).__module__.startswith("equinox.") and hasattr(obj, "__wrapped__"):
@@ -69,7 +81,7 @@ def infer_kind(obj: Any) -> str:
     return "function"
 
 
-def _unpartial(obj: Any) -> Any:
+def _unpartial(obj: object) -> object:
     """The callable under ``functools.partial`` layers (``ResNet18 = partial(ResNet, ...)``)."""
     depth = 0
     while isinstance(obj, functools.partial) and depth < 32:
@@ -77,18 +89,18 @@ def _unpartial(obj: Any) -> Any:
     return obj
 
 
-def is_constructor(obj: Any) -> bool:
+def is_constructor(obj: object) -> bool:
     """A class, or a ``functools.partial`` of one: called with the init arguments to build the model."""
     return isinstance(_unpartial(obj), type)
 
 
-def _needs(cls: Any, name: str, init_kwargs: dict[str, Any]) -> bool:
+def _needs(cls: object, name: str, init_kwargs: dict[str, object]) -> bool:
     """Whether the worker fills the constructor parameter ``name`` (accepted, and given by nobody)."""
     bound = getattr(cls, "keywords", None) if isinstance(cls, functools.partial) else None
     return accepts(cls, name) and name not in init_kwargs and not (bound and name in bound)
 
 
-def accepts(cls: Any, name: str) -> bool:
+def accepts(cls: object, name: str) -> bool:
     """Whether calling ``cls`` (a class, a partial of one, a function) accepts a parameter named ``name``."""
     cls = _unpartial(cls)  # a metaclass __call__ hides the class's own signature from inspect
     init = getattr(cls, "__init__", None) if isinstance(cls, type) else cls
@@ -99,11 +111,11 @@ def accepts(cls: Any, name: str) -> bool:
     return name in sig.parameters
 
 
-def resolve_target(module: Any, name: str, method: str | None) -> tuple[Any, str | None]:
+def resolve_target(module: object, name: str, method: str | None) -> tuple[object, str | None]:
     """The target object and the module method to call (``Class.method`` on a module class)."""
     parts = name.split(".")
     obj = module
-    owner: Any = None
+    owner: object = None
     for part in parts:
         owner = obj
         try:
@@ -125,20 +137,20 @@ def resolve_target(module: Any, name: str, method: str | None) -> tuple[Any, str
 class Construction:
     """What builds the model: a class with its init arguments, or a ready (factory-made) object."""
 
-    model: Any
+    model: object
     factory: bool
-    args: list[Any] = field(default_factory=list)
-    kwargs: dict[str, Any] = field(default_factory=dict)
+    args: list[object] = field(default_factory=list)
+    kwargs: dict[str, object] = field(default_factory=dict)
 
 
-def construction(obj: Any, kind: str, profile: dict[str, Any], builder: InputBuilder) -> Construction:
+def construction(obj: object, kind: str, profile: Mapping[str, object], builder: InputBuilder) -> Construction:
     """Runs the init factory or builds the init arguments (before the call inputs are built).
 
     A function target's ``init.factory`` supplies the callable to trace (a configured
     ``functools.partial``, a closure over a config, a module instance). Init arguments are abstract
     (keys and arrays as ShapeDtypeStructs) and traced inside the abstract init of NNX and Equinox
     modules; Linen fields are closed over, so the keys among them are made real."""
-    init = profile.get("init") or {}
+    init = cast("CallSpec", profile.get("init") or {})
     if "factory" in init:
         factory = builder.loader.resolve(str(init["factory"]))
         if not callable(factory):
@@ -163,12 +175,12 @@ def construction(obj: Any, kind: str, profile: dict[str, Any], builder: InputBui
 
 
 def _build_abstractly(
-    evaluate: Callable[..., Any],
-    build: Callable[..., Any],
-    args: list[Any],
-    kwargs: dict[str, Any],
+    evaluate: Callable[..., object],
+    build: Callable[..., object],
+    args: list[object],
+    kwargs: dict[str, object],
     init: _Init | None = None,
-) -> Any:
+) -> object:
     """``build(*args, **kwargs)`` under an abstract evaluation (``nnx.eval_shape``,
     ``eqx.filter_eval_shape``), with the abstract arrays and keys among the arguments passed in as
     traced values rather than closed over (``jax.random.split(key)`` needs a traced key). With
@@ -181,7 +193,7 @@ def _build_abstractly(
             return kept
     dyn, rebuild = split_dynamic((args, kwargs))
 
-    def run(*leaves: Any) -> Any:
+    def run(*leaves: object) -> object:
         a, kw = rebuild(list(leaves))
         return build(*a, **kw)
 
@@ -201,10 +213,10 @@ class _Init:
     profile), and what this one did (ran the constructor; reused or made a snapshot)."""
 
     kind: str
-    hint: Any
+    hint: object
     mode: str | None
     key: str
-    snapshot: Any = None
+    snapshot: object = None
     reused: bool = False
     ran: bool = False
 
@@ -212,10 +224,10 @@ class _Init:
 def make_plan(
     kind: str,
     made: Construction,
-    profile: dict[str, Any],
+    profile: Mapping[str, object],
     method: str | None,
-    call_args: tuple[list[Any], dict[str, Any]],
-    structure_hint: Any = None,
+    call_args: tuple[list[object], dict[str, object]],
+    structure_hint: object = None,
     concrete: bool = False,
     replay: bool = True,
     snapshots: str | None = None,
@@ -226,7 +238,7 @@ def make_plan(
     ``snapshots``: an NNX or Equinox model's abstract init is the last capture's snapshot when it
     still holds (``use``; ``structure_hint`` is that snapshot), or is recorded into a new one
     (``record``: the server's background request, worker/reuse/initsnap.py); None: neither."""
-    seed = int(profile.get("seed", 0))
+    seed = int(cast(int, profile.get("seed", 0)))
     model, factory, init_args, init_kwargs = made.model, made.factory, made.args, made.kwargs
     if kind == "function":
         return _function_plan(model, profile, call_args)
@@ -262,11 +274,13 @@ def _refuse_abstract(plan: Plan) -> None:
                 )
 
 
-def _function_plan(fn: Any, profile: dict[str, Any], call_args: Any) -> Plan:
+def _function_plan(fn: object, profile: Mapping[str, object], call_args: Args) -> Plan:
     if not callable(fn):
         raise CaptureError("needs_input", f"target is a {type(fn).__name__}, not a callable")
 
-    def apply(params: Any, state: Any, keys: Any, args: list[Any], kwargs: dict[str, Any]) -> tuple[Any, Any]:
+    def apply(
+        params: object, state: object, keys: object, args: list[object], kwargs: dict[str, object]
+    ) -> tuple[object, object]:
         modules = _module_args(args, kwargs)
         # NNX objects among the arguments (models, and optimizers holding them, such as an
         # nnx.ModelAndOptimizer passed alone) are updated in place: what changed is an output.
@@ -285,7 +299,7 @@ def _function_plan(fn: Any, profile: dict[str, Any], call_args: Any) -> Plan:
     return Plan(kind="function", apply=apply, params_role="input", arg_names=_positional_names(fn))
 
 
-def _nnx_arg_leaves(args: list[Any], kwargs: dict[str, Any]) -> list[tuple[str, Any]]:
+def _nnx_arg_leaves(args: list[object], kwargs: dict[str, object]) -> list[tuple[str, object]]:
     """``(label, array)`` of every Variable of the NNX objects (models, optimizers) among the
     arguments, labelled as the graph's inputs are (``args/1/opt_state/mu/l1/kernel``)."""
     nnx = sys.modules.get("flax.nnx")
@@ -294,19 +308,19 @@ def _nnx_arg_leaves(args: list[Any], kwargs: dict[str, Any]) -> list[tuple[str, 
     graph_nodes = tuple(
         c for c in (getattr(nnx, n, None) for n in ("Module", "Pytree", "Object")) if isinstance(c, type)
     )
-    out: list[tuple[str, Any]] = []
+    out: list[tuple[str, object]] = []
     for label, value in _named_args(args, kwargs):
         if isinstance(value, graph_nodes):
             out += _labelled_leaves(nnx.state(value), label)
     return out
 
 
-def _named_args(args: list[Any], kwargs: dict[str, Any]) -> list[tuple[str, Any]]:
+def _named_args(args: list[object], kwargs: dict[str, object]) -> list[tuple[str, object]]:
     """The call's arguments with the label prefixes the graph's inputs use (``args/0``, ``kwargs/x``)."""
     return [(f"args/{i}", a) for i, a in enumerate(args)] + [(f"kwargs/{k}", v) for k, v in kwargs.items()]
 
 
-def _positional_names(fn: Any) -> tuple[str, ...]:
+def _positional_names(fn: Callable[..., object]) -> tuple[str, ...]:
     try:
         signature = inspect.signature(fn)  # follows __wrapped__ through jax.jit and functools.wraps
     except (TypeError, ValueError):
@@ -319,7 +333,7 @@ class _ModuleArgs:
     """The stand-in root of the module arguments of a function target."""
 
 
-def _module_walker(value: Any) -> Walker | None:
+def _module_walker(value: object) -> Walker | None:
     nnx = sys.modules.get("flax.nnx")
     if nnx is not None and isinstance(value, nnx.Module):
         return nnx_module_paths
@@ -332,19 +346,19 @@ def _module_walker(value: Any) -> Walker | None:
     return None
 
 
-def _module_args(args: list[Any], kwargs: dict[str, Any]) -> list[tuple[str, Any, Walker]]:
+def _module_args(args: list[object], kwargs: dict[str, object]) -> list[tuple[str, object, Walker]]:
     named = _named_args(args, kwargs)
     return [(label, value, walker) for label, value in named if (walker := _module_walker(value)) is not None]
 
 
 def _module_arg_paths(
-    root: _ModuleArgs, modules: list[tuple[str, Any, Walker]], obj: Any
-) -> dict[int, tuple[Any, str]]:
+    root: _ModuleArgs, modules: list[tuple[str, object, Walker]], obj: object
+) -> dict[int, tuple[object, str]]:
     """Module paths under the function's module arguments (under ``args/1/...`` when several)."""
     if obj is not root:
         walker = _module_walker(obj)
         return walker(obj) if walker is not None else {id(obj): (obj, "")}
-    out: dict[int, tuple[Any, str]] = {}
+    out: dict[int, tuple[object, str]] = {}
     for label, value, walker in modules:
         prefix = label if len(modules) > 1 else ""
         for key, (sub, rel) in walker(value).items():
@@ -352,43 +366,64 @@ def _module_arg_paths(
     return out
 
 
+class _Linen(Protocol):
+    """What the worker calls of a Linen module (``flax.linen.Module``)."""
+
+    def unbind(self) -> tuple[_Linen, Mapping[str, object]]: ...
+
+    def init(
+        self, rngs: Mapping[str, object], *args: object, method: str | None, **kwargs: object
+    ) -> Mapping[str, object]: ...
+
+    def apply(
+        self,
+        variables: Mapping[str, object],
+        *args: object,
+        rngs: Mapping[str, object] | None,
+        mutable: list[str] | bool,
+        method: str | None,
+        **kwargs: object,
+    ) -> object: ...
+
+
 def _linen_plan(
-    model: Any,
+    model: object,
     factory: bool,
-    init_args: list[Any],
-    init_kwargs: dict[str, Any],
-    profile: dict[str, Any],
+    init_args: list[object],
+    init_kwargs: dict[str, object],
+    profile: Mapping[str, object],
     seed: int,
     method: str | None,
-    call_args: tuple[list[Any], dict[str, Any]],
-    structure_hint: Any = None,
+    call_args: tuple[list[object], dict[str, object]],
+    structure_hint: object = None,
     concrete: bool = False,
     replay: bool = True,
 ) -> Plan:
     import jax
 
-    streams = [str(s) for s in profile.get("rngs", [])]
-    given = profile.get("mutable", [])
+    streams = [str(s) for s in cast("list[str]", profile.get("rngs", []))]
+    given = cast("list[str] | bool", profile.get("mutable", []))
     mutable: list[str] | bool = True if given is True else [str(s) for s in given or []]
     if is_constructor(model):
-        model = model(*init_args, **init_kwargs)
-    variables: Any = None
+        model = cast("Callable[..., object]", model)(*init_args, **init_kwargs)
+    linen = cast("_Linen", model)  # infer_kind: a Linen module's class or instance
+    variables: Mapping[str, object] | None = None
     ours = True  # the variables come from our own init of this model with these arguments
     check: HintCheck | None = None
-    if getattr(model, "scope", None) is not None:
-        model, variables = model.unbind()
-        variables = variables if concrete else abstractify(variables)
+    if getattr(linen, "scope", None) is not None:
+        linen, bound = linen.unbind()
+        variables = bound if concrete else abstractify(bound)
         ours = False
     args, kwargs = call_args
     if variables is None:
         dyn, rebuild = split_dynamic((args, kwargs))
 
-        def init_fn(*leaves: Any) -> Any:
+        def init_fn(*leaves: object) -> Mapping[str, object]:
             a, kw = rebuild(list(leaves))
             rngs = {"params": jax.random.key(seed)}
             for i, s in enumerate(streams):
                 rngs[s] = jax.random.key(seed + 1 + i)
-            return model.init(rngs, *a, method=method, **kw)
+            return linen.init(rngs, *a, method=method, **kw)
 
         # A hint (the structure the last capture's init gave) skips the abstract init here; the
         # trace itself checks every variable it reads against its initialiser (HintCheck), and
@@ -397,16 +432,20 @@ def _linen_plan(
         if concrete:  # a values run: the real variables, initialised with the seed
             variables = init_fn(*dyn)
         elif hinted is not None:
-            variables = hinted
+            variables = cast("Mapping[str, object]", hinted)  # a structure's top is a mapping of collections
             check = HintCheck(structure_hint)
         else:
             variables = jax.eval_shape(init_fn, *dyn)
     structure = variables_structure(variables)
-    variables = dict(variables)
-    params = variables.pop("params", {})
-    keys = {s: jax.random.key(seed + 1 + i) if concrete else abstract_key(seed + 1 + i) for i, s in enumerate(streams)}
+    collections = dict(variables)
+    params = collections.pop("params", {})
+    keys: dict[str, object] = {
+        s: jax.random.key(seed + 1 + i) if concrete else abstract_key(seed + 1 + i) for i, s in enumerate(streams)
+    }
 
-    def apply(params: Any, state: Any, keys: Any, args: list[Any], kwargs: dict[str, Any]) -> tuple[Any, Any]:
+    def apply(
+        params: object, state: object, keys: object, args: list[object], kwargs: dict[str, object]
+    ) -> tuple[object, object]:
         if check is not None:  # hinted variables: each checked as the call reads it
             reading: contextlib.AbstractContextManager[None] = check.checking()
         else:  # our own init's need no check; a bound module's keep Flax's
@@ -420,23 +459,24 @@ def _linen_plan(
             replay_mod.replaying(check) if replaying else contextlib.nullcontext() as replayer,
         ):
             plan.replay = replayer
-            out = model.apply(
-                {"params": params, **state},
+            out = linen.apply(
+                {"params": params, **cast("Mapping[str, object]", state)},
                 *args,
-                rngs=keys or None,
+                rngs=cast("dict[str, object] | None", keys or None),
                 mutable=mutable or False,
                 method=method,
                 **kwargs,
             )
         if mutable:
-            return out[0], out[1]
+            out, updates = cast("tuple[object, object]", out)  # Flax's (outputs, mutated collections)
+            return out, updates
         return out, None
 
     plan = Plan(
         kind="linen",
         apply=apply,
         params=params,
-        state=variables,
+        state=collections,
         keys=keys,
         params_prefix="params",
         # boxed variables (nn.Partitioned, nn.with_logical_partitioning) flatten to ``.value``: label
@@ -459,13 +499,13 @@ def missing_rng_stream(exc: BaseException) -> str | None:
     return found.group(1) if found else None
 
 
-def params_stream_serves(kind: str, profile: dict[str, Any], exc: BaseException) -> str | None:
+def params_stream_serves(kind: str, profile: Mapping[str, object], exc: BaseException) -> str | None:
     """The stream a Linen call traced as ``init`` runs it (``mutable = true``) drew without its
     profile naming it, which Flax took from the caller's ``params`` stream (``make_rng`` falls
     back to it: an ``init`` with one key, a Dropout in the model). The trace has no params
     stream, so the caller gives it a key of its own and traces again; None otherwise."""
     stream = missing_rng_stream(exc) if kind == "linen" and profile.get("mutable") is True else None
-    return stream if stream is not None and stream not in profile.get("rngs", []) else None
+    return stream if stream is not None and stream not in cast("list[str]", profile.get("rngs", [])) else None
 
 
 @contextlib.contextmanager
@@ -489,14 +529,21 @@ def _linen_params_as_initialised() -> Iterator[None]:
         yield  # another Flax: keep its own path
         return
 
-    def param(self: Any, name: str, init_fn: Any, *init_args: Any, unbox: bool = True, **init_kwargs: Any) -> Any:
+    def param(
+        self: Scope,
+        name: str,
+        init_fn: Callable[..., object],
+        *init_args: object,
+        unbox: bool = True,
+        **init_kwargs: object,
+    ) -> object:
         if not self.has_variable("params", name):
             return original(self, name, init_fn, *init_args, unbox=unbox, **init_kwargs)
         self.reserve(name, "params")
         value = self.get_variable("params", name)
         return meta.unbox(value) if unbox else value
 
-    Scope.param = param  # type: ignore[method-assign]  # replaced for the block only
+    Scope.param = param  # type: ignore[method-assign,assignment]  # replaced for the block only
     try:
         yield
     finally:
@@ -519,7 +566,7 @@ def _linen_initializing() -> Iterator[None]:
         yield
         return
 
-    def get_flag(self: Any, key: str, default: Any = None) -> Any:
+    def get_flag(self: Scope, key: str, default: object = None) -> object:
         return True if key == "initializing" else original(self, key, default)
 
     Scope.get_flag = get_flag  # type: ignore[method-assign]  # replaced for the block only
@@ -530,10 +577,10 @@ def _linen_initializing() -> Iterator[None]:
 
 
 def _nnx_plan(
-    model: Any,
+    model: object,
     factory: bool,
-    init_args: list[Any],
-    init_kwargs: dict[str, Any],
+    init_args: list[object],
+    init_kwargs: dict[str, object],
     seed: int,
     method: str | None,
     concrete: bool = False,
@@ -542,44 +589,49 @@ def _nnx_plan(
     from flax import nnx
 
     if is_constructor(model):
-        cls = model
+        cls = cast("Callable[..., object]", model)
         fill = _needs(cls, "rngs", init_kwargs)
 
-        def build(*args: Any, **kwargs: Any) -> Any:
+        def build(*args: object, **kwargs: object) -> object:
             if fill:
                 kwargs["rngs"] = nnx.Rngs(seed)
             elif _is_key(kwargs.get("rngs")):  # a key given for rngs (a recipe's { kind = "key" })
-                kwargs["rngs"] = nnx.Rngs(kwargs["rngs"])
+                kwargs["rngs"] = nnx.Rngs(cast("jax.Array", kwargs["rngs"]))
             return cls(*args, **kwargs)
 
         if concrete:  # a values run: the real module, initialised with the seed
             model = build(*init_args, **init_kwargs)
         else:
             model = _build_abstractly(nnx.eval_shape, build, init_args, init_kwargs, init)
-    split: Any = nnx.split
+    # nnx.split's overloads cannot say what a filter and ``...`` split into: a graph and two states
+    split = cast(
+        "Callable[..., tuple[nnx.GraphDef[object], nnx.State[object, object], nnx.State[object, object]]]", nnx.split
+    )
     graphdef, params, state = split(model, nnx.Param, ...)
     if not concrete:
         params, state = abstractify(params), abstractify(state)
 
-    def apply(params: Any, state: Any, keys: Any, args: list[Any], kwargs: dict[str, Any]) -> tuple[Any, Any]:
+    def apply(
+        params: object, state: object, keys: object, args: list[object], kwargs: dict[str, object]
+    ) -> tuple[object, object]:
         m = nnx.merge(graphdef, params, state)
         before = _labelled_leaves(split(m, nnx.Param, ...)[2])  # merge may share the Variables of state
         with module_scopes(m, nnx_module_paths):
-            fn = getattr(m, method) if method else m
+            fn = cast("Callable[..., object]", getattr(m, method) if method else m)
             out = fn(*args, **kwargs)
         return out, _nnx_updates(split(m, nnx.Param, ...)[2], before)
 
     return Plan(kind="nnx", apply=apply, params=params, state=state, strip_value=True, scope_mode="marked")
 
 
-def _labelled_leaves(tree: Any, prefix: str = "") -> list[tuple[str, Any]]:
+def _labelled_leaves(tree: object, prefix: str = "") -> list[tuple[str, object]]:
     import jax
 
     labels = leaf_labels(tree, prefix, "state", True)
     return [(label, leaf) for (label, _), leaf in zip(labels, jax.tree_util.tree_leaves(tree), strict=True)]
 
 
-def _changed(before: list[tuple[str, Any]], after: list[tuple[str, Any]]) -> dict[str, Any] | None:
+def _changed(before: list[tuple[str, object]], after: list[tuple[str, object]]) -> dict[str, object] | None:
     """The leaves of ``after`` that are new or not the same object as before, by label: what an
     in-place NNX update wrote, an output of the program."""
     old = dict(before)
@@ -587,17 +639,17 @@ def _changed(before: list[tuple[str, Any]], after: list[tuple[str, Any]]) -> dic
     return changed or None
 
 
-def _nnx_updates(new_state: Any, before: list[tuple[str, Any]]) -> dict[str, Any] | None:
+def _nnx_updates(new_state: object, before: list[tuple[str, object]]) -> dict[str, object] | None:
     """The non-parameter NNX variables the call changed or created (counters, batch statistics, RNG
     counts, sown values)."""
     return _changed(before, _labelled_leaves(new_state))
 
 
 def _equinox_plan(
-    model: Any,
+    model: object,
     factory: bool,
-    init_args: list[Any],
-    init_kwargs: dict[str, Any],
+    init_args: list[object],
+    init_kwargs: dict[str, object],
     seed: int,
     method: str | None,
     concrete: bool = False,
@@ -607,10 +659,10 @@ def _equinox_plan(
     import jax
 
     if is_constructor(model):
-        cls = model
+        cls = cast("Callable[..., object]", model)
         fill = _needs(cls, "key", init_kwargs)
 
-        def build(*args: Any, **kwargs: Any) -> Any:
+        def build(*args: object, **kwargs: object) -> object:
             if fill:
                 kwargs["key"] = jax.random.key(seed)
             return cls(*args, **kwargs)
@@ -623,10 +675,12 @@ def _equinox_plan(
     if not concrete:
         params = abstractify(params)
 
-    def apply(params: Any, state: Any, keys: Any, args: list[Any], kwargs: dict[str, Any]) -> tuple[Any, Any]:
+    def apply(
+        params: object, state: object, keys: object, args: list[object], kwargs: dict[str, object]
+    ) -> tuple[object, object]:
         m = eqx.combine(params, static)
         with module_scopes(m, equinox_module_paths):
-            fn = getattr(m, method) if method else m
+            fn = cast("Callable[..., object]", getattr(m, method) if method else m)
             return fn(*args, **kwargs), None
 
     return Plan(kind="equinox", apply=apply, params=params, scope_mode="marked")
@@ -635,7 +689,7 @@ def _equinox_plan(
 # --- splitting arguments into traced leaves and closed-over statics ------------------------------
 
 
-def split_dynamic(tree: Any) -> tuple[list[Any], Callable[[list[Any]], Any]]:
+def split_dynamic(tree: _Tree) -> tuple[list[object], Callable[[list[object]], _Tree]]:
     """The traced leaves of ``tree`` and a function rebuilding the tree from new traced leaves."""
     import jax
 
@@ -643,14 +697,17 @@ def split_dynamic(tree: Any) -> tuple[list[Any], Callable[[list[Any]], Any]]:
     mask = [is_dynamic(x) for x in leaves]
     dyn = [x for x, m in zip(leaves, mask, strict=True) if m]
 
-    def rebuild(new: list[Any]) -> Any:
+    def rebuild(new: list[object]) -> _Tree:
         it = iter(new)
-        return jax.tree_util.tree_unflatten(treedef, [next(it) if m else x for x, m in zip(leaves, mask, strict=True)])
+        rebuilt = jax.tree_util.tree_unflatten(
+            treedef, [next(it) if m else x for x, m in zip(leaves, mask, strict=True)]
+        )
+        return cast("_Tree", rebuilt)  # ``tree``'s structure: the same containers, new traced leaves
 
     return dyn, rebuild
 
 
-def dynamic_paths(tree: Any) -> list[tuple[Any, ...]]:
+def dynamic_paths(tree: object) -> list[KeyPath]:
     """Key paths of the traced leaves of ``tree``, in the order :func:`split_dynamic` returns them."""
     import jax
 
@@ -658,7 +715,7 @@ def dynamic_paths(tree: Any) -> list[tuple[Any, ...]]:
     return [tuple(path) for path, x in flat if is_dynamic(x)]
 
 
-def _container_role(x: Any) -> str | None:
+def _container_role(x: object) -> str | None:
     """The role of the arrays inside ``x`` when ``x`` is a module or a state holder passed as a
     call argument (a function target ``loss(model, state, x)``): ``parameter`` or ``state``."""
     eqx = sys.modules.get("equinox")
@@ -673,7 +730,7 @@ def _container_role(x: Any) -> str | None:
     return None
 
 
-def _variable_path(path: tuple[Any, ...]) -> tuple[Any, ...]:
+def _variable_path(path: KeyPath) -> KeyPath:
     """An NNX Variable's leaf path without its trailing ``.value`` (``head/kernel``, as for NNX targets)."""
     if path and "flax.nnx" in sys.modules and getattr(path[-1], "name", None) in ("value", "raw_value"):
         return path[:-1]
@@ -684,17 +741,23 @@ PARAMETER_NAMES = frozenset({"params", "variables", "weights"})  # by Flax's and
 STATE_NAMES = frozenset({"opt_state", "batch_stats"})
 
 
-def _train_state(x: Any) -> bool:
+def _train_state(x: object) -> bool:
     module = sys.modules.get("flax.training.train_state")
     return module is not None and isinstance(x, module.TrainState)
 
 
-def _named_role(path: tuple[Any, ...], arg_names: tuple[str, ...]) -> str | None:
+def _index(entry: object) -> int:
+    """The index of a key path's entry into a sequence (jax.tree_util.SequenceKey)."""
+    index: int = cast("SequenceKey", entry).idx
+    return index
+
+
+def _named_role(path: KeyPath, arg_names: tuple[str, ...]) -> str | None:
     """``parameter`` / ``state`` when an argument's name or a key on the way to the leaf says so
     (``loss(params, x)``, ``variables["params"]``, ``opt_state``); else None."""
     names: list[str] = []
     if len(path) > 1 and getattr(path[0], "idx", None) == 0 and isinstance(getattr(path[1], "idx", None), int):
-        index = path[1].idx
+        index: int = cast("SequenceKey", path[1]).idx
         names.append(arg_names[index] if index < len(arg_names) else "")
         path = path[2:]
     else:
@@ -708,14 +771,14 @@ def _named_role(path: tuple[Any, ...], arg_names: tuple[str, ...]) -> str | None
     return None
 
 
-def call_roles(tree: Any, arg_names: tuple[str, ...] = (), key_ids: frozenset[int] = frozenset()) -> list[str]:
+def call_roles(tree: object, arg_names: tuple[str, ...] = (), key_ids: frozenset[int] = frozenset()) -> list[str]:
     """The role of each traced leaf of ``(args, kwargs)``, in :func:`split_dynamic`'s order: ``key``
     for keys; inside modules and state holders, theirs; in a Flax ``TrainState``, ``parameter`` for
     its ``params`` and ``state`` for the rest (step, optimizer state); else what the argument's
     name or a key on the path says (:func:`_named_role`); else ``input``."""
     import jax
 
-    def container(x: Any) -> bool:
+    def container(x: object) -> bool:
         return _container_role(x) is not None or _train_state(x)
 
     roles: list[str] = []
@@ -740,16 +803,16 @@ def call_roles(tree: Any, arg_names: tuple[str, ...] = (), key_ids: frozenset[in
 
 @dataclass
 class Traceable:
-    fn: Callable[..., Any]
-    operands: tuple[Any, Any, Any, list[Any]]  # params, state, keys, dynamic call leaves
+    fn: Callable[..., object]
+    operands: tuple[object, object, object, list[object]]  # params, state, keys, dynamic call leaves
     input_labels: list[tuple[str, str]] = field(default_factory=list)  # (label, role) per flat leaf
     grad_labels: list[str] = field(default_factory=list)  # labels of the differentiated leaves
 
 
 def traceable(
     plan: Plan,
-    args: list[Any],
-    kwargs: dict[str, Any],
+    args: list[object],
+    kwargs: dict[str, object],
     transform: str | None,
     key_ids: frozenset[int] = frozenset(),
     concrete: bool = False,
@@ -764,34 +827,35 @@ def traceable(
         args, kwargs = abstractify(args), abstractify(kwargs)
     dyn, rebuild = split_dynamic((args, kwargs))
     paths = dynamic_paths((args, kwargs))
-    call_labels = [label_of(("args" if p[0].idx == 0 else "kwargs", *_variable_path(p[1:]))) for p in paths]
+    # each path starts at (args, kwargs)'s SequenceKey: 0 for args, 1 for kwargs
+    call_labels = [label_of(("args" if _index(p[0]) == 0 else "kwargs", *_variable_path(p[1:]))) for p in paths]
     roles = call_roles((args, kwargs), plan.arg_names, key_ids)
     params = plan.params
     wrt_count = 0
     if plan.kind == "function" and transform:
-        wrt_count = sum(1 for p in paths if p[0].idx == 0 and len(p) > 1 and getattr(p[1], "idx", None) == 0)
+        wrt_count = sum(1 for p in paths if _index(p[0]) == 0 and len(p) > 1 and getattr(p[1], "idx", None) == 0)
         if wrt_count == 0:
             raise CaptureError("needs_input", "a gradient needs an array first argument")
         params, dyn = dyn[:wrt_count], dyn[wrt_count:]
 
-    def forward(params: Any, state: Any, keys: Any, dyn: list[Any]) -> tuple[Any, Any]:
+    def forward(params: object, state: object, keys: object, dyn: list[object]) -> tuple[object, object]:
         if plan.kind == "function" and transform:
-            a, kw = rebuild(list(params) + list(dyn))
+            a, kw = rebuild(cast("list[object]", params) + list(dyn))  # the leading leaves, split off above
         else:
             a, kw = rebuild(list(dyn))
         out, new_state = plan.apply(params, state, keys, list(a), dict(kw))
         return _array_outputs(out, plan.kind), new_state
 
-    def total(out: Any) -> Any:
+    def total(out: object) -> object:
         floats = [x for x in jax.tree_util.tree_leaves(out) if jnp.issubdtype(x.dtype, jnp.inexact)]
         if not floats:
             raise CaptureError("trace", "the target has no floating-point outputs to differentiate")
         return functools.reduce(lambda a, b: a + b, [jnp.sum(jnp.real(x)) for x in floats])
 
-    fn: Callable[..., Any]
+    fn: Callable[..., object]
     if transform is None:
 
-        def fn(params: Any, state: Any, keys: Any, dyn: list[Any]) -> Any:
+        def fn(params: object, state: object, keys: object, dyn: list[object]) -> object:
             out, new_state = forward(params, state, keys, dyn)
             return out, None, new_state
     else:
@@ -801,18 +865,18 @@ def traceable(
         # arguments it does not differentiate as they are, and an NNX Variable made at the
         # outer trace level refuses an update at the gradient's ("Cannot mutate BatchStat from
         # a different trace level").
-        def loss(params: Any, state: Any, keys: Any, dyn: list[Any]) -> Any:
+        def loss(params: object, state: object, keys: object, dyn: list[object]) -> object:
             out, new_state = forward(params, jax.tree_util.tree_map(lambda x: x, state), keys, dyn)
             return total(out), new_state
 
         if transform == "grad":
 
-            def fn(params: Any, state: Any, keys: Any, dyn: list[Any]) -> Any:
+            def fn(params: object, state: object, keys: object, dyn: list[object]) -> object:
                 grads, new_state = jax.grad(loss, has_aux=True)(params, state, keys, dyn)
                 return None, grads, new_state
         elif transform == "value_and_grad":
 
-            def fn(params: Any, state: Any, keys: Any, dyn: list[Any]) -> Any:
+            def fn(params: object, state: object, keys: object, dyn: list[object]) -> object:
                 (value, new_state), grads = jax.value_and_grad(loss, has_aux=True)(params, state, keys, dyn)
                 return value, grads, new_state
         else:
@@ -836,7 +900,7 @@ def traceable(
     )
 
 
-def _array_outputs(out: Any, kind: str) -> Any:
+def _array_outputs(out: object, kind: str) -> object:
     """``out`` with its static leaves (an Equinox model's activation functions, a config string)
     dropped, as ``eqx.filter_jit`` does, so ``make_step(model, ...) -> (model, opt_state, loss)``
     traces: the graph's outputs are the arrays. A module or a function returned whole, or an
@@ -874,7 +938,7 @@ def _array_outputs(out: Any, kind: str) -> Any:
     )
 
 
-def output_labels(plan: Plan, traced: Traceable, out_shape: Any) -> list[tuple[str, str]]:
+def output_labels(plan: Plan, traced: Traceable, out_shape: tuple[object, object, object]) -> list[tuple[str, str]]:
     """``(label, role)`` per output leaf of ``(out, grads, new_state)``."""
     import jax
 
@@ -891,7 +955,7 @@ def output_labels(plan: Plan, traced: Traceable, out_shape: Any) -> list[tuple[s
     return labels
 
 
-def leaf_labels(tree: Any, prefix: str, role: str, strip_value: bool, *, keys: bool = True) -> list[tuple[str, str]]:
+def leaf_labels(tree: object, prefix: str, role: str, strip_value: bool, *, keys: bool = True) -> list[tuple[str, str]]:
     """``(label, role)`` per leaf of ``tree``; with ``keys`` (inputs) a PRNG key's role is ``key``."""
     import jax
 
@@ -909,7 +973,7 @@ def leaf_labels(tree: Any, prefix: str, role: str, strip_value: bool, *, keys: b
     return out
 
 
-def label_of(path: tuple[Any, ...]) -> str:
+def label_of(path: KeyPath) -> str:
     """A key path as a ``/``-joined label (``params/Dense_0/kernel``, ``args/0``, ``layers/1/weight``)."""
     parts: list[str] = []
     for k in path:
@@ -925,7 +989,7 @@ def label_of(path: tuple[Any, ...]) -> str:
     return "/".join(parts)
 
 
-def _is_key(x: Any) -> bool:
+def _is_key(x: object) -> bool:
     import jax
 
     dtype = getattr(x, "dtype", None)
