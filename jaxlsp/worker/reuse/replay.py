@@ -53,7 +53,7 @@ import inspect
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from jaxlsp.worker.reuse.hints import HintCheck, token
 from jaxlsp.worker.tracing import jaxcompat
@@ -143,6 +143,7 @@ class CallReplay:
         kind = (type(module), method)
         if kind in self._skip:
             return original(module, fun, args, kwargs)
+        trace: object  # a staging trace, a linearization or a partial evaluation (mode)
         trace, mode = jaxcompat.staging_trace(), STAGE
         if trace is None:
             trace, mode = jaxcompat.linearize_trace(), LINEAR  # a gradient's forward pass
@@ -280,6 +281,7 @@ class CallReplay:
         import jax
 
         check = self.check
+        mark: object  # the mode's (jaxcompat's marks differ by mode)
         if call.mode == LINEAR:
             mark = jaxcompat.linear_mark(call.trace)
         elif call.mode == PARTIAL:
@@ -302,15 +304,31 @@ class CallReplay:
             segment: jaxcompat.Segment | jaxcompat.LinearSegment | jaxcompat.PartialSegment | None
             if call.tangents is not None:
                 segment = jaxcompat.linear_segment(
-                    call.trace, mark, call.inputs, outputs, call.prefix, call.tangents, own
+                    call.trace,
+                    cast("jaxcompat.LinearMark", mark),
+                    call.inputs,
+                    outputs,
+                    call.prefix,
+                    call.tangents,
+                    own,
                 )
                 size = 0 if segment is None else len(segment.primal) + len(segment.tangent)
             elif call.mode == PARTIAL:
-                partial = jaxcompat.partial_segment(call.trace, mark, call.inputs, outputs, call.prefix, own)
+                partial = jaxcompat.partial_segment(
+                    call.trace, cast("jaxcompat.PartialMark", mark), call.inputs, outputs, call.prefix, own
+                )
                 segment = partial
                 size = 0 if partial is None else len(partial.known) + len(partial.unknown)
             else:
-                segment = jaxcompat.segment(call.trace, mark, call.variables, outputs, call.prefix, own, call.originals)
+                segment = jaxcompat.segment(
+                    call.trace,
+                    cast("jaxcompat.FrameMark", mark),
+                    call.variables,
+                    outputs,
+                    call.prefix,
+                    own,
+                    call.originals,
+                )
                 size = 0 if segment is None else len(segment.eqns)
             if segment is not None and size < MIN_EQUATIONS:
                 self._skip.add(kind)

@@ -14,6 +14,8 @@ the capture still succeeds. ``tests/worker/tracing/test_jaxcompat.py`` pins the 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from jaxlsp.worker.tracing.jaxcompat.frames import RawFrame, equation_context, name_stack_items, user_frames
 from jaxlsp.worker.tracing.jaxcompat.linear import (
     LinearSegment,
@@ -62,6 +64,16 @@ from jaxlsp.worker.tracing.jaxcompat.staged import (
     staging_trace,
 )
 from jaxlsp.worker.tracing.jaxcompat.transpose import TransposeMemo
+
+if TYPE_CHECKING:  # the types of what these functions take and give (jax's own, named here)
+    from jaxlsp.worker.tracing.jaxcompat.linear import LinearInput as LinearInput
+    from jaxlsp.worker.tracing.jaxcompat.linear import LinearMark as LinearMark
+    from jaxlsp.worker.tracing.jaxcompat.partial import PartialInput as PartialInput
+    from jaxlsp.worker.tracing.jaxcompat.partial import PartialMark as PartialMark
+    from jaxlsp.worker.tracing.jaxcompat.staged import FrameMark as FrameMark
+    from jaxlsp.worker.tracing.jaxcompat.staged import NameItem as NameItem
+    from jaxlsp.worker.tracing.jaxcompat.staged import Spec as Spec
+    from jaxlsp.worker.tracing.jaxcompat.staged import StagedEqn as StagedEqn
 
 __all__ = [
     "LinearSegment",
