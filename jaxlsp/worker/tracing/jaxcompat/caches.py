@@ -4,23 +4,29 @@ note cache misses, and the linearization it repeats in the warm spare."""
 
 from __future__ import annotations
 
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, TypeGuard, cast
+
+if TYPE_CHECKING:
+    from jax._src import core
+    from jax.extend.core import ClosedJaxpr
+    from numpy.typing import DTypeLike
 
 
-def is_tracer(x: Any) -> bool:
+def is_tracer(x: object) -> bool:
     from jax._src import core
 
     return isinstance(x, core.Tracer)
 
 
-def abstract_value(x: Any) -> Any:
+def abstract_value(x: object) -> core.AbstractValue:
     """A tracer's abstract value (``core.typeof``)."""
     from jax._src import core
 
-    return core.typeof(x)
+    return cast("core.AbstractValue", core.typeof(x))
 
 
-def is_plain_array(aval: Any) -> bool:
+def is_plain_array(aval: object) -> TypeGuard[core.ShapedArray]:
     """An abstract value that is exactly a ``ShapedArray`` (no subclass: no sharding or varying axes
     a placeholder would lose)."""
     from jax._src import core
@@ -28,13 +34,13 @@ def is_plain_array(aval: Any) -> bool:
     return type(aval) is core.ShapedArray
 
 
-def shaped_array(shape: tuple[int, ...], dtype: Any, weak_type: bool) -> Any:
+def shaped_array(shape: tuple[int, ...], dtype: DTypeLike, weak_type: bool) -> core.ShapedArray:
     from jax._src import core
 
     return core.ShapedArray(shape, dtype, weak_type=weak_type)
 
 
-def jit_internals() -> tuple[Any, Any]:
+def jit_internals() -> tuple[ModuleType, ModuleType]:
     """The modules whose functions priming wraps while a capture runs: ``pjit`` (``_infer_params``,
     ``_trace_for_jit``) and ``ad`` (``linearize_jaxpr`` and its cache ``_linearize_jaxpr``).
     ImportError or AttributeError in another JAX, where nothing is noted."""
@@ -48,8 +54,8 @@ def jit_internals() -> tuple[Any, Any]:
 
 
 def linearize_jaxpr(
-    jaxpr: Any, nonzeros: list[bool], instantiate: tuple[bool, ...], allow_fwds: tuple[bool, ...], is_vjp: bool
-) -> Any:
+    jaxpr: ClosedJaxpr, nonzeros: list[bool], instantiate: tuple[bool, ...], allow_fwds: tuple[bool, ...], is_vjp: bool
+) -> object:
     from jax._src.interpreters import ad
 
     return ad.linearize_jaxpr(jaxpr, nonzeros, instantiate, allow_fwds, is_vjp=is_vjp)

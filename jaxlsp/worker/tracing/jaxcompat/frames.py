@@ -5,7 +5,12 @@ once), its name stack and its context.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, NamedTuple
+from collections.abc import Hashable
+from types import CodeType
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from jax.extend.core import JaxprEqn
 
 
 class RawFrame(NamedTuple):
@@ -21,11 +26,11 @@ class RawFrame(NamedTuple):
 
 # Keyed by (code, file, instruction): code objects compare by value, and two files holding the
 # same function (a copied model file) have equal code objects that differ only in co_filename.
-_FRAME_CACHE: dict[tuple[Any, str, int], RawFrame | None] = {}
-_TRACEBACK_CACHE: dict[Any, list[RawFrame]] = {}
+_FRAME_CACHE: dict[tuple[CodeType, str, int], RawFrame | None] = {}
+_TRACEBACK_CACHE: dict[Hashable, list[RawFrame]] = {}  # keyed by jaxlib's Traceback
 
 
-def user_frames(source_info: Any) -> list[RawFrame]:
+def user_frames(source_info: object) -> list[RawFrame]:
     """The user frames of an equation's ``source_info``, innermost first (jax-internal frames removed).
 
     Same result as ``source_info_util.user_frames``, with each (code, instruction) converted once:
@@ -71,7 +76,7 @@ def user_frames(source_info: Any) -> list[RawFrame]:
     return out
 
 
-def _user_frames_slow(traceback: Any) -> list[RawFrame]:
+def _user_frames_slow(traceback: object) -> list[RawFrame]:
     try:
         from jax._src import source_info_util
 
@@ -80,7 +85,7 @@ def _user_frames_slow(traceback: Any) -> list[RawFrame]:
         return []
 
 
-def _raw(f: Any) -> RawFrame:
+def _raw(f: object) -> RawFrame:
     line = int(getattr(f, "start_line", 0) or 0)
     return RawFrame(
         file=str(getattr(f, "file_name", "")),
@@ -92,7 +97,7 @@ def _raw(f: Any) -> RawFrame:
     )
 
 
-def name_stack_items(source_info: Any) -> list[tuple[str, str]]:
+def name_stack_items(source_info: object) -> list[tuple[str, str]]:
     """The equation's name stack as ``(kind, name)`` pairs, kind ``"scope"`` or ``"transform"``."""
     stack = getattr(getattr(source_info, "name_stack", None), "stack", None)
     if stack is None:
@@ -105,7 +110,7 @@ def name_stack_items(source_info: Any) -> list[tuple[str, str]]:
     return items
 
 
-def equation_context(eqn: Any) -> Any:
+def equation_context(eqn: JaxprEqn) -> contextlib.AbstractContextManager[object]:
     """The context an equation runs under when evaluated (``eqn.ctx.manager``: the PRNG
     implementation's partitioning, XLA metadata), as ``jax.core.eval_jaxpr`` enters it; a null
     context when this jax has none."""

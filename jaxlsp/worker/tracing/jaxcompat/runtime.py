@@ -6,8 +6,15 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-from collections.abc import Callable
-from typing import Any
+import types
+from collections.abc import Callable, Hashable, Iterator
+from typing import TYPE_CHECKING, NoReturn, cast
+
+if TYPE_CHECKING:
+    from jax._src import core
+    from jax.extend.core import ClosedJaxpr, JaxprEqn
+    from jax.sharding import Sharding
+    from jax.stages import Lowered
 
 
 def backends_initialized(unknown: bool = True) -> bool:
@@ -34,7 +41,7 @@ def warm() -> None:
         pass
 
 
-def bound_axes() -> list[tuple[Any, int]]:
+def bound_axes() -> list[tuple[Hashable, int]]:
     """The named axes bound where this runs (``jax.vmap(f, axis_name="batch")`` around a call),
     with their sizes: a call traced on its own needs them bound again (``make_jaxpr``'s
     ``axis_env``), else its collectives fail with "unbound axis name". Empty when none are bound
@@ -48,7 +55,7 @@ def bound_axes() -> list[tuple[Any, int]]:
         return []
 
 
-def surrounding_mesh() -> Callable[[], contextlib.AbstractContextManager[Any]] | None:
+def surrounding_mesh() -> Callable[[], contextlib.AbstractContextManager[object]] | None:
     """The mesh set where this runs (``with jax.set_mesh(mesh):``, ``jax.sharding.use_abstract_mesh``,
     or the older ``with mesh:``), as a function that enters it again: JAX keeps it per thread, so
     a call traced on its own in another thread needs it entered there, else raw
@@ -71,7 +78,7 @@ def surrounding_mesh() -> Callable[[], contextlib.AbstractContextManager[Any]] |
     return None
 
 
-def typed_sharding(x: Any) -> Any:
+def typed_sharding(x: object) -> Sharding | None:
     """The sharding that is part of ``x``'s type (``jax.typeof(x).sharding``), when its mesh has
     explicit axes and is the mesh set here (``jax.set_mesh`` of a mesh with ``AxisType.Explicit``):
     under such a mesh an abstract copy of ``x`` without it is another type, and operations that
@@ -86,15 +93,16 @@ def typed_sharding(x: Any) -> Any:
         mesh = getattr(sharding, "mesh", None)
         if mesh is None or getattr(mesh, "empty", True) or not getattr(mesh, "_any_axis_explicit", False):
             return None
-        return sharding if mesh == mesh_lib.get_abstract_mesh() else None
+        return cast("Sharding", sharding) if mesh == mesh_lib.get_abstract_mesh() else None
     except Exception:
         return None
 
 
-_OWN_CACHES: Any = None
+#: ``jax.make_user_context``'s: called with a value, a context that adds it to every cache key.
+_OWN_CACHES: Callable[[str], contextlib.AbstractContextManager[object]] | None = None
 
 
-def own_caches() -> Callable[[], contextlib.AbstractContextManager[Any]]:
+def own_caches() -> Callable[[], contextlib.AbstractContextManager[object]]:
     """A context, entered in the thread that traces a call it found paused in another thread,
     under which JAX's tracing caches miss everything that thread has in flight. The example's
     thread is paused inside the trace of the target's own ``jit`` (``@nn.jit`` over
@@ -114,7 +122,7 @@ def own_caches() -> Callable[[], contextlib.AbstractContextManager[Any]]:
     return lambda: context("jaxlsp-first-call")
 
 
-def bind_params(eqn: Any) -> dict[str, Any]:
+def bind_params(eqn: JaxprEqn) -> dict[str, object]:
     """The params to ``bind`` an equation's primitive with (``get_bind_params``: custom_jvp/vjp
     keep their rules there). Older JAX returned ``(subfuns, params)``: those with no subfuns fit."""
     get = getattr(eqn.primitive, "get_bind_params", None)
@@ -129,25 +137,25 @@ def bind_params(eqn: Any) -> dict[str, Any]:
     return dict(got)
 
 
-def cost_dict(analysis: Any) -> dict[str, Any]:
+def cost_dict(analysis: object) -> dict[str, float]:
     """``Lowered.cost_analysis()`` as one dict (older JAX returned a list with one per device)."""
     if isinstance(analysis, list | tuple):
         analysis = analysis[0] if analysis else {}
-    return dict(analysis or {})
+    return dict(cast("dict[str, float] | None", analysis) or {})
 
 
-def jaxpr_as_fun(closed: Any) -> Any:
+def jaxpr_as_fun(closed: ClosedJaxpr) -> Callable[..., list[object]]:
     """The traced program as a function of its inputs (``jax.extend.core.jaxpr_as_fun``)."""
     try:
         from jax.extend.core import jaxpr_as_fun as as_fun
     except ImportError:  # jax < 0.4.36
         from jax.core import jaxpr_as_fun as as_fun  # type: ignore[attr-defined,no-redef]
-    return as_fun(closed)
+    return cast("Callable[..., list[object]]", as_fun(closed))
 
 
-def hlo_text(lowered: Any) -> str:
+def hlo_text(lowered: Lowered) -> str:
     """The HLO text of a ``jax.jit(...).lower(...)`` result (its computations, ENTRY last)."""
-    hlo: Any = importlib.import_module("jaxlib._hlo")  # the HLO printer and parser jaxlib ships
+    hlo = importlib.import_module("jaxlib._hlo")  # the HLO printer and parser jaxlib ships
 
     options = hlo.HloPrintOptions()
     options.print_metadata = False  # source positions refer to tables the parser would then lack
@@ -155,7 +163,7 @@ def hlo_text(lowered: Any) -> str:
     return str(lowered._lowering.hlo().as_hlo_module().to_string(options))
 
 
-def hlo_cost_analysis(text: str) -> dict[str, Any]:
+def hlo_cost_analysis(text: str) -> dict[str, float]:
     """XLA's cost analysis of an HLO module given as text, as ``Lowered.cost_analysis()`` runs it.
     A backend with no analysis of its own (a PJRT plugin: CUDA) leaves it to the CPU backend's,
     which counts the same HLO; when neither works the error goes up (the equation is then
@@ -163,7 +171,7 @@ def hlo_cost_analysis(text: str) -> dict[str, Any]:
     from jax._src import xla_bridge
     from jax._src.lib import _jax  # type: ignore[attr-defined]
 
-    hlo: Any = importlib.import_module("jaxlib._hlo")
+    hlo = importlib.import_module("jaxlib._hlo")
     module = hlo.hlo_module_from_text(text)
     try:
         return dict(_jax.hlo_module_cost_analysis(xla_bridge.get_backend(), module))
@@ -184,9 +192,9 @@ class _TracerAttributeError(AttributeError):
     model whose construction draws N keys under ``nnx.eval_shape`` took O(N x equations) (16 of the
     23 s of a Qwen3-1.7B's abstract init). The text, when someone reads it, is JAX's own."""
 
-    def __init__(self, tracer: Any, attribute: str) -> None:
+    def __init__(self, tracer: core.Tracer[core.Trace], attribute: str) -> None:
         super().__init__(attribute)
-        self._tracer: Any = tracer
+        self._tracer = tracer
         self._attribute = attribute
         self._text: str | None = None
 
@@ -195,12 +203,13 @@ class _TracerAttributeError(AttributeError):
             tracer, origin = self._tracer, ""
             with contextlib.suppress(Exception):
                 origin = tracer._origin_msg()
-            self._text = f"The '{self._attribute}' attribute is not available on {tracer._error_repr()}.{origin}"
+            shown = cast("Callable[[], str]", tracer._error_repr)()  # unannotated in jax
+            self._text = f"The '{self._attribute}' attribute is not available on {shown}.{origin}"
         return self._text
 
 
 @contextlib.contextmanager
-def cheap_tracer_probes() -> Any:
+def cheap_tracer_probes() -> Iterator[None]:
     """Within the block, ``getattr(tracer, "sharding", None)`` (and ``device``) costs O(1): see
     :class:`_TracerAttributeError`. Nothing changes when this jax defines them otherwise."""
     try:
@@ -208,15 +217,15 @@ def cheap_tracer_probes() -> Any:
     except ImportError:
         yield
         return
-    tracer_type: Any = getattr(core, "Tracer", None)
-    saved: dict[str, Any] = {}
+    tracer_type: object = getattr(core, "Tracer", None)
+    saved: dict[str, property] = {}
     for name in _PROBED_ATTRIBUTES:
         attr = tracer_type.__dict__.get(name) if isinstance(tracer_type, type) else None
         if isinstance(attr, property) and hasattr(tracer_type, "_origin_msg") and hasattr(tracer_type, "_error_repr"):
             saved[name] = attr
     for name in saved:
 
-        def probe(self: Any, _name: str = name) -> Any:
+        def probe(self: core.Tracer[core.Trace], _name: str = name) -> NoReturn:
             raise _TracerAttributeError(self, _name)
 
         setattr(tracer_type, name, property(probe, doc=saved[name].__doc__))
@@ -237,7 +246,7 @@ _INPUT_CHECK = "      if not any(t is in_tracer for in_tracer in in_tracers):"
 _INPUT_CHECK_FAST = "      if id(t) not in in_ids:"
 _REACHABLE = "  tracers = reachable((*in_tracers, *out_tracers, *effect_handles))"
 _REACHABLE_IDS = _REACHABLE + "; in_ids = set(map(id, in_tracers))"
-_LINEAR_CHECK: list[Any] = []  # [jax's own function, ours] once installed
+_LINEAR_CHECK: list[Callable[..., object]] = []  # [jax's own function, ours] once installed
 
 
 def linear_input_check() -> bool:
@@ -260,11 +269,12 @@ def linear_input_check() -> bool:
         source = source.replace(_INPUT_CHECK + "\n", _INPUT_CHECK_FAST + "\n").replace(
             _REACHABLE + "\n", _REACHABLE_IDS + "\n"
         )
-        made: dict[str, Any] = {}
+        made: dict[str, object] = {}
         code = compile("\n" * (first - 1) + source, inspect.getsourcefile(original) or "<jax>", "exec")
         exec(code, pe.__dict__, made)
-        fast = made[original.__name__]
-        fast.__doc__, fast.__wrapped__ = original.__doc__, original
+        fast = cast("types.FunctionType", made[original.__name__])  # the def just executed
+        fast.__doc__ = original.__doc__
+        fast.__dict__["__wrapped__"] = original  # as functools.update_wrapper sets it
         pe.tracers_to_jaxpr = fast
         _LINEAR_CHECK.extend([original, fast])
         return True
