@@ -5,10 +5,14 @@ The examples are the workspace's test files (pytest's names: ``test_*.py``, ``*_
 run as ``python -m pytest FILE`` would, and the scripts its README or docs run with their
 arguments (``discovery/commands.py``). Each runs in the capture sandbox of the chosen interpreter
 (offline, the memory cap, its own deadline), with the signature hooks in every workspace file
-(``worker/examples/learning.py``), and is stopped once it has nothing new to teach. What they
-recorded goes to the per-user store (:mod:`.signatures`); a target then traces, and shows live
-shapes, on the call it was reached with. Nothing here runs unless someone asked: the CLI command,
-or the LSP command in a trusted folder.
+(``worker/examples/learning.py``), and is stopped once it has nothing new to teach. They run side
+by side, up to the machine's cores, each at low priority, and the whole run answers within its
+budget with what it learned so far. A file asks only for the examples whose imports reach it
+(:mod:`.importers`, issue 56); an example that loads nothing changed since it last taught is not
+run again (:mod:`.examplecache`). What they recorded goes to the per-user store
+(:mod:`.signatures`); a target then traces, and shows live shapes, on the call it was reached with.
+Nothing here runs unless someone asked: the CLI command, or the LSP command in a trusted folder
+(or, once the user chose it there, opening a file: its test files only).
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from jaxlsp.capture.inputs.examplecache import CachedExample, ExampleCache, kept, sha256_of
+from jaxlsp.capture.inputs.importers import ImportGraph
 from jaxlsp.capture.inputs.signatures import SignatureStore
 from jaxlsp.capture.launch.options import CaptureOptions
 from jaxlsp.worker.protocol import ExampleSpec
@@ -34,7 +40,7 @@ _SKIP = frozenset({".venv", "venv", "node_modules", "build", "dist", "__pycache_
 @dataclass
 class ExampleOutcome:
     text: str  # as the user would type it, relative to the root
-    outcome: str  # finished | stopped | failed | exited | timeout | error
+    outcome: str  # finished | stopped | failed | exited | timeout | error | cached (not run: nothing it loads changed)
     message: str  # one line
     learned: int  # signatures it recorded
     seconds: float
@@ -49,7 +55,7 @@ class LearnReport:
 
     @property
     def failures(self) -> list[ExampleOutcome]:
-        return [e for e in self.examples if e.outcome not in ("finished", "stopped")]
+        return [e for e in self.examples if e.outcome not in ("finished", "stopped", "cached")]
 
     def json(self) -> dict[str, Any]:
         return {
@@ -57,6 +63,8 @@ class LearnReport:
             "targets": self.targets,
             "examples": [e.__dict__ for e in self.examples],
             "failures": [f"{e.text}: {e.message}" for e in self.failures],
+            "ran": sum(1 for e in self.examples if e.outcome != "cached"),
+            "cached": sum(1 for e in self.examples if e.outcome == "cached"),
             "seconds": round(self.seconds, 3),
             **({"stopped": self.stopped} if self.stopped else {}),
         }
@@ -74,31 +82,52 @@ def _walk(folder: Path) -> Iterable[Path]:
             yield Path(here) / name
 
 
-def find_examples(paths: list[Path], root: Path) -> list[ExampleSpec]:
-    """The test files under ``paths`` (files or folders; the root when empty), then the scripts
-    there that the docs run, each once, in that order."""
+def _examples_in(files: Iterable[Path], root: Path, scripts: bool) -> tuple[list[ExampleSpec], list[ExampleSpec]]:
+    """The test files among ``files``, and the scripts there that the docs run."""
     from jaxlsp.discovery.commands import documented_command
     from jaxlsp.recipes.examples import example_kind
 
-    files: list[Path] = []
-    for given in paths or [root]:
-        given = given.resolve()
-        files.extend(_walk(given) if given.is_dir() else [given])
     tests: list[ExampleSpec] = []
-    scripts: list[ExampleSpec] = []
+    found: list[ExampleSpec] = []
     for path in dict.fromkeys(files):
         if path.suffix != ".py":
             continue
         text = Path(os.path.relpath(path, root)).as_posix()
         if _is_test_file(path):
             tests.append({"kind": "test", "path": str(path), "text": text, "tests": [str(path)]})
-        elif example_kind(path) == "script":
+        elif scripts and example_kind(path) == "script":
             command = documented_command(path, root)
             if command is not None:
                 argv = list(command.argv)
                 shown = " ".join([text, *argv])
-                scripts.append({"kind": "script", "path": str(path), "text": shown, "argv": argv})
-    return (tests + scripts)[:MAX_EXAMPLES]
+                found.append({"kind": "script", "path": str(path), "text": shown, "argv": argv})
+    return tests, found
+
+
+def find_examples(
+    paths: list[Path], root: Path, *, scripts: bool = True, graph: ImportGraph | None = None
+) -> list[ExampleSpec]:
+    """The examples to run for ``paths`` (the root when empty), each once. A folder: the test files
+    under it, then the scripts there that the docs run. A file: itself when it is one, then the
+    examples under the root whose imports reach it, nearest first (:mod:`.importers`).
+    ``scripts=False``: test files only (what runs on opening a file)."""
+    out: list[ExampleSpec] = []
+    everything: list[ExampleSpec] | None = None
+    for given in paths or [root]:
+        given = given.resolve()
+        if given.is_dir():
+            tests, found = _examples_in(_walk(given), root, scripts)
+            out += tests + found
+            continue
+        tests, found = _examples_in([given], root, scripts)
+        out += tests + found
+        if everything is None:
+            every_test, every_script = _examples_in(_walk(root), root, scripts)
+            everything = every_test + every_script
+        graph = graph or ImportGraph(root)
+        out += graph.reaching(given, everything)
+    unique = {(e["kind"], e["path"], e["text"]): e for e in reversed(out)}  # the first of each kept
+    return list(reversed(unique.values()))[:MAX_EXAMPLES]
 
 
 def request_for(example: ExampleSpec, root: Path, idle: float, deadline: float) -> dict[str, Any]:
@@ -123,10 +152,23 @@ def request_for(example: ExampleSpec, root: Path, idle: float, deadline: float) 
 
 
 def learn(root: Path, examples: list[ExampleSpec], python: str, **options: Any) -> LearnReport:
-    """:func:`learn_async` for callers without an event loop (the CLI). Ctrl-C kills the worker."""
+    """:func:`learn_async` for callers without an event loop (the CLI). Ctrl-C kills the workers."""
     import asyncio
 
     return asyncio.run(learn_async(root, examples, python, **options))
+
+
+def _relative_target(path: str, name: str, root: Path) -> str:
+    return f"{Path(os.path.relpath(path, root)).as_posix()}::{name}"
+
+
+def _hashes(paths: Iterable[Path | str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for path in paths:
+        digest = sha256_of(str(path))
+        if digest is not None:
+            out[str(path)] = digest
+    return out
 
 
 async def learn_async(
@@ -138,36 +180,81 @@ async def learn_async(
     budget: float = BUDGET,
     idle: float = IDLE,
     store: SignatureStore | None = None,
+    cache: ExampleCache | None = None,
+    graph: ImportGraph | None = None,
+    jobs: int | None = None,
     progress: Callable[[int, int, int, ExampleOutcome], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
     run: Callable[[dict[str, Any], str, CaptureOptions], Awaitable[Any]] | None = None,
 ) -> LearnReport:
-    """Run each example once, one after the other; ``progress(done, total, targets learned,
-    outcome)`` after each one. Cancelling the task kills the running example's worker."""
+    """Run the examples, up to ``jobs`` side by side (the machine's cores), each in its own
+    worker at low priority; ``progress(done, total, targets learned, outcome)`` after each one.
+    With a ``cache``, an example whose loaded sources are unchanged since it taught what the store
+    still holds is not run (outcome ``cached``), and each run is kept there. The answer comes within
+    ``budget`` seconds: an example still running then is stopped (what it delivered by then is
+    kept) and the report says ``stopped: "out of time"``. Cancelling the task kills the workers."""
+    import asyncio
+
     from jaxlsp.capture.launch.client import run_capture
 
     runner = run or (lambda request, exe, options: run_capture(request, exe, options))
     store = store or SignatureStore(root)
-    report = LearnReport()
     started = time.monotonic()
+    ends = started + budget
+    report = LearnReport()
     learned: set[str] = set()
-    for done, example in enumerate(examples):
-        left = budget - (time.monotonic() - started)
-        if cancelled is not None and cancelled():
-            report.stopped = "cancelled"
-            break
-        if left <= 1.0:
-            report.stopped = "out of time"
-            break
-        limit = min(example_timeout, left)
-        t0 = time.monotonic()
-        options = CaptureOptions(timeout=limit, example_timeout=limit)
-        outcome = await runner(request_for(example, root, idle, limit), python, options)
+    outcomes: dict[int, ExampleOutcome] = {}
+    cut: set[int] = set()  # examples the budget's end stopped (not their own time limit)
+    total = len(examples)
+
+    def finish(index: int, outcome: ExampleOutcome) -> None:
+        outcomes[index] = outcome
+        if progress is not None:
+            progress(len(outcomes), total, len(learned), outcome)
+
+    def prepare() -> tuple[dict[int, CachedExample], dict[int, dict[str, str]]]:
+        """The cached examples, and the hashes of what each other one will load (before it runs)."""
+        hits: dict[int, CachedExample] = {}
+        loads: dict[int, dict[str, str]] = {}
+        if cache is None:
+            return hits, loads
+        held = {SignatureStore.key(s.python, s.path, s.name) for s in store.all(python)}
+        walk = graph or ImportGraph(root)
+        for index, example in enumerate(examples):
+            hit = cache.fresh(python, str(example["text"]), held)
+            if hit is not None:
+                hits[index] = hit
+            else:
+                loads[index] = _hashes(walk.sources(example))
+        return hits, loads
+
+    hits, loads = await asyncio.to_thread(prepare)
+    for index, hit in sorted(hits.items()):
+        learned.update(hit.targets)
+        text = str(examples[index]["text"])
+        finish(index, ExampleOutcome(text, "cached", f"{text} not run: nothing it loads changed", hit.learned, 0.0))
+
+    async def one(index: int, example: ExampleSpec, slots: asyncio.Semaphore) -> None:
+        async with slots:
+            left = ends - time.monotonic()
+            if (cancelled is not None and cancelled()) or left <= 1.0:
+                return  # never started: the report says why the run ended early
+            limit = min(example_timeout, left)
+            t0 = time.monotonic()
+            options = CaptureOptions(timeout=limit, example_timeout=limit)
+            try:
+                outcome = await runner(request_for(example, root, idle, limit), python, options)
+            except asyncio.CancelledError:
+                text = str(example["text"])
+                cut.add(index)
+                finish(index, ExampleOutcome(text, "timeout", f"{text} stopped: out of time", 0, time.monotonic() - t0))
+                raise
+            seconds = time.monotonic() - t0
         result = getattr(outcome, "result", {}) or {}
         records = list(result.get("signatures") or [])
-        kept = store.add(records, python, str(example["text"])) if records else 0
-        for record in records:
-            learned.add(f"{Path(os.path.relpath(str(record['path']), root)).as_posix()}::{record['name']}")
+        kept_count = store.add(records, python, str(example["text"])) if records else 0
+        taught = sorted({_relative_target(str(r["path"]), str(r["name"]), root) for r in records})
+        learned.update(taught)
         if result.get("ok"):
             ended = dict(result.get("learn") or {})
             how, message = str(ended.get("outcome", "finished")), str(ended.get("message", ""))
@@ -175,10 +262,40 @@ async def learn_async(
             error = dict(result.get("error") or {})
             how = "timeout" if error.get("kind") == "timeout" else "error"
             message = str(error.get("message", "the run failed")).splitlines()[0] if error else "the run failed"
-        finished = ExampleOutcome(str(example["text"]), how, message, kept, time.monotonic() - t0)
-        report.examples.append(finished)
-        if progress is not None:
-            progress(done + 1, len(examples), len(learned), finished)
+        if limit < example_timeout and (how == "timeout" or "deadline" in message):
+            cut.add(index)
+        if cache is not None and kept(how, message):
+            sources = dict(loads.get(index, {}))
+            for record in records:
+                sources.update({str(k): str(v) for k, v in dict(record.get("sources") or {}).items()})
+                sources.update(_hashes([str(record["path"])]))
+            keys = [SignatureStore.key(python, str(r["path"]), str(r["name"])) for r in records]
+            cache.put(python, str(example["text"]), CachedExample(how, message, kept_count, taught, keys, sources))
+        finish(index, ExampleOutcome(str(example["text"]), how, message, kept_count, seconds))
+
+    pending = [i for i in range(total) if i not in hits]
+    slots = asyncio.Semaphore(max(1, min(jobs or os.cpu_count() or 1, len(pending) or 1)))
+    tasks = [asyncio.create_task(one(i, examples[i], slots)) for i in pending]
+    try:
+        if tasks:
+            _, late = await asyncio.wait(tasks, timeout=max(0.0, ends - time.monotonic()))
+            for task in late:
+                task.cancel()
+            await asyncio.gather(*late, return_exceptions=True)
+        for task in tasks:
+            failed = task.exception() if task.done() and not task.cancelled() else None
+            if failed is not None:
+                raise failed
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    report.examples = [outcomes[i] for i in sorted(outcomes)]
+    unfinished = [i for i in pending if i not in outcomes]
+    if unfinished and cancelled is not None and cancelled():
+        report.stopped = "cancelled"
+    elif unfinished or cut:
+        report.stopped = "out of time"
     report.targets = sorted(learned)
     report.seconds = time.monotonic() - started
     return report

@@ -47,6 +47,23 @@ def import_chain(index: WorkspaceIndex, path: Path) -> set[Path]:
     return seen
 
 
+def imports_of(index: WorkspaceIndex, path: Path) -> list[Path]:
+    """The real paths of the workspace files that loading ``path`` imports directly (module-level
+    imports, and the packages above each), for walks that count the steps (capture/inputs/importers.py)."""
+    out: list[Path] = []
+    for name in _imported_names(index, path):
+        found = index.modules.locate(name, path)
+        if found is not None:
+            found = real_path(found)
+            out += [found, *_packages_above(index, found)]
+    return list(dict.fromkeys(out))
+
+
+def packages_above(index: WorkspaceIndex, path: Path) -> list[Path]:
+    """The ``__init__.py`` files Python runs before ``path`` as a package's module."""
+    return _packages_above(index, path)
+
+
 def foreign_refs(index: WorkspaceIndex, site: CallSite, target: Path, chain: set[Path]) -> list[str]:
     """The ``ref`` values of ``site`` (``module:Name``) whose module is a workspace file outside
     ``chain`` (:func:`import_chain` of ``target``), as the worker would find it: from the site's

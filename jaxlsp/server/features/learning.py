@@ -1,7 +1,8 @@
 """``jaxlsp.learnShapes``: run the workspace's own examples once and keep every reached target's
 call (capture/inputs/learning.py), with ``$/progress``; then what is open is traced live on what was
-learned. It never starts on its own: the command (a palette entry, the ``Learn shapes`` code
-action) in a folder the user trusts (asked, as a trace asks)."""
+learned. On a file, only the examples whose imports reach it run, within the budget asked for. It
+never starts on its own: the command (a palette entry, the ``Learn shapes`` code action) in a
+folder the user trusts (asked, as a trace asks)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from pygls.exceptions import JsonRpcException
 
 from jaxlsp.capture.environment.interpreters import InterpreterError, select_interpreter
 from jaxlsp.capture.inputs import learning
+from jaxlsp.capture.inputs.examplecache import ExampleCache
+from jaxlsp.capture.inputs.importers import ImportGraph
 from jaxlsp.capture.inputs.signatures import SignatureStore
 from jaxlsp.capture.launch.client import run_capture
 from jaxlsp.capture.launch.options import CaptureOptions
@@ -42,7 +45,10 @@ class Learning:
                 raise invalid(f"{wire.LEARN_SHAPES_COMMAND}: expected no argument or one {{uri?}}, got {len(args)}")
             argument = as_dict(args[0]) if args and args[0] is not None else {}
             data = parse(argument, wire.LearnShapesArguments, "arguments[0]")
-            return await self.learn(data.get("uri"))
+            budget = data.get("budget")
+            if budget is not None and not budget > 0:
+                raise invalid(f"arguments[0].budget: expected seconds above 0, got {budget!r}")
+            return await self.learn(data.get("uri"), budget=budget)
 
     def _target(self, uri: str | None) -> tuple[Path, Path]:
         """The folder (or file) whose examples run, and the workspace folder it is in."""
@@ -56,7 +62,11 @@ class Learning:
             raise invalid(f"{wire.LEARN_SHAPES_COMMAND}: no workspace folder is open; give {{uri}}")
         return roots[0], roots[0]
 
-    async def learn(self, uri: str | None) -> wire.LearnShapesResult:
+    async def learn(
+        self, uri: str | None, *, budget: float | None = None, scripts: bool = True
+    ) -> wire.LearnShapesResult:
+        """Run the examples of ``uri`` (a folder's, or those whose imports reach a file) within
+        ``budget`` seconds; ``scripts=False``: test files only (what opening a file runs)."""
         where, folder = self._target(uri)
         if not await self.trust.ensure(folder):
             raise JsonRpcException(
@@ -71,10 +81,12 @@ class Learning:
         except InterpreterError as exc:
             raise JsonRpcException(visible(str(exc)), code=REQUEST_FAILED) from None
         root = project_root(where if where.is_file() else where / "_", folder)
-        examples = await asyncio.to_thread(learning.find_examples, [where], root)
+        graph = ImportGraph(folder)
+        examples = await asyncio.to_thread(learning.find_examples, [where], root, scripts=scripts, graph=graph)
         if not examples:
+            what = "imports" if where.is_file() else "under"
             raise JsonRpcException(
-                f"nothing to learn from: no test file or documented script under {visible(str(where))}",
+                f"nothing to learn from: no test file or documented script {what} {visible(str(where))}",
                 code=REQUEST_FAILED,
             )
         token = await self._begin(f"{len(examples)} examples")
@@ -91,7 +103,17 @@ class Learning:
                 self.ls.work_done_progress.report(token, report)
 
         try:
-            report = await learning.learn_async(root, examples, python, store=store, progress=progress, run=run)
+            report = await learning.learn_async(
+                root,
+                examples,
+                python,
+                store=store,
+                cache=ExampleCache(folder),
+                graph=graph,
+                budget=budget or learning.BUDGET,
+                progress=progress,
+                run=run,
+            )
         except asyncio.CancelledError:
             cancel.set()
             raise
@@ -99,6 +121,11 @@ class Learning:
             if token is not None:
                 self.ls.work_done_progress.end(token, types.WorkDoneProgressEnd())
         message = f"jaxlsp: learned the inputs of {len(report.targets)} targets from {len(report.examples)} examples"
+        summary = report.json()
+        if summary["cached"]:
+            message += f" ({summary['ran']} ran, {summary['cached']} unchanged since they last ran)"
+        if report.stopped:
+            message += f"; stopped: {report.stopped}"
         if report.failures:
             message += (
                 f"; {len(report.failures)} failed (first: {report.failures[0].text}: {report.failures[0].message})"

@@ -1,0 +1,130 @@
+"""What each example taught, kept with the hashes of the sources it loaded (issue 56).
+
+A learning run of an example (``capture/inputs/learning.py``) is worth repeating only when
+something it loaded changed: the workspace files its imports reach (:mod:`.importers`), the files of
+the calls it recorded and the targets' own files. Each run that ended by itself (or was stopped
+idle, as a script is) is kept here with their sha256 and the targets it taught; a later learn, in
+this process or after a restart, skips every example whose sources all still hash the same and
+whose signatures the store still holds, and says so (outcome ``cached``). A save changes one hash:
+only the examples that loaded that file run again.
+
+Plain data in the per-user cache (``$XDG_CACHE_HOME/jaxlsp/learned-examples/``), one JSON file per
+workspace root, beside the signatures (:mod:`.signatures`); nothing in the workspace.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+import threading
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jaxlsp.capture.launch.staging import default_cache_dir
+
+FORMAT = "jaxlsp.learned-examples"
+VERSION = 1
+MAX_KEPT = 2000  # examples one workspace keeps (the oldest go first)
+# how a run ended that another run of the same sources would repeat: an error or a timeout may be
+# the machine's (a missing package, a busy CPU), and a run stopped at its deadline did not finish
+KEPT_OUTCOMES = frozenset({"finished", "stopped", "failed", "exited"})
+
+_LOCK = threading.Lock()
+
+
+@dataclass
+class CachedExample:
+    outcome: str
+    message: str
+    learned: int  # signatures it recorded
+    targets: list[str]  # "path::Name", relative to the root
+    keys: list[str]  # the signature store's keys of what it recorded (still there: still taught)
+    sources: dict[str, str] = field(default_factory=dict)  # absolute path -> sha256
+
+
+def sha256_of(path: str) -> str | None:
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return None
+
+
+def kept(outcome: str, message: str) -> bool:
+    """Whether a run that ended so is kept: it ended by itself, or was stopped idle (not at its deadline)."""
+    return outcome in KEPT_OUTCOMES and "deadline" not in message
+
+
+class ExampleCache:
+    """The learned examples of one workspace root, in the per-user cache."""
+
+    def __init__(self, root: Path, cache_dir: Path | None = None) -> None:
+        self.root = root.resolve()
+        base = (cache_dir or default_cache_dir()) / "learned-examples"
+        digest = hashlib.sha256(str(self.root).encode("utf-8", "surrogateescape")).hexdigest()[:32]
+        self.file = base / f"{digest}.json"
+
+    @staticmethod
+    def key(python: str, text: str) -> str:
+        return f"{python}\0{text}"
+
+    def _read(self) -> dict[str, dict[str, Any]]:
+        try:
+            data = json.loads(self.file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("version") != VERSION:
+            return {}
+        if data.get("root") != str(self.root):
+            return {}
+        entries = data.get("examples")
+        return entries if isinstance(entries, dict) else {}
+
+    def _write(self, entries: dict[str, dict[str, Any]]) -> None:
+        if len(entries) > MAX_KEPT:
+            entries = dict(list(entries.items())[-MAX_KEPT:])
+        data = {"format": FORMAT, "version": VERSION, "root": str(self.root), "examples": entries}
+        self.file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd, tmp = tempfile.mkstemp(prefix=".examples-", dir=self.file.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(data, f, separators=(",", ":"))
+            os.replace(tmp, self.file)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+    def fresh(self, python: str, text: str, signatures: set[str]) -> CachedExample | None:
+        """What ``text`` taught when it last ran under ``python``, while every source it loaded
+        hashes the same and ``signatures`` (the store's keys) still hold what it recorded."""
+        raw = self._read().get(self.key(python, text))
+        if raw is None:
+            return None
+        try:
+            entry = CachedExample(**raw)
+        except TypeError:
+            return None
+        if not entry.sources or any(sha256_of(p) != h for p, h in entry.sources.items()):
+            return None
+        if not set(entry.keys) <= signatures:
+            return None  # dropped from the store (a caller changed, or the oldest went): run again
+        return entry
+
+    def put(self, python: str, text: str, entry: CachedExample) -> None:
+        with _LOCK:
+            entries = self._read()
+            key = self.key(python, text)
+            entries.pop(key, None)
+            entries[key] = asdict(entry)
+            self._write(entries)
+
+    def forget(self, python: str, text: str) -> None:
+        with _LOCK:
+            entries = self._read()
+            if entries.pop(self.key(python, text), None) is not None:
+                self._write(entries)

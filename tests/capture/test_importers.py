@@ -1,0 +1,82 @@
+"""Which examples reach a file through their imports (capture/inputs/importers.py, issue 56): read
+statically, nearest first, with the ``conftest.py`` files pytest loads first and a ``src/``
+layout's package; nothing is imported."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from jaxlsp.capture.inputs.importers import ImportGraph
+from jaxlsp.capture.inputs.learning import find_examples
+
+
+def _write(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root.resolve()
+
+
+def _texts(paths: list[Path], root: Path, **options: bool) -> list[str]:
+    return [str(e["text"]) for e in find_examples(paths, root, **options)]
+
+
+def test_a_file_gets_the_tests_whose_imports_reach_it_nearest_first(tmp_path: Path) -> None:
+    root = _write(
+        tmp_path,
+        {
+            "src/lib/__init__.py": "",
+            "src/lib/ops.py": "import jax\n",
+            "src/lib/model.py": "from .ops import *\nfrom . import ops\n",
+            "src/lib/other.py": "import jax\n",
+            "tests/test_a_model.py": "from lib.model import Model\n",
+            "tests/test_ops.py": "import lib.ops\n",
+            "tests/test_other.py": "from lib import other\n",
+            "src/lib/later.py": "def f():\n    from lib import other\n",  # a module's: only when f runs
+            "tests/test_later.py": "import lib.later\n",
+            "tests/test_lazy.py": "def test_it():\n    import lib.ops\n",
+            "tests/fixtures/conftest.py": "from lib.ops import relu\n",
+            "tests/fixtures/test_uses_fixture.py": "def test_it(relu):\n    pass\n",
+        },
+    )
+    ops = root / "src/lib/ops.py"
+    # one import away, then two (through lib/model.py; through the conftest.py pytest loads first)
+    assert _texts([ops], root) == [
+        "tests/test_lazy.py",  # its test imports it: the run calls the test
+        "tests/test_ops.py",
+        "tests/test_a_model.py",
+        "tests/fixtures/test_uses_fixture.py",
+    ]
+    assert _texts([root / "src/lib/other.py"], root) == ["tests/test_other.py"]
+    # a test file asked for is its own example, first
+    assert _texts([root / "tests/test_other.py"], root) == ["tests/test_other.py"]
+    # a folder keeps its meaning: every test file under it
+    assert len(_texts([root / "tests"], root)) == 6
+
+
+def test_scripts_the_docs_run_come_after_the_tests_and_only_when_asked(tmp_path: Path) -> None:
+    root = _write(
+        tmp_path,
+        {
+            "README.md": "Run it:\n\n```\npython train.py --steps 3\n```\n",
+            "layers.py": "import jax\n",
+            "train.py": "import layers\n\nif __name__ == '__main__':\n    pass\n",
+            "test_layers.py": "from layers import *\n",
+        },
+    )
+    assert _texts([root / "layers.py"], root) == ["test_layers.py", "train.py --steps 3"]
+    assert _texts([root / "layers.py"], root, scripts=False) == ["test_layers.py"]
+
+
+def test_an_examples_sources_are_the_workspace_files_it_loads(tmp_path: Path) -> None:
+    root = _write(
+        tmp_path,
+        {"pkg/__init__.py": "", "pkg/a.py": "from pkg import b\n", "pkg/b.py": "import numpy\n", "pkg/c.py": ""},
+    )
+    test = _write(tmp_path, {"tests/conftest.py": "", "tests/test_a.py": "import pkg.a\n"}) / "tests/test_a.py"
+    sources = ImportGraph(root).sources({"kind": "test", "path": str(test), "text": "tests/test_a.py"})
+    assert set(sources) == {
+        test,
+        root / "tests/conftest.py",
+        *(root / "pkg" / n for n in ("__init__.py", "a.py", "b.py")),
+    }
