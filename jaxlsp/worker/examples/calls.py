@@ -5,10 +5,11 @@ signature hooks both keep of a call."""
 from __future__ import annotations
 
 import types
-from typing import Any
+from collections.abc import Callable
+from typing import cast
 
 
-def frame_arguments(frame: types.FrameType) -> tuple[list[Any], dict[str, Any]]:
+def frame_arguments(frame: types.FrameType) -> tuple[list[object], dict[str, object]]:
     """The arguments a function was called with, read from its frame before its body ran."""
     code = frame.f_code
     local = frame.f_locals
@@ -26,15 +27,16 @@ def frame_arguments(frame: types.FrameType) -> tuple[list[Any], dict[str, Any]]:
 
 
 def without_defaults(
-    fn: Any, args: list[Any], kwargs: dict[str, Any], method: bool
-) -> tuple[list[Any], dict[str, Any]]:
+    fn: object, args: list[object], kwargs: dict[str, object], method: bool
+) -> tuple[list[object], dict[str, object]]:
     """The call's arguments without the trailing ones that are the parameters' own defaults (the
     frame holds every parameter; the call site gave only some): the same call, written as the
     user wrote it."""
     import inspect
 
     try:
-        parameters = list(inspect.signature(fn).parameters.values())
+        # not a callable: a TypeError, as for a builtin without a signature
+        parameters = list(inspect.signature(cast("Callable[..., object]", fn)).parameters.values())
     except (TypeError, ValueError):
         return args, kwargs
     if method and parameters:

@@ -29,19 +29,37 @@ import sys
 import threading
 import time
 import types
-from typing import Any
+from collections.abc import Callable, Hashable
+from typing import TYPE_CHECKING, TypedDict, cast
 
 from jaxlsp.worker.core.failures import CaptureError, Workspace, first_paragraph, from_exception, user_frame_of
 from jaxlsp.worker.examples import runners
 from jaxlsp.worker.examples.calls import frame_arguments, without_defaults
-from jaxlsp.worker.examples.runners import HOOK_NAME, Delivered, Instrument, TargetFinder, run_example
+from jaxlsp.worker.examples.runners import HOOK_NAME, Delivered, Instrument, Rewrite, TargetFinder, run_example
+from jaxlsp.worker.protocol import ErrorKind, ExampleSpec, WorkerRequest, WorkerResult
 from jaxlsp.worker.tracing import limits
+
+if TYPE_CHECKING:
+    from typing import NotRequired  # Python 3.11: the worker also runs on 3.10
+
+    import jax
+
+
+class CallSite(TypedDict):
+    """The user's line that made the call (``WorkerResult.callsite``)."""
+
+    path: str
+    line: int  # in a notebook: the line in its cell
+    cell: NotRequired[int]
+    function: str
 
 
 class Hook:
     """The state of one example run: what to watch for, what was seen."""
 
-    def __init__(self, request: dict[str, Any], workspace: Workspace, timings: dict[str, float], device: Any) -> None:
+    def __init__(
+        self, request: WorkerRequest, workspace: Workspace, timings: dict[str, float], device: jax.Device | None
+    ) -> None:
         self.request = request
         self.workspace = workspace
         self.timings = timings
@@ -61,16 +79,17 @@ class Hook:
             self.owner, self.method = parts, str(method)
         else:
             self.owner, self.method = parts, None  # a function, or a class's __call__
-        self.example = dict(profile["example"])
+        self.example: ExampleSpec = profile["example"].copy()
         self.fired = False
-        self.result: dict[str, Any] | None = None
-        self.inits: dict[int, tuple[list[Any], dict[str, Any]]] = {}  # id(instance) -> constructor arguments
+        self.result: WorkerResult | None = None
+        # id(instance) -> constructor arguments
+        self.inits: dict[int, tuple[list[object], dict[str, object]]] = {}
         self.started = time.perf_counter()
         self.instrumented = False
         self.missing: str | None = None  # the watched method, when the target class has none
 
     # -- instrumentation -------------------------------------------------------------------------------
-    def compile(self, source: bytes, path: str, rewrite: Any = None) -> types.CodeType:
+    def compile(self, source: bytes, path: str, rewrite: Rewrite | None = None) -> types.CodeType:
         """``source`` of the target's file compiled with the first-call (and init) hooks (and,
         with ``rewrite``, the file's other changes: pytest's assertion rewriting of a test file)."""
         tree = ast.parse(source, filename=path)
@@ -81,7 +100,7 @@ class Hook:
         return compile(tree, path, "exec", dont_inherit=True)
 
     # -- the hook --------------------------------------------------------------------------------------
-    def inherits(self, bases: tuple[Any, ...], method: str, methods: tuple[str, ...] = ()) -> bool:
+    def inherits(self, bases: tuple[object, ...], method: str, methods: tuple[str, ...] = ()) -> bool:
         """Asked as the target's class is made: whether it inherits the watched method. When
         not, nothing can call it: the run stops here, as the target's file is imported, with an
         answer that names the class's own methods (each a target), instead of running every
@@ -96,7 +115,7 @@ class Hook:
                 message = f"{self.name} has no {method} of its own or from a base: nothing calls it" + (
                     f"; trace one of its methods: {choices}" if choices else ""
                 )
-                deliver(self.request, {"ok": False, "error": {"kind": "refused", "message": message}}, self)
+                deliver(self.request, {"ok": False, "error": {"kind": ErrorKind.REFUSED, "message": message}}, self)
         return found
 
     def __call__(self, what: str) -> None:
@@ -122,7 +141,7 @@ class Hook:
         axes = jaxcompat.bound_axes()
         mesh = jaxcompat.surrounding_mesh()  # so is the mesh of ``with jax.set_mesh(mesh):``
         own_caches = jaxcompat.own_caches()  # the target's own jit is in flight in this thread
-        box: dict[str, Any] = {}
+        box: dict[str, WorkerResult] = {}
 
         def work() -> None:
             try:
@@ -131,42 +150,51 @@ class Hook:
             except CaptureError as exc:
                 box["result"] = {"ok": False, "error": exc.info()}
             except MemoryError:
-                box["result"] = {"ok": False, "error": {"kind": "memory", "message": "the trace ran out of memory"}}
+                box["result"] = {
+                    "ok": False,
+                    "error": {"kind": ErrorKind.MEMORY, "message": "the trace ran out of memory"},
+                }
             except BaseException as exc:  # the worker's own failure: still a result
                 box["result"] = {
                     "ok": False,
-                    "error": {"kind": "internal", "message": f"the capture worker failed: {first_paragraph(exc)}"},
+                    "error": {
+                        "kind": ErrorKind.INTERNAL,
+                        "message": f"the capture worker failed: {first_paragraph(exc)}",
+                    },
                 }
 
         thread = threading.Thread(target=work, name=_TRACE_THREAD, daemon=True)
         thread.start()
         thread.join()
-        result = box.get("result") or {"ok": False, "error": {"kind": "internal", "message": "no result"}}
+        result: WorkerResult = box.get("result") or {
+            "ok": False,
+            "error": {"kind": ErrorKind.INTERNAL, "message": "no result"},
+        }
         result.setdefault("timings", self.timings)
         deliver(self.request, result, self)
 
-    def _callsite(self, frame: types.FrameType) -> dict[str, Any]:
+    def _callsite(self, frame: types.FrameType) -> CallSite:
         """The user's line that made the call: the innermost workspace frame outside the target."""
         here: types.FrameType | None = frame.f_back
         while here is not None:
             file = here.f_code.co_filename
             if self.workspace.contains(file) and not _in_jaxlsp(file):
-                found: dict[str, Any] = {"path": os.path.realpath(file), "line": here.f_lineno}
+                path, function = os.path.realpath(file), here.f_code.co_name
                 cell = self.workspace.in_cell(file, here.f_lineno)
                 if cell is not None:  # a notebook's module line: the cell, and the line in it
-                    found.update(cell=cell[0], line=cell[1])
-                return {**found, "function": here.f_code.co_name}
+                    return {"path": path, "line": cell[1], "cell": cell[0], "function": function}
+                return {"path": path, "line": here.f_lineno, "function": function}
             here = here.f_back
         return {"path": self.path, "line": frame.f_code.co_firstlineno, "function": frame.f_code.co_name}
 
     def _trace(
         self,
-        namespace: dict[str, Any],
-        args: list[Any],
-        kwargs: dict[str, Any],
-        callsite: dict[str, Any],
-        axes: list[tuple[Any, int]],
-    ) -> dict[str, Any]:
+        namespace: dict[str, object],
+        args: list[object],
+        kwargs: dict[str, object],
+        callsite: CallSite,
+        axes: list[tuple[Hashable, int]],
+    ) -> WorkerResult:
         """Trace the hooked call on abstract copies of its arguments, with ``axes`` (the named
         axes bound around the call, ``vmap(..., axis_name="batch")``) bound again."""
         import jax
@@ -179,7 +207,7 @@ class Hook:
         from jaxlsp.worker.tracing.assemble import graph_from_jaxpr, graph_json
 
         t0 = time.perf_counter()
-        profile: dict[str, Any] = {"name": None, "device": self.request["profile"].get("device", "cpu")}
+        profile: dict[str, object] = {"name": None, "device": self.request["profile"].get("device", "cpu")}
         profile.update(
             seed=int(self.request["profile"].get("seed", 0)), x64=bool(getattr(jax.config, "jax_enable_x64", False))
         )
@@ -187,7 +215,8 @@ class Hook:
         plain_method = False  # a method of a class that is no module: no profile can rebuild its instance
         if self.method is None and not isinstance(owner, type) and targets.infer_kind(owner) == "function":
             kind = "function"
-            obj: Any = _untied(owner) if owner is not None else None
+            # a function (infer_kind): callable
+            obj: object = _untied(cast("Callable[..., object]", owner)) if owner is not None else None
             method = None
             call_args, call_kwargs = args, kwargs
         else:
@@ -237,7 +266,7 @@ class Hook:
                     raise
                 stream = targets.params_stream_serves(kind, profile, exc)
                 if stream is not None:
-                    profile["rngs"] = [*profile.get("rngs", []), stream]
+                    profile["rngs"] = [*cast("list[str]", profile.get("rngs", [])), stream]
                     continue
                 where = f"{_relative(callsite['path'], self.workspace.root)}:{callsite['line']}"
                 context = f"tracing {self.name} as called at {where} ({self.example['text']}) failed"
@@ -268,7 +297,7 @@ class Hook:
         from jaxlsp.graph import collector
 
         files = {callsite["path"], self.example_file()}
-        extra: dict[str, Any] = {}
+        extra: dict[str, object] = {}
         with collector.paused():
             labels = targets.output_labels(plan, traced, out_shape)
             built, builder = graph_from_jaxpr(
@@ -277,12 +306,13 @@ class Hook:
             )  # fmt: skip
             requested.measure(self.request, built, builder, closed, traced, used, self.timings)
             graph = graph_json(built, self.request, self.timings)
-        learned_profile: dict[str, Any] = {"from": self.example["text"]}
+        learned_profile: dict[str, object] = {"from": self.example["text"]}
         if table is not None:
             learned_profile["table"] = table
-        result = {"ok": True, "graph": graph, "callsite": callsite, "learned": learned_profile}
-        if extra.get("roots") is not None:
-            result["roots"] = extra["roots"]
+        result: WorkerResult = {"ok": True, "graph": graph, "callsite": dict(callsite), "learned": learned_profile}
+        roots = extra.get("roots")
+        if roots is not None:
+            result["roots"] = cast("dict[str, object]", roots)  # assemble's {base, packages}
         return result
 
     def example_file(self) -> str:
@@ -303,14 +333,14 @@ def _in_jaxlsp(path: str) -> bool:
     return os.sep + os.path.join("jaxlsp", "capture", "worker") + os.sep in path
 
 
-def _lookup(namespace: dict[str, Any], parts: list[str]) -> Any:
-    obj: Any = namespace.get(parts[0])
+def _lookup(namespace: dict[str, object], parts: list[str]) -> object:
+    obj = namespace.get(parts[0])
     for part in parts[1:]:
         obj = getattr(obj, part, None)
     return obj
 
 
-def _untied(fn: Any) -> Any:
+def _untied(fn: Callable[..., object]) -> Callable[..., object]:
     """The target function as a fresh object: a ``jax.jit`` wrapper is traced through a new
     ``jax.jit`` of a copy of its function. The example's thread is paused inside the target's
     first trace, and JAX's jit cache holds that function's entry locked until the trace ends: the
@@ -337,11 +367,11 @@ def _untied(fn: Any) -> Any:
     return jax.jit(copy, static_argnums=numbers or None, static_argnames=names or None)
 
 
-def _unbound_linen(module: Any) -> tuple[Any, list[str], Any]:
+def _unbound_linen(module: object) -> tuple[object, list[str], list[str] | bool | None]:
     """An unbound copy of a (bound) Linen module, with the rng streams and the mutable collections
     of the scope it was called in (``init`` makes every collection mutable)."""
     streams: list[str] = []
-    mutable: Any = None
+    mutable: list[str] | bool | None = None
     scope = getattr(module, "scope", None)
     if scope is None:
         return module, streams, mutable
@@ -357,14 +387,15 @@ def _unbound_linen(module: Any) -> tuple[Any, list[str], Any]:
         mutable = [given]
     elif isinstance(given, list | tuple):
         mutable = [str(c) for c in given]
+    clone_of: Callable[..., object] = getattr(module, "clone")  # a Linen module's  # noqa: B009
     try:
-        clone = module.clone(parent=None, name=None, _deep_clone=True)
+        clone = clone_of(parent=None, name=None, _deep_clone=True)
     except TypeError:
-        clone = module.clone(parent=None, _deep_clone=True)
+        clone = clone_of(parent=None, _deep_clone=True)
     return clone, streams, mutable
 
 
-def deliver(request: dict[str, Any], result: dict[str, Any], hook: Hook | None = None) -> None:
+def deliver(request: WorkerRequest, result: WorkerResult, hook: Hook | None = None) -> None:
     """Send the result and end the process (a worker), or unwind the run (in-process)."""
     import json
 
@@ -388,8 +419,12 @@ def deliver(request: dict[str, Any], result: dict[str, Any], hook: Hook | None =
 
 
 def capture_at_first_call(
-    request: dict[str, Any], workspace: Workspace, timings: dict[str, float], device: Any, extra: dict[str, Any]
-) -> dict[str, Any] | None:
+    request: WorkerRequest,
+    workspace: Workspace,
+    timings: dict[str, float],
+    device: jax.Device | None,
+    extra: dict[str, object],
+) -> dict[str, object] | None:
     """Run the profile's example until the target's first call and trace that call; see the
     module docstring. Returns only in-process (or raises a :class:`CaptureError`)."""
     hook = Hook(request, workspace, timings, device)
@@ -420,10 +455,12 @@ def capture_at_first_call(
     if hook.result is not None:
         result = hook.result
         if not result.get("ok"):
-            error = result.get("error") or {}
-            raise CaptureError(error.get("kind", "internal"), str(error.get("message", "")), error.get("frame"))
+            error = result.get("error")
+            if error is None:  # a failed result names its error: never
+                raise CaptureError("internal", "", None)
+            raise CaptureError(error["kind"], str(error["message"]), error.get("frame"))
         extra.update(callsite=result.get("callsite"), learned=result.get("learned"), roots=result.get("roots"))
-        graph: dict[str, Any] = result["graph"]
+        graph: dict[str, object] = result["graph"]
         return graph
     raise _not_called(hook, outcome)
 
@@ -452,5 +489,5 @@ def _not_called(hook: Hook, outcome: tuple[str, BaseException | None, str] | Non
     return CaptureError("example", f"running {text} {what} without calling {hook.name}{detail}{hint}")
 
 
-def frame_of(exc: BaseException, workspace: Workspace) -> dict[str, Any] | None:
+def frame_of(exc: BaseException, workspace: Workspace) -> dict[str, object] | None:
     return user_frame_of(exc, workspace)

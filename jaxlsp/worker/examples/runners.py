@@ -18,12 +18,21 @@ import importlib.util
 import os
 import sys
 import types
-from typing import Any, Protocol
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from jaxlsp.worker.core.failures import CaptureError, Workspace
 from jaxlsp.worker.examples import signatures
+from jaxlsp.worker.protocol import ExampleSpec
+
+if TYPE_CHECKING:
+    import pytest
 
 HOOK_NAME = "__jaxlsp_first_call__"
+
+#: A parsed file's other rewriting before it is compiled (pytest's assertion rewriting):
+#: ``rewrite(tree, source, path)`` changes ``tree`` in place.
+Rewrite = Callable[[ast.Module, bytes, str], None]
 
 
 class Watched(Protocol):
@@ -32,7 +41,7 @@ class Watched(Protocol):
     path: str
     workspace: Workspace
 
-    def compile(self, source: bytes, path: str, rewrite: Any = None) -> types.CodeType: ...
+    def compile(self, source: bytes, path: str, rewrite: Rewrite | None = None) -> types.CodeType: ...
 
 
 class Delivered(BaseException):
@@ -121,7 +130,7 @@ def _assigned_names(stmt: ast.Assign | ast.AnnAssign) -> set[str]:
     return {t.id for t in targets if isinstance(t, ast.Name)}
 
 
-def inherits(bases: tuple[Any, ...], method: str) -> bool:
+def inherits(bases: tuple[object, ...], method: str) -> bool:
     """Whether a class with ``bases`` gets ``method`` from one of them (``object`` aside)."""
     for base in bases:
         for klass in getattr(base, "__mro__", ()):
@@ -150,13 +159,13 @@ class _HookedLoader(importlib.machinery.SourceFileLoader):
     """Loads the target's file compiled with the hooks, never from a bytecode cache."""
 
     hook: Watched
-    rewrite: Any = None  # pytest's assertion rewriting, for a target defined in a test file
+    rewrite: Rewrite | None = None  # pytest's assertion rewriting, for a target defined in a test file
 
     def get_code(self, fullname: str) -> types.CodeType:
         return self.hook.compile(self.get_data(self.path), self.path, self.rewrite)
 
 
-def _assertion_rewriter(loader: Any) -> Any:
+def _assertion_rewriter(loader: object) -> Rewrite | None:
     """For pytest's assertion-rewriting loader (the one a test file is imported with), a function
     that rewrites a parsed file's asserts as that loader would; else None. A target defined inside
     a test file (a helper vector field, a small module) is loaded by that loader: before, the
@@ -184,7 +193,9 @@ class TargetFinder:
         stem = os.path.splitext(os.path.basename(hook.path))[0]
         self.last = os.path.basename(os.path.dirname(hook.path)) if stem == "__init__" else stem
 
-    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None = None, target: types.ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
         if fullname.rpartition(".")[2] != self.last:
             return None  # only a module of that name can be the target's file
         for finder in sys.meta_path:
@@ -208,7 +219,7 @@ class TargetFinder:
         return None
 
 
-def run_example(example: dict[str, Any], hook: Watched, root: str) -> tuple[str, BaseException | None, str]:
+def run_example(example: ExampleSpec, hook: Watched, root: str) -> tuple[str, BaseException | None, str]:
     kind = example.get("kind")
     path = os.path.realpath(str(example["path"]))
     if kind == "test":
@@ -382,7 +393,7 @@ def _exec_notebook(path: str, hook: Watched) -> tuple[str, BaseException | None,
     return "finished", None, ""
 
 
-def _display(*objects: Any, **_: Any) -> None:
+def _display(*objects: object, **_: object) -> None:
     print(*objects)
 
 
@@ -393,7 +404,7 @@ class _Shell:
     def __str__(self) -> str:
         return "<jaxlsp notebook run: no IPython>"
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> Callable[..., None]:
         return lambda *args, **kwargs: None
 
 
@@ -415,11 +426,11 @@ class _Reporter:
         self.outcomes: dict[str, int] = {}
         self.skip_reason = ""
 
-    def pytest_collectreport(self, report: Any) -> None:
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
             self.failures.append((report.nodeid or "collection", "collect", None, str(report.longreprtext)))
 
-    def pytest_collection(self, session: Any) -> None:
+    def pytest_collection(self, session: pytest.Session) -> None:
         """Before the test files import anything: import hooks that plugins or ``conftest.py``
         files put first in ``sys.meta_path`` (jaxtyping's ``--jaxtyping-packages``, as equinox's
         own tests use it) would load the target's file without the first-call hook; the
@@ -428,10 +439,10 @@ class _Reporter:
             sys.meta_path.remove(finder)
             sys.meta_path.insert(0, finder)
 
-    def pytest_collection_finish(self, session: Any) -> None:
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.collected = len(session.items)  # after -k deselected the others
 
-    def pytest_runtest_logreport(self, report: Any) -> None:
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "call" or (report.when == "setup" and report.skipped):
             self.outcomes[report.outcome] = self.outcomes.get(report.outcome, 0) + 1
             if report.skipped and not self.skip_reason:
@@ -444,7 +455,7 @@ class _Reporter:
         why = f" ({self.skip_reason})" if self.skip_reason else ""
         return f"{self.collected} test(s): {counts or 'none ran'}{why}"
 
-    def pytest_runtest_makereport(self, item: Any, call: Any) -> None:
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> None:
         import pytest
 
         info = call.excinfo
@@ -490,7 +501,7 @@ def _selection(ids: list[str]) -> list[str]:
     return [*files, "-k", " or ".join(names)]
 
 
-def _run_pytest(example: dict[str, Any], hook: Watched, root: str) -> tuple[str, BaseException | None, str]:
+def _run_pytest(example: ExampleSpec, hook: Watched, root: str) -> tuple[str, BaseException | None, str]:
     try:
         import pytest
     except ImportError:

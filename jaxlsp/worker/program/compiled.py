@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, NotRequired, TypedDict, cast
+from typing import TYPE_CHECKING, TypedDict, cast
 
 from jaxlsp.graph.costs import common_scope
 from jaxlsp.graph.model import Frame, Graph, Node
@@ -25,6 +25,8 @@ from jaxlsp.worker import topology as topologies
 from jaxlsp.worker.program import fit, hlo, hlomap
 
 if TYPE_CHECKING:
+    from typing import NotRequired  # Python 3.11: the worker also runs on 3.10
+
     import jax
     from jax.core import ShapedArray
     from jax.extend.core import ClosedJaxpr

@@ -4,20 +4,30 @@ equation (``costs``) and the compiled module read back to nodes (``compiled``)."
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from jaxlsp.worker.core.phases import announce
+from jaxlsp.worker.protocol import WorkerRequest
+
+if TYPE_CHECKING:
+    import jax
+    from jax.extend.core import ClosedJaxpr
+
+    from jaxlsp.graph.model import Graph
+    from jaxlsp.worker.loading.targets import Traceable
+    from jaxlsp.worker.tracing.build import GraphBuilder
 
 
 def measure(
-    request: dict[str, Any],
-    graph: Any,
-    builder: Any,
-    closed: Any,
-    traced: Any,
-    used_profile: dict[str, Any],
+    request: WorkerRequest,
+    graph: Graph,
+    builder: GraphBuilder,
+    closed: ClosedJaxpr,
+    traced: Traceable,
+    used_profile: Mapping[str, object],
     timings: dict[str, float],
-    device: Any = None,
+    device: jax.Device | None = None,
 ) -> None:
     """Add the costs and the compiled program the request asks for to ``graph``; ``builder`` is
     the graph's (its kept equations, its path spelling); ``device``: the jax device a compiled
@@ -32,7 +42,7 @@ def measure(
             graph,
             builder.eqns,
             closed,
-            dict(costs),
+            costs,
             str(used_profile.get("device", "cpu")),
             bool(used_profile.get("x64")),
         )
