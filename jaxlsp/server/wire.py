@@ -736,15 +736,17 @@ LEARN_SHAPES_COMMAND: Final = "jaxlsp.learnShapes"
 
 
 class LearnShapesArguments(TypedDict):
-    """The ``jaxlsp.learnShapes`` command's single optional argument: a folder or a file whose
-    tests (and the scripts the docs run) are run; absent: the workspace folder."""
+    """The ``jaxlsp.learnShapes`` command's single optional argument: a folder whose tests (and the
+    scripts the docs run) are run, or a file: the examples whose imports reach it; absent: the
+    workspace folder. ``budget``: seconds the whole run may take (default 900)."""
 
     uri: NotRequired[str]
+    budget: NotRequired[float]
 
 
 class LearnedExample(TypedDict):
     text: str  # the example as the user would type it ("tests/test_model.py", "train.py --steps 1")
-    outcome: Literal["finished", "stopped", "failed", "exited", "timeout", "error"]
+    outcome: Literal["finished", "stopped", "failed", "exited", "timeout", "error", "cached"]
     message: str
     learned: int  # signatures it recorded
     seconds: float
@@ -757,5 +759,7 @@ class LearnShapesResult(TypedDict):
     targets: list[str]  # "path::Name", relative to the folder
     examples: list[LearnedExample]
     failures: list[str]  # one line each: "EXAMPLE: cause"
+    ran: int  # examples run
+    cached: int  # examples not run: nothing they load changed since they taught what is kept
     seconds: float
     stopped: NotRequired[Literal["cancelled", "out of time"]]

@@ -723,16 +723,18 @@ export const REVOKE_TRUST_COMMAND = "jaxlsp.revokeTrust";
 export const LEARN_SHAPES_COMMAND = "jaxlsp.learnShapes";
 
 /**
- * The `jaxlsp.learnShapes` command's single optional argument: a folder or a file whose
- * tests (and the scripts the docs run) are run; absent: the workspace folder.
+ * The `jaxlsp.learnShapes` command's single optional argument: a folder whose tests (and the
+ * scripts the docs run) are run, or a file: the examples whose imports reach it; absent: the
+ * workspace folder. `budget`: seconds the whole run may take (default 900).
  */
 export interface LearnShapesArguments {
   uri?: string;
+  budget?: number;
 }
 
 export interface LearnedExample {
   text: string;
-  outcome: "finished" | "stopped" | "failed" | "exited" | "timeout" | "error";
+  outcome: "finished" | "stopped" | "failed" | "exited" | "timeout" | "error" | "cached";
   message: string;
   learned: number;
   seconds: number;
@@ -746,6 +748,8 @@ export interface LearnShapesResult {
   targets: string[];
   examples: LearnedExample[];
   failures: string[];
+  ran: number;
+  cached: number;
   seconds: number;
   stopped?: "cancelled" | "out of time";
 }
