@@ -356,6 +356,8 @@ def _learn(args: argparse.Namespace) -> int:
     from jaxlsp.capture.engine import workspace_root_for
     from jaxlsp.capture.environment.interpreters import InterpreterError, select_interpreter
     from jaxlsp.capture.inputs import learning
+    from jaxlsp.capture.inputs.examplecache import ExampleCache
+    from jaxlsp.capture.inputs.importers import ImportGraph
     from jaxlsp.capture.inputs.signatures import SignatureStore
     from jaxlsp.discovery.roots import project_root
 
@@ -373,27 +375,37 @@ def _learn(args: argparse.Namespace) -> int:
     except InterpreterError as exc:
         print(f"jaxlsp learn: {exc}", file=sys.stderr)
         return 2
-    examples = learning.find_examples(paths, root)
+    graph = ImportGraph(workspace)
+    examples = learning.find_examples(paths, root, graph=graph)
     if not examples:
-        print(f"jaxlsp learn: no test file or documented script under {', '.join(map(str, paths))}", file=sys.stderr)
+        where = ", ".join(map(str, paths))
+        what = "imports" if all(p.is_file() for p in paths) else "under"
+        print(f"jaxlsp learn: no test file or documented script {what} {where}", file=sys.stderr)
         return 1
 
     def progress(done: int, total: int, learned: int, example: learning.ExampleOutcome) -> None:
         took = f"{example.seconds:.1f} s"
         print(f"[{done}/{total}] {example.text}: {example.outcome}, {example.learned} learned ({took})")
-        if example.outcome not in ("finished", "stopped"):
+        if example.outcome not in ("finished", "stopped", "cached"):
             print(f"    {example.message}")
         print(f"      {learned} targets learned so far", flush=True)
 
     timeout = args.timeout or learning.EXAMPLE_TIMEOUT
+    if not args.json:
+        print(f"{len(examples)} examples: {', '.join(str(e['text']) for e in examples)}", flush=True)
     report = learning.learn(
         root, examples, python, example_timeout=timeout, budget=args.budget or learning.BUDGET,
         idle=args.idle or learning.IDLE, store=SignatureStore(workspace), progress=None if args.json else progress,
+        cache=None if args.again else ExampleCache(workspace), graph=graph, jobs=args.jobs,
     )  # fmt: skip
     if args.json:
         print(json.dumps(report.json(), indent=2))
     else:
-        print(f"learned {len(report.targets)} targets from {len(report.examples)} examples in {report.seconds:.1f} s")
+        summary = report.json()
+        print(
+            f"learned {len(report.targets)} targets from {len(report.examples)} examples in {report.seconds:.1f} s"
+            f" ({summary['ran']} ran, {summary['cached']} cached: nothing they load changed)"
+        )
         for target in report.targets:
             print(f"  {target}")
         if report.stopped:
@@ -633,13 +645,20 @@ def parser() -> argparse.ArgumentParser:
     n = sub.add_parser(
         "learn", help="run the workspace's tests and documented scripts once; keep every reached target's inputs"
     )
-    n.add_argument("paths", nargs="*", metavar="PATH", help="test files or folders (default: the current folder)")
+    n.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="folders (their examples) or files (the examples whose imports reach them); default: the current folder",
+    )
     n.add_argument("--json", action="store_true", help="print the summary as JSON")
     n.add_argument("--python", help="the interpreter to run them in (default: as jaxlsp trace chooses)")
     n.add_argument("--root", help="the project root they run from (default: found from PATH)")
     n.add_argument("--timeout", type=float, help="seconds one example may run (default 120; stopped sooner when idle)")
     n.add_argument("--budget", type=float, help="seconds for the whole run (default 900)")
     n.add_argument("--idle", type=float, help="seconds without a new signature that stop an example (default 20)")
+    n.add_argument("--jobs", type=int, help="examples run side by side (default: the machine's cores)")
+    n.add_argument("--again", action="store_true", help="run every example, even one whose sources did not change")
     n.set_defaults(func=_learn)
 
     v = sub.add_parser("env", help="check the capture environment (interpreter, jax versions, backends)")

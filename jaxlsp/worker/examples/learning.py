@@ -59,6 +59,9 @@ def learn(request: dict[str, Any], workspace: Workspace, timings: dict[str, floa
     deadline = learn_options.get("deadline")
     root = workspace.root or os.getcwd()
     os.chdir(root)
+    # examples run side by side with the user's own work (and live traces): they wait their turn
+    with contextlib.suppress(OSError, AttributeError):
+        os.nice(10)
     announce(request, "run")
     started = time.monotonic()
     fd = request.get("resultFd")
