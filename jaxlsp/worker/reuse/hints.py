@@ -14,8 +14,17 @@ import copy
 import dataclasses
 import functools
 import types
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any, cast
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    import jax
+    from flax.core.meta import Partitioned
+    from flax.core.scope import Scope
+
+#: An initialiser's call as :class:`HintCheck` caches its output: the initialiser's token, its
+#: arguments' and keyword arguments' tokens (:func:`token`), whether it takes a key first.
+InitKey = tuple[object, object, object, bool]
 
 
 class HintStale(Exception):
@@ -31,7 +40,7 @@ class HintRepaired(Exception):
     ``structure`` is the hint with those, to trace with again (the trace that met them is no
     graph)."""
 
-    def __init__(self, structure: Any, repaired: list[str]) -> None:
+    def __init__(self, structure: object, repaired: list[str]) -> None:
         super().__init__(", ".join(repaired))
         self.structure = structure
 
@@ -62,7 +71,7 @@ class HintCheck:
     ``nn.remat`` or ``nn.jit`` is repaired); the second trace checks the repaired hint as
     strictly as any: a repair can cost time, never a wrong graph."""
 
-    def __init__(self, structure: Any, repair: bool = False) -> None:
+    def __init__(self, structure: object, repair: bool = False) -> None:
         self.structure = structure
         self.expected = frozenset(_leaf_paths(structure, ()))
         self.seen: set[tuple[str, ...]] = set()
@@ -71,22 +80,24 @@ class HintCheck:
         ] = []  # the leaves read, in order (a replayed call's share, worker/reuse/replay.py)
         self.created = False
         self.repair = repair
-        self.repairs: dict[tuple[str, ...], Any] = {}  # leaf path -> the ShapeDtypeStruct it needs
+        # leaf path -> the ShapeDtypeStruct it needs (or a partitioning box of one)
+        self.repairs: dict[tuple[str, ...], object] = {}
         # initialiser key -> its abstract output; the attempts of one capture share it (a repair's
         # second trace reads the same initialisers as the first)
-        self.outputs: dict[Any, Any] = {}
-        self._fn_tokens: dict[int, tuple[Any, Any, str | None]] = {}  # id -> (initialiser, kept; token; stable)
+        self.outputs: dict[InitKey, object] = {}
+        # id -> (initialiser, kept; token; stable)
+        self._fn_tokens: dict[int, tuple[Callable[..., object], object, str | None]] = {}
         self.initialisers_run = 0  # the abstract runs of initialisers the cache could not spare
         # library initialisers' outputs from the last capture of the target, and this one's
         # (stable_key -> [shape, dtype, weak type]): spared the abstract runs of each capture
-        self.carried: Mapping[str, Any] = {}
-        self.learned: dict[str, list[Any]] = {}
-        self._carried_keys: set[Any] = set()  # keys of :attr:`outputs` that came from :attr:`carried`
+        self.carried: Mapping[str, object] = {}
+        self.learned: dict[str, list[object]] = {}
+        self._carried_keys: set[InitKey] = set()  # keys of :attr:`outputs` that came from :attr:`carried`
 
     def held(self) -> bool:
         return not self.created and not self.repairs and self.seen == self.expected
 
-    def repaired_structure(self) -> Any:
+    def repaired_structure(self) -> object:
         """The hint with the repaired variables' shapes, when the trace repaired some and read
         every other hinted leaf (a leaf left unread may be a layer removed or a variable only
         ``init`` makes: not known, so no structure); else None."""
@@ -94,17 +105,25 @@ class HintCheck:
             return None
         out = copy.deepcopy(self.structure)
         for path, want in self.repairs.items():
-            at = out
+            at = cast("dict[str, object]", out)  # a hint that held this far: a mapping of collections
             for key in path[:-1]:
-                at = at.setdefault(key, {})
-                if not isinstance(at, dict):
+                inner = at.setdefault(key, {})
+                if not isinstance(inner, dict):
                     return None
+                at = inner
             at[path[-1]] = variables_structure(want)
         return out
 
     def substitute(
-        self, scope: Any, name: str, init_fn: Any, args: Any, kwargs: Any, col: str = "params", keyed: bool = True
-    ) -> Any:
+        self,
+        scope: Scope,
+        name: str,
+        init_fn: Callable[..., object],
+        args: Sequence[object],
+        kwargs: Mapping[str, object],
+        col: str = "params",
+        keyed: bool = True,
+    ) -> object:
         """For a repairing trace: zeros of the shape ``init_fn`` gives the variable ``col``/``name``
         of ``scope`` (a parameter's initialiser takes a key first), noted as a repair;
         :class:`HintStale` when it is not an array's, plain or boxed."""
@@ -124,20 +143,30 @@ class HintCheck:
         if not isinstance(leaf, list) or leaf[2]:  # a tree, symbolic, weak-typed, another box: not repaired
             raise HintStale(where)
         self.repairs[(col, *scope.path, name)] = want
-        aval = want if isinstance(want, jax.ShapeDtypeStruct) else want.value
-        zeros = jax.lax.full(aval.shape, 0, aval.dtype)
-        return zeros if aval is want else want.replace_boxed(zeros)
+        if isinstance(want, jax.ShapeDtypeStruct):
+            return jax.lax.full(want.shape, 0, want.dtype)
+        box = cast("Partitioned[jax.ShapeDtypeStruct]", want)  # variables_structure spelled a box of one
+        return box.replace_boxed(jax.lax.full(box.value.shape, 0, box.value.dtype))
 
-    def verify(self, scope: Any, col: str, name: str, init_fn: Any, args: Any, kwargs: Any, keyed: bool) -> None:
+    def verify(
+        self,
+        scope: Scope,
+        col: str,
+        name: str,
+        init_fn: Callable[..., object],
+        args: Sequence[object],
+        kwargs: Mapping[str, object],
+        keyed: bool,
+    ) -> None:
         """Compare the hinted ``col``/``name`` of ``scope`` with ``init_fn``'s abstract output."""
         import jax
 
         value = scope.get_variable(col, name)
         got_leaves, got_tree = jax.tree_util.tree_flatten(value)
 
-        def differs(want: Any) -> bool:
+        def differs(want: object) -> bool:
             want_leaves, want_tree = jax.tree_util.tree_flatten(want)
-            return cast(Any, got_tree) != want_tree or any(
+            return cast(object, got_tree) != want_tree or any(
                 _aval(a) != _aval(b) for a, b in zip(got_leaves, want_leaves, strict=True)
             )
 
@@ -154,20 +183,27 @@ class HintCheck:
         self.seen.update(paths)
         self.reads.extend(paths)
 
-    def _initialised(self, init_fn: Any, args: Any, kwargs: Any, keyed: bool, carried: bool = True) -> tuple[Any, bool]:
+    def _initialised(
+        self,
+        init_fn: Callable[..., object],
+        args: Sequence[object],
+        kwargs: Mapping[str, object],
+        keyed: bool,
+        carried: bool = True,
+    ) -> tuple[object, bool]:
         """``init_fn``'s abstract output on ``args``, and whether it is the last capture's
         (:attr:`carried`, taken only when ``carried``); else cached per capture, or run under
         ``jax.eval_shape``."""
         import jax
 
-        def run() -> Any:
+        def run() -> object:
             return init_fn(jax.random.key(0), *args, **kwargs) if keyed else init_fn(*args, **kwargs)
 
         try:
             known = self._fn_tokens.get(id(init_fn))  # most reads share their initialiser object
             if known is None or known[0] is not init_fn:
                 known = self._fn_tokens[id(init_fn)] = (init_fn, token(init_fn), library_function(init_fn))
-            key = (known[1], token(tuple(args)), token(tuple(sorted(kwargs.items()))), keyed)
+            key: InitKey | None = (known[1], token(tuple(args)), token(tuple(sorted(kwargs.items()))), keyed)
             hash(key)
         except (TypeError, ValueError):  # arrays among the arguments, a mutable closure: not cached
             key, known = None, None
@@ -203,7 +239,14 @@ class HintCheck:
             raise HintStale("another Flax")
         check = self
 
-        def param(self: Any, name: str, init_fn: Any, *init_args: Any, unbox: bool = True, **init_kwargs: Any) -> Any:
+        def param(
+            self: Scope,
+            name: str,
+            init_fn: Callable[..., object],
+            *init_args: object,
+            unbox: bool = True,
+            **init_kwargs: object,
+        ) -> object:
             if not self.has_variable("params", name):
                 if check.repair:
                     self.reserve(name, "params")
@@ -221,7 +264,14 @@ class HintCheck:
                 value = check.substitute(self, name, init_fn, init_args, init_kwargs)
             return meta.unbox(value) if unbox else value  # as Flax's own param: a box's constraint
 
-        def variable(self: Any, col: str, name: str, init_fn: Any = None, *init_args: Any, **kwargs: Any) -> Any:
+        def variable(
+            self: Scope,
+            col: str,
+            name: str,
+            init_fn: Callable[..., object] | None = None,
+            *init_args: object,
+            **kwargs: object,
+        ) -> object:
             if not self.has_variable(col, name):
                 check.created = True
             elif init_fn is not None:
@@ -237,8 +287,8 @@ class HintCheck:
                     return _Substitute(value, bool(kwargs.get("unbox", True)), meta.unbox)
             return variable_(self, col, name, init_fn, *init_args, **kwargs)
 
-        Scope.param = param  # type: ignore[method-assign]  # replaced for the block only
-        Scope.variable = variable  # type: ignore[method-assign]
+        Scope.param = param  # type: ignore[method-assign,assignment]  # replaced for the block only
+        Scope.variable = variable  # type: ignore[method-assign,assignment]
         try:
             yield
         finally:
@@ -251,16 +301,16 @@ class _Substitute:
     zeros of its initialiser's shape and keeps what the module writes to it, as Flax's ``Variable``
     would in a mutable collection, without touching the scope."""
 
-    def __init__(self, value: Any, unbox: bool, unboxing: Callable[[Any], Any]) -> None:
+    def __init__(self, value: object, unbox: bool, unboxing: Callable[[object], object]) -> None:
         self._value = value
         self._unbox = unboxing if unbox else None
 
     @property
-    def value(self) -> Any:
+    def value(self) -> object:
         return self._value if self._unbox is None else self._unbox(self._value)
 
     @value.setter
-    def value(self, value: Any) -> None:
+    def value(self, value: object) -> None:
         self._value = value
 
     def is_mutable(self) -> bool:
@@ -272,7 +322,7 @@ class _Same:
 
     __slots__ = ("obj",)
 
-    def __init__(self, obj: Any) -> None:
+    def __init__(self, obj: object) -> None:
         self.obj = obj
 
     def __eq__(self, other: object) -> bool:
@@ -282,7 +332,7 @@ class _Same:
         return id(self.obj)
 
 
-def token(x: Any, depth: int = 0) -> Any:
+def token(x: object, depth: int = 0) -> object:
     """A hashable key for ``x`` as an initialiser or one of its arguments (or a module's field,
     worker/reuse/replay.py), equal to another's only when the two give the same output: scalars and
     strings by type and value, tuples item by
@@ -298,7 +348,7 @@ def token(x: Any, depth: int = 0) -> Any:
     if type(x) in (tuple, list):  # a list's items as they are now: the initialiser runs now
         if depth >= 8:
             raise TypeError("too deep to key")
-        return (type(x), *(token(item, depth + 1) for item in x))
+        return (type(x), *(token(item, depth + 1) for item in cast("Sequence[object]", x)))
     if depth < 8 and type(x) is types.FunctionType:
         cells = tuple(cell.cell_contents for cell in x.__closure__ or ())  # an empty cell: ValueError
         return (
@@ -312,7 +362,7 @@ def token(x: Any, depth: int = 0) -> Any:
     if depth < 8 and type(x) is functools.partial:
         keywords = tuple(sorted(x.keywords.items()))
         return (functools.partial, token(x.func, depth + 1), token(x.args, depth + 1), token(keywords, depth + 1))
-    kind: Any = type(x)
+    kind = type(x)
     if isinstance(x, type) or (kind.__eq__ is object.__eq__ and kind.__hash__ is object.__hash__):
         return _Same(x)
     if depth < 8 and dataclasses.is_dataclass(x):  # Flax's DenseGeneral wraps its init in a closure of self
@@ -347,7 +397,7 @@ def _library_dirs() -> list[str]:
     return _LIBRARY_DIRS
 
 
-def library_function(fn: Any, depth: int = 0) -> str | None:
+def library_function(fn: object, depth: int = 0) -> str | None:
     """A stable spelling of an initialiser defined in jax or Flax, with its defaults and closure
     (``lecun_normal()`` is ``variance_scaling``'s inner function over its scale, mode and
     distribution), as text another process spells the same; None for any other function or a
@@ -362,14 +412,14 @@ def library_function(fn: Any, depth: int = 0) -> str | None:
         return None
 
 
-def _spelled(x: Any, depth: int, limit: int, functions: bool = False) -> Any:
+def _spelled(x: object, depth: int, limit: int, functions: bool = False) -> object:
     """``x`` as JSON data another process spells the same: numbers, text, None, dtypes, tuples and
     lists of them to ``limit`` levels, and with ``functions`` a library's function by module, name
     and line with its defaults and closure; TypeError for anything else."""
     if x is None or type(x) in (bool, int, float, str):
         return [type(x).__name__, x]
     if type(x) in (tuple, list) and depth < limit:
-        return [type(x).__name__, [_spelled(item, depth + 1, limit, functions) for item in x]]
+        return [type(x).__name__, [_spelled(item, depth + 1, limit, functions) for item in cast("Sequence[object]", x)]]
     if functions and type(x) is types.FunctionType and depth < limit:
         code = x.__code__
         if not any(code.co_filename.startswith(d) for d in _library_dirs()):
@@ -389,7 +439,7 @@ def _spelled(x: Any, depth: int, limit: int, functions: bool = False) -> Any:
     raise TypeError(f"no stable spelling for {type(x).__name__}")
 
 
-def _dtype_name(x: Any) -> str | None:
+def _dtype_name(x: object) -> str | None:
     """The dtype ``x`` names, when it is a numpy dtype or a scalar type (``jnp.float32``)."""
     import numpy as np
 
@@ -403,7 +453,7 @@ def _dtype_name(x: Any) -> str | None:
     return None
 
 
-def stable_key(function: str, args: Any, kwargs: Mapping[str, Any], keyed: bool) -> str | None:
+def stable_key(function: str, args: Sequence[object], kwargs: Mapping[str, object], keyed: bool) -> str | None:
     """The key of a library initialiser's call on ``args`` (a shape, a dtype) as the next capture
     spells it too, with the libraries' versions; None for arguments with no stable spelling."""
     import json
@@ -417,29 +467,27 @@ def stable_key(function: str, args: Any, kwargs: Mapping[str, Any], keyed: bool)
         return None
 
 
-def _carried(entry: Any) -> Any:
+def _carried(entry: object) -> jax.ShapeDtypeStruct | None:
     """A carried output ``[shape, dtype, weak type]`` as the abstract value it stands for; None
     when it is not one (a garbled request)."""
-    import jax
     import numpy as np
 
     try:
-        shape, dtype, weak = entry
+        shape, dtype, weak = cast("Sequence[object]", entry)  # else TypeError: no such entry
         if not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):
             return None
         if type(weak) is not bool or not isinstance(dtype, str):
             return None
-        struct: Any = jax.ShapeDtypeStruct
-        return struct(tuple(shape), np.dtype(dtype), weak_type=weak)
+        return _shape_dtype_struct()(tuple(shape), np.dtype(dtype), weak_type=weak)
     except (TypeError, ValueError):
         return None
 
 
-def _aval(x: Any) -> tuple[Any, ...]:
+def _aval(x: object) -> tuple[tuple[int, ...], str, bool]:
     return (tuple(getattr(x, "shape", ())), str(getattr(x, "dtype", type(x))), bool(getattr(x, "weak_type", False)))
 
 
-def _leaf_paths(tree: Any, prefix: tuple[str, ...]) -> Iterator[tuple[str, ...]]:
+def _leaf_paths(tree: object, prefix: tuple[str, ...]) -> Iterator[tuple[str, ...]]:
     """The key paths of a variables tree's leaves (nested mappings; any other value is a leaf)."""
     if isinstance(tree, Mapping):
         for key, sub in tree.items():
@@ -448,7 +496,7 @@ def _leaf_paths(tree: Any, prefix: tuple[str, ...]) -> Iterator[tuple[str, ...]]
         yield prefix
 
 
-def variables_structure(tree: Any) -> Any:
+def variables_structure(tree: object) -> object:
     """A Linen variables tree as JSON: nested objects of ``[shape, dtype, weak]`` leaves, a boxed
     variable (``nn.Partitioned``, ``nn.LogicallyPartitioned``: how ``nn.with_partitioning`` and
     ``nn.with_logical_partitioning`` declare shardings) as ``[shape, dtype, weak, box]``
@@ -457,7 +505,7 @@ def variables_structure(tree: Any) -> Any:
     import jax
 
     if isinstance(tree, Mapping):
-        out: dict[str, Any] = {}
+        out: dict[str, object] = {}
         for key, sub in tree.items():
             leaf = variables_structure(sub)
             if not isinstance(key, str) or leaf is None:
@@ -468,7 +516,7 @@ def variables_structure(tree: Any) -> Any:
         return [list(tree.shape), str(tree.dtype), bool(getattr(tree, "weak_type", False))]
     box = _box_json(tree)
     if box is not None:
-        leaf = variables_structure(tree.value)
+        leaf = variables_structure(cast("Partitioned[object]", tree).value)
         if isinstance(leaf, list):
             return [*leaf, box]
     return None
@@ -487,18 +535,21 @@ def _boxes() -> dict[str, type]:
 _BOX_FIELDS = {"Partitioned": ("value", "names", "mesh"), "LogicallyPartitioned": ("value", "names", "mesh", "rules")}
 
 
-def _box_json(x: Any) -> dict[str, Any] | None:
+def _box_json(x: object) -> dict[str, object] | None:
     """A partitioning box's metadata as JSON (``{"box", "names", "rules"}``), when ``x`` is exactly
     one of Flax's two (a subclass may mean more), with the fields this Flax has always had and no
     mesh of its own (a mesh object is no JSON); else None. The metadata is part of the box's
     pytree structure, which the hint check compares, so it must come back equal, tuples as
     tuples: :func:`_aux_json`."""
     name = next((n for n, cls in _boxes().items() if type(x) is cls), None)
-    if name is None or tuple(f.name for f in dataclasses.fields(x)) != _BOX_FIELDS[name] or x.mesh is not None:
+    if name is None:
         return None
-    out: dict[str, Any] = {"box": name}
+    box = cast("Partitioned[object]", x)
+    if tuple(f.name for f in dataclasses.fields(box)) != _BOX_FIELDS[name] or box.mesh is not None:
+        return None
+    out: dict[str, object] = {"box": name}
     for key in _spelled_fields(name):
-        spelled = _aux_json(getattr(x, key))
+        spelled = _aux_json(getattr(box, key))
         if spelled is _NOT_JSON:
             return None
         out[key] = spelled
@@ -512,20 +563,20 @@ def _spelled_fields(box: str) -> tuple[str, ...]:
 _NOT_JSON = object()
 
 
-def _aux_json(x: Any) -> Any:
+def _aux_json(x: object) -> object:
     """Axis names and rules as JSON that :func:`_aux_value` turns back into equal values: a tuple
     as a list, a list as ``{"list": [...]}``; strings, integers, booleans and None as they are."""
     if x is None or type(x) in (str, int, bool):
         return x
     if type(x) in (tuple, list):
-        items = [_aux_json(item) for item in x]
+        items = [_aux_json(item) for item in cast("Sequence[object]", x)]
         if any(item is _NOT_JSON for item in items):
             return _NOT_JSON
         return items if type(x) is tuple else {"list": items}
     return _NOT_JSON
 
 
-def _aux_value(x: Any) -> Any:
+def _aux_value(x: object) -> object:
     if isinstance(x, list):
         return tuple(_aux_value(item) for item in x)
     if isinstance(x, dict):
@@ -537,14 +588,13 @@ def _aux_value(x: Any) -> Any:
     raise ValueError(f"not axis metadata: {x!r}")
 
 
-def from_structure(structure: Any) -> Any:
+def from_structure(structure: object) -> object:
     """The variables tree of :func:`variables_structure`'s JSON (ShapeDtypeStruct leaves, boxed
     as they were); None when the JSON is not such a structure."""
-    import jax
     import jax.numpy as jnp
 
     if isinstance(structure, dict):
-        out = {}
+        out: dict[str, object] = {}
         for key, sub in structure.items():
             value = from_structure(sub)
             if value is None:
@@ -554,17 +604,24 @@ def from_structure(structure: Any) -> Any:
     if isinstance(structure, list) and len(structure) in (3, 4) and isinstance(structure[0], list):
         shape, dtype, weak = structure[:3]
         try:
-            struct: Any = jax.ShapeDtypeStruct
-            leaf = struct(tuple(int(d) for d in shape), jnp.dtype(dtype), weak_type=bool(weak))
+            leaf = _shape_dtype_struct()(tuple(int(d) for d in shape), jnp.dtype(dtype), weak_type=bool(weak))
             return leaf if len(structure) == 3 else _boxed(leaf, structure[3])
         except (TypeError, ValueError):
             return None
     return None
 
 
-def _boxed(leaf: Any, box: Any) -> Any:
+def _boxed(leaf: jax.ShapeDtypeStruct, box: object) -> object:
     """``leaf`` in the box :func:`_box_json` spelled; ValueError when it spells none."""
     cls = _boxes().get(str(box.get("box"))) if isinstance(box, dict) else None
-    if cls is None or set(box) != {"box", *_spelled_fields(box["box"])}:
+    spelled = cast("dict[str, object]", box)  # a box's name found in it: a mapping
+    if cls is None or set(spelled) != {"box", *_spelled_fields(str(spelled["box"]))}:
         raise ValueError(f"not a partitioning box: {box!r}")
-    return cls(leaf, **{key: _aux_value(value) for key, value in box.items() if key != "box"})
+    return cls(leaf, **{key: _aux_value(value) for key, value in spelled.items() if key != "box"})
+
+
+def _shape_dtype_struct() -> Callable[..., jax.ShapeDtypeStruct]:
+    """``jax.ShapeDtypeStruct``, whose constructor jax leaves unannotated."""
+    import jax
+
+    return cast("Callable[..., jax.ShapeDtypeStruct]", jax.ShapeDtypeStruct)

@@ -52,8 +52,12 @@ import pickle
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from types import FrameType, ModuleType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from _typeshed import TraceFunction
 
 from jaxlsp.worker.core.failures import installed
 
@@ -73,7 +77,7 @@ class Recording:
         self.executed: dict[str, set[str]] = {}
         self.opened: list[str] = []  # what was read besides imported source: no snapshot
         self.sources: set[str] = set()  # ``.py`` files opened or asked about, not by the import system
-        self.previous: tuple[Any, Any] = (None, None)
+        self.previous: tuple[TraceFunction | None, TraceFunction | None] = (None, None)
 
 
 #: the ``snapshotOnly`` capture's recording, from its start (before the import: what a module
@@ -108,7 +112,7 @@ def start() -> None:
     global _RECORDING, _HOOKED
     found = _RECORDING = Recording()
 
-    def trace(frame: Any, event: str, arg: Any) -> None:
+    def trace(frame: FrameType, event: str, arg: object) -> None:
         if event == "call":
             code = frame.f_code
             path = _user_file(code.co_filename)
@@ -140,7 +144,7 @@ def stop() -> Recording | None:
 # audit event, and neither does the clock or ``random``: for the recording, the functions are
 # wrapped (the import system calls ``posix.stat`` itself, never these). A module the recording
 # imports may keep a wrapper (``from time import time``); out of a recording it only calls through.
-_PATCHED: dict[tuple[Any, str], Any] = {}
+_PATCHED: dict[tuple[ModuleType, str], Callable[..., object]] = {}
 _USER_CALLER_ONLY = {  # libraries read the clock all the time: only the user's own reads count
     "time": ("time", "time_ns", "localtime", "gmtime", "ctime", "strftime"),
     "random": (
@@ -181,9 +185,9 @@ def _unpatch() -> None:
     _PATCHED.clear()
 
 
-def _statting(original: Any) -> Any:
+def _statting(original: Callable[..., object]) -> Callable[..., object]:
     @functools.wraps(original)
-    def stat(path: Any, *args: Any, **kwargs: Any) -> Any:
+    def stat(path: object, *args: object, **kwargs: object) -> object:
         # the user's own question (through ``os.path``, ``pathlib``), not a library's (``realpath``
         # of its own folders, jaxlsp's): a listing or an open counts whoever makes it
         asking = _RECORDING is not None and not getattr(_LOCAL, "inside", False)
@@ -194,9 +198,9 @@ def _statting(original: Any) -> Any:
     return stat
 
 
-def _clocked(original: Any, what: str) -> Any:
+def _clocked(original: Callable[..., object], what: str) -> Callable[..., object]:
     @functools.wraps(original)
-    def read(*args: Any, **kwargs: Any) -> Any:
+    def read(*args: object, **kwargs: object) -> object:
         found = _RECORDING
         if found is not None and not getattr(_LOCAL, "inside", False) and _from_user():
             found.opened.append(f"{what}()")
@@ -210,7 +214,7 @@ def _from_user() -> bool:
     library (``os.path.getsize``, ``pathlib``), not a library, jaxlsp or the import system."""
     _LOCAL.inside = True
     try:
-        frame: Any = sys._getframe(2)  # (this, the wrapper, then its caller)
+        frame: FrameType | None = sys._getframe(2)  # (this, the wrapper, then its caller)
         while frame is not None:
             name = frame.f_code.co_filename
             if name.startswith("<frozen importlib"):
@@ -228,7 +232,7 @@ def _by_importer() -> bool:
     ``sys.path``, its opens of the modules' source) or from jaxlsp (the capture's scratch
     folder): the frames from the call outwards reach either before any other code outside the
     standard library."""
-    frame: Any = sys._getframe(2)  # (this, the hook, then the audited function's caller)
+    frame: FrameType | None = sys._getframe(2)  # (this, the hook, then the audited function's caller)
     while frame is not None:
         name = frame.f_code.co_filename
         if name.startswith(("<frozen importlib", "<frozen zipimport")):
@@ -302,7 +306,7 @@ def stopped() -> Iterator[None]:
         stop()
 
 
-def _audit(event: str, args: tuple[Any, ...]) -> None:
+def _audit(event: str, args: tuple[object, ...]) -> None:
     found = _RECORDING
     if found is None or getattr(_LOCAL, "inside", False):
         return
@@ -407,7 +411,7 @@ def _user_files() -> list[str] | None:
     return sorted(out)
 
 
-def _context(kind: str, key: str) -> dict[str, Any]:
+def _context(kind: str, key: str) -> dict[str, object]:
     from jaxlsp.worker.core.versions import versions
 
     context = {
@@ -432,7 +436,7 @@ def _environment() -> str:
 
 
 # --- making and reusing ---------------------------------------------------------------------------
-def make(model: Any, kind: str, key: str) -> dict[str, Any] | None:
+def make(model: object, kind: str, key: str) -> dict[str, object] | None:
     """The snapshot of an abstract model the constructor just made (``key``: the target and its
     profile), with what the recording since :func:`start` found (it ends here), or None: nothing
     was recorded, the import or the constructor read anything but the imported modules' source
@@ -444,7 +448,7 @@ def make(model: Any, kind: str, key: str) -> dict[str, Any] | None:
         return None
     if not found.sources <= set(files):
         return None  # Python source read as text (``exec(open("cfg.py").read())``), or probed: not imported
-    marks: dict[str, Any] = {}
+    marks: dict[str, dict[str, object]] = {}
     for path in files:
         try:
             if os.stat(path).st_mtime >= CAPTURE_STARTED:
@@ -467,7 +471,7 @@ def make(model: Any, kind: str, key: str) -> dict[str, Any] | None:
     return {**_context(kind, key), "files": marks, "model": base64.b64encode(data).decode("ascii")}
 
 
-def reuse(snapshot: Any, kind: str, key: str) -> Any:
+def reuse(snapshot: object, kind: str, key: str) -> object:
     """The model the snapshot holds, when nothing the constructor depends on changed; else None."""
     if not isinstance(snapshot, dict):
         return None

@@ -29,14 +29,26 @@ guarded lookups (a JAX without them primes nothing).
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
 import os
 import sys
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Protocol, cast
 
 from jaxlsp.worker.tracing.jaxcompat import caches
+
+if TYPE_CHECKING:
+    import numpy as np
+    from jax.core import ShapedArray
+    from jax.extend.core import ClosedJaxpr
+    from jax.stages import Wrapped
+
+    #: A call the recorder noted: the jitted function's Python function, its arguments, and the
+    #: linearization that missed (``[nonzeros, instantiate, allow_fwds, is_vjp]``; None: its trace)
+    Missed = tuple[Callable[..., object], tuple[object, ...], dict[str, object], list[object] | None]
 
 #: calls one capture may report, and the spare keeps priming at most (capture/launch/spare.py caps the sum)
 MAX_PRIMES = 1024
@@ -50,7 +62,7 @@ class Unspellable(Exception):
 
 
 # --- spelling --------------------------------------------------------------------------------------
-def spell(x: Any, depth: int = 0) -> Any:
+def spell(x: object, depth: int = 0) -> list[object]:
     """``x`` as JSON data :func:`rebuild` turns back into an equal value (a tracer into its abstract
     value); Unspellable for anything else."""
     if depth > _MAX_DEPTH:
@@ -65,7 +77,7 @@ def spell(x: Any, depth: int = 0) -> Any:
     if type(x) is float:
         return ["v", x] if math.isfinite(x) else ["f", repr(x)]  # inf, -inf, nan: no JSON numbers
     if type(x) in (tuple, list):
-        return ["t" if type(x) is tuple else "l", [spell(item, depth + 1) for item in x]]
+        return ["t" if type(x) is tuple else "l", [spell(item, depth + 1) for item in cast("Sequence[object]", x)]]
     if type(x) is dict:
         if not all(type(k) is str for k in x):
             raise Unspellable("a dict with other keys than text")
@@ -73,7 +85,7 @@ def spell(x: Any, depth: int = 0) -> Any:
     return _spell_dtype(x)
 
 
-def _spell_dtype(x: Any) -> Any:
+def _spell_dtype(x: object) -> list[object]:
     import numpy as np
 
     if isinstance(x, np.generic) and x.dtype.kind in "biuf" and x.shape == ():
@@ -96,19 +108,22 @@ def _spell_dtype(x: Any) -> Any:
     raise Unspellable(f"no spelling for {type(x).__name__}")
 
 
-def _dtype(name: str) -> Any:
+def _dtype(name: str) -> np.dtype[np.generic]:
     import jax.numpy as jnp
 
     return jnp.dtype(name)
 
 
-def rebuild(spelled: Any, avals: list[Any]) -> Any:
+def rebuild(spelled: object, avals: list[ShapedArray]) -> object:
     """The value :func:`spell` spelled; each abstract value becomes a placeholder ``_Slot`` whose
-    number indexes ``avals`` (the caller puts a traced value there)."""
-    kind, body = spelled[0], spelled[1:]
+    number indexes ``avals`` (the caller puts a traced value there). What is no spelling raises
+    (an IndexError, a TypeError, Unspellable): the callers skip it."""
+    spelling = cast("list[object]", spelled)  # JSON: spell's lists, as the request carried them
+    kind, body = spelling[0], spelling[1:]
     if kind == "a":
         shape, dtype, weak = body
-        avals.append(caches.shaped_array(tuple(int(d) for d in shape), _dtype(str(dtype)), bool(weak)))
+        dims = tuple(int(d) for d in cast("list[int]", shape))
+        avals.append(caches.shaped_array(dims, _dtype(str(dtype)), bool(weak)))
         return _Slot(len(avals) - 1)
     if kind == "v":
         value = body[0]
@@ -116,10 +131,10 @@ def rebuild(spelled: Any, avals: list[Any]) -> Any:
             raise Unspellable("a value of another kind")
         return value
     if kind in ("t", "l"):
-        items = [rebuild(item, avals) for item in body[0]]
+        items = [rebuild(item, avals) for item in cast("list[object]", body[0])]
         return tuple(items) if kind == "t" else items
     if kind == "d":
-        return {str(k): rebuild(v, avals) for k, v in body[0]}
+        return {str(k): rebuild(v, avals) for k, v in cast("list[list[object]]", body[0])}
     if kind == "f":
         if body[0] not in ("inf", "-inf", "nan"):
             raise Unspellable("a float of another kind")
@@ -128,7 +143,7 @@ def rebuild(spelled: Any, avals: list[Any]) -> Any:
         name, value = str(body[0]), body[1]
         if type(value) not in (bool, int, float, str):
             raise Unspellable("a numpy scalar of another kind")
-        return _dtype(name).type(float(value) if type(value) is str else value)
+        return _dtype(name).type(float(value) if type(value) is str else cast("bool | int | float", value))
     if kind == "dt":
         return _dtype(str(body[0]))
     if kind == "jt":
@@ -142,7 +157,7 @@ def rebuild(spelled: Any, avals: list[Any]) -> Any:
     raise Unspellable(f"unknown spelling {kind!r}")
 
 
-def _named(module: Any, name: str) -> Any:
+def _named(module: ModuleType, name: str) -> type:
     value = getattr(module, name, None)
     if not isinstance(value, type):
         raise Unspellable(f"{module.__name__}.{name} is no type")
@@ -158,30 +173,32 @@ class _Slot:
         self.index = index
 
 
-def _filled(x: Any, values: list[Any]) -> Any:
+def _filled(x: object, values: Sequence[object]) -> object:
     if type(x) is _Slot:
         return values[x.index]
     if type(x) in (tuple, list):
-        items = [_filled(item, values) for item in x]
+        items = [_filled(item, values) for item in cast("Sequence[object]", x)]
         return tuple(items) if type(x) is tuple else items
     if type(x) is dict:
         return {k: _filled(v, values) for k, v in x.items()}
     return x
 
 
-def _same(rebuilt: Any, original: Any) -> bool:
+def _same(rebuilt: object, original: object) -> bool:
     """A rebuilt value equals the original (a slot stands for any traced value: its abstract value
     is checked apart)."""
     if type(rebuilt) is _Slot:
         return caches.is_tracer(original)
     if type(rebuilt) is not type(original):
         return False
-    if type(rebuilt) in (tuple, list):
-        return len(rebuilt) == len(original) and all(_same(a, b) for a, b in zip(rebuilt, original, strict=True))
+    if type(rebuilt) in (tuple, list):  # and so is the original (the same type)
+        ours, theirs = cast("Sequence[object]", rebuilt), cast("Sequence[object]", original)
+        return len(ours) == len(theirs) and all(_same(a, b) for a, b in zip(ours, theirs, strict=True))
     if type(rebuilt) is dict:
-        return list(rebuilt) == list(original) and all(_same(rebuilt[k], original[k]) for k in rebuilt)
+        other = cast("dict[object, object]", original)
+        return list(rebuilt) == list(other) and all(_same(rebuilt[k], other[k]) for k in rebuilt)
     if type(rebuilt) is float and math.isnan(rebuilt):
-        return math.isnan(original)
+        return math.isnan(cast(float, original))
     return bool(rebuilt is original or rebuilt == original)
 
 
@@ -193,12 +210,12 @@ def _jax_dirs() -> tuple[str, ...]:
     return tuple({os.path.join(place, ""), os.path.join(os.path.realpath(place), "")})
 
 
-def resolve(name: str) -> Any:
+def resolve(name: str) -> Wrapped:
     """The jitted function ``module:qualname`` names, defined in JAX; Unspellable otherwise."""
     module_name, _, qualname = name.partition(":")
     if not module_name.startswith("jax.") or not qualname or "<" in qualname:
         raise Unspellable(f"{name} is not a function of JAX's modules")
-    obj: Any = sys.modules.get(module_name)  # never an import: priming runs only what is loaded
+    obj: object = sys.modules.get(module_name)  # never an import: priming runs only what is loaded
     if obj is None:
         raise Unspellable(f"{module_name} is not imported")
     for part in qualname.split("."):
@@ -211,10 +228,10 @@ def resolve(name: str) -> Any:
         raise Unspellable(f"{name} is no jitted function")
     if not code.co_filename.startswith(_jax_dirs()):
         raise Unspellable(f"{name} is not defined in JAX")
-    return obj
+    return cast("Wrapped", obj)  # a jitted function of JAX's (its ``trace`` is callable)
 
 
-def _name_of(fun: Any) -> str:
+def _name_of(fun: object) -> str:
     """``module:qualname`` of a jitted function's Python function, when that name finds its jit
     wrapper again (module-level ``@jit`` functions: ``jax.numpy``'s ``add``, ``where``, ...)."""
     name = f"{getattr(fun, '__module__', '')}:{getattr(fun, '__qualname__', '')}"
@@ -224,52 +241,78 @@ def _name_of(fun: Any) -> str:
 
 
 # --- recording (in the forked capture) --------------------------------------------------------------
+class _Inferred(Protocol):
+    params: dict[str, object]  # a pjit equation's: ``jaxpr`` among them
+
+
+class _Pjit(Protocol):
+    """What the recorder wraps of jax's ``pjit`` module (caches.jit_internals)."""
+
+    _infer_params: Callable[..., tuple[_Inferred, object]]
+    _trace_for_jit: Callable[..., object]
+
+
+class _Ad(Protocol):
+    """What the recorder wraps and reads of jax's ``ad`` module (caches.jit_internals)."""
+
+    linearize_jaxpr: Callable[..., object]
+    _linearize_jaxpr: functools._lru_cache_wrapper[object]
+
+
 class Recorder:
     """Notes the calls of JAX's jitted functions whose trace or linearization missed JAX's caches
     while it is installed; :meth:`entries` spells them."""
 
     def __init__(self) -> None:
-        self._calls: dict[int, tuple[Any, Any, tuple[Any, ...], dict[str, Any]]] = {}  # id(jaxpr) ->
-        self._missed: list[tuple[Any, tuple[Any, ...], dict[str, Any], Any]] = []  # fun, args, kwargs, lin
+        # id(jaxpr) -> (the jitted function's Python function, its jaxpr, args, kwargs)
+        self._calls: dict[int, tuple[Callable[..., object], ClosedJaxpr, tuple[object, ...], dict[str, object]]] = {}
+        self._missed: list[Missed] = []
         self._open: list[list[bool]] = []  # one flag per _infer_params call in progress: did it trace
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[Recorder]:
         try:
-            pjit, ad = caches.jit_internals()
+            modules = caches.jit_internals()
+            pjit, ad = cast("_Pjit", modules[0]), cast("_Ad", modules[1])
             infer, trace_for_jit, linearize = pjit._infer_params, pjit._trace_for_jit, ad.linearize_jaxpr
             cache = ad._linearize_jaxpr
         except (ImportError, AttributeError):
             yield self  # another JAX: nothing noted
             return
 
-        def infer_params(fun: Any, ji: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        def infer_params(
+            fun: Callable[..., object], ji: object, args: tuple[object, ...], kwargs: dict[str, object]
+        ) -> tuple[_Inferred, object]:
             flag = [False]
             self._open.append(flag)
             try:
                 out = infer(fun, ji, args, kwargs)
             finally:
                 self._open.pop()
-            jaxpr = out[0].params.get("jaxpr")
+            jaxpr = cast("ClosedJaxpr | None", out[0].params.get("jaxpr"))  # a pjit's params
             if flag[0]:
                 self._missed.append((fun, args, kwargs, None))
             if jaxpr is not None and len(self._calls) < MAX_HELD:
                 self._calls.setdefault(id(jaxpr), (fun, jaxpr, args, kwargs))
             return out
 
-        def traced_for_jit(*args: Any, **kwargs: Any) -> Any:
+        def traced_for_jit(*args: object, **kwargs: object) -> object:
             if self._open:
                 self._open[-1][0] = True
             return trace_for_jit(*args, **kwargs)
 
         def linearize_jaxpr(
-            jaxpr: Any, nonzeros: Any, instantiate: Any = False, allow_fwds: Any = True, **kw: Any
-        ) -> Any:
+            jaxpr: ClosedJaxpr,
+            nonzeros: Sequence[object],
+            instantiate: bool | Sequence[object] = False,
+            allow_fwds: bool | Sequence[object] = True,
+            **kw: object,
+        ) -> object:
             before = cache.cache_info().misses
             out = linearize(jaxpr, nonzeros, instantiate, allow_fwds, **kw)
             call = self._calls.get(id(jaxpr))
             if call is not None and call[1] is jaxpr and cache.cache_info().misses > before:
-                lin = [
+                lin: list[object] = [
                     [bool(v) for v in nonzeros],
                     _flags(instantiate, len(jaxpr.jaxpr.outvars)),
                     _flags(allow_fwds, len(jaxpr.consts) + len(jaxpr.jaxpr.invars)),
@@ -284,21 +327,21 @@ class Recorder:
         finally:
             pjit._infer_params, pjit._trace_for_jit, ad.linearize_jaxpr = infer, trace_for_jit, linearize
 
-    def entries(self) -> list[list[Any]]:
+    def entries(self) -> list[list[object]]:
         """The missed calls that spell and rebuild as the same call, each once, in the order they
         were made: ``[function, args, kwargs, linearization or None]``."""
-        out: list[list[Any]] = []
+        out: list[list[object]] = []
         seen: set[str] = set()
         for fun, args, kwargs, lin in self._missed:
             if len(out) >= MAX_PRIMES:
                 break
             try:
                 name = _name_of(fun)
-                entry = [name, spell(tuple(args)), spell(dict(kwargs)), lin]
+                entry: list[object] = [name, spell(tuple(args)), spell(dict(kwargs)), lin]
                 key = json.dumps(entry, separators=(",", ":"))
                 if key in seen:
                     continue
-                avals: list[Any] = []
+                avals: list[ShapedArray] = []
                 back_args, back_kwargs = rebuild(entry[1], avals), rebuild(entry[2], avals)
                 if not (_same(back_args, tuple(args)) and _same(back_kwargs, dict(kwargs))):
                     continue
@@ -312,13 +355,13 @@ class Recorder:
         return out
 
 
-def _flags(value: Any, n: int) -> list[bool]:
+def _flags(value: bool | Sequence[object], n: int) -> list[bool]:
     return [bool(value)] * n if type(value) is bool else [bool(v) for v in value]
 
 
-def _leaves(x: Any) -> Iterator[Any]:
+def _leaves(x: object) -> Iterator[object]:
     if type(x) in (tuple, list):
-        for item in x:
+        for item in cast("Sequence[object]", x):
             yield from _leaves(item)
     elif type(x) is dict:
         for item in x.values():
@@ -328,7 +371,7 @@ def _leaves(x: Any) -> Iterator[Any]:
 
 
 # --- priming (in the spare) ----------------------------------------------------------------------
-def prime(entries: Any, stop: Callable[[], bool] | None = None) -> int:
+def prime(entries: object, stop: Callable[[], bool] | None = None) -> int:
     """Make each entry's call in this process (abstract values only), so JAX's caches hold what
     the next forked capture would otherwise trace; the number of calls made. An entry that fails
     is skipped: priming only ever saves time. ``stop()`` true ends it (the spare's time limit)."""
@@ -341,12 +384,13 @@ def prime(entries: Any, stop: Callable[[], bool] | None = None) -> int:
         try:
             name, args, kwargs, lin = entry
             fn = resolve(str(name))
-            avals: list[Any] = []
+            avals: list[ShapedArray] = []
             call_args, call_kwargs = rebuild(args, avals), rebuild(kwargs, avals)
             if type(call_args) is not tuple or type(call_kwargs) is not dict:
                 continue
             structs = [jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in avals]  # type: ignore[no-untyped-call]
-            traced = fn.trace(*_filled(call_args, structs), **_filled(call_kwargs, structs))
+            filled_args = cast("tuple[object, ...]", _filled(call_args, structs))  # a tuple and a dict as rebuilt
+            traced = fn.trace(*filled_args, **cast("dict[str, object]", _filled(call_kwargs, structs)))
             if lin is not None:
                 nonzeros, instantiate, allow_fwds, is_vjp = lin
                 caches.linearize_jaxpr(
