@@ -434,6 +434,8 @@ def _env(args: argparse.Namespace) -> int:
     report = CACHE.check(selection, args.kind, args.device, refresh=True)  # asked for: a fresh look
     data = report.to_json()
     data["why"] = explain(selection, Path.cwd())
+    found = ("jax", "jaxlib", *report.needs) if report.needs else ("jax", "jaxlib", "flax", "equinox")
+    data["sources"] = {p: report.probe.source(p) for p in found if report.probe.packages.get(p)}
     # jaxlsp's own interpreter without JAX (a pipx or uv tool install): the project gets its own
     # environment rather than JAX installed into the tool's.
     own_lacks_jax = selection.route == OWN and not report.probe.packages.get("jax")
@@ -454,6 +456,8 @@ def _env(args: argparse.Namespace) -> int:
     else:
         print(report.message())
         print(f"why this interpreter: {data['why']}")
+        if data["sources"]:
+            print(f"where: {report.probe.sourced(found)}")
         for problem in report.problems:
             print(f"- {problem.severity}: {problem.message} (fix: {problem.fix})")
         if own_lacks_jax:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from jaxlsp.capture.environment import allowed_env, userpath
+from jaxlsp.capture.environment import allowed_env, interpreters, userpath
 from jaxlsp.capture.environment.interpreters import Selection
 from jaxlsp.worker.protocol import DEVICE_CHOICES, device_platform
 
@@ -43,6 +43,7 @@ TESTED = {"jax": "0.10.2", "jaxlib": "0.10.2", "flax": "0.12.8", "equinox": "0.1
 NEEDS_BY_KIND = {"linen": ("flax",), "nnx": ("flax",), "equinox": ("equinox",)}
 KIND_NAMES = {"linen": "Flax Linen", "nnx": "Flax NNX", "equinox": "Equinox"}
 PROBE_TIMEOUT = 30.0
+PATH_FIXABLE = ("jax", "jaxlib", "flax", "equinox")  # what another interpreter on PATH may have
 
 Severity = Literal["error", "warning"]
 
@@ -59,19 +60,38 @@ out = {"python": platform.python_version(), "pythonInfo": list(sys.version_info[
        "packages": {}, "plugins": [], "jaxPlugins": [], "siteDirs": []}
 try:
     from importlib import metadata
-    found = {}
+    found, folders = {}, {}
     for dist in metadata.distributions():
         try:
             name = dist.metadata["Name"]
         except Exception:
             continue
         if name:
-            found.setdefault(re.sub(r"[-_.]+", "-", name).lower(), dist.version)
+            key = re.sub(r"[-_.]+", "-", name).lower()
+            if key not in found:
+                found[key] = dist.version
+                try:
+                    folders[key] = dist.locate_file("")
+                except Exception:
+                    pass
     out["packages"] = {k: found.get(k) for k in ("jax", "jaxlib", "flax", "equinox", "pip")}
     out["plugins"] = sorted(f"{k}=={v}" for k, v in found.items()
                             if k.startswith(("jax-cuda", "jax-rocm", "libtpu", "jax-metal")))
+    out["sources"] = {k: str(v) for k, v in folders.items() if k in out["packages"]}
 except Exception as exc:
     out["error"] = f"{type(exc).__name__}: {exc}"
+try:
+    import site, sysconfig
+    config = json.loads(os.environ.get("JAXLSP_USER_PATH") or "{}")
+    out["userPath"] = [p for p in config.get("path") or [] if isinstance(p, str)]
+    try:
+        scheme = sysconfig.get_preferred_scheme("user")
+    except AttributeError:
+        scheme = os.name + "_user"
+    base = config.get("userBase") or site.getuserbase()
+    out["userSite"] = sysconfig.get_path("purelib", scheme, vars={"userbase": base})
+except Exception:
+    pass
 try:
     import importlib.util, pkgutil
     spec = importlib.util.find_spec("jax_plugins")
@@ -125,6 +145,34 @@ class Probe:
     site_dirs: list[str]
     error: str | None = None  # why the probe failed
     took: float = 0.0  # seconds
+    sources: dict[str, str] = field(default_factory=dict)  # package -> the folder it is imported from
+    user_path: list[str] = field(default_factory=list)  # the user's PYTHONPATH entries it was given
+    user_site: str | None = None  # the user site it would add (when enabled)
+
+    def source(self, package: str) -> str | None:
+        """Where ``package`` comes from, in words: ``PYTHONPATH /opt/x``, ``the user site
+        /home/u/.local/lib/python3.11/site-packages``, ``its environment /p/.venv/lib/...``."""
+        folder = self.sources.get(package)
+        if not folder:
+            return None
+        real = os.path.realpath(folder)
+        if any(os.path.realpath(p) == real for p in self.user_path):
+            return f"PYTHONPATH {folder}"
+        if self.user_site and os.path.realpath(self.user_site) == real:
+            return f"the user site {folder}"
+        if self.prefix and _inside(real, os.path.realpath(self.prefix)):
+            return f"its environment {folder}"
+        return folder
+
+    def sourced(self, packages: list[str] | tuple[str, ...]) -> str:
+        """``jax 0.10.2 from PYTHONPATH /opt/x, flax 0.12.8 from the user site ...`` (those installed)."""
+        said = []
+        for package in packages:
+            version = self.packages.get(package)
+            if version:
+                where = self.source(package)
+                said.append(f"{package} {version}" + (f" from {where}" if where else ""))
+        return ", ".join(said)
 
     @property
     def backends(self) -> list[str]:
@@ -202,6 +250,19 @@ class Report:
 
 def needs_for(kind: str | None) -> list[str]:
     return list(NEEDS_BY_KIND.get(kind or "", ()))
+
+
+def usable(probe: Probe, packages: list[str] | tuple[str, ...]) -> bool:
+    """Whether ``probe`` found each of ``packages`` at its supported minimum or newer."""
+    for package in packages:
+        have = probe.packages.get(package)
+        if not have or version_tuple(have) < version_tuple(MINIMUM.get(package, "0")):
+            return False
+    return True
+
+
+def _inside(real: str, folder: str) -> bool:
+    return real == folder or real.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def version_tuple(text: str) -> tuple[int, ...]:
@@ -370,8 +431,12 @@ def run_probe(python: str, timeout: float = PROBE_TIMEOUT) -> Probe:
     except ValueError as exc:
         return _failed(python, f"unreadable answer: {exc}", took)
     packages = {str(k): (str(v) if v else None) for k, v in dict(data.get("packages") or {}).items()}
+    user_site = data.get("userSite")
     return Probe(
         python=python,
+        sources={str(k): str(v) for k, v in dict(data.get("sources") or {}).items()},
+        user_path=[str(p) for p in data.get("userPath") or []],
+        user_site=str(user_site) if user_site else None,
         version=str(data.get("python")),
         version_info=tuple(int(x) for x in data.get("pythonInfo") or ()),
         prefix=str(data.get("prefix", "")),
@@ -422,6 +487,8 @@ class EnvironmentCache:
         try:
             fields = dict(entry["probe"])
             fields["version_info"] = tuple(fields["version_info"])
+            if "sources" not in fields:
+                return None  # written before probes said where packages come from: probe again
             return Probe(**fields), {str(k): int(v) for k, v in dict(entry["stamps"]).items()}
         except (TypeError, KeyError, ValueError):
             return None  # absent, or written by another version: probe again
@@ -463,8 +530,9 @@ class EnvironmentCache:
                 out[d] = -1
         return out
 
-    def probe(self, python: str, refresh: bool = False) -> tuple[Probe, bool]:
-        """The probe of ``python`` and whether it came from the cache."""
+    def probe(self, python: str, refresh: bool = False, counted: bool = True) -> tuple[Probe, bool]:
+        """The probe of ``python`` and whether it came from the cache (``counted``: a probe run
+        for the selected interpreter, not for a look at ``PATH``, counts in :attr:`runs`)."""
         key = self._key(python)
         with self._lock:
             held = self._probes.get(key)
@@ -475,7 +543,7 @@ class EnvironmentCache:
                 self._probes[key] = held
             return held[0], True
         found = run_probe(python)
-        self.runs += 1
+        self.runs += counted
         if found.error is None:
             stamps = self._stamps(found.site_dirs)
             with self._lock:
@@ -502,7 +570,40 @@ class EnvironmentCache:
         needs = needs_for(kind)
         dev = device or "cpu"
         problems = evaluate(selection, probe, needs, dev, nvidia_driver())
+        if any(p.severity == "error" and p.package in PATH_FIXABLE for p in problems):
+            problems = self._named_on_path(selection, problems)
         return Report(selection, probe, needs, dev, problems, cached, kind)
+
+    def _named_on_path(self, selection: Selection, problems: list[Problem]) -> list[Problem]:
+        """A missing package that the ``python3`` or ``python`` on ``PATH`` has is answered by
+        naming that interpreter, never by an install (it runs them: the check is past trust)."""
+        others: list[tuple[str, Probe]] = []
+        for _, candidate in interpreters.path_candidates(os.environ, [Path(w) for w in userpath.workspaces()]):
+            if candidate != selection.python:
+                found, _ = self.probe(candidate, counted=False)
+                if found.error is None:
+                    others.append((candidate, found))
+        out = []
+        for problem in problems:
+            package = problem.package or ""
+            has = next(
+                (
+                    (python, found)
+                    for python, found in others
+                    if problem.severity == "error" and package in PATH_FIXABLE and usable(found, (package,))
+                ),
+                None,
+            )
+            if has is None:
+                out.append(problem)
+                continue
+            python, found = has
+            fix = (
+                f"{python} (first on PATH) has {found.sourced((package,))}: trace with --python {python} "
+                "(or the setting jaxlsp.python)"
+            )
+            out.append(dataclasses.replace(problem, fix=fix, requirement=None))
+        return out
 
 
 # One per process: the server and the CLI share the same rules and keys.

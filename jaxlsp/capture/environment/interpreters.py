@@ -3,13 +3,17 @@
 The order (docs/environments.md): an explicit interpreter for this trace (``--python`` on the
 command line, then the recipe profile's ``python``), the setting ``jaxlsp.python``, the client's
 selected interpreter (the VS Code extension passes the Python extension's choice), ``.venv/`` or
-``venv/`` in the workspace folder, an active ``CONDA_PREFIX`` or ``VIRTUAL_ENV``, and finally the
-server's own interpreter.
+``venv/`` in the workspace folder, an active ``CONDA_PREFIX`` or ``VIRTUAL_ENV``, then the
+``python3`` (or ``python``) on ``PATH`` when it has JAX (and the target's library, when the kind is
+known), and finally the server's own interpreter.
 
-Selection only looks at paths (``is_file``, ``os.access``): it never runs the interpreter, so it is
-safe before the workspace is trusted. An interpreter named explicitly (the first four routes) that
-does not exist is an error, never silently replaced by the next route; the implicit routes are
-skipped when their interpreter is missing.
+Up to the ``PATH`` route, selection only looks at paths (``is_file``, ``os.access``). The ``PATH``
+route has to ask the interpreter what it has (the environment probe, cached): that runs a process,
+so only a caller past the workspace's trust (or the CLI, an explicit user action) may let it
+(``search_path``); ``PATH`` entries that are relative or inside the workspace are never used. An
+interpreter named explicitly (the first four routes) that does not exist is an error, never
+silently replaced by the next route; the implicit routes are skipped when their interpreter is
+missing.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,9 +33,26 @@ WORKSPACE_VENV = "workspace .venv"
 WORKSPACE_VENV_PLAIN = "workspace venv"
 CONDA = "CONDA_PREFIX"
 VIRTUAL_ENV = "VIRTUAL_ENV"
+PATH_PYTHON3 = "python3 on PATH"
+PATH_PYTHON = "python on PATH"
 OWN = "server's own interpreter"
 
-ROUTES = (REQUEST, RECIPE, SETTING, CLIENT, WORKSPACE_VENV, WORKSPACE_VENV_PLAIN, CONDA, VIRTUAL_ENV, OWN)
+ROUTES = (
+    REQUEST,
+    RECIPE,
+    SETTING,
+    CLIENT,
+    WORKSPACE_VENV,
+    WORKSPACE_VENV_PLAIN,
+    CONDA,
+    VIRTUAL_ENV,
+    PATH_PYTHON3,
+    PATH_PYTHON,
+    OWN,
+)
+PATH_NAMES = {PATH_PYTHON3: "python3", PATH_PYTHON: "python"}
+#: Decides whether an interpreter found on ``PATH`` can trace (runs it: only past trust).
+PathCheck = Callable[[str, "str | None"], bool]
 
 
 class InterpreterError(Exception):
@@ -58,9 +79,15 @@ def select_interpreter(
     client: str | None = None,
     environ: Mapping[str, str] | None = None,
     own: str | None = None,
+    kind: str | None = None,
+    search_path: bool = True,
+    path_check: PathCheck | None = None,
 ) -> Selection:
     """The first route that names an interpreter; raises :class:`InterpreterError` when an explicit
-    one is not an executable file (or a command not found on ``PATH``)."""
+    one is not an executable file (or a command not found on ``PATH``).
+
+    ``search_path`` False keeps selection to paths (a caller before the workspace's trust);
+    ``path_check`` replaces the environment probe for the ``PATH`` route (tests)."""
     env = os.environ if environ is None else environ
     for route, value in ((REQUEST, request), (RECIPE, recipe), (SETTING, setting), (CLIENT, client)):
         if value:
@@ -75,7 +102,51 @@ def select_interpreter(
             found = _in_prefix(Path(prefix))
             if found:
                 return Selection(found, route)
-    return Selection(own or sys.executable, OWN)
+    own_python = own or sys.executable
+    if search_path:
+        check = path_check or _has_jax
+        for route, candidate in path_candidates(env, [workspace_root], own_python):
+            if check(candidate, kind):
+                return Selection(candidate, route)
+    return Selection(own_python, OWN)
+
+
+def path_candidates(
+    environ: Mapping[str, str], workspaces: list[Path], own: str | None = None
+) -> list[tuple[str, str]]:
+    """``(route, path)`` of the first ``python3`` and the first ``python`` on ``environ``'s ``PATH``,
+    as a shell finds them, less the server's own environment (its route comes last) and any
+    entry that is relative or inside a workspace (a workspace's files never run before trust)."""
+    spaces = [os.path.realpath(w) for w in workspaces]
+    own_bin = os.path.realpath(os.path.dirname(own)) if own else None
+    out: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for route, name in PATH_NAMES.items():
+        for entry in environ.get("PATH", "").split(os.pathsep):
+            if not entry or not os.path.isabs(entry):
+                continue
+            real = os.path.realpath(entry)
+            if any(real == w or real.startswith(w.rstrip(os.sep) + os.sep) for w in spaces):
+                continue
+            candidate = os.path.join(entry, name)
+            if not (os.path.isfile(candidate) and os.access(candidate, os.X_OK)):
+                continue
+            if real != own_bin and candidate not in seen:
+                out.append((route, os.path.normpath(candidate)))
+                seen.add(candidate)
+            break  # the first one on PATH is what the user's shell runs
+    return out
+
+
+def _has_jax(python: str, kind: str | None) -> bool:
+    """Whether ``python`` has JAX (and the library ``kind`` needs) where it finds packages when
+    the user runs it, and is not the server's own environment: the probe, cached."""
+    from jaxlsp.capture.environment import compatibility  # it imports this module
+
+    probe, _ = compatibility.CACHE.probe(python, counted=False)
+    if probe.error is not None or os.path.realpath(probe.prefix or "/") == os.path.realpath(sys.prefix):
+        return False
+    return compatibility.usable(probe, ("jax", "jaxlib", *compatibility.needs_for(kind)))
 
 
 def explain(selection: Selection, workspace_root: Path, environ: Mapping[str, str] | None = None) -> str:
@@ -89,9 +160,14 @@ def explain(selection: Selection, workspace_root: Path, environ: Mapping[str, st
         return f"the project's own environment {workspace_root / route.split()[-1]} (nothing named one explicitly)"
     if route in (CONDA, VIRTUAL_ENV):
         return f"the active environment ${route} = {env.get(route)} (no .venv or venv in {workspace_root})"
+    if route in PATH_NAMES:
+        return (
+            f"the {PATH_NAMES[route]} your shell runs ({selection.python}, first on PATH), which has JAX: no --python,"
+            f" no .venv or venv in {workspace_root}, no active CONDA_PREFIX or VIRTUAL_ENV"
+        )
     return (
         f"nothing else named one: no --python, no .venv or venv in {workspace_root}, no active CONDA_PREFIX or"
-        " VIRTUAL_ENV; this is the interpreter jaxlsp itself runs in"
+        " VIRTUAL_ENV, no python3 or python on PATH with JAX; this is the interpreter jaxlsp itself runs in"
     )
 
 

@@ -169,14 +169,15 @@ class Environments:
         cell = self.ls.notebooks.cell(uri) if uri else None  # a notebook cell's document: its notebook
         path = cell.path if cell is not None else file_path(uri, where) if uri else None
         folder = session.folder_of(path) if path else (session.roots[0] if session.roots else Path.cwd())
-        selection, kind, profile_device = self._select(folder, path, name, options)
-        device = device or profile_device
+        # Trust first: selecting may run the python3 on PATH to ask whether it has JAX.
         if not await self.trust.ensure(folder):
             raise JsonRpcException(
                 f"not checked: {visible(str(folder))} is not trusted to run its code, and checking runs "
-                f"{visible(str(selection.python))}",
+                "the Python interpreter a trace would use",
                 code=REQUEST_FAILED,
             )
+        selection, kind, profile_device = self._select(folder, path, name, options)
+        device = device or profile_device
         return await asyncio.to_thread(self.cache.check, selection, kind, device or "cpu", refresh)
 
     def _select(
