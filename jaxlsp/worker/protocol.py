@@ -11,7 +11,12 @@ by their sizes, missing seeds filled with the profile's): the worker only builds
 from __future__ import annotations
 
 import re
-from typing import Any, Final, Literal, NotRequired, TypedDict
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, Literal, NotRequired, TypeAlias, TypedDict
+
+#: A JSON value as the worker writes one (``json.dumps`` takes it): read-only containers, so that a
+#: ``list[str]`` or a ``dict[str, int]`` is one too.
+Json: TypeAlias = "None | bool | int | float | str | Sequence[Json] | Mapping[str, Json]"
 
 TargetKind = Literal["function", "linen", "nnx", "equinox"]
 ErrorKind = Literal[
