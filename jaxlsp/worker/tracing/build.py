@@ -13,12 +13,14 @@ from __future__ import annotations
 import dataclasses
 import operator
 import os
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, SupportsIndex, TypeAlias, cast
 
 from jaxlsp.graph.model import Coverage, Frame, Group, Node, Port, Value
 from jaxlsp.worker.core.failures import Workspace, code_points
 from jaxlsp.worker.core.paths import Spelling, is_own
+from jaxlsp.worker.protocol import Json
 from jaxlsp.worker.tracing import jaxcompat
 from jaxlsp.worker.tracing.params import (
     dim,
@@ -29,6 +31,17 @@ from jaxlsp.worker.tracing.params import (
     value_sharding,
 )
 from jaxlsp.worker.tracing.scopes import SCOPE_MARK
+
+if TYPE_CHECKING:
+    from jax.core import AbstractValue, ShapedArray
+    from jax.extend import core as jex
+    from typing_extensions import TypeIs
+
+    #: An equation's operand: a variable or a literal.
+    Atom: TypeAlias = jex.Var | jex.Literal
+
+#: A value's sharding as the graph keeps it, and its mesh (:func:`.params.value_sharding`).
+_Sharded: TypeAlias = "tuple[dict[str, Json] | None, dict[str, Json] | None]"
 
 CONTROL_FLOW_NOTE = "control-flow bodies (cond, while, scan) are traced, not executed"
 
@@ -70,7 +83,7 @@ _EFFECT_NOTES = {
 }
 
 
-def effect_name(effect: Any) -> str:
+def effect_name(effect: object) -> str:
     """A stable name for a jaxpr effect: ``debug_callback``, ``io_callback``, ``named_axis(i)``."""
     tname = type(effect).__name__
     if tname == "NamedAxisEffect":
@@ -87,8 +100,8 @@ _INTERNAL_SCOPES = {"rematted_computation": "remat"}
 
 @dataclass
 class Region:
-    jaxpr: Any  # an open Jaxpr
-    consts: list[Any] | None  # a ClosedJaxpr's consts
+    jaxpr: jex.Jaxpr  # an open Jaxpr
+    consts: list[object] | None  # a ClosedJaxpr's consts
     group: str  # the group its nodes belong to
     inputs: dict[int, str]  # invar index -> outer value id
 
@@ -97,7 +110,7 @@ class Region:
 class Step:
     """One equation as walked: what a values run evaluates (``values/interpret.py``)."""
 
-    eqn: Any
+    eqn: jex.JaxprEqn
     node: Node
     regions: list[Walked]  # the equation's regions in the order the builder made them
 
@@ -109,10 +122,10 @@ class Walked:
     ``fresh`` lists the invars that got values of their own (loop carries, slices of scanned
     arrays), by index; the others read the enclosing values directly."""
 
-    jaxpr: Any
-    consts: list[Any] | None
+    jaxpr: jex.Jaxpr
+    consts: list[object] | None
     group: str | None
-    env: dict[Any, str]
+    env: dict[jex.Var, str]
     steps: list[Step]
     fresh: list[int]
 
@@ -130,7 +143,7 @@ class Context:
     # id of a jax name stack -> (it, its placement): the equations traced under one stack share
     # the object. By identity, the stack kept alive: jax's ``Scope("vmap")`` equals its
     # ``Transform("vmap")`` (both one-field named tuples), so equal stacks may differ in kind.
-    by_stack: dict[int, tuple[Any, Placement]] = dataclasses.field(default_factory=dict)
+    by_stack: dict[int, tuple[object, Placement]] = dataclasses.field(default_factory=dict)
 
 
 @dataclass
@@ -162,7 +175,7 @@ class GraphBuilder:
         self.nodes: list[Node] = []
         # with keep_equations, eqns[i] is node i's equation (the costs are measured on them)
         self.keep_equations = keep_equations
-        self.eqns: list[Any] = []
+        self.eqns: list[jex.JaxprEqn] = []
         self.values: list[Value] = []
         self.groups: list[Group] = []
         self.coverage = Coverage()
@@ -173,22 +186,25 @@ class GraphBuilder:
         self._frame_lists: dict[int, tuple[list[jaxcompat.RawFrame], list[Frame], Frame | None]] = {}
         # id of an equation's params -> (them, their JSON form): the equations of an inlined jit
         # body share their body's params (10,015 equations of an unrolled LM: 3,291 distinct)
-        self._params: dict[int, tuple[Any, dict[str, Any]]] = {}
+        self._params: dict[int, tuple[dict[str, object], dict[str, Json]]] = {}
         self._module_groups: dict[tuple[str | None, tuple[str, ...]], str] = {}
         self._effects: set[str] = set()
-        self._dtypes: dict[Any, str] = {}
-        self._avals: dict[int, tuple[Any, list[int | str], str, bool, Any]] = {}  # id -> (aval, its type's parts)
+        self._dtypes: dict[object, str] = {}
+        # id -> (aval, its type's parts)
+        self._avals: dict[int, tuple[AbstractValue, list[int | str], str, bool, _Sharded | None]] = {}
         self._manual = 0  # > 0 while walking a shard_map (pmap) body: values there are per device
         # (jax sharding, manual axes) -> (the value's sharding, its mesh): a few distinct per program
-        self._shardings: dict[Any, tuple[dict[str, Any] | None, dict[str, Any] | None]] = {}
+        self._shardings: dict[tuple[object, object], _Sharded] = {}
         # The mesh the values' shardings name: the first seen outside a shard_map body (where its
         # axes are Manual), else the first seen at all; None when no value has one.
-        self.mesh: dict[str, Any] | None = None
+        self.mesh: dict[str, Json] | None = None
         self._mesh_manual = False
 
     # --- values ---------------------------------------------------------------------------------
 
-    def new_value(self, aval: Any, producer: str | None = None, kind: str = "var", literal: Any = None) -> str:
+    def new_value(
+        self, aval: AbstractValue, producer: str | None = None, kind: str = "var", literal: Json = None
+    ) -> str:
         vid = f"v{len(self.values)}"
         seen = self._avals.get(id(aval))
         if seen is not None and seen[0] is aval:
@@ -218,12 +234,12 @@ class GraphBuilder:
         )
         return vid
 
-    def _typed(self, aval: Any) -> tuple[list[int | str], str, bool, Any]:
+    def _typed(self, aval: AbstractValue) -> tuple[list[int | str], str, bool, _Sharded | None]:
         """A value type's shape, dtype name, weak type, and sharding with its mesh (or None)."""
         dims = getattr(aval, "shape", ())
         shape: list[int | str]
         try:  # every dimension a number: one C-level pass
-            shape = list(map(operator.index, dims))
+            shape = list(map(operator.index, cast("Iterable[SupportsIndex]", dims)))
         except TypeError:  # a symbolic dimension among them, spelled as text
             shape = [dim(d) for d in dims]
         dtype = getattr(aval, "dtype", None)
@@ -239,18 +255,18 @@ class GraphBuilder:
             found = self._shardings.get(key)
             if found is None:
                 found = self._shardings[key] = value_sharding(aval, len(shape))
-        return shape, name, bool(aval.weak_type), found
+        return shape, name, bool(cast("ShapedArray", aval).weak_type), found
 
     def value(self, vid: str) -> Value:
         return self.values[int(vid[1:])]
 
-    def literal_value(self, lit: Any) -> str:
+    def literal_value(self, lit: jex.Literal) -> str:
         return self.new_value(lit.aval, kind="literal", literal=small_array(lit.val))
 
-    def const_value(self, var: Any, const: Any) -> str:
+    def const_value(self, var: jex.Var, const: object) -> str:
         return self.new_value(var.aval, kind="const", literal=small_array(const))
 
-    def read(self, env: dict[Any, str], atom: Any) -> str:
+    def read(self, env: dict[jex.Var, str], atom: Atom) -> str:
         if is_literal(atom):
             return self.literal_value(atom)
         vid = env.get(atom)
@@ -262,10 +278,10 @@ class GraphBuilder:
     # --- entry ------------------------------------------------------------------------------------
 
     def build(
-        self, closed: Any, input_labels: list[tuple[str, str]], output_labels: list[tuple[str, str]]
+        self, closed: jex.ClosedJaxpr, input_labels: list[tuple[str, str]], output_labels: list[tuple[str, str]]
     ) -> tuple[list[Port], list[Port]]:
         jaxpr = closed.jaxpr
-        env: dict[Any, str] = {}
+        env: dict[jex.Var, str] = {}
         inputs: list[Port] = []
         for i, (var, const) in enumerate(zip(jaxpr.constvars, closed.consts, strict=False)):
             env[var] = self.const_value(var, const)
@@ -288,11 +304,11 @@ class GraphBuilder:
 
     # --- equations --------------------------------------------------------------------------------
 
-    def walk(self, jaxpr: Any, env: dict[Any, str], ctx: Context, rec: Walked | None = None) -> None:
+    def walk(self, jaxpr: jex.Jaxpr, env: dict[jex.Var, str], ctx: Context, rec: Walked | None = None) -> None:
         for eqn in jaxpr.eqns:
             self.equation(eqn, env, ctx, rec)
 
-    def placement(self, source_info: Any, ctx: Context) -> Placement:
+    def placement(self, source_info: object, ctx: Context) -> Placement:
         """Where an equation goes, found once per name stack and walk (``Context.placements``):
         equal name stacks give equal items, chains and groups (a group is made on first use)."""
         stack = getattr(source_info, "name_stack", None)
@@ -317,7 +333,7 @@ class GraphBuilder:
             ctx.by_stack[id(stack)] = (stack, found)
         return found
 
-    def equation(self, eqn: Any, env: dict[Any, str], ctx: Context, rec: Walked | None = None) -> None:
+    def equation(self, eqn: jex.JaxprEqn, env: dict[jex.Var, str], ctx: Context, rec: Walked | None = None) -> None:
         place = self.placement(eqn.source_info, ctx)
         items, scope, group = place.items, place.scope, place.group
         frames, innermost = self.frames_of(eqn.source_info)
@@ -354,10 +370,10 @@ class GraphBuilder:
             # which are this node's outputs, leave that box.
             node.group = self.groups[before].id
         manual = eqn.primitive.name in MANUAL_PRIMITIVES
-        bodies: list[tuple[Region, dict[Any, str]]] = []
+        bodies: list[tuple[Region, dict[jex.Var, str]]] = []
         step = Step(eqn, node, []) if rec is not None else None
         for region in regions:
-            sub_env: dict[Any, str] = {}
+            sub_env: dict[jex.Var, str] = {}
             fresh: list[int] = []
             self._manual += manual
             try:
@@ -390,7 +406,7 @@ class GraphBuilder:
                     if body_vid is not None and j < len(node.outputs):
                         self.value(body_vid).global_shape = list(self.value(node.outputs[j]).shape)
 
-    def effect(self, effect: Any) -> None:
+    def effect(self, effect: object) -> None:
         """Name an effect once, and say in the notes what it means for the graph (effects are not
         gaps: a debug print computes nothing the program uses)."""
         name = effect_name(effect)
@@ -409,15 +425,15 @@ class GraphBuilder:
         return gid
 
     def regions(
-        self, eqn: Any, node: Node, inputs: list[str], parent: str | None
-    ) -> tuple[list[Region], dict[int, Any]]:
+        self, eqn: jex.JaxprEqn, node: Node, inputs: list[str], parent: str | None
+    ) -> tuple[list[Region], dict[int, Json]]:
         """The equation's sub-jaxprs as regions (creating their groups), and param object id -> group ref."""
         found = find_jaxprs(eqn.params)
         if not found:
             return [], {}
         prim = eqn.primitive.name
         params = eqn.params
-        refs: dict[int, Any] = {}
+        refs: dict[int, Json] = {}
         regions: list[Region] = []
         kind = ONE_TO_ONE.get(prim)
         if kind is not None and len(found) == 1:
@@ -459,11 +475,11 @@ class GraphBuilder:
             regions.append(Region(bj, bc, bid, {i: inputs[cn + i] for i in range(min(bn, len(inputs) - cn))}))
             return regions, refs
         if prim == "scan":
-            obj = params.get("jaxpr")
+            scan_obj = params.get("jaxpr")
             length = params.get("length")
             gid = self.new_group("scan", parent, f"scan (length {length})", node.id)
-            refs[id(obj)] = {"group": gid}
-            jaxpr, consts = _open(obj)
+            refs[id(scan_obj)] = {"group": gid}
+            jaxpr, consts = _open(scan_obj)
             nc = int(params.get("num_consts", 0))
             regions.append(Region(jaxpr, consts, gid, {i: inputs[i] for i in range(min(nc, len(inputs)))}))
             return regions, refs
@@ -549,7 +565,7 @@ class GraphBuilder:
             previous = level
         return gid
 
-    def frames_of(self, source_info: Any) -> tuple[list[Frame], Frame | None]:
+    def frames_of(self, source_info: object) -> tuple[list[Frame], Frame | None]:
         """The equation's user frames, innermost first, their paths spelled for the graph
         (worker/core/paths.py), and the innermost in the workspace; jaxlsp's own frames (the worker's
         wrappers) are left out. Equations with equal tracebacks share one list (jaxcompat gives
@@ -594,7 +610,7 @@ class GraphBuilder:
 
     # --- params -----------------------------------------------------------------------------------
 
-    def params(self, params: dict[str, Any], refs: dict[int, Any], nid: str) -> dict[str, Any]:
+    def params(self, params: dict[str, object], refs: dict[int, Json], nid: str) -> dict[str, Json]:
         """The JSON form of an equation's params; equations with the very same params (no
         sub-jaxpr among them, whose group refs are the equation's own) share one, which nothing
         changes once made."""
@@ -607,7 +623,7 @@ class GraphBuilder:
         self._params[id(params)] = (params, made)  # ``params`` kept: its id stays its own
         return made
 
-    def opaque(self, eqn: Any, nid: str, walked: bool) -> None:
+    def opaque(self, eqn: jex.JaxprEqn, nid: str, walked: bool) -> None:
         """Record the equation as an opaque region when its inside is not in the graph: a call back
         into Python or a foreign function, or a sub-program held in a form the capture cannot walk."""
         prim = eqn.primitive.name
@@ -624,17 +640,20 @@ class GraphBuilder:
 _PASS_THROUGH = frozenset({"jit", "pjit", "closed_call", "core_call", "remat2", "checkpoint"})
 
 
-def forwarded_outputs(closed: Any) -> set[int]:
+def forwarded_outputs(closed: jex.ClosedJaxpr) -> set[int]:
     """Indices of the program's results that are one of its inputs passed through unchanged,
     directly or out of ``jit`` calls (``nnx.jit`` returns every Variable of the model, changed or
     not): an in-place update that wrote the value it read is no update."""
     jaxpr = closed.jaxpr
-    cache: dict[int, tuple[dict[int, int], dict[int, tuple[Any, int]]]] = {}
+    cache: dict[int, tuple[dict[int, int], dict[int, tuple[jex.JaxprEqn, int]]]] = {}
     return {i for i, atom in enumerate(jaxpr.outvars) if _forwarded_input(jaxpr, atom, 0, cache) is not None}
 
 
 def _forwarded_input(
-    jaxpr: Any, atom: Any, depth: int, cache: dict[int, tuple[dict[int, int], dict[int, tuple[Any, int]]]]
+    jaxpr: jex.Jaxpr,
+    atom: Atom,
+    depth: int,
+    cache: dict[int, tuple[dict[int, int], dict[int, tuple[jex.JaxprEqn, int]]]],
 ) -> int | None:
     """The index of the input of ``jaxpr`` that ``atom`` (one of its values) is, else None.
     ``cache`` keeps each jaxpr's input positions and producers (by variable identity)."""
@@ -674,7 +693,7 @@ def _axes_text(axes: list[tuple[str, int]]) -> str:
     return ", ".join(f"{name}: {size}" for name, size in axes)
 
 
-def _pmap_axes(jaxpr: Any) -> str | None:
+def _pmap_axes(jaxpr: jex.Jaxpr) -> str | None:
     """``i: 2`` when ``jaxpr`` (a jit's body) is how ``jax.pmap`` traces: a jit of a function made
     in jax's own pmap.py holding a ``shard_map`` over the mapped axis; else None."""
     src = str(getattr(getattr(jaxpr, "debug_info", None), "func_src_info", "") or "")
@@ -688,7 +707,7 @@ def _pmap_axes(jaxpr: Any) -> str | None:
     return None
 
 
-def _region_label(kind: str, params: dict[str, Any], jaxpr: Any) -> str:
+def _region_label(kind: str, params: dict[str, object], jaxpr: jex.Jaxpr) -> str:
     name = params.get("name")
     if not isinstance(name, str):
         name = _func_name(jaxpr)
@@ -699,7 +718,7 @@ def _region_label(kind: str, params: dict[str, Any], jaxpr: Any) -> str:
     return kind
 
 
-def _func_name(jaxpr: Any) -> str | None:
+def _func_name(jaxpr: jex.Jaxpr) -> str | None:
     """The traced function's name from a jaxpr's debug info (``relu at /path:12`` -> ``relu``)."""
     info = getattr(jaxpr, "debug_info", None)
     name = getattr(info, "func_name", None)
@@ -712,14 +731,16 @@ def _func_name(jaxpr: Any) -> str | None:
     return None
 
 
-def is_literal(atom: Any) -> bool:
+def is_literal(atom: object) -> TypeIs[jex.Literal]:
     return type(atom).__name__ == "Literal" and hasattr(atom, "val")
 
 
-def _open(obj: Any) -> tuple[Any, list[Any] | None]:
+def _open(obj: object) -> tuple[jex.Jaxpr, list[object] | None]:
+    """A sub-jaxpr param (:func:`find_jaxprs`' or one :func:`.params.is_jaxpr` holds) opened."""
     if type(obj).__name__ == "ClosedJaxpr":
-        return obj.jaxpr, list(obj.consts)
-    return obj, None
+        closed = cast("jex.ClosedJaxpr", obj)
+        return closed.jaxpr, list(closed.consts)
+    return cast("jex.Jaxpr", obj), None
 
 
 _LEAF, _JAXPR, _SEQUENCE = 0, 1, 2
@@ -739,13 +760,13 @@ def _param_kind(t: type) -> int:
     return kind
 
 
-def find_jaxprs(params: dict[str, Any]) -> list[tuple[str, Any]]:
+def find_jaxprs(params: Mapping[str, object]) -> list[tuple[str, jex.Jaxpr | jex.ClosedJaxpr]]:
     """Every Jaxpr / ClosedJaxpr in the params (through tuples, lists and named tuples), labelled.
 
     Called for every equation (by the limits' count and by the walk): the types of the values
     that can hold no jaxpr (ints, strings, dtypes, shardings) are skipped by a lookup, which made
     it 4x faster than testing each value."""
-    found: list[tuple[str, Any]] = []
+    found: list[tuple[str, jex.Jaxpr | jex.ClosedJaxpr]] = []
     for key, value in params.items():
         kind = _param_kind(type(value))
         if kind != _LEAF:
@@ -753,7 +774,9 @@ def find_jaxprs(params: dict[str, Any]) -> list[tuple[str, Any]]:
     return found
 
 
-def _visit(found: list[tuple[str, Any]], label: str, value: Any, depth: int, kind: int) -> None:
+def _visit(
+    found: list[tuple[str, jex.Jaxpr | jex.ClosedJaxpr]], label: str, value: object, depth: int, kind: int
+) -> None:
     if kind == _JAXPR:
         if is_jaxpr(value):
             found.append((label, value))
@@ -761,7 +784,7 @@ def _visit(found: list[tuple[str, Any]], label: str, value: Any, depth: int, kin
     if depth >= 3:
         return
     fields = getattr(value, "_fields", None)
-    for i, item in enumerate(value):
+    for i, item in enumerate(cast("Iterable[object]", value)):  # a tuple or a list (_SEQUENCE)
         sub = _param_kind(type(item))
         if sub != _LEAF:
             _visit(found, str(fields[i]) if fields else f"{label} {i}", item, depth + 1, sub)

@@ -9,14 +9,17 @@ bytes are measured on the serialized result (the compact form, version 2). The l
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from jaxlsp.worker.core.failures import CaptureError
 from jaxlsp.worker.protocol import LIMIT_SETTINGS as SETTINGS
 from jaxlsp.worker.protocol import resolve_limits as resolve
 
+if TYPE_CHECKING:
+    from jax.extend import core as jex
 
-def count(closed: Any) -> tuple[int, int]:
+
+def count(closed: jex.ClosedJaxpr) -> tuple[int, int]:
     """Equations (nested jaxprs included, as the graph has one node per equation) and the values
     the program defines (inputs, constants, literal operands, results; an upper bound of the
     graph's values, which shares the operands a region reads from outside)."""
@@ -42,7 +45,11 @@ def count(closed: Any) -> tuple[int, int]:
             if not eqn.params:
                 continue
             for _, sub in find_jaxprs(eqn.params):
-                inner = sub.jaxpr if type(sub).__name__ == "ClosedJaxpr" else sub
+                inner = (
+                    cast("jex.ClosedJaxpr", sub).jaxpr
+                    if type(sub).__name__ == "ClosedJaxpr"
+                    else cast("jex.Jaxpr", sub)
+                )
                 values += len(inner.constvars) + len(inner.invars)
                 stack.append(inner)
     return equations, values
@@ -57,7 +64,7 @@ def _over(what: str, found: str, limit: str, key: str) -> str:
     )
 
 
-def check_jaxpr(closed: Any, raw: Any) -> None:
+def check_jaxpr(closed: jex.ClosedJaxpr, raw: object) -> None:
     """Refuse a jaxpr with more equations or values than the request's limits allow."""
     if raw is None:
         return
@@ -72,7 +79,7 @@ def check_jaxpr(closed: Any, raw: Any) -> None:
         raise CaptureError("refused", _over("defines", f"{values:,} values", f"{limits['values']:,}", "values"))
 
 
-def check_bytes(data: bytes, raw: Any) -> bytes:
+def check_bytes(data: bytes, raw: object) -> bytes:
     """``data`` (a serialized result), or a ``refused`` result when it is over the bytes limit."""
     if raw is None:
         return data

@@ -8,7 +8,13 @@ import dataclasses
 import enum
 import operator
 import re
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Protocol, SupportsIndex, TypeGuard, cast
+
+from jaxlsp.worker.protocol import Json
+
+if TYPE_CHECKING:
+    from jax.extend.core import ClosedJaxpr, Jaxpr
 
 INLINE_LIMIT = 16  # elements of a literal or constant shown inline
 
@@ -17,20 +23,20 @@ RULE_PARAMS = frozenset(
 )
 
 
-def is_jaxpr(obj: Any) -> bool:
+def is_jaxpr(obj: object) -> TypeGuard[Jaxpr | ClosedJaxpr]:
     return type(obj).__name__ in ("Jaxpr", "ClosedJaxpr") and hasattr(
         obj, "eqns" if type(obj).__name__ == "Jaxpr" else "jaxpr"
     )
 
 
-def dim(d: Any) -> int | str:
+def dim(d: object) -> int | str:
     try:
-        return operator.index(d)
+        return operator.index(cast("SupportsIndex", d))  # a TypeError where it is none
     except TypeError:
         return str(d)
 
 
-def small_array(value: Any) -> Any:
+def small_array(value: object) -> Json:
     """A JSON-safe inline form of a small constant; None when large or not numeric."""
     try:
         import numpy as np
@@ -46,12 +52,12 @@ def small_array(value: Any) -> Any:
         return None
 
 
-def _finite(x: Any) -> Any:
+def _finite(x: object) -> Json:
     if isinstance(x, complex):
         return [_finite(x.real), _finite(x.imag)]
     if isinstance(x, list):
         return [_finite(i) for i in x]
-    return x
+    return cast("Json", x)  # an item of ``tolist()``: a bool, int or float
 
 
 _PLAIN = frozenset({type(None), bool, int, float, str})
@@ -59,10 +65,10 @@ _PLAIN = frozenset({type(None), bool, int, float, str})
 # type alone, so it is taken at once the next time. Their text is cached: numpy's ``str`` of a
 # dtype is Python code, 11 us each, for a param most equations have.
 _DTYPE_KINDS: set[type] = set()
-_DTYPE_TEXTS: dict[tuple[type, Any], str] = {}
+_DTYPE_TEXTS: dict[tuple[type, object], str] = {}
 
 
-def _dtype_text(value: Any) -> str:
+def _dtype_text(value: object) -> str:
     try:
         key = (type(value), value)
         text = _DTYPE_TEXTS.get(key)
@@ -73,7 +79,7 @@ def _dtype_text(value: Any) -> str:
     return text
 
 
-def jsonable(value: Any, refs: dict[int, Any], where: str, depth: int = 0) -> Any:
+def jsonable(value: object, refs: dict[int, Json], where: str, depth: int = 0) -> Json:
     """A JSON-safe form of an equation param. What has no JSON form is written as readable text
     (``P('x', None)``, ``cpu:0``, ``b``, a function's name): a parameter is data about the
     equation, never a region of the program, so it never makes the graph incomplete."""
@@ -83,9 +89,9 @@ def jsonable(value: Any, refs: dict[int, Any], where: str, depth: int = 0) -> An
     # text's.
     kind = type(value)
     if kind in _PLAIN:
-        return value
+        return cast("Json", value)  # None, a bool, int, float or str
     if (kind is tuple or kind is list) and depth <= 6 and id(value) not in refs:
-        return [jsonable(v, refs, where, depth + 1) for v in value]
+        return [jsonable(v, refs, where, depth + 1) for v in cast("Iterable[object]", value)]
     if kind in _DTYPE_KINDS and depth <= 6:
         return _dtype_text(value)
     if id(value) in refs:
@@ -154,11 +160,11 @@ def jsonable(value: Any, refs: dict[int, Any], where: str, depth: int = 0) -> An
     return _text(value)
 
 
-def module_of(value: Any) -> str:
+def module_of(value: object) -> str:
     return str(getattr(type(value), "__module__", "") or "")
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     """Readable text of a value without a JSON form: its ``str`` (``b``, ``cpu:0``), cut to 200
     characters, without a memory address (which would make equal graphs differ)."""
     try:
@@ -172,7 +178,7 @@ def _text(value: Any) -> str:
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
-def _callable_name(value: Any) -> str:
+def _callable_name(value: object) -> str:
     name = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
     if not isinstance(name, str):
         inner = getattr(value, "func", None) or getattr(value, "__wrapped__", None)
@@ -180,24 +186,28 @@ def _callable_name(value: Any) -> str:
     return str(name)
 
 
-def _mesh(mesh: Any) -> dict[str, Any]:
+def _mesh(mesh: object) -> dict[str, Json]:
     """A mesh with its axis names and sizes (``{"axis_names": ["i"], "axis_sizes": [2]}``)."""
     names = [str(n) for n in getattr(mesh, "axis_names", ())]
     sizes = getattr(mesh, "axis_sizes", None)
     if sizes is None:
         shape = getattr(mesh, "shape", {}) or {}
         sizes = [shape.get(n) for n in getattr(mesh, "axis_names", ())]
-    out: dict[str, Any] = {"type": type(mesh).__name__, "axis_names": names, "axis_sizes": [int(x) for x in sizes]}
+    out: dict[str, Json] = {"type": type(mesh).__name__, "axis_names": names, "axis_sizes": [int(x) for x in sizes]}
     types = getattr(mesh, "axis_types", None)
     if types is not None:
         out["axis_types"] = [getattr(t, "name", str(t)) for t in types]
     return out
 
 
-def _named_sharding(value: Any) -> dict[str, Any]:
+class _Specified(Protocol):
+    spec: object
+
+
+def _named_sharding(value: _Specified) -> dict[str, Json]:
     """A ``NamedSharding`` param (``with_sharding_constraint``, ``reshard``) readably: its spec as
     written (``P('x', None)``) and its mesh's axes, not a repr cut in the middle of the mesh."""
-    out: dict[str, Any] = {"type": "NamedSharding", "spec": repr(value.spec)}
+    out: dict[str, Json] = {"type": "NamedSharding", "spec": repr(value.spec)}
     mesh = getattr(value, "mesh", None)
     if mesh is not None and hasattr(mesh, "axis_names"):
         out["mesh"] = _mesh(mesh)
@@ -207,15 +217,16 @@ def _named_sharding(value: Any) -> dict[str, Any]:
     return out
 
 
-def mesh_axes(mesh: Any) -> list[tuple[str, int]]:
+def mesh_axes(mesh: object) -> list[tuple[str, int]]:
     """``[(axis name, size)]`` of a mesh param ([] when it is not one)."""
     if mesh is None or not hasattr(mesh, "axis_names"):
         return []
     data = _mesh(mesh)
-    return list(zip(data["axis_names"], data["axis_sizes"], strict=False))
+    names, sizes = cast("list[str]", data["axis_names"]), cast("list[int]", data["axis_sizes"])  # _mesh's
+    return list(zip(names, sizes, strict=False))
 
 
-def value_sharding(aval: Any, rank: int) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+def value_sharding(aval: object, rank: int) -> tuple[dict[str, Json] | None, dict[str, Json] | None]:
     """A value's sharding as the graph keeps it (``{"spec": [["x"], None], "unreduced": [...]}``,
     None when it is split over no axis and has no unreduced, reduced or varying ones) and its
     mesh (``{"axisNames", "axisSizes", "axisTypes"}``, None without one: a single device).
@@ -234,7 +245,7 @@ def value_sharding(aval: Any, rank: int) -> tuple[dict[str, Any] | None, dict[st
     except (TypeError, ValueError):
         return None, None
     axis_names = [str(n) for n in names]
-    mesh: dict[str, Any] = {"axisNames": axis_names, "axisSizes": sizes, "axisTypes": types}
+    mesh: dict[str, Json] = {"axisNames": axis_names, "axisSizes": sizes, "axisTypes": types}
     if len(sizes) != len(names) or len(types) != len(names):
         return None, None
     spec = getattr(jax_sharding, "spec", None)
