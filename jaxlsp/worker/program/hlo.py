@@ -22,7 +22,6 @@ import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 # The opcodes of cross-device communication; the ``-start`` halves of async pairs count, their
 # ``-done`` halves do not (one collective each).
@@ -204,7 +203,11 @@ class Module:
     num_replicas: int = 1
     attributes: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
     _names: dict[str, dict[str, Instruction]] = field(default_factory=dict, compare=False, hash=False, repr=False)
-    _cache: dict[Any, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
+    # answers kept: "all" -> every instruction, ("members", computation, fusion) -> its members
+    _cache: dict[str | tuple[str, str, str], list[Instruction]] = field(
+        default_factory=dict, compare=False, hash=False, repr=False
+    )
+    _fused: dict[str, set[str]] = field(default_factory=dict, compare=False, hash=False, repr=False)  # "inner"
 
     def entry_computation(self) -> Computation:
         return self.computations[self.entry]
@@ -218,9 +221,9 @@ class Module:
 
     def fused_computations(self) -> set[str]:
         """The computations that fusions call (their instructions run inside a kernel)."""
-        inner = self._cache.get("inner")
+        inner = self._fused.get("inner")
         if inner is None:
-            inner = self._cache["inner"] = {c for i in self.instructions() if i.opcode == "fusion" for c in i.called}
+            inner = self._fused["inner"] = {c for i in self.instructions() if i.opcode == "fusion" for c in i.called}
         return set(inner)
 
     def collectives(self) -> list[Instruction]:
