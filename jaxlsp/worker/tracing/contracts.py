@@ -26,7 +26,15 @@ import linecache
 import re
 import sys
 import types
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NotRequired, TypedDict, cast
+
+if TYPE_CHECKING:
+    from jaxlsp.worker.core.failures import Workspace
+    from jaxlsp.worker.core.paths import Spelling
+
+#: A checker factory (``beartype``, ``typeguard.typechecked``) or one of the checkers jaxtyping makes.
+Checker = Callable[..., object]
 
 MAX_CONTRACTS = 64  # violations kept per trace
 MAX_BOUND_CALLS = 16  # calls of one function whose dimension sizes are recorded (for hover)
@@ -36,12 +44,50 @@ _MEMO_HEADER = "The current values for each jaxtyping axis annotation are as fol
 _DTYPES = {"float": "f", "int": "i", "uint": "u", "bool": "bool", "complex": "c", "bfloat": "bf"}
 
 
+class Binding(TypedDict):
+    """A dimension jaxtyping had bound when a check failed, and where: the parameter and the call."""
+
+    name: str
+    size: str
+    param: NotRequired[str]
+    path: NotRequired[str]
+    line: NotRequired[int]
+
+
+class Source(TypedDict):
+    """Where an annotation is written (in a notebook, its cell and lines within it)."""
+
+    path: str
+    line: int
+    column: int
+    endLine: int
+    endColumn: int
+    cell: NotRequired[int]
+
+
+class _Site(TypedDict):
+    path: str
+    line: int
+
+
+class Violation(TypedDict):
+    """One broken contract, as the graph's ``contracts.violations`` holds it."""
+
+    function: str
+    param: str
+    annotation: str
+    got: str
+    bindings: list[Binding]
+    message: str
+    source: Source
+
+
 def uses_jaxtyping() -> bool:
     """Whether the user's code imported jaxtyping (we never import it on our own)."""
     return "jaxtyping" in sys.modules
 
 
-def checker() -> tuple[Any, str] | None:
+def checker() -> tuple[Checker, str] | None:
     """The run-time type checker for jaxtyping (beartype, else typeguard) and its name; None when
     neither is installed in this interpreter."""
     try:
@@ -74,7 +120,7 @@ def warm() -> None:
     import jaxtyping
     import numpy
 
-    def probe(x: Any, y: Any) -> Any:
+    def probe(x: object, y: object) -> object:
         return x
 
     probe.__annotations__ = {
@@ -98,14 +144,14 @@ def warm() -> None:
 class Contracts:
     """The check of one trace: ``with Contracts(...)`` around construction and tracing."""
 
-    def __init__(self, workspace: Any) -> None:
+    def __init__(self, workspace: Workspace) -> None:
         self.workspace = workspace
-        self.violations: list[dict[str, Any]] = []
+        self.violations: list[Violation] = []
         self.checked: set[str] = set()  # qualified names of the functions checked
         self.notes: list[str] = []
         self._seen: set[tuple[int, str]] = set()
         self._entries: dict[int, _Entry] = {}
-        self._swapped: list[tuple[types.FunctionType, types.CodeType, Any]] = []
+        self._swapped: list[tuple[types.FunctionType, types.CodeType, inspect.Signature | None]] = []
         # function key -> dimension name -> the sizes its passing calls bound (hover's names)
         self._bound: dict[int, dict[str, set[int]]] = {}
         self._bound_calls: dict[int, int] = {}
@@ -133,13 +179,13 @@ class Contracts:
         """Whether the graph gets a ``contracts`` section: something was checked, or could not be."""
         return bool(self.checked or self.notes)
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         for fn, code, signature in reversed(self._swapped):
             fn.__code__ = code
             if signature is None:
                 fn.__dict__.pop("__signature__", None)
             else:
-                fn.__signature__ = signature
+                fn.__signature__ = signature  # type: ignore[attr-defined]
         self._swapped.clear()
         if getattr(builtins, _DISPATCH, None) == self._call:
             delattr(builtins, _DISPATCH)
@@ -179,7 +225,7 @@ class Contracts:
         self.checked.add(f"{fn.__module__}.{fn.__qualname__}")
 
     # -- each call ---------------------------------------------------------------------------------
-    def _call(self, key: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def _call(self, key: int, args: tuple[object, ...], kwargs: dict[str, object]) -> object:
         entry = self._entries[key]
         seen = _abstract(args, kwargs)
         if seen is not None and seen in entry.passed:
@@ -210,7 +256,7 @@ class Contracts:
             self._record_sizes(key, entry, args, kwargs, out)
         return out
 
-    def _checker(self, entry: _Entry, make: Any) -> Any:
+    def _checker(self, entry: _Entry, make: Callable[[], Checker]) -> Checker | None:
         """``entry``'s checker from ``make``; None when jaxtyping or the checker cannot read its
         annotations (the function is then called as it is, and not listed as checked)."""
         if entry.unreadable:
@@ -222,7 +268,9 @@ class Contracts:
             self.checked.discard(f"{entry.fn.__module__}.{entry.fn.__qualname__}")
             return None
 
-    def _record_sizes(self, key: int, entry: _Entry, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
+    def _record_sizes(
+        self, key: int, entry: _Entry, args: tuple[object, ...], kwargs: dict[str, object], out: object
+    ) -> None:
         """The sizes a passing call bound to each plain dimension name (``batch`` in ``"batch
         d"``; names under ``*``/``...`` are read from the ends): what hover writes beside them."""
         try:
@@ -240,7 +288,13 @@ class Contracts:
                     sizes.setdefault(word, set()).add(size)
 
     def _check(
-        self, entry: _Entry, check: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any, caller: Any
+        self,
+        entry: _Entry,
+        check: Checker,
+        args: tuple[object, ...],
+        kwargs: dict[str, object],
+        out: object,
+        caller: types.FrameType | None,
     ) -> bool:
         """True when the check found a violation (recorded once per function and parameter)."""
         entry.box[0] = out
@@ -269,12 +323,12 @@ class Contracts:
         self,
         entry: _Entry,
         param: str,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        out: Any,
+        args: tuple[object, ...],
+        kwargs: dict[str, object],
+        out: object,
         message: str,
-        caller: Any,
-    ) -> dict[str, Any]:
+        caller: types.FrameType | None,
+    ) -> Violation:
         try:
             bound = entry.signature.bind(*args, **kwargs).arguments
         except TypeError:
@@ -283,10 +337,10 @@ class Contracts:
         annotation = entry.text(param)
         call = self._call_site(caller)
         dims = _memo(message)
-        bindings = []
+        bindings: list[Binding] = []
         for dim, size in dims.items():
             binder = entry.binder(dim, param)
-            item: dict[str, Any] = {"name": dim, "size": size}
+            item: Binding = {"name": dim, "size": size}
             if binder is not None:
                 item["param"] = binder
             if call is not None:
@@ -311,7 +365,7 @@ class Contracts:
             "source": self._frame(where),
         }
 
-    def _call_site(self, frame: Any) -> dict[str, Any] | None:
+    def _call_site(self, frame: types.FrameType | None) -> _Site | None:
         """The innermost workspace frame at or above ``frame`` (the user's call)."""
         while frame is not None:
             path = frame.f_code.co_filename
@@ -320,12 +374,12 @@ class Contracts:
             frame = frame.f_back
         return None
 
-    def _frame(self, where: tuple[str, int, int, int, int]) -> dict[str, Any]:
+    def _frame(self, where: tuple[str, int, int, int, int]) -> Source:
         path, line, column, end_line, end_column = where
         frame = {"path": path, "line": line, "column": column, "endLine": end_line, "endColumn": end_column}
-        return dict(self.workspace.place(frame))
+        return cast("Source", dict(self.workspace.place(frame)))  # the same keys, a cell's added
 
-    def section(self, spelling: Any) -> dict[str, Any]:
+    def section(self, spelling: Spelling) -> dict[str, object]:
         """The graph's ``contracts`` section, its paths spelled as the graph's (worker/core/paths.py)."""
         violations = []
         for v in self.violations:
@@ -339,7 +393,7 @@ class Contracts:
             message = f"{v['param']}: expected {v['annotation']}, got {v['got']}" + (f" ({said})" if said else "")
             source = {**v["source"], "path": spelling.relative(v["source"]["path"])}
             violations.append({**v, "bindings": bindings, "source": source, "message": message})
-        out: dict[str, Any] = {"checked": sorted(self.checked), "violations": violations}
+        out: dict[str, object] = {"checked": sorted(self.checked), "violations": violations}
         dims = []
         for key, names in self._bound.items():
             entry = self._entries[key]
@@ -372,35 +426,39 @@ class _Entry:
     a workspace are not called by a given trace; a function with a return annotation needs its
     parameters-only checker only when its body fails."""
 
-    def __init__(self, fn: types.FunctionType, signature: inspect.Signature, jaxtyping: Any, typechecker: Any) -> None:
+    def __init__(
+        self, fn: types.FunctionType, signature: inspect.Signature, jaxtyping: types.ModuleType, typechecker: Checker
+    ) -> None:
         self.fn = fn
         self.signature = signature
         self.original = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
         self.original.__kwdefaults__ = fn.__kwdefaults__
         self.original.__qualname__ = fn.__qualname__
         self.original.__module__ = fn.__module__
-        self.box: list[Any] = [None]
-        self.passed: set[tuple[Any, ...]] = set()  # abstract argument types whose calls passed
+        self.box: list[object] = [None]
+        self.passed: set[tuple[object, ...]] = set()  # abstract argument types whose calls passed
         self.returns = signature.return_annotation is not inspect.Signature.empty
         self._jaxtyping = jaxtyping
         self._typechecker = typechecker
-        self._params: Any = None
-        self._full: Any = None
+        self._params: Checker | None = None
+        self._full: Checker | None = None
         self._names: list[tuple[str, set[str]]] | None = None
         self._axes: list[tuple[str, list[str]]] | None = None
         self.unreadable = False  # making a checker failed: an annotation jaxtyping cannot read
 
-    def params(self) -> Any:
+    def params(self) -> Checker:
         """jaxtyping's checker of the parameters alone."""
         if self._params is None:
             only = self.signature.replace(return_annotation=inspect.Signature.empty)
-            self._params = self._jaxtyping.jaxtyped(typechecker=self._typechecker)(self._shadow(only))
+            self._params = cast("Checker", self._jaxtyping.jaxtyped(typechecker=self._typechecker)(self._shadow(only)))
         return self._params
 
-    def full(self) -> Any:
+    def full(self) -> Checker:
         """jaxtyping's checker of the parameters and the return together (one binding of names)."""
         if self._full is None:
-            self._full = self._jaxtyping.jaxtyped(typechecker=self._typechecker)(self._shadow(self.signature))
+            self._full = cast(
+                "Checker", self._jaxtyping.jaxtyped(typechecker=self._typechecker)(self._shadow(self.signature))
+            )
         return self._full
 
     def axes(self) -> list[tuple[str, list[str]]]:
@@ -408,10 +466,10 @@ class _Entry:
             self._axes = _annotation_axes(self.fn, self.signature, self._jaxtyping)
         return self._axes
 
-    def _shadow(self, signature: inspect.Signature) -> Any:
+    def _shadow(self, signature: inspect.Signature) -> types.FunctionType:
         box = self.box
 
-        def shadow(*args: Any, **kwargs: Any) -> Any:
+        def shadow(*args: object, **kwargs: object) -> object:
             return box[0]
 
         # the user's globals, for string annotations (from __future__ import annotations)
@@ -478,7 +536,7 @@ class _Entry:
         return None
 
 
-def _def_statement(lines: list[str], first: int) -> tuple[Any, str, int, int] | None:
+def _def_statement(lines: list[str], first: int) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, str, int, int] | None:
     """The ``def`` at or after line ``first`` (decorators come first) parsed alone: its node, the
     dedented text, the line offset and the indentation to add back to the node's positions."""
     index = first - 1
@@ -503,12 +561,12 @@ def _def_statement(lines: list[str], first: int) -> tuple[Any, str, int, int] | 
     return None
 
 
-def _annotated(fn: types.FunctionType, jaxtyping: Any) -> bool:
+def _annotated(fn: types.FunctionType, jaxtyping: types.ModuleType) -> bool:
     annotations = getattr(fn, "__annotations__", None) or {}
     return any(_is_jaxtyping(a, jaxtyping, fn.__globals__) for a in annotations.values())
 
 
-def _is_jaxtyping(annotation: Any, jaxtyping: Any, scope: dict[str, Any]) -> bool:
+def _is_jaxtyping(annotation: object, jaxtyping: types.ModuleType, scope: dict[str, object]) -> bool:
     if isinstance(annotation, str):
         try:
             annotation = eval(annotation, scope)  # the user's own annotation, in the user's module
@@ -520,10 +578,10 @@ def _is_jaxtyping(annotation: Any, jaxtyping: Any, scope: dict[str, Any]) -> boo
     return isinstance(args, tuple) and any(_is_jaxtyping(a, jaxtyping, scope) for a in args)
 
 
-def _annotations(fn: types.FunctionType, signature: inspect.Signature) -> list[tuple[str, Any]]:
+def _annotations(fn: types.FunctionType, signature: inspect.Signature) -> list[tuple[str, object]]:
     """Each parameter's annotation (in order, then ``return``), string annotations evaluated in the
     function's globals; one that does not evaluate is left out."""
-    out: list[tuple[str, Any]] = []
+    out: list[tuple[str, object]] = []
     items = [(n, p.annotation) for n, p in signature.parameters.items()] + [("return", signature.return_annotation)]
     for name, annotation in items:
         if isinstance(annotation, str):
@@ -536,7 +594,7 @@ def _annotations(fn: types.FunctionType, signature: inspect.Signature) -> list[t
 
 
 def _annotation_dims(
-    fn: types.FunctionType, signature: inspect.Signature, jaxtyping: Any
+    fn: types.FunctionType, signature: inspect.Signature, jaxtyping: types.ModuleType
 ) -> list[tuple[str, set[str]]]:
     """Each annotated parameter (in order, then ``return``) with the dimension names it uses."""
     out: list[tuple[str, set[str]]] = []
@@ -553,7 +611,7 @@ def _annotation_dims(
 
 
 def _annotation_axes(
-    fn: types.FunctionType, signature: inspect.Signature, jaxtyping: Any
+    fn: types.FunctionType, signature: inspect.Signature, jaxtyping: types.ModuleType
 ) -> list[tuple[str, list[str]]]:
     """Each parameter (and ``return``) annotated with exactly one array type, and its axis words."""
     out: list[tuple[str, list[str]]] = []
@@ -564,7 +622,7 @@ def _annotation_axes(
     return out
 
 
-def _align(words: list[str], shape: tuple[Any, ...]) -> list[tuple[str, Any]]:
+def _align(words: list[str], shape: tuple[object, ...]) -> list[tuple[str, object]]:
     """Plain axis names paired with their sizes; a variadic axis (``*b``, ``...``) splits the
     words into those read from the front and those read from the back."""
     variadic = [i for i, w in enumerate(words) if w.startswith("*") or w == "..."]
@@ -581,16 +639,16 @@ def _align(words: list[str], shape: tuple[Any, ...]) -> list[tuple[str, Any]]:
     return out
 
 
-def _arrays(annotation: Any, jaxtyping: Any) -> list[Any]:
+def _arrays(annotation: object, jaxtyping: types.ModuleType) -> list[type]:
     if isinstance(annotation, type) and issubclass(annotation, jaxtyping.AbstractArray):
         return [annotation]
-    found = []
+    found: list[type] = []
     for arg in getattr(annotation, "__args__", None) or ():
         found += _arrays(arg, jaxtyping)
     return found
 
 
-def _functions_of(value: Any, module: str) -> list[types.FunctionType]:
+def _functions_of(value: object, module: str) -> list[types.FunctionType]:
     """The plain functions ``value`` is or wraps, and a class's own methods, defined in ``module``."""
     out: list[types.FunctionType] = []
     if isinstance(value, type):
@@ -604,7 +662,7 @@ def _functions_of(value: Any, module: str) -> list[types.FunctionType]:
     return [f for f in _unwrapped(value) if f.__module__ == module]
 
 
-def _unwrapped(value: Any) -> list[types.FunctionType]:
+def _unwrapped(value: object) -> list[types.FunctionType]:
     seen = 0
     while not isinstance(value, types.FunctionType) and seen < 8:
         inner = getattr(value, "__wrapped__", None) or getattr(value, "__func__", None)
@@ -637,19 +695,19 @@ def _trampoline(fn: types.FunctionType, key: int) -> types.CodeType:
         refs=", ".join(free) + ("," if len(free) == 1 else "") if free else "None",
         key=key,
     )
-    scope: dict[str, Any] = {}
+    scope: dict[str, object] = {}
     exec(compile(source, __file__, "exec"), scope)  # our own template, no user text
-    made = scope["__jaxlsp_make__"](*([None] * len(free)))
-    code: types.CodeType = made.__code__
+    make = cast("Callable[..., types.FunctionType]", scope["__jaxlsp_make__"])  # the template's def
+    code: types.CodeType = make(*([None] * len(free))).__code__
     if code.co_freevars != free:  # a closure's cells are matched by position: same names, same order
         raise ValueError("free variables differ")
     return code
 
 
-def _abstract(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...] | None:
+def _abstract(args: tuple[object, ...], kwargs: dict[str, object]) -> tuple[object, ...] | None:
     """The call's arguments as types (arrays by shape and dtype, scalars by value): two calls with
     the same get the same verdict. None when an argument is anything else (a pytree, a module)."""
-    out: list[Any] = []
+    out: list[object] = []
     for value in (*args, *(v for _, v in sorted(kwargs.items()))):
         shape = getattr(value, "shape", None)
         if isinstance(shape, tuple) and hasattr(value, "dtype"):
@@ -661,7 +719,7 @@ def _abstract(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...] 
     return (tuple(sorted(kwargs)), *out)
 
 
-def type_text(value: Any) -> str:
+def type_text(value: object) -> str:
     """``f32[8,64]`` for an array (a tracer), else the value's type name."""
     shape = getattr(value, "shape", None)
     dtype = getattr(value, "dtype", None)
