@@ -53,10 +53,18 @@ import inspect
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, cast
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, cast
 
 from jaxlsp.worker.reuse.hints import HintCheck, token
 from jaxlsp.worker.tracing import jaxcompat
+
+if TYPE_CHECKING:
+    import jax
+    from flax.core.scope import Scope
+    from flax.linen import Module
+    from jax.extend.core import Var
+    from jax.tree_util import PyTreeDef
 
 #: Source that may make two calls of one module class with equal fields and inputs stage different
 #: equations: a read of the module's identity, a global write, Python's random numbers, the clock.
@@ -85,7 +93,7 @@ class _Entry:
     ``(collection, path below the module)``) and the classes whose methods ran in it."""
 
     segment: jaxcompat.Segment | jaxcompat.LinearSegment | jaxcompat.PartialSegment
-    out_tree: Any
+    out_tree: PyTreeDef
     reads: list[tuple[str, tuple[str, ...]]]
     classes: frozenset[type]
 
@@ -97,16 +105,20 @@ STAGE, LINEAR, PARTIAL = "stage", "linear", "partial"
 
 @dataclass
 class _Call:
-    key: Any
+    key: tuple[object, ...]
+    # the mode's trace: jax's DynamicJaxprTrace, LinearizeTrace or JaxprTrace, which only jaxcompat
+    # may name (jax._src); each jaxcompat function of a mode takes its own
     trace: Any
     mode: str
     # the call's traced values: argument leaves, then its variables' leaves (under a gradient,
-    # jaxcompat.linearized_input's tuples)
-    inputs: list[Any]
-    originals: list[Any]  # the values passed, in the same order (a scan body's input: an enclosing trace's)
-    variables: list[Any]  # their jaxpr variables, in the same order (under a gradient, the primals')
-    prefix: tuple[Any, ...]  # the name stack the call's equations are staged under
-    tangents: tuple[Any, ...] | None = None  # under a gradient: the tangent equations' name stack
+    # jaxcompat.linearized_input's tuples, in a partial evaluation partial_input's)
+    inputs: list[object]
+    originals: list[object]  # the values passed, in the same order (a scan body's input: an enclosing trace's)
+    # their jaxpr variables, in the same order (under a gradient, the primals'; in a partial
+    # evaluation, a known value's ``("k", id)`` too)
+    variables: list[object]
+    prefix: tuple[jaxcompat.NameItem, ...]  # the name stack the call's equations are staged under
+    tangents: tuple[jaxcompat.NameItem, ...] | None = None  # under a gradient: the tangent equations' name stack
 
 
 class CallReplay:
@@ -115,17 +127,24 @@ class CallReplay:
     :func:`replaying` (:func:`install`). One per trace attempt: a thrown-away attempt's records
     go with it."""
 
-    def __init__(self, linen: Any, check: HintCheck | None = None) -> None:
+    def __init__(self, linen: ModuleType, check: HintCheck | None = None) -> None:
         self.linen = linen  # flax.linen.module
         self.check = check
-        self.entries: dict[Any, _Entry | None] = {}  # None: a call of this key is never replayed
+        self.entries: dict[tuple[object, ...], _Entry | None] = {}  # None: a call of this key is never replayed
         self.replayed = 0
         self._recording: list[set[type]] = []  # per call being recorded: the classes run in it
         self._files: dict[str, bool] = {}  # source file -> free of IDENTITY
         self._refused: dict[tuple[type, str], int] = {}  # (class, method) -> calls not recorded
         self._skip: set[tuple[type, str]] = set()  # run by Flax: small, or refused too often
 
-    def call(self, original: Callable[..., Any], module: Any, fun: Any, args: Any, kwargs: Any) -> Any:
+    def call(
+        self,
+        original: Callable[..., object],
+        module: Module,
+        fun: Callable[..., object],
+        args: tuple[object, ...],
+        kwargs: dict[str, object],
+    ) -> object:
         """``module``'s method ``fun`` called on ``args``: run by Flax (``original``), recorded,
         or replayed."""
         for classes in self._recording:
@@ -166,27 +185,32 @@ class CallReplay:
 
         if isinstance(entry.segment, jaxcompat.LinearSegment):
             assert call.tangents is not None
-            outputs = jaxcompat.linear_replay(call.trace, entry.segment, call.inputs, call.prefix, call.tangents, own)
+            inputs = cast("list[jaxcompat.LinearInput]", call.inputs)  # the mode's: linearized_input's
+            outputs = jaxcompat.linear_replay(call.trace, entry.segment, inputs, call.prefix, call.tangents, own)
         elif isinstance(entry.segment, jaxcompat.PartialSegment):
-            outputs = jaxcompat.partial_replay(call.trace, entry.segment, call.inputs, call.prefix, own)
+            partial = cast("list[jaxcompat.PartialInput]", call.inputs)  # the mode's: partial_input's
+            outputs = jaxcompat.partial_replay(call.trace, entry.segment, partial, call.prefix, own)
         else:
             outputs = jaxcompat.replay(call.trace, entry.segment, call.inputs, call.prefix, own, call.originals)
         for classes in self._recording:
             classes.update(entry.classes)
         if self.check is not None and entry.reads:
-            base = tuple(module.scope.path)
+            base = tuple(cast("Scope", module.scope).path)  # a plain call's module is bound
             self.check.note_reads([(col, *base, *rest) for col, rest in entry.reads])
         self.replayed += 1
         return jax.tree_util.tree_unflatten(entry.out_tree, outputs)
 
-    def _call(self, trace: Any, mode: str, module: Any, method: str, args: Any, kwargs: Any) -> _Call | None:
+    def _call(
+        self, trace: Any, mode: str, module: Module, method: str, args: tuple[object, ...], kwargs: dict[str, object]
+    ) -> _Call | None:
         """The call's key and inputs in ``trace`` (of the kind ``mode`` names), or None when it is
         neither recorded nor replayed."""
         import jax
 
         try:
-            scope = module.scope
-            if scope.parent is None or scope.rngs or scope.mutable or type(module)._compact_name_scope_methods:
+            scope = cast("Scope", module.scope)  # unbound (None): AttributeError, the call runs
+            compact = getattr(type(module), "_compact_name_scope_methods")  # noqa: B009  # not in Flax's stubs
+            if scope.parent is None or scope.rngs or scope.mutable or compact:
                 return None
             if type(module).setup is not self.linen.Module.setup:
                 return None  # a setup runs inside the call (and reads variables) the first time only
@@ -198,10 +222,10 @@ class CallReplay:
             return None
         try:
             leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
-            inputs: list[Any] = []
-            originals: list[Any] = []
-            variables: list[Any] = []
-            statics: list[Any] = []
+            inputs: list[object] = []
+            originals: list[object] = []
+            variables: list[object] = []
+            statics: list[object] = []
             for leaf in leaves:
                 staged = self._input(leaf, trace, mode)
                 if staged is not None:
@@ -222,12 +246,13 @@ class CallReplay:
                 inputs.append(staged[0])
                 variables.append(staged[1])
                 statics.append((jax.tree_util.keystr(path), staged[2]))
-            first: dict[Any, int] = {}
+            first: dict[object, int] = {}
             aliases = tuple(first.setdefault(var, i) for i, var in enumerate(variables))
             if mode == LINEAR:  # which inputs share a tangent, too
-                seen: dict[Any, int] = {}
+                seen: dict[object, int] = {}
+                linearized = cast("list[jaxcompat.LinearInput]", inputs)  # the mode's: linearized_input's
                 aliases += tuple(
-                    -1 if item[3] is None else seen.setdefault(item[3], i) for i, item in enumerate(inputs)
+                    -1 if item[3] is None else seen.setdefault(item[3], i) for i, item in enumerate(linearized)
                 )
             fields = []
             for f in dataclasses.fields(module):
@@ -237,11 +262,11 @@ class CallReplay:
                 if _holds_module(value, self.linen.Module):
                     return None  # a submodule passed in: its scope is another module's
                 fields.append((f.name, token(value)))
-            key: tuple[Any, ...] = (type(module), method, tuple(fields), tree, variables_tree, tuple(statics))
+            key: tuple[object, ...] = (type(module), method, tuple(fields), tree, variables_tree, tuple(statics))
             key += (aliases, context, mode)
             if mode == PARTIAL:  # over a staging trace or a gradient's linearization
                 key += (type(trace.parent_trace),)
-            tangents: tuple[Any, ...] | None = None
+            tangents: tuple[jaxcompat.NameItem, ...] | None = None
             if mode == LINEAR:
                 tangents = jaxcompat.tangent_prefix(trace)
                 key += (trace.is_vjp, len(prefix) - len(tangents))
@@ -251,11 +276,14 @@ class CallReplay:
         return _Call(key, trace, mode, inputs, originals, variables, prefix, tangents)
 
     @staticmethod
-    def _input(leaf: Any, trace: Any, mode: str) -> tuple[Any, Any, Any] | None:
+    def _input(leaf: object, trace: Any, mode: str) -> tuple[object, object, object] | None:
         """``(input, its variable, its part of the key)`` for a traced value, None for another."""
         if mode == PARTIAL:
             partial = jaxcompat.partial_input(leaf, trace)
-            return None if partial is None else (partial, partial[2], (leaf.aval, partial[3]))
+            aval = (
+                cast("jax.core.Tracer[jax.core.Trace]", leaf).aval if partial is not None else None
+            )  # an input: a tracer
+            return None if partial is None else (partial, partial[2], (aval, partial[3]))
         if mode == STAGE:
             staged = jaxcompat.staged_input(leaf, trace)
             # an enclosing trace's value the body took in is a constant there (jax may fold
@@ -272,12 +300,12 @@ class CallReplay:
         call: _Call,
         kind: tuple[type, str],
         own: str | None,
-        module: Any,
-        original: Callable[..., Any],
-        fun: Any,
-        args: Any,
-        kwargs: Any,
-    ) -> Any:
+        module: Module,
+        original: Callable[..., object],
+        fun: Callable[..., object],
+        args: tuple[object, ...],
+        kwargs: dict[str, object],
+    ) -> object:
         import jax
 
         check = self.check
@@ -306,7 +334,7 @@ class CallReplay:
                 segment = jaxcompat.linear_segment(
                     call.trace,
                     cast("jaxcompat.LinearMark", mark),
-                    call.inputs,
+                    cast("list[jaxcompat.LinearInput]", call.inputs),  # the mode's: linearized_input's
                     outputs,
                     call.prefix,
                     call.tangents,
@@ -315,7 +343,12 @@ class CallReplay:
                 size = 0 if segment is None else len(segment.primal) + len(segment.tangent)
             elif call.mode == PARTIAL:
                 partial = jaxcompat.partial_segment(
-                    call.trace, cast("jaxcompat.PartialMark", mark), call.inputs, outputs, call.prefix, own
+                    call.trace,
+                    cast("jaxcompat.PartialMark", mark),
+                    cast("list[jaxcompat.PartialInput]", call.inputs),  # the mode's: partial_input's
+                    outputs,
+                    call.prefix,
+                    own,
                 )
                 segment = partial
                 size = 0 if partial is None else len(partial.known) + len(partial.unknown)
@@ -323,7 +356,7 @@ class CallReplay:
                 segment = jaxcompat.segment(
                     call.trace,
                     cast("jaxcompat.FrameMark", mark),
-                    call.variables,
+                    cast("list[Var]", call.variables),  # a staging trace's: its inputs' variables
                     outputs,
                     call.prefix,
                     own,
@@ -344,7 +377,7 @@ class CallReplay:
         if count >= MAX_REFUSALS:
             self._skip.add(kind)
 
-    def _reads(self, module: Any, before: tuple[int, bool, int] | None) -> list[tuple[str, tuple[str, ...]]] | None:
+    def _reads(self, module: Module, before: tuple[int, bool, int] | None) -> list[tuple[str, tuple[str, ...]]] | None:
         """The hinted variables the call read, below its own path; None when the call created or
         repaired one (that trace is thrown away or checked again) or read one outside its scope."""
         check = self.check
@@ -352,7 +385,7 @@ class CallReplay:
             return []
         if check.created or len(check.repairs) != before[2]:
             return None
-        base = tuple(module.scope.path)
+        base = tuple(cast("Scope", module.scope).path)  # a plain call's module is bound
         out: list[tuple[str, tuple[str, ...]]] = []
         for path in check.reads[before[0] :]:
             if tuple(path[1 : 1 + len(base)]) != base:
@@ -385,7 +418,7 @@ class CallReplay:
         return True
 
 
-def _holds_module(value: Any, module_type: type, depth: int = 0) -> bool:
+def _holds_module(value: object, module_type: type, depth: int = 0) -> bool:
     if isinstance(value, module_type):
         return True
     if depth < 4 and isinstance(value, tuple | list):
@@ -396,7 +429,7 @@ def _holds_module(value: Any, module_type: type, depth: int = 0) -> bool:
 
 
 _ACTIVE: list[CallReplay] = []  # the replay of the trace in progress (one at a time: a capture is one thread)
-_INSTALLED: list[Any] = []  # Flax's own _call_wrapped_method, once ours replaced it
+_INSTALLED: list[Callable[..., object]] = []  # Flax's own _call_wrapped_method, once ours replaced it
 
 
 def install() -> bool:
@@ -410,18 +443,21 @@ def install() -> bool:
         from flax.linen import module as linen
     except ImportError:
         return False
-    module_type: Any = getattr(linen, "Module", None)
+    module_type: object = getattr(linen, "Module", None)
     original = module_type.__dict__.get("_call_wrapped_method") if isinstance(module_type, type) else None
     known = ("_get_fn_name", "_context", "_derive_profiling_name", "_use_named_call")
     if original is None or not all(hasattr(linen, name) for name in known):
         return False
 
-    def _call_wrapped_method(self: Any, fun: Any, args: Any, kwargs: Any) -> Any:
+    def _call_wrapped_method(
+        self: Module, fun: Callable[..., object], args: tuple[object, ...], kwargs: dict[str, object]
+    ) -> object:
         if not _ACTIVE:
             return original(self, fun, args, kwargs)
         return _ACTIVE[-1].call(original, self, fun, args, kwargs)
 
-    module_type._call_wrapped_method = _call_wrapped_method
+    replaced = cast("type[Module]", module_type)  # checked above: a class with that method
+    replaced._call_wrapped_method = _call_wrapped_method  # type: ignore[method-assign]  # for good (once a process)
     _INSTALLED.append(original)
     return True
 
