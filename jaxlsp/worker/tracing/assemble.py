@@ -7,28 +7,62 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Protocol, cast
 
 from jaxlsp.worker.core.failures import Workspace
 from jaxlsp.worker.core.versions import versions
+from jaxlsp.worker.protocol import Json
+
+if TYPE_CHECKING:
+    from jax.extend.core import ClosedJaxpr
+
+    from jaxlsp.graph.model import Graph
+    from jaxlsp.worker.core.paths import Spelling
+    from jaxlsp.worker.protocol import WorkerRequest
+    from jaxlsp.worker.tracing.build import GraphBuilder
+    from jaxlsp.worker.tracing.contracts import Contracts
+
+
+class _Plan(Protocol):
+    """What the graph takes of the loader's plan (``loading/targets.py`` Plan)."""
+
+    @property
+    def scope_mode(self) -> str: ...
+
+
+class _Traced(Protocol):
+    """What the graph takes of the traced target (``loading/targets.py`` Traceable)."""
+
+    @property
+    def input_labels(self) -> list[tuple[str, str]]: ...
+
+
+class _Notebook(Protocol):
+    """The loader's notebook run (``loading/notebooks.py`` NotebookRun): its cell and notes."""
+
+    @property
+    def cell(self) -> int: ...
+
+    @property
+    def notes(self) -> list[str]: ...
 
 
 def graph_from_jaxpr(
-    request: dict[str, Any],
+    request: WorkerRequest,
     path: str,
     workspace: Workspace,
     timings: dict[str, float],
     t0: float,
-    closed: Any,
-    output_labels: Any,
-    plan: Any,
-    traced: Any,
+    closed: ClosedJaxpr,
+    output_labels: list[tuple[str, str]],
+    plan: _Plan,
+    traced: _Traced,
     files: set[str],
-    used_profile: dict[str, Any],
+    used_profile: dict[str, object],
     kind: str,
-    extra: dict[str, Any],
-    notebook: Any = None,
-) -> tuple[Any, Any]:
+    extra: dict[str, object],
+    notebook: _Notebook | None = None,
+) -> tuple[Graph, GraphBuilder]:
     """The graph from a traced jaxpr (``t0``: when building started) and its builder (which
     recorded the walk when a values run follows, and kept the equations when costs follow:
     ``program/requested.py``); ``output_labels``: the outputs' labels (``targets.output_labels``);
@@ -73,7 +107,7 @@ def graph_from_jaxpr(
         groups=gb.groups,
         mesh=gb.mesh,
     )
-    check = extra.pop("contracts", None)
+    check = cast("Contracts | None", extra.pop("contracts", None))  # process/trace.py puts it there
     if check is not None and check.active:
         graph.contracts = check.section(spelling)
     # Where the relative paths are relative to: for the server's own use, never in the graph file.
@@ -82,7 +116,7 @@ def graph_from_jaxpr(
     return graph, gb
 
 
-def graph_json(graph: Any, request: dict[str, Any], timings: dict[str, float]) -> dict[str, Any]:
+def graph_json(graph: Graph, request: WorkerRequest, timings: dict[str, float]) -> dict[str, Json]:
     """The graph's JSON form (as the server reads it), timed as ``serialize``."""
     t0 = time.perf_counter()
     data = to_json(graph, packed=request.get("transport") == "packed")
@@ -90,7 +124,7 @@ def graph_json(graph: Any, request: dict[str, Any], timings: dict[str, float]) -
     return data
 
 
-def _sources(paths: set[str], spelling: Any, digests: dict[str, str]) -> dict[str, str]:
+def _sources(paths: set[str], spelling: Spelling, digests: dict[str, str]) -> dict[str, str]:
     """Spelled path (as frames spell it: relative to the base) -> sha256 of each file; a
     notebook's (in ``digests``) is of its code cells' text, which is what the server compares an
     edited notebook with."""
@@ -107,10 +141,10 @@ def _sources(paths: set[str], spelling: Any, digests: dict[str, str]) -> dict[st
     return out
 
 
-def to_json(graph: Any, packed: bool = False) -> dict[str, Any]:
+def to_json(graph: Graph, packed: bool = False) -> dict[str, Json]:
     """The graph's JSON form (``jaxlsp.graph.io.to_json``), or with ``packed`` the smaller form
     for the pipe to the server (``io.to_compact``: each distinct string, frame and stack once)."""
     from jaxlsp.graph import io
 
-    data: dict[str, Any] = io.to_compact(graph) if packed else io.to_json(graph)
+    data: dict[str, Json] = io.to_compact(graph) if packed else io.to_json(graph)
     return data

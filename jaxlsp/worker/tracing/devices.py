@@ -10,13 +10,22 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
 from jaxlsp.worker.core.failures import CaptureError
 from jaxlsp.worker.protocol import DEVICE_CHOICES, device_platform
 
+if TYPE_CHECKING:
+    from jax import Device
 
-def configure_jax(device: str, x64: bool, jax_ready: bool, devices: int | None = None) -> Any:
+
+class _Config(Protocol):
+    """``jax.config`` as configured here."""
+
+    def update(self, name: str, value: object, /) -> None: ...
+
+
+def configure_jax(device: str, x64: bool, jax_ready: bool, devices: int | None = None) -> Device | None:
     """Set x64, the platform and the number of CPU devices before any user import; an
     unavailable device is ``refused``.
 
@@ -40,7 +49,7 @@ def configure_jax(device: str, x64: bool, jax_ready: bool, devices: int | None =
         import jax
     except ImportError as exc:
         raise CaptureError("refused", f"jax is not installed in this interpreter: {exc}") from None
-    config: Any = jax.config
+    config: _Config = jax.config
     config.update("jax_enable_x64", bool(x64))
     initialised = jaxcompat.backends_initialized()
     if devices is not None:
@@ -79,7 +88,7 @@ def _unavailable(device: str, platform: str, exc: Exception) -> str:
 DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
 
 
-def _cpu_devices(config: Any, devices: int, initialised: bool) -> None:
+def _cpu_devices(config: _Config, devices: int, initialised: bool) -> None:
     """Ask XLA for ``devices`` CPU devices (before its backend starts), or check the running one."""
     if initialised:
         import jax

@@ -16,32 +16,42 @@ import functools
 import inspect
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Protocol, cast
 
 SCOPE_MARK = "jaxlsp::"  # prefix of the named scopes the worker pushes for NNX / Equinox modules
 
 # a module -> {id(submodule): (submodule, path relative to the module)}, the module itself at ""
-Walker = Callable[[Any], dict[int, tuple[Any, str]]]
+Walker = Callable[[object], dict[int, tuple[object, str]]]
 
 
-def nnx_module_paths(model: Any) -> dict[int, tuple[Any, str]]:
+class _Method(Protocol):
+    """A method as a class holds it: a function, or Equinox's descriptor around one (``.method``)."""
+
+    def __get__(self, instance: object, owner: type) -> Callable[..., object]: ...
+
+
+class _Wrapping(Protocol):
+    method: Callable[..., object]
+
+
+def nnx_module_paths(model: object) -> dict[int, tuple[object, str]]:
     from flax import nnx
 
-    paths: dict[int, tuple[Any, str]] = {}
+    paths: dict[int, tuple[object, str]] = {}
     for path, node in nnx.iter_graph(model):
         if isinstance(node, nnx.Module) and id(node) not in paths:
             paths[id(node)] = (node, "/".join(str(p) for p in path))
     return paths
 
 
-def equinox_module_paths(model: Any) -> dict[int, tuple[Any, str]]:
+def equinox_module_paths(model: object) -> dict[int, tuple[object, str]]:
     import dataclasses
 
     import equinox as eqx
 
-    paths: dict[int, tuple[Any, str]] = {}
+    paths: dict[int, tuple[object, str]] = {}
 
-    def walk(obj: Any, path: tuple[str, ...], depth: int) -> None:
+    def walk(obj: object, path: tuple[str, ...], depth: int) -> None:
         if depth > 64:
             return
         if isinstance(obj, eqx.Module):
@@ -68,10 +78,10 @@ def _join(*parts: str) -> str:
 class ScopeResolver:
     """Module object -> attribute path: by identity, else by class and submodule structure."""
 
-    def __init__(self, model: Any, walker: Walker):
+    def __init__(self, model: object, walker: Walker):
         self.walker = walker
         self.known = walker(model)
-        self.rebuilt: dict[int, tuple[Any, str]] = {}
+        self.rebuilt: dict[int, tuple[object, str]] = {}
         self._signatures: dict[int, tuple[tuple[str, str], ...]] = {}
         self._local = threading.local()
 
@@ -83,21 +93,21 @@ class ScopeResolver:
             stack = self._local.stack = []
         return stack
 
-    def signature(self, module: Any) -> tuple[tuple[str, str], ...]:
-        subs: list[tuple[Any, str]]
+    def signature(self, module: object) -> tuple[tuple[str, str], ...]:
+        subs: list[tuple[object, str]]
         try:
             subs = list(self.walker(module).values())
         except Exception:
             subs = [(module, "")]
         return tuple(sorted((rel, f"{type(sub).__module__}.{type(sub).__qualname__}") for sub, rel in subs))
 
-    def _known_signature(self, module: Any) -> tuple[tuple[str, str], ...]:
+    def _known_signature(self, module: object) -> tuple[tuple[str, str], ...]:
         sig = self._signatures.get(id(module))
         if sig is None:
             sig = self._signatures[id(module)] = self.signature(module)
         return sig
 
-    def path(self, module: Any) -> str:
+    def path(self, module: object) -> str:
         for table in (self.known, self.rebuilt):
             entry = table.get(id(module))
             if entry is not None and entry[0] is module:
@@ -107,7 +117,7 @@ class ScopeResolver:
         self._adopt(module, path)
         return path
 
-    def _match(self, module: Any, caller: str) -> str:
+    def _match(self, module: object, caller: str) -> str:
         sig = self.signature(module)
         found = sorted(
             {p for obj, p in self.known.values() if type(obj) is type(module) and self._known_signature(obj) == sig}
@@ -118,7 +128,7 @@ class ScopeResolver:
             return found[0]
         return _join(caller, type(module).__name__)
 
-    def _adopt(self, module: Any, path: str) -> None:
+    def _adopt(self, module: object, path: str) -> None:
         """Record ``module`` and its submodules, at paths under ``path``."""
         try:
             subs = self.walker(module)
@@ -135,7 +145,7 @@ class ScopeResolver:
 _LIBRARIES = ("flax.", "equinox.", "jax.")  # their modules get a scope for __call__ only
 
 
-def _scoped_methods(cls: type) -> Iterator[tuple[str, Any]]:
+def _scoped_methods(cls: type) -> Iterator[tuple[str, object]]:
     """The methods of ``cls`` (its own ``__dict__``) whose calls open the module's scope: ``__call__``,
     and for the user's classes every other plain method (``encode``, ``_attend``), so the work done
     in ``model.encode`` lands under the module that does it. Properties, static and class methods
@@ -152,12 +162,12 @@ def _scoped_methods(cls: type) -> Iterator[tuple[str, Any]]:
 
 
 @contextlib.contextmanager
-def module_scopes(model: Any, walker: Walker) -> Iterator[ScopeResolver]:
+def module_scopes(model: object, walker: Walker) -> Iterator[ScopeResolver]:
     """Wrap the methods of the model's module classes in ``jax.named_scope(path)``; restore after."""
     import jax
 
     resolver = ScopeResolver(model, walker)
-    originals: dict[tuple[type, str], Any] = {}
+    originals: dict[tuple[type, str], object] = {}
     for obj, _ in resolver.known.values():
         for base in type(obj).__mro__:
             if base is object:
@@ -166,9 +176,9 @@ def module_scopes(model: Any, walker: Walker) -> Iterator[ScopeResolver]:
                 originals.setdefault((base, name), attr)
     active = threading.local()
 
-    def wrap(original: Any) -> Any:
-        def method(self: Any, *args: Any, **kwargs: Any) -> Any:
-            bound = original.__get__(self, type(self))
+    def wrap(original: object) -> Callable[..., object]:
+        def method(self: object, *args: object, **kwargs: object) -> object:
+            bound = cast("_Method", original).__get__(self, type(self))  # _scoped_methods' own
             ids: set[int] = getattr(active, "ids", set())
             if id(self) in ids:  # a method of a module already in its scope (or a base's): one scope
                 return bound(*args, **kwargs)
@@ -184,11 +194,11 @@ def module_scopes(model: Any, walker: Walker) -> Iterator[ScopeResolver]:
                 resolver.stack.pop()
                 active.ids = ids
 
-        function = original if inspect.isfunction(original) else original.method
+        function = original if inspect.isfunction(original) else cast("_Wrapping", original).method
         functools.update_wrapper(method, function)
         return method
 
-    patched: list[tuple[type, str, Any]] = []
+    patched: list[tuple[type, str, object]] = []
     try:
         for (cls, name), original in originals.items():
             try:

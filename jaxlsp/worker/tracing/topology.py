@@ -13,10 +13,15 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, cast
 
 from jaxlsp.worker.core.failures import CaptureError
 from jaxlsp.worker.topology import parse
+
+if TYPE_CHECKING:
+    from jax import Device
+    from jax.experimental.topologies import TopologyDescription
 
 
 def fix(jax_version: str) -> str:
@@ -24,7 +29,7 @@ def fix(jax_version: str) -> str:
     return f'pip install "jax[tpu]=={jax_version}"'
 
 
-def devices(name: str) -> list[Any]:
+def devices(name: str) -> list[Device]:
     """The topology's devices, in libtpu's order; ``refused`` with the install that fixes it
     when libtpu is missing or does not match this jax, and with libtpu's words for a name it
     does not know."""
@@ -54,18 +59,19 @@ def devices(name: str) -> list[Any]:
     return list(described.devices)
 
 
-def describe(topologies: Any, name: str) -> Any:
+def describe(topologies: ModuleType, name: str) -> TopologyDescription:
     """``get_topology_desc`` of ``name``; a pod smaller than one host's chips (``v5e:1x1``: libtpu's
     default host is 2x2x1) is described as a host of its own size, as a one-chip machine is."""
     try:
-        return topologies.get_topology_desc(topology_name=name, platform="tpu")
+        return cast("TopologyDescription", topologies.get_topology_desc(topology_name=name, platform="tpu"))
     except Exception as exc:
         pod = parse(name)
         if pod is None or "chips_per_host_bounds" not in str(exc):
             raise
         bounds = (*pod.dims, 1, 1, 1)[:3]
-        return topologies.get_topology_desc(topology_name=name, platform="tpu", chips_per_host_bounds=bounds)
+        described = topologies.get_topology_desc(topology_name=name, platform="tpu", chips_per_host_bounds=bounds)
+        return cast("TopologyDescription", described)
 
 
-def device_kind(found: list[Any]) -> str:
+def device_kind(found: list[Device]) -> str:
     return str(getattr(found[0], "device_kind", "")) if found else ""
