@@ -7,9 +7,12 @@ docs/graph-format.md, "Compiled"). What is measured and what is estimated: the c
 fusions and the per-device shapes are read from XLA's optimised HLO (measured); the program's
 FLOPs and bytes are XLA's ``cost_analysis()`` and its memory XLA's ``memory_analysis()``
 (measured, per device); the per-module split of FLOPs and bytes is estimated from the HLO's shapes,
-and the peak's holders come from a walk of the compiled schedule (estimated). Beside it, and in
-its place when the compile failed, the traced program's liveness walk with the per-device sizes
-the compiled program gave.
+and the peak's holders come from a walk of the compiled schedule (estimated). One figure is the
+memory of a chip (a device, off the TPU), named ``memory per chip`` everywhere (CLI, hover,
+diagnostics): XLA's when the program compiled, with one line saying how the schedule's walk
+differs when it does; in its place when the compile failed, the traced program's liveness walk
+with the per-device sizes the compiled program gave. A chip's capacity is what XLA lets a program
+allocate there (``fit``: the device's own limit, XLA's where measured, else the published HBM).
 """
 
 from __future__ import annotations
@@ -106,23 +109,58 @@ def render_table(section: dict[str, Any], limit: int = 20) -> list[str]:
     return lines
 
 
-def memory_lines(section: dict[str, Any]) -> list[str]:
-    """The peak per device and what holds it, by module; XLA's own memory figures beside it."""
-    lines: list[str] = []
+def unit_of(section: dict[str, Any]) -> str:
+    """``chip`` on a TPU (a pod's or a real one), else ``device``: the one name of the figure."""
+    return "chip" if section.get("topology") or section.get("platform") == "tpu" else "device"
+
+
+def xla_memory(section: dict[str, Any]) -> int | None:
+    """XLA's memory of one device: arguments + outputs + temporaries - aliased (``memory_analysis()``)."""
     memory = section.get("memory")
-    if memory:
-        total = int(memory.get("argument", 0)) + int(memory.get("output", 0)) + int(memory.get("temp", 0))
-        total -= int(memory.get("alias", 0))
+    if not memory:
+        return None
+    total = int(memory.get("argument", 0)) + int(memory.get("output", 0)) + int(memory.get("temp", 0))
+    return total - int(memory.get("alias", 0))
+
+
+def memory_figure(section: dict[str, Any]) -> int | None:
+    """The memory per chip (device) every view names: XLA's, else the compiled schedule's peak."""
+    total = xla_memory(section)
+    if total is not None:
+        return total
+    peak = section.get("peak")
+    return int(peak["bytes"]) if peak else None
+
+
+def memory_lines(section: dict[str, Any]) -> list[str]:
+    """``memory per chip: ...`` (XLA's figure and its parts), what holds the compiled schedule's
+    peak by module, and one line on how the two differ when they do (by more than 1 %)."""
+    lines: list[str] = []
+    name = f"memory per {unit_of(section)}"
+    memory, total = section.get("memory"), xla_memory(section)
+    if memory and total is not None:
         lines.append(
-            f"memory per device (XLA): {size(total)} = arguments {size(int(memory.get('argument', 0)))}"
+            f"{name}: {size(total)} (XLA: arguments {size(int(memory.get('argument', 0)))}"
             f" + outputs {size(int(memory.get('output', 0)))} + temporaries {size(int(memory.get('temp', 0)))}"
             + (f" - aliased {size(int(memory['alias']))}" if memory.get("alias") else "")
+            + ")"
         )
     peak = section.get("peak")
     if peak:
         holders = ", ".join(f"{m['scope'] or '(top level)'} {size(int(m['bytes']))}" for m in peak["byModule"][:5])
         at = f" at {peak['at']}" if peak.get("at") else ""
-        lines.append(f"peak per device (compiled schedule): {size(int(peak['bytes']))}{at}: {holders}")
+        walked = int(peak["bytes"])
+        if total is None:
+            lines.append(f"{name}: {size(walked)} (the compiled schedule's peak{at}): {holders}")
+            return lines
+        lines.append(f"held at the compiled schedule's peak{at}: {holders}")
+        if abs(walked - total) > 0.01 * max(total, 1):
+            more = "more" if walked > total else "less"
+            lines.append(
+                f"the schedule's walk peaks at {size(walked)}, {more} than XLA's {size(total)}: it keeps each "
+                "buffer from its definition to its last use, where XLA's buffer assignment shares, aliases and "
+                f"lays them out; the {name} is XLA's"
+            )
     return lines
 
 
@@ -145,7 +183,8 @@ def _traced_peak_line(graph: Graph) -> str:
     total, by_module, sized = traced_peak(graph)
     holders = ", ".join(f"{scope or '(top level)'} {size(b)}" for scope, b in by_module[:5])
     how = f"{sized} value(s) at their compiled per-device size" if sized else "every value whole"
-    return f"peak per device (traced program, liveness walk; {how}): {size(total)}: {holders}"
+    name = f"memory per {unit_of(graph.compiled or {})}"
+    return f"{name}, estimated (the traced program's liveness walk; {how}): {size(total)}: {holders}"
 
 
 def render(graph: Graph) -> str:
@@ -175,7 +214,8 @@ def render(graph: Graph) -> str:
             f"{costs.get('transcendentals', 0):,} transcendentals"
         )
     lines.extend(memory_lines(section))
-    lines.append(_traced_peak_line(graph))
+    if memory_figure(section) is None:  # neither XLA nor the schedule said: the traced estimate
+        lines.append(_traced_peak_line(graph))
     table = render_table(section)
     if table:
         lines.append("per module, one device (estimated from the compiled HLO):")
@@ -190,17 +230,15 @@ def render(graph: Graph) -> str:
 
 
 def fit_text(section: dict[str, Any]) -> str | None:
-    """``fits a chip: ... headroom ...`` or the does-not-fit answer (a topology's compile)."""
+    """``fits a chip: needs ... of the 15.75 GiB a chip can allocate (...), headroom ...`` or the
+    does-not-fit answer, in the same words (worker/program/fit.py writes both)."""
     verdict = section.get("fit")
     if not verdict:
         return None
-    if not verdict.get("fits"):
+    if verdict.get("message") or not verdict.get("fits"):
         return str(verdict.get("message") or "does not fit a chip")
-    hbm, need = int(verdict["hbm"]), int(verdict["need"])
-    return (
-        f"fits a chip: needs {size(need)} of its {size(hbm)} HBM (XLA's memory_analysis against the "
-        f"generation's HBM), headroom {size(int(verdict['headroom']))}"
-    )
+    hbm, need = int(verdict["hbm"]), int(verdict["need"])  # a graph written before fit's message
+    return f"fits a chip: needs {size(need)} of the {size(hbm)} a chip can allocate, headroom {size(hbm - need)}"
 
 
 def at_line(section: dict[str, Any] | None, nodes: Sequence[Node]) -> list[str]:
@@ -215,7 +253,7 @@ def at_line(section: dict[str, Any] | None, nodes: Sequence[Node]) -> list[str]:
     ids = {n.id for n in nodes}
     where = {(n.source.path, n.source.line) for n in nodes if n.source is not None}
     pod = section.get("topology")
-    unit = "chip" if pod else "device"
+    unit = unit_of(section)
     devices = f"{section.get('devices', 1)} {section['platform']} devices"
     head = f"**on {pod['name']}**" if pod else f"**compiled** ({devices})"
     verdict = section.get("fit") or {}
@@ -256,7 +294,8 @@ def at_line(section: dict[str, Any] | None, nodes: Sequence[Node]) -> list[str]:
             parts = [f"made here {size(made)}"] if made else []
             parts += [f"inputs read here {size(read)}"] if read else []
             lines.append(
-                f"- memory per {unit}: {_percent(made + read, total)} of the {size(total)} peak ({', '.join(parts)})"
+                f"- memory per {unit}: {_percent(made + read, total)} of the buffers held at the compiled schedule's"
+                f" peak ({', '.join(parts)})"
             )
     return ["", head, *lines] if lines else []
 

@@ -28,6 +28,11 @@ GENERATIONS: Final[dict[str, tuple[int, int, str]]] = {
     "v6e": (1, 32 * GIB, "TPU v6 lite"),
 }
 
+# What XLA lets one program allocate on a chip, where it was measured: its RESOURCE_EXHAUSTED on
+# v5e names "available HBM (15.75G)" of the 16 GiB (shared/notes/tpu.md). A generation not listed
+# here is held to its published HBM (a little more than XLA allows).
+ALLOCATABLE: Final[dict[str, int]] = {"v5e": round(15.75 * GIB)}
+
 NAME: Final = re.compile(r"([A-Za-z0-9_ ]+):([1-9][0-9]*(?:x[1-9][0-9]*){1,2})")
 EXAMPLE: Final = 'topology = "v5e:4x4"'
 
@@ -75,6 +80,37 @@ def hbm_of_kind(device_kind: str) -> int | None:
         if kind == device_kind:
             return hbm // per_chip
     return None
+
+
+def capacity(generation: str) -> tuple[int, str] | None:
+    """``(bytes, source)`` a program may allocate on one device of ``generation``: XLA's own limit
+    where measured (source ``xla``), else the published HBM (``generation``); None when unknown."""
+    known = GENERATIONS.get(generation)
+    if known is None:
+        return None
+    if generation in ALLOCATABLE:
+        return ALLOCATABLE[generation] // known[0], "xla"
+    return known[1] // known[0], "generation"
+
+
+def capacity_of_kind(device_kind: str) -> tuple[int, str] | None:
+    """:func:`capacity` of the generation whose device kind libtpu reports as ``device_kind``."""
+    return next((capacity(g) for g, (_, _, kind) in GENERATIONS.items() if kind == device_kind), None)
+
+
+#: How each source of a chip's capacity is said (fit messages, hovers, diagnostics).
+CAPACITY_SOURCES: Final[dict[str, str]] = {
+    "xla": "XLA's limit on this generation",
+    "device": "the device's own limit",
+    "generation": "the generation's published HBM",
+}
+
+
+def capacity_text(capacity_bytes: int, source: str | None) -> str:
+    """``the 15.75 GiB a chip can allocate (XLA's limit on this generation)``: one wording for
+    "fits" and "does not fit" alike."""
+    said = CAPACITY_SOURCES.get(source or "", "")
+    return f"the {size(capacity_bytes)} a chip can allocate" + (f" ({said})" if said else "")
 
 
 def size(n: float) -> str:

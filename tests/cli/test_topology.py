@@ -21,6 +21,7 @@ pytest.importorskip("jax")
 
 REPO = Path(__file__).resolve().parents[2]
 WORKSPACE = REPO / "tests" / "workspaces" / "topology"
+V5E_CAPACITY = round(15.75 * (1 << 30))  # XLA's "available HBM (15.75G)" on a v5e chip
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +59,13 @@ def test_a_contracting_axis_over_v5e_4x4_all_reduces_at_its_line(root: Path, pod
     assert result.returncode == 0, result.stderr
     compiled = graph["compiled"]
     assert compiled["platform"] == "tpu" and compiled["devices"] == 16
-    assert compiled["topology"] == {"name": "v5e:4x4", "devices": 16, "deviceKind": "TPU v5 lite", "hbm": 16 << 30}
+    assert compiled["topology"] == {
+        "name": "v5e:4x4",
+        "devices": 16,
+        "deviceKind": "TPU v5 lite",
+        "hbm": V5E_CAPACITY,  # what XLA lets a program allocate on a v5e chip, not its 16 GiB
+        "hbmSource": "xla",
+    }
     [collective] = compiled["collectives"]
     line = _line(root, "c = a @ b")
     assert collective["kind"] == "all-reduce" and collective["source"]["line"] == line
@@ -67,10 +74,10 @@ def test_a_contracting_axis_over_v5e_4x4_all_reduces_at_its_line(root: Path, pod
     # per chip: a quarter... a sixteenth of each operand, XLA's own figures
     assert compiled["memory"]["argument"] == 2 * (1024 * 4096 * 2) // 16
     fit = compiled["fit"]
-    assert fit["fits"] and fit["headroom"] == (16 << 30) - fit["need"]
+    assert fit["fits"] and fit["headroom"] == V5E_CAPACITY - fit["need"]
     assert f"collectives: all-reduce \u00d71 (2.0 MiB) at pod.py:{line}" in result.stdout
     assert "compiled for the TPU topology v5e:4x4: 16 TPU v5 lite device(s) (x=16)" in result.stdout
-    assert "fits a chip: needs 3.0 MiB of its 16.0 GiB HBM" in result.stdout
+    assert "fits a chip: needs 3.00 MiB of the 15.75 GiB a chip can allocate (XLA's limit" in result.stdout
 
 
 def test_fsdp_over_v5e_4x4_gathers_each_layers_kernel_at_that_layer(root: Path, pod_python: str) -> None:
@@ -96,9 +103,26 @@ def test_a_replicated_weight_too_large_for_a_v5e_chip_does_not_fit(root: Path, p
     [weight, *_] = fit["held"]
     line = _line(root, "y = x @ w")
     assert weight["label"] == "args/0" and weight["bytes"] == 65536 * 65536 * 4 and weight["line"] == line
-    assert "does not fit: needs 16.0" in result.stderr and "a chip has 15.75 GiB of HBM" in result.stderr
+    assert "does not fit a chip: needs 16.0" in result.stderr
+    assert "of the 15.75 GiB a chip can allocate (XLA's limit on this generation)" in result.stderr
     assert f"args/0 16.00 GiB per chip at pod.py:{line}" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(("profile", "gib", "fits"), [("weight_15_85", 15.85, False), ("weight_15_7", 15.7, True)])
+def test_a_replicated_weight_fits_a_v5e_chip_against_the_capacity_xla_allocates(
+    root: Path, pod_python: str, profile: str, gib: float, fits: bool
+) -> None:
+    """Issue 55.3: a chip's capacity is what XLA allocates (15.75 GiB on v5e), the same in "fits"
+    and "does not fit": 15.7 GiB fits under it, 15.85 GiB (under the published 16 GiB) does not."""
+    result, graph = _trace(root, pod_python, "replicated", profile)
+    assert result.returncode == (0 if fits else 1), result.stdout + result.stderr
+    fit = graph["compiled"]["fit"]
+    assert fit["fits"] is fits and fit["hbm"] == V5E_CAPACITY and fit["hbmSource"] == "xla", fit
+    assert abs(fit["need"] / (1 << 30) - gib) < 0.01, fit
+    said = result.stdout if fits else result.stderr
+    verdict = "fits a chip" if fits else "does not fit a chip"
+    assert f"{verdict}: needs {gib:.2f} GiB of the 15.75 GiB a chip can allocate (XLA's limit" in said, said
 
 
 def test_a_mesh_of_another_size_than_the_pod_is_refused_at_its_key(root: Path, pod_python: str) -> None:

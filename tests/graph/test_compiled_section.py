@@ -79,7 +79,11 @@ def test_none_a_failed_compile_and_no_compile_are_said_plainly() -> None:
     assert summary["text"][0] == summary["collectives"] == compiled.collectives_line(failed)
     assert set(summary) == {"collectives", "text", "error"}
     # without XLA's schedule, the traced program's liveness walk still says the peak
-    assert compiled.render(failed).splitlines()[1].startswith("peak per device (traced program, liveness walk; every")
+    assert (
+        compiled.render(failed)
+        .splitlines()[1]
+        .startswith("memory per device, estimated (the traced program's liveness walk; every")
+    )
     assert compiled.collectives_line(_graph(None)) == "collectives: not measured (trace with --compiled)"
     assert compiled.summary_json(_graph(None)) is None
 

@@ -83,8 +83,8 @@ async def test_hover_says_what_a_line_communicates_on_the_pod_and_a_too_big_one_
     [diagnostic] = [d for d in client.diagnostics[uri] if d.code == "does-not-fit"]
     assert diagnostic.severity == types.DiagnosticSeverity.Error
     assert diagnostic.range.start.line == _line(root, "def replicated(")  # the target's line
-    assert diagnostic.message.startswith("replicated compiled for v5e:4x4: does not fit: needs 16.0")
-    assert "a chip has 15.75 GiB of HBM" in diagnostic.message
+    assert diagnostic.message.startswith("replicated compiled for v5e:4x4: does not fit a chip: needs 16.0")
+    assert "of the 15.75 GiB a chip can allocate (XLA's limit on this generation)" in diagnostic.message
     held = _line(root, "y = x @ w")
     assert diagnostic.related_information is not None
     [weight, *_] = diagnostic.related_information
@@ -92,7 +92,8 @@ async def test_hover_says_what_a_line_communicates_on_the_pod_and_a_too_big_one_
     assert weight.message == "args/0 holds 16.0 GiB per chip"
 
     hover = await _hover(client, uri, held)
-    assert "**on v5e:4x4**: does not fit: needs 16.0" in hover and "a chip has 15.75 GiB of HBM\n" in hover
+    assert "**on v5e:4x4**: does not fit a chip: needs 16.0" in hover
+    assert "of the 15.75 GiB a chip can allocate (XLA's limit on this generation)\n" in hover
     assert "- holds `args/0` 16.0 GiB per chip, 100 % of the need" in hover
     assert "- holds `args/1` 16.0 MiB per chip, under 1 % of the need" in hover
 

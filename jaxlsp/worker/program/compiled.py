@@ -61,10 +61,12 @@ def measure(
     leaves = jax.tree_util.tree_leaves(traced.operands)
     pod_mesh = _pod_mesh() if topology else None
     hbm: int | None = None
+    hbm_source = "generation"
     if pod_mesh is not None:
         pod = _topology(topology or "", pod_mesh)
         section["topology"] = pod
         hbm = pod.get("hbm")
+        hbm_source = pod.get("hbmSource", hbm_source)
         traced = _on_pod(traced, pod_mesh)
         leaves = jax.tree_util.tree_leaves(traced.operands)
     try:
@@ -82,7 +84,7 @@ def measure(
     except Exception as exc:
         section["error"] = f"{type(exc).__name__}: {str(exc)[:500]}"
         if pod_mesh is not None and fit.out_of_memory(exc):
-            verdict = fit.does_not_fit(graph, exc, leaves, hbm, spell)
+            verdict = fit.does_not_fit(graph, exc, leaves, hbm, spell, hbm_source)
             section["fit"] = verdict
             section["error"] = verdict["message"]
         section["seconds"] = {"total": round(time.perf_counter() - started, 3)}
@@ -94,8 +96,10 @@ def measure(
     section["costs"] = _costs(compiled)
     memory = section["memory"] = _memory(compiled)
     section["inputs"] = _input_shardings(graph, compiled, len(closed.jaxpr.constvars))
-    if pod_mesh is not None:
-        fitted = fit.fits(memory, hbm)
+    if pod_mesh is None and platform == "tpu":  # a real chip says what it lets a program allocate
+        hbm, hbm_source = _device_limit(device), "device"
+    if pod_mesh is not None or hbm is not None:
+        fitted = fit.fits(memory, hbm, hbm_source)
         if fitted is not None:
             section["fit"] = fitted
     section["seconds"] = {
@@ -149,7 +153,8 @@ class PodTopology(TypedDict):
     name: str
     devices: int
     deviceKind: str
-    hbm: NotRequired[int]  # bytes of one device's HBM, where its kind is known
+    hbm: NotRequired[int]  # bytes one device can allocate, where its kind is known
+    hbmSource: NotRequired[str]  # "xla" (XLA's measured limit) or "generation" (the published HBM)
 
 
 def _topology(name: str, mesh: Mesh) -> PodTopology:
@@ -157,11 +162,23 @@ def _topology(name: str, mesh: Mesh) -> PodTopology:
     devices = list(mesh.devices.flat)
     kind = str(getattr(devices[0], "device_kind", "")) if devices else ""
     parsed = topologies.parse(name)
-    hbm = topologies.hbm_of_kind(kind) or (parsed.hbm if parsed is not None else None)
+    found = topologies.capacity_of_kind(kind) or (topologies.capacity(parsed.generation) if parsed else None)
     out: PodTopology = {"name": name, "devices": len(devices), "deviceKind": kind}
-    if hbm is not None:
-        out["hbm"] = hbm
+    if found is not None:
+        out["hbm"], out["hbmSource"] = found
     return out
+
+
+def _device_limit(device: jax.Device | None) -> int | None:
+    """The bytes a program may allocate on ``device`` (its allocator's ``bytes_limit``), else None."""
+    import jax
+
+    try:
+        stats = (device or jax.devices()[0]).memory_stats() or {}
+        limit = int(stats.get("bytes_limit") or 0)
+    except Exception:
+        return None
+    return limit or None
 
 
 def _on_pod(traced: Traceable, mesh: Mesh) -> Traceable:

@@ -4,8 +4,9 @@ Measured by XLA: the per-chip need when the program compiles (``memory_analysis(
 outputs and temporaries, less what the outputs alias), and, when it does not, XLA's own figures
 from its ``RESOURCE_EXHAUSTED`` error (``the total memory required for HLO temporaries (16.02G)
 exceeds available HBM (15.75G)``). Estimated here: the chip's HBM when the program fits (the
-published figure per generation, core/topology.py; XLA keeps a little of it for itself, 15.75 of
-v5e's 16 GiB), and what holds the memory when it does not (XLA's error names no buffer): each input's
+allocatable capacity: XLA's own limit where measured, 15.75 of v5e's 16 GiB, else the published
+figure per generation, worker/topology.py; on a real chip, the device's own ``bytes_limit``), and
+what holds the memory when it does not (XLA's error names no buffer): each input's
 per-chip size from its sharding (exact), and the largest values of the traced program at their
 lines (their whole size: the compile that would say how XLA splits them failed).
 """
@@ -17,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import cast
 
 from jaxlsp.graph.model import Graph
-from jaxlsp.worker.topology import size
+from jaxlsp.worker.topology import capacity_text, size
 
 # XLA's figures: "... required for HLO temporaries (16.02G) exceeds available HBM (15.75G)"
 _FIGURES = re.compile(r"\(([\d.]+)([KMGT]?)\)?\s*exceeds available HBM \(([\d.]+)([KMGT]?)\)")
@@ -38,16 +39,34 @@ def xla_figures(text: str) -> tuple[int, int] | None:
     return round(float(m.group(1)) * _SCALE[m.group(2)]), round(float(m.group(3)) * _SCALE[m.group(4)])
 
 
-def fits(memory: dict[str, int] | None, hbm: int | None) -> dict[str, object] | None:
-    """``{fits, need, hbm, headroom}`` of a program that compiled, per chip."""
+def fits(memory: dict[str, int] | None, hbm: int | None, source: str = "generation") -> dict[str, object] | None:
+    """``{fits, need, hbm, headroom, hbmSource, message}`` of a program that compiled, per chip;
+    ``hbm`` is the chip's allocatable capacity and ``source`` where it comes from
+    (worker/topology.py's ``CAPACITY_SOURCES``)."""
     if memory is None or hbm is None:
         return None
     need = memory.get("argument", 0) + memory.get("output", 0) - memory.get("alias", 0) + memory.get("temp", 0)
-    return {"fits": need <= hbm, "need": need, "hbm": hbm, "headroom": hbm - need, "hbmSource": "generation"}
+    verdict = "fits a chip" if need <= hbm else "does not fit a chip"
+    message = f"{verdict}: needs {size(need)} of {capacity_text(hbm, source)}"
+    if need <= hbm:
+        message += f", headroom {size(hbm - need)}"
+    return {
+        "fits": need <= hbm,
+        "need": need,
+        "hbm": hbm,
+        "headroom": hbm - need,
+        "hbmSource": source,
+        "message": message,
+    }
 
 
 def does_not_fit(
-    graph: Graph, error: BaseException, operands: Sequence[object], hbm: int | None, spell: Callable[[str], str]
+    graph: Graph,
+    error: BaseException,
+    operands: Sequence[object],
+    hbm: int | None,
+    spell: Callable[[str], str],
+    hbm_source: str = "generation",
 ) -> dict[str, object]:
     """``{fits: false, need, hbm, held, message}`` of a program XLA refused for want of HBM."""
     text = str(error)
@@ -55,12 +74,12 @@ def does_not_fit(
     need, available = figures if figures is not None else (None, hbm)
     held = _held(graph, operands)
     out: dict[str, object] = {"fits": False, "need": need, "hbm": available, "held": held}
-    out["hbmSource"] = "xla" if figures is not None else "generation"
+    out["hbmSource"] = source = "xla" if figures is not None else hbm_source
     first = text.strip().splitlines()[0] if text.strip() else type(error).__name__
     if need is not None and available is not None:
-        head = f"does not fit: needs {size(need)} per chip, and a chip has {size(available)} of HBM"
+        head = f"does not fit a chip: needs {size(need)} of {capacity_text(available, source)}"
     else:
-        head = f"does not fit: {first[:300]}"
+        head = f"does not fit a chip: {first[:300]}"
     where = [
         f"{h['label']} {size(cast(int, h['bytes']))}"
         + (" per chip" if h["kind"] == "input" else " (whole)")
