@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from typing import TYPE_CHECKING, Protocol
 
 from jaxlsp.worker.core.failures import CaptureError
@@ -73,16 +74,34 @@ def configure_jax(device: str, x64: bool, jax_ready: bool, devices: int | None =
     return found[index]
 
 
+# libtpu's advice when the chip is held ('Run "$ sudo rm /tmp/libtpu_lockfile"'): removing the
+# lock under a running program breaks that program, so it is never passed on as a fix.
+_LOCK_ADVICE = re.compile(r"""[\s.;:,]*(?:Run\s*)?["'`]?\$?\s*(?:sudo\s+)?rm\s+(?:-f\s+)?\S*libtpu_lockfile["'`]?\.?""")
+_HOLDER = re.compile(r"(?:process|pid)\s+(?:with\s+pid\s+)?(\d+)", re.IGNORECASE)
+
+
+def held_chip(platform: str, text: str) -> bool:
+    """Whether ``text`` (JAX's or libtpu's error) says another process holds the TPU."""
+    lower = text.lower()
+    return platform == "tpu" and ("lockfile" in lower or "in use" in lower or "busy" in lower)
+
+
 def _unavailable(device: str, platform: str, exc: Exception) -> str:
     """Why ``device`` could not be opened, with JAX's own words; a TPU held by another program
-    says so (libtpu lets one process at a time open the chip, and never falls back)."""
-    text = f"device {device} is unavailable: {type(exc).__name__}: {exc}"
-    if platform == "tpu" and ("lockfile" in str(exc) or "in use" in str(exc).lower() or "busy" in str(exc).lower()):
-        text += (
-            "; one process at a time can hold a TPU, and another program (a training run, a notebook, "
-            "another capture) holds it: stop it, or trace on the CPU (--device cpu)"
-        )
-    return text
+    says so first (libtpu lets one process at a time open the chip, and never falls back), and
+    libtpu's advice to remove its lock file is left out."""
+    said = str(exc)
+    if not held_chip(platform, said):
+        return f"device {device} is unavailable: {type(exc).__name__}: {said}"
+    holder = _HOLDER.search(said)
+    who = f" (process {holder.group(1)})" if holder else ""
+    words = _LOCK_ADVICE.sub("", said).strip() or "no words"
+    return (
+        f"device {device} is held by another program{who}: one process at a time can hold a TPU, and another "
+        "(a training run, a notebook, another capture) has it; stop that program, or trace on the CPU "
+        f"(--device cpu). libtpu said: {type(exc).__name__}: {words} (its advice to remove "
+        "/tmp/libtpu_lockfile is left out: removing the lock under a running program breaks it)"
+    )
 
 
 DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
