@@ -148,3 +148,44 @@ def test_a_malformed_time_section_names_the_key_path(where: str, value: Any, mes
     with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
         io.from_json(bad)
     assert list(VALIDATOR.iter_errors(bad)), f"the schema accepts time.{where} = {value!r}"
+
+
+def tpu_timed() -> dict[str, Any]:
+    """``timed``'s ops on a TPU-like step: 18.5 ms of device work in a 200 ms step (the chip is
+    mostly idle for a small model, issue 55.2)."""
+    graph = timed()
+    assert graph.time is not None
+    time = copy.deepcopy(graph.time)
+    time.update(platform="tpu", device="tpu", timeline="device", step=0.200, steps=[0.2] * 5)
+    time["lines"] = list(reversed(time["lines"]))  # the table sorts them itself
+    return time
+
+
+def test_on_a_tpu_rows_read_as_shares_of_device_busy_time_first_and_idle_is_its_own_row() -> None:
+    time = tpu_timed()
+    lines = timing.render(time).splitlines()
+    assert "device busy 18.5 ms (9 % of the step)" in lines[0]
+    assert lines[1].split() == ["module", "time", "of", "busy", "of", "step"]
+    assert lines[2].split() == ["Model/Dense_0", "12.0", "ms", "65", "%", "6", "%"]  # 12 of 18.5 busy, 12 of 200
+    idle = next(line for line in lines if line.startswith(timing.IDLE))
+    assert idle.split()[-5:] == ["181.5", "ms", "-", "91", "%"]
+    total = next(line for line in lines if line.startswith("total"))
+    assert total.split() == ["total", "200.0", "ms", "-", "100", "%"]
+    # the per-line table: by device time, largest first, the same two shares
+    head = lines.index(next(line for line in lines if line.startswith("line ")))
+    assert lines[head].split() == ["line", "time", "of", "busy", "of", "step"]
+    seconds = [float(e["seconds"]) for e in time["lines"]]
+    first = lines[head + 1].split()
+    assert first[1:3] == timing.duration(max(seconds)).split() and first[3:5] == ["65", "%"]
+    shown = [line.split()[1] + " " + line.split()[2] for line in lines[head + 1 : head + 1 + len(seconds)]]
+    assert shown == [timing.duration(s) for s in sorted(seconds, reverse=True)]
+    assert timing.hover_line(time, ["n0", "n1"]) == (
+        "time: 12.0 ms · 65 % of device busy time, 6 % of the step (measured, 5 runs)"
+    )
+
+
+def test_the_cpu_keeps_shares_of_the_step() -> None:
+    time = timed().time
+    assert time is not None and not timing.device_view(time)
+    assert timing.render(time).splitlines()[1].split() == ["module", "time", "share"]
+    assert timing.hover_line(time, ["n0", "n1"]) == "time: 12.0 ms · 60 % of the step (measured, 5 runs)"
