@@ -16,7 +16,7 @@ from typing import Any, Final, Literal, NotRequired, TypeAlias, TypedDict
 
 #: A JSON value as the worker writes one (``json.dumps`` takes it): read-only containers, so that a
 #: ``list[str]`` or a ``dict[str, int]`` is one too.
-Json: TypeAlias = "None | bool | int | float | str | Sequence[Json] | Mapping[str, Json]"
+Json: TypeAlias = "bool | int | float | str | Sequence[Json] | Mapping[str, Json] | None"
 
 TargetKind = Literal["function", "linen", "nnx", "equinox"]
 ErrorKind = Literal[
@@ -127,8 +127,8 @@ class RefSpec(TypedDict):
 
     kind: Literal["ref"]
     ref: str
-    args: NotRequired[list[Any]]  # InputSpec items
-    kwargs: NotRequired[dict[str, Any]]  # InputSpec values
+    args: NotRequired[list[InputSpec]]
+    kwargs: NotRequired[dict[str, InputSpec]]
 
 
 class StaticSpec(TypedDict):
@@ -140,22 +140,23 @@ class StaticSpec(TypedDict):
 
 class ListSpec(TypedDict):
     kind: Literal["list"]
-    items: list[Any]  # InputSpec items
+    items: list[InputSpec]
 
 
 class DictSpec(TypedDict):
     kind: Literal["dict"]
-    items: dict[str, Any]  # InputSpec values
+    items: dict[str, InputSpec]
 
 
-# InputSpec = ArraySpec | KeySpec | NoneSpec | RefSpec | StaticSpec | ListSpec | DictSpec
+#: One input's spec, told apart by its ``kind``.
+InputSpec: TypeAlias = "ArraySpec | KeySpec | NoneSpec | RefSpec | StaticSpec | ListSpec | DictSpec"
 
 
 class CallSpec(TypedDict):
     """Positional and keyword arguments, or a factory ``module:function`` called with none."""
 
-    args: NotRequired[list[Any]]  # InputSpec items
-    kwargs: NotRequired[dict[str, Any]]  # InputSpec values
+    args: NotRequired[list[InputSpec]]
+    kwargs: NotRequired[dict[str, InputSpec]]
     factory: NotRequired[str]
 
 
@@ -239,13 +240,13 @@ class WorkerRequest(TypedDict):
     # capture/launch/speculate.py: a Linen variables structure to use instead of the abstract init,
     # checked by the trace itself (worker/reuse/hints.py HintCheck); or an NNX / Equinox model's
     # abstract init, used when no workspace code it ran changed (worker/reuse/initsnap.py)
-    structureHint: NotRequired[Any]
+    structureHint: NotRequired[Json]
     # True: construct the NNX / Equinox model noting what ran, answer its snapshot as ``structure``
     # and trace nothing (the server asks in the background, worker/reuse/initsnap.py)
     snapshotOnly: NotRequired[bool]
     # with it: the library initialisers' abstract outputs the last capture met, so that the hint's
     # check need not run them again (worker/reuse/hints.py stable_key -> [shape, dtype, weak type])
-    initialisers: NotRequired[dict[str, list[Any]]]
+    initialisers: NotRequired[dict[str, list[Json]]]
     # False: no replay of repeated Linen module calls (worker/reuse/replay.py), nor of a gradient's
     # transpositions of them (jaxcompat.TransposeMemo); every call is traced
     replay: NotRequired[bool]
@@ -273,36 +274,65 @@ class ErrorInfo(TypedDict):
     traceback: NotRequired[str]
 
 
+class InlineArray(TypedDict):
+    """A values run's array sent inline: its elements as nested lists (non-finite numbers spelled
+    as in the graph file), or why they were not sent (``omitted``, or ``error`` alone)."""
+
+    shape: NotRequired[list[int]]
+    dtype: NotRequired[str]
+    data: NotRequired[Json]
+    omitted: NotRequired[str]
+    error: NotRequired[str]
+
+
+class SavedValues(TypedDict):
+    """The ``.npz`` a values run wrote: its keys, those not computed, and those widened to a dtype
+    NumPy loads (key -> [its dtype, the dtype stored])."""
+
+    path: str
+    keys: list[str]
+    missing: list[str]
+    widened: NotRequired[dict[str, list[str]]]
+
+
+class PathRoots(TypedDict):
+    """What the graph's relative paths are relative to (worker/core/paths.py)."""
+
+    base: str
+    packages: dict[str, str]  # package -> its sys.path entry
+
+
 class WorkerResult(TypedDict):
     ok: bool
-    graph: NotRequired[dict[str, Any]]  # the graph's JSON form (jaxlsp.graph.io.to_json)
+    graph: NotRequired[dict[str, object]]  # the graph's JSON form (jaxlsp.graph.io.to_json)
     error: NotRequired[ErrorInfo]
     timings: NotRequired[dict[str, float]]  # seconds: import, trace, build, serialize
     clock: NotRequired[dict[str, float]]  # a forked capture: monotonic ``forked`` and ``done`` moments
     # Linen: the variables' structure; NNX, Equinox: the abstract init's snapshot (worker/reuse/initsnap.py):
     # the next capture's structureHint
-    structure: NotRequired[Any]
+    structure: NotRequired[Json]
     # whether the request's structureHint held, was repaired (parameters of other shapes or new
     # ones, hinted statistics of other shapes, traced again on the hint with their shapes: no
     # init either) or was not used
     hint: NotRequired[Literal["held", "repaired", "stale"]]
     replayed: NotRequired[int]  # Linen module calls whose equations were replayed (worker/reuse/replay.py)
-    initialisers: NotRequired[dict[str, list[Any]]]  # a hinted trace's: the next request's (above)
+    initialisers: NotRequired[dict[str, list[Json]]]  # a hinted trace's: the next request's (above)
     # NNX, Equinox: the constructor ran (no snapshot held): a ``snapshotOnly`` request would make one
     snapshotWanted: NotRequired[bool]
     # a forked capture's calls of JAX's jitted functions that missed JAX's caches, spelled for the
     # warm spare to make before its next fork (worker/reuse/priming.py)
-    primes: NotRequired[list[list[Any]]]
-    arrays: NotRequired[dict[str, Any]]  # values run: value id -> {shape, dtype, data | omitted | error}
-    saved: NotRequired[dict[str, Any]]  # values run: {path, keys, missing} of the written .npz
+    primes: NotRequired[list[list[object]]]  # each [function, args, kwargs, linearization], JSON
+    arrays: NotRequired[dict[str, InlineArray]]  # values run: value id -> its array
+    saved: NotRequired[SavedValues]  # values run: the written .npz
     # What the graph's relative paths are relative to: {base, packages: {package: sys.path entry}}
     # (worker/core/paths.py); the server resolves frames with it, the graph file never holds it.
-    roots: NotRequired[dict[str, Any]]
+    roots: NotRequired[PathRoots]
     # an example run: the user's line that made the call {path, line, function}, and the profile
     # learned from it {from, table?} (table: the recipe form, when the call can be written as one)
-    callsite: NotRequired[dict[str, Any]]
+    callsite: NotRequired[dict[str, object]]
+    # the client reads ``table`` as the recipe table it is (capture/engine.py): a JSON object
     learned: NotRequired[dict[str, Any]]
     # with ``signatures``: each target's first writable call {path, name, kind, table, callsite,
     # sources} (worker/examples/signatures.py)
-    signatures: NotRequired[list[dict[str, Any]]]
+    signatures: NotRequired[list[dict[str, object]]]
     learn: NotRequired[dict[str, str]]  # a learning run: {outcome, message} (how the example ended)
