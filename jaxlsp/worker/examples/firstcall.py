@@ -36,7 +36,7 @@ from jaxlsp.worker.core.failures import CaptureError, Workspace, first_paragraph
 from jaxlsp.worker.examples import runners
 from jaxlsp.worker.examples.calls import frame_arguments, without_defaults
 from jaxlsp.worker.examples.runners import HOOK_NAME, Delivered, Instrument, Rewrite, TargetFinder, run_example
-from jaxlsp.worker.protocol import ErrorKind, ExampleSpec, WorkerRequest, WorkerResult
+from jaxlsp.worker.protocol import ErrorKind, ExampleSpec, PathRoots, WorkerRequest, WorkerResult
 from jaxlsp.worker.tracing import limits
 
 if TYPE_CHECKING:
@@ -312,7 +312,7 @@ class Hook:
         result: WorkerResult = {"ok": True, "graph": graph, "callsite": dict(callsite), "learned": learned_profile}
         roots = extra.get("roots")
         if roots is not None:
-            result["roots"] = cast("dict[str, object]", roots)  # assemble's {base, packages}
+            result["roots"] = cast("PathRoots", roots)  # assemble's {base, packages}
         return result
 
     def example_file(self) -> str:
