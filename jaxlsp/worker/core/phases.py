@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from jaxlsp.worker.protocol import WorkerRequest
 
 
-def announce(request: dict[str, Any], phase: str) -> None:
+def announce(request: WorkerRequest, phase: str) -> None:
     """Tell the client which phase starts: a ``#phase NAME`` line on the result pipe, ahead of the
     result (which is JSON, so never starts with ``#``). In-process captures have no pipe."""
     fd = request.get("resultFd")

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Protocol, cast
 
 from jaxlsp.worker.core.failures import Workspace
 from jaxlsp.worker.core.versions import versions
-from jaxlsp.worker.protocol import Json
 
 if TYPE_CHECKING:
     from jax.extend.core import ClosedJaxpr
@@ -116,7 +115,7 @@ def graph_from_jaxpr(
     return graph, gb
 
 
-def graph_json(graph: Graph, request: WorkerRequest, timings: dict[str, float]) -> dict[str, Json]:
+def graph_json(graph: Graph, request: WorkerRequest, timings: dict[str, float]) -> dict[str, object]:
     """The graph's JSON form (as the server reads it), timed as ``serialize``."""
     t0 = time.perf_counter()
     data = to_json(graph, packed=request.get("transport") == "packed")
@@ -141,10 +140,10 @@ def _sources(paths: set[str], spelling: Spelling, digests: dict[str, str]) -> di
     return out
 
 
-def to_json(graph: Graph, packed: bool = False) -> dict[str, Json]:
+def to_json(graph: Graph, packed: bool = False) -> dict[str, object]:
     """The graph's JSON form (``jaxlsp.graph.io.to_json``), or with ``packed`` the smaller form
     for the pipe to the server (``io.to_compact``: each distinct string, frame and stack once)."""
     from jaxlsp.graph import io
 
-    data: dict[str, Json] = io.to_compact(graph) if packed else io.to_json(graph)
+    data: dict[str, object] = io.to_compact(graph) if packed else io.to_json(graph)
     return data

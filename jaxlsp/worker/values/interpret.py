@@ -23,13 +23,19 @@ import contextlib
 import itertools
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, SupportsInt, cast
 
+from jaxlsp.worker.protocol import Json
 from jaxlsp.worker.tracing import jaxcompat
 from jaxlsp.worker.tracing.build import ONE_TO_ONE, Step, Walked, is_literal
 from jaxlsp.worker.values.stats import SMALL, Accumulator, Summary, joined_range, summarize, summarize_batch
+
+if TYPE_CHECKING:
+    import jax
+    from jax.core import ShapedArray
+    from jax.typing import ArrayLike
 
 CALLBACKS = frozenset({"pure_callback", "io_callback", "debug_callback", "callback"})
 # Primitives whose body only says how two elements combine (a scatter-add's ``add``, a generic
@@ -88,7 +94,7 @@ class _Pending:
     equation, after its outputs)."""
 
     vid: str
-    array: Any
+    array: object  # a value's array (a device or host array, a literal's number)
     iteration: list[int] | None
     source: str | None = None
     factor: int = 1
@@ -112,14 +118,14 @@ class Interpreter:
         self.on_host = on_host
         self.budget = budget
         self.keep = keep or set()
-        self.kept: dict[str, Any] = {}
+        self.kept: dict[str, object] = {}
         self.accumulators: dict[str, Accumulator] = {}
         self.executed: dict[str, int] = {}
         self.origin: Origin | None = None
         self.partial: dict[str, str] = {}  # node id -> why it is not checked
         self.latest: dict[str, Summary | None] = {}  # each value's last observation
         self._tables: dict[int, _Tables] = {}
-        self._memo: dict[int, tuple[Any, Summary | None]] = {}
+        self._memo: dict[int, tuple[weakref.ref[object], Summary | None]] = {}
         self._loops: list[tuple[str, str, int]] = []
         self._seen_constants: set[str] = set()
         self._queue: list[_Pending] = []
@@ -127,7 +133,7 @@ class Interpreter:
 
     # --- entry ------------------------------------------------------------------------------
 
-    def run(self, top: Walked, operands: list[Any]) -> list[Any]:
+    def run(self, top: Walked, operands: list[object]) -> list[object]:
         """The program's outputs for the flat ``operands`` (one per invar of the top jaxpr)."""
         if len(operands) != len(top.jaxpr.invars):
             raise ValueError(f"{len(operands)} operands for a program of {len(top.jaxpr.invars)} inputs")
@@ -135,7 +141,7 @@ class Interpreter:
         self.flush()
         return outputs
 
-    def stats(self) -> dict[str, dict[str, Any]]:
+    def stats(self) -> dict[str, dict[str, Json]]:
         """The ``stats`` object of every value that was observed."""
         return {vid: acc.stats() for vid, acc in self.accumulators.items()}
 
@@ -146,7 +152,7 @@ class Interpreter:
     # first non-finite check of an equation waits in the same queue behind its outputs, so it
     # sees every figure as of that equation, and a queued small array stays alive a little longer.
 
-    def observe(self, vid: str, array: Any, source: str | None = None, factor: int = 1) -> None:
+    def observe(self, vid: str, array: object, source: str | None = None, factor: int = 1) -> None:
         """Queue ``array`` as an observation of ``vid``; ``source``: its figures are those of
         that value's latest observation, each element repeated ``factor`` times."""
         if vid in self.keep:
@@ -161,7 +167,7 @@ class Interpreter:
         if not self.on_host or len(self._queue) >= BATCH or self._queued >= BATCH_ELEMENTS:
             self.flush()
 
-    def observe_constant(self, vid: str, value: Any) -> None:
+    def observe_constant(self, vid: str, value: object) -> None:
         """Literals and closed-over constants: the same on every pass, observed once."""
         if vid not in self._seen_constants:
             self._seen_constants.add(vid)
@@ -249,13 +255,13 @@ class Interpreter:
             if item.same is not None:
                 item.summary, item.ready = item.same.summary, True
 
-    def _memoised(self, array: Any) -> Summary | object | None:
+    def _memoised(self, array: object) -> Summary | object | None:
         hit = self._memo.get(id(array))
         if hit is not None and hit[0]() is array:
             return hit[1]
         return _MISSING
 
-    def _remember(self, array: Any, summary: Summary | None) -> None:
+    def _remember(self, array: object, summary: Summary | None) -> None:
         if len(self._memo) >= MEMO_SIZE:  # the oldest quarter goes: a body's results are recent
             for key in list(itertools.islice(self._memo, MEMO_SIZE // 4)):
                 del self._memo[key]
@@ -290,8 +296,8 @@ class Interpreter:
             found = self._tables[id(w)] = _Tables(dying)
         return found
 
-    def walk(self, w: Walked, args: list[Any], fresh: Any = None) -> list[Any]:
-        frame: dict[str, Any] = {}
+    def walk(self, w: Walked, args: list[object], fresh: Iterable[int] | None = None) -> list[object]:
+        frame: dict[str, object] = {}
         for var, const in zip(w.jaxpr.constvars, w.consts or [], strict=False):
             vid = w.env[var]
             frame[vid] = const
@@ -305,7 +311,7 @@ class Interpreter:
         dying = self.tables(w).dying
         for k, step in enumerate(w.steps):
             self.check(step)
-            ins = []
+            ins: list[object] = []
             for atom, vid in zip(step.eqn.invars, step.node.inputs, strict=False):
                 if is_literal(atom):
                     ins.append(atom.val)
@@ -324,9 +330,9 @@ class Interpreter:
                 frame.pop(vid, None)
             if not self._loops and w.group is None and not self._queue:  # a top-level equation is done
                 self._memo.clear()
-        result = []
-        for var in w.jaxpr.outvars:
-            result.append(var.val if is_literal(var) else frame[w.env[var]])
+        result: list[object] = []
+        for out in w.jaxpr.outvars:
+            result.append(out.val if is_literal(out) else frame[w.env[out]])
         return result
 
     def derive(self, step: Step) -> tuple[str | None, int]:
@@ -349,7 +355,7 @@ class Interpreter:
             return None, 1
         return step.node.inputs[0], size // source
 
-    def step(self, step: Step, ins: list[Any]) -> tuple[list[Any], bool]:
+    def step(self, step: Step, ins: list[object]) -> tuple[list[object], bool]:
         """The equation's outputs, and whether its body was opened (the origin is found inside)."""
         eqn = step.eqn
         prim = eqn.primitive.name
@@ -360,7 +366,7 @@ class Interpreter:
             if prim in ONE_TO_ONE and len(regions) == 1 and len(regions[0].jaxpr.invars) == len(ins):
                 return self.region(regions[0], ins), True
             if prim == "cond" and all(len(r.jaxpr.invars) == len(ins) - 1 for r in regions):
-                index = min(max(int(ins[0]), 0), len(regions) - 1)
+                index = min(max(int(cast("SupportsInt", ins[0])), 0), len(regions) - 1)  # the branch index
                 return self.region(regions[index], ins[1:]), True
             if prim == "scan" and len(regions) == 1:
                 return self.scan(step, regions[0], ins), True
@@ -371,17 +377,20 @@ class Interpreter:
                     self._mark_partial(region, f"inside {prim}, which ran whole")
         return self.bind(step, ins), False
 
-    def region(self, w: Walked, args: list[Any]) -> list[Any]:
+    def region(self, w: Walked, args: list[object]) -> list[object]:
         if w.group is not None:
             self.executed[w.group] = self.executed.get(w.group, 0) + 1
         return self.walk(w, args)
 
-    def bind(self, step: Step, ins: list[Any]) -> list[Any]:
+    def bind(self, step: Step, ins: list[object]) -> list[object]:
         eqn = step.eqn
         prim = eqn.primitive
+        # both unannotated in jax
+        bind = cast("Callable[..., object]", prim.bind)
+        bind_params = cast("Callable[[dict[str, object]], dict[str, object]]", prim.get_bind_params)
         try:
             with jaxcompat.equation_context(eqn):
-                out = prim.bind(*ins, **prim.get_bind_params(eqn.params))
+                out = bind(*ins, **bind_params(eqn.params))
         except MemoryError:
             raise Stopped("memory", "the device ran out of memory", step) from None
         except Exception as exc:
@@ -389,11 +398,11 @@ class Interpreter:
             if "RESOURCE_EXHAUSTED" in text or "Out of memory" in text or "bad_alloc" in text:
                 raise Stopped("memory", f"the device ran out of memory ({text.splitlines()[0][:200]})", step) from None
             raise
-        return list(out) if prim.multiple_results else [out]
+        return list(cast("Iterable[object]", out)) if prim.multiple_results else [out]
 
     # --- loops --------------------------------------------------------------------------------
 
-    def scan(self, step: Step, body: Walked, ins: list[Any]) -> list[Any]:
+    def scan(self, step: Step, body: Walked, ins: list[object]) -> list[object]:
         import jax.numpy as jnp
 
         params = step.eqn.params
@@ -401,8 +410,9 @@ class Interpreter:
         length, reverse = int(params["length"]), bool(params.get("reverse", False))
         consts, carry, xs = ins[:nconsts], ins[nconsts : nconsts + ncarry], ins[nconsts + ncarry :]
         # Each scanned array's rows as they are needed (jax slices them a hundred at a time).
-        slices = [iter(jnp.flip(x, 0) if reverse else x) for x in xs] if length else []
-        ys: list[list[Any]] = [[] for _ in body.jaxpr.outvars[ncarry:]]
+        # the scanned operands: arrays
+        slices = [iter(jnp.flip(x, 0) if reverse else x) for x in cast("list[jax.Array]", xs)] if length else []
+        ys: list[list[object]] = [[] for _ in body.jaxpr.outvars[ncarry:]]
         for i in range(length):
             self.enter(step, "scan", body.group, i + 1)
             try:
@@ -413,15 +423,16 @@ class Interpreter:
             for j, y in enumerate(out[ncarry:]):
                 ys[j].append(y)
         del slices
-        stacked = []
+        stacked: list[object] = []
         for parts, var in zip(ys, step.eqn.outvars[ncarry:], strict=False):
             if not parts:
-                stacked.append(jnp.zeros(var.aval.shape, var.aval.dtype))
+                aval = cast("ShapedArray", var.aval)  # a scan's stacked output: an array
+                stacked.append(jnp.zeros(aval.shape, aval.dtype))
                 continue
-            stacked.append(jnp.stack(parts[::-1] if reverse else parts))
+            stacked.append(jnp.stack(cast("list[ArrayLike]", parts[::-1] if reverse else parts)))
         return [*carry, *stacked]
 
-    def while_loop(self, step: Step, cond: Walked, body: Walked, ins: list[Any]) -> list[Any]:
+    def while_loop(self, step: Step, cond: Walked, body: Walked, ins: list[object]) -> list[object]:
         params = step.eqn.params
         cn, bn = int(params.get("cond_nconsts", 0)), int(params.get("body_nconsts", 0))
         cconsts, bconsts, carry = ins[:cn], ins[cn : cn + bn], ins[cn + bn :]

@@ -14,13 +14,48 @@ import math
 import os
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Protocol, TypedDict, cast
 
-from jaxlsp.graph.model import Frame, Graph, Node
+from jaxlsp.graph.model import Frame, Graph, Node, Value
 from jaxlsp.worker.core.failures import CaptureError
-from jaxlsp.worker.tracing.build import CONTROL_FLOW_NOTE, GraphBuilder
+from jaxlsp.worker.protocol import InlineArray, Json, SavedValues, ValuesRequest
+from jaxlsp.worker.tracing.build import CONTROL_FLOW_NOTE, GraphBuilder, Walked
 from jaxlsp.worker.values.interpret import Budget, Interpreter, Origin, Stopped
 from jaxlsp.worker.values.stats import SCRATCH, Summary, numeric
+
+if TYPE_CHECKING:
+    import jax
+    import numpy as np
+    import numpy.typing as npt
+    from jax.typing import ArrayLike
+
+    from jaxlsp.worker.protocol import WorkerRequest
+
+
+class _Traced(Protocol):
+    """What a values run takes of the traced target (``loading/targets.py`` Traceable): the
+    function and its concrete operands (a pytree)."""
+
+    @property
+    def fn(self) -> Callable[..., object]: ...
+
+    @property
+    def operands(self) -> object: ...
+
+
+class _Compared(TypedDict):
+    mismatched: int
+    size: int
+    maxAbsError: float
+    maxRelError: float
+
+
+class _Payloads(TypedDict, total=False):
+    """The values run's keys of the result (``WorkerResult.arrays``, ``saved``)."""
+
+    arrays: dict[str, InlineArray]
+    saved: SavedValues
+
 
 RAN_NOTE = "control-flow bodies (cond, while, scan) ran on these inputs: execution.executed counts each region's runs"
 INLINE_LIMIT = 4096  # elements of an array returned inline (jaxlsp/values)
@@ -41,11 +76,11 @@ DIVISION = frozenset({"div", "rem"})
 def run(
     graph: Graph,
     builder: GraphBuilder,
-    traced: Any,
-    request: dict[str, Any],
-    device: Any,
+    traced: _Traced,
+    request: WorkerRequest,
+    device: jax.Device | None,
     started: float,
-    result: dict[str, Any],
+    result: dict[str, object],
     budget: Budget | None = None,
 ) -> None:
     """Evaluate ``graph`` on ``traced.operands`` (concrete); fills ``stats``, ``execution`` and
@@ -55,7 +90,7 @@ def run(
 
     import jax
 
-    options = dict(request.get("values") or {})
+    options = cast("ValuesRequest", dict(request.get("values") or {}))
     walked = builder.walked
     if walked is None:
         raise CaptureError("internal", "the graph's walk was not recorded for the values run")
@@ -83,7 +118,7 @@ def run(
         for vid, stats in interp.stats().items():
             if vid in values:
                 values[vid].stats = stats
-        execution: dict[str, Any] = {
+        execution: dict[str, object] = {
             "device": "cpu" if device is None else f"{device.platform}:{device.id}",
             "seconds": 0.0,
             "validation": validate(graph, nodes, interp, outputs, produced, traced),
@@ -106,7 +141,7 @@ def run(
 # --- limits ----------------------------------------------------------------------------------------
 
 
-def _deadline(options: dict[str, Any], started: float) -> float | None:
+def _deadline(options: ValuesRequest, started: float) -> float | None:
     """The run stops before the supervisor's kill: 10% (at least a second) of the capture's time
     limit is left for writing the result."""
     timeout = options.get("timeout")
@@ -115,7 +150,7 @@ def _deadline(options: dict[str, Any], started: float) -> float | None:
     return started + float(timeout) - max(1.0, 0.1 * float(timeout))
 
 
-def _memory_check(device: Any) -> Callable[[int], str | None] | None:
+def _memory_check(device: jax.Device | None) -> Callable[[int], str | None] | None:
     """Whether ``nbytes`` more fit: under the address-space cap on the CPU (Linux), in the
     accelerator's memory otherwise; None when nothing can be measured."""
     if device is not None and device.platform != "cpu":
@@ -158,7 +193,7 @@ def _mib(n: int) -> str:
     return f"{n / (1024 * 1024):,.0f} MiB"
 
 
-def _stopped(stop: Stopped, graph: Graph, request: dict[str, Any], seconds: float) -> CaptureError:
+def _stopped(stop: Stopped, graph: Graph, request: WorkerRequest, seconds: float) -> CaptureError:
     node = stop.step.node if stop.step is not None else None
     where = describe_node(node, str(request.get("workspaceRoot", ""))) if node is not None else "its start"
     if stop.kind == "timeout":
@@ -176,15 +211,16 @@ def _stopped(stop: Stopped, graph: Graph, request: dict[str, Any], seconds: floa
         # Graph paths are relative (to the recipe's folder or the workspace root); an error's frame
         # is absolute, as for every other failure.
         base = str(request.get("pathBase") or request.get("workspaceRoot") or "")
-        if base and not os.path.isabs(frame["path"]):
-            frame["path"] = os.path.normpath(os.path.join(base, frame["path"]))
+        path = str(frame["path"])  # _frame_json's: a str
+        if base and not os.path.isabs(path):
+            frame["path"] = os.path.normpath(os.path.join(base, path))
     return CaptureError("timeout" if stop.kind == "timeout" else "memory", message, frame)
 
 
 # --- describing nodes ----------------------------------------------------------------------------
 
 
-def _frame_json(frame: Frame) -> dict[str, Any]:
+def _frame_json(frame: Frame) -> dict[str, str | int]:
     return {
         "path": frame.path,
         "line": frame.line,
@@ -253,7 +289,7 @@ def explain(primitive: str, inputs: list[tuple[str, Summary | None, bool]]) -> s
     return f"{label(i)} min {number(s.lo)}, max {number(s.hi)}"
 
 
-def describe_origin(origin: Origin, root: str) -> dict[str, Any]:
+def describe_origin(origin: Origin, root: str) -> dict[str, Json]:
     """The ``firstNonFinite`` object, with its summary line:
     ``first non-finite (-inf): log at nan.py:8, scan iteration 4, input min 0.0``."""
     node = origin.step.node
@@ -262,7 +298,7 @@ def describe_origin(origin: Origin, root: str) -> dict[str, Any]:
     loops = "".join(f", {kind} iteration {index}" for kind, _, index in origin.iteration)
     explanation = explain(node.primitive, origin.inputs)
     kind = origin.summary.kind()
-    out: dict[str, Any] = {
+    out: dict[str, Json] = {
         "node": node.id,
         "value": origin.value,
         "primitive": node.primitive,
@@ -277,8 +313,8 @@ def describe_origin(origin: Origin, root: str) -> dict[str, Any]:
     return out
 
 
-def _input_json(vid: str, s: Summary | None, literal: bool) -> dict[str, Any]:
-    out: dict[str, Any] = {"value": vid, "literal": literal}
+def _input_json(vid: str, s: Summary | None, literal: bool) -> dict[str, Json]:
+    out: dict[str, Json] = {"value": vid, "literal": literal}
     if s is not None:
         out.update(min=s.lo, max=s.hi, mean=s.mean, zeros=s.zeros, count=s.size)
     return out
@@ -287,7 +323,7 @@ def _input_json(vid: str, s: Summary | None, literal: bool) -> dict[str, Any]:
 # --- replay validation -----------------------------------------------------------------------------
 
 
-def output_ids(walked: Any) -> list[str]:
+def output_ids(walked: Walked) -> list[str]:
     """The value id of each result of the program (``""`` for a literal result)."""
     from jaxlsp.worker.tracing.build import is_literal
 
@@ -295,8 +331,13 @@ def output_ids(walked: Any) -> list[str]:
 
 
 def validate(
-    graph: Graph, nodes: dict[str, Node], interp: Interpreter, outputs: list[Any], produced: list[str], traced: Any
-) -> dict[str, Any]:
+    graph: Graph,
+    nodes: dict[str, Node],
+    interp: Interpreter,
+    outputs: list[object],
+    produced: list[str],
+    traced: _Traced,
+) -> dict[str, object]:
     """The interpreter's outputs against a direct call of the target on the same inputs.
 
     The call runs eagerly (``jax.disable_jit``), as the target's own Python code dispatching one
@@ -306,14 +347,15 @@ def validate(
 
     try:
         with jax.disable_jit():
-            direct = jax.tree_util.tree_leaves(traced.fn(*traced.operands))
+            direct = jax.tree_util.tree_leaves(traced.fn(*cast("tuple[object, ...]", traced.operands)))
     except Exception as exc:
         return {
             "status": "mismatch",
             "outputs": len(outputs),
             "error": f"the direct call failed: {type(exc).__name__}: {exc}",
         }
-    out: dict[str, Any] = {"status": "verified", "outputs": len(outputs), "maxAbsError": 0.0, "maxRelError": 0.0}
+    out: dict[str, object] = {"status": "verified", "outputs": len(outputs), "maxAbsError": 0.0, "maxRelError": 0.0}
+    max_abs, max_rel = 0.0, 0.0  # out's maxAbsError and maxRelError
     if len(direct) != len(outputs):
         out.update(status="mismatch", message=f"a direct call gave {len(direct)} outputs, the graph {len(outputs)}")
         return out
@@ -321,8 +363,8 @@ def validate(
     ports = {p.value: p.label for p in graph.outputs}
     for i, (mine, theirs) in enumerate(zip(outputs, direct, strict=True)):
         found = compare(mine, theirs)
-        out["maxAbsError"] = max(out["maxAbsError"], found["maxAbsError"])
-        out["maxRelError"] = max(out["maxRelError"], found["maxRelError"])
+        max_abs, max_rel = max(max_abs, found["maxAbsError"]), max(max_rel, found["maxRelError"])
+        out["maxAbsError"], out["maxRelError"] = max_abs, max_rel
         if found["mismatched"] and out["status"] != "mismatch":
             vid = produced[i] if i < len(produced) else ""
             value = values.get(vid)
@@ -356,7 +398,7 @@ def validate(
     return out
 
 
-def compare(mine: Any, theirs: Any) -> dict[str, Any]:
+def compare(mine: object, theirs: object) -> _Compared:
     """Elementwise comparison: NaN equals NaN, an infinity the same infinity, finite numbers
     within the dtype's tolerance of the output's scale; integers and booleans exactly."""
     import numpy as np
@@ -364,7 +406,7 @@ def compare(mine: Any, theirs: Any) -> dict[str, Any]:
     if not numeric(getattr(theirs, "dtype", None)):  # keys: compare their data
         import jax
 
-        mine, theirs = jax.random.key_data(mine), jax.random.key_data(theirs)
+        mine, theirs = jax.random.key_data(cast("ArrayLike", mine)), jax.random.key_data(cast("ArrayLike", theirs))
     a, b = np.asarray(mine), np.asarray(theirs)
     size = int(b.size)
     if a.shape != b.shape:
@@ -406,12 +448,12 @@ def module_of(label: str) -> list[str]:
     return parts[:-1]
 
 
-def gradients(graph: Graph, outputs: dict[str, Any]) -> dict[str, Any]:
+def gradients(graph: Graph, outputs: dict[str, object]) -> dict[str, object]:
     """Norms of the gradient outputs (``grad/...``) per parameter and per module (each level of
     the path, and ``""`` for all), and the parameters whose gradient is zero everywhere."""
     import numpy as np
 
-    params: list[dict[str, Any]] = []
+    params: list[dict[str, str | float | bool | int]] = []
     sums: dict[str, list[float]] = {}
     for port in graph.outputs:
         array = outputs.get(port.value)
@@ -456,7 +498,7 @@ def _port_keys(graph: Graph) -> list[tuple[str, str]]:
 
 
 def _selection(
-    graph: Graph, nodes: dict[str, Node], values: dict[str, Any], options: dict[str, Any]
+    graph: Graph, nodes: dict[str, Node], values: dict[str, Value], options: ValuesRequest
 ) -> tuple[set[str], dict[str, str]]:
     """The value ids whose arrays the run keeps (inline ones, and what ``save`` writes) and the
     value id under each ``.npz`` key: ``input:LABEL`` / ``output:LABEL`` for a port (a value that
@@ -508,22 +550,22 @@ def _selection(
 def _payloads(
     graph: Graph,
     nodes: dict[str, Node],
-    values: dict[str, Any],
-    kept: dict[str, Any],
-    outputs: dict[str, Any],
-    options: dict[str, Any],
+    values: dict[str, Value],
+    kept: dict[str, object],
+    outputs: dict[str, object],
+    options: ValuesRequest,
     keep: set[str],
     saved_keys: dict[str, str],
-) -> dict[str, Any]:
+) -> _Payloads:
     import numpy as np
 
-    out: dict[str, Any] = {}
+    out: _Payloads = {}
     for vid, array in outputs.items():
         if vid:
             kept.setdefault(vid, array)
     inline = [str(v) for v in options.get("inline") or []]
     if inline:
-        arrays: dict[str, Any] = {}
+        arrays: dict[str, InlineArray] = {}
         for vid in inline:
             value = values.get(vid)
             if value is None:
@@ -537,7 +579,7 @@ def _payloads(
         out["arrays"] = arrays
     path = options.get("save")
     if path:
-        payload = {}
+        payload: dict[str, npt.NDArray[np.generic]] = {}
         missing = []
         widened: dict[str, list[str]] = {}  # key -> [its dtype, the dtype stored]
         for key, vid in saved_keys.items():
@@ -551,7 +593,7 @@ def _payloads(
         directory = os.path.dirname(os.path.abspath(str(path)))
         if not os.path.isdir(directory):
             raise CaptureError("refused", f"--save-values: the folder {directory} does not exist")
-        save: Any = np.savez  # numpy's stubs type **kwds as its allow_pickle flag
+        save = cast("Callable[..., None]", np.savez)  # numpy's stubs type **kwds as its allow_pickle flag
         with open(str(path), "wb") as f:
             save(f, **payload)
         out["saved"] = {"path": str(path), "keys": sorted(payload), "missing": missing}
@@ -560,7 +602,7 @@ def _payloads(
     return out
 
 
-def _loadable(array: Any) -> tuple[Any, str | None]:
+def _loadable(array: object) -> tuple[npt.NDArray[np.generic], str | None]:
     """``array`` as NumPy itself can load it, and the dtype it had when it had to be widened.
     ``bfloat16``, the ``float8`` types and ``int4`` are ``ml_dtypes`` extensions: ``np.savez``
     writes them as opaque bytes (``|V2``) that ``np.load`` cannot compute with. They are stored
@@ -576,7 +618,7 @@ def _loadable(array: Any) -> tuple[Any, str | None]:
     return a.astype(np.float32), name
 
 
-def inline_array(array: Any) -> dict[str, Any]:
+def inline_array(array: object) -> InlineArray:
     """``{shape, dtype, data}`` with the elements as nested lists (non-finite numbers spelled as in
     the graph file), or ``{shape, dtype, omitted}`` above :data:`INLINE_LIMIT` elements."""
     import numpy as np
@@ -594,11 +636,11 @@ def inline_array(array: Any) -> dict[str, Any]:
     return {"shape": shape, "dtype": dtype, "data": _spelled(a.tolist())}
 
 
-def _spelled(x: Any) -> Any:
+def _spelled(x: object) -> Json:
     if isinstance(x, list):
         return [_spelled(i) for i in x]
     if isinstance(x, complex):
         return [_spelled(x.real), _spelled(x.imag)]
     if isinstance(x, float) and not math.isfinite(x):
         return {"float": "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")}
-    return x
+    return cast("Json", x)  # an element of ``tolist()``: a bool, int or float

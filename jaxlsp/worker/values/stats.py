@@ -24,7 +24,19 @@ import contextlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias, cast
+
+from jaxlsp.worker.protocol import Json
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+    from jax.typing import ArrayLike
+
+#: A host array of any element type (the values' views and samples, work buffers).
+Host: TypeAlias = "npt.NDArray[np.generic]"
+#: A host array of floats: what :func:`_converted` makes of one, which the figures reduce.
+Floats: TypeAlias = "npt.NDArray[np.floating]"
 
 BINS = 32
 # Binning is most of the cost of the statistics: above this many finite elements the histogram
@@ -94,10 +106,10 @@ class Summary:
         )
 
 
-_NUMERIC: dict[Any, bool] = {}
+_NUMERIC: dict[object, bool] = {}
 
 
-def numeric(dtype: Any) -> bool:
+def numeric(dtype: object) -> bool:
     """Whether values of ``dtype`` have statistics (numbers and booleans; not keys, not float0)."""
     try:
         return _NUMERIC[dtype]
@@ -107,7 +119,9 @@ def numeric(dtype: Any) -> bool:
     import numpy as np
 
     try:
-        answer = bool(jnp.issubdtype(dtype, jnp.number)) or np.dtype(dtype) == np.bool_
+        # a value's ``dtype`` as it is: a TypeError below for what is none
+        given = cast("np.dtype[np.generic]", dtype)
+        answer = bool(jnp.issubdtype(given, jnp.number)) or np.dtype(given) == np.bool_
     except TypeError:
         answer = False
     with contextlib.suppress(TypeError):  # an unhashable dtype is answered again next time
@@ -124,7 +138,7 @@ def hist_range(lo: float, hi: float) -> tuple[float, float]:
     return lo, hi
 
 
-def summarize(x: Any, *, on_host: bool, within: tuple[float, float] | None = None) -> Summary | None:
+def summarize(x: object, *, on_host: bool, within: tuple[float, float] | None = None) -> Summary | None:
     """The figures of array ``x``; the histogram over its own finite range, or over that range
     joined with ``within`` (a loop's range so far)."""
     if not numeric(getattr(x, "dtype", None)):
@@ -152,9 +166,9 @@ class _Scratch:
     and, for the largest values, as much memory again as the value itself."""
 
     def __init__(self) -> None:
-        self.buffers: dict[Any, Any] = {}
+        self.buffers: dict[npt.DTypeLike, Host] = {}
 
-    def get(self, n: int, dtype: Any) -> Any:
+    def get(self, n: int, dtype: npt.DTypeLike) -> Host:
         import numpy as np
 
         buffer = self.buffers.get(dtype)
@@ -169,13 +183,13 @@ class _Scratch:
 SCRATCH = _Scratch()
 
 
-def _host_flat(x: Any) -> Any:
+def _host_flat(x: object) -> Host:
     import numpy as np
 
     return np.asarray(x).reshape(-1)
 
 
-def _converted(a: Any) -> Any:
+def _converted(a: Host) -> Floats:
     """Elements numpy reduces well: magnitudes of complex numbers, float64 for integers, float32
     for booleans and narrow floats (float16, bfloat16, float8: numpy's "V" kinds)."""
     import numpy as np
@@ -185,10 +199,10 @@ def _converted(a: Any) -> Any:
         return np.abs(a)
     if kind != "f" or a.dtype.itemsize < 4:
         return a.astype(np.float64 if kind in "iu" else np.float32)
-    return a
+    return cast("Floats", a)  # kind "f": a float array
 
 
-def _sum(a: Any) -> float:
+def _sum(a: Floats) -> float:
     """Pairwise sum in the array's dtype; again in float64 when that overflowed."""
     import numpy as np
 
@@ -199,7 +213,7 @@ def _sum(a: Any) -> float:
     return total
 
 
-def _host(x: Any, within: tuple[float, float] | None) -> Summary:
+def _host(x: object, within: tuple[float, float] | None) -> Summary:
     """A host array's figures, a chunk of CHUNK elements at a time (the work buffers stay small
     whatever the array's size), then the histogram of a sample of its finite elements."""
     import numpy as np
@@ -224,7 +238,7 @@ def _host(x: Any, within: tuple[float, float] | None) -> Summary:
     return s
 
 
-def _chunk(flat: Any) -> Summary:
+def _chunk(flat: Floats) -> Summary:
     """The figures of one chunk, without a histogram."""
     import numpy as np
 
@@ -250,7 +264,7 @@ def _chunk(flat: Any) -> Summary:
     if finite == 0:
         return Summary(n, 0, nan, posinf, neginf, zeros, None, None, 0.0, 0.0, 0.0)
     lo, hi = float(f.min()), float(f.max())
-    tmp = SCRATCH.get(f.size, f.dtype)
+    tmp = cast("Floats", SCRATCH.get(f.size, f.dtype))  # a buffer of f's own dtype
     abs_total = _sum(np.abs(f, out=tmp))
     m2 = _m2(f, total / finite, tmp)
     return Summary(n, finite, nan, posinf, neginf, zeros, lo, hi, total, abs_total, m2)
@@ -291,7 +305,7 @@ def _one(v: float, within: tuple[float, float] | None) -> Summary:
     return Summary(1, 1, 0, 0, 0, int(v == 0), v, v, v, abs(v), 0.0, hist, hlo, hhi)
 
 
-def _m2(f: Any, mean: float, tmp: Any) -> float:
+def _m2(f: Floats, mean: float, tmp: Floats) -> float:
     """The sum of squared deviations from ``mean``: ``sum(x*x) - n*mean^2`` in one pass when that
     is well conditioned, else the two-pass sum (in float64 when the squares overflow).
 
@@ -314,7 +328,7 @@ def _m2(f: Any, mean: float, tmp: Any) -> float:
     return max(m2, 0.0)
 
 
-def _sample(f: Any) -> tuple[Any, bool]:
+def _sample(f: Host) -> tuple[Host, bool]:
     """``f``, or a systematic sample of HISTOGRAM_SAMPLE of its elements (an odd stride)."""
     n = f.size
     if n <= HISTOGRAM_SAMPLE:
@@ -323,7 +337,7 @@ def _sample(f: Any) -> tuple[Any, bool]:
     return f[::stride], True
 
 
-def _host_hist(f: Any, lo: float, hi: float, tmp: Any = None) -> list[int]:
+def _host_hist(f: Floats, lo: float, hi: float, tmp: Floats | None = None) -> list[int]:
     """Counts of the finite elements ``f`` in 32 equal bins over [lo, hi] (a histogram range),
     computed as ``numpy.histogram`` does (in the array's precision; the last bin is closed)."""
     import numpy as np
@@ -342,7 +356,7 @@ def _host_hist(f: Any, lo: float, hi: float, tmp: Any = None) -> list[int]:
 
 
 def summarize_batch(
-    arrays: list[Any], within: Callable[[int, float, float], tuple[float, float]]
+    arrays: list[object], within: Callable[[int, float, float], tuple[float, float]]
 ) -> list[Summary | None]:
     """:func:`summarize` (on the host) of many small arrays with one set of numpy calls: the
     arrays joined in float64, every figure a ``reduceat`` over their segments, every histogram
@@ -352,7 +366,7 @@ def summarize_batch(
     import numpy as np
 
     out: list[Summary | None] = [None] * len(arrays)
-    flats: list[Any] = []
+    flats: list[Floats] = []
     index: list[int] = []
     for i, x in enumerate(arrays):
         if not numeric(getattr(x, "dtype", None)):
@@ -430,11 +444,11 @@ def summarize_batch(
 # --- device (jax operations; only scalars and the bin counts are fetched) --------------------
 
 
-def _device(x: Any, within: tuple[float, float] | None) -> Summary:
+def _device(x: object, within: tuple[float, float] | None) -> Summary:
     import jax
     import jax.numpy as jnp
 
-    flat = jnp.ravel(x)
+    flat = jnp.ravel(cast("ArrayLike", x))  # a numeric device array (summarize checked its dtype)
     if jnp.iscomplexobj(flat):
         flat = jnp.abs(flat)
     elif not jnp.issubdtype(flat.dtype, jnp.floating) or flat.dtype.itemsize < 4:
@@ -548,9 +562,9 @@ class Accumulator:
             self.counts = _rebin(self.counts, lo, hi, *target)
             self.hist_lo, self.hist_hi = target
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> dict[str, Json]:
         has = self.finite > 0 and self.lo is not None and self.hi is not None
-        out: dict[str, Any] = {
+        out: dict[str, Json] = {
             "count": self.size,
             "finite": self.finite,
             "nan": self.nan,
@@ -565,7 +579,7 @@ class Accumulator:
             "histogram": None,
         }
         if has and self.counts is not None:
-            hist: dict[str, Any] = {"lo": self.hist_lo, "hi": self.hist_hi, "counts": _round(self.counts)}
+            hist: dict[str, Json] = {"lo": self.hist_lo, "hi": self.hist_hi, "counts": _round(self.counts)}
             if self.approximate:
                 hist["approximate"] = True
             if self.sampled:
