@@ -9,7 +9,7 @@ import os
 import re
 import sys
 import traceback
-from types import TracebackType
+from types import ModuleType, TracebackType
 from typing import Any
 
 from jaxlsp.notebook import Module
@@ -43,7 +43,7 @@ _REAL: dict[str, str] = {}
 # equinox and the installed libraries it preloaded, never a workspace file (forkserver.py). The
 # contract check looks for the workspace's functions only in the other modules (``imported_since``):
 # 1,500 library modules' files and namespaces were 20-40 ms of every forked capture.
-_WARM: dict[str, Any] = {}
+_WARM: dict[str, ModuleType] = {}
 
 
 def realpath(path: str) -> str:
@@ -95,7 +95,7 @@ def remember_loaded() -> None:
             realpath(path)
 
 
-def imported_since() -> list[Any]:
+def imported_since() -> list[ModuleType]:
     """The loaded modules that :func:`remember_loaded` did not see (the same module object under
     the same name): in a capture forked from the warm spare, those it imported itself; every
     loaded module in a process that never remembered."""
