@@ -18,17 +18,25 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Iterator
-from typing import Any
+from typing import TypedDict
 
 _LOOPBACK = frozenset({"localhost", "::1", "0:0:0:0:0:0:0:1", "ip6-localhost"})
-_state: dict[str, Any] = {"on": False, "installed": False, "attempts": []}
+
+
+class _State(TypedDict):
+    on: bool  # inside offline(): refuse
+    installed: bool  # the audit hook is installed (for good)
+    attempts: list[str]  # the hosts refused in the last offline() block
+
+
+_state: _State = {"on": False, "installed": False, "attempts": []}
 
 
 class NetworkRefused(ConnectionRefusedError):
     """What a refused socket call raises (a ConnectionError, as an offline machine's would be)."""
 
 
-def _remote(host: Any) -> str | None:
+def _remote(host: object) -> str | None:
     """``host`` as written when it is another machine; None for loopback and local sockets."""
     if isinstance(host, bytes):
         host = host.decode(errors="replace")
@@ -38,11 +46,11 @@ def _remote(host: Any) -> str | None:
     return None if local else host
 
 
-def _hook(event: str, args: tuple[Any, ...]) -> None:
+def _hook(event: str, args: tuple[object, ...]) -> None:
     if not _state["on"]:
         return
     host: str | None = None
-    port: Any = None
+    port: object = None
     if event == "socket.connect" and len(args) >= 2 and isinstance(args[1], tuple) and args[1]:
         host, port = _remote(args[1][0]), args[1][1] if len(args[1]) > 1 else None
     elif event == "socket.getaddrinfo" and args:
