@@ -47,8 +47,9 @@ import time
 import traceback
 import warnings
 from collections import deque
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from types import FrameType, FunctionType
+from typing import TYPE_CHECKING, NotRequired, Protocol, TypedDict, cast
 
 from jaxlsp.worker.containment import (
     cgroup_create,
@@ -60,6 +61,9 @@ from jaxlsp.worker.containment import (
     set_subreaper,
 )
 from jaxlsp.worker.protocol import NO_PRIMES
+
+if TYPE_CHECKING:
+    from jaxlsp.worker.protocol import WorkerRequest, WorkerResult
 
 FDS_PER_CAPTURE = 3
 MAX_LEARNED = 4000  # module names one capture may report (a hostile one could list anything)
@@ -86,7 +90,7 @@ def _preload(modules: list[str], required: list[str]) -> tuple[list[str], list[s
     return loaded, missing
 
 
-def _unlike(brought: dict[str, list[str]], states: Any, refused: Any) -> list[str]:
+def _unlike(brought: dict[str, list[str]], states: object, refused: object) -> list[str]:
     """The named modules, and the modules with a file they brought, whose :func:`module_state` here
     is not the one a fresh import gave (``states``), has none there, or is ``refused``."""
     if not isinstance(states, dict):
@@ -111,16 +115,34 @@ def _backends_initialised() -> bool:
     return jaxcompat.backends_initialized(unknown=False)  # without the helper: trust the import alone
 
 
+class CaptureMessage(TypedDict):
+    """The server's ``capture`` op (capture/launch/spare.py): a request and the child's limits."""
+
+    op: str
+    id: int
+    request: WorkerRequest  # without its resultFd: the child's own pipe goes there
+    memory: NotRequired[int]  # the child's memory cap in bytes (0: none)
+    cwd: NotRequired[str]
+    refused: NotRequired[list[str]]  # modules never to be digested again (module_state)
+
+
+class _Capture(Protocol):
+    """The worker's in-process ``capture`` (worker/process/main.py)."""
+
+    def __call__(self, request: WorkerRequest, *, jax_ready: bool = ...) -> WorkerResult: ...
+
+
 class ForkServer:
     """The warm spare's loop, in the user's interpreter: forks one child per capture request. The
     server's side is :class:`jaxlsp.capture.launch.spare.SpareProcess`."""
 
-    def __init__(self, sock: socket.socket, capture: Any) -> None:
+    def __init__(self, sock: socket.socket, capture: _Capture | None) -> None:
         self.sock = sock
-        self.capture = capture
-        self.warm: Any = None  # the worker's ``warm``, run again after a preload
-        self.prime: Any = None  # the worker's ``prime``: JAX's caches filled before the next fork
-        self.exiting: Any = None  # the worker's ``exiting``: a child exits after its capture
+        self.capture = capture  # None until :func:`serve` imported the worker
+        self.warm: Callable[[], object] | None = None  # the worker's ``warm``, run again after a preload
+        # the worker's ``prime``: JAX's caches filled before the next fork
+        self.prime: Callable[[object, Callable[[], bool] | None], int] | None = None
+        self.exiting: Callable[[], None] | None = None  # the worker's ``exiting``: a child exits after its capture
         self.fds: deque[int] = deque()
         self.buffer = b""
         self.children: dict[int, int] = {}  # pid -> capture id
@@ -137,7 +159,7 @@ class ForkServer:
         os.set_blocking(self.wake_w, False)
         self.selector = selectors.DefaultSelector()
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: Mapping[str, object]) -> None:
         with contextlib.suppress(OSError):  # the server is gone: the loop sees EOF and cleans up
             self.sock.sendall(json.dumps(message).encode() + b"\n")
 
@@ -189,11 +211,11 @@ class ForkServer:
         self.buffer += data
         while b"\n" in self.buffer:
             line, self.buffer = self.buffer.split(b"\n", 1)
-            message = json.loads(line)
+            message: dict[str, object] = json.loads(line)  # the server's op (capture/launch/spare.py)
             if message.get("op") == "capture":
-                self._fork(message)
+                self._fork(cast(CaptureMessage, message))
             elif message.get("op") == "kill":
-                pid = int(message["pid"])
+                pid = int(cast(int, message["pid"]))
                 if pid in self.children:  # never a reaped (hence reusable) pid
                     _killpg(pid)
             elif message.get("op") == "preload" and not self.retiring:
@@ -202,7 +224,7 @@ class ForkServer:
                 self._prime(message.get("entries"))
         return True
 
-    def _preload(self, modules: Any, states: Any = None, refused: Any = None) -> None:
+    def _preload(self, modules: object, states: object = None, refused: object = None) -> None:
         """Import the installed modules earlier captures imported, in their order, within
         :data:`PRELOAD_LIMIT` seconds; retire if that started an XLA backend or a thread (a fork
         would then hang or inherit a held lock) or ran out of time (a module is half imported).
@@ -257,7 +279,7 @@ class ForkServer:
             }
         )
 
-    def _prime(self, entries: Any) -> None:
+    def _prime(self, entries: object) -> None:
         """Make the calls of JAX's own functions that earlier captures missed JAX's caches with
         (worker/reuse/priming.py), under the same guard as a preload; a spare that priming made unsafe
         retires, and no spare of this interpreter is sent primes again (:data:`NO_PRIMES`)."""
@@ -266,9 +288,10 @@ class ForkServer:
         started = time.monotonic()
         modules = len(sys.modules)
         made: list[int] = []
+        prime = self.prime
 
         def work(expired: list[bool]) -> None:
-            made.append(self.prime(entries, lambda: bool(expired) or self._waiting()))
+            made.append(prime(entries, lambda: bool(expired) or self._waiting()))
 
         why = self._guarded(work, "priming")
         if not why and len(sys.modules) != modules:  # a JAX module priming imported
@@ -292,7 +315,7 @@ class ForkServer:
             return False
         return bool(readable)
 
-    def _guarded(self, work: Any, what: str) -> str:
+    def _guarded(self, work: Callable[[list[bool]], None], what: str) -> str:
         """Run ``work(expired)`` within :data:`PRELOAD_LIMIT` seconds (``expired`` turns true at the
         limit, and a TimeoutError is raised where the work is); why forking is unsafe after it,
         or ''."""
@@ -301,7 +324,7 @@ class ForkServer:
         threads = threading.active_count()
         expired: list[bool] = []
 
-        def on_alarm(signum: int, frame: Any) -> None:
+        def on_alarm(signum: int, frame: FrameType | None) -> None:
             expired.append(True)
             raise TimeoutError(f"{what} took too long")
 
@@ -379,7 +402,7 @@ class ForkServer:
         kill_orphans(set(self.children) | ({self.standby[0]} if self.standby is not None else set()))
 
     # -- one capture ---------------------------------------------------------------------------------
-    def _fork(self, message: dict[str, Any]) -> None:
+    def _fork(self, message: CaptureMessage) -> None:
         ident = message["id"]
         fds = [self.fds.popleft() for _ in range(min(FDS_PER_CAPTURE, len(self.fds)))]
         if self.retiring:
@@ -464,7 +487,7 @@ class ForkServer:
             os.waitpid(pid, 0)
         cgroup_kill(cgroup)
 
-    def _hand_to_standby(self, message: dict[str, Any], fds: list[int]) -> bool:
+    def _hand_to_standby(self, message: CaptureMessage, fds: list[int]) -> bool:
         """Give the capture to the standby (its request and pipes over its socket); False when
         there is none or it is gone (then the capture is forked as it comes)."""
         if self.standby is None:
@@ -506,10 +529,10 @@ class ForkServer:
                 _process_name(name)
         except BaseException:
             os._exit(70)
-        self._child_run(json.loads(data), fds, forked, before)
+        self._child_run(json.loads(data), fds, forked, before)  # the capture message, handed on
 
     # -- the child -------------------------------------------------------------------------------------
-    def _child(self, message: dict[str, Any], fds: list[int], cgroup: str | None) -> None:
+    def _child(self, message: CaptureMessage, fds: list[int], cgroup: str | None) -> None:
         forked = time.monotonic()
         before = set(sys.modules)
         try:
@@ -537,7 +560,7 @@ class ForkServer:
                 with contextlib.suppress(OSError):
                     os.close(fd)
 
-    def _child_run(self, message: dict[str, Any], fds: list[int], forked: float, before: set[str]) -> None:
+    def _child_run(self, message: CaptureMessage, fds: list[int], forked: float, before: set[str]) -> None:
         code = 0
         try:
             result_fd, out_fd, err_fd = fds
@@ -572,7 +595,8 @@ class ForkServer:
             if self.exiting is not None:
                 self.exiting()
             try:
-                result = self.capture(request, jax_ready=True)
+                capture = cast(_Capture, self.capture)  # set by serve before any fork
+                result = capture(request, jax_ready=True)
                 # when this child began and when its result was ready, on the server's clock
                 # (monotonic is system-wide): where a live trace's time went (capture/launch/phases.py)
                 result["clock"] = {"forked": forked, "done": time.monotonic()}
@@ -585,12 +609,13 @@ class ForkServer:
                     learned = []
                 refused = set(message.get("refused") or ())
                 learned = [m for m in learned if m not in refused]
+                extra = cast("dict[str, object]", result)  # what the spare learns, beside the result
                 if learned:
-                    result["imported"] = learned
+                    extra["imported"] = learned
                     # what each held when this capture was done with it, to compare with the
                     # spare's own import of it (:meth:`ForkServer._preload`): 0.1-0.3 ms a module,
                     # once (a module preloaded or refused is not reported again)
-                    result["importedState"] = {m: module_state(sys.modules.get(m)) for m in learned}
+                    extra["importedState"] = {m: module_state(sys.modules.get(m)) for m in learned}
                 data = json.dumps(result, separators=(",", ":")).encode()
                 from jaxlsp.worker.tracing.limits import check_bytes
 
@@ -664,7 +689,7 @@ _STATE_VALUES = 200
 _PLAIN = (type(None), bool, int, float, complex, str, bytes)
 
 
-def module_state(module: Any) -> str:
+def module_state(module: object) -> str:
     """A digest of what a module holds that a fresh import in another process would spell the same
     way: its plain values (numbers, text, and tuples / lists / sets / dicts of them), the defaults
     of its own functions, and the plain values of its own classes and of instances of them. A
@@ -677,28 +702,30 @@ def module_state(module: Any) -> str:
     name = getattr(module, "__name__", "")
     left = [_STATE_VALUES]
 
-    def spell(x: Any, depth: int) -> Any:
+    def spell(x: object, depth: int) -> object:
         kind = type(x)
         if kind in _PLAIN:
-            return x if kind is not str or len(x) < 256 else hash_text(x)
+            return x if not isinstance(x, str) or len(x) < 256 else hash_text(x)
         left[0] -= 1
         if depth >= _STATE_DEPTH or left[0] < 0:
             return kind.__name__
         if kind is tuple or kind is list:
-            return [kind.__name__, len(x), [spell(v, depth + 1) for v in x[:_STATE_ITEMS]]]
+            seq = cast("list[object]", x)
+            return [kind.__name__, len(seq), [spell(v, depth + 1) for v in seq[:_STATE_ITEMS]]]
         # Sets and dicts sorted, and only whole: their order follows hashes and addresses, which
         # differ from one process to the next (a dict filled from a set of classes).
-        if (kind is set or kind is frozenset) and len(x) <= _STATE_ITEMS:
-            return [kind.__name__, sorted(repr(spell(v, depth + 1)) for v in x)]
-        if kind is dict and len(x) <= _STATE_ITEMS:
-            return ["dict", sorted(repr([spell(k, depth + 1), spell(v, depth + 1)]) for k, v in list(x.items()))]
+        if (kind is set or kind is frozenset) and len(elements := cast("set[object]", x)) <= _STATE_ITEMS:
+            return [kind.__name__, sorted(repr(spell(v, depth + 1)) for v in elements)]
+        if kind is dict and len(table := cast("dict[object, object]", x)) <= _STATE_ITEMS:
+            return ["dict", sorted(repr([spell(k, depth + 1), spell(v, depth + 1)]) for k, v in list(table.items()))]
         if kind in (set, frozenset, dict):
-            return [kind.__name__, len(x)]
+            return [kind.__name__, len(cast("set[object] | dict[object, object]", x))]
         own = x if isinstance(x, type) else kind
         if getattr(x, "__module__", None) != name and getattr(own, "__module__", None) != name:
             return kind.__name__  # another module's: that module's digest has it
         if hasattr(x, "__defaults__"):  # a function of this module: what its defaults were made of
-            return ["fn", spell(x.__defaults__, depth + 1), spell(x.__kwdefaults__, depth + 1)]
+            fn = cast(FunctionType, x)  # what has defaults: a function
+            return ["fn", spell(fn.__defaults__, depth + 1), spell(fn.__kwdefaults__, depth + 1)]
         members = getattr(x, "__dict__", None)
         if not isinstance(members, Mapping):
             return kind.__name__
@@ -709,13 +736,13 @@ def module_state(module: Any) -> str:
         return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
     try:
-        spelled: list[Any] = [[k, spell(v, 0)] for k, v in list(vars(module).items()) if not k.startswith("__")]
+        spelled: list[object] = [[k, spell(v, 0)] for k, v in list(vars(module).items()) if not k.startswith("__")]
     except Exception as exc:  # a module that cannot be read so: never the same as a fresh import
         spelled = [f"unreadable {type(exc).__name__} {id(module)}"]
     return hashlib.blake2b(repr(spelled).encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
 
 
-def file_signatures(names: Any) -> dict[str, list[int]]:
+def file_signatures(names: Iterable[str]) -> dict[str, list[int]]:
     """The loaded modules' files and their folders, each with its modification time (ns), size
     and inode: the server compares them with the disk on each capture, and retires a spare whose
     preloaded code changed since it was imported (capture/launch/spare.py)."""
@@ -736,7 +763,7 @@ def file_signatures(names: Any) -> dict[str, list[int]]:
 
 
 def _error(kind: str, message: str, trace: str | None = None) -> bytes:
-    error: dict[str, Any] = {"kind": kind, "message": message}
+    error: dict[str, str] = {"kind": kind, "message": message}
     if trace:
         error["traceback"] = trace
     return json.dumps({"ok": False, "error": error}).encode()

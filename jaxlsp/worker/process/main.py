@@ -19,7 +19,7 @@ import tempfile
 import time
 import traceback
 from collections.abc import Iterator
-from typing import Any
+from typing import cast
 
 from jaxlsp.worker.core import offline
 from jaxlsp.worker.core.failures import CaptureError, Workspace, format_tb, from_exception
@@ -38,7 +38,7 @@ __all__ = ["capture", "exiting", "main", "prime", "warm", "warm_capture"]
 
 # The objects of this process's capture, held until it exits (see :func:`exiting`); None while
 # captures run in a process that goes on (tests, tools), which frees them as usual.
-_HELD: list[Any] | None = None
+_HELD: list[object] | None = None
 
 
 def exiting() -> None:
@@ -52,7 +52,7 @@ def exiting() -> None:
         _HELD = []
 
 
-def _hold(*objects: Any) -> None:
+def _hold(*objects: object) -> None:
     if _HELD is not None:
         from jaxlsp.graph import collector
 
@@ -76,7 +76,8 @@ def main(early: float | None = None) -> None:
     exiting()
     try:
         raw = sys.stdin.buffer.read()
-        request = json.loads(raw)
+        # The one place the request is read: the client wrote a WorkerRequest (capture/launch).
+        request: WorkerRequest = json.loads(raw)
         fd = int(request["resultFd"])
         result = capture(request)
         if early is not None:
@@ -104,7 +105,7 @@ def main(early: float | None = None) -> None:
     os._exit(0)
 
 
-def _dumps(result: Any) -> bytes:
+def _dumps(result: WorkerResult) -> bytes:
     try:
         return json.dumps(result, allow_nan=False, separators=(",", ":")).encode("utf-8")
     except (TypeError, ValueError) as exc:
@@ -141,7 +142,7 @@ def _scratch_dir(env: dict[str, str]) -> Iterator[str]:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def capture(request: WorkerRequest | dict[str, Any], *, jax_ready: bool = False) -> WorkerResult:
+def capture(request: WorkerRequest, *, jax_ready: bool = False) -> WorkerResult:
     """Capture the request's target into a graph; errors come back structured, never raised.
     An ``offline`` request (a live trace) reaches no other machine (worker/core/offline.py): when it
     failed after wanting the network, the failure is a refusal that says so."""
@@ -156,10 +157,10 @@ def capture(request: WorkerRequest | dict[str, Any], *, jax_ready: bool = False)
     return result
 
 
-def _capture_reporting(request: WorkerRequest | dict[str, Any], jax_ready: bool) -> WorkerResult:
+def _capture_reporting(request: WorkerRequest, jax_ready: bool) -> WorkerResult:
     sys.dont_write_bytecode = True
     timings: dict[str, float] = {}
-    extra: dict[str, Any] = {"started": time.monotonic()}
+    extra: dict[str, object] = {"started": time.monotonic()}
     workspace = Workspace(str(request.get("workspaceRoot", "")))
     initsnap.CAPTURE_STARTED = time.time()
     if request.get("snapshotOnly") and jax_ready:
@@ -184,7 +185,7 @@ def _capture_reporting(request: WorkerRequest | dict[str, Any], jax_ready: bool)
             initsnap.stopped(),  # the snapshot's recording, at the latest (ended when one is made)
             signing.installed() if signing is not None else contextlib.nullcontext(),
         ):
-            graph = _capture(dict(request), workspace, timings, jax_ready, extra)
+            graph = _capture(request.copy(), workspace, timings, jax_ready, extra)
         result: WorkerResult = {"ok": True, "timings": timings}
         if signing is not None and signing.records:
             result["signatures"] = signing.records
@@ -193,16 +194,12 @@ def _capture_reporting(request: WorkerRequest | dict[str, Any], jax_ready: bool)
             result["primes"] = primes
         if graph is not None:
             result["graph"] = graph
-        if extra.get("structure") is not None:
-            result["structure"] = extra["structure"]
-        if extra.get("hint") is not None:
-            result["hint"] = extra["hint"]
-        for key in ("roots", "callsite", "learned", "replayed", "initialisers", "snapshotWanted", "learn"):
-            if extra.get(key) is not None:
-                result[key] = extra[key]
-        for key in ("arrays", "saved"):  # a values run's payloads
-            if key in extra:
-                result[key] = extra[key]  # type: ignore[literal-required,unused-ignore]  # the two keys above
+        # What the stages left in ``extra`` under the result's own names (each stage writes its
+        # key as WorkerResult spells it); a values run's payloads come back even when empty.
+        named = ("structure", "hint", "roots", "callsite", "learned", "replayed", "initialisers", "snapshotWanted")
+        passed = {key: extra[key] for key in (*named, "learn") if extra.get(key) is not None}
+        passed.update({key: extra[key] for key in ("arrays", "saved") if key in extra})
+        result.update(cast(WorkerResult, passed))
         return result
     except CaptureError as exc:
         return {"ok": False, "error": exc.info(), "timings": timings}
@@ -221,8 +218,8 @@ def _capture_reporting(request: WorkerRequest | dict[str, Any], jax_ready: bool)
 
 
 def _capture(
-    request: dict[str, Any], workspace: Workspace, timings: dict[str, float], jax_ready: bool, extra: dict[str, Any]
-) -> dict[str, Any] | None:
+    request: WorkerRequest, workspace: Workspace, timings: dict[str, float], jax_ready: bool, extra: dict[str, object]
+) -> dict[str, object] | None:
     """The graph's JSON form (None: no graph, which only an example run that never reached the
     target can leave; it raises first)."""
     profile = request["profile"]
@@ -281,7 +278,7 @@ def _capture(
         t0 = time.perf_counter()
         from jaxlsp.worker.values import run as values_run
 
-        values_run.run(graph, gb, found.traced, request, found.device, float(extra["started"]), extra)
+        values_run.run(graph, gb, found.traced, request, found.device, cast(float, extra["started"]), extra)
         timings["values"] = time.perf_counter() - t0
     data = graph_json(graph, request, timings)
     _hold(found, graph, gb)

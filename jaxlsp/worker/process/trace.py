@@ -8,13 +8,26 @@ import contextlib
 import os
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from jaxlsp.worker.core.failures import CaptureError, Workspace, from_exception
 from jaxlsp.worker.core.phases import announce
 from jaxlsp.worker.tracing import limits
 from jaxlsp.worker.tracing.assemble import graph_from_jaxpr
 from jaxlsp.worker.tracing.devices import configure_jax
+
+if TYPE_CHECKING:
+    from jax import Device
+    from jax.extend.core import ClosedJaxpr
+
+    from jaxlsp.graph.model import Graph
+    from jaxlsp.worker.loading.inputs import InputBuilder
+    from jaxlsp.worker.loading.loading import Loader
+    from jaxlsp.worker.loading.targets import Plan, Traceable
+    from jaxlsp.worker.protocol import ResolvedProfile, WorkerRequest
+    from jaxlsp.worker.reuse.hints import InitKey
+    from jaxlsp.worker.tracing.build import GraphBuilder
+    from jaxlsp.worker.tracing.contracts import Contracts
 
 #: library initialisers' outputs a capture takes from the last one and leaves for the next, at most
 MAX_CARRIED = 1024
@@ -24,7 +37,7 @@ class SnapshotOnly(BaseException):
     """A ``snapshotOnly`` request's init is done: its snapshot (None: none could be kept). A
     BaseException: no handler of a failed attempt may take it for one."""
 
-    def __init__(self, snapshot: Any) -> None:
+    def __init__(self, snapshot: object) -> None:
         super().__init__("snapshot made")
         self.snapshot = snapshot
 
@@ -35,22 +48,22 @@ class Traced:
 
     path: str
     kind: str
-    closed: Any
-    out_shape: Any
-    plan: Any
-    traced: Any  # targets.Traceable: ``fn`` and its ``operands`` (concrete in a values run)
-    loader: Any
-    builder: Any
-    device: Any  # None: the CPU
+    closed: ClosedJaxpr
+    out_shape: tuple[object, object, object]  # of ``traced.fn``: (out, grads, new_state), abstract
+    plan: Plan
+    traced: Traceable  # ``fn`` and its ``operands`` (concrete in a values run)
+    loader: Loader
+    builder: InputBuilder
+    device: Device | None  # None: the CPU
     concrete: bool
 
 
 def trace_target(
-    request: dict[str, Any],
+    request: WorkerRequest,
     workspace: Workspace,
     timings: dict[str, float],
     jax_ready: bool = False,
-    extra: dict[str, Any] | None = None,
+    extra: dict[str, object] | None = None,
 ) -> Traced:
     """Load, initialise and trace the request's target; raises CaptureError. ``extra`` gets the
     variables structure (a hint for the next capture) and whether the request's hint held."""
@@ -59,8 +72,8 @@ def trace_target(
     from jaxlsp.worker.reuse import hints
     from jaxlsp.worker.tracing import jaxcompat
 
-    target = dict(request["target"])
-    profile = dict(request["profile"])
+    target = request["target"]
+    profile: ResolvedProfile = request["profile"].copy()  # the retry below adds a stream to its rngs
     path = os.path.abspath(str(target["path"]))
     x64 = bool(profile.get("x64", False))
     wide = inputs_mod.wide_dtypes(profile.get("inputs"), profile.get("init"))
@@ -157,12 +170,14 @@ def trace_target(
         snapshots = jax_ready and not concrete and (check is None or not check.checked)
         snapshot_only = bool(request.get("snapshotOnly")) and snapshots
 
-        outputs: dict[Any, Any] = {}  # the initialisers' abstract outputs, for every hinted attempt
+        outputs: dict[InitKey, object] = {}  # the initialisers' abstract outputs, for every hinted attempt
         # library initialisers' outputs the last capture of this target met (hints.stable_key)
         carried = request.get("initialisers")
         carried = carried if isinstance(carried, dict) and len(carried) <= MAX_CARRIED else {}
 
-        def attempt(hint: Any, t0: float, repair: bool = False) -> tuple[Any, Any, Any, Any, float]:
+        def attempt(
+            hint: object, t0: float, repair: bool = False
+        ) -> tuple[Plan, Traceable, ClosedJaxpr, tuple[object, object, object], float]:
             with on_device if concrete else contextlib.nullcontext():
                 plan = targets.make_plan(
                     kind,
@@ -263,12 +278,12 @@ def trace_target(
 
 
 def build_graph(
-    request: dict[str, Any],
+    request: WorkerRequest,
     found: Traced,
     workspace: Workspace,
     timings: dict[str, float],
-    extra: dict[str, Any] | None = None,
-) -> tuple[Any, Any]:
+    extra: dict[str, object] | None = None,
+) -> tuple[Graph, GraphBuilder]:
     """The graph of a traced target, and its builder (with the walk recorded for a values run);
     ``extra`` gets the roots its relative paths are relative to."""
     announce(request, "build")
@@ -276,7 +291,7 @@ def build_graph(
     from jaxlsp.graph import collector
 
     with collector.paused():  # the walk allocates many small objects and frees none
-        used_profile = dict(request["profile"])
+        used_profile: dict[str, object] = dict(request["profile"])
         if found.builder.generators:
             used_profile["generators"] = found.builder.generators
         from jaxlsp.worker.loading import targets
@@ -345,7 +360,7 @@ def _linen_hint(exc: BaseException) -> str:
     return ""
 
 
-def _refuse_wide(operands: Any) -> None:
+def _refuse_wide(operands: object) -> None:
     import jax
 
     for leaf in jax.tree_util.tree_leaves(operands):
@@ -358,7 +373,7 @@ def _refuse_wide(operands: Any) -> None:
             )
 
 
-def _contracts(request: dict[str, Any], workspace: Workspace) -> Any:
+def _contracts(request: WorkerRequest, workspace: Workspace) -> Contracts | None:
     """The check of the workspace's jaxtyping annotations (worker/tracing/contracts.py), when its code
     imported jaxtyping; None otherwise."""
     from jaxlsp.worker.tracing import contracts

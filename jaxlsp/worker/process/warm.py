@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from typing import Any
+from collections.abc import Callable
 
 from jaxlsp.worker.core.versions import versions
 from jaxlsp.worker.reuse import priming
@@ -78,7 +78,7 @@ def warm() -> None:
     failures.remember_loaded()  # last: the modules above are loaded now
 
 
-def prime(entries: Any, stop: Any = None) -> int:
+def prime(entries: object, stop: Callable[[], bool] | None = None) -> int:
     """Called by the warm spare with what its captures noted: make those calls of JAX's own
     functions on abstract values, so the next fork finds JAX's caches filled (worker/reuse/priming.py);
     ``stop()`` true ends it early."""
