@@ -385,11 +385,11 @@ class Interpreter:
     def bind(self, step: Step, ins: list[object]) -> list[object]:
         eqn = step.eqn
         prim = eqn.primitive
-        # both unannotated in jax
-        bind = cast("Callable[..., object]", prim.bind)
-        bind_params = cast("Callable[[dict[str, object]], dict[str, object]]", prim.get_bind_params)
         try:
             with jaxcompat.equation_context(eqn):
+                # both unannotated in jax
+                bind = cast("Callable[..., object]", prim.bind)
+                bind_params = cast("Callable[[dict[str, object]], dict[str, object]]", prim.get_bind_params)
                 out = bind(*ins, **bind_params(eqn.params))
         except MemoryError:
             raise Stopped("memory", "the device ran out of memory", step) from None

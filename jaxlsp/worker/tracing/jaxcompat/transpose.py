@@ -115,11 +115,11 @@ class TransposeMemo:
                     self.entries[key] = _SEEN_ONCE
                     self._keep.append(params)
                 return rule(cts_in, *args, **params)
-            assert trace is not None  # a key is only made under a staging trace
+            staging = cast("pe.DynamicJaxprTrace", trace)  # a key is only made under a staging trace
             if entry is _SEEN_ONCE:
-                return self._record(key, trace, inputs, rule, proxy, cts_in, args, params)
+                return self._record(key, staging, inputs, rule, proxy, cts_in, args, params)
             self.replayed += 1
-            return self._replay(cast("_Transposed", entry), trace, inputs, args)
+            return self._replay(cast("_Transposed", entry), staging, inputs, args)
 
         return transpose
 
