@@ -8,6 +8,12 @@ profile's ``env = ["NAME", ...]`` adds named variables to one capture (sent in t
 the worker before any user import); ``PYTHONPATH`` and the user site reach the interpreter's
 ``sys.path`` through :mod:`.userpath`, less anything a workspace controls; the worker points
 ``TMPDIR`` into its scratch folder, which is removed with it (docs/security.md).
+
+``JAX_PLATFORMS`` is always ``cpu`` there: one process at a time can hold a TPU, and the user's
+training run or notebook keeps it while they edit. A backend started before a capture configures
+its device (a framework's import in the warm spare, a test that learning runs) gets the CPU, never
+the chip; a capture whose profile asks for a TPU or a GPU sets ``jax_platforms`` itself before
+any user import (worker/tracing/devices.py), which overrides the variable.
 """
 
 from __future__ import annotations
@@ -27,6 +33,8 @@ ALLOWED = frozenset({
 })  # fmt: skip
 ALLOWED_PREFIXES = ("LC_", "JAX_", "XLA_", "CUDA_", "NVIDIA_", "TPU_", "JAXLSP_CAPTURE_")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: Set in every process in the user's interpreter: no backend but the CPU's starts by accident.
+CPU_ONLY = {"JAX_PLATFORMS": "cpu"}
 
 
 def allowed(name: str) -> bool:
@@ -38,7 +46,7 @@ def base_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]
     user's own Python finds packages (``PYTHONPATH``, the user site), in one variable that only
     :mod:`.userpath`'s bootstrap code reads (``PYTHONPATH`` itself stays unset: ``-I`` ignores it)."""
     source = os.environ if environ is None else environ
-    return {**{k: v for k, v in source.items() if allowed(k)}, **userpath.environment(source)}
+    return {**{k: v for k, v in source.items() if allowed(k)}, **userpath.environment(source), **CPU_ONLY}
 
 
 def named(names: Iterable[str], environ: Mapping[str, str] | None = None) -> dict[str, str]:
