@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, Literal, NotRequired, TypeAlias, TypedDict
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypedDict
+
+if TYPE_CHECKING:
+    from typing import NotRequired  # Python 3.11: the worker also runs on 3.10
 
 #: A JSON value as the worker writes one (``json.dumps`` takes it): read-only containers, so that a
 #: ``list[str]`` or a ``dict[str, int]`` is one too.
