@@ -27,9 +27,11 @@ import re
 import sys
 import types
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NotRequired, TypedDict, cast
+from typing import TYPE_CHECKING, TypedDict, cast
 
 if TYPE_CHECKING:
+    from typing import NotRequired  # Python 3.11: the worker also runs on 3.10
+
     from jaxlsp.worker.core.failures import Workspace
     from jaxlsp.worker.core.paths import Spelling
 
