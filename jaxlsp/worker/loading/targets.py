@@ -468,8 +468,8 @@ def _linen_plan(
                 **kwargs,
             )
         if mutable:
-            out, updates = cast("tuple[object, object]", out)  # Flax's (outputs, mutated collections)
-            return out, updates
+            pair = cast("tuple[object, object]", out)  # Flax's (outputs, mutated collections)
+            return pair[0], pair[1]
         return out, None
 
     plan = Plan(
@@ -840,7 +840,7 @@ def traceable(
 
     def forward(params: object, state: object, keys: object, dyn: list[object]) -> tuple[object, object]:
         if plan.kind == "function" and transform:
-            a, kw = rebuild(cast("list[object]", params) + list(dyn))  # the leading leaves, split off above
+            a, kw = rebuild(list(cast("list[object]", params)) + list(dyn))  # the leaves split off above
         else:
             a, kw = rebuild(list(dyn))
         out, new_state = plan.apply(params, state, keys, list(a), dict(kw))

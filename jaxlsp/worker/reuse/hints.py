@@ -615,7 +615,7 @@ def _boxed(leaf: jax.ShapeDtypeStruct, box: object) -> object:
     """``leaf`` in the box :func:`_box_json` spelled; ValueError when it spells none."""
     cls = _boxes().get(str(box.get("box"))) if isinstance(box, dict) else None
     spelled = cast("dict[str, object]", box)  # a box's name found in it: a mapping
-    if cls is None or set(spelled) != {"box", *_spelled_fields(str(spelled["box"]))}:
+    if cls is None or set(spelled) != {"box", *_spelled_fields(cast(str, spelled["box"]))}:
         raise ValueError(f"not a partitioning box: {box!r}")
     return cls(leaf, **{key: _aux_value(value) for key, value in spelled.items() if key != "box"})
 

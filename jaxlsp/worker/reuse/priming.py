@@ -272,8 +272,7 @@ class Recorder:
     @contextlib.contextmanager
     def installed(self) -> Iterator[Recorder]:
         try:
-            modules = caches.jit_internals()
-            pjit, ad = cast("_Pjit", modules[0]), cast("_Ad", modules[1])
+            pjit, ad = cast("tuple[_Pjit, _Ad]", caches.jit_internals())
             infer, trace_for_jit, linearize = pjit._infer_params, pjit._trace_for_jit, ad.linearize_jaxpr
             cache = ad._linearize_jaxpr
         except (ImportError, AttributeError):

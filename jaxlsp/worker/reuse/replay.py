@@ -209,8 +209,12 @@ class CallReplay:
 
         try:
             scope = cast("Scope", module.scope)  # unbound (None): AttributeError, the call runs
-            compact = getattr(type(module), "_compact_name_scope_methods")  # noqa: B009  # not in Flax's stubs
-            if scope.parent is None or scope.rngs or scope.mutable or compact:
+            if (
+                scope.parent is None
+                or scope.rngs
+                or scope.mutable
+                or getattr(type(module), "_compact_name_scope_methods")  # noqa: B009  # not in Flax's stubs
+            ):
                 return None
             if type(module).setup is not self.linen.Module.setup:
                 return None  # a setup runs inside the call (and reads variables) the first time only
