@@ -31,19 +31,13 @@ def jsonable(obj: Any) -> Any:
 
 
 def _frame_json(frame: Frame) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "path": frame.path,
-        "line": frame.line,
-        "column": frame.column,
-        "endLine": frame.end_line,
-        "endColumn": frame.end_column,
-    }
+    out: dict[str, Any] = frame.range_json()
     if frame.function is not None:
         out["function"] = frame.function
     if frame.package is not None:
         out["package"] = frame.package
-    if frame.cell is not None:
-        out["cell"] = frame.cell
+    if frame.cell is not None:  # after function and package, as the file has always written it
+        out["cell"] = out.pop("cell")
     return out
 
 

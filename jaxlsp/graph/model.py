@@ -41,6 +41,20 @@ class Frame:
     # and ``end_line`` then count within that cell.
     cell: int | None = None
 
+    def range_json(self) -> dict[str, str | int]:
+        """The range as the graph's JSON spells it (``path``, ``line``, ``column``, ``endLine``,
+        ``endColumn``), with ``cell`` in a notebook: one spelling for the frames of every section."""
+        out: dict[str, str | int] = {
+            "path": self.path,
+            "line": self.line,
+            "column": self.column,
+            "endLine": self.end_line,
+            "endColumn": self.end_column,
+        }
+        if self.cell is not None:
+            out["cell"] = self.cell
+        return out
+
 
 @dataclass
 class Value:

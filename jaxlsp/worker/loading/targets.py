@@ -576,6 +576,39 @@ def _linen_initializing() -> Iterator[None]:
         Scope.get_flag = original  # type: ignore[method-assign]
 
 
+def _constructed(
+    model: object,
+    param: str,
+    default: Callable[[], object],
+    adapt: Callable[[object], object] | None,
+    eval_shape: Callable[..., object],
+    init_args: list[object],
+    init_kwargs: dict[str, object],
+    concrete: bool,
+    init: _Init | None,
+) -> object:
+    """The NNX or Equinox module that ``model`` (a module class) builds from the init arguments, or
+    ``model`` itself when it is already a module. Its ``param`` (NNX's ``rngs``, Equinox's ``key``)
+    is ``default()`` when the init arguments leave it out, else what ``adapt`` makes of the given
+    one; built abstractly under ``eval_shape``, or for real when ``concrete`` (a values run: the real
+    module, initialised with the seed)."""
+    if not is_constructor(model):
+        return model
+    cls = cast("Callable[..., object]", model)
+    fill = _needs(cls, param, init_kwargs)
+
+    def build(*args: object, **kwargs: object) -> object:
+        if fill:
+            kwargs[param] = default()
+        elif adapt is not None and param in kwargs:
+            kwargs[param] = adapt(kwargs[param])
+        return cls(*args, **kwargs)
+
+    if concrete:
+        return build(*init_args, **init_kwargs)
+    return _build_abstractly(eval_shape, build, init_args, init_kwargs, init)
+
+
 def _nnx_plan(
     model: object,
     factory: bool,
@@ -588,21 +621,12 @@ def _nnx_plan(
 ) -> Plan:
     from flax import nnx
 
-    if is_constructor(model):
-        cls = cast("Callable[..., object]", model)
-        fill = _needs(cls, "rngs", init_kwargs)
+    def rngs(given: object) -> object:  # a key given for rngs (a recipe's { kind = "key" })
+        return nnx.Rngs(cast("jax.Array", given)) if _is_key(given) else given
 
-        def build(*args: object, **kwargs: object) -> object:
-            if fill:
-                kwargs["rngs"] = nnx.Rngs(seed)
-            elif _is_key(kwargs.get("rngs")):  # a key given for rngs (a recipe's { kind = "key" })
-                kwargs["rngs"] = nnx.Rngs(cast("jax.Array", kwargs["rngs"]))
-            return cls(*args, **kwargs)
-
-        if concrete:  # a values run: the real module, initialised with the seed
-            model = build(*init_args, **init_kwargs)
-        else:
-            model = _build_abstractly(nnx.eval_shape, build, init_args, init_kwargs, init)
+    model = _constructed(
+        model, "rngs", lambda: nnx.Rngs(seed), rngs, nnx.eval_shape, init_args, init_kwargs, concrete, init
+    )
     # nnx.split's overloads cannot say what a filter and ``...`` split into: a graph and two states
     split = cast(
         "Callable[..., tuple[nnx.GraphDef[object], nnx.State[object, object], nnx.State[object, object]]]", nnx.split
@@ -658,19 +682,9 @@ def _equinox_plan(
     import equinox as eqx
     import jax
 
-    if is_constructor(model):
-        cls = cast("Callable[..., object]", model)
-        fill = _needs(cls, "key", init_kwargs)
-
-        def build(*args: object, **kwargs: object) -> object:
-            if fill:
-                kwargs["key"] = jax.random.key(seed)
-            return cls(*args, **kwargs)
-
-        if concrete:  # a values run: the real module, initialised with the seed
-            model = build(*init_args, **init_kwargs)
-        else:
-            model = _build_abstractly(eqx.filter_eval_shape, build, init_args, init_kwargs, init)
+    model = _constructed(
+        model, "key", lambda: jax.random.key(seed), None, eqx.filter_eval_shape, init_args, init_kwargs, concrete, init
+    )
     params, static = eqx.partition(model, lambda x: eqx.is_array(x) or isinstance(x, jax.ShapeDtypeStruct))
     if not concrete:
         params = abstractify(params)
