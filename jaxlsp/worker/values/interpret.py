@@ -30,7 +30,15 @@ from typing import TYPE_CHECKING, SupportsInt, cast
 from jaxlsp.worker.protocol import Json
 from jaxlsp.worker.tracing import jaxcompat
 from jaxlsp.worker.tracing.build import ONE_TO_ONE, Step, Walked, is_literal
-from jaxlsp.worker.values.stats import SMALL, Accumulator, Summary, joined_range, summarize, summarize_batch
+from jaxlsp.worker.values.stats import (
+    SMALL,
+    Accumulator,
+    Summary,
+    fetched,
+    joined_range,
+    summarize,
+    summarize_batch,
+)
 
 if TYPE_CHECKING:
     import jax
@@ -148,9 +156,10 @@ class Interpreter:
     # --- observing values ---------------------------------------------------------------------
     #
     # Observations wait in a queue and are summarised in order: small arrays in batches (one set
-    # of numpy calls for up to BATCH of them), a large one at once (with those before it). The
-    # first non-finite check of an equation waits in the same queue behind its outputs, so it
-    # sees every figure as of that equation, and a queued small array stays alive a little longer.
+    # of numpy calls for up to BATCH of them; an accelerator's fetched in one transfer), a large
+    # one at once (with those before it). The first non-finite check of an equation waits in the
+    # same queue behind its outputs, so it sees every figure as of that equation, and a queued
+    # small array stays alive a little longer.
 
     def observe(self, vid: str, array: object, source: str | None = None, factor: int = 1) -> None:
         """Queue ``array`` as an observation of ``vid``; ``source``: its figures are those of
@@ -164,7 +173,7 @@ class Interpreter:
             self.flush()
             return
         self._queued += size
-        if not self.on_host or len(self._queue) >= BATCH or self._queued >= BATCH_ELEMENTS:
+        if len(self._queue) >= BATCH or self._queued >= BATCH_ELEMENTS:
             self.flush()
 
     def observe_constant(self, vid: str, value: object) -> None:
@@ -205,9 +214,8 @@ class Interpreter:
             self._record(item.vid, summary, item.iteration)
 
     def _batch(self, queue: list[_Pending]) -> None:
-        """Summaries of the queue's small host arrays, all at once (sharing repeated arrays)."""
-        if not self.on_host:
-            return
+        """Summaries of the queue's small arrays, all at once on the host (sharing repeated arrays;
+        an accelerator's come over in one transfer)."""
         batch: list[_Pending] = []
         first: dict[int, _Pending] = {}
         for item in queue:
@@ -244,7 +252,10 @@ class Interpreter:
             ranges[item.vid] = (lo, hi) if seen is None else (min(lo, seen[0]), max(hi, seen[1]))
             return joined
 
-        for item, summary in zip(batch, summarize_batch([b.array for b in batch], within), strict=True):
+        arrays = [b.array for b in batch]
+        if not self.on_host:  # an accelerator's small arrays: to the host in one transfer
+            arrays = fetched(arrays)
+        for item, summary in zip(batch, summarize_batch(arrays, within), strict=True):
             item.summary, item.ready = summary, True
             self._remember(item.array, summary)
         self._resolve_same(queue)

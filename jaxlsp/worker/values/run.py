@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol, TypedDict, cast
 
-from jaxlsp.graph.model import Frame, Graph, Node, Value
+from jaxlsp.graph.model import Graph, Node, Value
 from jaxlsp.worker.core.failures import CaptureError
 from jaxlsp.worker.protocol import InlineArray, Json, SavedValues, ValuesRequest
 from jaxlsp.worker.tracing.build import CONTROL_FLOW_NOTE, GraphBuilder, Walked
@@ -207,27 +207,17 @@ def _stopped(stop: Stopped, graph: Graph, request: WorkerRequest, seconds: float
         message = f"the values run stopped at {where}: {stop.reason} (raise the memory cap, or trace smaller inputs)"
     frame = None
     if node is not None and node.source is not None:
-        frame = _frame_json(node.source)
+        frame = node.source.range_json()
         # Graph paths are relative (to the recipe's folder or the workspace root); an error's frame
         # is absolute, as for every other failure.
         base = str(request.get("pathBase") or request.get("workspaceRoot") or "")
-        path = str(frame["path"])  # _frame_json's: a str
+        path = str(frame["path"])  # range_json's: a str
         if base and not os.path.isabs(path):
             frame["path"] = os.path.normpath(os.path.join(base, path))
     return CaptureError("timeout" if stop.kind == "timeout" else "memory", message, frame)
 
 
 # --- describing nodes ----------------------------------------------------------------------------
-
-
-def _frame_json(frame: Frame) -> dict[str, str | int]:
-    return {
-        "path": frame.path,
-        "line": frame.line,
-        "column": frame.column,
-        "endLine": frame.end_line,
-        "endColumn": frame.end_column,
-    }
 
 
 def relative(path: str, root: str) -> str:
@@ -303,7 +293,7 @@ def describe_origin(origin: Origin, root: str) -> dict[str, Json]:
         "value": origin.value,
         "primitive": node.primitive,
         "kind": kind,
-        "source": _frame_json(frame) if frame is not None else None,
+        "source": frame.range_json() if frame is not None else None,
         "explanation": explanation,
         "message": f"first non-finite ({kind}): {node.primitive} at {where}{loops}, {explanation}",
         "inputs": [_input_json(vid, s, literal) for vid, s, literal in origin.inputs],
