@@ -23,7 +23,8 @@ import json
 import os
 import tempfile
 import threading
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from jaxlsp.capture.launch.staging import default_cache_dir
 FORMAT = "jaxlsp.signatures"
 VERSION = 1
 MAX_KEPT = 4096  # signatures one workspace keeps (the oldest go first)
+MAX_CALLS = 8  # distinct calls kept per target (issue 56.5: where they disagree is symbolic)
 
 
 @dataclass
@@ -46,12 +48,30 @@ class Signature:
     callsite: dict[str, Any] | None = None  # {path, line}: the user's line that made the call
     sources: dict[str, str] = field(default_factory=dict)  # absolute path -> sha256
     learned_from: str = ""  # "a trace of model.py::Transformer", "tests/test_model.py"
+    config: dict[str, Any] = field(default_factory=dict)  # what the call ran under: x64, precision, mesh
+    # the target's earlier distinct calls, newest first: {table, callsite, sources, learned_from, config}
+    others: list[dict[str, Any]] = field(default_factory=list)
+    # a symbolic trace of these calls failed: {dimension, message, target (its file's sha256)}
+    concrete: dict[str, Any] | None = None
+    # lookup's answer only: each symbolic dimension's sizes in the learned calls, the newest call's
+    # own table (``table`` is symbolic), and which dimension made it concrete after all
+    sizes: dict[str, list[int]] = field(default_factory=dict)
+    newest: dict[str, Any] | None = None
+    forced: str = ""
 
     def where(self, root: Path) -> str:
-        """``tests/test_model.py:14`` (relative to ``root``), or the target's own file."""
+        """``tests/test_model.py:14`` (relative to ``root``), or the target's own file; with the
+        symbolic dimensions the calls disagree on, or the one that made it concrete."""
         if not self.callsite:
-            return _relative(self.path, root)
-        return f"{_relative(str(self.callsite.get('path', self.path)), root)}:{self.callsite.get('line', '?')}"
+            at = _relative(self.path, root)
+        else:
+            at = f"{_relative(str(self.callsite.get('path', self.path)), root)}:{self.callsite.get('line', '?')}"
+        if self.sizes:
+            said = "; ".join(f"{k} = {', '.join(map(str, v))}" for k, v in self.sizes.items())
+            return f"{at} and others, symbolic where they disagree: {said}"
+        if self.forced:
+            return f"{at}, concrete: {self.forced}"
+        return at
 
 
 def _relative(path: str, root: Path) -> str:
@@ -129,6 +149,7 @@ class SignatureStore:
                         callsite=dict(record["callsite"]) if isinstance(record.get("callsite"), dict) else None,
                         sources={str(k): str(v) for k, v in dict(record.get("sources") or {}).items()},
                         learned_from=learned_from,
+                        config=dict(record["config"]) if isinstance(record.get("config"), dict) else {},
                     )
                 except (KeyError, TypeError, ValueError):
                     continue  # a record the worker spelled otherwise: not kept
@@ -136,6 +157,7 @@ class SignatureStore:
                     continue  # the workspace's own targets only
                 key = self.key(python, signature.path, signature.name)
                 kept += 1
+                _keep_others(signature, entries.get(key))
                 if entries.get(key) == asdict(signature):
                     continue  # the call every capture of a model records again: nothing to write
                 entries.pop(key, None)  # re-inserted last: the newest are kept longest
@@ -157,11 +179,30 @@ class SignatureStore:
                 signature = Signature(**raw)
             except TypeError:
                 signature = None
-            if signature is None or any(_sha(p) != h for p, h in signature.sources.items()):
+            fresh = _fresh(signature) if signature is not None else None
+            if fresh is None:
                 del entries[key]
                 self._write(entries)
                 return None
-        return signature
+            if asdict(fresh) != raw:  # an earlier call whose callers changed: dropped, the others kept
+                entries[key] = asdict(fresh)
+                self._write(entries)
+        return _answer(fresh)
+
+    def mark_concrete(self, python: str, path: Path, name: str, dimension: str, message: str) -> bool:
+        """Remember that the symbolic trace of ``path::name``'s learned calls failed at
+        ``dimension``: its lookups answer the newest concrete call until the target's file or its
+        calls change. False when nothing is kept for it."""
+        key = self.key(python, str(path), name)
+        with _LOCK:
+            entries = self._read()
+            raw = entries.get(key)
+            if raw is None:
+                return False
+            raw = {**raw, "concrete": {"dimension": dimension, "message": message[:300], "target": _sha(raw["path"])}}
+            entries[key] = raw
+            self._write(entries)
+        return True
 
     def all(self, python: str | None = None) -> list[Signature]:
         """Every kept signature (of ``python``), fresh or not."""
@@ -172,3 +213,78 @@ class SignatureStore:
                 if python is None or signature.python == python:
                     out.append(signature)
         return out
+
+
+def _keep_others(signature: Signature, before: dict[str, Any] | None) -> None:
+    """``signature`` (the newest call) with the target's earlier distinct calls kept behind it, at
+    most :data:`MAX_CALLS` in all; the same call again moves to the front. A failed symbolic
+    trace is forgotten when the calls change."""
+    if not before:
+        return
+    try:
+        old = Signature(**before)
+    except TypeError:
+        return
+    calls = [_call_of(old), *old.others]
+    others = [c for c in calls if c.get("table") != signature.table][: MAX_CALLS - 1]
+    signature.others = others
+    if _tables([signature.table, *(c.get("table") for c in others)]) == _tables(c.get("table") for c in calls):
+        signature.concrete = old.concrete  # the same calls, in another order: the same failure
+
+
+def _tables(tables: Iterable[Any]) -> set[str]:
+    return {json.dumps(t, sort_keys=True) for t in tables}
+
+
+def _call_of(signature: Signature) -> dict[str, Any]:
+    return {
+        "table": signature.table,
+        "callsite": signature.callsite,
+        "sources": signature.sources,
+        "learned_from": signature.learned_from,
+        "config": signature.config,
+    }
+
+
+def _fresh(signature: Signature) -> Signature | None:
+    """``signature`` with only the calls whose callers are unchanged (the newest of them in
+    front); None when none is."""
+    calls = [c for c in [_call_of(signature), *signature.others] if _unchanged(c.get("sources"))]
+    if not calls:
+        return None
+    if calls[0]["table"] == signature.table and len(calls) == 1 + len(signature.others):
+        return signature
+    first, rest = calls[0], calls[1:]
+    return Signature(
+        path=signature.path,
+        name=signature.name,
+        kind=signature.kind,
+        table=dict(first["table"]),
+        python=signature.python,
+        callsite=first.get("callsite"),
+        sources=dict(first.get("sources") or {}),
+        learned_from=str(first.get("learned_from") or ""),
+        config=dict(first.get("config") or {}),
+        others=rest,
+    )
+
+
+def _unchanged(sources: Any) -> bool:
+    return isinstance(sources, dict) and all(_sha(p) == h for p, h in sources.items())
+
+
+def _answer(signature: Signature) -> Signature:
+    """What a lookup answers: the calls merged, their disagreeing dimensions symbolic
+    (learnedshapes.py), unless a symbolic trace of them failed since the target's file changed."""
+    from jaxlsp.capture.inputs import learnedshapes
+
+    if not signature.others:
+        return signature
+    if signature.concrete and signature.concrete.get("target") == _sha(signature.path):
+        forced = f"{signature.concrete.get('dimension')} failed symbolically ({signature.concrete.get('message')})"
+        return replace(signature, forced=forced)
+    tables = [signature.table, *(dict(c["table"]) for c in signature.others if isinstance(c.get("table"), dict))]
+    table, sizes = learnedshapes.merged(tables, Path(signature.path), signature.name)
+    if not sizes:
+        return signature
+    return replace(signature, table=table, sizes=sizes, newest=signature.table)

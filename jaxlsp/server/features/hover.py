@@ -29,6 +29,7 @@ from jaxlsp.server.host import Host
 
 HOVER_LINES = 12
 SMALL = 500  # operations at a line summed up in the loop; more, in a graph thread
+_SYMBOL = re.compile(r"[A-Za-z_]\w*")  # a symbol in a dimension as JAX prints it (``2*batch``)
 _ASSIGNMENT = re.compile(r"\s*[A-Za-z_][\w.,\s\[\]]*(?::[^=]+)?=(?!=)")
 
 
@@ -173,9 +174,41 @@ class Hover:
             else:
                 body = self._body(trace, nodes, changes)
             trace.remember(key, body)
+        learned = await self.learned_sizes(trace, nodes)
         # No footer: a trace id or a method name means nothing to the reader, and a link would
         # need a trusted command URI that not every editor renders.
-        return "\n".join(head + body)
+        return "\n".join(head + body + learned)
+
+    async def learned_sizes(self, trace: Trace, nodes: Sequence[Any]) -> list[str]:
+        """``batch = 3, 5 in the learned calls``: the sizes each symbolic dimension at the line
+        had in the calls it was learned from (issue 56.5), when the trace's inputs came from them."""
+        symbolic = [str(s) for s in (trace.info.profile.get("symbolic") or [])]
+        if not symbolic:
+            return []
+        shown = {str(d) for n in nodes for v in n.outputs if (value := trace.value(v)) is not None for d in value.shape}
+        here = [s for s in symbolic if any(s in _SYMBOL.findall(d) for d in shown)]
+        if not here:
+            return []
+        sizes: dict[str, list[int]] | None = trace.memo.get(("learned-sizes",))
+        if sizes is None:
+            sizes = await off_loop(self._learned_sizes, trace)
+            trace.remember(("learned-sizes",), sizes)
+        said = [f"{s} = {', '.join(map(str, sizes[s]))}" for s in here if sizes.get(s)]
+        return ["", "; ".join(said) + " in the learned calls"] if said else []
+
+    def _learned_sizes(self, trace: Trace) -> dict[str, list[int]]:
+        from jaxlsp.capture.inputs.signatures import SignatureStore
+
+        target = trace.info.target
+        python = trace.meta.get("interpreter")
+        if not isinstance(python, str) or not target.get("path") or not target.get("name"):
+            return {}
+        path = Path(trace.resolve(str(target["path"])))
+        try:
+            found = SignatureStore(self.ls.session.folder_of(path)).lookup(python, path, str(target["name"]))
+        except OSError:
+            return {}
+        return dict(found.sizes) if found is not None else {}
 
     def _body(self, trace: Trace, nodes: Sequence[Any], changes: GraphDiff | None) -> list[str]:
         counts: Counter[tuple[str, str]] = Counter()

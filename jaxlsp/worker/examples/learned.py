@@ -113,7 +113,9 @@ class Converter:
                 return {"kind": "key"}
         except Exception:
             pass
-        name = str(dtype)
+        # the type JAX computes with, not the one the caller handed it: a NumPy int64 array under
+        # JAX's default x64 off is int32 from the first operation on (issue 56.8)
+        name = str(jax.dtypes.canonicalize_dtype(dtype))
         if name not in _RECIPE_DTYPES:
             raise NotExpressible(f"dtype {name}")
         shape = [int(d) for d in value.shape] if all(isinstance(d, int) for d in value.shape) else None
@@ -123,6 +125,9 @@ class Converter:
         out: dict[str, Any] = {"kind": "array", "shape": shape}
         if name != "float32":
             out["dtype"] = name
+        split = _sharding_entries(value)
+        if split:
+            out["sharding"] = split
         return out
 
     def ref(self, obj: Any) -> str:
@@ -186,6 +191,27 @@ class Converter:
                 continue  # left at its default: the recipe need not say it
             out[f.name] = self.spec(getattr(module, f.name), depth + 1)
         return out
+
+
+def _sharding_entries(value: object) -> list[str | list[str]]:
+    """An array's split over the mesh in the recipe form (``["data", []]``, trailing unsplit
+    dimensions left out), from a sharding that is part of its type (Explicit axes); [] for none."""
+    spec = getattr(getattr(value, "sharding", None), "spec", None)
+    if spec is None:
+        return []
+    out: list[str | list[str]] = []
+    for entry in spec:
+        if entry is None:
+            out.append([])
+        elif isinstance(entry, str):
+            out.append(entry)
+        elif isinstance(entry, tuple | list) and all(isinstance(a, str) for a in entry):
+            out.append(list(entry) if len(entry) != 1 else entry[0])
+        else:
+            raise NotExpressible(f"a sharding entry {entry!r}")
+    while out and out[-1] == []:
+        out.pop()
+    return out
 
 
 def _at_default(obj: Any, f: dataclasses.Field[Any]) -> bool:
@@ -333,6 +359,58 @@ def profile_table(
     for key in ("rngs", "mutable", "method"):
         if profile.get(key):
             table[key] = profile[key]
-    if conv.wide:
-        table["x64"] = True
+    if conv.wide or ran_with_x64():
+        table["x64"] = True  # as the call ran: Python numbers and defaults are 64-bit under it
+    mesh = surrounding_mesh()
+    if mesh is not None:
+        table["mesh"] = mesh
     return table
+
+
+def ran_with_x64() -> bool:
+    """Whether JAX's 64-bit types are on where the call runs (a test may turn them on)."""
+    return bool(_flag("jax_enable_x64"))
+
+
+def _flag(name: str) -> object:
+    """A JAX configuration value as it is where the call runs (a context manager's included)."""
+    import jax
+
+    return getattr(jax.config, name, None)  # not read(): flags with a context manager refuse it
+
+
+def surrounding_mesh() -> dict[str, Any] | None:
+    """The mesh the call runs under (``with jax.set_mesh(mesh):``) in the recipe form, ``{ axes =
+    {...}, types = ... }``; None without one."""
+    import jax
+
+    try:
+        mesh = jax.sharding.get_abstract_mesh()
+    except Exception:
+        return None
+    if mesh is None or getattr(mesh, "empty", True):
+        return None
+    names = [str(n) for n in mesh.axis_names]
+    out: dict[str, Any] = {"axes": {n: int(s) for n, s in zip(names, mesh.axis_sizes, strict=True)}}
+    auto = [n for n, t in zip(names, getattr(mesh, "axis_types", ()), strict=False) if "Auto" in str(t)]
+    if auto and len(auto) == len(names):
+        out["types"] = "auto"
+    elif auto:
+        out["types"] = {n: "auto" for n in auto}
+    return out
+
+
+def run_config() -> dict[str, Any]:
+    """The JAX configuration a call ran under, beyond what its table says: what a recipe cannot
+    spell yet (a default matmul precision, a dtype promotion mode) is kept beside the call."""
+    config: dict[str, Any] = {"x64": ran_with_x64()}
+    precision = _flag("jax_default_matmul_precision")
+    if precision is not None:
+        config["matmulPrecision"] = str(precision)
+    promotion = _flag("jax_numpy_dtype_promotion")
+    if promotion not in (None, "standard"):
+        config["dtypePromotion"] = str(promotion)
+    mesh = surrounding_mesh()
+    if mesh is not None:
+        config["mesh"] = mesh
+    return config

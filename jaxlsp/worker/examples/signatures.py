@@ -378,6 +378,7 @@ class Recorder:
                 "table": table,
                 "callsite": {"path": line[0], "line": line[1]} if line else None,
                 "sources": {p: h for p, h in ((p, self._hash(p)) for p, _ in callers if p != own) if h is not None},
+                "config": learned.run_config(),  # what the call ran under (x64, precision, mesh)
             }
         )
         return True
@@ -499,8 +500,24 @@ def abstract(tree: Any) -> Any:
         if isinstance(x, jax.Array | np.ndarray):
             aval = getattr(x, "aval", None)
             shape, dtype = (aval.shape, aval.dtype) if aval is not None else (x.shape, x.dtype)
+            if aval is None:  # a NumPy array: the type JAX converts it to where the call runs
+                dtype = jax.dtypes.canonicalize_dtype(dtype)
             weak = bool(getattr(aval if aval is not None else x, "weak_type", False))
+            sharding = _explicit_sharding(aval)
+            if sharding is not None:
+                return sds(tuple(shape), dtype, weak_type=weak, sharding=sharding)
             return sds(tuple(shape), dtype, weak_type=weak)
         return x
 
     return jax.tree_util.tree_map(leaf, tree)
+
+
+def _explicit_sharding(aval: Any) -> Any:
+    """The sharding that is part of a value's type under a mesh with Explicit axes (its aval's,
+    never the tracer's own, which some tracers refuse); None otherwise."""
+    sharding = getattr(aval, "sharding", None)
+    mesh = getattr(sharding, "mesh", None)
+    spec = getattr(sharding, "spec", None)
+    if mesh is None or spec is None or getattr(mesh, "empty", True) or all(p is None for p in spec):
+        return None
+    return sharding

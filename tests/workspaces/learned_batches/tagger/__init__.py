@@ -1,0 +1,1 @@
+"""Taggers of every kind, called by the tests with NumPy arrays."""
