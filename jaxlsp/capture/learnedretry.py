@@ -19,8 +19,8 @@ from jaxlsp.recipes import RecipeError, Resolved, resolve_table
 
 def concrete_retry(prepared: Prepared, failure: TraceFailure) -> Prepared | None:
     """After a failed trace on learned calls with symbolic dimensions: the target prepared again
-    on its newest concrete call, saying which dimension forced it; for a shapes trace the store
-    remembers that, so the next trace goes straight to the concrete call. None when the trace was
+    on its newest concrete call, saying which dimension forced it; the store remembers that, so
+    the next trace goes straight to the concrete call. None when the trace was
     not such a one, or ran out of time or memory (a concrete one would too)."""
     origin, req = prepared.origin, prepared.req
     symbols = [str(s) for s in prepared.request.get("profile", {}).get("symbolic") or []]
@@ -36,10 +36,8 @@ def concrete_retry(prepared: Prepared, failure: TraceFailure) -> Prepared | None
         found = store.lookup(prepared.python, path, name)
         if found is None or found.newest is None:
             return None
-        sized = req.values is not None or req.time is not None  # a values run wants sizes: not kept
         reason = _reason(failure, origin.root)
-        if not sized:
-            store.mark_concrete(prepared.python, path, name, dimension, reason)
+        store.mark_concrete(prepared.python, path, name, dimension, reason)
         table = {"target": prepared.resolved.table["target"], **found.newest}
         made = resolve_table(prepared.resolved.name, table, origin.base or origin.root)
     except (OSError, RecipeError):
