@@ -16,8 +16,13 @@ import functools
 import inspect
 import math
 import sys
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, TypeGuard, cast
+
+if TYPE_CHECKING:
+    import jax
+    import numpy as np
+    from _typeshed import DataclassInstance
 
 _RECIPE_DTYPES = frozenset({
     "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
@@ -34,8 +39,10 @@ class NotExpressible(Exception):
     """A value a recipe cannot spell."""
 
 
+#: a call's positional and keyword arguments
+Arguments = tuple[list[object], dict[str, object]]
 #: the abstract constructor arguments an example run saw a module made with, or None
-Constructed = Callable[[Any], "tuple[list[Any], dict[str, Any]] | None"]
+Constructed = Callable[[object], "Arguments | None"]
 
 
 class Converter:
@@ -45,15 +52,16 @@ class Converter:
         self.constructed = constructed
         self.wide = False
 
-    def call(self, args: list[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+    def call(self, args: list[object], kwargs: dict[str, object]) -> dict[str, object]:
+        out: dict[str, object] = {}
         if args:
             out["args"] = [self.spec(a) for a in args]
         if kwargs:
             out["kwargs"] = {str(k): self.spec(v) for k, v in kwargs.items()}
         return out
 
-    def spec(self, value: Any, depth: int = 0) -> Any:
+    def spec(self, value: object, depth: int = 0) -> object:
+        """``value`` as a recipe's input spec (JSON-able), or NotExpressible."""
         if depth > 16:
             raise NotExpressible("nested too deeply")
         if value is None:
@@ -80,8 +88,9 @@ class Converter:
         if isinstance(value, enum.Enum):
             return {"ref": self.ref(type(value)) + f".{value.name}"}
         if isinstance(value, functools.partial):
-            out: dict[str, Any] = {"ref": "functools:partial", "args": [self.spec(value.func, depth + 1)]}
-            out["args"] += [self.spec(a, depth + 1) for a in value.args]
+            args = [self.spec(value.func, depth + 1)]
+            args += [self.spec(a, depth + 1) for a in value.args]
+            out: dict[str, object] = {"ref": "functools:partial", "args": args}
             if value.keywords:
                 out["kwargs"] = {k: self.spec(v, depth + 1) for k, v in value.keywords.items()}
             return out
@@ -104,7 +113,7 @@ class Converter:
             return {"ref": f"jax.numpy:{name}"}
         raise NotExpressible(f"a {type(value).__module__}.{type(value).__qualname__}")
 
-    def array(self, value: Any) -> dict[str, Any]:
+    def array(self, value: jax.ShapeDtypeStruct | jax.Array | np.ndarray) -> dict[str, object]:
         import jax
 
         dtype = value.dtype
@@ -122,7 +131,7 @@ class Converter:
         if shape is None or any(d <= 0 for d in shape):
             raise NotExpressible("a shape that is not positive integers")
         self.wide = self.wide or name in _WIDE
-        out: dict[str, Any] = {"kind": "array", "shape": shape}
+        out: dict[str, object] = {"kind": "array", "shape": shape}
         if name != "float32":
             out["dtype"] = name
         split = _sharding_entries(value)
@@ -130,7 +139,7 @@ class Converter:
             out["sharding"] = split
         return out
 
-    def ref(self, obj: Any) -> str:
+    def ref(self, obj: object) -> str:
         module = getattr(obj, "__module__", None) or ""
         qual = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
         if not isinstance(qual, str) or "<" in qual:
@@ -151,14 +160,14 @@ class Converter:
                     return f"{home}:{name}"
         return f"{module}:{qual}"
 
-    def equinox(self, module: Any, depth: int) -> dict[str, Any]:
+    def equinox(self, module: object, depth: int) -> dict[str, object]:
         """An Equinox module passed as a value (a kernel given to a combinator, a field made by a
         ``default_factory``) as its class called with the arguments it was made with: those the
         run saw its ``__init__`` take, or, for a dataclass ``__init__``, its fields."""
         args, kwargs = equinox_arguments(module, self.constructed(module) if self.constructed else None, None)
         return self.called(type(module), args, kwargs, depth)
 
-    def nnx(self, value: Any, depth: int) -> dict[str, Any]:
+    def nnx(self, value: object, depth: int) -> dict[str, object]:
         """An NNX module passed as a value (a model given to an evaluation helper) as its class
         called with what the run saw its ``__init__`` take; its ``nnx.Rngs`` as a fresh one with
         the same streams (the shapes do not depend on the seeds)."""
@@ -173,17 +182,17 @@ class Converter:
             raise NotExpressible(f"the arguments {cls.__qualname__} was made with were not seen")
         return self.called(cls, *_bound_init(cls, made[0], made[1], None), depth)
 
-    def called(self, cls: type, args: list[Any], kwargs: dict[str, Any], depth: int) -> dict[str, Any]:
+    def called(self, cls: type, args: list[object], kwargs: dict[str, object], depth: int) -> dict[str, object]:
         """``cls`` called with these arguments, as a ref spec."""
-        out: dict[str, Any] = {"ref": self.ref(cls)}
+        out: dict[str, object] = {"ref": self.ref(cls)}
         if args or not kwargs:  # ``args = []`` when none: a ref with neither is the class, not a call
             out["args"] = [self.spec(a, depth + 1) for a in args]
         if kwargs:
             out["kwargs"] = {str(k): self.spec(v, depth + 1) for k, v in kwargs.items()}
         return out
 
-    def linen_fields(self, module: Any, depth: int = 0) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+    def linen_fields(self, module: DataclassInstance, depth: int = 0) -> dict[str, object]:
+        out: dict[str, object] = {}
         for f in dataclasses.fields(module):
             if not f.init or f.name in ("parent", "name"):
                 continue
@@ -214,7 +223,7 @@ def _sharding_entries(value: object) -> list[str | list[str]]:
     return out
 
 
-def _at_default(obj: Any, f: dataclasses.Field[Any]) -> bool:
+def _at_default(obj: object, f: dataclasses.Field[object]) -> bool:
     """Whether ``obj``'s field ``f`` holds its (plain) default: the very object, or an equal one."""
     if f.default is dataclasses.MISSING:
         return False
@@ -225,9 +234,7 @@ def _at_default(obj: Any, f: dataclasses.Field[Any]) -> bool:
         return False
 
 
-def equinox_arguments(
-    module: Any, made: tuple[list[Any], dict[str, Any]] | None, skip: str | None
-) -> tuple[list[Any], dict[str, Any]]:
+def equinox_arguments(module: object, made: Arguments | None, skip: str | None) -> Arguments:
     """The arguments that make ``module`` again: ``made`` (what its ``__init__`` was seen to take)
     by name, or its fields when its ``__init__`` is the one the dataclass wrote (fields at their
     plain default left out); ``skip``: the argument the worker fills itself."""
@@ -247,44 +254,44 @@ def _generated_init(cls: type) -> bool:
     return code is not None and code.co_filename == "<string>"
 
 
-def _is_equinox(value: Any) -> bool:
+def _is_equinox(value: object) -> bool:
     eqx = sys.modules.get("equinox")
     return eqx is not None and isinstance(value, eqx.Module)
 
 
-def _is_nnx(value: Any) -> bool:
+def _is_nnx(value: object) -> bool:
     """An NNX module, or the ``nnx.Rngs`` one is made with."""
     return _nnx_class(value, "Module") or _nnx_class(value, "Rngs")
 
 
-def _nnx_class(value: Any, name: str) -> bool:
+def _nnx_class(value: object, name: str) -> bool:
     nnx = sys.modules.get("flax.nnx")
     cls = getattr(nnx, name, None) if nnx is not None else None
     return isinstance(cls, type) and isinstance(value, cls)
 
 
-def _is_array(value: Any) -> bool:
+def _is_array(value: object) -> TypeGuard[jax.ShapeDtypeStruct | jax.Array | np.ndarray]:
     import jax
     import numpy as np
 
     return isinstance(value, jax.ShapeDtypeStruct | jax.Array | np.ndarray)
 
 
-def _is_jax_callable(value: Any) -> bool:
+def _is_jax_callable(value: object) -> bool:
     library = type(value).__module__.split(".", 1)[0] in ("jax", "jaxlib")
     return callable(value) and library and hasattr(value, "__name__")
 
 
-def _is_linen(value: Any) -> bool:
+def _is_linen(value: object) -> TypeGuard[DataclassInstance]:  # a Linen module is a dataclass
     linen = sys.modules.get("flax.linen")
     return linen is not None and isinstance(value, linen.Module)
 
 
-def _is_config(value: Any) -> bool:
+def _is_config(value: object) -> TypeGuard[DataclassInstance]:
     return dataclasses.is_dataclass(value) and not isinstance(value, type) and not _is_module(value)
 
 
-def _is_module(value: Any) -> bool:
+def _is_module(value: object) -> bool:
     for name, attr in (("flax.nnx", "Module"), ("equinox", "Module"), ("flax.linen", "Module")):
         lib = sys.modules.get(name)
         if lib is not None and isinstance(value, getattr(lib, attr)):
@@ -292,9 +299,7 @@ def _is_module(value: Any) -> bool:
     return False
 
 
-def _bound_init(
-    cls: type, args: list[Any], kwargs: dict[str, Any], skip: str | None
-) -> tuple[list[Any], dict[str, Any]]:
+def _bound_init(cls: type, args: list[object], kwargs: dict[str, object], skip: str | None) -> Arguments:
     """The constructor's arguments by name (positional-only ones stay positional), without ``skip``."""
     try:
         signature = inspect.signature(getattr(cls, "__init__"))  # noqa: B009  (the class's own, unbound)
@@ -303,8 +308,8 @@ def _bound_init(
         if skip is not None:
             kwargs = {k: v for k, v in kwargs.items() if k != skip}
         return list(args), dict(kwargs)
-    out_args: list[Any] = []
-    out_kwargs: dict[str, Any] = {}
+    out_args: list[object] = []
+    out_kwargs: dict[str, object] = {}
     for i, (name, value) in enumerate(bound.arguments.items()):
         if i == 0 or name == skip:
             continue
@@ -322,24 +327,24 @@ def _bound_init(
 
 def profile_table(
     kind: str,
-    obj: Any,
-    init: tuple[list[Any], dict[str, Any]] | None,
-    args: list[Any],
-    kwargs: dict[str, Any],
-    profile: dict[str, Any],
+    obj: object,
+    init: Arguments | None,
+    args: list[object],
+    kwargs: dict[str, object],
+    profile: Mapping[str, object],
     target_path: str,
     target_name: str,
     constructed: Constructed | None = None,
-) -> dict[str, Any] | None:
+) -> dict[str, object] | None:
     """The ``[profiles.NAME]`` table (without ``target``) for the call, or None. ``constructed``:
     what the run saw a module passed as a value made with (an Equinox kernel given to a combinator)."""
     from jaxlsp.worker.loading.loading import module_name_for
 
     conv = Converter(target_path, module_name_for(target_path)[0], constructed)
-    table: dict[str, Any] = {"kind": kind}
+    table: dict[str, object] = {"kind": kind}
     try:
         if kind == "linen":
-            fields = conv.linen_fields(obj)
+            fields = conv.linen_fields(cast("DataclassInstance", obj))  # a Linen module: a dataclass
             if fields:
                 table["init"] = {"kwargs": fields}
         elif kind in ("nnx", "equinox"):
@@ -379,7 +384,7 @@ def _flag(name: str) -> object:
     return getattr(jax.config, name, None)  # not read(): flags with a context manager refuse it
 
 
-def surrounding_mesh() -> dict[str, Any] | None:
+def surrounding_mesh() -> dict[str, object] | None:
     """The mesh the call runs under (``with jax.set_mesh(mesh):``) in the recipe form, ``{ axes =
     {...}, types = ... }``; None without one."""
     import jax
@@ -391,7 +396,7 @@ def surrounding_mesh() -> dict[str, Any] | None:
     if mesh is None or getattr(mesh, "empty", True):
         return None
     names = [str(n) for n in mesh.axis_names]
-    out: dict[str, Any] = {"axes": {n: int(s) for n, s in zip(names, mesh.axis_sizes, strict=True)}}
+    out: dict[str, object] = {"axes": {n: int(s) for n, s in zip(names, mesh.axis_sizes, strict=True)}}
     auto = [n for n, t in zip(names, getattr(mesh, "axis_types", ()), strict=False) if "Auto" in str(t)]
     if auto and len(auto) == len(names):
         out["types"] = "auto"
@@ -400,10 +405,10 @@ def surrounding_mesh() -> dict[str, Any] | None:
     return out
 
 
-def run_config() -> dict[str, Any]:
+def run_config() -> dict[str, object]:
     """The JAX configuration a call ran under, beyond what its table says: what a recipe cannot
     spell yet (a default matmul precision, a dtype promotion mode) is kept beside the call."""
-    config: dict[str, Any] = {"x64": ran_with_x64()}
+    config: dict[str, object] = {"x64": ran_with_x64()}
     precision = _flag("jax_default_matmul_precision")
     if precision is not None:
         config["matmulPrecision"] = str(precision)

@@ -18,12 +18,13 @@ import os
 import sys
 import threading
 import time
-from typing import Any
+import types
 
 from jaxlsp.worker.core.failures import CaptureError, Workspace, first_paragraph
 from jaxlsp.worker.core.phases import announce
 from jaxlsp.worker.examples import signatures
-from jaxlsp.worker.examples.runners import run_example
+from jaxlsp.worker.examples.runners import Rewrite, run_example
+from jaxlsp.worker.protocol import WorkerRequest
 
 DEFAULT_IDLE = 20.0  # seconds without a new signature after which an example has taught what it will
 MARGIN = 0.15  # the share of the deadline kept for writing the result before the client's kill
@@ -39,17 +40,17 @@ class Unwatched:
         self.workspace = workspace
         self.fired = False
 
-    def compile(self, source: bytes, path: str, rewrite: Any = None) -> Any:
+    def compile(self, source: bytes, path: str, rewrite: Rewrite | None = None) -> types.CodeType:
         return compile(source, path, "exec", dont_inherit=True)
 
 
-def learn(request: dict[str, Any], workspace: Workspace, timings: dict[str, float], extra: dict[str, Any]) -> None:
+def learn(request: WorkerRequest, workspace: Workspace, timings: dict[str, float], extra: dict[str, object]) -> None:
     """Run the request's example with the recorder of the capture in progress; ``extra["learn"]``
     says how it ended. A worker process is ended from here once the example is idle."""
     recorder = signatures.CURRENT
     if recorder is None:
         raise CaptureError("internal", "a learning run needs the signature hooks (signatures: true)")
-    example = dict(request["profile"]["example"])
+    example = request["profile"]["example"].copy()
     if not os.path.exists(str(example.get("path", ""))):
         raise CaptureError("example", f"running {example.get('text')}: no such file: {example.get('path')}")
     learn_options = dict(request.get("learn") or {})
@@ -82,7 +83,7 @@ def learn(request: dict[str, Any], workspace: Workspace, timings: dict[str, floa
 
 
 def _watch(
-    request: dict[str, Any],
+    request: WorkerRequest,
     recorder: signatures.Recorder,
     timings: dict[str, float],
     idle: float,

@@ -31,11 +31,19 @@ import pathlib
 import sys
 import threading
 import types
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from jaxlsp.worker.core.failures import Workspace, installed
 from jaxlsp.worker.examples.calls import frame_arguments, without_defaults
+
+if TYPE_CHECKING:
+    from _pytest.assertion.rewrite import AssertionRewritingHook
+    from jax.sharding import Sharding
+
+    from jaxlsp.worker.examples.learned import Arguments
+
+_Tree = TypeVar("_Tree")
 
 HOOK_NAME = "__jaxlsp_signature__"
 #: targets recorded in one capture, at most (a generous bound on what one result carries)
@@ -72,11 +80,11 @@ class Recorder:
         # type -> [(instance, abstract constructor arguments)]: an NNX model is called as a copy
         # (split and merged by the abstract init), so the call finds its constructor by its type
         # and, when the type was built with other arguments too, by its parameters' shapes
-        self.inits: dict[type, list[tuple[Any, Any]]] = {}
+        self.inits: dict[type, list[tuple[object, Arguments]]] = {}
         # classes whose constructions are not read any more: plain ones (a dataset built per
         # batch), and module classes with their 64 constructions kept (an ``__init__`` hook's fast path)
         self.done_inits: set[type] = set()
-        self.records: list[dict[str, Any]] = []
+        self.records: list[dict[str, object]] = []
         self.hashes: dict[str, str | None] = {}
         self.instrumented: set[str] = set()
         self.last_new = 0.0  # time.monotonic() of the last new signature (an example run's idle stop)
@@ -159,7 +167,7 @@ class Recorder:
         original = importlib.machinery.SourceFileLoader.get_code
         recorder = self
 
-        def get_code(loader: Any, fullname: str) -> Any:
+        def get_code(loader: importlib.machinery.SourceFileLoader, fullname: str) -> types.CodeType | None:
             path = loader.get_filename(fullname)
             if type(loader) is importlib.machinery.SourceFileLoader and recorder.wants(path):
                 with contextlib.suppress(OSError):
@@ -195,7 +203,7 @@ class Recorder:
         original = hook_class.exec_module
         recorder = self
 
-        def exec_module(loader: Any, module: types.ModuleType) -> None:
+        def exec_module(loader: AssertionRewritingHook, module: types.ModuleType) -> None:
             spec = module.__spec__
             origin = spec.origin if spec is not None else None
             if origin and recorder.wants(origin):
@@ -222,7 +230,7 @@ class Recorder:
             hook_class.exec_module = original  # type: ignore[method-assign]
 
     # -- the hook ----------------------------------------------------------------------------
-    def __call__(self, token: int, index: int, what: str, *instance: Any) -> None:
+    def __call__(self, token: int, index: int, what: str, *instance: object) -> None:
         if token != self.token:
             return  # a module another capture of this process compiled (an in-process capture)
         owner: type | None = None
@@ -297,14 +305,14 @@ class Recorder:
         if len(made) >= 64:
             self.done_inits.add(type(args[0]))
 
-    def _constructed(self, instance: Any) -> Any:
+    def _constructed(self, instance: object) -> Arguments | None:
         """The abstract constructor arguments ``instance`` (or the model it is a copy of) was made
         with; None when they were not seen or cannot be told apart."""
         made = self.inits.get(type(instance), [])
         for original, init in made:
             if original is instance:
                 return init
-        distinct: list[tuple[Any, Any]] = []
+        distinct: list[tuple[object, Arguments]] = []
         for original, init in made:
             if all(repr(init) != repr(seen) for _, seen in distinct):
                 distinct.append((original, init))
@@ -327,8 +335,8 @@ class Recorder:
 
         site = where or self.sites[index]
         args, kwargs = frame_arguments(frame)
-        profile: dict[str, Any] = {}
-        init = None
+        profile: dict[str, object] = {}
+        init: Arguments | None = None
         if site.is_class:
             if not args:
                 return False
@@ -410,11 +418,11 @@ class Recorder:
 CURRENT: Recorder | None = None
 
 
-def _quiet(token: int, index: int, what: str, *instance: Any) -> None:
+def _quiet(token: int, index: int, what: str, *instance: object) -> None:
     """The hook once no capture records: does nothing."""
 
 
-def collected() -> list[dict[str, Any]]:
+def collected() -> list[dict[str, object]]:
     """The signatures the capture in progress recorded so far."""
     return list(CURRENT.records) if CURRENT is not None else []
 
@@ -447,7 +455,7 @@ def _is_generator(fn: ast.FunctionDef) -> bool:
     return any(isinstance(node, ast.Yield | ast.YieldFrom) for node in ast.walk(fn))
 
 
-def _linen_scope(module: Any) -> tuple[list[str], Any]:
+def _linen_scope(module: object) -> tuple[list[str], list[str] | bool | None]:
     """The rng streams and mutable collections of the scope a bound Linen module was called in
     (as ``firstcall._unbound_linen`` reads them, without cloning the module mid-trace)."""
     scope = getattr(module, "scope", None)
@@ -467,7 +475,7 @@ def _linen_scope(module: Any) -> tuple[list[str], Any]:
     return streams, None
 
 
-def _leaf_shapes(module: Any) -> tuple[Any, ...] | None:
+def _leaf_shapes(module: object) -> tuple[tuple[tuple[int, ...], str], ...] | None:
     """The shapes and dtypes of a module's arrays, in order (an NNX module through its state)."""
     import jax
 
@@ -480,7 +488,7 @@ def _leaf_shapes(module: Any) -> tuple[Any, ...] | None:
     return tuple((tuple(x.shape), str(x.dtype)) for x in leaves if hasattr(x, "shape") and hasattr(x, "dtype"))
 
 
-def _has_array(args: Any, kwargs: Any) -> bool:
+def _has_array(args: Iterable[object], kwargs: Mapping[str, object]) -> bool:
     import jax
     import numpy as np
 
@@ -488,15 +496,15 @@ def _has_array(args: Any, kwargs: Any) -> bool:
     return any(isinstance(x, jax.Array | np.ndarray) for x in leaves)
 
 
-def abstract(tree: Any) -> Any:
+def abstract(tree: _Tree) -> _Tree:
     """Arrays and tracers in a pytree as ShapeDtypeStructs (their abstract value: a tracer's
     sharding is never asked for, which some tracers refuse); other leaves as they are."""
     import jax
     import numpy as np
 
-    sds: Any = jax.ShapeDtypeStruct
+    sds: Callable[..., jax.ShapeDtypeStruct] = jax.ShapeDtypeStruct  # untyped in jax
 
-    def leaf(x: Any) -> Any:
+    def leaf(x: object) -> object:
         if isinstance(x, jax.Array | np.ndarray):
             aval = getattr(x, "aval", None)
             shape, dtype = (aval.shape, aval.dtype) if aval is not None else (x.shape, x.dtype)
@@ -509,10 +517,10 @@ def abstract(tree: Any) -> Any:
             return sds(tuple(shape), dtype, weak_type=weak)
         return x
 
-    return jax.tree_util.tree_map(leaf, tree)
+    return cast("_Tree", jax.tree_util.tree_map(leaf, tree))  # the same structure, arrays made abstract
 
 
-def _explicit_sharding(aval: Any) -> Any:
+def _explicit_sharding(aval: object) -> Sharding | None:
     """The sharding that is part of a value's type under a mesh with Explicit axes (its aval's,
     never the tracer's own, which some tracers refuse); None otherwise."""
     sharding = getattr(aval, "sharding", None)
@@ -520,4 +528,4 @@ def _explicit_sharding(aval: Any) -> Any:
     spec = getattr(sharding, "spec", None)
     if mesh is None or spec is None or getattr(mesh, "empty", True) or all(p is None for p in spec):
         return None
-    return sharding
+    return cast("Sharding", sharding)
