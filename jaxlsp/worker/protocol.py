@@ -10,6 +10,7 @@ by their sizes, missing seeds filled with the profile's): the worker only builds
 
 from __future__ import annotations
 
+import enum
 import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypedDict
@@ -22,7 +23,30 @@ if TYPE_CHECKING:
 Json: TypeAlias = "bool | int | float | str | Sequence[Json] | Mapping[str, Json] | None"
 
 TargetKind = Literal["function", "linen", "nnx", "equinox"]
-ErrorKind = Literal[
+
+
+class ErrorKind(str, enum.Enum):  # noqa: UP042 (the worker runs on Python 3.10: no StrEnum)
+    """What failed, as the result's ``error.kind`` says it: the client, the CLI's exit status and
+    the server's diagnostics go by this, never by a failure's text. A ``str`` enum: the JSON is the
+    same strings, and a kind read back from JSON compares equal to its member."""
+
+    IMPORT = "import"  # loading the target's file (or what it imports) failed
+    TRACE = "trace"  # make_jaxpr of the target failed
+    TIMEOUT = "timeout"
+    CRASH = "crash"  # the worker died without a result
+    MEMORY = "memory"  # the worker's memory cap
+    REFUSED = "refused"  # what the request asks cannot be done (a recipe problem, a limit)
+    NEEDS_INPUT = "needs_input"  # the profile lacks values the user must give
+    INTERNAL = "internal"  # a bug of jaxlsp's
+    EXAMPLE = "example"  # an example run ended or failed without calling the target
+
+    def __str__(self) -> str:  # in f-strings and messages: the wire spelling, not ``ErrorKind.TRACE``
+        return str(self.value)
+
+
+#: A kind spelled as the worker's raise sites write it (``CaptureError("import", ...)``): the same
+#: names as :class:`ErrorKind`, checked by mypy, made a member where the failure is built.
+ErrorKindName = Literal[
     "import", "trace", "timeout", "crash", "memory", "refused", "needs_input", "internal", "example"
 ]  # fmt: skip
 
@@ -275,6 +299,9 @@ class ErrorInfo(TypedDict):
     # the user's source frame {path, line, column, endLine, endColumn}, and in a notebook its cell
     frame: NotRequired[dict[str, Any]]
     traceback: NotRequired[str]
+    # the top-level name the failure needed that a ``load = "definitions"`` left unset (its
+    # statement calls code): a live trace that chose that load itself is not live instead
+    skipped: NotRequired[str]
 
 
 class InlineArray(TypedDict):

@@ -36,7 +36,7 @@ from jaxlsp.capture.launch import phases
 from jaxlsp.capture.launch.options import CaptureOptions, Launch, LogCallback, PhaseCallback
 from jaxlsp.graph import collector, slices
 from jaxlsp.offloop import off_loop
-from jaxlsp.worker.protocol import ErrorInfo, ErrorKind, WorkerResult
+from jaxlsp.worker.protocol import ErrorInfo, ErrorKind, ErrorKindName, WorkerResult
 
 log = logging.getLogger(__name__)
 
@@ -90,8 +90,8 @@ def settle(future: asyncio.Future[None]) -> None:
         future.set_result(None)
 
 
-def error_result(kind: ErrorKind, message: str, trace: str | None = None) -> WorkerResult:
-    error: ErrorInfo = {"kind": kind, "message": message}
+def error_result(kind: ErrorKind | ErrorKindName, message: str, trace: str | None = None) -> WorkerResult:
+    error: ErrorInfo = {"kind": ErrorKind(kind), "message": message}
     if trace:
         error["traceback"] = trace
     return {"ok": False, "error": error}

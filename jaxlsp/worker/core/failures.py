@@ -13,7 +13,7 @@ from types import ModuleType, TracebackType
 from typing import Any
 
 from jaxlsp.notebook import Module
-from jaxlsp.worker.protocol import ErrorInfo, ErrorKind
+from jaxlsp.worker.protocol import ErrorInfo, ErrorKind, ErrorKindName
 
 _LIBRARY_PARTS = ("site-packages", "dist-packages")
 _MESSAGE_LIMIT = 1200
@@ -105,17 +105,26 @@ def imported_since() -> list[ModuleType]:
 class CaptureError(Exception):
     """A failure with a protocol error kind; ``frame`` is the user's position when known."""
 
-    def __init__(self, kind: ErrorKind, message: str, frame: dict[str, Any] | None = None, tb: str | None = None):
+    def __init__(
+        self,
+        kind: ErrorKind | ErrorKindName,
+        message: str,
+        frame: dict[str, Any] | None = None,
+        tb: str | None = None,
+    ):
         super().__init__(message)
-        self.kind: ErrorKind = kind
+        self.kind = ErrorKind(kind)
         self.message = message
         self.frame = frame
         self.tb = tb
+        self.skipped: str | None = None  # the name a ``definitions`` load left unset (ErrorInfo.skipped)
 
     def info(self) -> ErrorInfo:
         info: ErrorInfo = {"kind": self.kind, "message": self.message}
         if self.frame is not None:
             info["frame"] = self.frame
+        if self.skipped is not None:
+            info["skipped"] = self.skipped
         if self.tb:
             info["traceback"] = self.tb[-_TRACEBACK_LIMIT:]
         return info
@@ -241,7 +250,9 @@ def format_tb(exc: BaseException) -> str:
     return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
 
 
-def from_exception(kind: ErrorKind, exc: BaseException, workspace: Workspace, context: str = "") -> CaptureError:
+def from_exception(
+    kind: ErrorKind | ErrorKindName, exc: BaseException, workspace: Workspace, context: str = ""
+) -> CaptureError:
     """A CaptureError for ``exc`` naming its cause; the user's line is its ``frame`` (whoever shows
     the message shows the frame with it, so the text does not repeat it)."""
     frame = user_frame_of(exc, workspace)

@@ -144,10 +144,15 @@ class Loader:
         # imported it (a process that ran captures before, a test's own modules, are not the target's)
         self._before = set(sys.modules)
 
+    def skipped_name(self, exc: BaseException) -> str | None:
+        """The top-level name a ``definitions`` load left unset whose NameError ``exc`` is, else None."""
+        name = getattr(exc, "name", None) if isinstance(exc, NameError) else None
+        return name if isinstance(name, str) and name in self.skipped else None
+
     def skipped_hint(self, exc: BaseException) -> str:
         """For a NameError of a top-level name a ``definitions`` load left unset: why, and what to do."""
-        name = getattr(exc, "name", None) if isinstance(exc, NameError) else None
-        if not name or name not in self.skipped:
+        name = self.skipped_name(exc)
+        if name is None:
             return ""
         line = self.skipped[name]
         where = f"line {line} of {os.path.basename(self.path)}"
@@ -178,6 +183,7 @@ class Loader:
                 raise
             error = from_exception("import", exc, self.workspace, f"importing {self.path} failed")
             error.message += self.skipped_hint(exc)
+            error.skipped = self.skipped_name(exc)
             raise error from None
         return self.module
 

@@ -27,7 +27,7 @@ from jaxlsp.worker.core.phases import announce, write_all
 from jaxlsp.worker.examples import signatures
 from jaxlsp.worker.process.trace import SnapshotOnly, build_graph, trace_target
 from jaxlsp.worker.process.warm import prime, warm, warm_capture
-from jaxlsp.worker.protocol import ErrorInfo, WorkerRequest, WorkerResult
+from jaxlsp.worker.protocol import ErrorInfo, ErrorKind, WorkerRequest, WorkerResult
 from jaxlsp.worker.reuse import initsnap, priming
 from jaxlsp.worker.tracing import limits
 from jaxlsp.worker.tracing.assemble import graph_json
@@ -87,7 +87,7 @@ def main(early: float | None = None) -> None:
             raise
         result = {
             "ok": False,
-            "error": {"kind": "internal", "message": f"bad worker request: {exc}", "traceback": format_tb(exc)},
+            "error": {"kind": ErrorKind.INTERNAL, "message": f"bad worker request: {exc}", "traceback": format_tb(exc)},
         }
     data = _dumps(result)
     if fd is not None:
@@ -152,7 +152,7 @@ def capture(request: WorkerRequest, *, jax_ready: bool = False) -> WorkerResult:
         result = _capture_reporting(request, jax_ready)
     error = result.get("error")
     if error is not None and offline.attempts() and error["kind"] not in ("timeout", "crash", "memory"):
-        error["kind"] = "refused"
+        error["kind"] = ErrorKind.REFUSED
         error["message"] = offline.refusal(error["message"])
     return result
 
@@ -210,7 +210,7 @@ def _capture_reporting(request: WorkerRequest, jax_ready: bool) -> WorkerResult:
         if isinstance(exc, KeyboardInterrupt):
             raise
         error: ErrorInfo = {
-            "kind": "internal",
+            "kind": ErrorKind.INTERNAL,
             "message": f"the capture worker failed: {type(exc).__name__}: {exc}",
             "traceback": traceback.format_exc()[-20000:],
         }

@@ -265,6 +265,7 @@ def trace_target(
         checking.close()
         error = from_exception("trace", exc, workspace, f"tracing {target['name']} failed")
         error.message += loader.skipped_hint(exc) + _linen_hint(exc) + _devices_hint(exc, error.tb or "")
+        error.skipped = loader.skipped_name(exc)
         if check is not None and check.violations:  # the annotation it broke first may say why
             error.message += f" (shape contract: {check.violations[0]['message']})"
         raise error from None

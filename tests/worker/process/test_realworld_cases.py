@@ -172,6 +172,7 @@ def test_definitions_load_names_the_skipped_statement(run_capture: Run) -> None:
     # batch = data[:10] is call-free but reads data, whose statement (a call) was skipped
     assert 'batch is set at line 9 of real_script.py by a statement that load = "definitions" does not run' in (message)
     assert "factory" in message
+    assert result["error"].get("skipped") == "batch"  # said as data too: a live trace goes by it, not the text
 
 
 def test_module_load_still_fails_on_a_missing_import(run_capture: Run) -> None:
