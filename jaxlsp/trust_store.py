@@ -9,7 +9,8 @@ answers and the editor's ``initializationOptions``.
 live shapes run only that (docs/live-shapes.md): the examples a target was traced with, and the
 files whose top level a trace imported whole. Entries are keyed by real paths, so a workspace
 can neither write one nor name a file the user did not trace; a recipe shipped with a repository
-is the author's choice and counts for nothing here.
+is the author's choice and counts for nothing here. :class:`LearnOnOpenStore` (``learn-on-open.json``
+beside it) keeps whether the user chose to learn shapes on opening a file in a folder (issue 56).
 """
 
 from __future__ import annotations
@@ -140,3 +141,53 @@ class ChoiceStore:
 
 def _target_key(file: Path, name: str) -> str:
     return f"{real_path(file)}::{name}"
+
+
+# -- learning on open (issue 56) ---------------------------------------------------------------------
+# ``jaxlsp.learn.onOpen`` left at ``"ask"``: the first file with a dark target opened in a trusted
+# folder asks once whether to learn shapes on open there (server/features/learning.py); the answer
+# is kept here, per user, for that folder and the folders below it. As for trust, nothing a
+# workspace contains can write or name this file: only the user's answer does.
+MAX_LEARN_FOLDERS = 2000  # answers kept (the oldest go first)
+
+
+def default_learn_choices_path() -> Path:
+    return default_store_path().with_name("learn-on-open.json")
+
+
+class LearnOnOpenStore:
+    """The user's answers, by real folder path: True (learn on open) or False (never here)."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path or default_learn_choices_path()
+
+    def _read(self) -> dict[str, bool]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        folders = data.get("folders") if isinstance(data, dict) else None
+        if not isinstance(folders, dict):
+            return {}
+        return {str(k): v for k, v in folders.items() if isinstance(v, bool)}
+
+    def choice(self, folder: Path) -> bool | None:
+        """The answer for ``folder``, or for the nearest folder above it that has one; None: not asked."""
+        answers = self._read()
+        here = real_path(folder)
+        for candidate in (here, *here.parents):
+            found = answers.get(str(candidate))
+            if found is not None:
+                return found
+        return None
+
+    def set(self, folder: Path, learn: bool) -> None:
+        answers = self._read()
+        key = str(real_path(folder))
+        answers.pop(key, None)
+        answers[key] = learn
+        kept = dict(list(answers.items())[-MAX_LEARN_FOLDERS:])
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(f".{os.getpid()}.tmp")  # servers of other editors write it too
+        tmp.write_text(json.dumps({"folders": kept}, indent=2), encoding="utf-8")
+        os.replace(tmp, self.path)

@@ -502,6 +502,7 @@ def create_server() -> JaxServer:
     live = Live(server, tracing)
     learning = Learning(server, trust)
     learning.after.append(live.learned)  # what is open is traced again on what was learned
+    live.saved.append(learning.saved)  # a save learns again what loads the file, where learning on open is on
 
     def live_state(uri: str, name: str) -> tuple[str, str] | None:
         status = live.scheduler.statuses.get(Target(uri, name))

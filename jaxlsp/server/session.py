@@ -56,6 +56,7 @@ class Options:
     costs: bool = False  # measure XLA's costs in every trace (jaxlsp/costs), not only when asked
     live_shapes: bool = True  # re-trace on open and save (live.py); false turns it off
     replay: bool = True  # repeated Linen layers traced once (worker/reuse/replay.py); false traces every call
+    learn_on_open: str = "off"  # jaxlsp.learn.onOpen: "on", "off" or "ask" (once per folder; features/learning.py)
 
     @classmethod
     def parse(cls, raw: Any) -> Options:
@@ -67,6 +68,10 @@ class Options:
         device = section.get("device")
         limits = section.get("limits")
         timeout = section.get("timeout")
+        learn = section.get("learn")
+        on_open = learn.get("onOpen") if isinstance(learn, dict) else None
+        if isinstance(on_open, bool):
+            on_open = "on" if on_open else "off"
         return cls(
             trusted=section.get("trusted") is True,
             python=python if isinstance(python, str) and python else None,
@@ -82,6 +87,7 @@ class Options:
             costs=section.get("costs") is True,
             live_shapes=section.get("liveShapes") is not False,
             replay=section.get("replay") is not False,
+            learn_on_open=on_open if on_open in ("on", "off", "ask") else "off",
         )
 
 

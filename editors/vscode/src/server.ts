@@ -23,6 +23,8 @@ export interface Settings {
   liveShapes: boolean;
   /** `jaxlsp.replay`: repeated Linen layers traced once (the server's default is on). */
   replay: boolean;
+  /** `jaxlsp.learn.onOpen`: "ask" (once per trusted folder), "on" or "off" (the server's default). */
+  "learn.onOpen": string;
 }
 
 export const DEFAULT_SETTINGS: Settings = {
@@ -34,6 +36,7 @@ export const DEFAULT_SETTINGS: Settings = {
   inlayHints: false,
   liveShapes: true,
   replay: true,
+  "learn.onOpen": "ask",
 };
 
 export interface ServerCommand {
@@ -221,6 +224,8 @@ export function initializationOptions(settings: Settings, launch: Launch, truste
   if (settings.device) options.device = settings.device;
   if (!settings.liveShapes) options.liveShapes = false;
   if (!settings.replay) options.replay = false;
+  // nothing learns before trust; the extension restarts the server once the workspace is trusted
+  if (trusted && settings["learn.onOpen"] !== "off") options.learn = { onOpen: settings["learn.onOpen"] };
   return { jaxlsp: options };
 }
 
@@ -231,6 +236,7 @@ export function readSettings(config: { get<T>(key: string, fallback: T): T }): S
     return typeof value === "string" ? value.trim() : "";
   };
   const timeout = config.get<unknown>("timeout", 0);
+  const onOpen = config.get<unknown>("learn.onOpen", "ask");
   return {
     python: str("python"),
     serverPython: str("serverPython"),
@@ -240,6 +246,7 @@ export function readSettings(config: { get<T>(key: string, fallback: T): T }): S
     inlayHints: config.get<unknown>("inlayHints", false) === true,
     liveShapes: config.get<unknown>("liveShapes", true) !== false,
     replay: config.get<unknown>("replay", true) !== false,
+    "learn.onOpen": onOpen === "on" || onOpen === "off" ? onOpen : "ask",
   };
 }
 

@@ -142,6 +142,10 @@ test("the working folder is never a workspace folder", () => {
 test("initializationOptions carry trust and only the settings that are set", () => {
   const launch = resolveLaunch(DEFAULT_SETTINGS, context({ selected: "/env/bin/python" }));
   assert.deepEqual(initializationOptions(DEFAULT_SETTINGS, launch, true), {
+    jaxlsp: { trusted: true, inlayHints: false, selectedPython: "/env/bin/python", learn: { onOpen: "ask" } },
+  });
+  // learning on open: only in a trusted workspace, and not at all when turned off
+  assert.deepEqual(initializationOptions({ ...DEFAULT_SETTINGS, "learn.onOpen": "off" }, launch, true), {
     jaxlsp: { trusted: true, inlayHints: false, selectedPython: "/env/bin/python" },
   });
   const settings = { ...DEFAULT_SETTINGS, python: "/usr/bin/python3", timeout: 30, device: "cuda:0", inlayHints: true };
@@ -151,12 +155,19 @@ test("initializationOptions carry trust and only the settings that are set", () 
   });
   const off = { ...DEFAULT_SETTINGS, liveShapes: false, replay: false }; // sent only when turned off
   assert.deepEqual(initializationOptions(off, launch, true), {
-    jaxlsp: { trusted: true, inlayHints: false, selectedPython: "/env/bin/python", liveShapes: false, replay: false },
+    jaxlsp: {
+      trusted: true,
+      inlayHints: false,
+      selectedPython: "/env/bin/python",
+      liveShapes: false,
+      replay: false,
+      learn: { onOpen: "ask" },
+    },
   });
 });
 
 test("settings of the wrong type fall back to their defaults", () => {
-  const values: Record<string, unknown> = { python: "  /usr/bin/python3 ", timeout: -4, device: 3, inlayHints: "yes" };
+  const values: Record<string, unknown> = { python: "  /usr/bin/python3 ", timeout: -4, device: 3, inlayHints: "yes", "learn.onOpen": true };
   const config = { get: <T>(key: string, fallback: T): T => (key in values ? (values[key] as T) : fallback) };
   assert.deepEqual(readSettings(config), {
     python: "/usr/bin/python3",
@@ -167,6 +178,7 @@ test("settings of the wrong type fall back to their defaults", () => {
     inlayHints: false,
     liveShapes: true,
     replay: true,
+    "learn.onOpen": "ask",
   });
 });
 

@@ -1,13 +1,21 @@
 """``jaxlsp.learnShapes``: run the workspace's own examples once and keep every reached target's
 call (capture/inputs/learning.py), with ``$/progress``; then what is open is traced live on what was
-learned. On a file, only the examples whose imports reach it run, within the budget asked for. It
-never starts on its own: the command (a palette entry, the ``Learn shapes`` code action) in a
-folder the user trusts (asked, as a trace asks)."""
+learned. On a file, only the examples whose imports reach it run, within the budget asked for.
+It starts on its own in one case only (issue 56): ``jaxlsp.learn.onOpen`` is ``"on"``, or
+``"ask"`` and the user answered "Learn on open" for the folder (asked once, the first time a file
+with a target not learned yet is opened there and test files import it; kept per user like trust),
+and the folder is trusted: opening such a file then runs, in the background, the test files that
+import it (never a script), and saving a file runs again the ones that load it. Otherwise only the
+command (a palette entry, the ``Learn shapes`` code action) runs it, in a folder the user trusts
+(asked, as a trace asks)."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
 import uuid
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -23,22 +31,41 @@ from jaxlsp.capture.launch.client import run_capture
 from jaxlsp.capture.launch.options import CaptureOptions
 from jaxlsp.discovery.roots import project_root
 from jaxlsp.server import wire
-from jaxlsp.server.display import visible
+from jaxlsp.server.display import quoted, visible
 from jaxlsp.server.features.trust import TrustPrompt
 from jaxlsp.server.host import Host
-from jaxlsp.server.params import REQUEST_FAILED, as_dict, file_path, invalid, parse
+from jaxlsp.server.params import REQUEST_FAILED, as_dict, file_path, invalid, local_path, parse
+from jaxlsp.trust_store import LearnOnOpenStore
 
 TITLE = "Learning shapes"
+ON_OPEN_BUDGET = 300.0  # seconds a learn started by opening (or saving) a file may take
+LEARN_ON_OPEN, NEVER_HERE, NOT_NOW = "Learn on open", "Never here", "Not now"
+
+log = logging.getLogger(__name__)
+
+
+def on_open_prompt(folder: Path) -> str:
+    """The once-asked question about ``folder``: the same sentence whatever the folder is called."""
+    return (
+        f"Learn the shapes of the files you open in {quoted(folder)} by running the test files that import them"
+        " (in the background, at low priority)?"
+    )
 
 
 class Learning:
-    def __init__(self, ls: Host, trust: TrustPrompt) -> None:
+    def __init__(self, ls: Host, trust: TrustPrompt, choices: LearnOnOpenStore | None = None) -> None:
         self.ls = ls
         self.trust = trust
-        self.running: asyncio.Task[Any] | None = None
         self.after: list[Any] = []  # called with the folder once something was learned (live)
+        self.choices = choices or LearnOnOpenStore()  # the user's once-asked answers, per folder
+        self._asked: set[Path] = set()  # folders asked in this session (a dismissed question is not repeated)
+        # documents opened (True) or saved (False) whose examples run next, one learn at a time
+        self._waiting: list[tuple[str, bool]] = []
+        self._background: asyncio.Task[None] | None = None
 
     def register(self, server: Host) -> None:
+        server.open_listeners.append(self.opened)
+
         @server.command(wire.LEARN_SHAPES_COMMAND)
         async def learn(ls: Host, *args: Any) -> wire.LearnShapesResult:
             if len(args) > 1:
@@ -62,11 +89,102 @@ class Learning:
             raise invalid(f"{wire.LEARN_SHAPES_COMMAND}: no workspace folder is open; give {{uri}}")
         return roots[0], roots[0]
 
+    # -- on open, once chosen -------------------------------------------------------------------------
+    def opened(self, uri: str) -> None:
+        self._consider(uri, may_ask=True)
+
+    def saved(self, uri: str) -> None:
+        """A save: the examples that load the file run again (only those: the others are cached)."""
+        self._consider(uri, may_ask=False)
+
+    def _chosen(self, folder: Path) -> bool | None:
+        """Whether ``folder`` learns on open: the setting, else the user's answer (None: not asked)."""
+        mode = self.ls.session.options.learn_on_open
+        if mode != "ask":
+            return mode == "on"
+        return self.choices.choice(folder)
+
+    def _consider(self, uri: str, may_ask: bool) -> None:
+        path = local_path(uri)
+        if path is None or path.suffix != ".py" or self.ls.session.options.learn_on_open == "off":
+            return
+        session = self.ls.session
+        folder = session.folder_of(path)
+        if not session.is_trusted(folder):
+            return  # nothing runs before trust, and learning never asks for it
+        chosen = self._chosen(folder)
+        if chosen is False or (chosen is None and (not may_ask or folder in self._asked)):
+            return
+        if (uri, may_ask) not in self._waiting:
+            self._waiting.append((uri, may_ask))
+        if self._background is None or self._background.done():
+            self._background = asyncio.ensure_future(self._drain())
+
+    async def _drain(self) -> None:
+        while self._waiting:
+            uri, opened = self._waiting.pop(0)
+            try:
+                await self._learn_opened(uri, opened)
+            except JsonRpcException as exc:  # nothing imports it, no interpreter: nothing to say unasked
+                log.info("learn on open of %s: %s", uri, exc.message)
+            except Exception:
+                log.warning("learn on open of %s failed", uri, exc_info=True)
+
+    def _dark(self, path: Path) -> bool:
+        """Whether ``path`` defines a target with no learned call yet."""
+        entries = self.ls.session.discover(path).entrypoints
+        if not entries:
+            return False
+        learned = {(s.path, s.name) for s in SignatureStore(self.ls.session.folder_of(path)).all()}
+        real = os.path.realpath(path)
+        return any((real, e.name) not in learned for e in entries)
+
+    async def _learn_opened(self, uri: str, opened: bool) -> None:
+        """Opened: learn when the file has a dark target. Saved: whatever loads it may teach
+        otherwise now (the examples it does not change are cached, and not run)."""
+        path = local_path(uri)
+        if path is None or (opened and not self._dark(path)):
+            return
+        await self.learn(uri, budget=ON_OPEN_BUDGET, scripts=False, confirm=self._confirm, quiet=True)
+
+    async def _confirm(self, folder: Path) -> bool:
+        """Asked once, with examples to run: the user's answer for ``folder``, kept when it is one."""
+        chosen = self._chosen(folder)
+        if chosen is not None:
+            return chosen
+        if folder in self._asked:
+            return False
+        self._asked.add(folder)
+        try:
+            answer = await self.ls.window_show_message_request_async(
+                types.ShowMessageRequestParams(
+                    type=types.MessageType.Info,
+                    message=on_open_prompt(folder),
+                    actions=[types.MessageActionItem(t) for t in (LEARN_ON_OPEN, NEVER_HERE, NOT_NOW)],
+                )
+            )
+        except Exception:  # a client that cannot ask its user: nothing runs
+            log.warning("the client could not ask whether to learn on open", exc_info=True)
+            return False
+        title = answer.title if answer is not None else NOT_NOW
+        if title in (LEARN_ON_OPEN, NEVER_HERE):
+            self.choices.set(folder, title == LEARN_ON_OPEN)
+        return title == LEARN_ON_OPEN
+
+    # -- the command -------------------------------------------------------------------------------------
     async def learn(
-        self, uri: str | None, *, budget: float | None = None, scripts: bool = True
+        self,
+        uri: str | None,
+        *,
+        budget: float | None = None,
+        scripts: bool = True,
+        confirm: Callable[[Path], Awaitable[bool]] | None = None,
+        quiet: bool = False,
     ) -> wire.LearnShapesResult:
         """Run the examples of ``uri`` (a folder's, or those whose imports reach a file) within
-        ``budget`` seconds; ``scripts=False``: test files only (what opening a file runs)."""
+        ``budget`` seconds; ``scripts=False``: test files only (what opening a file runs). With
+        ``confirm``, only once it says yes for the folder, asked when there is something to run;
+        ``quiet``: the summary is logged, not shown (a run nobody asked for just now)."""
         where, folder = self._target(uri)
         if not await self.trust.ensure(folder):
             raise JsonRpcException(
@@ -89,6 +207,8 @@ class Learning:
                 f"nothing to learn from: no test file or documented script {what} {visible(str(where))}",
                 code=REQUEST_FAILED,
             )
+        if confirm is not None and not await confirm(folder):
+            return cast(wire.LearnShapesResult, learning.LearnReport().json())
         token = await self._begin(f"{len(examples)} examples")
         store = SignatureStore(folder)
         cancel = asyncio.Event()
@@ -130,7 +250,10 @@ class Learning:
             message += (
                 f"; {len(report.failures)} failed (first: {report.failures[0].text}: {report.failures[0].message})"
             )
-        self.ls.window_show_message(types.ShowMessageParams(types.MessageType.Info, visible(message)))
+        if quiet:
+            self.ls.window_log_message(types.LogMessageParams(types.MessageType.Info, visible(message)))
+        else:
+            self.ls.window_show_message(types.ShowMessageParams(types.MessageType.Info, visible(message)))
         if report.targets:
             for hear in self.after:
                 hear(folder)

@@ -19,6 +19,7 @@ import asyncio
 import hashlib
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,7 @@ class Live:
         # The line each document was last hovered at: after the targets a save edited, the one
         # the user looks at goes before its neighbours (the newest MAX_TEXTS documents only).
         self._hovered: OrderedDict[str, int] = OrderedDict()
+        self.saved: list[Callable[[str], None]] = []  # hear each save too (features/learning.py: learn on open)
 
     def register(self, server: Host) -> None:
         server.open_listeners.append(self.opened)
@@ -67,6 +69,8 @@ class Live:
         @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
         def did_save(ls: Host, params: types.DidSaveTextDocumentParams) -> None:
             self.touched(params.text_document.uri)
+            for hear in self.saved:
+                hear(params.text_document.uri)
 
         @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
         def did_change_configuration(ls: Host, params: types.DidChangeConfigurationParams) -> None:

@@ -1,0 +1,73 @@
+"""Learning on open, once chosen (issue 56): with ``jaxlsp.learn.onOpen`` on, or ``"ask"`` answered
+"Learn on open" once for the folder, opening a file whose targets have no learned call runs the
+test files that import it in the background (tests/workspaces/learn_reach: never the unrelated one
+that sleeps ten minutes), and its targets turn live with no command; a save runs again the test
+files that load the saved file. The answer is kept per user; nothing runs in an untrusted folder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_lsp
+
+from tests.server.conftest import SERVER_ENV, JaxClient, copy_workspace, initialize_params
+from tests.server.test_live import CONFIG, TRACE_WAIT, save, settled
+
+
+def on_open_session(name: str, trusted: bool, on_open: Any) -> Any:
+    @pytest_lsp.fixture(config=CONFIG, params=["visual-studio-code"], name=name)
+    async def fixture(lsp: JaxClient, request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+        root = copy_workspace("learn_reach", tmp_path)
+        lsp.client_name = request.param
+        lsp.workspace = root
+        params = initialize_params(request.param, root)
+        params.initialization_options = {"jaxlsp": {"trusted": trusted, "learn": {"onOpen": on_open}}}
+        lsp.initialize_result = await lsp.within(lsp.initialize_session(params))
+        yield
+        await lsp.finish()
+
+    return fixture
+
+
+chosen = on_open_session("chosen", trusted=True, on_open=True)
+asking = on_open_session("asking", trusted=True, on_open="ask")
+
+
+def _summaries(client: JaxClient) -> list[str]:
+    return [m.message for m in client.log_messages if m.message.startswith("jaxlsp: learned the inputs")]
+
+
+async def test_opening_a_file_learns_from_the_tests_that_import_it_and_a_save_from_those_that_load_it(
+    chosen: JaxClient,
+) -> None:
+    client = chosen
+    client.open("pkg/layers.py")
+    assert (await settled(client, "dense"))["state"] == "fresh"  # no command, no click
+    assert client.trust_prompts == []  # the setting is the choice: nothing asked
+    await client.wait_until(lambda: len(_summaries(client)) == 1, TRACE_WAIT)
+    assert "from 2 examples" in _summaries(client)[0]  # test_layers and test_blocks, not test_slow
+
+    blocks = client.workspace / "pkg" / "blocks.py"
+    client.open("pkg/blocks.py")
+    save(client, "pkg/blocks.py", blocks.read_text().replace("+ x", "- x"))
+    await client.wait_until(lambda: len(_summaries(client)) == 2, TRACE_WAIT)
+    assert "from 1 examples" in _summaries(client)[1]  # test_blocks alone loads it
+
+
+async def test_asked_once_and_the_answer_is_kept_for_the_folder(asking: JaxClient) -> None:
+    client = asking
+    client.trust_answer = "Learn on open"
+    client.open("pkg/layers.py")
+    await client.wait_until(lambda: len(client.trust_prompts) == 1, TRACE_WAIT)
+    assert "by running the test files that import them" in client.trust_prompts[0]
+    assert (await settled(client, "dense"))["state"] == "fresh"
+    kept = json.loads((Path(SERVER_ENV["XDG_CONFIG_HOME"]) / "jaxlsp" / "learn-on-open.json").read_text())
+    assert kept["folders"][str(client.workspace)] is True
+    await client.wait_until(lambda: len(_summaries(client)) == 1, TRACE_WAIT)
+    client.open("pkg/heads.py")  # another file with a target not learned yet: learned, not asked again
+    await client.wait_until(lambda: len(_summaries(client)) == 2, TRACE_WAIT)
+    assert "from 1 examples" in _summaries(client)[1]
+    assert len(client.trust_prompts) == 1
