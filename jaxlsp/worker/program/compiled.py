@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TypedDict, cast
 
 from jaxlsp.graph.costs import common_scope
-from jaxlsp.graph.model import Frame, Graph, Node
+from jaxlsp.graph.model import Graph, Node
 from jaxlsp.worker import topology as topologies
 from jaxlsp.worker.program import fit, hlo, hlomap
 
@@ -307,19 +307,6 @@ def _input_shardings(graph: Graph, compiled: Compiled, n_consts: int) -> list[di
     return out
 
 
-def _frame_json(frame: Frame) -> dict[str, object]:
-    out: dict[str, object] = {
-        "path": frame.path,
-        "line": frame.line,
-        "column": frame.column,
-        "endLine": frame.end_line,
-        "endColumn": frame.end_column,
-    }
-    if frame.cell is not None:
-        out["cell"] = frame.cell
-    return out
-
-
 def _collective(
     instr: hlo.Instruction, mapping: dict[str, list[str]], nodes: dict[str, Node], spell: Callable[[str], str]
 ) -> dict[str, object]:
@@ -327,7 +314,7 @@ def _collective(
     node = nodes.get(ids[0]) if ids else None
     source: dict[str, object] | None = None
     if node is not None and node.source is not None:
-        source = _frame_json(node.source)
+        source = {**node.source.range_json()}
     elif instr.frames:
         f = instr.frames[0]
         source = {
