@@ -107,6 +107,7 @@ def _trace_with(args: argparse.Namespace, early: EarlyWorker | None) -> int:
     from jaxlsp.capture.service import trace_once
     from jaxlsp.graph import collector, export, io
     from jaxlsp.graph.report import render_summary, render_values
+    from jaxlsp.worker.protocol import ErrorKind
 
     values = None
     timed = None
@@ -179,7 +180,7 @@ def _trace_with(args: argparse.Namespace, early: EarlyWorker | None) -> int:
                 print(f"  {choice['example']}  ({choice['kind']}, {choice['path']})", file=sys.stderr)
         if failure.logs:
             print(f"\n--- worker output (tail) ---\n{failure.logs}", file=sys.stderr)
-        return {"needs_input": 3, "refused": 2}.get(failure.kind, 1)
+        return {ErrorKind.NEEDS_INPUT: 3, ErrorKind.REFUSED: 2}.get(failure.kind, 1)
     graph = outcome.graph  # with outcome.compact: the small parts only (no nodes, no values)
     made = outcome.compact
     # The file's JSON is a fresh tree of objects as large as the graph, all surviving until it is

@@ -49,6 +49,7 @@ from jaxlsp.graph.compact import CompactFile, Packed
 from jaxlsp.graph.model import COMPACT_VERSION, Graph
 from jaxlsp.graph.store import GraphStore, Trace
 from jaxlsp.offloop import off_loop
+from jaxlsp.worker.protocol import ErrorKind
 
 MAX_RUNNING = 2  # captures at once; more wait in line
 MAX_WAITING = 8  # beyond this a request is refused rather than queued
@@ -62,7 +63,7 @@ Gate = Callable[[Prepared], Awaitable[TraceFailure | None]]
 async def refuse_incompatible(prepared: Prepared) -> TraceFailure | None:
     """The default gate: the interpreter's cached check; a problem is a refusal with its fix."""
     report = await asyncio.to_thread(check_environment, prepared)
-    return None if report.ok else TraceFailure("refused", report.message())
+    return None if report.ok else TraceFailure(ErrorKind.REFUSED, report.message())
 
 
 class Busy(Exception):

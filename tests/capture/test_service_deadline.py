@@ -10,6 +10,7 @@ import pytest
 from jaxlsp.capture.engine import Prepared, TraceFailure
 from jaxlsp.capture.launch.options import DEFAULT_TIMEOUT, EXAMPLE_TIMEOUT, CaptureOptions
 from jaxlsp.capture.service import CaptureService
+from jaxlsp.worker.protocol import ErrorKind
 
 
 @pytest.mark.parametrize(
@@ -29,7 +30,7 @@ def test_an_example_run_gets_the_example_time_limit(
 
     async def capture(self: CaptureService, prepared: Prepared, options: CaptureOptions) -> Any:
         seen.append(options.timeout)
-        raise TraceFailure("internal", "stopped here")
+        raise TraceFailure(ErrorKind.INTERNAL, "stopped here")
 
     monkeypatch.setattr(CaptureService, "capture", capture)
     prepared = Prepared({"profile": profile, "target": {"path": "m.py", "name": "f"}}, "python", None)  # type: ignore[arg-type]

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxlsp.capture.engine import find_entrypoint
+from jaxlsp.capture.inputs.plan import find_entrypoint
 from jaxlsp.recipes import NeedsInput, Resolved, apply_answers, load_recipe, select_profile
 from jaxlsp.recipes.save import SaveError, replace_atomically, save_profile
 

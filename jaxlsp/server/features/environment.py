@@ -12,6 +12,7 @@ sent as ``window/logMessage``. The logic lives in :mod:`jaxlsp.capture.environme
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import uuid
 from pathlib import Path
@@ -20,16 +21,19 @@ from typing import Any, cast
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from jaxlsp.capture.engine import Prepared, TraceFailure, TraceRequest, check_environment, choose_python, select
+from jaxlsp.capture.engine import Prepared, check_environment, choose_python
 from jaxlsp.capture.environment import compatibility
 from jaxlsp.capture.environment.compatibility import Report
 from jaxlsp.capture.environment.install import InstallPlan, InstallResult, plan_install, run_install
 from jaxlsp.capture.environment.interpreters import InterpreterError, Selection, select_interpreter
+from jaxlsp.capture.inputs.plan import fresh_sites, select
+from jaxlsp.capture.request import Discovered, SitesWanted, TraceFailure, TraceRequest
 from jaxlsp.server import wire
 from jaxlsp.server.display import visible
 from jaxlsp.server.features.trust import TrustPrompt
 from jaxlsp.server.host import Host
 from jaxlsp.server.params import REQUEST_FAILED, as_dict, file_path, invalid, parse
+from jaxlsp.worker.protocol import ErrorKind
 
 log = logging.getLogger(__name__)
 INSTALL, CANCEL = "Install", "Cancel"
@@ -95,7 +99,7 @@ class Environments:
             report = await asyncio.to_thread(check_environment, prepared, True)
             if report.ok:
                 return None
-        return TraceFailure("refused", report.message())
+        return TraceFailure(ErrorKind.REFUSED, report.message())
 
     # -- the reviewed install -----------------------------------------------------------------------
     async def offer_install(self, report: Report) -> bool:
@@ -186,20 +190,26 @@ class Environments:
         """The interpreter, kind and profile device a trace of ``path``/``name`` would use (the
         recipe's profile when there is a usable one), else the workspace's interpreter."""
         resolved = None
+        entry = self.ls.session.entrypoint(path, name) if path is not None and name else None
         req = TraceRequest(
             file=path or folder,
             name=name or "",
             workspace_root=folder,
             setting_python=options.python,
             client_python=options.selected_python,
-            find_entrypoint=self.ls.session.entrypoint,
+            discovered=Discovered(
+                self.ls.session.entrypoint(path.resolve(), name) if path is not None and name else None
+            ),
         )
         if path is not None and name:
             try:
-                resolved, _ = select(req)
+                try:
+                    resolved, _ = select(req)
+                except SitesWanted as wanted:  # no profile names it: auto's choice, from a fresh look at its sites
+                    found = Discovered(wanted.entrypoint, fresh_sites(req, wanted.entrypoint))
+                    resolved, _ = select(dataclasses.replace(req, discovered=found))
             except TraceFailure:
                 resolved = None  # no usable profile yet (needs input...): no recipe python either
-        entry = self.ls.session.entrypoint(path, name) if path is not None and name else None
         if resolved is None:
             try:
                 selection = select_interpreter(

@@ -29,17 +29,11 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from jaxlsp.capture.engine import (
-    Prepared,
-    TimeOptions,
-    TraceFailure,
-    TraceRequest,
-    ValuesOptions,
-    check_environment,
-    save_base,
-)
+from jaxlsp.capture.engine import Prepared, check_environment
+from jaxlsp.capture.inputs.plan import save_base
 from jaxlsp.capture.launch import phases
 from jaxlsp.capture.launch.options import CaptureOptions
+from jaxlsp.capture.request import Discovered, SitesWanted, TimeOptions, TraceFailure, TraceRequest, ValuesOptions
 from jaxlsp.capture.service import Busy, CaptureService
 from jaxlsp.discovery.callsites.finder import CallSiteFinder
 from jaxlsp.discovery.callsites.importchain import foreign_refs, import_chain
@@ -59,6 +53,7 @@ from jaxlsp.server.host import Host
 from jaxlsp.server.params import REQUEST_FAILED, file_path, invalid, parse
 from jaxlsp.server.views import OpenNotebooks
 from jaxlsp.trust_store import ChoiceStore
+from jaxlsp.worker.protocol import ErrorKind
 
 log = logging.getLogger(__name__)
 # Work-done percentages at the start of each phase (the worker announces import, trace, build).
@@ -80,9 +75,6 @@ FIT = "does-not-fit"  # the code of the error a compile for a TPU pod that does 
 
 TraceAnswer = wire.TraceResult | wire.NeedsInputResult
 Owner = tuple[str, str, str]  # (uri, name, what): who published a diagnostic
-# What the worker adds to a failure on a name a ``definitions`` load left unset (loading.py's
-# ``skipped_hint``): in a live trace that chose that load itself, the target is not live instead.
-SKIPPED_BY_DEFINITIONS = 'load = "definitions" does not run'
 
 
 class NotLive(Exception):
@@ -243,8 +235,13 @@ class Tracing:
         return Outcome(FRESH, trace_id=answer.get("traceId"))
 
     def request(self, args: TraceArgs, folder: Path, live: bool = False) -> TraceRequest:
-        """What the capture engine takes; ``live``: only the static call sites a live trace may use."""
+        """What the capture engine takes, in one step: the target's entrypoint from the warm index
+        (its call sites are looked up only when planning asks for them: :meth:`prepare`). A
+        ``live`` trace reaches no other machine, and runs the top level of a ``.py`` file only
+        when the user's own trace imported it whole (else ``load = "definitions"``): a script whose
+        top level trains runs only when someone chose it."""
         options = self.ls.session.options
+        file = args.path.resolve()
         return TraceRequest(
             file=args.path,
             name=args.name,
@@ -254,7 +251,7 @@ class Tracing:
             client_python=options.selected_python,
             device=options.device,
             limits=options.limits,
-            find_entrypoint=self.ls.session.entrypoint,
+            discovered=Discovered(self.ls.session.entrypoint(file, args.name)),
             answers=args.answers,
             costs=args.costs or options.costs,
             replay=options.replay,
@@ -264,20 +261,31 @@ class Tracing:
             source=args.example,
             cwd=folder,
             run_examples=False,
-            find_sites=self._live_sites if live else self._sites,
+            offline=live,
+            definitions_only=live and file.suffix == ".py" and not self.ls.session.choices.ran_module(file),
             values=ValuesOptions(dims=dict(args.dims or {})) if args.values else None,
             compiled=args.compiled,
             time=TimeOptions(repeat=args.repeat or 5, dims=dict(args.dims or {})) if args.time else None,
         )
 
+    def prepare(self, req: TraceRequest, live: bool = False, picked: bool = False) -> Prepared:
+        """The capture service's prepare, with the target's call sites from the warm finder when
+        planning comes to them (no profile names it, no learned call covers it); a live trace takes
+        only those it may use (:meth:`_live_sites`) unless the user's own trace chose its site."""
+        try:
+            return _prepare_live(self.capture, req) if live else self.capture.prepare(req)
+        except SitesWanted as wanted:
+            find = self._live_sites if live and not picked else self._sites
+            sites = tuple(find(req.file.resolve(), req.name, wanted.entrypoint))
+            found = dataclasses.replace(req.discovered or Discovered(wanted.entrypoint), sites=sites)
+            req = dataclasses.replace(req, discovered=found)
+            return _prepare_live(self.capture, req) if live else self.capture.prepare(req)
+
     async def _run(self, args: TraceArgs, folder: Path, live: bool = False) -> TraceAnswer:
-        # the user's own trace this session chose its site: its live re-traces may use it too
-        req = self.request(args, folder, live=live and not args.picked)
+        req = self.request(args, folder, live=live)
         timing: phases.Phases | None = None
         forced = False  # a live trace that loads the file's definitions only because nobody chose more
-        if live:
-            req = dataclasses.replace(req, offline=True)
-        else:  # where the user's own trace spent its time, logged as a live trace's is (capture/launch/phases.py)
+        if not live:  # where the user's own trace spent its time, as a live trace's (capture/launch/phases.py)
             timing = phases.Phases(saved=time.monotonic())
             phases.CURRENT.set(timing)  # this task's own context (``trace`` runs it as a task)
         progress = Progress(self.ls, f"Live shapes: tracing {args.name}" if live else f"Tracing {args.name}")
@@ -290,11 +298,12 @@ class Tracing:
             timeout = self.ls.session.options.timeout
             options = dataclasses.replace(options, timeout=timeout, example_timeout=timeout)
         try:
-            prepared = _prepare_live(self.capture, req) if live else self.capture.prepare(req)
+            # the user's own trace this session chose its site: its live re-traces may use it too
+            prepared = self.prepare(req, live, picked=args.picked)
             learning = prepared.origin is not None and prepared.origin.how == "example"
             if live:
                 await _quietly_runnable(prepared, args, self.ls.session.choices)
-                prepared, forced = _definitions_unless_chosen(prepared, self.ls.session.choices)
+                forced = prepared.definitions_only
             if args.save and not learning:  # what an example run learns is saved once it is known
                 saved = self._save(prepared, req)
             running = prepared.running()
@@ -306,11 +315,11 @@ class Tracing:
                 _remember(self.ls.session.choices, prepared, args.name)
             captured = await self.capture.run(prepared, options, meta)
         except TraceFailure as failure:
-            if live and failure.kind == "refused":
+            if live and failure.kind == ErrorKind.REFUSED:
                 # what the user's text cannot fix by an edit that keeps it running (a factory
                 # returning a module, a limit): the target is not live, with why; no diagnostic
                 raise NotLive(failure.message) from None
-            if forced and SKIPPED_BY_DEFINITIONS in failure.message:
+            if forced and failure.skipped is not None:
                 raise NotLive(
                     "it needs a value its file's top level computes by running code, which a live trace "
                     "does not run until you trace it once"
@@ -322,7 +331,7 @@ class Tracing:
             raise
         except Exception as exc:  # a bug of ours: still a finished trace and a diagnostic, never a bare -32603
             log.exception("tracing %s failed", args.name)
-            return self._failed(args, TraceFailure("internal", f"jaxlsp failed: {type(exc).__name__}: {exc}"))
+            return self._failed(args, TraceFailure(ErrorKind.INTERNAL, f"jaxlsp failed: {type(exc).__name__}: {exc}"))
         finally:
             progress.end()
         trace = captured.trace
@@ -674,7 +683,7 @@ def _prepare_live(capture: CaptureService, req: TraceRequest) -> Prepared:
     try:
         return capture.prepare(req)
     except TraceFailure as failure:
-        if failure.needs is not None or failure.kind == "needs_input":
+        if failure.needs is not None or failure.kind == ErrorKind.NEEDS_INPUT:
             raise
         raise NotLive(failure.message) from None
 
@@ -693,18 +702,6 @@ def _remember(choices: ChoiceStore, prepared: Prepared, name: str) -> None:
         choices.record(file, name, module=whole, example=profile.get("example"))
     except OSError as exc:  # the trace goes on; live traces keep asking for what it ran
         log.warning("could not record what the trace of %s ran: %s", name, exc)
-
-
-def _definitions_unless_chosen(prepared: Prepared, choices: ChoiceStore) -> tuple[Prepared, bool]:
-    """``prepared`` loading only its file's imports, definitions and call-free assignments
-    (``load = "definitions"``) unless the user's own trace imported that file whole: a script
-    whose top level trains runs only when someone chose it. True when this changed the load."""
-    profile = prepared.request["profile"]
-    file = _target_file(prepared)
-    if file.suffix != ".py" or profile.get("load") in ("definitions", "cells") or choices.ran_module(file):
-        return prepared, False
-    request = {**prepared.request, "profile": {**profile, "load": "definitions"}}
-    return dataclasses.replace(prepared, request=request), True
 
 
 async def _quietly_runnable(prepared: Prepared, args: TraceArgs, choices: ChoiceStore) -> None:

@@ -102,7 +102,7 @@ class Values:
         timeout = self.ls.session.options.timeout
         options = CaptureOptions(timeout=timeout) if timeout else CaptureOptions()
         try:
-            prepared = self.capture.prepare(req)
+            prepared = self.tracing.prepare(req)  # call sites from the warm finder, when planning needs them
             outcome = await self.capture.capture(prepared, options)
             fresh = finish(prepared, outcome).graph
         except TraceFailure as failure:
