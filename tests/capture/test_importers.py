@@ -80,3 +80,25 @@ def test_an_examples_sources_are_the_workspace_files_it_loads(tmp_path: Path) ->
         root / "tests/conftest.py",
         *(root / "pkg" / n for n in ("__init__.py", "a.py", "b.py")),
     }
+
+
+def test_through_a_packages_re_exports_only_the_tests_that_use_the_file_come(tmp_path: Path) -> None:
+    """A library's ``__init__`` imports every module, so every test reaches every file: those that
+    call into the file (by a name it, or a module importing it, defines) run; the rest only when
+    none does."""
+    root = _write(
+        tmp_path,
+        {
+            "lib/__init__.py": "from lib.norms import rms\nfrom lib.model import Model\nfrom lib import unused\n",
+            "lib/norms.py": "def rms(x):\n    return x\n",
+            "lib/model.py": "from lib.norms import rms\n\n\nclass Model:\n    pass\n",
+            "lib/unused.py": "def nobody():\n    pass\n",
+            "tests/test_model.py": "import lib\n\n\ndef test_it():\n    lib.Model()\n",
+            "tests/test_rms.py": "import lib\n\n\ndef test_it():\n    lib.rms(1)\n",
+            "tests/test_version.py": "import lib\n\n\ndef test_it():\n    assert lib\n",
+        },
+    )
+    assert _texts([root / "lib/model.py"], root) == ["tests/test_model.py"]
+    assert _texts([root / "lib/norms.py"], root) == ["tests/test_model.py", "tests/test_rms.py"]
+    # nothing names what it defines: every test that loads it
+    assert len(_texts([root / "lib/unused.py"], root)) == 3

@@ -15,6 +15,7 @@ file once.
 from __future__ import annotations
 
 import ast
+import re
 from collections import deque
 from pathlib import Path
 
@@ -22,6 +23,8 @@ from jaxlsp.discovery.callsites.importchain import MAX_CHAIN, imports_of, packag
 from jaxlsp.discovery.index import WorkspaceIndex
 from jaxlsp.textfiles import real_path
 from jaxlsp.worker.protocol import ExampleSpec
+
+_WORD = re.compile(r"[A-Za-z_]\w*")
 
 
 class ImportGraph:
@@ -33,6 +36,10 @@ class ImportGraph:
         self.index = index or WorkspaceIndex([self.root])
         self._direct: dict[Path, list[Path]] = {}
         self._depths: dict[Path, dict[Path, int]] = {}
+        self._first: dict[Path, list[Path]] = {}  # what an example loads first (its imports, its conftests)
+        self._strict: dict[tuple[Path, bool], set[Path]] = {}
+        self._names: dict[Path, set[str]] = {}
+        self._words: dict[Path, set[str]] = {}
 
     def _imports(self, path: Path) -> list[Path]:
         found = self._direct.get(path)
@@ -85,23 +92,63 @@ class ImportGraph:
         known = self._depths.get(start)
         if known is not None:
             return known
-        depth: dict[Path, int] = {start: 0}
-        todo: deque[Path] = deque([start])
-        for above in packages_above(self.index, start):
-            depth.setdefault(above, 1)
-            todo.append(above)
+        first = [*packages_above(self.index, start)]
         if example.get("kind") == "test":
-            for conftest in self._conftests(start):
-                depth.setdefault(conftest, 1)
-                todo.append(conftest)
+            first += self._conftests(start)
+        self._first[start] = [*first, *self._run_imports(start)]
+        depth: dict[Path, int] = {start: 0}
+        todo: deque[Path] = deque()
+        for found in self._first[start]:
+            if found not in depth:
+                depth[found] = 1
+                todo.append(found)
         while todo and len(depth) < MAX_CHAIN:
             file = todo.popleft()
-            for found in self._run_imports(file) if file == start else self._imports(file):
+            for found in self._imports(file):
                 if found not in depth:
                     depth[found] = depth[file] + 1
                     todo.append(found)
         self._depths[start] = depth
         return depth
+
+    def _without_reexports(self, start: Path, first: list[Path]) -> set[Path]:
+        """The files loading ``start`` imports when a package's ``__init__.py`` is loaded but not
+        followed: what a file imports by name, not what a package re-exports beside it."""
+        seen = {start}
+        todo = list(first)
+        while todo and len(seen) < MAX_CHAIN:
+            file = todo.pop()
+            if file in seen:
+                continue
+            seen.add(file)
+            if file.name != "__init__.py":
+                todo += self._imports(file)
+        return seen
+
+    def _strictly(self, path: Path, example: bool) -> set[Path]:
+        found = self._strict.get((path, example))
+        if found is None:
+            first = self._first.get(path, []) if example else self._imports(path)
+            found = self._strict[(path, example)] = self._without_reexports(path, first)
+        return found
+
+    def _defined(self, path: Path) -> set[str]:
+        """The names ``path`` defines at its top level (functions and classes)."""
+        found = self._names.get(path)
+        if found is None:
+            try:
+                tree = ast.parse(self.index.text(path) or "")
+            except (SyntaxError, ValueError):
+                tree = ast.Module(body=[], type_ignores=[])
+            kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+            found = self._names[path] = {n.name for n in tree.body if isinstance(n, kinds)}
+        return found
+
+    def _mentioned(self, path: Path) -> set[str]:
+        found = self._words.get(path)
+        if found is None:
+            found = self._words[path] = set(_WORD.findall(self.index.text(path) or ""))
+        return found
 
     def sources(self, example: ExampleSpec) -> list[Path]:
         """The workspace files loading ``example`` runs (its own among them)."""
@@ -109,7 +156,13 @@ class ImportGraph:
 
     def reaching(self, target: Path, examples: list[ExampleSpec]) -> list[ExampleSpec]:
         """The examples whose imports reach ``target``, nearest first (tests before scripts at the
-        same distance, then in the order given)."""
+        same distance, then in the order given).
+
+        A library's ``__init__.py`` re-exports every module, so every test of tinygp reaches every
+        file of it (15 of 15). Those that use the file come first and alone: an example that
+        reaches it without going through a package's re-exports (it imports the file, or a module
+        that imports it, by name), or that names a function or class defined in it or in a module
+        that imports it so. Only when none does are all that reach it run."""
         goal = real_path(target)
         found: list[tuple[int, int, int, ExampleSpec]] = []
         for order, example in enumerate(examples):
@@ -117,4 +170,15 @@ class ImportGraph:
             if steps is not None:
                 found.append((steps, 0 if example.get("kind") == "test" else 1, order, example))
         found.sort(key=lambda item: item[:3])
-        return [item[3] for item in found]
+        if not found:
+            return []
+        loaded = set().union(*(self.depths(item[3]) for item in found))
+        users = {m for m in loaded if m.suffix == ".py" and goal in self._strictly(m, example=False)} | {goal}
+        names = set().union(*(self._defined(m) for m in users))
+        using = [
+            item
+            for item in found
+            if goal in self._strictly(real_path(Path(str(item[3]["path"]))), example=True)
+            or names & self._mentioned(real_path(Path(str(item[3]["path"]))))
+        ]
+        return [item[3] for item in using or found]
