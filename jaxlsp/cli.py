@@ -95,15 +95,9 @@ def _trace(args: argparse.Namespace) -> int:
 
 
 def _trace_with(args: argparse.Namespace, early: EarlyWorker | None) -> int:
-    from jaxlsp.capture.engine import (
-        TimeOptions,
-        TraceFailure,
-        TraceRequest,
-        ValuesOptions,
-        parse_target,
-        workspace_root_for,
-    )
+    from jaxlsp.capture.engine import parse_target, workspace_root_for
     from jaxlsp.capture.launch.options import CaptureOptions
+    from jaxlsp.capture.request import TimeOptions, TraceFailure, TraceRequest, ValuesOptions
     from jaxlsp.capture.service import trace_once
     from jaxlsp.graph import collector, export, io
     from jaxlsp.graph.report import render_summary, render_values
