@@ -583,23 +583,25 @@ class EnvironmentCache:
                 found, _ = self.probe(candidate, counted=False)
                 if found.error is None:
                     others.append((candidate, found))
-        out = []
-        for problem in problems:
+        chosen: dict[int, tuple[str, Probe]] = {}  # problem's index -> the interpreter that has its package
+        for i, problem in enumerate(problems):
             package = problem.package or ""
-            has = next(
-                (
-                    (python, found)
-                    for python, found in others
-                    if problem.severity == "error" and package in PATH_FIXABLE and usable(found, (package,))
-                ),
-                None,
-            )
-            if has is None:
+            if problem.severity == "error" and package in PATH_FIXABLE:
+                has = next(((py, found) for py, found in others if usable(found, (package,))), None)
+                if has is not None:
+                    chosen[i] = has
+        # One fix per interpreter, naming every missing package it has (the message joins equal fixes).
+        named: dict[str, list[str]] = {}
+        for i, (python, _) in chosen.items():
+            named.setdefault(python, []).append(problems[i].package or "")
+        out = []
+        for i, problem in enumerate(problems):
+            if i not in chosen:
                 out.append(problem)
                 continue
-            python, found = has
+            python, found = chosen[i]
             fix = (
-                f"{python} (first on PATH) has {found.sourced((package,))}: trace with --python {python} "
+                f"{python} (first on PATH) has {found.sourced(named[python])}: trace with --python {python} "
                 "(or the setting jaxlsp.python)"
             )
             out.append(dataclasses.replace(problem, fix=fix, requirement=None))

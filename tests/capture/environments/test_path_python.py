@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -110,6 +111,8 @@ def test_a_refusal_names_the_python3_on_path_that_has_what_is_missing(
     refused = _jaxlsp(tool, ["trace", LINEN, "--python", str(tool)], ws, env)
     assert refused.returncode == 2, refused.stdout + refused.stderr
     assert f"{python3} (first on PATH) has jax " in refused.stderr, refused.stderr
+    assert refused.stderr.count("(first on PATH) has") == 1, refused.stderr  # one fix naming all it has
+    assert f"flax {metadata.version('flax')} from the user site" in refused.stderr, refused.stderr
     assert f"trace with --python {python3}" in refused.stderr, refused.stderr
     assert "install jax" not in refused.stderr and "install flax" not in refused.stderr, refused.stderr
     assert not (ws / "IMPORTED").exists()
