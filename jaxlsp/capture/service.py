@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
-from jaxlsp.capture import reuse
+from jaxlsp.capture import annotated, reuse
 from jaxlsp.capture.engine import (
     Prepared,
     TraceFailure,
@@ -120,7 +120,7 @@ class CaptureService:
 
     def prepare(self, req: TraceRequest) -> Prepared:
         """Step 1 (no process runs); raises TraceFailure (refused, needs input)."""
-        return prepare(req)
+        return annotated.answered(prepare(req))
 
     async def capture(self, prepared: Prepared, options: CaptureOptions) -> CaptureOutcome:
         """Steps 2 to 4: the gate, a place in line, the capture; the worker's outcome undecoded."""
@@ -177,6 +177,7 @@ class CaptureService:
                 phases.mark("decode")
                 break
             except TraceFailure as exc:
+                exc = annotated.fell_back(prepared, exc)  # a dimension that cannot stay a symbol asks its size
                 failures.append(exc)
                 following = next_example(prepared, exc)
                 following = following or concrete_retry(prepared, exc)  # learned symbolic dims that failed

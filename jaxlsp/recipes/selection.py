@@ -26,6 +26,9 @@ class Resolved:
     recipe: Path | None  # the jaxlsp.toml it came from; None for a proposal
     # The needs-input answers filled in, parsed (key path -> TOML-form value): what saving writes.
     answers: dict[str, Any] = field(default_factory=dict)
+    # A proposal traced with its annotations' dimensions symbolic (recipes/symbolic.py): what it
+    # asks instead when the program cannot be traced for any size.
+    fallback: NeedsInput | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -246,6 +246,15 @@ def choose(
     if isinstance(proposal, Resolved):
         return proposal, Origin("proposal", root)
     options = choices(found, root)
+    if not options and isinstance(proposal, NeedsInput) and entry is not None:
+        # nothing runs it: the sizes its jaxtyping annotations name stay symbols (recipes/symbolic.py)
+        from jaxlsp.recipes.symbolic import propose_symbolic
+
+        annotated = propose_symbolic(entry, proposal)
+        if annotated is not None:
+            names = ", ".join(annotated.profile.get("symbolic", []))
+            note = f"inputs from the jaxtyping annotations{f' ({names} symbolic)' if names else ''}"
+            return annotated, Origin("proposal", root, note=note)
     partial = next((s for s in found if s.static and entry is not None), None)
     if partial is not None and entry is not None:
         try:

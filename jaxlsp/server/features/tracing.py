@@ -734,10 +734,14 @@ def _needs_reason(answer: TraceAnswer) -> str:
     data: dict[str, Any] = dict(answer)
     items: list[Any] = list(data.get("needsInput") or [])
     said = ", ".join(str(i.get("path") if isinstance(i, dict) else i) for i in items[:3])
+    # a proposal traced symbolically that fell back (recipes/symbolic.py): which dimension, and why
+    forced = next((f"; {i['symbolic']}" for i in items if isinstance(i, dict) and i.get("symbolic")), "")
     examples = data.get("examples") or []
     if examples:
-        return f"needs input ({said}); its inputs could come from running an example: trace it once and pick one"
-    return f"needs input ({said}): trace it once and answer"
+        return (
+            f"needs input ({said}){forced}; its inputs could come from running an example: trace it once and pick one"
+        )
+    return f"needs input ({said}){forced}: trace it once and answer"
 
 
 def _frame(data: dict[str, Any]) -> Frame:

@@ -23,6 +23,8 @@ _JAX_WHERE = re.compile(
     r"(?: This concrete value was not available in Python because it depends on the value of the argument[^.]*\.)?"
 )
 _TRACEBACK_LIMIT = 20000
+# A symbolic dimension's remainder in JAX's shape-polymorphism errors (``mod(d*n, - 3)``).
+_REMAINDER = re.compile(r"\b(?:remainder|rest is) mod\((?P<expr>[^()]*(?:\([^()]*\)[^()]*)*?),\s*-?\s*(?P<k>\d+)\)")
 # A NamedSharding in a message, written whole with its abstract mesh's every field: its spec
 # (``P('x', None)``) is what the user wrote and what differs. One level of nested parentheses
 # (``axis_types=(Explicit,)``, ``P(('x', 'y'), None)``) is all jax prints inside either.
@@ -241,9 +243,20 @@ def first_paragraph(exc: BaseException) -> str:
     para = " ".join(line.strip() for line in para.splitlines())
     para = " ".join(_JAX_WHERE.sub("", para).split())
     para = _NAMED_SHARDING.sub(r"\1", para)
+    para += _for_sizes(para)
     if len(para) > _MESSAGE_LIMIT:
         para = para[: _MESSAGE_LIMIT - 3] + "..."
     return f"{type(exc).__name__}: {para}" if para else type(exc).__name__
+
+
+def _for_sizes(text: str) -> str:
+    """For which sizes a shape error of symbolic dimensions holds: JAX says what must divide
+    (``The remainder mod(n, - 4) should be 0``, ``rest is mod(n, 2)``), not which sizes pass."""
+    found = _REMAINDER.search(text)
+    if found is None:
+        return ""
+    expr, divisor = found.group("expr").strip(), found.group("k")
+    return f" (this line works only for the sizes where {expr} is a multiple of {divisor}; it fails for the others)"
 
 
 def format_tb(exc: BaseException) -> str:
