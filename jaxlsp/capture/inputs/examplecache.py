@@ -1,12 +1,12 @@
 """What each example taught, kept with the hashes of the sources it loaded (issue 56).
 
-A learning run of an example (``capture/inputs/learning.py``) is worth repeating only when
-something it loaded changed: the workspace files its imports reach (:mod:`.importers`), the files of
-the calls it recorded and the targets' own files. Each run that ended by itself (or was stopped
-idle, as a script is) is kept here with their sha256 and the targets it taught; a later learn, in
-this process or after a restart, skips every example whose sources all still hash the same and
-whose signatures the store still holds, and says so (outcome ``cached``). A save changes one hash:
-only the examples that loaded that file run again.
+A learning run of an example (``capture/inputs/learning.py``) is worth repeating only when something
+it loaded changed: the workspace files its imports reach (:mod:`.importers`), the files of the calls
+it recorded and the targets' own files. Each run that ended by itself (or was stopped idle, as a
+script is, or at its own time limit) is kept here with their sha256 and the targets it taught; a
+later learn, in this process or after a restart, skips every example whose sources all still hash
+the same and whose signatures the store still holds, and says so (outcome ``cached``). A save
+changes one hash: only the examples that loaded that file run again.
 
 Plain data in the per-user cache (``$XDG_CACHE_HOME/jaxlsp/learned-examples/``), one JSON file per
 workspace root, beside the signatures (:mod:`.signatures`); nothing in the workspace.
@@ -30,7 +30,7 @@ FORMAT = "jaxlsp.learned-examples"
 VERSION = 1
 MAX_KEPT = 2000  # examples one workspace keeps (the oldest go first)
 # how a run ended that another run of the same sources would repeat: an error or a timeout may be
-# the machine's (a missing package, a busy CPU), and a run stopped at its deadline did not finish
+# the machine's (a missing package, a busy CPU); a run the whole learn's budget cut short did not finish
 KEPT_OUTCOMES = frozenset({"finished", "stopped", "failed", "exited"})
 
 _LOCK = threading.Lock()
@@ -44,6 +44,9 @@ class CachedExample:
     targets: list[str]  # "path::Name", relative to the root
     keys: list[str]  # the signature store's keys of what it recorded (still there: still taught)
     sources: dict[str, str] = field(default_factory=dict)  # absolute path -> sha256
+    # the example's own time limit when it was stopped there (a test suite longer than it): a run
+    # with the same limit would stop there again, a longer one may teach more
+    deadline: float | None = None
 
 
 def sha256_of(path: str) -> str | None:
@@ -54,9 +57,10 @@ def sha256_of(path: str) -> str | None:
         return None
 
 
-def kept(outcome: str, message: str) -> bool:
-    """Whether a run that ended so is kept: it ended by itself, or was stopped idle (not at its deadline)."""
-    return outcome in KEPT_OUTCOMES and "deadline" not in message
+def kept(outcome: str, message: str, own_deadline: bool = False) -> bool:
+    """Whether a run that ended so is kept: it ended by itself, or was stopped idle, or at its own
+    time limit (``own_deadline``: not cut short by the whole run's budget)."""
+    return outcome in KEPT_OUTCOMES and ("deadline" not in message or own_deadline)
 
 
 class ExampleCache:

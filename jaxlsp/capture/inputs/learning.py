@@ -222,6 +222,8 @@ async def learn_async(
         walk = graph or ImportGraph(root)
         for index, example in enumerate(examples):
             hit = cache.fresh(python, str(example["text"]), held)
+            if hit is not None and hit.deadline is not None and hit.deadline < example_timeout:
+                hit = None  # stopped at a shorter limit than this run gives it: it may teach more now
             if hit is not None:
                 hits[index] = hit
             else:
@@ -264,13 +266,16 @@ async def learn_async(
             message = str(error.get("message", "the run failed")).splitlines()[0] if error else "the run failed"
         if limit < example_timeout and (how == "timeout" or "deadline" in message):
             cut.add(index)
-        if cache is not None and kept(how, message):
+        own_deadline = index not in cut and limit >= example_timeout
+        if cache is not None and kept(how, message, own_deadline):
             sources = dict(loads.get(index, {}))
             for record in records:
                 sources.update({str(k): str(v) for k, v in dict(record.get("sources") or {}).items()})
                 sources.update(_hashes([str(record["path"])]))
             keys = [SignatureStore.key(python, str(r["path"]), str(r["name"])) for r in records]
-            cache.put(python, str(example["text"]), CachedExample(how, message, kept_count, taught, keys, sources))
+            stopped_at = limit if "deadline" in message else None
+            entry = CachedExample(how, message, kept_count, taught, keys, sources, stopped_at)
+            cache.put(python, str(example["text"]), entry)
         finish(index, ExampleOutcome(str(example["text"]), how, message, kept_count, seconds))
 
     pending = [i for i in range(total) if i not in hits]
