@@ -430,10 +430,7 @@ def _linen_plan(
         # the caller traces again with a real init when the hint did not hold.
         hinted = from_structure(structure_hint) if structure_hint is not None and not concrete else None
         if concrete:  # a values run: the real variables, initialised with the seed
-            # compiled as one program: op by op, each initialiser's operations were compiled one
-            # at a time (13 s of a TPU values run of benchmarks/models' transformer); the abstract
-            # init traces the same function, so whatever it takes, jit takes
-            variables = jax.jit(init_fn)(*dyn)
+            variables = init_fn(*dyn)
         elif hinted is not None:
             variables = cast("Mapping[str, object]", hinted)  # a structure's top is a mapping of collections
             check = HintCheck(structure_hint)
