@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from jaxlsp.capture.environment import allowed_env, interpreters, userpath
-from jaxlsp.capture.environment.interpreters import Selection
+from jaxlsp.capture.environment import allowed_env, routes, userpath
+from jaxlsp.capture.environment.routes import Selection
 from jaxlsp.worker.protocol import DEVICE_CHOICES, device_platform
 
 MIN_PYTHON = (3, 10)  # the worker's floor (DESIGN: any interpreter with Python >= 3.10)
@@ -578,7 +578,7 @@ class EnvironmentCache:
         """A missing package that the ``python3`` or ``python`` on ``PATH`` has is answered by
         naming that interpreter, never by an install (it runs them: the check is past trust)."""
         others: list[tuple[str, Probe]] = []
-        for _, candidate in interpreters.path_candidates(os.environ, [Path(w) for w in userpath.workspaces()]):
+        for _, candidate in routes.path_candidates(os.environ, [Path(w) for w in userpath.workspaces()]):
             if candidate != selection.python:
                 found, _ = self.probe(candidate, counted=False)
                 if found.error is None:

@@ -22,52 +22,60 @@ import os
 import shutil
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
-REQUEST = "--python"
-RECIPE = "recipe python"
-SETTING = "setting jaxlsp.python"
-CLIENT = "client's selected interpreter"
-WORKSPACE_VENV = "workspace .venv"
-WORKSPACE_VENV_PLAIN = "workspace venv"
-CONDA = "CONDA_PREFIX"
-VIRTUAL_ENV = "VIRTUAL_ENV"
-PATH_PYTHON3 = "python3 on PATH"
-PATH_PYTHON = "python on PATH"
-OWN = "server's own interpreter"
-
-ROUTES = (
-    REQUEST,
-    RECIPE,
-    SETTING,
-    CLIENT,
-    WORKSPACE_VENV,
-    WORKSPACE_VENV_PLAIN,
-    CONDA,
-    VIRTUAL_ENV,
-    PATH_PYTHON3,
-    PATH_PYTHON,
-    OWN,
+from jaxlsp.capture.environment.routes import (
+    CLIENT as CLIENT,
 )
-PATH_NAMES = {PATH_PYTHON3: "python3", PATH_PYTHON: "python"}
+from jaxlsp.capture.environment.routes import (
+    CONDA as CONDA,
+)
+from jaxlsp.capture.environment.routes import (
+    OWN as OWN,
+)
+from jaxlsp.capture.environment.routes import (
+    PATH_NAMES as PATH_NAMES,
+)
+from jaxlsp.capture.environment.routes import (
+    PATH_PYTHON as PATH_PYTHON,
+)
+from jaxlsp.capture.environment.routes import (
+    PATH_PYTHON3 as PATH_PYTHON3,
+)
+from jaxlsp.capture.environment.routes import (
+    RECIPE as RECIPE,
+)
+from jaxlsp.capture.environment.routes import (
+    REQUEST as REQUEST,
+)
+from jaxlsp.capture.environment.routes import (
+    ROUTES as ROUTES,
+)
+from jaxlsp.capture.environment.routes import (
+    SETTING as SETTING,
+)
+from jaxlsp.capture.environment.routes import (
+    VIRTUAL_ENV as VIRTUAL_ENV,
+)
+from jaxlsp.capture.environment.routes import (
+    WORKSPACE_VENV as WORKSPACE_VENV,
+)
+from jaxlsp.capture.environment.routes import (
+    WORKSPACE_VENV_PLAIN as WORKSPACE_VENV_PLAIN,
+)
+from jaxlsp.capture.environment.routes import (
+    Selection as Selection,
+)
+from jaxlsp.capture.environment.routes import (
+    path_candidates as path_candidates,
+)
+
 #: Decides whether an interpreter found on ``PATH`` can trace (runs it: only past trust).
 PathCheck = Callable[[str, "str | None"], bool]
 
 
 class InterpreterError(Exception):
     """An explicitly named interpreter that cannot be used; the message names it and its route."""
-
-
-@dataclass(frozen=True)
-class Selection:
-    """The interpreter to capture in (as it will be started) and the route that chose it."""
-
-    python: str
-    route: str
-
-    def describe(self) -> str:
-        return f"{self.python} ({self.route})"
 
 
 def select_interpreter(
@@ -109,33 +117,6 @@ def select_interpreter(
             if check(candidate, kind):
                 return Selection(candidate, route)
     return Selection(own_python, OWN)
-
-
-def path_candidates(
-    environ: Mapping[str, str], workspaces: list[Path], own: str | None = None
-) -> list[tuple[str, str]]:
-    """``(route, path)`` of the first ``python3`` and the first ``python`` on ``environ``'s ``PATH``,
-    as a shell finds them, less the server's own environment (its route comes last) and any
-    entry that is relative or inside a workspace (a workspace's files never run before trust)."""
-    spaces = [os.path.realpath(w) for w in workspaces]
-    own_bin = os.path.realpath(os.path.dirname(own)) if own else None
-    out: list[tuple[str, str]] = []
-    seen: set[str] = set()
-    for route, name in PATH_NAMES.items():
-        for entry in environ.get("PATH", "").split(os.pathsep):
-            if not entry or not os.path.isabs(entry):
-                continue
-            real = os.path.realpath(entry)
-            if any(real == w or real.startswith(w.rstrip(os.sep) + os.sep) for w in spaces):
-                continue
-            candidate = os.path.join(entry, name)
-            if not (os.path.isfile(candidate) and os.access(candidate, os.X_OK)):
-                continue
-            if real != own_bin and candidate not in seen:
-                out.append((route, os.path.normpath(candidate)))
-                seen.add(candidate)
-            break  # the first one on PATH is what the user's shell runs
-    return out
 
 
 def _has_jax(python: str, kind: str | None) -> bool:

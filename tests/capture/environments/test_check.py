@@ -181,10 +181,11 @@ def test_a_conda_environment_gets_the_conda_command(tmp_path: Path) -> None:
 
 
 def test_limits_settings_take_positive_integers_only() -> None:
-    from jaxlsp.worker.tracing.limits import DEFAULTS, check_bytes, resolve
+    from jaxlsp.worker.protocol import DEFAULT_LIMITS, resolve_limits
+    from jaxlsp.worker.tracing.limits import check_bytes
 
-    assert resolve({"equations": 5, "values": -1, "bytes": True}) == {**DEFAULTS, "equations": 5}
-    assert resolve(None) == DEFAULTS
+    assert resolve_limits({"equations": 5, "values": -1, "bytes": True}) == {**DEFAULT_LIMITS, "equations": 5}
+    assert resolve_limits(None) == DEFAULT_LIMITS
     data = b'{"ok": true, "graph": {}}'
     assert check_bytes(data, None) is data and check_bytes(data, {"bytes": len(data)}) is data
     assert b'"kind": "refused"' in check_bytes(data, {"bytes": len(data) - 1})
