@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 import pytest_lsp
 
+from jaxlsp.server.session import Options
+from jaxlsp.trust_store import LearnOnOpenStore
 from tests.server.conftest import SERVER_ENV, JaxClient, copy_workspace, initialize_params
 from tests.server.test_live import CONFIG, TRACE_WAIT, save, settled
 
@@ -71,3 +73,18 @@ async def test_asked_once_and_the_answer_is_kept_for_the_folder(asking: JaxClien
     await client.wait_until(lambda: len(_summaries(client)) == 2, TRACE_WAIT)
     assert "from 1 examples" in _summaries(client)[1]
     assert len(client.trust_prompts) == 1
+
+
+def test_the_setting_and_the_answer_kept_for_a_folder_and_those_below(tmp_path: Path) -> None:
+    assert Options.parse({"jaxlsp": {}}).learn_on_open == "off"  # nothing learns unasked by default
+    assert Options.parse({"jaxlsp": {"learn": {"onOpen": True}}}).learn_on_open == "on"
+    assert Options.parse({"jaxlsp": {"learn": {"onOpen": "ask"}}}).learn_on_open == "ask"
+    assert Options.parse({"jaxlsp": {"learn": {"onOpen": "sometimes"}}}).learn_on_open == "off"
+    store = LearnOnOpenStore(tmp_path / "config" / "learn-on-open.json")
+    repo = tmp_path / "repo"
+    (repo / "sub").mkdir(parents=True)
+    assert store.choice(repo / "sub") is None
+    store.set(repo, True)
+    assert store.choice(repo / "sub") is True
+    store.set(repo / "sub", False)
+    assert (store.choice(repo / "sub"), store.choice(repo)) == (False, True)
