@@ -263,7 +263,7 @@ def _save(outcome: object) -> int:
 
 def _examples(args: argparse.Namespace) -> int:
     from jaxlsp.capture.engine import TraceFailure, parse_target, workspace_root_for
-    from jaxlsp.capture.inputs import autoinputs
+    from jaxlsp.capture.inputs import plan
     from jaxlsp.discovery import Classifier, WorkspaceIndex
     from jaxlsp.discovery.callsites.finder import CallSiteFinder
     from jaxlsp.discovery.callsites.sites import relative
@@ -296,7 +296,7 @@ def _examples(args: argparse.Namespace) -> int:
     for site in sites:
         item = site.to_json(root)
         if site.kind == "script" and site.example is not None:  # as auto runs it: with its documented arguments
-            item["example"] = autoinputs.choices([site], root)[0]["example"]
+            item["example"] = plan.choices([site], root)[0]["example"]
         if site.static:
             try:
                 made = propose_site(entry, site, where=site.where(root), base=root)

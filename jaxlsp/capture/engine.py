@@ -21,7 +21,7 @@ from jaxlsp.capture.environment import allowed_env, compatibility, interpreters
 from jaxlsp.capture.environment.compatibility import Report
 from jaxlsp.capture.environment.interpreters import InterpreterError, Selection, select_interpreter
 from jaxlsp.capture.inputs import plan
-from jaxlsp.capture.inputs.autoinputs import Origin
+from jaxlsp.capture.inputs.plan import Origin
 from jaxlsp.capture.launch.early import workspace_root_for as workspace_root_for  # where it lived: a public name
 from jaxlsp.capture.launch.supervise import CaptureOutcome
 from jaxlsp.capture.request import TimeOptions as TimeOptions  # the request's forms, where callers found them
@@ -47,7 +47,7 @@ class TraceOutcome:
     resolved: Resolved
     request: dict[str, Any] = field(default_factory=dict)
     route: str = interpreters.OWN  # how the interpreter that ran it was chosen
-    origin: Origin | None = None  # where the inputs came from (capture/inputs/autoinputs.py)
+    origin: Origin | None = None  # where the inputs came from (capture/inputs/plan.py)
     # The worker's compact form checked, when the caller asked for it (the CLI's -o, written as it
     # came); ``graph`` is then its small parts only: no nodes, no values (graph/compact.py).
     compact: CompactFile | None = None

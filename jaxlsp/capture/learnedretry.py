@@ -11,8 +11,8 @@ from pathlib import Path
 
 from jaxlsp.capture import engine
 from jaxlsp.capture.engine import Prepared, TraceFailure
-from jaxlsp.capture.inputs.autoinputs import Origin
 from jaxlsp.capture.inputs.learnedshapes import dimension_in
+from jaxlsp.capture.inputs.plan import Origin
 from jaxlsp.capture.inputs.signatures import SignatureStore
 from jaxlsp.recipes import RecipeError, Resolved, resolve_table
 

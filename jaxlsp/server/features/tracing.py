@@ -93,7 +93,7 @@ class TraceArgs:
     save: bool = False  # write the completed profile to jaxlsp.toml
     costs: bool = False  # measure XLA's costs of every equation
     cell: int | None = None  # a notebook target's cell
-    example: str | None = None  # run this example to learn the inputs (capture/inputs/autoinputs.py)
+    example: str | None = None  # run this example to learn the inputs (capture/inputs/plan.py)
     values: bool = False  # also run the graph on the profile's inputs
     dims: dict[str, int] | None = None  # sizes of symbolic dimensions, for a values or timed run
     compiled: bool = False  # also compile for the profile's devices (what XLA made of it)
@@ -256,7 +256,7 @@ class Tracing:
             costs=args.costs or options.costs,
             replay=options.replay,
             cell=args.cell,
-            # inputs from call sites (capture/inputs/autoinputs.py): a lens traces a complete static one at
+            # inputs from call sites (capture/inputs/plan.py): a lens traces a complete static one at
             # once; examples run only when the user picks one (``example``, from a needs-input answer)
             source=args.example,
             cwd=folder,
