@@ -169,9 +169,14 @@ class Recorder:
 
         def get_code(loader: importlib.machinery.SourceFileLoader, fullname: str) -> types.CodeType | None:
             path = loader.get_filename(fullname)
-            if type(loader) is importlib.machinery.SourceFileLoader and recorder.wants(path):
+            plain = type(loader) is importlib.machinery.SourceFileLoader
+            # jaxtyping's import hook (``--jaxtyping-packages``, ``install_import_hook``: how
+            # jaxtyping-checked libraries load their package in their tests) gives the package a
+            # loader of its own, which the workspace's calls then went through unrecorded
+            rewrite = None if plain else _jaxtyping_rewrite(loader)
+            if (plain or rewrite is not None) and recorder.wants(path):
                 with contextlib.suppress(OSError):
-                    code = recorder.compile(loader.get_data(path), path)
+                    code = recorder.compile(loader.get_data(path), path, rewrite)
                     if code is not None:
                         return code
             return original(loader, fullname)
@@ -432,6 +437,25 @@ def _defined_in(cls: type) -> str | None:
     module = sys.modules.get(cls.__module__)
     file = getattr(module, "__file__", None)
     return os.path.realpath(file) if isinstance(file, str) else None
+
+
+def _jaxtyping_rewrite(loader: object) -> Callable[[ast.Module], None] | None:
+    """For jaxtyping's import-hook loader, what it does to a module's tree before compiling it
+    (its checking decorators and ``import jaxtyping``), so that the file is compiled with both
+    that and the signature hooks; None for any other loader (left to load the file its own way)."""
+    kind = type(loader)
+    if kind.__name__ != "_JaxtypingLoader" or not kind.__module__.startswith("jaxtyping."):
+        return None
+    transformer = getattr(sys.modules.get(kind.__module__), "JaxtypingTransformer", None)
+    typechecker = getattr(loader, "_typechecker", None)
+    if transformer is None or typechecker is None:
+        return None  # another jaxtyping than the one read here: its own loader, unrecorded as before
+
+    def rewrite(tree: ast.Module) -> None:
+        transformer(typechecker=typechecker).visit(tree)
+        ast.fix_missing_locations(tree)  # its decorators and import come without positions
+
+    return rewrite
 
 
 def _is_test_file(path: str) -> bool:
