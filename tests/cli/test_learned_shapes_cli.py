@@ -80,3 +80,18 @@ def test_a_batch_the_tests_disagree_on_is_a_symbol_with_the_dtype_the_tests_comp
     assert "concrete: batch failed symbolically" in report, report
     again = run(["trace", "tagger/models.py::unrolled"], cwd=repo)  # remembered: straight to the concrete call
     assert again.returncode == 0 and "concrete: batch failed symbolically" in again.stdout, again.stdout
+
+
+def test_a_values_run_of_a_target_whose_calls_disagree_runs_on_the_newest_call(repo: Path) -> None:
+    """The graph is symbolic where the calls disagree; a values run needs arrays, and takes the
+    newest learned call's sizes rather than asking for --dim."""
+    learned = run(["learn", "--idle", "3"], cwd=repo)
+    assert learned.returncode == 0, learned.stderr
+    traced = run(["trace", "tagger/models.py::score", "--values", "-o", "score.json"], cwd=repo)
+    assert traced.returncode == 0, traced.stdout + traced.stderr
+    assert "--dim" not in traced.stdout + traced.stderr
+    graph = expanded(repo / "score.json")
+    values = {v["id"]: v for v in graph["values"]}
+    [output] = graph["outputs"]
+    shape = values[output["value"]]["shape"]
+    assert all(isinstance(d, int) for d in shape) and shape[0] in (3, 5), shape

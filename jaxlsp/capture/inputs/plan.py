@@ -268,9 +268,13 @@ def _learned(
     if found is None:
         return None
     target = selected.proposal["target"] if isinstance(selected, NeedsInput) else selected.table["target"]
+    # A values or timed run needs arrays: where the learned calls disagree on a size (a symbolic
+    # table), it runs on the newest call the program really made, not on sizes asked for.
+    concrete = (req.values is not None or req.time is not None) and found.newest is not None
+    table = found.newest if concrete and found.newest is not None else found.table
     try:
         name = selected.name if isinstance(selected, Resolved) else new_profile_name(req.name, [])
-        made = resolve_table(name, {"target": target, **found.table}, base)
+        made = resolve_table(name, {"target": target, **table}, base)
     except RecipeError:
         return None  # a call the recipe rules refuse now: the usual ways say what is needed
     if not isinstance(made, Resolved):
