@@ -24,6 +24,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, cast
 
 from jaxlsp.capture import annotated, reuse
@@ -37,6 +38,8 @@ from jaxlsp.capture.engine import (
     next_example,
     prepare,
 )
+from jaxlsp.capture.environment.interpreters import explain
+from jaxlsp.capture.environment.routes import PATH_NAMES, Selection
 from jaxlsp.capture.launch import phases
 from jaxlsp.capture.launch.early import EarlyWorker
 from jaxlsp.capture.launch.options import CaptureOptions
@@ -64,6 +67,18 @@ async def refuse_incompatible(prepared: Prepared) -> TraceFailure | None:
     """The default gate: the interpreter's cached check; a problem is a refusal with its fix."""
     report = await asyncio.to_thread(check_environment, prepared)
     return None if report.ok else TraceFailure(ErrorKind.REFUSED, report.message())
+
+
+def chosen_line(prepared: Prepared) -> str:
+    """The interpreter nothing named, said before the capture: which one, why, and where its JAX
+    and the target's library come from (the gate's check, cached, reads it first anyway)."""
+    report = check_environment(prepared)
+    found = ("jax", *report.needs) if report.needs else ("jax", "flax", "equinox")  # those installed
+    where = report.probe.sourced(found)
+    why = explain(
+        Selection(prepared.python, prepared.route), prepared.req.workspace_root if prepared.req else Path.cwd()
+    )
+    return f"interpreter: {prepared.python}, {why}" + (f"; {where}" if where else "")
 
 
 class Busy(Exception):
@@ -345,6 +360,8 @@ def trace_once(
         service = CaptureService(warm=False, early=early, direct=direct)
         try:
             prepared = service.prepare(req)
+            if notify is not None and prepared.route in PATH_NAMES:
+                notify(await asyncio.to_thread(chosen_line, prepared))
             running = prepared.running()
             if running and notify is not None:
                 notify(running)

@@ -99,6 +99,10 @@ def test_a_tool_install_traces_a_linen_model_with_the_python3_on_path(
     traced = _jaxlsp(tool, ["trace", LINEN, "-o", str(out)], ws, env)
     assert traced.returncode == 0, traced.stdout + traced.stderr
     assert f"with {python3} (python3 on PATH)" in traced.stdout, traced.stdout
+    first = traced.stdout.splitlines()[0]  # said before the capture: which, why, where JAX came from
+    assert first.startswith(f"interpreter: {python3}, the python3 your shell runs"), first
+    assert f"jax {report['packages']['jax']} from the user site {user_site}" in first, first
+    assert f"flax {report['packages']['flax']} from the user site {user_site}" in first, first
     graph = json.loads(out.read_text())
     assert graph["versions"]["jax"] and graph["versions"]["flax"], graph["versions"]
 
