@@ -382,7 +382,7 @@ def test_an_accelerators_small_values_come_to_the_host_in_one_transfer_a_batch(m
     arrays = [jax.random.normal(jax.random.key(i), (3, 1 + i % 5)) for i in range(2 * BATCH)]
     found = {}
     for on_host in (True, False):
-        interp = Interpreter(on_host=on_host, budget=Budget(deadline=time.monotonic() + 600, memory=None))
+        interp = Interpreter(on_host=on_host, budget=Budget())  # no deadline, no memory cap
         for i, a in enumerate(arrays):
             interp.observe(f"v{i}", a)
         interp.flush()
