@@ -2,6 +2,7 @@
 and after one ``jaxlsp.learnShapes`` (issue 46).
 
     python benchmarks/live_repos.py [REPO ...] [--settle S] [--budget S] [--no-learn] [--json OUT]
+                                    [--open-wait S] [--open-files N] [--no-pytest]
 
 For each repository folder (a checkout; its own ``.venv`` when it has one, which the server picks
 once the folder is trusted; with no REPO, every folder in ``build/live-repos/``, and nothing to do
@@ -27,8 +28,20 @@ lines with a shape over the body lines before and after (all bodies, and the cal
 learn run's wall time and example outcomes, every called target still dark after learning with its
 state and reason, the not-live and failure reasons by count, and every ``shape-contract``
 diagnostic with its file, line and message, to be judged by reading the code. Notebooks are left
-out: they are never traced live. Exits 1 when a repository has less than 80 % of the targets it
-calls fresh after learning.
+out: they are never traced live.
+
+Issue 56's figures, beside those: before and after (``operations``), of the fresh targets' body
+lines those that *hold a JAX operation* (a node of some fresh target's newest graph, every group
+paged through with ``jaxlsp/graph``, has that line as its source frame) and how many of them show
+a shape, and how many dimensions are shown symbolically (string dimensions in those graphs'
+values, their names, and the hovered lines showing one). Just before the learn, the repository's
+own ``python -m pytest`` over the same test files in the same interpreter (``own_pytest``), and
+the learn's wall time over it (``learn_over_pytest``, bar 1.2; ``--no-pytest`` skips it). After
+the measured server, each file that defines a target the repository calls is opened alone in a
+fresh server and per-user cache with ``learn.onOpen`` ``"on"`` (``open_learn``): the seconds until
+all its called targets are fresh at once, and their median (bar 60 s; ``--open-wait S`` per file,
+0 skips it; ``--open-files N`` the first N files). Exits 1 when a repository has less than 80 % of
+the targets it calls fresh after learning, or misses either of issue 56's bars.
 """
 
 from __future__ import annotations
@@ -37,9 +50,11 @@ import argparse
 import ast
 import itertools
 import json
+import math
 import os
 import queue
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -50,7 +65,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-SHAPE = re.compile(r"\b(?:[fiuc]\d+|bf16|bool|key<\w+>)\[[0-9,]*\]")
+# A traced type on hover: ``f32[8,64]``, or with symbolic dimensions ``f32[batch,11,48]``, ``f32[b,32*t]``.
+SHAPE = re.compile(r"\b(?:[fiuc]\d+|bf16|bool|key<\w+>)\[[\w.,*+\- ]*\]")
+# One whose dimensions include a name (JAX shape polymorphism): the dimension is shown symbolically.
+SYMBOLIC = re.compile(r"\b(?:[fiuc]\d+|bf16|bool|key<\w+>)\[[\w.,*+\- ]*[A-Za-z_][\w.,*+\- ]*\]")
 QUIET = 5.0  # seconds without a message before a settled liveStatus is believed
 BUSY = {"queued", "tracing"}
 
@@ -69,6 +87,7 @@ class Client:
         self.diagnostics: dict[str, list[dict[str, Any]]] = {}
         self.last_message = time.monotonic()
         self.timeline: dict[str, list[tuple[float, str]]] = {}  # target -> (time, state) at each change
+        self.logs: list[tuple[float, str]] = []  # window/logMessage: a learn on open says its summary there
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
@@ -117,6 +136,8 @@ class Client:
                     self.timeline.setdefault(key, []).append((now, target["state"]))
         elif method == "textDocument/publishDiagnostics":
             self.diagnostics[message["params"]["uri"]] = message["params"]["diagnostics"]
+        elif method == "window/logMessage":
+            self.logs.append((time.monotonic(), str(message["params"].get("message", ""))))
         return message
 
     def request(self, method: str, params: Any, timeout: float = 120.0) -> Any:
@@ -166,10 +187,14 @@ def settled(client: Client) -> bool:
     return not any(t["state"] in BUSY for t in latest["targets"]) and time.monotonic() - client.last_message > QUIET
 
 
-def start(root: Path, cache: Path, cwd: Path) -> Client:
+def start(root: Path, cache: Path, cwd: Path, learn_on_open: bool = False) -> Client:
     """``jaxlsp serve`` on ``root``, trusted, live shapes on, its per-user cache in ``cache`` (so
-    that nothing learned before this run is used: the "before" is a first open)."""
+    that nothing learned before this run is used: the "before" is a first open); with
+    ``learn_on_open``, ``learn.onOpen`` is ``"on"`` (no per-user choice is read then)."""
     env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
+    options: dict[str, Any] = {"trusted": True, "liveShapes": True}
+    if learn_on_open:
+        options["learn"] = {"onOpen": "on"}
     client = Client([sys.executable, "-m", "jaxlsp", "serve"], cwd=cwd, env=env)
     client.request(
         "initialize",
@@ -184,7 +209,7 @@ def start(root: Path, cache: Path, cwd: Path) -> Client:
                     "publishDiagnostics": {"codeDescriptionSupport": True},
                 }
             },
-            "initializationOptions": {"jaxlsp": {"trusted": True, "liveShapes": True}},
+            "initializationOptions": {"jaxlsp": options},
         },
     )
     client.notify("initialized", {})
@@ -205,15 +230,25 @@ def wait_settled(client: Client, root: Path, settle: float, label: str) -> float
     return time.monotonic() - opened
 
 
+Snapshot = tuple[
+    dict[tuple[str, str], dict[str, Any]],
+    dict[tuple[str, int], bool],
+    dict[tuple[str, int], set[str]],
+    set[tuple[str, int]],
+]
+
+
 def snapshot(
     client: Client, targets: list[dict[str, Any]], texts: dict[str, list[str]], bodies: dict[str, dict[int, list[int]]]
-) -> tuple[dict[tuple[str, str], dict[str, Any]], dict[tuple[str, int], bool], dict[tuple[str, int], set[str]]]:
+) -> Snapshot:
     """The latest live state of each target, and for every code line of each body (nested
-    targets share lines) whether its hover shows a traced type; the targets owning each line."""
+    targets share lines) whether its hover shows a traced type; the targets owning each line; the
+    lines whose hover shows a dimension symbolically."""
     final = client.live[-1] if client.live else {"targets": []}
     states = {(t["uri"], t["name"]): t for t in final["targets"]}
     lines: dict[tuple[str, int], bool] = {}
     owners: dict[tuple[str, int], set[str]] = {}
+    symbolic: set[tuple[str, int]] = set()
     for target in targets:
         uri = Path(target["path"]).as_uri()
         body = bodies[target["path"]].get(int(target["line"]))
@@ -234,7 +269,189 @@ def snapshot(
             )
             value = shown["contents"]["value"] if isinstance(shown, dict) else ""
             lines[key] = bool(SHAPE.search(value))
-    return states, lines, owners
+            if SYMBOLIC.search(value):
+                symbolic.add(key)
+    return states, lines, owners, symbolic
+
+
+def graph_facts(client: Client, root: Path, trace_id: str) -> tuple[set[tuple[str, int]], list[list[Any]]]:
+    """One graph, every group paged through (``jaxlsp/graph``): the (real path, 0-based line) each
+    node's source frame points at, and the shape of each value a node makes (once per value)."""
+    sources: set[tuple[str, int]] = set()
+    shapes: dict[str, list[Any]] = {}
+    pending: list[str | None] = [None]  # the top level, then each group found
+    while pending:
+        group = pending.pop()
+        cursor: str | None = None
+        while True:
+            params: dict[str, Any] = {"traceId": trace_id, "limit": 5000}
+            if group is not None:
+                params["group"] = group
+            if cursor is not None:
+                params["cursor"] = cursor
+            page = client.request("jaxlsp/graph", params)
+            for item in page["items"]:
+                if item["kind"] == "group":
+                    pending.append(item["id"])
+                    continue
+                source = item.get("source") or {}
+                if "path" in source and "line" in source and "cell" not in source:
+                    sources.add((os.path.realpath(root / str(source["path"])), int(source["line"]) - 1))
+                for value in item.get("outputs", []):
+                    shapes.setdefault(str(value["id"]), list(value["shape"]))
+            cursor = page.get("nextCursor")
+            if not cursor:
+                break
+    return sources, list(shapes.values())
+
+
+def operation_figures(
+    client: Client,
+    root: Path,
+    targets: list[dict[str, Any]],
+    snap: Snapshot,
+) -> dict[str, Any]:
+    """Of the fresh targets' body lines, those that hold a JAX operation, and how many of them show
+    a shape; the dimensions the fresh graphs and the hovers show symbolically.
+
+    A line holds a JAX operation when a node of some fresh target's newest graph has it as its
+    source frame (the innermost workspace frame: a line that only calls a workspace helper holds
+    none, the helper's lines do). Discovery's static knowledge is not used: what the graph says ran
+    is what counts."""
+    states, lines, owners, symbolic = snap
+    fresh = {target_key(t) for t in targets if state_of(states, t)["state"] == "fresh"}
+    traces = sorted(
+        {
+            str(state_of(states, t)["traceId"])
+            for t in targets
+            if target_key(t) in fresh and state_of(states, t).get("traceId")
+        }
+    )
+    sources: set[tuple[str, int]] = set()
+    shapes: list[list[Any]] = []
+    missing = 0
+    for trace_id in traces:
+        try:
+            found, values = graph_facts(client, root, trace_id)
+        except (RuntimeError, TimeoutError):  # no longer kept: the store made room
+            missing += 1
+            continue
+        sources |= found
+        shapes += values
+    held = [k for k, o in owners.items() if o & fresh and k in lines and k in sources]
+    names = Counter(str(d) for shape in shapes for d in shape if isinstance(d, str))
+    return {
+        "fresh_op_lines": len(held),
+        "fresh_op_lines_with_shape": sum(lines[k] for k in held),
+        "fresh_op_line_share": round(sum(lines[k] for k in held) / len(held), 3) if held else None,
+        "graphs": len(traces) - missing,
+        "graphs_missing": missing,
+        "values": len(shapes),
+        "symbolic_values": sum(1 for shape in shapes if any(isinstance(d, str) for d in shape)),
+        "symbolic_dims": sum(names.values()),
+        "symbolic_names": dict(names.most_common(12)),
+        "symbolic_hover_lines": len(symbolic),
+    }
+
+
+def open_learn(
+    root: Path, files: list[str], wanted: dict[str, set[str]], texts: dict[str, list[str]], wait: float
+) -> dict[str, Any]:
+    """Per file, a first open with ``learn.onOpen`` on: a fresh server and per-user cache each
+    (nothing learned before, nothing cached), only that file opened; the seconds until every target
+    of it the repository calls (``wanted[file]``, target names) is fresh at once in
+    ``jaxlsp/liveStatus``. A file whose targets are not all fresh by ``wait`` seconds, or once its
+    learn has said its summary and everything settled, has no seconds (counted as never in the
+    median)."""
+    per_file: list[dict[str, Any]] = []
+    for file in files:
+        uri = Path(file).as_uri()
+        names = wanted[file]
+        with (
+            tempfile.TemporaryDirectory(prefix="jaxlsp-live-repos-") as cwd,
+            tempfile.TemporaryDirectory(prefix="jaxlsp-live-repos-cache-") as cache,
+        ):
+            client = start(root, Path(cache), Path(cwd), learn_on_open=True)
+            try:
+                opened = time.monotonic()
+                client.notify(
+                    "textDocument/didOpen",
+                    {
+                        "textDocument": {
+                            "uri": uri,
+                            "languageId": "python",
+                            "version": 1,
+                            "text": "\n".join(texts[file]),
+                        }
+                    },
+                )
+                seconds: float | None = None
+                now: dict[str, str] = {}
+                while time.monotonic() - opened < wait:
+                    client.pump(0.5)
+                    latest = client.live[-1]["targets"] if client.live else []
+                    now = {t["name"]: t["state"] for t in latest if t["uri"] == uri and t["name"] in names}
+                    if all(now.get(name) == "fresh" for name in names):
+                        seconds = time.monotonic() - opened
+                        break
+                    if _learned_log(client) and settled(client):
+                        break  # learned, traced again on it, and still not all fresh
+                summary = _learned_log(client)
+                per_file.append(
+                    {
+                        "file": os.path.relpath(file, root),
+                        "called": len(names),
+                        "fresh": sum(state == "fresh" for state in now.values()),
+                        "seconds": None if seconds is None else round(seconds, 1),
+                        "learn": summary[:300] if summary else None,
+                    }
+                )
+                print(f"{root.name} open {per_file[-1]}", file=sys.stderr, flush=True)
+            finally:
+                client.close()
+    ordered = sorted(math.inf if f["seconds"] is None else float(f["seconds"]) for f in per_file)
+    median = statistics.median(ordered) if ordered else None
+    return {
+        "files": per_file,
+        "median_seconds": None if median is None or math.isinf(median) else round(median, 1),
+        "not_fresh": sum(f["seconds"] is None for f in per_file),
+        "wait_seconds": wait,
+    }
+
+
+def _learned_log(client: Client) -> str | None:
+    """The summary a learn on open logs when it ends (``window/logMessage``)."""
+    return next((m for _, m in client.logs if m.startswith("jaxlsp: learned the inputs")), None)
+
+
+def own_pytest(root: Path, budget: float) -> dict[str, Any]:
+    """The repository's own ``python -m pytest`` over the test files a folder learn runs
+    (``find_examples``, scripts left out: pytest does not run them), in the interpreter the learn
+    uses, one run, on the CPU as the learn's workers are (``JAX_PLATFORMS=cpu``)."""
+    from jaxlsp.capture.environment.interpreters import select_interpreter
+    from jaxlsp.capture.inputs.learning import find_examples
+
+    python = select_interpreter(workspace_root=root).python
+    examples = find_examples([root], root)
+    tests = [os.path.relpath(str(e["path"]), root) for e in examples if e["kind"] == "test"]
+    out: dict[str, Any] = {"files": len(tests), "scripts_not_run": len(examples) - len(tests)}
+    if not tests:
+        return out
+    started = time.monotonic()
+    try:
+        proc = subprocess.run(
+            [python, "-m", "pytest", *tests, "-q", "-p", "no:cacheprovider"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=budget,
+            env={**os.environ, "JAX_PLATFORMS": "cpu"},
+        )
+        out.update({"exit": proc.returncode, "last_line": _last_line(proc.stdout)})
+    except subprocess.TimeoutExpired:
+        out["stopped"] = f"after {budget:.0f} s"
+    out["wall_seconds"] = round(time.monotonic() - started, 1)
+    return out
 
 
 def target_key(target: dict[str, Any]) -> str:
@@ -267,7 +484,14 @@ def figures(
 
 
 def measure(
-    root: Path, settle: float, learn: bool = True, budget: float = 900.0, calls_cache: Path | None = None
+    root: Path,
+    settle: float,
+    learn: bool = True,
+    budget: float = 900.0,
+    calls_cache: Path | None = None,
+    open_wait: float = 360.0,
+    open_files: int | None = None,
+    own_tests: bool = True,
 ) -> dict[str, Any]:
     root = root.resolve()
     started = time.monotonic()
@@ -294,6 +518,7 @@ def measure(
     bodies = {file: code_lines("\n".join(text)) for file, text in texts.items()}
     learned: dict[str, Any] | None = None
     after: dict[str, Any] | None = None
+    pytest_run: dict[str, Any] | None = None
     with (
         tempfile.TemporaryDirectory(prefix="jaxlsp-live-repos-") as cwd,
         tempfile.TemporaryDirectory(prefix="jaxlsp-live-repos-cache-") as cache,
@@ -313,12 +538,17 @@ def measure(
                     },
                 )
             settle_s = wait_settled(client, root, settle, "open")
-            before_states, before_lines, owners = snapshot(client, targets, texts, bodies)
+            before_snap = snapshot(client, targets, texts, bodies)
+            before_states, before_lines, owners, _ = before_snap
             hovered_s = time.monotonic() - started
             before = figures(targets, before_states, before_lines, owners, called)
+            before["operations"] = operation_figures(client, root, targets, before_snap)
             final_states, final_lines = before_states, before_lines
             if learn:
                 # One jaxlsp.learnShapes on the folder, then every file closed and opened again.
+                # The repository's own pytest over the same test files, just before the learn, so
+                # that both run on the same machine under the same load.
+                pytest_run = own_pytest(root, budget) if own_tests else None
                 t0 = time.monotonic()
                 result = client.request(
                     "workspace/executeCommand",
@@ -350,8 +580,10 @@ def measure(
                         },
                     )
                 wait_settled(client, root, settle, "after learn")
-                final_states, final_lines, owners = snapshot(client, targets, texts, bodies)
+                final_snap = snapshot(client, targets, texts, bodies)
+                final_states, final_lines, owners, _ = final_snap
                 after = figures(targets, final_states, final_lines, owners, called)
+                after["operations"] = operation_figures(client, root, targets, final_snap)
             client.pump(1.0)
             contracts = [
                 {"path": _relative(uri, root), "line": d["range"]["start"]["line"] + 1, "message": d["message"]}
@@ -367,6 +599,15 @@ def measure(
             )
         finally:
             client.close()
+    opening: dict[str, Any] | None = None
+    if learn and open_wait > 0 and open_files != 0:
+        # A user opens one file and waits for its shapes: each file that defines a target the
+        # repository calls, opened alone in a fresh server with learn on open.
+        wanted: dict[str, set[str]] = {}
+        for target in targets:
+            if target_key(target) in called:
+                wanted.setdefault(target["path"], set()).add(str(target["name"]))
+        opening = open_learn(root, sorted(wanted)[:open_files], wanted, texts, open_wait)
     final = list(final_states.values())
     owned_fresh = {target_key(t) for t in targets if state_of(final_states, t)["state"] == "fresh"}
     fresh_lines = [k for k, o in owners.items() if o & owned_fresh and k in final_lines]
@@ -396,6 +637,13 @@ def measure(
                 "calls_seconds": reached["seconds"],
                 "calls_failures": reached["failures"],
                 "learn": learned,
+                "own_pytest": pytest_run,
+                "open_learn": opening,
+                "learn_over_pytest": (
+                    round(learned["wall_seconds"] / pytest_run["wall_seconds"], 2)
+                    if learned is not None and pytest_run is not None and pytest_run.get("wall_seconds")
+                    else None
+                ),
                 "after": after,
                 "called_fresh_share": round((after or before)["called_fresh"] / len(called), 3) if called else None,
                 "dark_called": dark,
@@ -608,6 +856,8 @@ def _short(reason: str) -> str:
 
 DEFAULT_REPOS = Path(__file__).resolve().parent.parent / "build" / "live-repos"
 BAR = 0.8  # issue 46: the share of the targets a repository calls that are fresh after one learn
+OPEN_BAR = 60.0  # issue 56: median seconds from opening a file (learn on open) to its called targets fresh
+PYTEST_BAR = 1.2  # issue 56: a folder learn's wall time over the repository's own pytest's
 
 
 def main() -> None:
@@ -620,6 +870,16 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=900.0, help="seconds for the learn run (and the audit)")
     parser.add_argument("--json", type=Path, help="write the figures here")
     parser.add_argument("--calls-cache", type=Path, help="keep (and reuse) which targets each repository calls here")
+    parser.add_argument(
+        "--open-wait",
+        type=float,
+        default=360.0,
+        help="seconds each file opened with learn on open may take to turn its called targets fresh (0: skip)",
+    )
+    parser.add_argument("--open-files", type=int, help="open at most this many files with learn on open (default all)")
+    parser.add_argument(
+        "--no-pytest", action="store_true", help="do not run the repository's own pytest beside the learn"
+    )
     args = parser.parse_args()
     repos = args.repos or (sorted(p for p in DEFAULT_REPOS.iterdir() if p.is_dir()) if DEFAULT_REPOS.is_dir() else [])
     if not repos:
@@ -627,7 +887,16 @@ def main() -> None:
         return
     results = []
     for repo in repos:
-        result = measure(repo, args.settle, learn=not args.no_learn, budget=args.budget, calls_cache=args.calls_cache)
+        result = measure(
+            repo,
+            args.settle,
+            learn=not args.no_learn,
+            budget=args.budget,
+            calls_cache=args.calls_cache,
+            open_wait=args.open_wait,
+            open_files=args.open_files,
+            own_tests=not args.no_pytest,
+        )
         results.append(result)
         print(json.dumps(result, indent=1), flush=True)
         if args.json:
@@ -639,6 +908,12 @@ def main() -> None:
             f"{r['repo']}: {r['targets']} targets, fresh {b['fresh']}"
             f", lines with a shape {b['lines_with_shape']}/{b['body_lines']}"
         )
+        if a is None:
+            ops = b["operations"]
+            line += (
+                f", lines holding a JAX operation with a shape {ops['fresh_op_lines_with_shape']}"
+                f"/{ops['fresh_op_lines']}, symbolic dimensions {ops['symbolic_dims']}"
+            )
         if a is not None and r.get("learn") is not None:
             share = r["called_fresh_share"] or 0.0
             missed = missed or share < BAR
@@ -649,6 +924,25 @@ def main() -> None:
                 f" {b['called_lines_with_shape']} -> {a['called_lines_with_shape']})"
                 f", learn {r['learn']['wall_seconds']} s"
             )
+            ops = a["operations"]
+            line += (
+                f"; lines holding a JAX operation with a shape {ops['fresh_op_lines_with_shape']}"
+                f"/{ops['fresh_op_lines']}, symbolic dimensions {ops['symbolic_dims']}"
+                f" (hover lines {ops['symbolic_hover_lines']})"
+            )
+            ratio = r.get("learn_over_pytest")
+            if ratio is not None:
+                missed = missed or ratio > PYTEST_BAR
+                line += f"; own pytest {r['own_pytest']['wall_seconds']} s, learn/pytest {ratio} (bar {PYTEST_BAR})"
+            opening = r.get("open_learn")
+            if opening is not None and opening["files"]:
+                median = opening["median_seconds"]
+                missed = missed or median is None or median > OPEN_BAR
+                shown = "never" if median is None else f"{median} s"
+                line += (
+                    f"; learn on open: called targets fresh in {shown} (median of {len(opening['files'])} files,"
+                    f" {opening['not_fresh']} not fresh; bar {OPEN_BAR:.0f} s)"
+                )
         print(line, flush=True)
     if missed:
         sys.exit(1)

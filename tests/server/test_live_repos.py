@@ -5,16 +5,25 @@ imports beside it (equimo) when the user's trace uses it.
 
 Real captures (JAX on CPU); ``hub.py``'s ``from_pretrained`` writes a line to ``DOWNLOADS`` each
 time it runs, which counts what really ran.
+
+Then ``benchmarks/live_repos.py``'s issue 56 figures, on ``tests/workspaces/live_repos_figures``
+with the benchmark's own client and a real ``jaxlsp serve``: the lines of fresh targets that hold
+a JAX operation, the dimensions shown symbolically, the seconds from opening a file with learn on
+open to its called targets fresh, and the repository's own pytest beside the learn.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import tempfile
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
 import pytest_lsp
 
+from tests.deadlines import scaled
 from tests.server.conftest import JaxClient, copy_workspace, initialize_params
 from tests.server.test_live import CONFIG, TRACE_WAIT, hover, line_of, save, settled
 
@@ -81,3 +90,76 @@ async def test_a_call_site_in_a_test_file_imports_the_modules_beside_it(live: Ja
     picked = await client.within(client.protocol.send_request_async("jaxlsp/trace", params), TRACE_WAIT)
     assert picked["summary"]["outputs"] == ["f32[10]"], picked
     assert "f32[3,10]" in await hover(client, "chunked.py", line_of(client, "chunked.py", "y = block(x)"))
+
+
+def live_repos() -> ModuleType:
+    """``benchmarks/live_repos.py`` (a script, not a package)."""
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "live_repos.py"
+    spec = importlib.util.spec_from_file_location("live_repos", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def figures_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))  # the servers' trust store: the test's
+    return copy_workspace("live_repos_figures", tmp_path).resolve()
+
+
+def test_the_lines_holding_a_jax_operation_and_the_symbolic_dimensions_are_counted(figures_repo: Path) -> None:
+    """``dists.py`` opened with nothing learned: both annotated targets are fresh with ``n``, ``m``,
+    ``d`` symbolic. Of their five body lines four hold a JAX operation (a node's source frame
+    points there); ``distances = pairwise(x, y)`` holds none of its own (its nodes' innermost
+    frame is in ``pairwise``) though its hover shows a shape."""
+    bench = live_repos()
+    path = str(figures_repo / "tinyops" / "dists.py")
+    targets = [t for t in bench.discover(figures_repo) if t["path"] == path]
+    assert sorted(t["name"] for t in targets) == ["pairwise", "total"]
+    texts = {path: Path(path).read_text().splitlines()}
+    bodies = {path: bench.code_lines("\n".join(texts[path]))}
+    with tempfile.TemporaryDirectory() as cwd, tempfile.TemporaryDirectory() as cache:
+        client = bench.start(figures_repo, Path(cache), Path(cwd))
+        try:
+            client.notify(
+                "textDocument/didOpen",
+                {
+                    "textDocument": {
+                        "uri": Path(path).as_uri(),
+                        "languageId": "python",
+                        "version": 1,
+                        "text": "\n".join(texts[path]),
+                    }
+                },
+            )
+            bench.wait_settled(client, figures_repo, scaled(TRACE_WAIT), "open")
+            snap = bench.snapshot(client, targets, texts, bodies)
+            assert {name: t["state"] for (_, name), t in snap[0].items()} == {"pairwise": "fresh", "total": "fresh"}
+            ops = bench.operation_figures(client, figures_repo, targets, snap)
+        finally:
+            client.close()
+    assert sum(snap[1].values()) == 5, snap[1]  # every body line shows a shape (symbolic ones count)
+    assert (ops["fresh_op_lines"], ops["fresh_op_lines_with_shape"], ops["graphs"]) == (4, 4, 2), ops
+    assert set(ops["symbolic_names"]) == {"n", "m", "d"} and ops["symbolic_dims"] > 0, ops
+    assert ops["symbolic_hover_lines"] == 4, ops  # the last line's sum is f32[]
+
+
+def test_opening_a_file_with_learn_on_open_is_timed_to_its_called_targets_fresh(figures_repo: Path) -> None:
+    """``ops.py``'s ``scale`` is called only by a test, on an input no static call site spells:
+    opened alone with learn on open, it turns fresh once that test has run in the background."""
+    bench = live_repos()
+    path = str(figures_repo / "tinyops" / "ops.py")
+    texts = {path: Path(path).read_text().splitlines()}
+    opened = bench.open_learn(figures_repo, [path], {path: {"scale"}}, texts, scaled(TRACE_WAIT))
+    [file] = opened["files"]
+    assert file["file"] == "tinyops/ops.py" and file["fresh"] == 1 and file["seconds"] is not None, opened
+    assert file["learn"].startswith("jaxlsp: learned the inputs of 1 targets from 1 examples"), opened
+    assert opened["median_seconds"] == file["seconds"] and opened["not_fresh"] == 0, opened
+
+
+def test_the_repositorys_own_pytest_runs_the_test_files_a_folder_learn_runs(figures_repo: Path) -> None:
+    """The bar's other side: ``python -m pytest`` over the same test files, in the same interpreter."""
+    ran = live_repos().own_pytest(figures_repo, scaled(TRACE_WAIT))
+    assert (ran["files"], ran["scripts_not_run"], ran["exit"]) == (1, 0, 0), ran
+    assert "1 passed" in ran["last_line"] and ran["wall_seconds"] > 0, ran
