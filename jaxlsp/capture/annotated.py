@@ -42,7 +42,8 @@ def fell_back(prepared: Prepared, failure: TraceFailure) -> TraceFailure:
     """``failure``, or the proposal's needs-input when a dimension could not stay a symbol."""
     frame = failure.frame or {}
     where = f"{Path(str(frame['path'])).name}:{frame.get('line')}" if frame.get("path") else ""
-    needs = fallback(prepared.resolved, failure.message, where) if failure.kind == ErrorKind.TRACE else None
+    traced = failure.kind == ErrorKind.TRACE
+    needs = fallback(prepared.resolved, failure.message, failure.symbolic, where) if traced else None
     if needs is None:
         return failure
     name = prepared.req.name if prepared.req is not None else str(prepared.request["target"].get("name"))

@@ -370,6 +370,7 @@ def finish(prepared: Prepared, outcome: CaptureOutcome, decode: Callable[[Any], 
             logs=outcome.logs[-4000:],
             root=str(root) if root else None,
             skipped=error.get("skipped"),
+            symbolic=list(error["symbolic"]["dimensions"]) if "symbolic" in error else None,
         )
     graph_json = result.get("graph")
     if graph_json is None:

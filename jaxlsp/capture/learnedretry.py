@@ -11,7 +11,6 @@ from pathlib import Path
 
 from jaxlsp.capture import engine
 from jaxlsp.capture.engine import Prepared, TraceFailure
-from jaxlsp.capture.inputs.learnedshapes import dimension_in
 from jaxlsp.capture.inputs.plan import Origin
 from jaxlsp.capture.inputs.signatures import SignatureStore
 from jaxlsp.recipes import RecipeError, Resolved, resolve_table
@@ -28,7 +27,8 @@ def concrete_retry(prepared: Prepared, failure: TraceFailure) -> Prepared | None
         return None
     if failure.kind in ("timeout", "memory", "crash", "cancelled"):
         return None
-    dimension = dimension_in(failure.message, symbols) or ", ".join(symbols)
+    named = [s for s in failure.symbolic or [] if s in symbols]  # the worker's reading, never the text
+    dimension = named[0] if named else ", ".join(symbols)
     target = prepared.request["target"]
     path, name = Path(str(target["path"])), str(target["name"])
     store = SignatureStore(req.workspace_root, req.signature_cache)

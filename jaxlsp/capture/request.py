@@ -150,6 +150,9 @@ class TraceFailure(Exception):
     # the top-level name a ``load = "definitions"`` left unset that the failure needed (the
     # worker's ``ErrorInfo.skipped``)
     skipped: str | None = None
+    # the symbolic dimensions JAX could not keep as symbols (the worker's ``ErrorInfo.symbolic``:
+    # its names; empty when JAX did not say which); None for any other failure
+    symbolic: list[str] | None = None
 
     def __post_init__(self) -> None:
         self.kind = ErrorKind(self.kind)  # a kind spelled as JSON spells it is made its member

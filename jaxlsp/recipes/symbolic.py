@@ -37,13 +37,6 @@ if TYPE_CHECKING:
     from jaxlsp.discovery.summary import SetupField
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# JAX's shape-polymorphism errors that say a dimension cannot stay a symbol, not that the shapes
-# are wrong: ``int(n)`` ("used in a context that requires a constant"), ``if n > 3``
-# ("comparison 'n' > '3' is inconclusive"), a dimension handed to NumPy or ``range``.
-_INCONCLUSIVE = "InconclusiveDimensionOperation"
-_CONDITIONAL = ("Cannot divide evenly", "remainder", "equal division")  # wrong for some sizes: the user's error
-_NOT_AN_INT = re.compile(r"'_DimExpr'|_DimExpr'")
-_QUOTED = re.compile(r"'([A-Za-z_][A-Za-z0-9_]*)'")
 
 
 def annotation_shape(param: str, annotation: str) -> list[Dim] | None:
@@ -160,25 +153,23 @@ def _symbolic(needs: NeedsInput) -> Resolved | None:
     return made if isinstance(made, Resolved) else None
 
 
-def forced(message: str, names: Sequence[str]) -> list[str] | None:
-    """The symbolic dimensions that a trace failure's ``message`` says cannot stay symbols (empty:
-    one of ``names``, JAX does not say which), or None when it is another failure, a shape error
-    for some sizes included."""
-    if _INCONCLUSIVE in message and not any(c in message for c in _CONDITIONAL):
-        return [n for n in _QUOTED.findall(message) if n in names]
-    if _NOT_AN_INT.search(message):
-        return []
-    return None
+def forced(symbolic: Sequence[str] | None, names: Sequence[str]) -> list[str] | None:
+    """Of the dimensions a failure says could not stay symbols (the worker's
+    ``ErrorInfo.symbolic``; None: not such a failure), those among ``names`` (empty: one of them,
+    JAX did not say which)."""
+    if symbolic is None:
+        return None
+    return [n for n in symbolic if n in names]
 
 
-def fallback(resolved: Resolved, message: str, where: str = "") -> NeedsInput | None:
-    """What to ask instead of a symbolic proposal whose trace failed with ``message`` (at
-    ``where``, ``file.py:LINE``) because a dimension cannot stay a symbol: the proposal's
-    needs-input answer, the forcing dimension's item first and saying why. None when
-    ``resolved`` has no fallback or the failure is another."""
+def fallback(resolved: Resolved, message: str, symbolic: Sequence[str] | None, where: str = "") -> NeedsInput | None:
+    """What to ask instead of a symbolic proposal whose trace failed (``message``, at ``where``,
+    ``file.py:LINE``) because a dimension could not stay a symbol (``symbolic``, the failure's
+    dimensions): the proposal's needs-input answer, the forcing dimension's item first and saying
+    why. None when ``resolved`` has no fallback or the failure is another."""
     names = list(resolved.profile.get("symbolic", []))
     needs = resolved.fallback
-    dims = forced(message, names) if needs is not None and names else None
+    dims = forced(symbolic, names) if needs is not None and names else None
     if needs is None or dims is None:
         return None
     which = ", ".join(dims) if dims else f"one of {', '.join(names)}"

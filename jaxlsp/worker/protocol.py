@@ -302,6 +302,17 @@ class ErrorInfo(TypedDict):
     # the top-level name the failure needed that a ``load = "definitions"`` left unset (its
     # statement calls code): a live trace that chose that load itself is not live instead
     skipped: NotRequired[str]
+    # a dimension traced symbolically could not stay a symbol (``int(n)``, ``if n > 3``, a
+    # dimension given to NumPy): JAX's shape-polymorphism said so, not that shapes are wrong for
+    # some sizes (that is an ordinary trace error, at its line)
+    symbolic: NotRequired[SymbolicFailure]
+
+
+class SymbolicFailure(TypedDict):
+    """The worker's reading of a shape-polymorphism failure: the dimension names JAX quoted (the
+    client keeps those of the profile's ``symbolic``; none: JAX did not say which)."""
+
+    dimensions: list[str]
 
 
 class InlineArray(TypedDict):

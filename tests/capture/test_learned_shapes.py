@@ -145,10 +145,3 @@ def test_a_failed_symbolic_trace_answers_the_newest_concrete_call_until_the_targ
     found = store.lookup("/py", path, "pool")
     assert found is not None and found.table["symbolic"] == ["rows"]
     assert not store.mark_concrete("/py", path, "other", "rows", "no such target")
-
-
-def test_the_failing_dimension_is_read_from_the_message() -> None:
-    message = "InconclusiveDimensionOperation: Symbolic dimension 'batch' used in a context that requires a constant"
-    assert learnedshapes.dimension_in(message, ["rows", "batch"]) == "batch"
-    assert learnedshapes.dimension_in("x_10 is not x_1", ["x_1"]) == "x_1"
-    assert learnedshapes.dimension_in("nothing named", ["batch"]) is None

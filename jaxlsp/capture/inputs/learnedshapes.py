@@ -202,12 +202,3 @@ def _jaxtyping_axes(annotation: ast.expr | None) -> list[str | None] | None:
         word = token.lstrip("#_?").split("=", 1)[0]
         out.append(word if _NAME.match(word) and not word.isdigit() else None)
     return out
-
-
-def dimension_in(message: str, symbols: list[str]) -> str | None:
-    """The symbolic dimension a failure's message names (JAX names the symbol it could not
-    decide on), else None."""
-    for symbol in symbols:
-        if re.search(rf"(?<![\w.]){re.escape(symbol)}(?![\w])", message):
-            return symbol
-    return None

@@ -13,7 +13,7 @@ from types import ModuleType, TracebackType
 from typing import Any
 
 from jaxlsp.notebook import Module
-from jaxlsp.worker.protocol import ErrorInfo, ErrorKind, ErrorKindName
+from jaxlsp.worker.protocol import ErrorInfo, ErrorKind, ErrorKindName, SymbolicFailure
 
 _LIBRARY_PARTS = ("site-packages", "dist-packages")
 _MESSAGE_LIMIT = 1200
@@ -120,6 +120,7 @@ class CaptureError(Exception):
         self.frame = frame
         self.tb = tb
         self.skipped: str | None = None  # the name a ``definitions`` load left unset (ErrorInfo.skipped)
+        self.symbolic: SymbolicFailure | None = None  # a dimension that could not stay a symbol
 
     def info(self) -> ErrorInfo:
         info: ErrorInfo = {"kind": self.kind, "message": self.message}
@@ -127,6 +128,8 @@ class CaptureError(Exception):
             info["frame"] = self.frame
         if self.skipped is not None:
             info["skipped"] = self.skipped
+        if self.symbolic is not None:
+            info["symbolic"] = self.symbolic
         if self.tb:
             info["traceback"] = self.tb[-_TRACEBACK_LIMIT:]
         return info
@@ -278,7 +281,36 @@ def from_exception(
         message = f"{context}: {message}"
     if kind != "memory" and out_of_memory(exc):
         kind, message = "memory", f"the capture ran out of memory (the worker's memory cap); {message}"
-    return CaptureError(kind, message, frame, format_tb(exc))
+    error = CaptureError(kind, message, frame, format_tb(exc))
+    error.symbolic = symbolic_failure(exc)
+    return error
+
+
+# JAX's shape-polymorphism errors that say a dimension cannot stay a symbol, not that the shapes
+# are wrong for some sizes: ``int(n)`` ("used in a context that requires a constant"), ``if n > 3``
+# ("comparison 'n' > '3' is inconclusive"), a dimension handed to NumPy or ``range``.
+_CONDITIONAL = ("Cannot divide evenly", "remainder", "equal division")  # wrong for some sizes: the user's error
+_NOT_AN_INT = re.compile(r"'_DimExpr'")
+_QUOTED = re.compile(r"'([A-Za-z_][A-Za-z0-9_]*)'")
+
+
+def symbolic_failure(exc: BaseException) -> SymbolicFailure | None:
+    """Whether ``exc`` (or what it was raised from) is a dimension that could not stay a symbol,
+    with the names JAX quoted; None for any other failure, a shape error for some sizes included.
+    Read here, where the exception is, so that the client goes by this field, never the text."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        text = str(current)
+        if type(current).__name__ == "InconclusiveDimensionOperation":
+            if any(c in text for c in _CONDITIONAL):
+                return None
+            return {"dimensions": _QUOTED.findall(text)}
+        if isinstance(current, TypeError) and _NOT_AN_INT.search(text):
+            return {"dimensions": []}
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def sharding_error(exc: BaseException) -> bool:

@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from jaxlsp.worker.core.failures import first_paragraph
+from jaxlsp.worker.core.failures import first_paragraph, symbolic_failure
 
 
 def _error(f: object, shape: str) -> BaseException:
@@ -30,3 +30,20 @@ def test_other_errors_are_left_as_they_are() -> None:
     said = first_paragraph(_error(lambda x: x + jnp.ones(5), "n"))
     assert said == "TypeError: add got incompatible shapes for broadcasting: (n,), (5,)."
     assert "multiple" not in first_paragraph(ValueError("expected mod(n, 4) == 1"))  # the user's own words
+
+
+def test_a_dimension_that_cannot_stay_a_symbol_is_classified_where_the_exception_is() -> None:
+    """The worker reads JAX's shape-polymorphism error into ``ErrorInfo.symbolic``, so the client
+    goes by that field (capture/annotated.py, learnedretry.py), never by the message's text."""
+
+    def constant(x: jax.Array) -> jax.Array:
+        return jnp.zeros(int(x.shape[0]))
+
+    def compare(x: jax.Array) -> jax.Array:
+        return x * 2 if x.shape[0] > 3 else x
+
+    assert symbolic_failure(_error(constant, "n")) == {"dimensions": ["n"]}
+    assert symbolic_failure(_error(compare, "n")) == {"dimensions": ["n"]}
+    assert symbolic_failure(_error(lambda x: x.reshape(-1, 4), "n")) is None  # wrong for some sizes: the user's
+    assert symbolic_failure(_error(lambda x: x + jnp.ones(5), "n")) is None
+    assert symbolic_failure(ValueError("'n' is not '_DimExpr'")) is None  # not JAX's, whatever it says
