@@ -14,17 +14,11 @@ workspace root, beside the signatures (:mod:`.signatures`); nothing in the works
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import json
-import os
-import tempfile
 import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
-from jaxlsp.capture.launch.staging import default_cache_dir
+from jaxlsp.capture.inputs.keptfile import KeptFile, sha256_of
 
 FORMAT = "jaxlsp.learned-examples"
 VERSION = 1
@@ -49,14 +43,6 @@ class CachedExample:
     deadline: float | None = None
 
 
-def sha256_of(path: str) -> str | None:
-    try:
-        with open(path, "rb") as f:
-            return hashlib.sha256(f.read()).hexdigest()
-    except OSError:
-        return None
-
-
 def kept(outcome: str, message: str, own_deadline: bool = False) -> bool:
     """Whether a run that ended so is kept: it ended by itself, or was stopped idle, or at its own
     time limit (``own_deadline``: not cut short by the whole run's budget)."""
@@ -67,41 +53,13 @@ class ExampleCache:
     """The learned examples of one workspace root, in the per-user cache."""
 
     def __init__(self, root: Path, cache_dir: Path | None = None) -> None:
-        self.root = root.resolve()
-        base = (cache_dir or default_cache_dir()) / "learned-examples"
-        digest = hashlib.sha256(str(self.root).encode("utf-8", "surrogateescape")).hexdigest()[:32]
-        self.file = base / f"{digest}.json"
+        self.kept = KeptFile.of(root, cache_dir, "learned-examples", FORMAT, VERSION, "examples", MAX_KEPT)
+        self.root, self.file = self.kept.root, self.kept.file
+        self._read, self._write = self.kept.read, self.kept.write
 
     @staticmethod
     def key(python: str, text: str) -> str:
         return f"{python}\0{text}"
-
-    def _read(self) -> dict[str, dict[str, Any]]:
-        try:
-            data = json.loads(self.file.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
-        if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("version") != VERSION:
-            return {}
-        if data.get("root") != str(self.root):
-            return {}
-        entries = data.get("examples")
-        return entries if isinstance(entries, dict) else {}
-
-    def _write(self, entries: dict[str, dict[str, Any]]) -> None:
-        if len(entries) > MAX_KEPT:
-            entries = dict(list(entries.items())[-MAX_KEPT:])
-        data = {"format": FORMAT, "version": VERSION, "root": str(self.root), "examples": entries}
-        self.file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd, tmp = tempfile.mkstemp(prefix=".examples-", dir=self.file.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(data, f, separators=(",", ":"))
-            os.replace(tmp, self.file)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
 
     def fresh(self, python: str, text: str, signatures: set[str]) -> CachedExample | None:
         """What ``text`` taught when it last ran under ``python``, while every source it loaded

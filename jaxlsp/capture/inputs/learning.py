@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jaxlsp.capture.inputs.examplecache import CachedExample, ExampleCache, kept, sha256_of
+from jaxlsp.capture.inputs.examplecache import CachedExample, ExampleCache, kept
 from jaxlsp.capture.inputs.importers import ImportGraph
+from jaxlsp.capture.inputs.keptfile import sha256_of
 from jaxlsp.capture.inputs.signatures import SignatureStore
 from jaxlsp.capture.launch.options import CaptureOptions
 from jaxlsp.worker.protocol import ExampleSpec

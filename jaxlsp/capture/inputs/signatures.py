@@ -18,17 +18,15 @@ and the next capture that makes the call records it again.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
-import tempfile
 import threading
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from jaxlsp.capture.launch.staging import default_cache_dir
+from jaxlsp.capture.inputs.keptfile import KeptFile, sha256_of
 
 FORMAT = "jaxlsp.signatures"
 VERSION = 1
@@ -81,14 +79,6 @@ def _relative(path: str, root: Path) -> str:
         return path
 
 
-def _sha(path: str) -> str | None:
-    try:
-        with open(path, "rb") as f:
-            return hashlib.sha256(f.read()).hexdigest()
-    except OSError:
-        return None
-
-
 _LOCK = threading.Lock()
 
 
@@ -96,37 +86,9 @@ class SignatureStore:
     """The signatures of one workspace root, read from and written to the per-user cache."""
 
     def __init__(self, root: Path, cache_dir: Path | None = None) -> None:
-        self.root = root.resolve()
-        base = (cache_dir or default_cache_dir()) / "signatures"
-        digest = hashlib.sha256(str(self.root).encode("utf-8", "surrogateescape")).hexdigest()[:32]
-        self.file = base / f"{digest}.json"
-
-    def _read(self) -> dict[str, dict[str, Any]]:
-        try:
-            data = json.loads(self.file.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
-        if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("version") != VERSION:
-            return {}
-        if data.get("root") != str(self.root):  # another root whose name hashed alike: never mixed
-            return {}
-        entries = data.get("signatures")
-        return entries if isinstance(entries, dict) else {}
-
-    def _write(self, entries: dict[str, dict[str, Any]]) -> None:
-        if len(entries) > MAX_KEPT:
-            entries = dict(list(entries.items())[-MAX_KEPT:])
-        data = {"format": FORMAT, "version": VERSION, "root": str(self.root), "signatures": entries}
-        self.file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd, tmp = tempfile.mkstemp(prefix=".signatures-", dir=self.file.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(data, f, separators=(",", ":"))
-            os.replace(tmp, self.file)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        self.kept = KeptFile.of(root, cache_dir, "signatures", FORMAT, VERSION, "signatures", MAX_KEPT)
+        self.root, self.file = self.kept.root, self.kept.file
+        self._read, self._write = self.kept.read, self.kept.write
 
     @staticmethod
     def key(python: str, path: str, name: str) -> str:
@@ -199,7 +161,10 @@ class SignatureStore:
             raw = entries.get(key)
             if raw is None:
                 return False
-            raw = {**raw, "concrete": {"dimension": dimension, "message": message[:300], "target": _sha(raw["path"])}}
+            raw = {
+                **raw,
+                "concrete": {"dimension": dimension, "message": message[:300], "target": sha256_of(raw["path"])},
+            }
             entries[key] = raw
             self._write(entries)
         return True
@@ -270,7 +235,7 @@ def _fresh(signature: Signature) -> Signature | None:
 
 
 def _unchanged(sources: Any) -> bool:
-    return isinstance(sources, dict) and all(_sha(p) == h for p, h in sources.items())
+    return isinstance(sources, dict) and all(sha256_of(p) == h for p, h in sources.items())
 
 
 def _answer(signature: Signature) -> Signature:
@@ -280,7 +245,7 @@ def _answer(signature: Signature) -> Signature:
 
     if not signature.others:
         return signature
-    if signature.concrete and signature.concrete.get("target") == _sha(signature.path):
+    if signature.concrete and signature.concrete.get("target") == sha256_of(signature.path):
         forced = f"{signature.concrete.get('dimension')} failed symbolically ({signature.concrete.get('message')})"
         return replace(signature, forced=forced)
     tables = [signature.table, *(dict(c["table"]) for c in signature.others if isinstance(c.get("table"), dict))]
