@@ -28,7 +28,7 @@ def unlisted(skipped: list[tuple[str, str]], prefixes: tuple[str, ...]) -> list[
     return [(test, why) for test, why in skipped if not (prefixes and why.startswith(prefixes))]
 
 
-def _reason(report: pytest.TestReport) -> str:
+def _reason(report: pytest.TestReport | pytest.CollectReport) -> str:
     longrepr = report.longrepr
     if isinstance(longrepr, tuple) and len(longrepr) == 3:
         return str(longrepr[2]).removeprefix("Skipped: ")
@@ -37,6 +37,13 @@ def _reason(report: pytest.TestReport) -> str:
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if report.skipped and not hasattr(report, "wasxfail"):
+        _skipped.append((report.nodeid, _reason(report)))
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    """A whole module skipped as it is collected (``pytest.importorskip`` at its top): none of its
+    tests ran. An xdist controller hears each such report once."""
+    if report.skipped:
         _skipped.append((report.nodeid, _reason(report)))
 
 

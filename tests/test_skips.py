@@ -46,3 +46,13 @@ def test_an_unlisted_skip_in_a_parallel_run_fails_it_too(tmp_path: Path) -> None
     run = _run(tmp_path, "chromium is not installed", "-n", "2")
     assert run.returncode == 1, run.stdout + run.stderr
     assert "chromium is not installed" in run.stdout
+
+
+def test_a_module_skipped_whole_at_collection_fails_the_run(tmp_path: Path) -> None:
+    (tmp_path / "test_two.py").write_text(
+        "import pytest\n\npytest.importorskip('no_such_module_here')\n\ndef test_x():\n    pass\n"
+    )
+    for extra in ((), ("-n", "2")):
+        run = _run(tmp_path, "no TPU on this machine", *extra)
+        assert run.returncode == 1, run.stdout + run.stderr
+        assert "test_two.py: could not import 'no_such_module_here'" in run.stdout, run.stdout
