@@ -29,14 +29,6 @@ def repo(tmp_path: Path) -> Path:
     return root
 
 
-@pytest.fixture
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A per-user cache of the test's own: the learned signatures and examples are kept there."""
-    folder = tmp_path / "cache"
-    monkeypatch.setenv("XDG_CACHE_HOME", str(folder))
-    return folder
-
-
 def _learn(root: Path, *args: str) -> dict[str, Any]:
     learned = run(["learn", "--json", *args], cwd=root)
     assert learned.returncode == 0, learned.stderr

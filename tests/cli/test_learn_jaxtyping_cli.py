@@ -50,14 +50,6 @@ with install_import_hook("pkg", "beartype.beartype"):
 ADDOPTS = '[tool.pytest.ini_options]\naddopts = "--jaxtyping-packages=pkg,beartype.beartype"\n'
 
 
-@pytest.fixture
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A per-user cache of the test's own: the learned signatures are kept there."""
-    folder = tmp_path / "cache"
-    monkeypatch.setenv("XDG_CACHE_HOME", str(folder))
-    return folder
-
-
 def _repository(tmp_path: Path, form: str) -> Path:
     """``pkg/ops.py`` with a jaxtyping-annotated ``scale``, and ``tests/test_ops.py`` that calls
     it, loaded through jaxtyping's hook in ``form``: ``conftest`` or ``addopts``."""

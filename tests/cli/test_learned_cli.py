@@ -26,14 +26,6 @@ def repo(tmp_path: Path) -> Path:
     return root
 
 
-@pytest.fixture
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A per-user cache of the test's own: the learned signatures are kept there."""
-    folder = tmp_path / "cache"
-    monkeypatch.setenv("XDG_CACHE_HOME", str(folder))
-    return folder
-
-
 def _output_shapes(path: Path) -> list[list[int]]:
     data = expanded(path)
     shapes = {v["id"]: v["shape"] for v in data["values"]}
