@@ -296,9 +296,10 @@ IMPORTTIME_CONFIG = ClientServerConfig(
 )
 
 
-def copy_workspace(name: str, dest: Path) -> Path:
+def copy_workspace(name: str, dest: Path, *leave_out: str) -> Path:
+    """A private copy of ``tests/workspaces/NAME`` under ``dest``, less the ``leave_out`` patterns."""
     target = dest / name
-    shutil.copytree(WORKSPACES / name, target)
+    shutil.copytree(WORKSPACES / name, target, ignore=shutil.ignore_patterns(*leave_out) if leave_out else None)
     return target.resolve()
 
 
@@ -330,17 +331,25 @@ def _session(clients: list[str], name: str, config: ClientServerConfig = CONFIG)
     return fixture
 
 
-def trusted_session(workspace: str, name: str = "client") -> Any:
-    """A VS Code-like client on a trusted copy of ``tests/workspaces/WORKSPACE``, live shapes off
+def trusted_session(
+    workspace: str,
+    name: str = "client",
+    config: ClientServerConfig = CONFIG,
+    options: dict[str, Any] | None = None,
+    leave_out: tuple[str, ...] = (),
+) -> Any:
+    """A VS Code-like client on a copy of ``tests/workspaces/WORKSPACE`` (less ``leave_out``);
+    ``options`` are its ``initializationOptions.jaxlsp``, by default trusted with live shapes off
     (the tests that use it trace explicitly and count what ran)."""
+    jaxlsp = {"liveShapes": False, "trusted": True} if options is None else options
 
-    @pytest_lsp.fixture(config=CONFIG, params=["visual-studio-code"], name=name)
+    @pytest_lsp.fixture(config=config, params=["visual-studio-code"], name=name)
     async def fixture(lsp: JaxClient, request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[None]:
-        root = copy_workspace(workspace, tmp_path)
+        root = copy_workspace(workspace, tmp_path, *leave_out)
         lsp.client_name = request.param
         lsp.workspace = root
         params = initialize_params(request.param, root)
-        params.initialization_options = {"jaxlsp": {"liveShapes": False, "trusted": True}}
+        params.initialization_options = {"jaxlsp": jaxlsp}
         lsp.initialize_result = await within(lsp.initialize_session(params))
         yield
         await lsp.finish()

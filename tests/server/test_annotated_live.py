@@ -6,28 +6,15 @@ Real captures (JAX on CPU) of ``tests/workspaces/lsp_annotated``, with nothing l
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
-import pytest_lsp
 from lsprotocol import types
 
-from tests.server.conftest import JaxClient, copy_workspace, initialize_params
+from tests.server.conftest import JaxClient, trusted_session
 from tests.server.test_live import CONFIG, hover, line_of, settled
 
 FILE = "annotated.py"
 
 
-@pytest_lsp.fixture(config=CONFIG, params=["visual-studio-code"], name="annotated")
-async def annotated_session(lsp: JaxClient, request: Any, tmp_path: Path) -> Any:
-    root = copy_workspace("lsp_annotated", tmp_path)
-    lsp.client_name = request.param
-    lsp.workspace = root
-    params = initialize_params(request.param, root)
-    params.initialization_options = {"jaxlsp": {"trusted": True}}
-    lsp.initialize_result = await lsp.within(lsp.initialize_session(params))
-    yield
-    await lsp.finish()
+annotated_session = trusted_session("lsp_annotated", "annotated", CONFIG, {"trusted": True})  # live shapes on
 
 
 async def test_annotated_function_shows_its_dimension_names_on_open(annotated: JaxClient) -> None:

@@ -5,28 +5,16 @@ valid."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_lsp
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from tests.server.conftest import JaxClient, copy_workspace, initialize_params
+from tests.server.conftest import JaxClient, trusted_session
 from tests.server.test_live import CONFIG
 
-
-@pytest_lsp.fixture(config=CONFIG, params=["visual-studio-code"])
-async def learner(lsp: JaxClient, request: pytest.FixtureRequest, tmp_path: Path) -> Any:
-    root = copy_workspace("learn_reach", tmp_path)
-    lsp.client_name = request.param
-    lsp.workspace = root
-    params = initialize_params(request.param, root)
-    params.initialization_options = {"jaxlsp": {"trusted": True}}
-    lsp.initialize_result = await lsp.within(lsp.initialize_session(params))
-    yield
-    await lsp.finish()
+learner = trusted_session("learn_reach", "learner", CONFIG, {"trusted": True})  # live shapes on
 
 
 async def _learn(client: JaxClient, argument: dict[str, Any]) -> dict[str, Any]:

@@ -10,28 +10,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-import pytest_lsp
-
 from jaxlsp.server.session import Options
 from jaxlsp.trust_store import LearnOnOpenStore
-from tests.server.conftest import SERVER_ENV, JaxClient, copy_workspace, initialize_params
+from tests.server.conftest import SERVER_ENV, JaxClient, trusted_session
 from tests.server.test_live import CONFIG, TRACE_WAIT, save, settled
 
 
 def on_open_session(name: str, trusted: bool, on_open: Any) -> Any:
-    @pytest_lsp.fixture(config=CONFIG, params=["visual-studio-code"], name=name)
-    async def fixture(lsp: JaxClient, request: pytest.FixtureRequest, tmp_path: Path) -> Any:
-        root = copy_workspace("learn_reach", tmp_path)
-        lsp.client_name = request.param
-        lsp.workspace = root
-        params = initialize_params(request.param, root)
-        params.initialization_options = {"jaxlsp": {"trusted": trusted, "learn": {"onOpen": on_open}}}
-        lsp.initialize_result = await lsp.within(lsp.initialize_session(params))
-        yield
-        await lsp.finish()
-
-    return fixture
+    return trusted_session("learn_reach", name, CONFIG, {"trusted": trusted, "learn": {"onOpen": on_open}})
 
 
 chosen = on_open_session("chosen", trusted=True, on_open=True)

@@ -4,34 +4,16 @@ x64 off: float32), and its hover says the sizes it was learned at (issue 56.5 an
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
-from typing import Any
-
 import pytest
-import pytest_lsp
 from lsprotocol import types
 
-from tests.server.conftest import JaxClient, initialize_params
+from tests.server.conftest import JaxClient, trusted_session
 from tests.server.test_live import CONFIG, hover, line_of, settled
 
 pytest.importorskip("flax")
 pytest.importorskip("equinox")
 
-WORKSPACE = Path(__file__).resolve().parents[1] / "workspaces" / "learned_batches"
-
-
-@pytest_lsp.fixture(config=CONFIG, params=["visual-studio-code"])
-async def learner(lsp: JaxClient, request: pytest.FixtureRequest, tmp_path: Path) -> Any:
-    root = (tmp_path / "learned_batches").resolve()
-    shutil.copytree(WORKSPACE, root, ignore=shutil.ignore_patterns("__pycache__", "README.md"))
-    lsp.client_name = request.param
-    lsp.workspace = root
-    params = initialize_params(request.param, root)
-    params.initialization_options = {"jaxlsp": {"trusted": True}}
-    lsp.initialize_result = await lsp.within(lsp.initialize_session(params))
-    yield
-    await lsp.finish()
+learner = trusted_session("learned_batches", "learner", CONFIG, {"trusted": True}, ("__pycache__", "README.md"))
 
 
 async def test_a_batch_learned_at_3_and_5_is_a_symbol_with_the_tests_dtype_and_its_sizes(learner: JaxClient) -> None:

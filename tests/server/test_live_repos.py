@@ -18,26 +18,14 @@ import importlib.util
 import tempfile
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 import pytest
-import pytest_lsp
 
 from tests.deadlines import scaled
-from tests.server.conftest import JaxClient, copy_workspace, initialize_params
+from tests.server.conftest import JaxClient, copy_workspace, trusted_session
 from tests.server.test_live import CONFIG, TRACE_WAIT, hover, line_of, save, settled
 
-
-@pytest_lsp.fixture(config=CONFIG, params=["visual-studio-code"])
-async def live(lsp: JaxClient, request: pytest.FixtureRequest, tmp_path: Path) -> Any:
-    root = copy_workspace("lsp_live_repos", tmp_path)
-    lsp.client_name = request.param
-    lsp.workspace = root
-    params = initialize_params(request.param, root)
-    params.initialization_options = {"jaxlsp": {"trusted": True}}
-    lsp.initialize_result = await lsp.within(lsp.initialize_session(params))
-    yield
-    await lsp.finish()
+live = trusted_session("lsp_live_repos", "live", CONFIG, {"trusted": True})  # live shapes on
 
 
 def downloads(client: JaxClient) -> list[str]:
