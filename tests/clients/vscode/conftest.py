@@ -85,12 +85,20 @@ class Workbench(Browser):
     """The browser page on code-server: numbered screenshots of each step (one on any failed
     command too), and the workbench as a user drives it."""
 
-    def __init__(self, process: asyncio.subprocess.Process, shots: Path) -> None:
+    def __init__(self, process: asyncio.subprocess.Process, shots: Path, log: Callable[[], str] | None = None) -> None:
         super().__init__(process, shots)
         self.count = 0
+        self.log = log  # the extension's output channel (the server's log with it)
 
     async def failed(self, cmd: str) -> str:
-        return f"\nscreenshot: {await self.screenshot(f'failed-{cmd}')}" if cmd != "screenshot" else ""
+        """What a failed command's report carries: its screenshot, and the end of the extension's
+        log, which is all a CI run's output keeps of a failure (the artifacts stay on its machine)."""
+        if cmd == "screenshot":
+            return ""
+        said = f"\nscreenshot: {await self.screenshot(f'failed-{cmd}')}"
+        if self.log is not None:
+            said += "\nthe extension's log, its end:\n" + self.log()[-4000:]
+        return said
 
     # scaled inside: seconds on the reference machine, scaled() below
     async def wait(self, expr: str, timeout: float = 60, frame: str | None = None) -> Any:
@@ -278,7 +286,7 @@ async def vscode(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterato
         await server.start(settings)
         process = await start_browser(viewport)
         drivers.append(process)
-        page = Workbench(process, shots)
+        page = Workbench(process, shots, server.extension_log)
         await page.send("goto", url=f"{server.url}/login")
         await page.send("click", selector="input[type=password]")
         await page.send("type", text=server.password, delay=0)
