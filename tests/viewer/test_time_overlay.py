@@ -7,6 +7,7 @@ much the widest). Screenshots land in build/test-artifacts/viewer/.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from collections.abc import Iterator
@@ -75,3 +76,30 @@ async def test_the_time_overlay_colours_by_measured_time_and_lists_hlo_instructi
     assert timed.time is not None
     names = [op["name"] for op in timed.time["ops"] if dense.id in op["nodes"]]
     assert names and all(name in hlo for name in names), (names, hlo)
+
+
+async def test_on_an_accelerator_shares_read_of_device_busy_time_first(
+    timed: Graph, browser: Browser, tmp_path: Path
+) -> None:
+    """As the CLI's tables (issue 55.2): on a TPU the step is mostly idle for a small model, so a
+    box's share is of device-busy time first, the step's beside it. The CPU capture's time section
+    is given a TPU's platform and a busy time a tenth of its step (no chip here to measure one)."""
+    assert timed.time is not None
+    time = {**timed.time, "platform": "tpu", "busy": timed.time["step"] / 10}
+    on_chip = dataclasses.replace(timed, time=time)
+    page = tmp_path / "on-chip.html"
+    page.write_text(to_html(on_chip), encoding="utf-8")
+    await browser.send("goto", url=page.as_uri())
+    await browser.wait("window.__jaxlsp && window.__jaxlsp.marks.firstFull")
+    dense = next(n for n in timed.nodes if n.primitive == "dot_general" and n.scope.endswith("Dense_1"))
+    await browser.eval(
+        "(() => { const s = document.querySelector('.jx-overlay'); s.value = 'time'; "
+        "s.dispatchEvent(new Event('change')); })()"
+    )
+    await browser.eval(f"window.__jaxlsp.goTo({dense.id!r})")
+    text = await browser.wait("document.querySelector('.jx-ov-details-measured-time')?.textContent")
+    seconds = sum(s for n, s in time["nodes"].items() if n == dense.id)
+    busy_share = round(100 * seconds / time["busy"])
+    step_share = round(100 * seconds / time["step"])
+    assert f"{busy_share} % of device-busy time" in text and f"{step_share} % of the step" in text, text
+    assert text.index("of device-busy time") < text.index("of the step"), text

@@ -318,18 +318,31 @@ export class Overlay {
     return out;
   }
 
-  /** "31 %": of the measured step. */
+  /** Whether shares read of device-busy time first, as the CLI's tables do (graph/timing.py's
+   * device_view): on an accelerator a small model's step is mostly idle, and a share of the step
+   * says 5 % of a line that is half the chip's work. The CPU keeps shares of the step. */
+  private onDevice(): boolean {
+    return (this.time?.platform ?? "cpu") !== "cpu";
+  }
+
+  /** "31 %": of device-busy time on an accelerator, else of the measured step. */
   share(seconds: number): string {
-    const step = this.time?.step ?? 0;
-    return step > 0 ? `${Math.round((100 * seconds) / step)} %` : "-";
+    const whole = this.onDevice() ? (this.time?.busy ?? 0) : (this.time?.step ?? 0);
+    return percentOf(seconds, whole);
   }
 
   /** The measured time of a box, and for a node the HLO instructions that ran for it. */
   private timeDetails(s: Sums, node: GNode | undefined): Section[] {
     const t = this.time;
     if (!t) return [];
+    const ofStep = `${percentOf(s.seconds, t.step)} of the step (${duration(t.step)})`;
     const rows: [string, string][] = [
-      ["time", `${duration(s.seconds)} per step \u00b7 ${this.share(s.seconds)} of the step (${duration(t.step)})`],
+      [
+        "time",
+        this.onDevice()
+          ? `${duration(s.seconds)} per step \u00b7 ${this.share(s.seconds)} of device-busy time (${duration(t.busy)}) \u00b7 ${ofStep}`
+          : `${duration(s.seconds)} per step \u00b7 ${ofStep}`,
+      ],
     ];
     const out: Section[] = [{ title: "measured time", rows }];
     if (node) {
@@ -424,4 +437,9 @@ function bytesOf(shape: (number | string)[], dtype: string): number {
   let n = ITEM[dtype] ?? (dtype.startsWith("key<") ? 8 : 0);
   for (const d of shape) n *= typeof d === "number" ? d : 0;
   return n;
+}
+
+/** "31 %" of ``whole``, "-" when there is nothing to take a share of. */
+function percentOf(part: number, whole: number): string {
+  return whole > 0 ? `${Math.round((100 * part) / whole)} %` : "-";
 }

@@ -144,6 +144,8 @@ export interface TimedOp {
 
 /** Measured device time (``jaxlsp trace --time``): seconds per step and per device. */
 export interface TimeSection {
+  /** cpu, tpu, cuda: on an accelerator shares read of ``busy`` first. */
+  platform?: string;
   device: string;
   repeat: number;
   step: number;
