@@ -25,6 +25,18 @@ def _routine_cancel(record: logging.LogRecord) -> bool:
     return not str(record.msg).startswith("Cancel notification for unknown message id")
 
 
+def _answered_refusal(record: logging.LogRecord) -> bool:
+    """Drops pygls' ERROR with a traceback for a handler's ``JsonRpcException``: that is a refusal
+    the client was answered with (an unknown trace, no earlier trace to compare with, an untrusted
+    folder) and shows its user; logged as a fault, every first trace's diff request put a red
+    traceback in VS Code's output channel. Any other exception is still logged whole."""
+    if record.exc_info is None or record.exc_info[1] is None:
+        return True
+    from pygls.exceptions import JsonRpcException
+
+    return not isinstance(record.exc_info[1], JsonRpcException)
+
+
 def _guard_process() -> None:
     """Keep the user's traced code out of this process (issue 25): not dumpable, so a capture
     running as the same user cannot read ``/proc/<server>/environ`` or open the protocol streams
@@ -40,6 +52,7 @@ def serve(tcp: tuple[str, int] | None = None) -> None:
     """Run the server on stdio (the default) or TCP. Nothing but protocol ever reaches stdout."""
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="jaxlsp %(levelname)s %(name)s: %(message)s")
     logging.getLogger("pygls.protocol.json_rpc").addFilter(_routine_cancel)
+    logging.getLogger("pygls.protocol.json_rpc").addFilter(_answered_refusal)
     for handler in logging.getLogger().handlers:
         handler.addFilter(_shorten)
     _guard_process()

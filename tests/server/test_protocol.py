@@ -246,6 +246,8 @@ def test_raw_stdio_carries_only_framed_messages(workspace: Path) -> None:
         {"jsonrpc": "2.0", "id": 2, "method": "textDocument/codeLens", "params": {"textDocument": {"uri": uri}}},
         # A cancel for a request already answered (VS Code sends them routinely): no noise on stderr.
         {"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": 99}},
+        # A refusal is the client's answer, not the server's fault: no traceback on stderr.
+        {"jsonrpc": "2.0", "id": 4, "method": "jaxlsp/diff", "params": {"traceId": "t-nowhere"}},
         {"jsonrpc": "2.0", "id": 3, "method": "shutdown"},
         {"jsonrpc": "2.0", "method": "exit"},
     ]
@@ -264,7 +266,9 @@ def test_raw_stdio_carries_only_framed_messages(workspace: Path) -> None:
             proc.wait()
     messages = parse_frames(stdout)
     responses = {m["id"]: m for m in messages if "id" in m and "method" not in m}
-    assert sorted(responses) == [1, 2, 3], messages
+    assert sorted(responses) == [1, 2, 3, 4], messages
+    refused = responses.pop(4)
+    assert "t-nowhere" in refused["error"]["message"], refused
     assert all("error" not in m for m in responses.values()), responses
     assert responses[1]["result"]["serverInfo"]["name"] == "jaxlsp"
     lenses = responses[2]["result"]
@@ -274,6 +278,7 @@ def test_raw_stdio_carries_only_framed_messages(workspace: Path) -> None:
     assert [m["method"] for m in messages if "method" in m and "id" in m] == []
     assert proc.returncode == 0, stderr.decode("utf-8", "replace")[-2000:]
     assert b"Cancel notification" not in stderr, stderr.decode("utf-8", "replace")[-2000:]
+    assert b"Traceback" not in stderr and b"t-nowhere" not in stderr, stderr.decode("utf-8", "replace")[-2000:]
 
 
 # -- never import JAX ---------------------------------------------------------------------------
