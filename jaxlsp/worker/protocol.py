@@ -376,4 +376,6 @@ class WorkerResult(TypedDict):
     # with ``signatures``: each target's first writable call {path, name, kind, table, callsite,
     # sources} (worker/examples/signatures.py)
     signatures: NotRequired[list[dict[str, object]]]
-    learn: NotRequired[dict[str, str]]  # a learning run: {outcome, message} (how the example ended)
+    # a learning run: {outcome, message} (how the example ended), and ``unspelled``: each target's
+    # first call no recipe can spell {path, name, kind, test, callsite, sources} (kept to replay)
+    learn: NotRequired[dict[str, Any]]

@@ -11,6 +11,8 @@ budget with what it learned so far. A file asks only for the examples whose impo
 (:mod:`.importers`, issue 56); an example that loads nothing changed since it last taught is not
 run again (:mod:`.examplecache`). What they recorded goes to the per-user store
 (:mod:`.signatures`); a target then traces, and shows live shapes, on the call it was reached with.
+A call no recipe can spell (a term holding a Python function) keeps the example that reached it
+instead (:mod:`.replays`): the target then traces by replaying that test up to the call.
 Nothing here runs unless someone asked: the CLI command, or the LSP command in a trusted folder
 (or, once the user chose it there, opening a file: its test files only).
 """
@@ -27,6 +29,7 @@ from typing import Any
 from jaxlsp.capture.inputs.examplecache import CachedExample, ExampleCache, kept
 from jaxlsp.capture.inputs.importers import ImportGraph
 from jaxlsp.capture.inputs.keptfile import sha256_of
+from jaxlsp.capture.inputs.replays import ReplayStore
 from jaxlsp.capture.inputs.signatures import SignatureStore
 from jaxlsp.capture.launch.options import CaptureOptions
 from jaxlsp.worker.protocol import ExampleSpec
@@ -163,6 +166,16 @@ def _relative_target(path: str, name: str, root: Path) -> str:
     return f"{Path(os.path.relpath(path, root)).as_posix()}::{name}"
 
 
+def _key(python: str, record: dict[str, Any]) -> str:
+    return SignatureStore.key(python, str(record.get("path")), str(record.get("name")))
+
+
+def _unspelled(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The calls a learning run could not spell (``learn.unspelled``), each target's first."""
+    found = dict(result.get("learn") or {}).get("unspelled") or []
+    return [r for r in found if isinstance(r, dict) and r.get("path") and r.get("name")]
+
+
 def _hashes(paths: Iterable[Path | str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for path in paths:
@@ -200,6 +213,7 @@ async def learn_async(
 
     runner = run or (lambda request, exe, options: run_capture(request, exe, options))
     store = store or SignatureStore(root)
+    replays = ReplayStore.beside(store)
     started = time.monotonic()
     ends = started + budget
     report = LearnReport()
@@ -219,7 +233,7 @@ async def learn_async(
         loads: dict[int, dict[str, str]] = {}
         if cache is None:
             return hits, loads
-        held = {SignatureStore.key(s.python, s.path, s.name) for s in store.all(python)}
+        held = {SignatureStore.key(s.python, s.path, s.name) for s in store.all(python)} | replays.keys(python)
         walk = graph or ImportGraph(root)
         for index, example in enumerate(examples):
             hit = cache.fresh(python, str(example["text"]), held)
@@ -256,6 +270,12 @@ async def learn_async(
         result = getattr(outcome, "result", {}) or {}
         records = list(result.get("signatures") or [])
         kept_count = store.add(records, python, str(example["text"])) if records else 0
+        # a target with no spellable call here keeps the example that reached it, to replay
+        spelled = {_key(python, r) for r in records}
+        unspelled = [r for r in _unspelled(result) if _key(python, r) not in spelled]
+        replayed = set(await asyncio.to_thread(replays.add, unspelled, python, example)) if unspelled else set()
+        records += [r for r in unspelled if _key(python, r) in replayed]
+        kept_count += len(replayed)
         taught = sorted({_relative_target(str(r["path"]), str(r["name"]), root) for r in records})
         learned.update(taught)
         if result.get("ok"):
@@ -273,7 +293,7 @@ async def learn_async(
             for record in records:
                 sources.update({str(k): str(v) for k, v in dict(record.get("sources") or {}).items()})
                 sources.update(_hashes([str(record["path"])]))
-            keys = [SignatureStore.key(python, str(r["path"]), str(r["name"])) for r in records]
+            keys = [_key(python, r) for r in records]
             stopped_at = limit if "deadline" in message else None
             entry = CachedExample(how, message, kept_count, taught, keys, sources, stopped_at)
             cache.put(python, str(example["text"]), entry)

@@ -3,7 +3,9 @@
 
 In order: an example named with ``--from PATH[::TEST]`` (``source``), whatever the recipe says;
 else the recipe profile that names the target; else a call an earlier capture recorded (a learned
-call, ``signatures.py``), fresh, for the interpreter this trace would run in; else ``auto``
+call, ``signatures.py``), fresh, for the interpreter this trace would run in, or, when learning saw
+only calls no recipe can spell, the example that reached it, replayed up to the call as
+``--from`` runs one (``replays.py``); else ``auto``
 (:func:`choose`): the best complete static call site of the target in the workspace (its values
 become the profile), else the profile proposed from the definition when it is complete
 (annotations say everything), else a run of the best runnable examples (the tests that reach the
@@ -49,6 +51,7 @@ from jaxlsp.recipes.propose import new_profile_name, propose_site
 from jaxlsp.worker.protocol import ErrorKind, ExampleSpec
 
 if TYPE_CHECKING:
+    from jaxlsp.capture.inputs.signatures import SignatureStore
     from jaxlsp.discovery.callsites.sites import CallSite
     from jaxlsp.discovery.entrypoints import Entrypoint
 
@@ -60,7 +63,8 @@ MAX_FALLBACKS = 2  # further examples run, one after another, when the first run
 class Origin:
     """Where the inputs came from: ``profile`` (a recipe), ``site`` (a static call site),
     ``proposal`` (the definition), ``example`` (a run of ``example``), ``learned`` (a call an
-    earlier capture recorded: capture/inputs/signatures.py)."""
+    earlier capture recorded: capture/inputs/signatures.py; with ``example``, the example learning
+    kept because that call could not be spelled, replayed: capture/inputs/replays.py)."""
 
     how: str
     root: Path
@@ -265,9 +269,9 @@ def _learned(
         found = store.lookup(python, file, req.name)
     except OSError:
         return None
-    if found is None:
-        return None
     target = selected.proposal["target"] if isinstance(selected, NeedsInput) else selected.table["target"]
+    if found is None:
+        return _replayed(req, python, file, base, selected, str(target), store)
     # A values or timed run needs arrays: where the learned calls disagree on a size (a symbolic
     # table), it runs on the newest call the program really made, not on sizes asked for.
     concrete = (req.values is not None or req.time is not None) and found.newest is not None
@@ -282,6 +286,38 @@ def _learned(
     root = req.workspace_root.resolve()
     origin = Origin("learned", root, note=f"inputs from a learned call at {found.where(root)} (learned)")
     origin.base = base
+    return made, origin
+
+
+def _replayed(
+    req: TraceRequest,
+    python: str,
+    file: Path,
+    base: Path,
+    selected: Resolved | NeedsInput,
+    target: str,
+    store: SignatureStore,
+) -> tuple[Resolved, Origin] | None:
+    """The example learning kept for a target whose learned call no recipe can spell
+    (capture/inputs/replays.py), as ``--from`` would run it: up to the target's first call, its
+    real arguments traced; None when none is kept, fresh, for this interpreter."""
+    from jaxlsp.capture.inputs.replays import ReplayStore
+
+    try:
+        kept = ReplayStore.beside(store).lookup(python, file, req.name)
+    except OSError:
+        return None
+    if kept is None or not Path(str(kept.example.get("path", ""))).exists():
+        return None
+    name = selected.name if isinstance(selected, Resolved) else new_profile_name(req.name, [])
+    try:
+        made = example_profile(kept.kind, target, base, name, kept.spec())
+    except RecipeError:
+        return None
+    if not isinstance(made, Resolved):
+        return None
+    origin = Origin("learned", project_root_for(req), example=kept.spec(), base=base)
+    origin.note = f"inputs from {kept.text()} (learned example)"
     return made, origin
 
 

@@ -7,7 +7,9 @@ teach: once it recorded something, a stretch of ``idle`` seconds without a new s
 training script does not train). A test file runs its tests to their end (a test's model is built
 and compiled between two tests' calls, for longer than any idle stretch on a busy machine, and tests
 end by themselves); both stop at their share of the deadline, a little before the client's own, so that what
-it learned still comes back. What comes back is the records and how the run ended.
+it learned still comes back. What comes back is the records, how the run ended, and the calls no
+recipe could spell (``learn.unspelled``: each target's first, with the pytest test that made it),
+which the client keeps as the example to replay up to that call.
 """
 
 from __future__ import annotations
@@ -79,7 +81,11 @@ def learn(request: WorkerRequest, workspace: Workspace, timings: dict[str, float
         sys.argv[:] = argv
     timings["run"] = time.monotonic() - started
     cause = f": {first_paragraph(exc)}" if exc is not None else ""
-    extra["learn"] = {"outcome": how, "message": f"{example.get('text')} {how}{detail}{cause}"}
+    extra["learn"] = {
+        "outcome": how,
+        "message": f"{example.get('text')} {how}{detail}{cause}",
+        "unspelled": list(recorder.unspelled),
+    }
 
 
 def _watch(
@@ -104,7 +110,11 @@ def _watch(
         "ok": True,
         "timings": timings,
         "signatures": list(recorder.records),
-        "learn": {"outcome": "stopped", "message": f"{request['profile']['example'].get('text')} {why}"},
+        "learn": {
+            "outcome": "stopped",
+            "message": f"{request['profile']['example'].get('text')} {why}",
+            "unspelled": list(recorder.unspelled),
+        },
     }
     data = json.dumps(result, allow_nan=False, separators=(",", ":")).encode("utf-8")
     fd = int(request["resultFd"])

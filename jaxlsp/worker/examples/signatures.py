@@ -85,6 +85,9 @@ class Recorder:
         # batch), and module classes with their 64 constructions kept (an ``__init__`` hook's fast path)
         self.done_inits: set[type] = set()
         self.records: list[dict[str, object]] = []
+        # calls no recipe can spell, the first of each target, with the test that made it
+        self.unspelled: list[dict[str, object]] = []
+        self.unspelled_keys: set[tuple[str, str]] = set()
         self.hashes: dict[str, str | None] = {}
         self.instrumented: set[str] = set()
         self.last_new = 0.0  # time.monotonic() of the last new signature (an example run's idle stop)
@@ -372,6 +375,7 @@ class Recorder:
             kind, obj, init, call_args, call_kwargs, profile, site.path, site.name, self._constructed
         )
         if table is None:
+            self._unspellable(site, kind, frame)
             if not site.is_class:
                 self._give_up(index)
             return False
@@ -395,6 +399,29 @@ class Recorder:
             }
         )
         return True
+
+    def _unspellable(self, site: Site, kind: str, frame: types.FrameType) -> None:
+        """Note, once per target, a call no recipe can spell (a term holding a Python function,
+        an object): the example that reached it still teaches the target, which replays that
+        example up to the call (issue 56.7). The pytest test running it says which one."""
+        key = (site.path, site.name)
+        if key in self.unspelled_keys or len(self.unspelled) >= MAX_SIGNATURES:
+            return
+        self.unspelled_keys.add(key)
+        callers = self._callers(frame)
+        line = callers[0] if callers else None
+        self.unspelled.append(
+            {
+                "path": site.path,
+                "name": site.name,
+                "kind": kind,
+                "test": _current_test(),
+                "callsite": {"path": line[0], "line": line[1]} if line else None,
+                "sources": {
+                    p: h for p, h in ((p, self._hash(p)) for p, _ in callers if p != site.path) if h is not None
+                },
+            }
+        )
 
     def _callers(self, frame: types.FrameType) -> list[tuple[str, int]]:
         """The workspace frames that made the call, innermost first."""
@@ -430,6 +457,16 @@ def _quiet(token: int, index: int, what: str, *instance: object) -> None:
 def collected() -> list[dict[str, object]]:
     """The signatures the capture in progress recorded so far."""
     return list(CURRENT.records) if CURRENT is not None else []
+
+
+def _current_test() -> str | None:
+    """The pytest node id of the test running now (``tests/test_x.py::test_y[a]``, pytest's own
+    ``PYTEST_CURRENT_TEST`` without its phase), or None outside a test."""
+    current = os.environ.get("PYTEST_CURRENT_TEST")
+    if not current:
+        return None
+    node, _, phase = current.rpartition(" ")
+    return node if node and phase.startswith("(") else current
 
 
 def _defined_in(cls: type) -> str | None:
