@@ -102,6 +102,11 @@ class Converter:
             return self.equinox(value, depth + 1)
         if _is_nnx(value):
             return self.nnx(value, depth + 1)
+        if _is_config(value) and not _generated_init(type(value)):
+            # an ``__init__`` of its own takes other arguments than the fields (equinox's
+            # ``GetKey(seed)`` keeps ``seed``, ``call`` and ``key``): its parameters, as kept
+            args, kwargs = _init_from_attributes(value)
+            return self.called(type(value), args, kwargs, depth)
         if _is_config(value):
             # A field left at its default is left out, as a Linen field is: the constructor
             # makes it again (a config's initialisers are closures no recipe can name)
@@ -245,6 +250,44 @@ def equinox_arguments(module: object, made: Arguments | None, skip: str | None) 
         fields = [f for f in dataclasses.fields(module) if f.init and f.name != skip and not _at_default(module, f)]
         return [], {f.name: getattr(module, f.name) for f in fields}
     raise NotExpressible(f"the arguments {cls.__qualname__} was made with were not seen")
+
+
+def _init_from_attributes(obj: object) -> Arguments:
+    """The arguments of ``type(obj).__init__`` read from the attributes of the same names (those
+    at the parameter's plain default left out), for a class whose ``__init__`` keeps each of its
+    parameters under its own name; NotExpressible when one without a default is not kept."""
+    try:
+        signature = inspect.signature(getattr(type(obj), "__init__"))  # noqa: B009  (the class's own, unbound)
+    except (TypeError, ValueError) as error:
+        raise NotExpressible(f"the parameters of {type(obj).__qualname__}") from error
+    args: list[object] = []
+    kwargs: dict[str, object] = {}
+    skipped = False  # a positional-only parameter left at its default: the next cannot follow
+    for name, param in list(signature.parameters.items())[1:]:
+        if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            continue
+        value = getattr(obj, name, inspect.Parameter.empty)
+        if value is inspect.Parameter.empty or _is_default(value, param.default):
+            if param.default is inspect.Parameter.empty:
+                raise NotExpressible(f"{type(obj).__qualname__} does not keep its parameter {name}")
+            skipped = skipped or param.kind is inspect.Parameter.POSITIONAL_ONLY
+        elif param.kind is inspect.Parameter.POSITIONAL_ONLY:
+            if skipped:
+                raise NotExpressible(f"{type(obj).__qualname__}'s positional parameters")
+            args.append(value)
+        else:
+            kwargs[name] = value
+    return args, kwargs
+
+
+def _is_default(value: object, default: object) -> bool:
+    """Whether ``value`` is a parameter's plain ``default``: the very object, or an equal one."""
+    if default is inspect.Parameter.empty:
+        return False
+    try:
+        return value is default or (type(value) is type(default) and bool(value == default))
+    except Exception:
+        return False
 
 
 def _generated_init(cls: type) -> bool:

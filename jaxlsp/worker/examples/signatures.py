@@ -127,7 +127,14 @@ class Recorder:
     def _instrument(self, tree: ast.Module, real: str) -> bool:
         hooked = False
         tests = _is_test_file(real)
+        final = _final_definitions(tree)
         for stmt in tree.body:
+            if isinstance(stmt, ast.FunctionDef | ast.ClassDef) and final.get(stmt.name) is not stmt:
+                # A name defined again further down (lineax's 26 singledispatch registrations,
+                # each a ``def _``): a trace of it runs what the module leaves bound to it, the
+                # last one, so only that one's calls teach it; another's call fed to the last one
+                # failed (``'DiagonalLinearOperator' object has no attribute 'operator1'``).
+                continue
             if isinstance(stmt, ast.FunctionDef):
                 if tests and (stmt.name.startswith("test") or _is_fixture(stmt)):
                     continue  # pytest calls it with fixtures: the test's own call is not the program's
@@ -493,6 +500,15 @@ def _jaxtyping_rewrite(loader: object) -> Callable[[ast.Module], None] | None:
         ast.fix_missing_locations(tree)  # its decorators and import come without positions
 
     return rewrite
+
+
+def _final_definitions(tree: ast.Module) -> dict[str, ast.stmt]:
+    """Each top-level name a ``def`` or ``class`` binds, with the last statement that binds it."""
+    final: dict[str, ast.stmt] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            final[stmt.name] = stmt
+    return final
 
 
 def _is_test_file(path: str) -> bool:
