@@ -9,11 +9,15 @@ it would trace (its files' hashes). The scheduler decides, in this order:
 - a running live trace of a submitted target is for older text: it is cancelled and queued again;
 - saves in a burst (one within ``burst`` seconds of the previous) wait until ``quiet`` seconds
   pass without a save, so ten saves in two seconds run at most two traces;
-- at most one live trace runs at a time, and none while an explicit trace runs (``pause``
-  cancels the running one and queues it again; ``resume`` carries on).
+- at most ``slots`` live traces run at a time (the server: as many as the capture service runs at
+  once, up to the machine's cores), and none while an explicit trace runs (``pause`` cancels the
+  running ones and queues them again; ``resume`` carries on);
+- ``prefer`` moves a document's queued targets to the front: the server calls it for the documents
+  an editor shows (it asks for their lenses or inlay hints), so the visible file's targets go first
+  when many files were opened at once.
 
-Nothing polls: work starts from a submit, a resume or the end of a quiet period (one timer), and
-the pump task ends when the queue is empty.
+Nothing polls: work starts from a submit, a resume, the end of a quiet period (one timer) or the
+end of a running trace, which starts the next queued one in its slot.
 """
 
 from __future__ import annotations
@@ -71,6 +75,7 @@ class LiveScheduler:
 
     run: Callable[[Target], Awaitable[Outcome]]
     changed: Callable[[], None] = lambda: None
+    slots: int = 1  # live traces at once
     quiet: float = QUIET
     burst: float = BURST
     clock: Callable[[], float] = time.monotonic
@@ -79,8 +84,8 @@ class LiveScheduler:
     started: int = 0  # live traces started (tests and benchmarks count them)
     _queue: list[Target] = field(default_factory=list)
     _wanted: dict[Target, str] = field(default_factory=dict)  # the fingerprint each queued target is for
-    _running: tuple[Target, str, asyncio.Task[Outcome]] | None = None
-    _pump: asyncio.Task[None] | None = None
+    # the running traces: each target's fingerprint and task, in the order they started
+    _running: dict[Target, tuple[str, asyncio.Task[None]]] = field(default_factory=dict)
     _timer: asyncio.TimerHandle | None = None
     _last_submit: float | None = None
     _paused: int = 0
@@ -96,10 +101,11 @@ class LiveScheduler:
         front: list[Target] = []
         for target, fingerprint in targets:
             status = self.statuses.get(target)
-            if self._running is not None and self._running[0] == target:
-                if self._running[1] == fingerprint:
+            running = self._running.get(target)
+            if running is not None:
+                if running[0] == fingerprint:
                     continue  # already tracing this very text
-                self._running[2].cancel()  # for older text: the new one replaces it
+                running[1].cancel()  # for older text: the new one replaces it
             elif status is not None and status.fingerprint == fingerprint and (status.state == FRESH or status.waiting):
                 continue  # traced from this text already, or failing the same way on it
             if target not in front:
@@ -123,6 +129,12 @@ class LiveScheduler:
         if self.statuses.pop(target, None) is not None:
             self.changed()
 
+    def prefer(self, uri: str) -> None:
+        """The editor shows ``uri``: its queued targets go first (in their order)."""
+        mine = [t for t in self._queue if t.uri == uri]
+        if mine and self._queue[: len(mine)] != mine:
+            self._queue = mine + [t for t in self._queue if t.uri != uri]
+
     def not_live(self, target: Target, why: str) -> None:
         """``target`` cannot be live (the server knew without queueing it)."""
         status = self.statuses.get(target)
@@ -134,12 +146,7 @@ class LiveScheduler:
     def pause(self) -> None:
         """An explicit trace starts: live work yields (the running one is queued again)."""
         self._paused += 1
-        if self._running is not None:
-            target, fingerprint, task = self._running
-            self._wanted.setdefault(target, fingerprint)
-            if target not in self._queue:
-                self._queue.insert(0, target)
-            task.cancel()
+        self._yield_running(front=True)
 
     def resume(self) -> None:
         self._paused = max(self._paused - 1, 0)
@@ -154,8 +161,8 @@ class LiveScheduler:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        if self._running is not None:
-            self._running[2].cancel()
+        for _, task in self._running.values():
+            task.cancel()
         self.statuses.clear()
         self.changed()
 
@@ -163,68 +170,79 @@ class LiveScheduler:
         self.enabled = True
 
     def busy(self) -> bool:
-        return self._running is not None or bool(self._queue) or self._timer is not None
+        return bool(self._running) or bool(self._queue) or self._timer is not None
 
     async def close(self) -> None:
         self.disable()
-        if self._pump is not None:
-            self._pump.cancel()
+        for _, task in list(self._running.values()):
+            task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._pump
+                await task
 
     # -- the pump --------------------------------------------------------------------------------
     def _wait_quiet(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
         self._timer = asyncio.get_running_loop().call_later(self.quiet, self._quiet_over)
-        if self._running is not None:
-            # A burst: the running trace yields until the quiet period ends. A target this burst
-            # submitted again is queued already (for its newer text); any other is still wanted
-            # for the text it was tracing, so it goes back in the queue (else it would stay
-            # "queued" with nothing left to run it).
-            target, fingerprint, task = self._running
+        # A burst: the running traces yield until the quiet period ends.
+        self._yield_running(front=False)
+
+    def _yield_running(self, front: bool) -> None:
+        """Cancel the running traces and queue them again (at the ``front``, or behind the queue).
+        A target submitted again is queued already (for its newer text); any other is still wanted
+        for the text it was tracing, so it goes back in the queue (else it would stay "queued" with
+        nothing left to run it)."""
+        back = []
+        for target, (fingerprint, task) in self._running.items():
             if target not in self._queue:
                 self._wanted.setdefault(target, fingerprint)
-                self._queue.append(target)
+                back.append(target)
             task.cancel()
+        self._queue = back + self._queue if front else self._queue + back
 
     def _quiet_over(self) -> None:
         self._timer = None
         self._kick()
 
     def _kick(self) -> None:
-        if self._paused or not self._queue or (self._pump is not None and not self._pump.done()):
-            return
-        self._pump = asyncio.ensure_future(self._drain())
-
-    async def _drain(self) -> None:
-        while self._queue and not self._paused and self._timer is None and self.enabled:
+        """Start queued traces while a slot is free (nothing while paused, in a burst or off)."""
+        while (
+            self._queue
+            and len(self._running) < max(self.slots, 1)
+            and not self._paused
+            and self._timer is None
+            and self.enabled
+        ):
             target = self._queue.pop(0)
             fingerprint = self._wanted.pop(target, "")
             self._set(target, TRACING, keep=True)
-            self.changed()
-            task = asyncio.ensure_future(self.run(target))
-            self._running = (target, fingerprint, task)
+            self._running[target] = (fingerprint, asyncio.ensure_future(self._trace(target, fingerprint)))
             self.started += 1
-            try:
-                outcome = await asyncio.shield(task)
-            except asyncio.CancelledError:
-                if not task.cancelled() and not task.done():
-                    task.cancel()  # the pump itself was cancelled (shutdown)
-                    raise
-                outcome = None  # superseded, preempted or turned off: queued again if still wanted
-            except Exception as exc:  # a bug of ours: the target fails, the queue goes on
-                log.exception("live trace of %s failed", target.name)
-                outcome = Outcome(FAILED, f"jaxlsp failed: {type(exc).__name__}: {exc}")
-            finally:
-                self._running = None
-            if outcome is None:
-                status = self.statuses.get(target)
-                if status is not None and status.state == TRACING:
-                    status.state = QUEUED if target in self._queue else status.settled or QUEUED
-                continue
+            self.changed()
+
+    async def _trace(self, target: Target, fingerprint: str) -> None:
+        """One live trace in its slot: its outcome recorded, then the next queued one started."""
+        task = asyncio.ensure_future(self.run(target))
+        try:
+            outcome: Outcome | None = await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if not task.done():
+                task.cancel()  # cancelling this slot cancels its capture (its processes are killed)
+            outcome = None  # superseded, preempted or turned off: queued again if still wanted
+        except Exception as exc:  # a bug of ours: the target fails, the queue goes on
+            log.exception("live trace of %s failed", target.name)
+            outcome = Outcome(FAILED, f"jaxlsp failed: {type(exc).__name__}: {exc}")
+        finally:
+            if self._running.get(target, (None, None))[1] is asyncio.current_task():
+                del self._running[target]
+        if outcome is None:
+            status = self.statuses.get(target)
+            if status is not None and status.state == TRACING and target not in self._running:
+                status.state = QUEUED if target in self._queue else status.settled or QUEUED
+        else:
             self._record(target, fingerprint, outcome)
             self.changed()
+        self._kick()
 
     def _record(self, target: Target, fingerprint: str, outcome: Outcome) -> None:
         before = self.statuses.get(target)

@@ -216,6 +216,7 @@ class JaxServer(LanguageServer):
         self.notebook_listeners: list[Callable[[Path], None]] = []
         # the user hovered this document line (live shapes trace that line's target first)
         self.hover_listeners: list[Callable[[str, int], None]] = []
+        self.shown_listeners: list[Callable[[str], None]] = []
         # A target's live-shapes state for its lens title (live.py): None when it has nothing to say.
         self.live_note: Callable[[str, str], str | None] = lambda uri, name: None
         # A target's live state and its cause (``("notLive", "needs input ...")``), None when live

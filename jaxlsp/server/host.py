@@ -38,6 +38,7 @@ class Host(Protocol):
     open_listeners: list[Callable[[str], None]]  # the client opened this document
     notebook_listeners: list[Callable[[Path], None]]  # a notebook synchronised by cells opened or saved
     hover_listeners: list[Callable[[str, int], None]]  # the user hovered this document line
+    shown_listeners: list[Callable[[str], None]]  # the editor shows this document (asked its lenses or hints)
     live_note: Callable[[str, str], str | None]  # a target's live-shapes state for its lens title
     live_state: Callable[[str, str], tuple[str, str] | None]  # its live state and cause (hover, actions)
 

@@ -57,6 +57,7 @@ class Options:
     live_shapes: bool = True  # re-trace on open and save (live.py); false turns it off
     replay: bool = True  # repeated Linen layers traced once (worker/reuse/replay.py); false traces every call
     learn_on_open: str = "off"  # jaxlsp.learn.onOpen: "on", "off" or "ask" (once per folder; features/learning.py)
+    live_slots: int | None = None  # live traces at once (None: features/live.py's live_slots())
 
     @classmethod
     def parse(cls, raw: Any) -> Options:
@@ -69,6 +70,7 @@ class Options:
         limits = section.get("limits")
         timeout = section.get("timeout")
         learn = section.get("learn")
+        slots = section.get("liveSlots")
         on_open = learn.get("onOpen") if isinstance(learn, dict) else None
         if isinstance(on_open, bool):
             on_open = "on" if on_open else "off"
@@ -88,6 +90,7 @@ class Options:
             live_shapes=section.get("liveShapes") is not False,
             replay=section.get("replay") is not False,
             learn_on_open=on_open if on_open in ("on", "off", "ask") else "off",
+            live_slots=slots if isinstance(slots, int) and not isinstance(slots, bool) and slots >= 1 else None,
         )
 
 

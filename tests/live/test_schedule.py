@@ -140,3 +140,66 @@ async def test_a_burst_of_opens_that_cancels_a_running_trace_queues_it_again() -
     await idle(scheduler)
     assert scheduler.statuses[A].state == FRESH and scheduler.statuses[B].state == FRESH
     assert fake.calls.count(A) == 2 and fake.most == 1
+
+
+C = Target("file:///c.py", "c")
+
+
+async def test_with_two_slots_two_traces_run_side_by_side_and_never_more() -> None:
+    # Opening many files queues many targets: with the capture service's two slots, two trace at
+    # once (issue 56: one at a time, a 300-target library took 5 minutes to settle).
+    fake = Fake()
+    fake.gate.clear()
+    scheduler = LiveScheduler(run=fake, burst=0.0, slots=2)
+    scheduler.submit([(A, "1"), (B, "1"), (C, "1")])
+    await until(lambda: fake.running == 2)
+    assert fake.calls == [A, B] and scheduler.statuses[C].state == "queued"
+    fake.gate.set()
+    await idle(scheduler)
+    assert fake.calls == [A, B, C] and fake.most == 2
+    assert all(scheduler.statuses[t].state == FRESH for t in (A, B, C))
+
+
+async def test_an_explicit_trace_preempts_every_running_live_trace() -> None:
+    fake = Fake()
+    fake.gate.clear()
+    scheduler = LiveScheduler(run=fake, burst=0.0, slots=2)
+    scheduler.submit([(A, "1"), (B, "1")])
+    await until(lambda: fake.running == 2)
+    scheduler.pause()
+    await until(lambda: fake.running == 0)
+    assert {scheduler.statuses[t].state for t in (A, B)} == {"queued"}
+    fake.gate.set()
+    scheduler.resume()
+    await idle(scheduler)
+    assert fake.calls == [A, B, A, B] and all(scheduler.statuses[t].state == FRESH for t in (A, B))
+
+
+async def test_a_new_text_of_a_running_target_replaces_its_trace_in_its_slot() -> None:
+    fake = Fake()
+    fake.gate.clear()
+    scheduler = LiveScheduler(run=fake, burst=0.0, slots=2)
+    scheduler.submit([(A, "1"), (B, "1")])
+    await until(lambda: fake.running == 2)
+    scheduler.submit([(A, "2")])  # saved again: the trace for "1" is cancelled
+    await until(lambda: fake.calls.count(A) == 2)
+    fake.gate.set()
+    await idle(scheduler)
+    assert scheduler.statuses[A].state == FRESH and scheduler.statuses[A].fingerprint == "2"
+    assert scheduler.statuses[B].state == FRESH and fake.most == 2
+
+
+async def test_the_document_the_editor_shows_goes_first() -> None:
+    # Opening three files queues their targets, the last opened first; the editor then asks for
+    # the lenses of the one it shows (here the first opened): its targets move to the front.
+    fake = Fake()
+    fake.gate.clear()
+    scheduler = LiveScheduler(run=fake, burst=0.0, slots=1)
+    scheduler.submit([(A, "1")])
+    await until(lambda: fake.running == 1)  # A took the slot
+    scheduler.submit([(B, "1")])
+    scheduler.submit([(C, "1")])  # queue: C, B
+    scheduler.prefer(B.uri)
+    fake.gate.set()
+    await idle(scheduler)
+    assert fake.calls == [A, B, C]

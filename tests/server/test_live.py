@@ -62,6 +62,9 @@ def live_session(name: str, trusted: bool = True, **options: Any) -> Any:
 live = live_session("live")
 untrusted = live_session("untrusted", trusted=False)
 off = live_session("off", liveShapes=False)
+# The order in which queued targets start is seen one trace at a time (two slots start two at once).
+one_slot = live_session("one_slot", liveSlots=1)
+two_slots = live_session("two_slots", liveSlots=2)
 
 
 def state(client: JaxClient, name: str) -> dict[str, Any] | None:
@@ -264,8 +267,8 @@ async def test_a_broken_shape_is_a_diagnostic_at_its_line_until_a_save_fixes_it(
     await client.wait_until(lambda: not client.diagnostics.get(uri), TRACE_WAIT)
 
 
-async def test_a_save_traces_the_target_it_edited_before_the_others_in_its_file(live: JaxClient) -> None:
-    client = live
+async def test_a_save_traces_the_target_it_edited_before_the_others_in_its_file(one_slot: JaxClient) -> None:
+    client = one_slot
     client.open("pair.py")
     await settled(client, "first")
     await settled(client, "second")
@@ -279,9 +282,9 @@ async def test_a_save_traces_the_target_it_edited_before_the_others_in_its_file(
 
 
 async def test_a_save_that_edits_no_target_traces_the_one_traced_before_ahead_of_its_neighbours(
-    live: JaxClient,
+    one_slot: JaxClient,
 ) -> None:
-    client = live
+    client = one_slot
     client.open("neighbours.py")
     first = await settled(client, "traced")
     for name in ("scaled", "shifted"):  # no profile, no call site: not live
@@ -293,6 +296,21 @@ async def test_a_save_that_edits_no_target_traces_the_one_traced_before_ahead_of
     await client.wait_until(lambda: first_traced(client, seen) is not None, TRACE_WAIT)
     assert first_traced(client, seen) == "traced"  # defined last, but the only one with a graph
     await settled(client, "traced", after=first["traceId"])
+
+
+async def test_two_slots_trace_two_targets_side_by_side(two_slots: JaxClient) -> None:
+    # Opening a file with several live targets (or many files) traces them side by side, as many
+    # at once as there are slots (issue 56: one at a time, a 300-target library took 5 minutes).
+    client = two_slots
+    client.open("pair.py")
+    await settled(client, "first")
+    await settled(client, "second")
+    both = [
+        s
+        for s in client.live  # type: ignore[attr-defined]
+        if {t["name"] for t in s["targets"] if t["state"] == "tracing"} == {"first", "second"}
+    ]
+    assert both, "the two targets never traced at once"
 
 
 async def test_a_burst_of_ten_saves_runs_at_most_two_traces(live: JaxClient) -> None:
@@ -426,10 +444,10 @@ async def test_a_factory_returning_a_module_is_not_live_and_no_error(live: JaxCl
     assert not [d for d in client.diagnostics.get(uri, []) if d.source == "jaxlsp"]  # nothing the user broke
 
 
-async def test_a_save_traces_the_target_last_hovered_before_its_neighbours(live: JaxClient) -> None:
+async def test_a_save_traces_the_target_last_hovered_before_its_neighbours(one_slot: JaxClient) -> None:
     # An edit inside no target (a new line at the end of the file): the one the user was looking
     # at goes first, not the first one defined.
-    client = live
+    client = one_slot
     client.open("pair.py")
     await settled(client, "first")
     await settled(client, "second")

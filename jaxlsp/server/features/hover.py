@@ -58,6 +58,8 @@ class Hover:
 
         @server.feature(types.TEXT_DOCUMENT_INLAY_HINT)
         def inlay_hint(ls: Host, params: types.InlayHintParams) -> list[types.InlayHint]:
+            for hear in ls.shown_listeners:  # asked for the visible range of a shown document
+                hear(params.text_document.uri)
             return self.inlay_hints(params.text_document.uri, params.range.start.line, params.range.end.line)
 
     async def no_shape(self, uri: str, line: int) -> str | None:

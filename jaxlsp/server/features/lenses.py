@@ -67,6 +67,8 @@ class Lenses:
     def register(self, server: Host) -> None:
         @server.feature(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensOptions(resolve_provider=True))
         async def code_lens(ls: Host, params: types.CodeLensParams) -> Encoded:
+            for hear in ls.shown_listeners:  # editors ask for the lenses of the documents they show
+                hear(params.text_document.uri)
             path = self.documents.path_of(params.text_document.uri)
             try:
                 found = await self.documents.discover(path) if path is not None else None

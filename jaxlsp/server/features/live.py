@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -26,6 +27,7 @@ from typing import Any
 from lsprotocol import types
 
 from jaxlsp.capture.launch import phases
+from jaxlsp.capture.service import MAX_RUNNING
 from jaxlsp.live.edits import changed_lines, touches
 from jaxlsp.live.schedule import FAILED, FRESH, NOT_LIVE, QUEUED, TRACING, LiveScheduler, Outcome, Target
 from jaxlsp.server import wire
@@ -39,11 +41,18 @@ MAX_NOTE = 60  # characters of a not-live reason in a lens title
 MAX_TEXTS = 64  # documents whose last saved text is kept to see what a save changed
 
 
+def live_slots() -> int:
+    """Live traces at once: as many as the capture service runs (more would only wait in its line),
+    at most one per core of this machine (each capture is a busy process; opening every file of a
+    300-target library took 5 minutes to settle one trace at a time, issue 56)."""
+    return max(1, min(MAX_RUNNING, os.cpu_count() or 1))
+
+
 class Live:
     def __init__(self, ls: Host, tracing: Tracing) -> None:
         self.ls = ls
         self.tracing = tracing
-        self.scheduler = LiveScheduler(run=self._trace, changed=self._changed)
+        self.scheduler = LiveScheduler(run=self._trace, changed=self._changed, slots=live_slots())
         self._notify_soon = False
         # Where each live trace's time goes (capture/launch/phases.py): when its newest save was heard
         # and queued, and the traces that ended since the last status (logged once it is sent).
@@ -60,6 +69,7 @@ class Live:
     def register(self, server: Host) -> None:
         server.open_listeners.append(self.opened)
         server.hover_listeners.append(self.hovered)
+        server.shown_listeners.append(self.scheduler.prefer)
         server.notebook_listeners.append(self.notebook_touched)
         server.on_initialized.append(self.initialized)
         server.on_shutdown.append(self.scheduler.close)
@@ -77,7 +87,9 @@ class Live:
             self.configure(params.settings)
 
     def initialized(self) -> None:
-        self.scheduler.enabled = self.ls.session.options.live_shapes
+        options = self.ls.session.options
+        self.scheduler.enabled = options.live_shapes
+        self.scheduler.slots = options.live_slots or live_slots()
 
     def configure(self, settings: Any) -> None:
         """``{"jaxlsp": {"liveShapes": bool}}`` pushed by the client; other keys are not ours."""
