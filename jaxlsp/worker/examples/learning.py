@@ -76,7 +76,7 @@ def learn(request: WorkerRequest, workspace: Workspace, timings: dict[str, float
         watch.start()
     argv = sys.argv[:]
     try:
-        how, exc, detail = run_example(example, Unwatched(workspace), root)
+        how, exc, detail = run_example(example, Unwatched(workspace), root, first_cases_first=True)
     finally:
         sys.argv[:] = argv
     timings["run"] = time.monotonic() - started
