@@ -707,11 +707,14 @@ def _remember(choices: ChoiceStore, prepared: Prepared, name: str) -> None:
 async def _quietly_runnable(prepared: Prepared, args: TraceArgs, choices: ChoiceStore) -> None:
     """Raise :class:`NotLive` unless a live trace may run ``prepared`` without asking: an example
     runs only when the user traced the target with it on this machine (a recipe's ``from`` is
-    the repository author's choice, not theirs), and an interpreter that needs an install is not
-    offered one (the explicit trace offers it)."""
+    the repository author's choice, not theirs) or learned from it (capture/inputs/replays.py),
+    and an interpreter that needs an install is not offered one (the explicit trace offers it)."""
     origin = prepared.origin
     example = prepared.request["profile"].get("example")
-    if example is not None and not choices.ran_example(_target_file(prepared), args.name, example):
+    # an example learning kept for the target (its call could not be spelled) ran by the user's
+    # choice to learn, as that learn ran it: replaying it up to the call is what it taught
+    kept = origin is not None and origin.how == "learned"
+    if example is not None and not kept and not choices.ran_example(_target_file(prepared), args.name, example):
         raise NotLive(
             f"its inputs come from running {example.get('text') or 'an example'}, which you have not traced it "
             "with: trace it once to let live shapes run it"
