@@ -24,11 +24,12 @@ if TYPE_CHECKING:
     import numpy as np
     from _typeshed import DataclassInstance
 
+# recipes/schema.py's DTYPES, which the worker's input builder makes
 _RECIPE_DTYPES = frozenset({
     "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-    "bool", "complex64",
+    "uint64", "bool", "complex64", "complex128",
 })  # fmt: skip
-_WIDE = frozenset({"float64", "int64"})
+_WIDE = frozenset({"float64", "int64", "uint64", "complex128"})
 _FILLED_BY_WORKER = {"nnx": "rngs", "equinox": "key"}
 # Public homes of library objects whose __module__ is private (jax._src..., flax.linen.activation).
 _PUBLIC = ("jax.numpy", "jax.nn", "jax.nn.initializers", "jax", "jax.lax", "flax.linen", "flax.nnx", "equinox",
@@ -114,7 +115,9 @@ class Converter:
             config = {f.name: self.spec(getattr(value, f.name), depth + 1) for f in fields}
             return {"ref": self.ref(type(value)), "kwargs": config}
         name = getattr(value, "name", None)
-        if type(value).__name__ == "dtype" and isinstance(name, str) and name in _RECIPE_DTYPES:
+        # NumPy 2's dtype objects are of per-type classes (``Float64DType``), no longer named
+        # ``dtype``: an array's ``.dtype`` handed on (interpax's ``_cubic2(..., dtype)``) was unspellable
+        if _is_numpy_dtype(value) and isinstance(name, str) and name in _RECIPE_DTYPES:
             return {"ref": f"jax.numpy:{name}"}
         raise NotExpressible(f"a {type(value).__module__}.{type(value).__qualname__}")
 
@@ -318,6 +321,12 @@ def _is_array(value: object) -> TypeGuard[jax.ShapeDtypeStruct | jax.Array | np.
     import numpy as np
 
     return isinstance(value, jax.ShapeDtypeStruct | jax.Array | np.ndarray)
+
+
+def _is_numpy_dtype(value: object) -> bool:
+    import numpy as np
+
+    return isinstance(value, np.dtype)
 
 
 def _is_jax_callable(value: object) -> bool:
