@@ -4,7 +4,9 @@ back from what was learned, as ``jaxlsp learn`` then ``jaxlsp trace`` does for a
 
 - ``pkg/operators.py``: singledispatch registrations, each a top-level ``def _`` (lineax's 26);
 - ``tests/helpers.py::make_diagonal``: takes a dataclass whose own ``__init__`` takes other
-  arguments than its fields (equinox's ``GetKey``, lineax's 9 ``make_*_operator`` helpers)."""
+  arguments than its fields (equinox's ``GetKey``, lineax's 9 ``make_*_operator`` helpers);
+- ``pkg/means.py::Constant``: an NNX module that keeps an array as a plain attribute (GPJax's
+  ``Constant`` and ``Zero`` means)."""
 
 from __future__ import annotations
 
@@ -37,13 +39,18 @@ def learned(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         yield root
 
 
-def _trace(root: Path, target: str) -> list[list[int]]:
-    """The output shapes of ``target`` traced from its learned call."""
+def _graph(root: Path, target: str) -> dict[str, Any]:
+    """The graph of ``target`` traced from its learned call."""
     out = root / "graph.json"
     traced = run(["trace", target, "-o", str(out)], cwd=root)
     assert traced.returncode == 0, traced.stderr
     assert "(learned)" in traced.stdout, traced.stdout
-    data = expanded(out)
+    return expanded(out)
+
+
+def _trace(root: Path, target: str) -> list[list[int]]:
+    """The output shapes of ``target`` traced from its learned call."""
+    data = _graph(root, target)
     shapes = {v["id"]: v["shape"] for v in data["values"]}
     return [shapes[o["value"]] for o in data["outputs"]]
 
@@ -57,3 +64,17 @@ def test_a_name_defined_again_is_learned_from_the_calls_of_the_definition_it_end
 def test_a_dataclass_with_an_init_of_its_own_is_rebuilt_from_that_inits_parameters(learned: Path) -> None:
     # written from its fields before: GetKey(seed=7, call=0, key=...) refused by its __init__
     assert _trace(learned, "tests/helpers.py::make_diagonal") == [[4]]
+
+
+def test_an_nnx_modules_plain_array_attribute_is_an_input_of_its_abstract_init(learned: Path) -> None:
+    # It stayed what the abstract init left in it, which nnx.split keeps as a static attribute:
+    # under flax 0.12.0 a ShapeDtypeStruct, which the trace met in arithmetic ("unsupported
+    # operand type(s) for *: 'DynamicJaxprTracer' and 'ShapeDtypeStruct'", GPJax's lock); under
+    # 0.12.8 the init's own tracer, escaped and taken in as an unnamed constant (``const/0``).
+    data = _graph(learned, "pkg/means.py::Constant")
+    shapes = {v["id"]: v["shape"] for v in data["values"]}
+    assert [(i["label"], i["role"], shapes[i["value"]]) for i in data["inputs"]] == [
+        ("constant", "state", [1]),
+        ("args/0", "input", [5, 2]),
+    ]
+    assert [shapes[o["value"]] for o in data["outputs"]] == [[5, 1]]

@@ -627,6 +627,8 @@ def _nnx_plan(
     model = _constructed(
         model, "rngs", lambda: nnx.Rngs(seed), rngs, nnx.eval_shape, init_args, init_kwargs, concrete, init
     )
+    if not concrete:
+        _loose_arrays_as_data(model)
     # nnx.split's overloads cannot say what a filter and ``...`` split into: a graph and two states
     split = cast(
         "Callable[..., tuple[nnx.GraphDef[object], nnx.State[object, object], nnx.State[object, object]]]", nnx.split
@@ -646,6 +648,37 @@ def _nnx_plan(
         return out, _nnx_updates(split(m, nnx.Param, ...)[2], before)
 
     return Plan(kind="nnx", apply=apply, params=params, state=state, strip_value=True, scope_mode="marked")
+
+
+def _loose_arrays_as_data(model: object) -> None:
+    """An array a module keeps as a plain attribute, not in a Variable (GPJax's ``Constant`` mean:
+    ``self.constant = jnp.array(constant)``), made a state leaf of the abstract ``model`` as it is
+    of a concrete one. Built under ``nnx.eval_shape`` it comes back a ShapeDtypeStruct (flax
+    0.12.0) or the build's own tracer (0.12.8), which ``nnx.split`` keeps as a static attribute:
+    the trace then met it in arithmetic (``unsupported operand type(s) for *: 'DynamicJaxprTracer'
+    and 'ShapeDtypeStruct'``). A zero-stride NumPy array of its shape stands in for it (no memory),
+    which the split takes as data and the abstract state turns into an input."""
+    import jax
+    import numpy as np
+    from flax import nnx
+
+    loose = [(p, v) for p, v in nnx.iter_graph(model) if p and isinstance(v, jax.ShapeDtypeStruct | jax.core.Tracer)]
+    for path, value in loose:
+        aval = getattr(value, "aval", value)
+        parent: object = model
+        try:
+            for key in path[:-1]:
+                parent = getattr(parent, key) if isinstance(key, str) else parent[key]  # type: ignore[index]
+            name = path[-1]
+            if not isinstance(name, str) or vars(parent).get(name) is not value:
+                continue  # an item of a list, or not an attribute of its own: left as it was
+            data = np.broadcast_to(np.zeros((), aval.dtype), tuple(aval.shape))
+        except Exception:
+            continue  # a key's dtype, a path this cannot follow: left as it was
+        object.__setattr__(parent, name, data)  # past the Pytree's checks, as its own __init__ would set it
+        nodes = vars(parent).get("_pytree__nodes")
+        if nodes is not None and hasattr(nodes, "update"):
+            object.__setattr__(parent, "_pytree__nodes", nodes.update({name: True}))
 
 
 def _labelled_leaves(tree: object, prefix: str = "") -> list[tuple[str, object]]:
