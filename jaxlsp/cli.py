@@ -385,7 +385,7 @@ def _learn(args: argparse.Namespace) -> int:
             print(f"    {example.message}")
         print(f"      {learned} targets learned so far", flush=True)
 
-    timeout = args.timeout or learning.EXAMPLE_TIMEOUT
+    timeout = args.timeout  # None: the default, which grows to the budget's share (learning.example_limit)
     if not args.json:
         print(f"{len(examples)} examples: {', '.join(str(e['text']) for e in examples)}", flush=True)
     report = learning.learn(
@@ -653,7 +653,7 @@ def parser() -> argparse.ArgumentParser:
     n.add_argument("--json", action="store_true", help="print the summary as JSON")
     n.add_argument("--python", help="the interpreter to run them in (default: as jaxlsp trace chooses)")
     n.add_argument("--root", help="the project root they run from (default: found from PATH)")
-    n.add_argument("--timeout", type=float, help="seconds one example may run (default 120; stopped sooner when idle)")
+    n.add_argument("--timeout", type=float, help="seconds one example may run (default 120, or its budget share)")
     n.add_argument("--budget", type=float, help="seconds for the whole run (default 900)")
     n.add_argument("--idle", type=float, help="seconds without a new signature that stop an example (default 20)")
     n.add_argument("--jobs", type=int, help="examples run side by side (default: the machine's cores)")
