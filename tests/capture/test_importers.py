@@ -102,3 +102,24 @@ def test_through_a_packages_re_exports_only_the_tests_that_use_the_file_come(tmp
     assert _texts([root / "lib/norms.py"], root) == ["tests/test_model.py", "tests/test_rms.py"]
     # nothing names what it defines: every test that loads it
     assert len(_texts([root / "lib/unused.py"], root)) == 3
+
+
+def test_a_name_imported_from_a_file_that_defines_its_own_is_not_a_use(tmp_path: Path) -> None:
+    """A library with one API per framework defines ``Model`` in each: a test of one framework's,
+    which reaches the other's file through imports, does not use it; one that imports it through
+    its package's re-exports, or reaches it as an attribute, does."""
+    root = _write(
+        tmp_path,
+        {
+            "lib/__init__.py": "",
+            "lib/a/__init__.py": "from .model import Model\n",
+            "lib/a/model.py": "class Model:\n    pass\n",
+            "lib/b/__init__.py": "from lib.b.model import Model as Model\n",
+            "lib/b/model.py": "import lib.a\n\n\nclass Model:\n    pass\n",
+            "tests/test_a.py": "from lib.a import Model\n\n\ndef test_it():\n    Model()\n",
+            "tests/test_b.py": "from lib.b import Model\n\n\ndef test_it():\n    Model()\n",
+            "tests/test_both.py": "import lib.a\nfrom lib.b import Model\n\n\ndef test_it():\n    lib.a.Model()\n",
+        },
+    )
+    assert _texts([root / "lib/a/model.py"], root) == ["tests/test_a.py", "tests/test_both.py"]
+    assert _texts([root / "lib/b/model.py"], root) == ["tests/test_b.py", "tests/test_both.py"]

@@ -25,6 +25,9 @@ from jaxlsp.textfiles import real_path
 from jaxlsp.worker.protocol import ExampleSpec
 
 _WORD = re.compile(r"[A-Za-z_]\w*")
+# re-exports followed from an example's import to the file that defines the name (nmn: tests import
+# ``nmn.linen``, whose ``__init__`` imports ``nmn.linen.nmn``, which defines ``YatNMN``: 2 hops)
+_REEXPORT_HOPS = 8
 
 
 class ImportGraph:
@@ -39,6 +42,7 @@ class ImportGraph:
         self._first: dict[Path, list[Path]] = {}  # what an example loads first (its imports, its conftests)
         self._strict: dict[tuple[Path, bool], set[Path]] = {}
         self._names: dict[Path, set[str]] = {}
+        self._trees: dict[Path, ast.Module] = {}
         self._words: dict[Path, set[str]] = {}
 
     def _imports(self, path: Path) -> list[Path]:
@@ -132,17 +136,72 @@ class ImportGraph:
             found = self._strict[(path, example)] = self._without_reexports(path, first)
         return found
 
+    def _tree(self, path: Path) -> ast.Module:
+        found = self._trees.get(path)
+        if found is None:
+            try:
+                found = ast.parse(self.index.text(path) or "")
+            except (SyntaxError, ValueError):
+                found = ast.Module(body=[], type_ignores=[])
+            self._trees[path] = found
+        return found
+
     def _defined(self, path: Path) -> set[str]:
         """The names ``path`` defines at its top level (functions and classes)."""
         found = self._names.get(path)
         if found is None:
-            try:
-                tree = ast.parse(self.index.text(path) or "")
-            except (SyntaxError, ValueError):
-                tree = ast.Module(body=[], type_ignores=[])
             kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-            found = self._names[path] = {n.name for n in tree.body if isinstance(n, kinds)}
+            found = self._names[path] = {n.name for n in self._tree(path).body if isinstance(n, kinds)}
         return found
+
+    def _origin(self, module: Path, name: str, hops: int = 0) -> Path | None:
+        """The workspace file that defines ``name`` as ``module`` exports it: ``module`` itself, or
+        the file a package's re-export (``from .nmn import YatNMN``) takes it from; None when
+        it cannot be told statically (a submodule, a third-party name, a dynamic export)."""
+        if name in self._defined(module):
+            return module
+        if hops >= _REEXPORT_HOPS:
+            return None
+        for node in ast.walk(self._tree(module)):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            for alias in node.names:
+                if (alias.asname or alias.name) != name and alias.name != "*":
+                    continue
+                base = self.index.modules.absolute(module, node.module or "", node.level)
+                source = self.index.modules.locate(base, module) if base else None
+                origin = (
+                    self._origin(real_path(source), name if alias.name == "*" else alias.name, hops + 1)
+                    if source
+                    else None
+                )
+                if origin is not None or alias.name != "*":
+                    return origin
+        return None
+
+    def _imported_elsewhere(self, example: Path, names: set[str], users: set[Path]) -> set[str]:
+        """The names of ``names`` that ``example`` binds only by importing them from workspace files
+        that define their own: a library with one API per framework has a ``YatNMN`` in each, and
+        a test of ``nmn.linen``'s mentions it without using ``nmn.nnx``'s. A name also reached as
+        an attribute (``nnx.YatNMN``) still counts."""
+        origins: dict[str, list[Path | None]] = {}
+        for node in ast.walk(self._tree(example)):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            base = self.index.modules.absolute(example, node.module or "", node.level)
+            for alias in node.names:
+                bound = alias.asname or alias.name
+                if bound in names and alias.name != "*":
+                    source = self.index.modules.locate(base, example) if base else None
+                    origins.setdefault(bound, []).append(
+                        self._origin(real_path(source), alias.name) if source else None
+                    )
+        text = self.index.text(example) or ""
+        return {
+            name
+            for name, where in origins.items()
+            if all(w is not None and w not in users for w in where) and not re.search(rf"\.\s*{name}\b", text)
+        }
 
     def _mentioned(self, path: Path) -> set[str]:
         found = self._words.get(path)
@@ -162,7 +221,8 @@ class ImportGraph:
         file of it (15 of 15). Those that use the file come first and alone: an example that
         reaches it without going through a package's re-exports (it imports the file, or a module
         that imports it, by name), or that names a function or class defined in it or in a module
-        that imports it so. Only when none does are all that reach it run."""
+        that imports it so (not one it imports from a file that defines its own: another
+        framework's ``YatNMN``). Only when none does are all that reach it run."""
         goal = real_path(target)
         found: list[tuple[int, int, int, ExampleSpec]] = []
         for order, example in enumerate(examples):
@@ -175,10 +235,11 @@ class ImportGraph:
         loaded = set().union(*(self.depths(item[3]) for item in found))
         users = {m for m in loaded if m.suffix == ".py" and goal in self._strictly(m, example=False)} | {goal}
         names = set().union(*(self._defined(m) for m in users))
-        using = [
-            item
-            for item in found
-            if goal in self._strictly(real_path(Path(str(item[3]["path"]))), example=True)
-            or names & self._mentioned(real_path(Path(str(item[3]["path"]))))
-        ]
+        using = [item for item in found if self._uses(real_path(Path(str(item[3]["path"]))), goal, names, users)]
         return [item[3] for item in using or found]
+
+    def _uses(self, example: Path, goal: Path, names: set[str], users: set[Path]) -> bool:
+        if goal in self._strictly(example, example=True):
+            return True
+        named = names & self._mentioned(example)
+        return bool(named and named - self._imported_elsewhere(example, named, users))
