@@ -6,7 +6,9 @@ back from what was learned, as ``jaxlsp learn`` then ``jaxlsp trace`` does for a
 - ``tests/helpers.py::make_diagonal``: takes a dataclass whose own ``__init__`` takes other
   arguments than its fields (equinox's ``GetKey``, lineax's 9 ``make_*_operator`` helpers);
 - ``pkg/means.py::Constant``: an NNX module that keeps an array as a plain attribute (GPJax's
-  ``Constant`` and ``Zero`` means)."""
+  ``Constant`` and ``Zero`` means);
+- ``tests/workspaces/learned_hooked``: a package its ``conftest.py`` imports through jaxtyping's
+  import hook (GPJax's), which a run of an example must still reach."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ import pytest
 from tests.cli.helpers import expanded, run
 
 WORKSPACE = Path(__file__).resolve().parents[1] / "workspaces" / "learned_objects"
+HOOKED = Path(__file__).resolve().parents[1] / "workspaces" / "learned_hooked"
 
 
 @pytest.fixture(scope="module")
@@ -78,3 +81,19 @@ def test_an_nnx_modules_plain_array_attribute_is_an_input_of_its_abstract_init(l
         ("args/0", "input", [5, 2]),
     ]
     assert [shapes[o["value"]] for o in data["outputs"]] == [[5, 1]]
+
+
+def test_a_run_reaches_a_target_whose_package_a_conftest_imports_through_jaxtypings_hook(
+    tmp_path: Path, cache: Path
+) -> None:
+    # jaxtyping's finder, put in front of the run's own by the conftest, loaded pkg/ops.py with
+    # its own loader: "finished without calling scale ... was never imported by the run" (every
+    # GPJax target an example replays)
+    root = tmp_path / "learned_hooked"
+    shutil.copytree(HOOKED, root, ignore=shutil.ignore_patterns("__pycache__"))
+    out = root / "graph.json"
+    traced = run(["trace", "pkg/ops.py::scale", "--from", "tests/test_ops.py", "-o", str(out)], cwd=root)
+    assert traced.returncode == 0, traced.stderr
+    data = expanded(out)
+    shapes = {v["id"]: v["shape"] for v in data["values"]}
+    assert [shapes[o["value"]] for o in data["outputs"]] == [[4, 2]]

@@ -35,7 +35,15 @@ from typing import TYPE_CHECKING, TypedDict, cast
 from jaxlsp.worker.core.failures import CaptureError, Workspace, first_paragraph, from_exception, user_frame_of
 from jaxlsp.worker.examples import runners
 from jaxlsp.worker.examples.calls import frame_arguments, without_defaults
-from jaxlsp.worker.examples.runners import HOOK_NAME, Delivered, Instrument, Rewrite, TargetFinder, run_example
+from jaxlsp.worker.examples.runners import (
+    HOOK_NAME,
+    Delivered,
+    Instrument,
+    Rewrite,
+    TargetFinder,
+    run_example,
+    target_code,
+)
 from jaxlsp.worker.protocol import ErrorKind, ExampleSpec, PathRoots, WorkerRequest, WorkerResult
 from jaxlsp.worker.tracing import limits
 
@@ -442,7 +450,8 @@ def capture_at_first_call(
 
     announce(request, "run")
     try:
-        outcome = run_example(example, hook, root)
+        with target_code(hook):
+            outcome = run_example(example, hook, root)
     except Delivered:
         outcome = None
     finally:

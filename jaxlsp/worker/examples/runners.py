@@ -18,7 +18,7 @@ import importlib.util
 import os
 import sys
 import types
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from jaxlsp.worker.core.failures import CaptureError, Workspace
@@ -217,6 +217,27 @@ class TargetFinder:
                 return spec
             return None
         return None
+
+
+@contextlib.contextmanager
+def target_code(hook: Watched) -> Iterator[None]:
+    """The target's file compiled with the hooks by any loader of source files that loads it: an
+    import hook put in front of :class:`TargetFinder` after it (jaxtyping's ``install_import_hook``
+    around a ``conftest.py``'s ``import pkg``, GPJax's tests) gave it a loader of its own, and
+    the run never saw the call ("... was never imported by the run")."""
+    original = importlib.machinery.SourceFileLoader.get_code
+
+    def get_code(loader: importlib.machinery.SourceFileLoader, fullname: str) -> types.CodeType | None:
+        path = loader.get_filename(fullname)
+        if os.path.realpath(path) == hook.path:
+            return hook.compile(loader.get_data(path), path)  # ours alone, as TargetFinder's loader
+        return original(loader, fullname)
+
+    importlib.machinery.SourceFileLoader.get_code = get_code  # type: ignore[method-assign,assignment]
+    try:
+        yield
+    finally:
+        importlib.machinery.SourceFileLoader.get_code = original  # type: ignore[method-assign]
 
 
 def run_example(

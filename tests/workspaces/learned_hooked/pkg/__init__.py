@@ -1,0 +1,1 @@
+from pkg.ops import scale as scale
