@@ -284,7 +284,7 @@ async def learn_async(
         # a target with no spellable call here keeps the example that reached it, to replay
         spelled = {_key(python, r) for r in records}
         unspelled = [r for r in _unspelled(result) if _key(python, r) not in spelled]
-        replayed = set(await asyncio.to_thread(replays.add, unspelled, python, example)) if unspelled else set()
+        replayed = set(replays.add(unspelled, python, example)) if unspelled else set()
         records += [r for r in unspelled if _key(python, r) in replayed]
         kept_count += len(replayed)
         taught = sorted({_relative_target(str(r["path"]), str(r["name"]), root) for r in records})
