@@ -93,12 +93,14 @@ class InputBuilder:
 
     def _symbolic_dims(self) -> dict[str, object]:
         if self.symbolic_names and not self._dims:
-            import jax
+            # imported by name: before JAX 0.8 (GPJax's lock has 0.7.1) ``import jax`` does not
+            # load it, and ``jax.export`` was an AttributeError on every symbolic trace
+            from jax import export
 
             names = [n for n in self.symbolic_names if _NAME.match(n)]
             if names:
-                self._scope = jax.export.SymbolicScope()
-                dims = jax.export.symbolic_shape(", ".join(names), scope=self._scope)
+                self._scope = export.SymbolicScope()
+                dims = export.symbolic_shape(", ".join(names), scope=self._scope)
                 self._dims = dict(zip(names, dims, strict=True))
         return self._dims
 
@@ -109,12 +111,12 @@ class InputBuilder:
         dims = self._symbolic_dims()
         if d in dims:
             return dims[d]
-        import jax
+        from jax import export
 
         if not dims and not self.symbolic_names:
             raise CaptureError("needs_input", f"dimension {d!r} has no size and is not declared symbolic")
         try:
-            dim: object = jax.export.symbolic_shape(d, scope=self._scope)[0]
+            dim: object = export.symbolic_shape(d, scope=self._scope)[0]
             return dim
         except Exception as exc:
             raise CaptureError("needs_input", f"dimension {d!r}: {exc}") from None
