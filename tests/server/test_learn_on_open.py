@@ -74,3 +74,16 @@ def test_the_setting_and_the_answer_kept_for_a_folder_and_those_below(tmp_path: 
     assert store.choice(repo / "sub") is True
     store.set(repo / "sub", False)
     assert (store.choice(repo / "sub"), store.choice(repo)) == (False, True)
+
+
+early = trusted_session("learn_open_early", "early", CONFIG, {"trusted": True, "learn": {"onOpen": True}})
+
+
+async def test_an_opened_files_targets_turn_live_from_the_first_test_that_teaches_them(early: JaxClient) -> None:
+    """tests/workspaces/learn_open_early: ``dense``'s inputs come from fixtures (no call site spells
+    them); test_fast.py teaches them in seconds, while test_slow.py, which imports the file too,
+    sleeps until its time limit ends the learn. The target is live before that."""
+    client = early
+    client.open("pkg/layers.py")
+    assert (await settled(client, "dense"))["state"] == "fresh"
+    assert _summaries(client) == []  # the learn is still running: test_slow.py has not ended

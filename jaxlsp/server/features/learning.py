@@ -145,7 +145,9 @@ class Learning:
         path = local_path(uri)
         if path is None or (opened and not self._dark(path)):
             return
-        await self.learn(uri, budget=ON_OPEN_BUDGET, scripts=False, confirm=self._confirm, quiet=True)
+        await self.learn(
+            uri, budget=ON_OPEN_BUDGET, scripts=False, confirm=self._confirm, quiet=True, live_as_learned=True
+        )
 
     async def _confirm(self, folder: Path) -> bool:
         """Asked once, with examples to run: the user's answer for ``folder``, kept when it is one."""
@@ -180,11 +182,15 @@ class Learning:
         scripts: bool = True,
         confirm: Callable[[Path], Awaitable[bool]] | None = None,
         quiet: bool = False,
+        live_as_learned: bool = False,
     ) -> wire.LearnShapesResult:
         """Run the examples of ``uri`` (a folder's, or those whose imports reach a file) within
         ``budget`` seconds; ``scripts=False``: test files only (what opening a file runs). With
         ``confirm``, only once it says yes for the folder, asked when there is something to run;
-        ``quiet``: the summary is logged, not shown (a run nobody asked for just now)."""
+        ``quiet``: the summary is logged, not shown (a run nobody asked for just now).
+        ``live_as_learned``: what is open is traced again after each example that taught a new
+        target, not once at the end: a file opened wants its shapes from the first test that calls
+        it, not after the slowest one that imports it (nmn's ``rotary_yat.py``: 13 test files)."""
         where, folder = self._target(uri)
         if not await self.trust.ensure(folder):
             raise JsonRpcException(
@@ -216,7 +222,14 @@ class Learning:
         async def run(request: dict[str, Any], exe: str, capture: CaptureOptions) -> Any:
             return await run_capture(request, exe, CaptureOptions(**{**capture.__dict__, "cancel": cancel}))
 
+        heard = 0  # targets learned when what is open was last traced again
+
         def progress(done: int, total: int, learned: int, example: learning.ExampleOutcome) -> None:
+            nonlocal heard
+            if live_as_learned and learned > heard:
+                heard = learned
+                for hear in self.after:
+                    hear(folder)
             if token is not None:
                 message = f"{done}/{total} examples, {learned} targets learned ({example.text}: {example.outcome})"
                 report = types.WorkDoneProgressReport(message=message, percentage=int(100 * done / total))
@@ -254,7 +267,7 @@ class Learning:
             self.ls.window_log_message(types.LogMessageParams(types.MessageType.Info, visible(message)))
         else:
             self.ls.window_show_message(types.ShowMessageParams(types.MessageType.Info, visible(message)))
-        if report.targets:
+        if report.targets and len(report.targets) > heard:
             for hear in self.after:
                 hear(folder)
         return cast(wire.LearnShapesResult, report.json())
