@@ -203,3 +203,17 @@ async def test_the_document_the_editor_shows_goes_first() -> None:
     fake.gate.set()
     await idle(scheduler)
     assert fake.calls == [A, B, C]
+
+
+async def test_a_burst_that_cancels_a_trace_before_it_began_frees_its_slot() -> None:
+    """Two submits in one turn of the loop (a learn's end touches every open file at once): the
+    first starts a trace, the second, a burst, cancels it before its task ever ran. Its slot must
+    be free again, or every later target stays queued (nmn: 148 targets, none traced after its
+    learn)."""
+    fake = Fake()
+    scheduler = LiveScheduler(run=fake, quiet=0.05, burst=0.3)
+    scheduler.submit([(A, "1")])  # not in a burst: starts at once
+    scheduler.submit([(B, "1")])  # same turn: a burst, which cancels A's task before it starts
+    await idle(scheduler)
+    assert set(fake.calls) == {A, B}
+    assert scheduler.statuses[A].state == FRESH and scheduler.statuses[B].state == FRESH
