@@ -554,7 +554,9 @@ def measure(
                 t0 = time.monotonic()
                 result = client.request(
                     "workspace/executeCommand",
-                    {"command": "jaxlsp.learnShapes", "arguments": [{"uri": root.as_uri()}]},
+                    # the run's budget, not the command's default (900 s): a --budget below it
+                    # left the request unanswered at budget + 120 s (lineax, interpax)
+                    {"command": "jaxlsp.learnShapes", "arguments": [{"uri": root.as_uri(), "budget": budget}]},
                     timeout=budget + 120.0,
                 )
                 learn_s = time.monotonic() - t0
