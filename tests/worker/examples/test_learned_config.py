@@ -5,7 +5,6 @@ default matmul precision) kept beside the call."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -23,16 +22,6 @@ def _table(*args: Any) -> dict[str, Any] | None:
     from jaxlsp.worker.examples.signatures import abstract
 
     return learned.profile_table("function", _target, None, abstract(list(args)), {}, {}, __file__, "_target")
-
-
-@pytest.fixture
-def x64() -> Iterator[None]:
-    before = bool(jax.config.jax_enable_x64)
-    jax.config.update("jax_enable_x64", True)
-    try:
-        yield
-    finally:
-        jax.config.update("jax_enable_x64", before)
 
 
 def test_numpy_64_bit_arrays_are_what_jax_computes_with_under_x64_off() -> None:

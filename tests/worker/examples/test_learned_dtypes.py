@@ -4,7 +4,6 @@ argument (interpax's ``_cubic2(x, f, axis, bc, dtype)``) and the 64-bit types a 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -22,16 +21,6 @@ def _table(*args: Any) -> dict[str, Any] | None:
     from jaxlsp.worker.examples.signatures import abstract
 
     return learned.profile_table("function", _target, None, abstract(list(args)), {}, {}, __file__, "_target")
-
-
-@pytest.fixture
-def x64() -> Iterator[None]:
-    before = bool(jax.config.jax_enable_x64)
-    jax.config.update("jax_enable_x64", True)
-    try:
-        yield
-    finally:
-        jax.config.update("jax_enable_x64", before)
 
 
 def test_an_arrays_dtype_passed_as_an_argument_is_written_as_its_jax_numpy_name() -> None:
