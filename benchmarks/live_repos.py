@@ -113,6 +113,11 @@ class Client:
         self.proc.stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
         self.proc.stdin.flush()
 
+    def open(self, file: str | Path, text: str, version: int = 1) -> None:
+        """``textDocument/didOpen`` of ``file`` (a Python file) with ``text``."""
+        document = {"uri": Path(file).as_uri(), "languageId": "python", "version": version, "text": text}
+        self.notify("textDocument/didOpen", {"textDocument": document})
+
     def notify(self, method: str, params: Any) -> None:
         self.send({"method": method, "params": params})
 
@@ -374,17 +379,7 @@ def open_learn(
             client = start(root, Path(cache), Path(cwd), learn_on_open=True)
             try:
                 opened = time.monotonic()
-                client.notify(
-                    "textDocument/didOpen",
-                    {
-                        "textDocument": {
-                            "uri": uri,
-                            "languageId": "python",
-                            "version": 1,
-                            "text": "\n".join(texts[file]),
-                        }
-                    },
-                )
+                client.open(file, "\n".join(texts[file]))
                 seconds: float | None = None
                 now: dict[str, str] = {}
                 while time.monotonic() - opened < wait:
@@ -528,17 +523,7 @@ def measure(
         client = start(root, Path(cache), Path(cwd))
         try:
             for file in files:
-                client.notify(
-                    "textDocument/didOpen",
-                    {
-                        "textDocument": {
-                            "uri": Path(file).as_uri(),
-                            "languageId": "python",
-                            "version": 1,
-                            "text": "\n".join(texts[file]),
-                        }
-                    },
-                )
+                client.open(file, "\n".join(texts[file]))
             settle_s = wait_settled(client, root, settle, "open")
             before_snap = snapshot(client, targets, texts, bodies)
             before_states, before_lines, owners, _ = before_snap
@@ -572,17 +557,7 @@ def measure(
                 for file in files:
                     client.notify("textDocument/didClose", {"textDocument": {"uri": Path(file).as_uri()}})
                 for file in files:
-                    client.notify(
-                        "textDocument/didOpen",
-                        {
-                            "textDocument": {
-                                "uri": Path(file).as_uri(),
-                                "languageId": "python",
-                                "version": 2,
-                                "text": "\n".join(texts[file]),
-                            }
-                        },
-                    )
+                    client.open(file, "\n".join(texts[file]), version=2)
                 wait_settled(client, root, settle, "after learn")
                 final_snap = snapshot(client, targets, texts, bodies)
                 final_states, final_lines, owners, _ = final_snap

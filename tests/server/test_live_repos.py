@@ -110,17 +110,7 @@ def test_the_lines_holding_a_jax_operation_and_the_symbolic_dimensions_are_count
     with tempfile.TemporaryDirectory() as cwd, tempfile.TemporaryDirectory() as cache:
         client = bench.start(figures_repo, Path(cache), Path(cwd))
         try:
-            client.notify(
-                "textDocument/didOpen",
-                {
-                    "textDocument": {
-                        "uri": Path(path).as_uri(),
-                        "languageId": "python",
-                        "version": 1,
-                        "text": "\n".join(texts[path]),
-                    }
-                },
-            )
+            client.open(path, "\n".join(texts[path]))
             bench.wait_settled(client, figures_repo, scaled(TRACE_WAIT), "open")
             snap = bench.snapshot(client, targets, texts, bodies)
             assert {name: t["state"] for (_, name), t in snap[0].items()} == {"pairwise": "fresh", "total": "fresh"}
