@@ -224,41 +224,32 @@ class LiveScheduler:
             self.changed()
 
     def _task_done(self, target: Target, task: asyncio.Task[None]) -> None:
-        """A trace's task ended. One cancelled before it first ran (a burst in the same turn of the
-        loop as the submit that started it: a learn's end touches every open file at once) never
-        ran ``_trace``'s ``finally``: its slot is freed here, else it is held for good and every
-        later target stays queued (nmn: 148 targets, none traced after its learn)."""
-        if self._running.get(target, (None, None))[1] is not task:
-            return  # ``_trace`` cleaned up after itself
-        del self._running[target]
-        status = self.statuses.get(target)
-        if status is not None and status.state == TRACING:
-            status.state = QUEUED if target in self._queue else status.settled or QUEUED
+        """A slot's task ended, however it did: its slot is freed and the next queued trace starts.
+        Freed here, not in ``_trace``: a task cancelled before it first ran (a burst in the same
+        turn of the loop as the submit that started it: a learn's end touches every open file at
+        once) never runs ``_trace`` at all, and its slot was held for good, every later target
+        queued (nmn: 148 targets, none traced after its learn)."""
+        if self._running.get(target, (None, None))[1] is task:  # not replaced by a newer text's trace
+            del self._running[target]
+            status = self.statuses.get(target)
+            if status is not None and status.state == TRACING:  # no outcome: queued again if still wanted
+                status.state = QUEUED if target in self._queue else status.settled or QUEUED
         self._kick()
 
     async def _trace(self, target: Target, fingerprint: str) -> None:
-        """One live trace in its slot: its outcome recorded, then the next queued one started."""
+        """One live trace in its slot, its outcome recorded (``_task_done`` frees the slot)."""
         task = asyncio.ensure_future(self.run(target))
         try:
-            outcome: Outcome | None = await asyncio.shield(task)
+            outcome = await asyncio.shield(task)
         except asyncio.CancelledError:
             if not task.done():
                 task.cancel()  # cancelling this slot cancels its capture (its processes are killed)
-            outcome = None  # superseded, preempted or turned off: queued again if still wanted
+            return  # superseded, preempted or turned off: queued again if still wanted
         except Exception as exc:  # a bug of ours: the target fails, the queue goes on
             log.exception("live trace of %s failed", target.name)
             outcome = Outcome(FAILED, f"jaxlsp failed: {type(exc).__name__}: {exc}")
-        finally:
-            if self._running.get(target, (None, None))[1] is asyncio.current_task():
-                del self._running[target]
-        if outcome is None:
-            status = self.statuses.get(target)
-            if status is not None and status.state == TRACING and target not in self._running:
-                status.state = QUEUED if target in self._queue else status.settled or QUEUED
-        else:
-            self._record(target, fingerprint, outcome)
-            self.changed()
-        self._kick()
+        self._record(target, fingerprint, outcome)
+        self.changed()
 
     def _record(self, target: Target, fingerprint: str, outcome: Outcome) -> None:
         before = self.statuses.get(target)
