@@ -28,7 +28,7 @@ def test_moved_puts_every_array_on_the_device_and_keeps_other_leaves() -> None:
     device = jax.devices("cpu")[0]
     host = np.arange(3.0)
     tree: Any = ((jnp.ones((2, 3)), {"w": jnp.zeros(4, jnp.int32), "n": 3}), host, None, ["tag", jnp.float32(2.0)])
-    moved = trace._moved(tree, device)
+    moved: Any = trace._moved(tree, device)
     (args, params), numpy_leaf, nothing, extra = moved
     assert args.devices() == {device} and params["w"].devices() == {device}
     assert params["w"].dtype == jnp.int32 and params["n"] == 3
