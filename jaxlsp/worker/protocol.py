@@ -2,7 +2,10 @@
 
 The client writes one ``WorkerRequest`` as JSON to the worker's stdin and reads one
 ``WorkerResult`` as JSON from a private pipe (fd given in ``WorkerRequest.resultFd``); whatever
-the user's code prints goes to stdout/stderr and comes back as logs, never into the result.
+the user's code prints goes to stdout/stderr and comes back as logs, never into the result. Ahead
+of the result the pipe may carry progress lines, each starting with ``#`` (JSON never does):
+``#phase NAME`` when a phase starts, and, in a learning run, ``#learned [records]``, the signature
+records made since the last such line (the result's ``signatures`` holds them all again).
 
 Input specs arrive validated and resolved by :mod:`jaxlsp.recipes` (named dimensions replaced
 by their sizes, missing seeds filled with the profile's): the worker only builds them.

@@ -87,3 +87,17 @@ async def test_an_opened_files_targets_turn_live_from_the_first_test_that_teache
     client.open("pkg/layers.py")
     assert (await settled(client, "dense"))["state"] == "fresh"
     assert _summaries(client) == []  # the learn is still running: test_slow.py has not ended
+
+
+streaming = trusted_session("learn_open_stream", "streaming", CONFIG, {"trusted": True, "learn": {"onOpen": True}})
+
+
+async def test_a_target_turns_live_from_its_first_call_while_its_test_file_still_runs(streaming: JaxClient) -> None:
+    """tests/workspaces/learn_open_stream: one test file calls ``dense`` in its first test and then
+    sleeps in its second, until the learn's limit stops it. The call the worker recorded reaches
+    the store as it is made (a ``#learned`` line on the result pipe), so ``dense`` is live while
+    the file runs, not after it ends."""
+    client = streaming
+    client.open("pkg/layers.py")
+    assert (await settled(client, "dense"))["state"] == "fresh"
+    assert _summaries(client) == []  # the learn is still running: its only test file has not ended

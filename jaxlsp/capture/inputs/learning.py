@@ -25,7 +25,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jaxlsp.capture.inputs.examplecache import CachedExample, ExampleCache, kept
 from jaxlsp.capture.inputs.importers import ImportGraph
@@ -34,6 +34,9 @@ from jaxlsp.capture.inputs.replays import ReplayStore
 from jaxlsp.capture.inputs.signatures import SignatureStore
 from jaxlsp.capture.launch.options import CaptureOptions
 from jaxlsp.worker.protocol import ExampleSpec
+
+if TYPE_CHECKING:  # imported where used: the CLI's early worker starts before asyncio is imported
+    import asyncio
 
 EXAMPLE_TIMEOUT = 120.0  # seconds one example may run by default, at least (example_limit); sooner once idle
 BUDGET = 900.0  # seconds for the whole run
@@ -156,6 +159,35 @@ def request_for(example: ExampleSpec, root: Path, idle: float, deadline: float) 
     }
 
 
+class _Streamed:
+    """The records one running example sends (``CaptureOptions.on_learned``, heard on the event
+    loop), kept one batch after another in order by ``keep``; :meth:`close` waits for those heard."""
+
+    def __init__(self, keep: Callable[[list[dict[str, Any]]], Awaitable[None]]) -> None:
+        self.keep = keep
+        self.tail: asyncio.Future[None] | None = None
+
+    def heard(self, records: list[dict[str, Any]]) -> None:
+        import asyncio
+
+        records = [r for r in records if r.get("path") and r.get("name")]
+        if records:
+            self.tail = asyncio.ensure_future(self._after(self.tail, records))
+
+    async def _after(self, before: asyncio.Future[None] | None, records: list[dict[str, Any]]) -> None:
+        import asyncio
+
+        if before is not None:
+            await asyncio.gather(before, return_exceptions=True)  # a batch that failed to keep: the result has it
+        await self.keep(records)
+
+    async def close(self) -> None:
+        import asyncio
+
+        if self.tail is not None:
+            await asyncio.gather(self.tail, return_exceptions=True)
+
+
 def learn(root: Path, examples: list[ExampleSpec], python: str, **options: Any) -> LearnReport:
     """:func:`learn_async` for callers without an event loop (the CLI). Ctrl-C kills the workers."""
     import asyncio
@@ -209,11 +241,14 @@ async def learn_async(
     graph: ImportGraph | None = None,
     jobs: int | None = None,
     progress: Callable[[int, int, int, ExampleOutcome], None] | None = None,
+    taught: Callable[[int], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
     run: Callable[[dict[str, Any], str, CaptureOptions], Awaitable[Any]] | None = None,
 ) -> LearnReport:
     """Run the examples, up to ``jobs`` side by side (the machine's cores), each in its own
     worker at low priority; ``progress(done, total, targets learned, outcome)`` after each one.
+    What an example records is kept as it runs (the worker sends it at once): ``taught(targets
+    learned)`` whenever that teaches a new target, before the example ends.
     With a ``cache``, an example whose loaded sources are unchanged since it taught what the store
     still holds is not run (outcome ``cached``), and each run is kept there. The answer comes within
     ``budget`` seconds: an example still running then is stopped (what it delivered by then is
@@ -262,6 +297,15 @@ async def learn_async(
         text = str(examples[index]["text"])
         finish(index, ExampleOutcome(text, "cached", f"{text} not run: nothing it loads changed", hit.learned, 0.0))
 
+    async def keep_streamed(records: list[dict[str, Any]], text: str) -> None:
+        """Records a running example sent: kept now, and the targets they teach said at once."""
+        await asyncio.to_thread(store.add, records, python, text)
+        new = {_relative_target(str(r.get("path")), str(r.get("name")), root) for r in records} - learned
+        if new:
+            learned.update(new)
+            if taught is not None:
+                taught(len(learned))
+
     async def one(index: int, example: ExampleSpec, slots: asyncio.Semaphore) -> None:
         async with slots:
             left = ends - time.monotonic()
@@ -269,7 +313,8 @@ async def learn_async(
                 return  # never started: the report says why the run ended early
             limit = min(own_limit, left)
             t0 = time.monotonic()
-            options = CaptureOptions(timeout=limit, example_timeout=limit)
+            streamed = _Streamed(lambda records: keep_streamed(records, str(example["text"])))
+            options = CaptureOptions(timeout=limit, example_timeout=limit, on_learned=streamed.heard)
             try:
                 outcome = await runner(request_for(example, root, idle, limit), python, options)
             except asyncio.CancelledError:
@@ -277,6 +322,8 @@ async def learn_async(
                 cut.add(index)
                 finish(index, ExampleOutcome(text, "timeout", f"{text} stopped: out of time", 0, time.monotonic() - t0))
                 raise
+            finally:
+                await streamed.close()
             seconds = time.monotonic() - t0
         result = getattr(outcome, "result", {}) or {}
         records = list(result.get("signatures") or [])

@@ -22,6 +22,7 @@ EXAMPLE_TIMEOUT: Final = 300.0
 
 LogCallback = Callable[[str, str], None]  # (stream "stdout" | "stderr", text)
 PhaseCallback = Callable[[str], None]  # the worker starts a phase: "import", "trace", "build"
+LearnedCallback = Callable[[list[dict[str, Any]]], None]  # a learning run's records, sent as it runs
 
 
 class _Default(enum.Enum):
@@ -39,20 +40,22 @@ class CaptureOptions:
     """``timeout``: seconds before the worker is killed. ``memory_mb``: its address-space cap
     (None: none). ``on_log(stream, text)`` hears output as it arrives (the head of each stream
     only; the outcome keeps head and tail); ``on_phase(name)`` hears the worker start ``import``,
-    ``trace`` and ``build``. ``cancel`` set: the capture's process group is killed at once and
-    :class:`asyncio.CancelledError` raised (cancelling the calling task does the same).
-    ``example_timeout``: the limit instead when the capture runs one of the workspace's examples
-    up to the target's call (a caller's own ``timeout`` sets both). ``reuse`` (live traces): when
-    the target's files changed since its newest kept trace only where their syntax trees stay the
-    same, that trace's graph with its positions moved stands for a capture (capture/reuse.py),
-    and an NNX or Equinox model's init snapshot may stand for its constructor
-    (worker/reuse/initsnap.py); without it (the user's own trace) everything runs."""
+    ``trace`` and ``build``; ``on_learned(records)`` hears a learning run's new signature records
+    while its example runs (the result holds them all again). ``cancel`` set: the capture's
+    process group is killed at once and :class:`asyncio.CancelledError` raised (cancelling the
+    calling task does the same). ``example_timeout``: the limit instead when the capture runs one
+    of the workspace's examples up to the target's call (a caller's own ``timeout`` sets both).
+    ``reuse`` (live traces): when the target's files changed since its newest kept trace only
+    where their syntax trees stay the same, that trace's graph with its positions moved stands
+    for a capture (capture/reuse.py), and an NNX or Equinox model's init snapshot may stand for
+    its constructor (worker/reuse/initsnap.py); without it (the user's own trace) everything runs."""
 
     timeout: float = DEFAULT_TIMEOUT
     example_timeout: float = EXAMPLE_TIMEOUT
     memory_mb: MemoryLimit = DEFAULT
     on_log: LogCallback | None = None
     on_phase: PhaseCallback | None = None
+    on_learned: LearnedCallback | None = None
     cancel: asyncio.Event | None = None
     reuse: bool = False
 

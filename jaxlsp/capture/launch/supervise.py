@@ -20,6 +20,7 @@ import asyncio
 import codecs
 import contextlib
 import glob
+import json
 import logging
 import os
 import re
@@ -33,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol, cast
 
 from jaxlsp.capture.launch import phases
-from jaxlsp.capture.launch.options import CaptureOptions, Launch, LogCallback, PhaseCallback
+from jaxlsp.capture.launch.options import CaptureOptions, Launch, LearnedCallback, LogCallback, PhaseCallback
 from jaxlsp.graph import collector, slices
 from jaxlsp.offloop import off_loop
 from jaxlsp.worker.protocol import ErrorInfo, ErrorKind, ErrorKindName, WorkerResult
@@ -203,14 +204,21 @@ def result_limit(request: Mapping[str, Any]) -> int:
 
 
 class _ResultSink:
-    """The result pipe: ``#phase NAME`` lines (the worker's progress), then one JSON result."""
+    """The result pipe: ``#phase NAME`` and ``#learned [records]`` lines (the worker's progress),
+    then one JSON result."""
 
-    def __init__(self, limit: int = RESULT_LIMIT, on_phase: PhaseCallback | None = None) -> None:
+    def __init__(
+        self,
+        limit: int = RESULT_LIMIT,
+        on_phase: PhaseCallback | None = None,
+        on_learned: LearnedCallback | None = None,
+    ) -> None:
         self.data = bytearray()
         self.limit = limit
         self.overflow = False
         self.size = 0  # every byte that arrived, the ones past an overflow too (for the refusal's figures)
         self.on_phase = on_phase
+        self.on_learned = on_learned
         self.preamble = True  # still reading phase lines
 
     def __call__(self, data: bytes) -> None:
@@ -237,6 +245,16 @@ class _ResultSink:
                     self.on_phase(value)
                 except Exception:
                     log.exception("on_phase callback failed")
+            elif kind == "learned" and self.on_learned is not None:
+                try:
+                    records = json.loads(value)
+                except ValueError:
+                    continue  # a line cut short: the result holds every record again
+                if isinstance(records, list):
+                    try:
+                        self.on_learned([r for r in records if isinstance(r, dict)])
+                    except Exception:
+                        log.exception("on_learned callback failed")
 
 
 # -- the process group ----------------------------------------------------------------------------
@@ -339,7 +357,7 @@ async def supervise(
     out, err, res = (
         _StreamSink("stdout", on_log),
         _StreamSink("stderr", on_log),
-        _ResultSink(launch.result_bytes or RESULT_LIMIT, on_phase=on_phase),
+        _ResultSink(launch.result_bytes or RESULT_LIMIT, on_phase=on_phase, on_learned=options.on_learned),
     )
     readers = [
         PipeReader(loop, pipes.stdout, out),

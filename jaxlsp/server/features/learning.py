@@ -188,9 +188,10 @@ class Learning:
         ``budget`` seconds; ``scripts=False``: test files only (what opening a file runs). With
         ``confirm``, only once it says yes for the folder, asked when there is something to run;
         ``quiet``: the summary is logged, not shown (a run nobody asked for just now).
-        ``live_as_learned``: what is open is traced again after each example that taught a new
-        target, not once at the end: a file opened wants its shapes from the first test that calls
-        it, not after the slowest one that imports it (nmn's ``rotary_yat.py``: 13 test files)."""
+        ``live_as_learned``: what is open is traced again as soon as a running example teaches a
+        new target, not once at the end: a file opened wants its shapes from the first test that
+        calls it, not after the slowest one that imports it (nmn's ``rotary_yat.py``: 13 test
+        files) nor after the rest of that test's file (interpax: 260 s)."""
         where, folder = self._target(uri)
         if not await self.trust.ensure(folder):
             raise JsonRpcException(
@@ -224,12 +225,15 @@ class Learning:
 
         heard = 0  # targets learned when what is open was last traced again
 
-        def progress(done: int, total: int, learned: int, example: learning.ExampleOutcome) -> None:
+        def taught(learned: int) -> None:
             nonlocal heard
             if live_as_learned and learned > heard:
                 heard = learned
                 for hear in self.after:
                     hear(folder)
+
+        def progress(done: int, total: int, learned: int, example: learning.ExampleOutcome) -> None:
+            taught(learned)
             if token is not None:
                 message = f"{done}/{total} examples, {learned} targets learned ({example.text}: {example.outcome})"
                 report = types.WorkDoneProgressReport(message=message, percentage=int(100 * done / total))
@@ -245,6 +249,7 @@ class Learning:
                 graph=graph,
                 budget=budget or learning.BUDGET,
                 progress=progress,
+                taught=taught,
                 run=run,
             )
         except asyncio.CancelledError:

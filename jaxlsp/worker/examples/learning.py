@@ -23,12 +23,13 @@ import time
 import types
 
 from jaxlsp.worker.core.failures import CaptureError, Workspace, first_paragraph
-from jaxlsp.worker.core.phases import announce
+from jaxlsp.worker.core.phases import announce, send_learned
 from jaxlsp.worker.examples import signatures
 from jaxlsp.worker.examples.runners import Rewrite, run_example
 from jaxlsp.worker.protocol import WorkerRequest
 
 DEFAULT_IDLE = 20.0  # seconds without a new signature after which an example has taught what it will
+STREAM_EVERY = 0.5  # seconds between two sends of new records while the example runs
 MARGIN = 0.15  # the share of the deadline kept for writing the result before the client's kill
 
 
@@ -68,10 +69,14 @@ def learn(request: WorkerRequest, workspace: Workspace, timings: dict[str, float
     announce(request, "run")
     started = time.monotonic()
     fd = request.get("resultFd")
-    if isinstance(fd, int) and fd >= 0:
+    stream = _Stream(fd if isinstance(fd, int) else -1)
+    if stream.fd >= 0:
         stop_at = started + float(deadline) * (1 - MARGIN) if deadline else None
         watch = threading.Thread(
-            target=_watch, args=(request, recorder, timings, idle, stop_at, started), name="jaxlsp-learn", daemon=True
+            target=_watch,
+            args=(request, recorder, timings, idle, stop_at, started, stream),
+            name="jaxlsp-learn",
+            daemon=True,
         )
         watch.start()
     argv = sys.argv[:]
@@ -79,6 +84,7 @@ def learn(request: WorkerRequest, workspace: Workspace, timings: dict[str, float
         how, exc, detail = run_example(example, Unwatched(workspace), root, first_cases_first=True)
     finally:
         sys.argv[:] = argv
+        stream.close()  # the result comes next on the same pipe, whole: nothing may cut into it
     timings["run"] = time.monotonic() - started
     cause = f": {first_paragraph(exc)}" if exc is not None else ""
     extra["learn"] = {
@@ -88,6 +94,33 @@ def learn(request: WorkerRequest, workspace: Workspace, timings: dict[str, float
     }
 
 
+class _Stream:
+    """The records sent so far on the result pipe while the example runs; closed before the result
+    is written there, by whichever thread writes it (one lock: a line never cuts into the result)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.sent = 0
+        self.lock = threading.Lock()
+        self.closed = fd < 0
+
+    def send(self, records: list[dict[str, object]]) -> None:
+        with self.lock:
+            fresh = records[self.sent :]
+            if self.closed or not fresh:
+                return
+            try:
+                send_learned(self.fd, fresh)
+            except (OSError, TypeError, ValueError):
+                self.closed = True  # the client is gone, or a record JSON cannot take: the result still has them
+                return
+            self.sent += len(fresh)
+
+    def close(self) -> None:
+        with self.lock:
+            self.closed = True
+
+
 def _watch(
     request: WorkerRequest,
     recorder: signatures.Recorder,
@@ -95,8 +128,11 @@ def _watch(
     idle: float,
     stop_at: float | None,
     started: float,
+    stream: _Stream,
 ) -> None:
-    """Deliver what was learned and end the process, once the run is idle or out of time."""
+    """Send new records as they come; deliver what was learned and end the process, once the run is
+    idle or out of time."""
+    sent_at = 0.0
     while True:
         time.sleep(0.1)
         now = time.monotonic()
@@ -104,6 +140,10 @@ def _watch(
         late = stop_at is not None and now >= stop_at
         if quiet or late:
             break
+        if now - sent_at >= STREAM_EVERY and len(recorder.records) > stream.sent:
+            stream.send(list(recorder.records))
+            sent_at = now
+    stream.close()
     timings["run"] = now - started
     why = f"stopped: nothing new for {idle:.0f} s" if quiet else "stopped at its deadline"  # idle: a script
     result = {
@@ -124,7 +164,7 @@ def _watch(
             view = view[os.write(fd, view) :]
         os.close(fd)
     finally:
-        for stream in (sys.stdout, sys.stderr):
+        for output in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
-                stream.flush()
+                output.flush()
         os._exit(0)
