@@ -360,18 +360,26 @@ def operation_figures(
 
 
 def open_learn(
-    root: Path, files: list[str], wanted: dict[str, set[str]], texts: dict[str, list[str]], wait: float
+    root: Path,
+    files: list[str],
+    wanted: dict[str, set[str]],
+    texts: dict[str, list[str]],
+    wait: float,
+    learnable: dict[str, set[str]] | None = None,
 ) -> dict[str, Any]:
     """Per file, a first open with ``learn.onOpen`` on: a fresh server and per-user cache each
     (nothing learned before, nothing cached), only that file opened; the seconds until every target
     of it the repository calls (``wanted[file]``, target names) is fresh at once in
-    ``jaxlsp/liveStatus``. A file whose targets are not all fresh by ``wait`` seconds, or once its
-    learn has said its summary and everything settled, has no seconds (counted as never in the
-    median)."""
+    ``jaxlsp/liveStatus`` (``seconds``), and until every one of them that a folder learn makes
+    fresh is (``learnable[file]``: ``seconds_learnable``; a file with none has no such figure). A
+    file whose targets are not all fresh by ``wait`` seconds, or once its learn has said its summary
+    and everything settled, has no seconds (counted as never in the median); the wait ends early
+    once its learnable targets are all fresh (the others are dark after a whole folder learn)."""
     per_file: list[dict[str, Any]] = []
     for file in files:
         uri = Path(file).as_uri()
         names = wanted[file]
+        can = (learnable or {}).get(file, names) & names
         with (
             tempfile.TemporaryDirectory(prefix="jaxlsp-live-repos-") as cwd,
             tempfile.TemporaryDirectory(prefix="jaxlsp-live-repos-cache-") as cache,
@@ -381,14 +389,24 @@ def open_learn(
                 opened = time.monotonic()
                 client.open(file, "\n".join(texts[file]))
                 seconds: float | None = None
+                seconds_learnable: float | None = None
+                first_fresh: dict[str, float] = {}
                 now: dict[str, str] = {}
                 while time.monotonic() - opened < wait:
                     client.pump(0.5)
                     latest = client.live[-1]["targets"] if client.live else []
                     now = {t["name"]: t["state"] for t in latest if t["uri"] == uri and t["name"] in names}
+                    at = time.monotonic() - opened
+                    for name, st in now.items():
+                        if st == "fresh":
+                            first_fresh.setdefault(name, round(at, 1))
+                    if can and seconds_learnable is None and all(now.get(name) == "fresh" for name in can):
+                        seconds_learnable = at
                     if all(now.get(name) == "fresh" for name in names):
-                        seconds = time.monotonic() - opened
+                        seconds = at
                         break
+                    if seconds_learnable is not None and can != names:
+                        break  # what a folder learn makes fresh is; the rest stays dark after one
                     if _learned_log(client) and settled(client):
                         break  # learned, traced again on it, and still not all fresh
                 summary = _learned_log(client)
@@ -396,19 +414,29 @@ def open_learn(
                     {
                         "file": os.path.relpath(file, root),
                         "called": len(names),
+                        "learnable": len(can),
                         "fresh": sum(state == "fresh" for state in now.values()),
                         "seconds": None if seconds is None else round(seconds, 1),
+                        "seconds_learnable": None if seconds_learnable is None else round(seconds_learnable, 1),
+                        "first_fresh": first_fresh,
                         "learn": summary[:300] if summary else None,
                     }
                 )
                 print(f"{root.name} open {per_file[-1]}", file=sys.stderr, flush=True)
             finally:
                 client.close()
-    ordered = sorted(math.inf if f["seconds"] is None else float(f["seconds"]) for f in per_file)
-    median = statistics.median(ordered) if ordered else None
+
+    def median_of(key: str, files: list[dict[str, Any]]) -> float | None:
+        ordered = sorted(math.inf if f[key] is None else float(f[key]) for f in files)
+        found = statistics.median(ordered) if ordered else None
+        return None if found is None or math.isinf(found) else round(found, 1)
+
+    with_learnable = [f for f in per_file if f["learnable"]]
     return {
         "files": per_file,
-        "median_seconds": None if median is None or math.isinf(median) else round(median, 1),
+        "median_seconds": median_of("seconds", per_file),
+        "median_seconds_learnable": median_of("seconds_learnable", with_learnable),
+        "files_with_learnable": len(with_learnable),
         "not_fresh": sum(f["seconds"] is None for f in per_file),
         "wait_seconds": wait,
     }
@@ -478,6 +506,46 @@ def figures(
         "called_body_lines": len(called_lines),
         "called_lines_with_shape": sum(lines[k] for k in called_lines),
     }
+
+
+def _wanted(targets: list[dict[str, Any]], called: set[str]) -> dict[str, set[str]]:
+    """The names of the called targets, by file."""
+    wanted: dict[str, set[str]] = {}
+    for target in targets:
+        if target_key(target) in called:
+            wanted.setdefault(target["path"], set()).add(str(target["name"]))
+    return wanted
+
+
+def measure_open(
+    root: Path, previous: Path, calls_cache: Path, open_wait: float, open_files: int | None
+) -> dict[str, Any]:
+    """Learn on open alone (``--open-only PREVIOUS``): which targets the repository calls from the
+    calls cache, and which of them a folder learn makes fresh from a whole run's figures
+    (``PREVIOUS``, its ``dark_called``); no measured server, no folder learn. The calls audit
+    runs when the cache has no answer for the repository yet."""
+    root = root.resolve()
+    targets = [t for t in discover(root) if t["path"].endswith(".py")]
+    cached = calls_cache / f"{root.name}.json"
+    if not cached.exists():  # the audit, once (minutes)
+        reached = calls(root, targets, 900.0)
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        relative = sorted(os.path.relpath(k, root) for k in reached["called"])
+        cached.write_text(json.dumps({**reached, "called": relative}))
+    kept = json.loads(cached.read_text())
+    called = {str(root / k) if not os.path.isabs(k) else k for k in kept["called"]}
+    called -= {target_key(t) for t in targets if _is_test(t)}
+    before = json.loads(previous.read_text())
+    before = before[0] if isinstance(before, list) else before
+    dark = {str(d["target"]) for d in before.get("dark_called") or []}
+    wanted = _wanted(targets, called)
+    learnable: dict[str, set[str]] = {}
+    for target in targets:
+        if target_key(target) in called and f"{os.path.relpath(target['path'], root)}::{target['name']}" not in dark:
+            learnable.setdefault(target["path"], set()).add(str(target["name"]))
+    texts = {file: Path(file).read_text(encoding="utf-8", errors="replace").splitlines() for file in wanted}
+    opening = open_learn(root, sorted(wanted)[:open_files], wanted, texts, open_wait, learnable)
+    return {"repo": root.name, "called": len(called), "open_learn": opening, "dark_from": str(previous)}
 
 
 def measure(
@@ -582,11 +650,12 @@ def measure(
     if learn and open_wait > 0 and open_files != 0:
         # A user opens one file and waits for its shapes: each file that defines a target the
         # repository calls, opened alone in a fresh server with learn on open.
-        wanted: dict[str, set[str]] = {}
+        wanted = _wanted(targets, called)
+        learnable: dict[str, set[str]] = {}
         for target in targets:
-            if target_key(target) in called:
-                wanted.setdefault(target["path"], set()).add(str(target["name"]))
-        opening = open_learn(root, sorted(wanted)[:open_files], wanted, texts, open_wait)
+            if target_key(target) in called and state_of(final_states, target)["state"] == "fresh":
+                learnable.setdefault(target["path"], set()).add(str(target["name"]))
+        opening = open_learn(root, sorted(wanted)[:open_files], wanted, texts, open_wait, learnable)
     final = list(final_states.values())
     owned_fresh = {target_key(t) for t in targets if state_of(final_states, t)["state"] == "fresh"}
     fresh_lines = [k for k, o in owners.items() if o & owned_fresh and k in final_lines]
@@ -859,7 +928,24 @@ def main() -> None:
     parser.add_argument(
         "--no-pytest", action="store_true", help="do not run the repository's own pytest beside the learn"
     )
+    parser.add_argument(
+        "--open-only",
+        type=Path,
+        metavar="PREVIOUS_JSON",
+        help="only the learn-on-open figures, with --calls-cache and a whole run's figures saying what a folder"
+        " learn makes fresh",
+    )
     args = parser.parse_args()
+    if args.open_only is not None:
+        if args.calls_cache is None:
+            parser.error("--open-only needs --calls-cache (which targets the repository calls)")
+        found = [
+            measure_open(repo, args.open_only, args.calls_cache, args.open_wait, args.open_files) for repo in args.repos
+        ]
+        print(json.dumps(found, indent=1), flush=True)
+        if args.json:
+            args.json.write_text(json.dumps(found, indent=1))
+        return
     repos = args.repos or (sorted(p for p in DEFAULT_REPOS.iterdir() if p.is_dir()) if DEFAULT_REPOS.is_dir() else [])
     if not repos:
         print(f"live_repos: skipped (no repository given and none in {DEFAULT_REPOS})")
@@ -918,9 +1004,12 @@ def main() -> None:
                 median = opening["median_seconds"]
                 missed = missed or median is None or median > OPEN_BAR
                 shown = "never" if median is None else f"{median} s"
+                learnable = opening.get("median_seconds_learnable")
                 line += (
                     f"; learn on open: called targets fresh in {shown} (median of {len(opening['files'])} files,"
-                    f" {opening['not_fresh']} not fresh; bar {OPEN_BAR:.0f} s)"
+                    f" {opening['not_fresh']} not fresh; bar {OPEN_BAR:.0f} s), those a folder learn makes fresh"
+                    f" in {'never' if learnable is None else f'{learnable} s'}"
+                    f" (median of {opening.get('files_with_learnable', 0)} files)"
                 )
         print(line, flush=True)
     if missed:
