@@ -379,7 +379,7 @@ def open_learn(
     for file in files:
         uri = Path(file).as_uri()
         names = wanted[file]
-        can = (learnable or {}).get(file, names) & names
+        can = names if learnable is None else learnable.get(file, set()) & names
         with (
             tempfile.TemporaryDirectory(prefix="jaxlsp-live-repos-") as cwd,
             tempfile.TemporaryDirectory(prefix="jaxlsp-live-repos-cache-") as cache,
