@@ -46,7 +46,7 @@ from jaxlsp.capture.launch.options import CaptureOptions
 from jaxlsp.capture.launch.spare import SparePool
 from jaxlsp.capture.launch.speculate import capture_speculatively, initialisers_of, is_init_snapshot, structure_of
 from jaxlsp.capture.launch.supervise import CaptureOutcome
-from jaxlsp.capture.learnedretry import concrete_retry
+from jaxlsp.capture.learnedretry import concrete_retry, replay_retry
 from jaxlsp.graph import io, slices
 from jaxlsp.graph.compact import CompactFile, Packed
 from jaxlsp.graph.model import COMPACT_VERSION, Graph
@@ -196,6 +196,7 @@ class CaptureService:
                 failures.append(exc)
                 following = next_example(prepared, exc)
                 following = following or concrete_retry(prepared, exc)  # learned symbolic dims that failed
+                following = following or replay_retry(prepared, exc)  # a learned call failed at a value check
                 left = deadline - time.monotonic()
                 if following is None or left < MIN_FALLBACK_SECONDS:
                     raise _all_of(failures) from None

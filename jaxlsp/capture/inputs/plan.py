@@ -257,6 +257,7 @@ def _learned(
     if not req.signatures:
         return None
     from jaxlsp.capture.inputs import signatures
+    from jaxlsp.capture.inputs.replays import ReplayStore
 
     try:
         python = select_interpreter(
@@ -270,8 +271,12 @@ def _learned(
     except OSError:
         return None
     target = selected.proposal["target"] if isinstance(selected, NeedsInput) else selected.table["target"]
-    if found is None:
-        return _replayed(req, python, file, base, selected, str(target), store)
+    # a learned call that failed to trace where the test that made it runs (a value check:
+    # capture/learnedretry.py) replays that test first, as long as the failure holds
+    if found is None or ReplayStore.beside(store).failed_first(python, file, req.name):
+        replayed = _replayed(req, python, file, base, selected, str(target), store)
+        if replayed is not None or found is None:
+            return replayed
     # A values or timed run needs arrays: where the learned calls disagree on a size (a symbolic
     # table), it runs on the newest call the program really made, not on sizes asked for.
     concrete = (req.values is not None or req.time is not None) and found.newest is not None
@@ -317,7 +322,7 @@ def _replayed(
     if not isinstance(made, Resolved):
         return None
     origin = Origin("learned", project_root_for(req), example=kept.spec(), base=base)
-    origin.note = f"inputs from {kept.text()} (learned example)"
+    origin.note = kept.note()
     return made, origin
 
 

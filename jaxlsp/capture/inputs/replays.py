@@ -9,6 +9,13 @@ running. Input planning (``plan.py``) replays that example up to the target's fi
 ``jaxlsp trace --from`` does, when the target has no spellable learned call (which wins: it needs
 no run).
 
+Every learned target keeps its example here, a spelled call's too (issue 56): a learned call
+spells shapes and dtypes only, so a target that checks its arguments' values while it runs
+(interpax's ``PPoly``: ``if jnp.any(dx < 0): raise``) fails to trace on it; the capture then
+replays the example instead (``capture/learnedretry.py``), and :meth:`ReplayStore.mark_failed`
+makes planning replay it first from then on, until the target's file or the failing line's file
+changes.
+
 Freshness is a learned call's: a kept example is used while every file of the call's chain (the
 callers' files, the test file among them) hashes as it did, and dropped once one changed (the
 call may no longer be made). The target's own file is left out on purpose, as for a learned
@@ -41,7 +48,8 @@ _LOCK = threading.Lock()
 
 @dataclass
 class Replay:
-    """The example that reached one target with a call no recipe can spell."""
+    """The example that reached one target: the one way in for a call no recipe can spell, the
+    fallback of a spelled call that fails to trace."""
 
     path: str  # the target's file, absolute and resolved
     name: str
@@ -50,12 +58,22 @@ class Replay:
     example: dict[str, Any]  # the ExampleSpec to run: one test, else the test file or the script
     callsite: dict[str, Any] | None = None  # {path, line}: the user's line that made the call
     sources: dict[str, str] = field(default_factory=dict)  # the call's chain: absolute path -> sha256
+    # the learned call failed to trace (a value check): {message, files: the target's and the
+    # failing line's files -> sha256, replay_fails: the replay failed too}; while the files hold,
+    # planning replays this first, unless that failed too (a check of the target's own arguments)
+    failed: dict[str, Any] | None = None
 
     def spec(self) -> ExampleSpec:
         return cast("ExampleSpec", dict(self.example))  # kept as learning spelled it (example_of)
 
     def text(self) -> str:
         return str(self.example.get("text") or self.example.get("path"))
+
+    def note(self) -> str:
+        """The trace's origin line: ``inputs from T (learned example)``, and why the learned call
+        was not used when it failed (:meth:`ReplayStore.mark_failed`)."""
+        why = f"; the learned call failed {self.failed.get('message')}" if _holds(self.failed) and self.failed else ""
+        return f"inputs from {self.text()} (learned example{why})"
 
 
 def example_of(test: object, example: Mapping[str, Any]) -> dict[str, Any]:
@@ -89,8 +107,9 @@ class ReplayStore:
         return cls(store.root, store.file.parent.parent)
 
     def add(self, records: Iterable[Mapping[str, Any]], python: str, example: Mapping[str, Any]) -> list[str]:
-        """Keep, for each of the worker's unspelled calls (``learn.unspelled``), the example that
-        reached it; the keys kept (:meth:`SignatureStore.key`'s)."""
+        """Keep, for each target of the worker's records (its spelled calls, ``signatures``, and
+        its unspelled ones, ``learn.unspelled``), the example that reached it; the keys kept
+        (:meth:`SignatureStore.key`'s), each once. A failure :meth:`mark_failed` remembered stays."""
         kept: list[str] = []
         with _LOCK:
             entries = self.kept.read()
@@ -110,7 +129,11 @@ class ReplayStore:
                 if not Path(replay.path).is_relative_to(self.root):
                     continue  # the workspace's own targets only
                 key = SignatureStore.key(python, replay.path, replay.name)
-                entries.pop(key, None)  # re-inserted last: the newest are kept longest
+                if key in kept:
+                    continue  # a target called again in this run: its first call's test reaches it first
+                before = entries.pop(key, None)  # re-inserted last: the newest are kept longest
+                if isinstance(before, dict) and isinstance(before.get("failed"), dict):
+                    replay.failed = before["failed"]  # a value check fails whichever call taught it
                 entries[key] = asdict(replay)
                 kept.append(key)
             if kept:
@@ -135,6 +158,42 @@ class ReplayStore:
                 return None
         return replay
 
+    def mark_failed(self, python: str, path: Path, name: str, message: str, files: Iterable[str]) -> bool:
+        """Remember that ``path::name``'s learned call failed to trace (``message``: ``at FILE:LINE:
+        ...``) where its example would not: planning replays the example first while the target's
+        file and ``files`` (the failing line's) are unchanged. False when no example is kept."""
+        key = SignatureStore.key(python, str(path), name)
+        with _LOCK:
+            entries = self.kept.read()
+            raw = entries.get(key)
+            if raw is None:
+                return False
+            hashes = {p: h for p in {os.path.realpath(str(path)), *files} if (h := sha256_of(p)) is not None}
+            entries[key] = {**raw, "failed": {"message": message[:300], "files": hashes}}
+            self.kept.write(entries)
+        return True
+
+    def mark_replay_failed(self, python: str, path: Path, name: str) -> bool:
+        """Remember that the replay :meth:`mark_failed` chose failed too (the target checks its own
+        arguments, which are traced either way): the learned call goes first again, alone, while
+        the failure holds. False when no failure was remembered."""
+        key = SignatureStore.key(python, str(path), name)
+        with _LOCK:
+            entries = self.kept.read()
+            raw = entries.get(key)
+            if raw is None or not isinstance(raw.get("failed"), dict):
+                return False
+            entries[key] = {**raw, "failed": {**raw["failed"], "replay_fails": True}}
+            self.kept.write(entries)
+        return True
+
+    def failed_first(self, python: str, path: Path, name: str) -> bool:
+        """Whether ``path::name``'s learned call failed to trace and still would (:meth:`mark_failed`)
+        while its replay did not, so that its kept example goes first; one read of the store,
+        nothing hashed for the other targets."""
+        raw = self.kept.read().get(SignatureStore.key(python, str(path), name))
+        return raw is not None and replay_helps(raw.get("failed")) is True
+
     def keys(self, python: str) -> set[str]:
         """The keys of every kept example of ``python``, fresh or not."""
         return {k for k, v in self.kept.read().items() if v.get("python") == python}
@@ -142,3 +201,18 @@ class ReplayStore:
 
 def _unchanged(sources: Mapping[str, str]) -> bool:
     return all(sha256_of(p) == h for p, h in sources.items())
+
+
+def _holds(failed: object) -> bool:
+    """Whether a remembered failure still holds: every file it was read in hashes as it did."""
+    files = failed.get("files") if isinstance(failed, dict) else None
+    return isinstance(files, dict) and bool(files) and _unchanged(files)
+
+
+def replay_helps(failed: object) -> bool | None:
+    """For a remembered failure (:attr:`Replay.failed`): True when the learned call still fails
+    and its replay did not, False when both still fail, None when nothing holds (no failure, or
+    a file it was read in changed: the learned call is tried first again)."""
+    if not _holds(failed) or not isinstance(failed, dict):
+        return None
+    return not failed.get("replay_fails")

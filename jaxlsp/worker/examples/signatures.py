@@ -403,6 +403,8 @@ class Recorder:
                 "callsite": {"path": line[0], "line": line[1]} if line else None,
                 "sources": {p: h for p, h in ((p, self._hash(p)) for p, _ in callers if p != own) if h is not None},
                 "config": learned.run_config(),  # what the call ran under (x64, precision, mesh)
+                # the test that made it: replayed when the spelled call cannot trace (a value check)
+                "test": _current_test(),
             }
         )
         return True
