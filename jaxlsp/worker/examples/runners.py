@@ -585,6 +585,11 @@ def _run_pytest(
         # one file that fails to import (a package this machine lacks) must not stop the others
         # from running: pytest would otherwise stop before the first test
         "--continue-on-collection-errors",
+        # the warm spare preloaded installed libraries, pytest plugins among them (jaxtyping's):
+        # pytest's warning that it cannot rewrite their asserts is ours, not the user's, and a
+        # project's ``filterwarnings = error`` (interpax's) made it fail every run in the spare
+        "-W",
+        "ignore::pytest.PytestAssertRewriteWarning",
     ]
     if importlib.util.find_spec("xdist") is not None:
         args += ["-p", "no:xdist"]
