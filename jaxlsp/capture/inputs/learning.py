@@ -328,10 +328,12 @@ async def learn_async(
         result = getattr(outcome, "result", {}) or {}
         records = list(result.get("signatures") or [])
         kept_count = store.add(records, python, str(example["text"])) if records else 0
-        # a target with no spellable call here keeps the example that reached it, to replay
+        # every target keeps the example that reached it, to replay: the one way in for a call no
+        # recipe can spell, the fallback of a spelled one that fails at a value check (learnedretry.py)
         spelled = {_key(python, r) for r in records}
         unspelled = [r for r in _unspelled(result) if _key(python, r) not in spelled]
-        replayed = set(replays.add(unspelled, python, example)) if unspelled else set()
+        reached = [*records, *unspelled]
+        replayed = set(replays.add(reached, python, example)) - spelled if reached else set()
         records += [r for r in unspelled if _key(python, r) in replayed]
         kept_count += len(replayed)
         taught = sorted({_relative_target(str(r["path"]), str(r["name"]), root) for r in records})
