@@ -101,3 +101,25 @@ async def test_a_target_turns_live_from_its_first_call_while_its_test_file_still
     client.open("pkg/layers.py")
     assert (await settled(client, "dense"))["state"] == "fresh"
     assert _summaries(client) == []  # the learn is still running: its only test file has not ended
+
+
+checked_on_open = trusted_session(
+    "learn_open_checked",
+    "checked_on_open",
+    CONFIG,
+    {"trusted": True, "learn": {"onOpen": True}},
+    ("__pycache__", "README.md"),
+)
+
+
+async def test_a_learned_call_that_fails_turns_live_when_its_test_file_ends(checked_on_open: JaxClient) -> None:
+    """tests/workspaces/learn_open_checked: ``Linear``'s learned call arrives while its test file
+    runs, and its trace fails at the constructor's value check. When the file ends, the test that
+    made the call is kept to replay, and what is open is traced again on it: ``Linear`` turns
+    fresh with no other event (no new target was taught then)."""
+    client = checked_on_open
+    client.open("checked/spline.py")
+    failed = await settled(client, "Linear", ("failed",))
+    assert "TracerBoolConversionError" in failed["reason"], failed  # before it only needed input
+    (client.workspace / "release").write_text("")
+    assert (await settled(client, "Linear"))["state"] == "fresh"

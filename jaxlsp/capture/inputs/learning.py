@@ -241,14 +241,17 @@ async def learn_async(
     graph: ImportGraph | None = None,
     jobs: int | None = None,
     progress: Callable[[int, int, int, ExampleOutcome], None] | None = None,
-    taught: Callable[[int], None] | None = None,
+    new_inputs: Callable[[], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
     run: Callable[[dict[str, Any], str, CaptureOptions], Awaitable[Any]] | None = None,
 ) -> LearnReport:
     """Run the examples, up to ``jobs`` side by side (the machine's cores), each in its own
     worker at low priority; ``progress(done, total, targets learned, outcome)`` after each one.
-    What an example records is kept as it runs (the worker sends it at once): ``taught(targets
-    learned)`` whenever that teaches a new target, before the example ends.
+    What an example records is kept as it runs (the worker sends it at once). ``new_inputs()``
+    whenever the stores may give targets new inputs: a running example's records teach a new
+    target, an example ends having recorded calls (its later calls of a target may change its
+    inputs: another batch size is a symbolic dimension; the examples kept to replay are the
+    fallback of a learned call that fails at a value check), or cached examples count.
     With a ``cache``, an example whose loaded sources are unchanged since it taught what the store
     still holds is not run (outcome ``cached``), and each run is kept there. The answer comes within
     ``budget`` seconds: an example still running then is stopped (what it delivered by then is
@@ -291,20 +294,23 @@ async def learn_async(
                 loads[index] = _hashes(walk.sources(example))
         return hits, loads
 
+    def told(new: bool) -> None:
+        if new and new_inputs is not None:
+            new_inputs()
+
     hits, loads = await asyncio.to_thread(prepare)
     for index, hit in sorted(hits.items()):
         learned.update(hit.targets)
         text = str(examples[index]["text"])
         finish(index, ExampleOutcome(text, "cached", f"{text} not run: nothing it loads changed", hit.learned, 0.0))
+    told(bool(learned))
 
     async def keep_streamed(records: list[dict[str, Any]], text: str) -> None:
         """Records a running example sent: kept now, and the targets they teach said at once."""
         await asyncio.to_thread(store.add, records, python, text)
         new = {_relative_target(str(r.get("path")), str(r.get("name")), root) for r in records} - learned
-        if new:
-            learned.update(new)
-            if taught is not None:
-                taught(len(learned))
+        learned.update(new)
+        told(bool(new))
 
     async def one(index: int, example: ExampleSpec, slots: asyncio.Semaphore) -> None:
         async with slots:
@@ -337,6 +343,10 @@ async def learn_async(
         records += [r for r in unspelled if _key(python, r) in replayed]
         kept_count += len(replayed)
         taught = sorted({_relative_target(str(r["path"]), str(r["name"]), root) for r in records})
+        # an example's end re-traces on all it kept: its later calls of a target it taught early
+        # (another batch size: a symbolic dimension) and the examples kept to replay, which a
+        # learned call failing at a value check falls back to, change targets' inputs too
+        told(bool(records))
         learned.update(taught)
         if result.get("ok"):
             ended = dict(result.get("learn") or {})

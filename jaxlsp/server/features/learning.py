@@ -223,17 +223,16 @@ class Learning:
         async def run(request: dict[str, Any], exe: str, capture: CaptureOptions) -> Any:
             return await run_capture(request, exe, CaptureOptions(**{**capture.__dict__, "cancel": cancel}))
 
-        heard = 0  # targets learned when what is open was last traced again
+        heard = False  # what is open was traced again on something this learn kept
 
-        def taught(learned: int) -> None:
+        def new_inputs() -> None:
             nonlocal heard
-            if live_as_learned and learned > heard:
-                heard = learned
+            if live_as_learned:
+                heard = True
                 for hear in self.after:
                     hear(folder)
 
         def progress(done: int, total: int, learned: int, example: learning.ExampleOutcome) -> None:
-            taught(learned)
             if token is not None:
                 message = f"{done}/{total} examples, {learned} targets learned ({example.text}: {example.outcome})"
                 report = types.WorkDoneProgressReport(message=message, percentage=int(100 * done / total))
@@ -249,7 +248,7 @@ class Learning:
                 graph=graph,
                 budget=budget or learning.BUDGET,
                 progress=progress,
-                taught=taught,
+                new_inputs=new_inputs,
                 run=run,
             )
         except asyncio.CancelledError:
@@ -272,7 +271,7 @@ class Learning:
             self.ls.window_log_message(types.LogMessageParams(types.MessageType.Info, visible(message)))
         else:
             self.ls.window_show_message(types.ShowMessageParams(types.MessageType.Info, visible(message)))
-        if report.targets and len(report.targets) > heard:
+        if report.targets and not heard:
             for hear in self.after:
                 hear(folder)
         return cast(wire.LearnShapesResult, report.json())
