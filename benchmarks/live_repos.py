@@ -66,6 +66,7 @@ from typing import Any
 from urllib.parse import unquote
 
 # A traced type on hover: ``f32[8,64]``, or with symbolic dimensions ``f32[batch,11,48]``, ``f32[b,32*t]``.
+NO_SHAPE = "**jaxlsp** · no shape here"  # server/features/unshaped.py: a line that shows none, and why
 SHAPE = re.compile(r"\b(?:[fiuc]\d+|bf16|bool|key<\w+>)\[[\w.,*+\- ]*\]")
 # One whose dimensions include a name (JAX shape polymorphism): the dimension is shown symbolically.
 SYMBOLIC = re.compile(r"\b(?:[fiuc]\d+|bf16|bool|key<\w+>)\[[\w.,*+\- ]*[A-Za-z_][\w.,*+\- ]*\]")
@@ -113,8 +114,12 @@ class Client:
         self.proc.stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
         self.proc.stdin.flush()
 
-    def open(self, file: str | Path, text: str, version: int = 1) -> None:
-        """``textDocument/didOpen`` of ``file`` (a Python file) with ``text``."""
+    def open(self, file: str | Path, text: str | None = None, version: int = 1) -> None:
+        """``textDocument/didOpen`` of ``file`` (a Python file) with ``text``, by default the file's
+        own, byte for byte as an editor sends it (lines joined again lose a final newline, and a
+        trace's sources then read as changed: every uncovered line's hover said so)."""
+        if text is None:
+            text = Path(file).read_bytes().decode("utf-8", errors="replace")
         document = {"uri": Path(file).as_uri(), "languageId": "python", "version": version, "text": text}
         self.notify("textDocument/didOpen", {"textDocument": document})
 
@@ -273,7 +278,8 @@ def snapshot(
                 {"textDocument": {"uri": uri}, "position": {"line": line, "character": indent}},
             )
             value = shown["contents"]["value"] if isinstance(shown, dict) else ""
-            lines[key] = bool(SHAPE.search(value))
+            # a failed target's hover quotes JAX's message ("traced array with shape bool[]")
+            lines[key] = not value.startswith(NO_SHAPE) and bool(SHAPE.search(value))
             if SYMBOLIC.search(value):
                 symbolic.add(key)
     return states, lines, owners, symbolic
@@ -387,7 +393,7 @@ def open_learn(
             client = start(root, Path(cache), Path(cwd), learn_on_open=True)
             try:
                 opened = time.monotonic()
-                client.open(file, "\n".join(texts[file]))
+                client.open(file)
                 seconds: float | None = None
                 seconds_learnable: float | None = None
                 first_fresh: dict[str, float] = {}
@@ -591,7 +597,7 @@ def measure(
         client = start(root, Path(cache), Path(cwd))
         try:
             for file in files:
-                client.open(file, "\n".join(texts[file]))
+                client.open(file)
             settle_s = wait_settled(client, root, settle, "open")
             before_snap = snapshot(client, targets, texts, bodies)
             before_states, before_lines, owners, _ = before_snap
@@ -625,7 +631,7 @@ def measure(
                 for file in files:
                     client.notify("textDocument/didClose", {"textDocument": {"uri": Path(file).as_uri()}})
                 for file in files:
-                    client.open(file, "\n".join(texts[file]), version=2)
+                    client.open(file, version=2)
                 wait_settled(client, root, settle, "after learn")
                 final_snap = snapshot(client, targets, texts, bodies)
                 final_states, final_lines, owners, _ = final_snap

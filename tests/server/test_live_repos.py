@@ -123,6 +123,36 @@ def test_the_lines_holding_a_jax_operation_and_the_symbolic_dimensions_are_count
     assert ops["symbolic_hover_lines"] == 4, ops  # the last line's sum is f32[]
 
 
+def test_a_failed_targets_hover_and_an_untaken_branch_show_no_shape(figures_repo: Path) -> None:
+    """``checked.py``: ``roots``'s trace fails and its hover quotes JAX's "traced array with shape
+    bool[]", which is no shape of the line; ``clipped``'s untaken branch says so, not that the file
+    changed (the benchmark opens a file as an editor does, final newline and all)."""
+    bench = live_repos()
+    path = str(figures_repo / "tinyops" / "checked.py")
+    targets = [t for t in bench.discover(figures_repo) if t["path"] == path]
+    texts = {path: Path(path).read_text().splitlines()}
+    bodies = {path: bench.code_lines("\n".join(texts[path]))}
+    branch = next(i for i, line in enumerate(texts[path]) if "jnp.tanh(x)" in line)
+    with tempfile.TemporaryDirectory() as cwd, tempfile.TemporaryDirectory() as cache:
+        client = bench.start(figures_repo, Path(cache), Path(cwd))
+        try:
+            client.open(path)
+            bench.wait_settled(client, figures_repo, scaled(TRACE_WAIT), "open")
+            snap = bench.snapshot(client, targets, texts, bodies)
+            untaken = client.request(
+                "textDocument/hover",
+                {"textDocument": {"uri": Path(path).as_uri()}, "position": {"line": branch, "character": 8}},
+            )
+        finally:
+            client.close()
+    states = {name: t["state"] for (_, name), t in snap[0].items()}
+    assert states == {"roots": "failed", "clipped": "fresh"}, snap[0]
+    shown = {line for (_, line), has in snap[1].items() if has}
+    roots_lines = {line for line in range(len(texts[path])) if 8 <= line <= 11}
+    assert not shown & roots_lines, shown  # the failure's "shape bool[]" is not a shape
+    assert "branch was not taken" in untaken["contents"]["value"], untaken
+
+
 def test_opening_a_file_with_learn_on_open_is_timed_to_its_called_targets_fresh(figures_repo: Path) -> None:
     """``ops.py``'s ``scale`` is called only by a test, on an input no static call site spells:
     opened alone with learn on open, it turns fresh once that test has run in the background."""
