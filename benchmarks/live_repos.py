@@ -3,6 +3,7 @@ and after one ``jaxlsp.learnShapes`` (issue 46).
 
     python benchmarks/live_repos.py [REPO ...] [--settle S] [--budget S] [--no-learn] [--json OUT]
                                     [--open-wait S] [--open-files N] [--no-pytest]
+                                    [--open-only PREVIOUS_JSON --calls-cache DIR]
 
 For each repository folder (a checkout; its own ``.venv`` when it has one, which the server picks
 once the folder is trusted; with no REPO, every folder in ``build/live-repos/``, and nothing to do
@@ -40,8 +41,13 @@ the learn's wall time over it (``learn_over_pytest``, bar 1.2; ``--no-pytest`` s
 the measured server, each file that defines a target the repository calls is opened alone in a
 fresh server and per-user cache with ``learn.onOpen`` ``"on"`` (``open_learn``): the seconds until
 all its called targets are fresh at once, and their median (bar 60 s; ``--open-wait S`` per file,
-0 skips it; ``--open-files N`` the first N files). Exits 1 when a repository has less than 80 % of
-the targets it calls fresh after learning, or misses either of issue 56's bars.
+0 skips it; ``--open-files N`` the first N files); beside it the seconds until those of them the
+folder learn made fresh are (``seconds_learnable``: a target no learn makes fresh, a factory called
+with Python values only, never is, however fast the learn), their median over the files that have
+any, and when each target first turned fresh. ``--open-only PREVIOUS_JSON --calls-cache DIR`` runs
+that part alone, the calls audit from the cache (run once when missing) and what a folder learn
+makes fresh from a whole run's figures. Exits 1 when a repository has less than 80 % of the
+targets it calls fresh after learning, or misses either of issue 56's bars.
 """
 
 from __future__ import annotations
