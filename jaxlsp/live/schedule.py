@@ -4,7 +4,8 @@ The server submits the targets a save (or an open) touches, each with a fingerpr
 it would trace (its files' hashes). The scheduler decides, in this order:
 
 - a target already traced (successfully) from the same text is fresh: nothing runs;
-- a target whose last two live traces failed with the same cause waits until its text changes;
+- a target whose last two live traces failed with the same cause waits until its text changes
+  (or learning keeps new inputs for it: ``inputs_changed``, as for a fresh one);
 - the rest go to the front of the queue, the newest save's targets first;
 - a running live trace of a submitted target is for older text: it is cancelled and queued again;
 - saves in a burst (one within ``burst`` seconds of the previous) wait until ``quiet`` seconds
@@ -129,6 +130,14 @@ class LiveScheduler:
         self._wanted.pop(target, None)
         if self.statuses.pop(target, None) is not None:
             self.changed()
+
+    def inputs_changed(self, uri: str, names: set[str]) -> None:
+        """Learning kept new inputs for the targets ``names`` of ``uri``: the next submit traces
+        them again, though their text is the same, fresh on older inputs or failing twice the same
+        way on them (a running trace goes on: it is for the same text)."""
+        for target, status in self.statuses.items():
+            if target.uri == uri and target.name in names and target not in self._running:
+                status.fingerprint, status.failures, status.waiting = None, 0, False
 
     def prefer(self, uri: str) -> None:
         """The editor shows ``uri``: its queued targets go first (in their order)."""

@@ -99,6 +99,31 @@ async def test_two_failures_with_one_cause_wait_for_a_change() -> None:
     assert len(fake.calls) == 3
 
 
+async def test_new_learned_inputs_trace_a_waiting_or_fresh_target_again_on_the_same_text() -> None:
+    """Learning kept new inputs for ``a`` (a learned call that failed at a value check now has its
+    test kept to replay; another batch size): its text is the same, and it is traced again; ``b``,
+    in the same file with no new inputs, is not."""
+    fake = Fake()
+    fake.outcome = Outcome(FAILED, "trace at m.py:3: TracerBoolConversionError")
+    scheduler = LiveScheduler(run=fake, burst=0.0)
+    a, b = Target("file:///m.py", "a"), Target("file:///m.py", "b")
+    for _ in range(2):
+        scheduler.submit([(a, "1")])
+        await idle(scheduler)
+    assert scheduler.statuses[a].waiting
+    fake.outcome = Outcome(FRESH, trace_id="t")
+    scheduler.submit([(b, "1")])
+    await idle(scheduler)
+    scheduler.inputs_changed("file:///m.py", {"a"})
+    scheduler.submit([(a, "1"), (b, "1")])
+    await idle(scheduler)
+    assert fake.calls == [a, a, b, a] and scheduler.statuses[a].state == FRESH
+    scheduler.inputs_changed("file:///m.py", {"a"})  # fresh, and new inputs again
+    scheduler.submit([(a, "1"), (b, "1")])
+    await idle(scheduler)
+    assert fake.calls == [a, a, b, a, a]
+
+
 async def test_an_explicit_trace_preempts_and_the_live_one_resumes_after() -> None:
     fake = Fake()
     fake.gate.clear()

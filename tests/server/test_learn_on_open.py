@@ -7,13 +7,16 @@ files that load the saved file. The answer is kept per user; nothing runs in an 
 from __future__ import annotations
 
 import json
+import re
+import time
 from pathlib import Path
 from typing import Any
 
 from jaxlsp.server.session import Options
 from jaxlsp.trust_store import LearnOnOpenStore
+from tests.deadlines import scaled
 from tests.server.conftest import SERVER_ENV, JaxClient, trusted_session
-from tests.server.test_live import CONFIG, TRACE_WAIT, save, settled
+from tests.server.test_live import CONFIG, TRACE_WAIT, hover, line_of, save, settled
 
 
 def on_open_session(name: str, trusted: bool, on_open: Any) -> Any:
@@ -112,14 +115,37 @@ checked_on_open = trusted_session(
 )
 
 
-async def test_a_learned_call_that_fails_turns_live_when_its_test_file_ends(checked_on_open: JaxClient) -> None:
+async def test_a_learned_call_that_fails_replays_its_test_while_the_test_file_still_runs(
+    checked_on_open: JaxClient,
+) -> None:
     """tests/workspaces/learn_open_checked: ``Linear``'s learned call arrives while its test file
-    runs, and its trace fails at the constructor's value check. When the file ends, the test that
-    made the call is kept to replay, and what is open is traced again on it: ``Linear`` turns
-    fresh with no other event (no new target was taught then)."""
+    runs (its second test waits for the editor's ``release``), and a trace on it fails at the
+    constructor's value check. The test that made the call came with the call, so the trace
+    replays it at once: ``Linear`` is fresh before its test file ends."""
     client = checked_on_open
     client.open("checked/spline.py")
-    failed = await settled(client, "Linear", ("failed",))
-    assert "TracerBoolConversionError" in failed["reason"], failed  # before it only needed input
-    (client.workspace / "release").write_text("")
     assert (await settled(client, "Linear"))["state"] == "fresh"
+    assert _summaries(client) == []  # the test file still runs: it waits for the release
+    (client.workspace / "release").write_text("")
+
+
+sizes = trusted_session("learn_open_sizes", "sizes", CONFIG, {"trusted": True, "learn": {"onOpen": True}})
+
+
+async def test_a_later_call_with_another_batch_size_makes_the_batch_a_symbol(sizes: JaxClient) -> None:
+    """tests/workspaces/learn_open_sizes: two test files call ``dense``, one with batch 3, the
+    other with batch 5 once the first trace is shown (it waits for ``release``). The second call
+    teaches no new target; when its file ends, what is open is traced again on both calls, so the
+    batch is a symbol rather than the first call's size."""
+    client = sizes
+    client.open("pkg/layers.py")
+    first = await settled(client, "dense")
+    line = line_of(client, "pkg/layers.py", "return jnp.tanh")
+    (client.workspace / "release").write_text("")
+    symbolic = re.compile(r"f32\[[A-Za-z_][\w.]*,4\]")
+    deadline = time.monotonic() + scaled(TRACE_WAIT)
+    text = await hover(client, "pkg/layers.py", line)
+    while not symbolic.search(text):
+        assert time.monotonic() < deadline, text  # one call's sizes only
+        first = await settled(client, "dense", after=first.get("traceId"))
+        text = await hover(client, "pkg/layers.py", line)

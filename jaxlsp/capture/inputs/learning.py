@@ -241,17 +241,18 @@ async def learn_async(
     graph: ImportGraph | None = None,
     jobs: int | None = None,
     progress: Callable[[int, int, int, ExampleOutcome], None] | None = None,
-    new_inputs: Callable[[], None] | None = None,
+    new_inputs: Callable[[set[tuple[str, str]]], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
     run: Callable[[dict[str, Any], str, CaptureOptions], Awaitable[Any]] | None = None,
 ) -> LearnReport:
     """Run the examples, up to ``jobs`` side by side (the machine's cores), each in its own
     worker at low priority; ``progress(done, total, targets learned, outcome)`` after each one.
-    What an example records is kept as it runs (the worker sends it at once). ``new_inputs()``
-    whenever the stores may give targets new inputs: a running example's records teach a new
-    target, an example ends having recorded calls (its later calls of a target may change its
-    inputs: another batch size is a symbolic dimension; the examples kept to replay are the
-    fallback of a learned call that fails at a value check), or cached examples count.
+    What an example records is kept as it runs (the worker sends it at once). ``new_inputs(targets)``
+    (each an absolute path and a name) whenever the stores may give those targets new inputs: a
+    running example's records teach them, an example ends having recorded calls of them (its later
+    calls of a target may change its inputs: another batch size is a symbolic dimension; the
+    examples kept to replay are the fallback of a learned call that fails at a value check), or
+    cached examples taught them.
     With a ``cache``, an example whose loaded sources are unchanged since it taught what the store
     still holds is not run (outcome ``cached``), and each run is kept there. The answer comes within
     ``budget`` seconds: an example still running then is stopped (what it delivered by then is
@@ -294,23 +295,30 @@ async def learn_async(
                 loads[index] = _hashes(walk.sources(example))
         return hits, loads
 
-    def told(new: bool) -> None:
-        if new and new_inputs is not None:
-            new_inputs()
+    def told(targets: Iterable[str]) -> None:
+        """``targets`` ("path::Name", relative to the root) may have new inputs."""
+        if new_inputs is None:
+            return
+        absolute = {(str(root / path), name) for path, _, name in (t.rpartition("::") for t in targets)}
+        if absolute:
+            new_inputs(absolute)
 
     hits, loads = await asyncio.to_thread(prepare)
     for index, hit in sorted(hits.items()):
         learned.update(hit.targets)
         text = str(examples[index]["text"])
         finish(index, ExampleOutcome(text, "cached", f"{text} not run: nothing it loads changed", hit.learned, 0.0))
-    told(bool(learned))
+    told(learned)
 
-    async def keep_streamed(records: list[dict[str, Any]], text: str) -> None:
-        """Records a running example sent: kept now, and the targets they teach said at once."""
-        await asyncio.to_thread(store.add, records, python, text)
+    async def keep_streamed(records: list[dict[str, Any]], example: ExampleSpec) -> None:
+        """Records a running example sent: kept now, with the test that made each call to replay
+        (a learned call that fails at a value check replays it at once, not when the file ends),
+        and the targets they teach said at once."""
+        await asyncio.to_thread(store.add, records, python, str(example["text"]))
+        await asyncio.to_thread(replays.add, records, python, example)
         new = {_relative_target(str(r.get("path")), str(r.get("name")), root) for r in records} - learned
         learned.update(new)
-        told(bool(new))
+        told(new)
 
     async def one(index: int, example: ExampleSpec, slots: asyncio.Semaphore) -> None:
         async with slots:
@@ -319,7 +327,7 @@ async def learn_async(
                 return  # never started: the report says why the run ended early
             limit = min(own_limit, left)
             t0 = time.monotonic()
-            streamed = _Streamed(lambda records: keep_streamed(records, str(example["text"])))
+            streamed = _Streamed(lambda records: keep_streamed(records, example))
             options = CaptureOptions(timeout=limit, example_timeout=limit, on_learned=streamed.heard)
             try:
                 outcome = await runner(request_for(example, root, idle, limit), python, options)
@@ -346,7 +354,7 @@ async def learn_async(
         # an example's end re-traces on all it kept: its later calls of a target it taught early
         # (another batch size: a symbolic dimension) and the examples kept to replay, which a
         # learned call failing at a value check falls back to, change targets' inputs too
-        told(bool(records))
+        told(taught)
         learned.update(taught)
         if result.get("ok"):
             ended = dict(result.get("learn") or {})

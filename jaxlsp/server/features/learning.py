@@ -56,7 +56,8 @@ class Learning:
     def __init__(self, ls: Host, trust: TrustPrompt, choices: LearnOnOpenStore | None = None) -> None:
         self.ls = ls
         self.trust = trust
-        self.after: list[Any] = []  # called with the folder once something was learned (live)
+        # called with the folder and the targets (absolute path, name) it may have new inputs for
+        self.after: list[Callable[[Path, set[tuple[str, str]]], None]] = []
         self.choices = choices or LearnOnOpenStore()  # the user's once-asked answers, per folder
         self._asked: set[Path] = set()  # folders asked in this session (a dismissed question is not repeated)
         # documents opened (True) or saved (False) whose examples run next, one learn at a time
@@ -225,12 +226,12 @@ class Learning:
 
         heard = False  # what is open was traced again on something this learn kept
 
-        def new_inputs() -> None:
+        def new_inputs(targets: set[tuple[str, str]]) -> None:
             nonlocal heard
             if live_as_learned:
                 heard = True
                 for hear in self.after:
-                    hear(folder)
+                    hear(folder, targets)
 
         def progress(done: int, total: int, learned: int, example: learning.ExampleOutcome) -> None:
             if token is not None:
@@ -272,8 +273,9 @@ class Learning:
         else:
             self.ls.window_show_message(types.ShowMessageParams(types.MessageType.Info, visible(message)))
         if report.targets and not heard:
+            absolute = {(str(root / path), name) for path, _, name in (t.rpartition("::") for t in report.targets)}
             for hear in self.after:
-                hear(folder)
+                hear(folder, absolute)
         return cast(wire.LearnShapesResult, report.json())
 
     async def _begin(self, message: str) -> str | None:

@@ -107,12 +107,18 @@ class Live:
         self.ls.refresh_lenses()
 
     # -- which targets -----------------------------------------------------------------------------
-    def learned(self, folder: Path) -> None:
-        """New inputs were learned in ``folder`` (features/learning.py): what is open there is
-        traced again on them, as if just opened."""
+    def learned(self, folder: Path, targets: set[tuple[str, str]]) -> None:
+        """New inputs were learned in ``folder`` for ``targets`` (absolute path, name;
+        features/learning.py): what is open there is traced again, as if just opened, those
+        targets too when they are fresh on older inputs or failed twice the same way on them (a
+        learned call failing at a value check, whose test is now kept to replay)."""
+        names: dict[str, set[str]] = {}
+        for file, name in targets:
+            names.setdefault(str(Path(file).resolve()), set()).add(name)
         for document in list(self.ls.workspace.text_documents.values()):
             path = local_path(document.uri)
             if path is not None and path.resolve().is_relative_to(folder.resolve()):
+                self.scheduler.inputs_changed(document.uri, names.get(str(path.resolve()), set()))
                 self.touched(document.uri)
 
     def opened(self, uri: str) -> None:
