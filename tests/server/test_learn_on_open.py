@@ -92,22 +92,44 @@ async def test_an_opened_files_targets_turn_live_from_the_first_test_that_teache
     assert _summaries(client) == []  # the learn is still running: test_slow.py has not ended
 
 
-streaming = trusted_session("learn_open_stream", "streaming", CONFIG, {"trusted": True, "learn": {"onOpen": True}})
+# Appended to a test file of a workspace's copy: that file runs on until the test driving the
+# editor writes ``release``, so what the editor shows before then came while the file still ran.
+HELD = """
+
+def test_held_until_the_editor_releases_it():
+    import time
+    from pathlib import Path
+
+    release = Path(__file__).resolve().parents[1] / "release"
+    waited = time.monotonic()
+    while not release.exists() and time.monotonic() - waited < 600:
+        time.sleep(0.1)
+"""
+
+
+def hold(client: JaxClient, test_file: str) -> None:
+    with (client.workspace / test_file).open("a") as out:
+        out.write(HELD)
+
+
+streaming = trusted_session("learn_open_early", "streaming", CONFIG, {"trusted": True, "learn": {"onOpen": True}})
 
 
 async def test_a_target_turns_live_from_its_first_call_while_its_test_file_still_runs(streaming: JaxClient) -> None:
-    """tests/workspaces/learn_open_stream: one test file calls ``dense`` in its first test and then
-    sleeps in its second, until the learn's limit stops it. The call the worker recorded reaches
-    the store as it is made (a ``#learned`` line on the result pipe), so ``dense`` is live while
-    the file runs, not after it ends."""
+    """tests/workspaces/learn_open_early with ``tests/test_fast.py`` held: its first test calls
+    ``dense``, and the file then runs on. The call the worker recorded reaches the store as it is
+    made (a ``#learned`` line on the result pipe), so ``dense`` is live while the file runs, not
+    after it ends."""
     client = streaming
+    hold(client, "tests/test_fast.py")
     client.open("pkg/layers.py")
     assert (await settled(client, "dense"))["state"] == "fresh"
-    assert _summaries(client) == []  # the learn is still running: its only test file has not ended
+    assert _summaries(client) == []  # the learn is still running: test_fast.py has not ended
+    (client.workspace / "release").write_text("")
 
 
 checked_on_open = trusted_session(
-    "learn_open_checked",
+    "learned_checked",
     "checked_on_open",
     CONFIG,
     {"trusted": True, "learn": {"onOpen": True}},
@@ -118,11 +140,12 @@ checked_on_open = trusted_session(
 async def test_a_learned_call_that_fails_replays_its_test_while_the_test_file_still_runs(
     checked_on_open: JaxClient,
 ) -> None:
-    """tests/workspaces/learn_open_checked: ``Linear``'s learned call arrives while its test file
-    runs (its second test waits for the editor's ``release``), and a trace on it fails at the
-    constructor's value check. The test that made the call came with the call, so the trace
-    replays it at once: ``Linear`` is fresh before its test file ends."""
+    """tests/workspaces/learned_checked with its test file held: ``Linear``'s learned call arrives
+    while the file runs, and a trace on it fails at the constructor's value check. The test that
+    made the call came with the call, so the trace replays it at once: ``Linear`` is fresh before
+    its test file ends."""
     client = checked_on_open
+    hold(client, "tests/test_spline.py")
     client.open("checked/spline.py")
     assert (await settled(client, "Linear"))["state"] == "fresh"
     assert _summaries(client) == []  # the test file still runs: it waits for the release
