@@ -375,7 +375,6 @@ def open_learn(
     root: Path,
     files: list[str],
     wanted: dict[str, set[str]],
-    texts: dict[str, list[str]],
     wait: float,
     learnable: dict[str, set[str]] | None = None,
 ) -> dict[str, Any]:
@@ -555,8 +554,7 @@ def measure_open(
     for target in targets:
         if target_key(target) in called and f"{os.path.relpath(target['path'], root)}::{target['name']}" not in dark:
             learnable.setdefault(target["path"], set()).add(str(target["name"]))
-    texts = {file: Path(file).read_text(encoding="utf-8", errors="replace").splitlines() for file in wanted}
-    opening = open_learn(root, sorted(wanted)[:open_files], wanted, texts, open_wait, learnable)
+    opening = open_learn(root, sorted(wanted)[:open_files], wanted, open_wait, learnable)
     return {"repo": root.name, "called": len(called), "open_learn": opening, "dark_from": str(previous)}
 
 
@@ -667,7 +665,7 @@ def measure(
         for target in targets:
             if target_key(target) in called and state_of(final_states, target)["state"] == "fresh":
                 learnable.setdefault(target["path"], set()).add(str(target["name"]))
-        opening = open_learn(root, sorted(wanted)[:open_files], wanted, texts, open_wait, learnable)
+        opening = open_learn(root, sorted(wanted)[:open_files], wanted, open_wait, learnable)
     final = list(final_states.values())
     owned_fresh = {target_key(t) for t in targets if state_of(final_states, t)["state"] == "fresh"}
     fresh_lines = [k for k, o in owners.items() if o & owned_fresh and k in final_lines]

@@ -158,8 +158,7 @@ def test_opening_a_file_with_learn_on_open_is_timed_to_its_called_targets_fresh(
     opened alone with learn on open, it turns fresh once that test has run in the background."""
     bench = live_repos()
     path = str(figures_repo / "tinyops" / "ops.py")
-    texts = {path: Path(path).read_text().splitlines()}
-    opened = bench.open_learn(figures_repo, [path], {path: {"scale"}}, texts, scaled(TRACE_WAIT))
+    opened = bench.open_learn(figures_repo, [path], {path: {"scale"}}, scaled(TRACE_WAIT))
     [file] = opened["files"]
     assert file["file"] == "tinyops/ops.py" and file["fresh"] == 1 and file["seconds"] is not None, opened
     # the summary may come after the target is fresh: a running example's calls are kept as it runs
