@@ -199,6 +199,11 @@ def _relative_target(path: str, name: str, root: Path) -> str:
     return f"{Path(os.path.relpath(path, root)).as_posix()}::{name}"
 
 
+def absolute_targets(targets: Iterable[str], root: Path) -> set[tuple[str, str]]:
+    """``targets`` ("path::Name", relative to ``root``, as a report lists them) as (absolute path, name)."""
+    return {(str(root / path), name) for path, _, name in (t.rpartition("::") for t in targets)}
+
+
 def _key(python: str, record: dict[str, Any]) -> str:
     return SignatureStore.key(python, str(record.get("path")), str(record.get("name")))
 
@@ -299,7 +304,7 @@ async def learn_async(
         """``targets`` ("path::Name", relative to the root) may have new inputs."""
         if new_inputs is None:
             return
-        absolute = {(str(root / path), name) for path, _, name in (t.rpartition("::") for t in targets)}
+        absolute = absolute_targets(targets, root)
         if absolute:
             new_inputs(absolute)
 
@@ -314,8 +319,12 @@ async def learn_async(
         """Records a running example sent: kept now, with the test that made each call to replay
         (a learned call that fails at a value check replays it at once, not when the file ends),
         and the targets they teach said at once."""
-        await asyncio.to_thread(store.add, records, python, str(example["text"]))
-        await asyncio.to_thread(replays.add, records, python, example)
+
+        def keep() -> None:
+            store.add(records, python, str(example["text"]))
+            replays.add(records, python, example)
+
+        await asyncio.to_thread(keep)
         new = {_relative_target(str(r.get("path")), str(r.get("name")), root) for r in records} - learned
         learned.update(new)
         told(new)

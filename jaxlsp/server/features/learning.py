@@ -273,9 +273,9 @@ class Learning:
         else:
             self.ls.window_show_message(types.ShowMessageParams(types.MessageType.Info, visible(message)))
         if report.targets and not heard:
-            absolute = {(str(root / path), name) for path, _, name in (t.rpartition("::") for t in report.targets)}
+            taught = learning.absolute_targets(report.targets, root)
             for hear in self.after:
-                hear(folder, absolute)
+                hear(folder, taught)
         return cast(wire.LearnShapesResult, report.json())
 
     async def _begin(self, message: str) -> str | None:
